@@ -1,0 +1,51 @@
+/**
+ * The one error type of the service. Services throw AppError with a code; each adapter maps the
+ * code once: GraphQL puts it in `extensions.code`, the REST layer turns it into DocuSeal's status
+ * and body (reference/docuseal-behaviour.md §3). Anything that is not an AppError is unexpected:
+ * logged with its cause and masked (GraphQL "Unexpected error.", REST 500 `{"status":500}`).
+ */
+
+export const ERROR_CODES = {
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  NOT_FOUND: 404,
+  BAD_REQUEST: 400,
+  PAYLOAD_TOO_LARGE: 413,
+  VALIDATION: 422,
+  RATE_LIMITED: 429,
+} as const;
+
+export type ErrorCode = keyof typeof ERROR_CODES;
+
+/** Default user-safe messages, DocuSeal's wording where it has one. */
+const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
+  UNAUTHENTICATED: 'Not authenticated',
+  FORBIDDEN: 'Not authorized',
+  NOT_FOUND: 'Not found',
+  BAD_REQUEST: 'Bad request',
+  PAYLOAD_TOO_LARGE: 'Request body is too large',
+  VALIDATION: 'Validation failed',
+  RATE_LIMITED: 'Too many requests',
+};
+
+export class AppError extends Error {
+  override name = 'AppError';
+  readonly code: ErrorCode;
+  /** Extra machine-readable detail (e.g. the path of an invalid field); safe to show. */
+  readonly details: Record<string, unknown> | undefined;
+
+  constructor(code: ErrorCode, message?: string, options?: { details?: Record<string, unknown>; cause?: unknown }) {
+    super(message ?? DEFAULT_MESSAGES[code], { cause: options?.cause });
+    this.code = code;
+    this.details = options?.details;
+  }
+
+  /** HTTP status for this code. */
+  get status(): number {
+    return ERROR_CODES[this.code];
+  }
+}
+
+export function isAppError(error: unknown): error is AppError {
+  return error instanceof AppError;
+}

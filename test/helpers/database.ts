@@ -1,0 +1,52 @@
+/**
+ * Per-file test databases on the run's PostgreSQL server (see test/global-setup.ts).
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { inject } from 'vitest';
+import { applyMigrations } from '../../src/db/migrate.ts';
+
+export interface TestDatabase {
+  /** postgresql:// URL of the new database. */
+  url: string;
+  name: string;
+  /** Drops the database (terminating any connection still open). */
+  drop(): Promise<void>;
+}
+
+/** The URL of the run's server with `database` swapped in. */
+export function databaseUrl(database: string): string {
+  const url = new URL(inject('adminDatabaseUrl'));
+  url.pathname = `/${database}`;
+  return url.toString();
+}
+
+/**
+ * Creates an empty database named signet_test_<random>, optionally migrated.
+ * @param options.migrate apply prisma/migrations (default true)
+ */
+export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
+  const name = `signet_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
+  await admin.connect();
+  try {
+    await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(name)}`);
+  } finally {
+    await admin.end();
+  }
+  const url = databaseUrl(name);
+  if (options.migrate !== false) await applyMigrations({ connectionString: url });
+  return {
+    url,
+    name,
+    async drop() {
+      const client = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
+      await client.connect();
+      try {
+        await client.query(`DROP DATABASE IF EXISTS ${client.escapeIdentifier(name)} WITH (FORCE)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
