@@ -31,7 +31,7 @@ const EnvSchema = z.object({
   /** Seconds SIGTERM waits for in-flight requests before closing anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(10),
   /** Create a development account and print its API key on the first start (empty database). */
-  CREATE_DEV_ACCOUNT: boolFromEnv.default('true'),
+  CREATE_DEV_ACCOUNT: boolFromEnv.optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -83,6 +83,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     maxBodySize: Math.floor(e.MAX_BODY_SIZE_MB * 1024 * 1024),
     graphiql: e.GRAPHIQL ?? e.NODE_ENV !== 'production',
     shutdownTimeout: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
-    createDevAccount: e.CREATE_DEV_ACCOUNT,
+    createDevAccount: e.CREATE_DEV_ACCOUNT ?? true,
   };
 }

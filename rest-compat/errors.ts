@@ -1,0 +1,31 @@
+/**
+ * DocuSeal's error statuses and bodies (reference/docuseal-behaviour.md §2–3, DESIGN.md "errors").
+ * Controller-style errors are `{"error": message}`; errors DocuSeal lets escape to its exception
+ * app are `{"status": code}`.
+ */
+import type { AppError, ErrorCode } from '../src/errors.ts';
+
+export interface RestErrorResponse {
+  status: number;
+  body: Record<string, unknown>;
+}
+
+const BODIES: Record<ErrorCode, (error: AppError) => RestErrorResponse> = {
+  UNAUTHENTICATED: () => ({ status: 401, body: { error: 'Not authenticated' } }),
+  FORBIDDEN: (e) => ({ status: 403, body: { error: e.message } }),
+  NOT_FOUND: () => ({ status: 404, body: { status: 404 } }),
+  BAD_REQUEST: (e) => ({ status: 400, body: { status: 400, error: e.message } }),
+  PAYLOAD_TOO_LARGE: (e) => ({ status: 413, body: { error: e.message } }),
+  VALIDATION: (e) => ({ status: 422, body: { error: e.message } }),
+  RATE_LIMITED: () => ({ status: 429, body: { error: 'Too many requests' } }),
+};
+
+/** The DocuSeal response for an expected error. */
+export function restErrorFor(error: AppError): RestErrorResponse {
+  return BODIES[error.code](error);
+}
+
+/** Unexpected failures: the cause is logged, never shown. */
+export const INTERNAL_ERROR: RestErrorResponse = { status: 500, body: { status: 500 } };
+/** Unknown route or method. */
+export const ROUTE_NOT_FOUND: RestErrorResponse = { status: 404, body: { status: 404 } };

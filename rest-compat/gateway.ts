@@ -1,0 +1,167 @@
+/**
+ * The REST compatibility gateway: DocuSeal's REST API on the wire, mounted at /api
+ * (DESIGN.md "How a request flows").
+ *
+ * Each route is one named GraphQL operation, parsed and validated against the schema once at
+ * start, executed with the caller's context, and a serializer that turns the result into
+ * DocuSeal JSON. Routes hold no business rules.
+ *
+ * Wire behaviour shared by every route (reference/docuseal-behaviour.md §2–3):
+ * - bodies are parsed as JSON whatever the Content-Type; malformed JSON → 422 `{"error":"JSON parse error: ..."}`
+ * - missing/bad key → 401 `{"error":"Not authenticated"}`
+ * - unknown route → 404 `{"status":404}`; body over the limit → 413 `{"error": ...}`
+ * - unexpected errors → 500 `{"status":500}`, cause logged
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { execute, type DocumentNode, type ExecutionResult, type GraphQLSchema, Kind, parse, validate } from 'graphql';
+import { AppError } from '../src/errors.ts';
+import type { ContextFactory, GraphQLContext } from '../src/graphql/context.ts';
+import { findAppError } from '../src/graphql/errors.ts';
+import { INTERNAL_ERROR, restErrorFor, ROUTE_NOT_FOUND, type RestErrorResponse } from './errors.ts';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+/** What a route sees of the request. */
+export interface RestRequest {
+  params: Record<string, string>;
+  query: Record<string, string | string[] | undefined>;
+  /** Parsed JSON body (undefined when empty). */
+  body: unknown;
+  context: GraphQLContext;
+}
+
+export interface RestRoute<TData = any> {
+  method: HttpMethod | HttpMethod[];
+  /** Path under /api, in Fastify syntax ("/templates/:id"). */
+  path: string;
+  /** A GraphQL document with exactly one named operation. */
+  operation: string;
+  /** GraphQL variables from the request; may throw AppError (e.g. VALIDATION) for bad input. */
+  variables?: (request: RestRequest) => Record<string, unknown>;
+  /** DocuSeal JSON from the operation's data. */
+  serialize: (data: TData, request: RestRequest) => unknown;
+  /** Success status (default 200). */
+  status?: number;
+  /** Routes are authenticated unless this is false. */
+  public?: boolean;
+}
+
+interface PreparedRoute {
+  route: RestRoute;
+  document: DocumentNode;
+  operationName: string;
+}
+
+export interface RestGatewayOptions {
+  schema: GraphQLSchema;
+  routes: RestRoute[];
+  contextFactory: ContextFactory;
+  /** Largest accepted body in bytes. */
+  bodyLimit: number;
+  prefix?: string;
+}
+
+/**
+ * Parses and validates every route's operation against the schema.
+ * @throws Error at start naming the route when an operation is invalid or unnamed
+ */
+export function prepareRoutes(schema: GraphQLSchema, routes: RestRoute[]): PreparedRoute[] {
+  return routes.map((route) => {
+    const label = `${[route.method].flat().join(',')} ${route.path}`;
+    const document = parse(route.operation);
+    const operations = document.definitions.filter((d) => d.kind === Kind.OPERATION_DEFINITION);
+    const operationName = operations.length === 1 ? operations[0]!.name?.value : undefined;
+    if (!operationName) throw new Error(`REST route ${label}: the operation must be exactly one named operation`);
+    const errors = validate(schema, document);
+    if (errors.length > 0) {
+      throw new Error(`REST route ${label}: invalid operation ${operationName}: ${errors.map((e) => e.message).join('; ')}`);
+    }
+    return { route, document, operationName };
+  });
+}
+
+/** Registers the gateway (as an encapsulated Fastify plugin under `prefix`, default /api). */
+export async function registerRestGateway(app: FastifyInstance, options: RestGatewayOptions): Promise<void> {
+  const prepared = prepareRoutes(options.schema, options.routes);
+
+  await app.register(
+    async (api) => {
+      // DocuSeal parses every /api body as JSON whatever the Content-Type (§2).
+      api.removeAllContentTypeParsers();
+      api.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_req, body, done) => {
+        const text = typeof body === 'string' ? body : body.toString('utf8');
+        if (text.trim() === '') return done(null, undefined);
+        try {
+          done(null, JSON.parse(text));
+        } catch (error) {
+          done(new AppError('VALIDATION', `JSON parse error: ${(error as Error).message}`), undefined);
+        }
+      });
+
+      api.setNotFoundHandler((_request, reply) => send(reply, ROUTE_NOT_FOUND));
+
+      api.setErrorHandler((error, request, reply) => {
+        const appError = findAppError(error);
+        if (appError) return send(reply, restErrorFor(appError));
+        const code = (error as { code?: string }).code;
+        if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
+          const limitMb = Math.round((options.bodyLimit / 1024 / 1024) * 10) / 10;
+          return send(reply, restErrorFor(new AppError('PAYLOAD_TOO_LARGE', `Request body is too large (limit ${limitMb} MB)`)));
+        }
+        if (code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
+          return send(reply, restErrorFor(new AppError('BAD_REQUEST', (error as Error).message)));
+        }
+        request.log.error({ err: error }, 'unexpected error in a REST route');
+        return send(reply, INTERNAL_ERROR);
+      });
+
+      for (const entry of prepared) {
+        api.route({
+          method: entry.route.method,
+          url: entry.route.path,
+          handler: (request, reply) => handle(entry, request, reply, options),
+        });
+      }
+    },
+    { prefix: options.prefix ?? '/api' },
+  );
+}
+
+async function handle(entry: PreparedRoute, request: FastifyRequest, reply: FastifyReply, options: RestGatewayOptions) {
+  const { route } = entry;
+  const context = await options.contextFactory({ header: (name) => headerValue(request, name), ip: request.ip });
+  if (!route.public && !context.viewer) return send(reply, restErrorFor(new AppError('UNAUTHENTICATED')));
+
+  const restRequest: RestRequest = {
+    params: (request.params ?? {}) as Record<string, string>,
+    query: (request.query ?? {}) as RestRequest['query'],
+    body: request.body,
+    context,
+  };
+  const variableValues = route.variables ? route.variables(restRequest) : {};
+  const result = (await execute({
+    schema: options.schema,
+    document: entry.document,
+    operationName: entry.operationName,
+    variableValues,
+    contextValue: context,
+  })) as ExecutionResult;
+
+  if (result.errors?.length) {
+    const appError = result.errors.map(findAppError).find((e) => e !== undefined);
+    if (appError) return send(reply, restErrorFor(appError));
+    request.log.error({ err: result.errors[0]?.originalError ?? result.errors[0], operation: entry.operationName }, 'unexpected error in a REST route');
+    return send(reply, INTERNAL_ERROR);
+  }
+  reply.code(route.status ?? 200).header('content-type', 'application/json; charset=utf-8');
+  return reply.send(JSON.stringify(route.serialize(result.data, restRequest)));
+}
+
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function send(reply: FastifyReply, response: RestErrorResponse) {
+  return reply.code(response.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(response.body));
+}

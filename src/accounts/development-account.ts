@@ -1,0 +1,28 @@
+/**
+ * The development account: on the very first start (no account in the database) the service
+ * creates one so that a new user can call the API at once.
+ */
+import type { Db } from '../db/client.ts';
+import { CreateAccountInput, insertAccount, type CreatedAccount } from './create-account.ts';
+
+/** Serialises first-start checks of concurrently starting instances. */
+const FIRST_START_LOCK = 7_301_001;
+
+export const DEVELOPMENT_ACCOUNT = {
+  name: 'Development',
+  email: 'dev@signet.local',
+  firstName: 'Dev',
+  lastName: 'User',
+} as const;
+
+/**
+ * Creates the development account when the database has no account yet.
+ * @returns the new account with its API key (to print once), or null when accounts exist
+ */
+export async function ensureDevelopmentAccount(db: Db): Promise<CreatedAccount | null> {
+  return db.$transaction(async (tx) => {
+    await tx.$executeRaw`SELECT pg_advisory_xact_lock(${FIRST_START_LOCK})`;
+    if ((await tx.account.count()) > 0) return null;
+    return insertAccount(tx, CreateAccountInput.parse(DEVELOPMENT_ACCOUNT));
+  });
+}

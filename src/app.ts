@@ -1,0 +1,101 @@
+/**
+ * Assembles the HTTP service: Fastify hosting GraphQL (Yoga + graphql-ws on /graphql), the
+ * DocuSeal REST gateway (/api) and /health. Returns `{ fastify, start, stop }`; src/main.ts
+ * only starts it.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { restRoutes } from '../rest-compat/index.ts';
+import { registerRestGateway, type RestRoute } from '../rest-compat/gateway.ts';
+import type { Config } from './config.ts';
+import type { Db } from './db/client.ts';
+import { createContextFactory } from './graphql/context.ts';
+import { schema } from './graphql/schema/index.ts';
+import { createGraphQLServer, GRAPHQL_PATH } from './graphql/server.ts';
+import { registerHealthRoute } from './http/health.ts';
+
+export interface AppOptions {
+  config: Config;
+  db: Db;
+  /** A pino logger to use; default: a new one at config.logLevel. */
+  logger?: FastifyBaseLogger;
+  /** More REST routes (tests use this to exercise the gateway's error paths). */
+  extraRestRoutes?: RestRoute[];
+}
+
+export interface App {
+  fastify: FastifyInstance;
+  /** Listens on config.host:config.port (0 = any free port); resolves to the base URL. */
+  start(options?: { port?: number; host?: string }): Promise<string>;
+  /**
+   * Graceful stop: refuses new connections, lets in-flight requests finish (up to
+   * config.shutdownTimeout, then closes what is left), closes WebSockets and the database client.
+   */
+  stop(): Promise<void>;
+}
+
+export async function buildApp(options: AppOptions): Promise<App> {
+  const { config, db } = options;
+  const fastify = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: { level: config.logLevel } }),
+    bodyLimit: config.maxBodySize,
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+  });
+
+  const contextFactory = createContextFactory({ db, config, logger: fastify.log });
+  const graphql = createGraphQLServer({ schema, contextFactory, logger: fastify.log, graphiql: config.graphiql });
+
+  fastify.route({
+    url: GRAPHQL_PATH,
+    method: ['GET', 'POST', 'OPTIONS'],
+    handler: async (request, reply) => {
+      const response = await graphql.yoga.handleNodeRequestAndResponse(request, reply, { ip: request.ip });
+      response.headers.forEach((value, key) => {
+        reply.header(key, value);
+      });
+      reply.status(response.status);
+      reply.send(response.body);
+      return reply;
+    },
+  });
+
+  fastify.server.on('upgrade', (request, socket, head) => {
+    const pathname = new URL(request.url ?? '/', 'http://localhost').pathname;
+    if (pathname !== GRAPHQL_PATH) {
+      socket.destroy();
+      return;
+    }
+    graphql.webSocketServer.handleUpgrade(request, socket, head, (ws) => {
+      graphql.webSocketServer.emit('connection', ws, request);
+    });
+  });
+
+  registerHealthRoute(fastify, db);
+  await registerRestGateway(fastify, {
+    schema,
+    routes: [...restRoutes, ...(options.extraRestRoutes ?? [])],
+    contextFactory,
+    bodyLimit: config.maxBodySize,
+  });
+
+  let stopping: Promise<void> | undefined;
+  return {
+    fastify,
+    async start(listen = {}) {
+      return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
+    },
+    stop() {
+      stopping ??= (async () => {
+        await graphql.close();
+        const timer = setTimeout(() => fastify.server.closeAllConnections(), config.shutdownTimeout);
+        try {
+          await fastify.close();
+        } finally {
+          clearTimeout(timer);
+        }
+        await db.$disconnect();
+      })();
+      return stopping;
+    },
+  };
+}

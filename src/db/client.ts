@@ -1,0 +1,18 @@
+/**
+ * The Prisma client (Prisma 7, `prisma-client` generator, `@prisma/adapter-pg` driver adapter).
+ */
+import { PrismaPg } from '@prisma/adapter-pg';
+import { PrismaClient } from '../generated/prisma/client.ts';
+
+export type Db = PrismaClient;
+export { Prisma } from '../generated/prisma/client.ts';
+
+/**
+ * Creates a Prisma client over a pg pool.
+ * @param connectionString postgresql:// URL
+ * @param options.poolSize connections in the pool (default 10)
+ */
+export function createDb(connectionString: string, options: { poolSize?: number } = {}): Db {
+  const adapter = new PrismaPg({ connectionString, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
+  return new PrismaClient({ adapter });
+}

@@ -1,0 +1,62 @@
+/**
+ * The GraphQL context: who is calling (from the API key) and the database, built the same way
+ * for HTTP (Yoga), WebSocket (graphql-ws) and the REST gateway.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { apiKeyFromHeaders, authenticate, type Viewer } from '../accounts/authenticate.ts';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/client.ts';
+import { AppError } from '../errors.ts';
+
+export interface GraphQLContext {
+  db: Db;
+  config: Config;
+  logger: FastifyBaseLogger;
+  /** The authenticated caller, or null. Resolvers needing one call requireViewer(ctx). */
+  viewer: Viewer | null;
+  /** Caller's IP address and user agent, recorded on events. */
+  ip: string | undefined;
+  userAgent: string | undefined;
+}
+
+export interface RequestInfo {
+  /** Reads a request header (case-insensitive). */
+  header(name: string): string | null | undefined;
+  ip?: string | undefined;
+  /** graphql-ws connection_init payload: `{"X-Auth-Token": key}`, `{"authToken": key}` or `{"Authorization": "Bearer key"}`. */
+  connectionParams?: Record<string, unknown> | undefined;
+}
+
+export type ContextFactory = (request: RequestInfo) => Promise<GraphQLContext>;
+
+/** Builds contexts for one database/configuration. */
+export function createContextFactory(deps: { db: Db; config: Config; logger: FastifyBaseLogger }): ContextFactory {
+  return async (request) => {
+    const params = request.connectionParams ?? {};
+    const fromParams = (name: string) => {
+      const key = Object.keys(params).find((k) => k.toLowerCase() === name);
+      const value = key ? params[key] : undefined;
+      return typeof value === 'string' ? value : undefined;
+    };
+    const token =
+      apiKeyFromHeaders((name) => fromParams(name) ?? (name === 'x-auth-token' ? fromParams('authtoken') : undefined)) ??
+      apiKeyFromHeaders((name) => request.header(name));
+    return {
+      db: deps.db,
+      config: deps.config,
+      logger: deps.logger,
+      viewer: await authenticate(deps.db, token),
+      ip: request.ip,
+      userAgent: request.header('user-agent') ?? undefined,
+    };
+  };
+}
+
+/**
+ * The caller, or an UNAUTHENTICATED error (REST: 401 `{"error":"Not authenticated"}`).
+ * @throws AppError UNAUTHENTICATED
+ */
+export function requireViewer(ctx: GraphQLContext): Viewer {
+  if (!ctx.viewer) throw new AppError('UNAUTHENTICATED');
+  return ctx.viewer;
+}

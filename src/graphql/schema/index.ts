@@ -1,0 +1,16 @@
+/**
+ * The GraphQL schema: imports every type file, then builds. The printed form is committed as
+ * schema.graphql (scripts/print-schema.ts; test/graphql-schema.test.ts fails when it is stale).
+ */
+import { lexicographicSortSchema, printSchema } from 'graphql';
+import { builder } from '../builder.ts';
+import './account.ts';
+import './api-key.ts';
+import './viewer.ts';
+
+export const schema = builder.toSchema();
+
+/** The schema in SDL, sorted, as committed in schema.graphql. */
+export function printedSchema(): string {
+  return `${printSchema(lexicographicSortSchema(schema))}\n`;
+}

@@ -1,0 +1,103 @@
+/**
+ * GraphQL over HTTP (graphql-yoga: POST/GET, GraphiQL, SSE) and over WebSocket (graphql-ws),
+ * sharing one envelope so plugins and context are the same on both.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { FastifyBaseLogger } from 'fastify';
+import type { GraphQLSchema } from 'graphql';
+import { useServer } from 'graphql-ws/use/ws';
+import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { WebSocketServer } from 'ws';
+import type { ContextFactory, GraphQLContext } from './context.ts';
+import { createMaskError } from './errors.ts';
+
+export interface GraphQLServer {
+  yoga: YogaServerInstance<YogaServerContext, GraphQLContext>;
+  /** The graphql-ws server; attach HTTP upgrades for the GraphQL path to it. */
+  webSocketServer: WebSocketServer;
+  /** Closes every WebSocket connection. */
+  close(): Promise<void>;
+}
+
+export const GRAPHQL_PATH = '/graphql';
+
+export interface YogaServerContext {
+  /** Present for HTTP requests. */
+  request?: Request;
+  ip?: string;
+  /** Present for graphql-ws operations. */
+  upgradeRequest?: IncomingMessage;
+  connectionParams?: Record<string, unknown>;
+}
+
+/**
+ * Builds Yoga and the graphql-ws server for a schema.
+ * @param options.graphiql serve GraphiQL on GET /graphql from a browser
+ */
+export function createGraphQLServer(options: {
+  schema: GraphQLSchema;
+  contextFactory: ContextFactory;
+  logger: FastifyBaseLogger;
+  graphiql: boolean;
+}): GraphQLServer {
+  const { logger } = options;
+  const yoga = createYoga<YogaServerContext, GraphQLContext>({
+    schema: options.schema,
+    graphqlEndpoint: GRAPHQL_PATH,
+    graphiql: options.graphiql ? { title: 'Signet GraphQL', subscriptionsProtocol: 'WS' } : false,
+    landingPage: false,
+    logging: {
+      debug: (...args) => logger.debug(args.join(' ')),
+      info: (...args) => logger.info(args.join(' ')),
+      warn: (...args) => logger.warn(args.join(' ')),
+      error: (...args) => logger.error(args.join(' ')),
+    },
+    maskedErrors: {
+      maskError: createMaskError((error) => logger.error({ err: error }, 'unexpected error in a GraphQL operation')),
+    },
+    context: async (initial) => {
+      const upgrade = initial.upgradeRequest;
+      return options.contextFactory({
+        header: (name) =>
+          initial.request ? initial.request.headers.get(name) : (upgrade?.headers[name] as string | undefined),
+        ip: initial.ip ?? upgrade?.socket.remoteAddress,
+        connectionParams: initial.connectionParams,
+      });
+    },
+  });
+
+  const webSocketServer = new WebSocketServer({ noServer: true });
+  const wsHandle = useServer(
+    {
+      execute: (args: any) => args.rootValue.execute(args),
+      subscribe: (args: any) => args.rootValue.subscribe(args),
+      onSubscribe: async (ctx, _id, payload) => {
+        const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+          upgradeRequest: ctx.extra.request,
+          connectionParams: ctx.connectionParams,
+        } as YogaServerContext);
+        const document = parse(payload.query);
+        const errors = validate(schema, document);
+        if (errors.length > 0) return errors;
+        return {
+          schema,
+          operationName: payload.operationName,
+          document,
+          variableValues: payload.variables,
+          contextValue: await contextFactory(),
+          rootValue: { execute, subscribe },
+        };
+      },
+    },
+    webSocketServer,
+  );
+
+  return {
+    yoga,
+    webSocketServer,
+    async close() {
+      await wsHandle.dispose();
+      await new Promise<void>((resolve) => webSocketServer.close(() => resolve()));
+    },
+  };
+}
