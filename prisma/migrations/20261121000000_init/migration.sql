@@ -452,7 +452,7 @@ CREATE INDEX "completed_documents_sha256_idx" ON "completed_documents"("sha256")
 CREATE INDEX "completed_documents_file_id_idx" ON "completed_documents"("file_id");
 
 -- CreateIndex
-CREATE UNIQUE INDEX "completed_documents_submission_id_submitter_id_kind_position_key" ON "completed_documents"("submission_id", "submitter_id", "kind", "position");
+CREATE UNIQUE INDEX "completed_documents_submission_id_submitter_id_kind_positio_key" ON "completed_documents"("submission_id", "submitter_id", "kind", "position");
 
 -- CreateIndex
 CREATE INDEX "signing_certificates_account_id_idx" ON "signing_certificates"("account_id");
