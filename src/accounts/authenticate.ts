@@ -31,6 +31,8 @@ export function apiKeyFromHeaders(get: (name: string) => string | null | undefin
 export async function authenticate(db: Db, token: string | undefined): Promise<Viewer | null> {
   if (!token || token.length > 512) return null;
   const key = await db.apiKey.findUnique({
+    // One round trip: key, user and account joined in SQL.
+    relationLoadStrategy: 'join',
     where: { tokenHash: hashApiKey(token) },
     select: { id: true, revokedAt: true, lastUsedAt: true, user: { include: { account: true } } },
   });

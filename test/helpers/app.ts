@@ -1,0 +1,97 @@
+/**
+ * A real Signet HTTP server on loopback over a fresh test database.
+ */
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { createAccount, type CreatedAccount } from '../../src/accounts/create-account.ts';
+import { buildApp, type App } from '../../src/app.ts';
+import { loadConfig, type Config } from '../../src/config.ts';
+import { createDb, type Db } from '../../src/db/client.ts';
+import type { RestRoute } from '../../rest-compat/gateway.ts';
+import { createTestDatabase, type TestDatabase } from './database.ts';
+
+export interface TestApp {
+  url: string;
+  db: Db;
+  app: App;
+  config: Config;
+  database: TestDatabase;
+  /** Every log line the server wrote, parsed. */
+  logs: Record<string, unknown>[];
+  /** SQL statements run through `db` since the last resetQueries(). */
+  queries: string[];
+  resetQueries(): void;
+  /** Creates an account with a user and an API key. */
+  createAccount(overrides?: { name?: string; email?: string; firstName?: string; lastName?: string }): Promise<CreatedAccount>;
+  close(): Promise<void>;
+}
+
+let sequence = 0;
+
+/**
+ * Starts the service on 127.0.0.1 on a free port.
+ * @param options.env extra configuration variables (e.g. MAX_BODY_SIZE_MB)
+ * @param options.databaseUrl use this URL for the service's db instead of the test database (e.g. an unreachable one)
+ */
+export async function startTestApp(
+  options: { env?: Record<string, string>; extraRestRoutes?: RestRoute[]; databaseUrl?: string } = {},
+): Promise<TestApp> {
+  const database = await createTestDatabase();
+  const queries: string[] = [];
+  const logs: Record<string, unknown>[] = [];
+  const db = createDb(options.databaseUrl ?? database.url, { onQuery: (sql) => queries.push(sql) });
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'info', DATABASE_URL: database.url, ...options.env });
+  const stream = new Writable({
+    write(chunk, _encoding, callback) {
+      for (const line of String(chunk).split('\n')) if (line.trim()) logs.push(JSON.parse(line));
+      callback();
+    },
+  });
+  const app = await buildApp({ config, db, logger: pino({ level: 'info' }, stream), extraRestRoutes: options.extraRestRoutes });
+  const url = await app.start({ port: 0, host: '127.0.0.1' });
+  const setupDb = options.databaseUrl ? createDb(database.url) : db;
+  return {
+    url,
+    db: setupDb,
+    app,
+    config,
+    database,
+    logs,
+    queries,
+    resetQueries: () => {
+      queries.length = 0;
+    },
+    createAccount: (overrides = {}) => {
+      sequence += 1;
+      return createAccount(setupDb, {
+        name: overrides.name ?? `Account ${sequence}`,
+        email: overrides.email ?? `user${sequence}-${Date.now()}@example.test`,
+        firstName: overrides.firstName ?? 'Ada',
+        lastName: overrides.lastName ?? 'Lovelace',
+      });
+    },
+    async close() {
+      await app.stop();
+      if (setupDb !== db) await setupDb.$disconnect();
+      await database.drop();
+    },
+  };
+}
+
+/** POST /graphql with an optional API key; returns the parsed JSON and status. */
+export async function graphql(
+  url: string,
+  query: string,
+  options: { key?: string; variables?: Record<string, unknown>; headers?: Record<string, string> } = {},
+): Promise<{ status: number; body: { data?: any; errors?: { message: string; extensions?: { code?: string } }[] } }> {
+  const response = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: {
+      'content-type': 'application/json',
+      ...(options.key ? { 'x-auth-token': options.key } : {}),
+      ...options.headers,
+    },
+    body: JSON.stringify({ query, variables: options.variables }),
+  });
+  return { status: response.status, body: (await response.json()) as any };
+}
