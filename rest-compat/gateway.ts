@@ -46,6 +46,9 @@ export interface RestRoute<TData = any> {
   public?: boolean;
 }
 
+/** The context built in preParsing, for the handler. */
+const contexts = new WeakMap<FastifyRequest, GraphQLContext>();
+
 interface PreparedRoute {
   route: RestRoute;
   document: DocumentNode;
@@ -119,6 +122,15 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
         api.route({
           method: entry.route.method,
           url: entry.route.path,
+          // Authenticate before the body is read: a caller without a valid key learns nothing more.
+          preParsing: async (request, reply, payload) => {
+            const context = await options.contextFactory({ header: (name) => headerValue(request, name), ip: request.ip });
+            contexts.set(request, context);
+            if (!entry.route.public && !context.viewer) {
+              await send(reply, restErrorFor(new AppError('UNAUTHENTICATED')));
+            }
+            return payload;
+          },
           handler: (request, reply) => handle(entry, request, reply, options),
         });
       }
@@ -129,8 +141,7 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
 
 async function handle(entry: PreparedRoute, request: FastifyRequest, reply: FastifyReply, options: RestGatewayOptions) {
   const { route } = entry;
-  const context = await options.contextFactory({ header: (name) => headerValue(request, name), ip: request.ip });
-  if (!route.public && !context.viewer) return send(reply, restErrorFor(new AppError('UNAUTHENTICATED')));
+  const context = contexts.get(request)!;
 
   const restRequest: RestRequest = {
     params: (request.params ?? {}) as Record<string, string>,

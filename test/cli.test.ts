@@ -1,0 +1,136 @@
+/**
+ * The `signet` CLI run as a real process against a test database.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb, type Db } from '../src/db/client.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { runSignet, startService, type ServiceProcess } from './helpers/processes.ts';
+
+let database: TestDatabase;
+let db: Db;
+let service: ServiceProcess;
+let env: Record<string, string>;
+
+beforeAll(async () => {
+  database = await createTestDatabase({ migrate: false });
+  db = createDb(database.url, { poolSize: 2 });
+  env = { DATABASE_URL: database.url };
+});
+afterAll(async () => {
+  await service?.stop();
+  await db?.$disconnect();
+  await database?.drop();
+});
+
+function jsonLine(stdout: string): any {
+  const lines = stdout.trim().split('\n');
+  expect(lines).toHaveLength(1);
+  return JSON.parse(lines[0]!);
+}
+
+describe('signet migrate', () => {
+  it('applies pending migrations and says which, then nothing', async () => {
+    const first = await runSignet(['migrate'], env);
+    expect(first.code).toBe(0);
+    expect(jsonLine(first.stdout)).toEqual({ applied: ['20261121000000_init'] });
+    const second = await runSignet(['migrate'], env);
+    expect(second.code).toBe(0);
+    expect(jsonLine(second.stdout)).toEqual({ applied: [] });
+  });
+});
+
+describe('signet account create', () => {
+  it('prints exactly one JSON line with accountId, userId and apiKey, and the key works', async () => {
+    const result = await runSignet(['account', 'create', '--name', 'Acme', '--email', 'Owner@Acme.test', '--first-name', 'Olive', '--last-name', 'Owner'], env);
+    expect(result.code).toBe(0);
+    const created = jsonLine(result.stdout);
+    expect(Object.keys(created)).toEqual(['accountId', 'userId', 'apiKey']);
+    expect(created).toEqual({ accountId: expect.any(Number), userId: expect.any(Number), apiKey: expect.stringMatching(/^sgt_[A-Za-z0-9_-]{43}$/) });
+
+    const user = await db.user.findUniqueOrThrow({ where: { id: created.userId }, include: { account: true } });
+    expect(user).toMatchObject({ email: 'owner@acme.test', firstName: 'Olive', lastName: 'Owner', accountId: created.accountId, account: { name: 'Acme' } });
+
+    service = await startService(env);
+    const response = await fetch(`${service.url}/api/user`, { headers: { 'X-Auth-Token': created.apiKey } });
+    expect(await response.json()).toEqual({ id: created.userId, first_name: 'Olive', last_name: 'Owner', email: 'owner@acme.test' });
+  });
+
+  it('exits 2 with a usage message on bad arguments, creating nothing', async () => {
+    const before = await db.account.count();
+    for (const args of [
+      ['account', 'create', '--name', 'No Email'],
+      ['account', 'create', '--email', 'x@y.test'],
+      ['account', 'create', '--name', 'X', '--email', 'x@y.test', '--colour', 'red'],
+      ['account', 'create', '--name', 'X', '--email', 'x@y.test', 'extra'],
+      ['account', 'remove'],
+      ['accounts'],
+      [],
+    ]) {
+      const result = await runSignet(args, env);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toContain('Usage: signet');
+    }
+    expect(await db.account.count()).toBe(before);
+  });
+
+  it('exits 2 on an invalid or taken email, leaving no half-created account', async () => {
+    const before = await db.account.count();
+    const invalid = await runSignet(['account', 'create', '--name', 'X', '--email', 'not-an-email'], env);
+    expect(invalid.code).toBe(2);
+    expect(invalid.stderr).toContain('email is invalid');
+    const taken = await runSignet(['account', 'create', '--name', 'Acme Again', '--email', 'owner@acme.test'], env);
+    expect(taken.code).toBe(2);
+    expect(taken.stderr).toContain('email has already been taken');
+    expect(taken.stdout).toBe('');
+    expect(await db.account.count()).toBe(before);
+    expect(await db.account.findFirst({ where: { name: 'Acme Again' } })).toBeNull();
+  });
+});
+
+describe('signet api-key', () => {
+  it('creates, lists and revokes keys; a revoked key gets 401', async () => {
+    const owner = await db.user.findUniqueOrThrow({ where: { email: 'owner@acme.test' } });
+    const created = await runSignet(['api-key', 'create', '--user-id', String(owner.id), '--name', 'zapier'], env);
+    expect(created.code).toBe(0);
+    const key = jsonLine(created.stdout);
+    expect(key).toMatchObject({ id: expect.any(Number), userId: owner.id, accountId: owner.accountId, name: 'zapier', apiKey: expect.stringMatching(/^sgt_/) });
+
+    const listed = await runSignet(['api-key', 'list', '--account-id', String(owner.accountId)], env);
+    expect(listed.code).toBe(0);
+    const keys = jsonLine(listed.stdout);
+    expect(keys.map((k: { name: string }) => k.name)).toEqual(['default', 'zapier']);
+    expect(keys[1]).toMatchObject({ id: key.id, prefix: key.apiKey.slice(0, 9), revokedAt: null });
+    expect(listed.stdout).not.toContain(key.apiKey);
+
+    const ok = await fetch(`${service.url}/api/user`, { headers: { 'X-Auth-Token': key.apiKey } });
+    expect(ok.status).toBe(200);
+
+    const revoked = await runSignet(['api-key', 'revoke', '--key-id', String(key.id)], env);
+    expect(revoked.code).toBe(0);
+    expect(jsonLine(revoked.stdout)).toEqual({ id: key.id, revokedAt: expect.stringMatching(/Z$/) });
+    const refused = await fetch(`${service.url}/api/user`, { headers: { 'X-Auth-Token': key.apiKey } });
+    expect(refused.status).toBe(401);
+    expect(await refused.json()).toEqual({ error: 'Not authenticated' });
+  });
+
+  it('exits 2 on bad ids', async () => {
+    for (const args of [
+      ['api-key', 'create', '--user-id', 'abc'],
+      ['api-key', 'create', '--user-id', '-1'],
+      ['api-key', 'create'],
+      ['api-key', 'revoke', '--key-id', '1.5'],
+      ['api-key', 'list'],
+    ]) {
+      const result = await runSignet(args, env);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stderr).toContain('Usage: signet');
+    }
+    const missingUser = await runSignet(['api-key', 'create', '--user-id', '99999'], env);
+    expect(missingUser.code).toBe(2);
+    expect(missingUser.stderr).toContain('User 99999 not found');
+    const missingKey = await runSignet(['api-key', 'revoke', '--key-id', '99999'], env);
+    expect(missingKey.code).toBe(2);
+    expect(missingKey.stderr).toContain('API key 99999 not found');
+  });
+});

@@ -1,0 +1,31 @@
+/** Configuration from the environment. */
+import path from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from '../src/config.ts';
+
+describe('loadConfig', () => {
+  it('has the documented defaults', () => {
+    const config = loadConfig({});
+    expect(config).toMatchObject({
+      port: 3000,
+      host: '0.0.0.0',
+      appUrl: 'http://localhost:3000',
+      dataDir: path.resolve('./data'),
+      databaseUrl: undefined,
+      maxBodySize: 50 * 1024 * 1024,
+      graphiql: true,
+      createDevAccount: true,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads overrides; empty values count as unset', () => {
+    const config = loadConfig({ PORT: '8080', APP_URL: 'https://sign.example.com/', DATABASE_URL: '', NODE_ENV: 'production', MAX_BODY_SIZE_MB: '5' });
+    expect(config).toMatchObject({ port: 8080, appUrl: 'https://sign.example.com', databaseUrl: undefined, graphiql: false, maxBodySize: 5 * 1024 * 1024 });
+  });
+
+  it('names every invalid variable', () => {
+    expect(() => loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud' })).toThrow(ConfigError);
+    expect(() => loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud' })).toThrow(/PORT.*LOG_LEVEL|LOG_LEVEL.*PORT/);
+  });
+});
