@@ -29,7 +29,10 @@ async function main(): Promise<void> {
   const db = createDb(database.url);
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let url: string;
+  let dev: Awaited<ReturnType<typeof ensureDevelopmentAccount>> = null;
   try {
+    // Before listening, so that the key printed below works from the first request.
+    if (config.createDevAccount) dev = await ensureDevelopmentAccount(db);
     app = await buildApp({ config, db, logger });
     url = await app.start();
   } catch (error) {
@@ -41,7 +44,6 @@ async function main(): Promise<void> {
   const publicUrl = config.appUrl;
   logger.info({ url, embeddedDatabase: database.embedded, startupMs: Date.now() - startedAt }, 'Signet is listening');
 
-  const dev = config.createDevAccount ? await ensureDevelopmentAccount(db) : null;
   const lines = [`Signet is running at ${publicUrl}  (GraphQL: ${publicUrl}/graphql, REST: ${publicUrl}/api)`];
   if (dev) {
     lines.push(

@@ -45,7 +45,7 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
-/** Starts `node --import tsx src/main.ts` and waits until /health answers 200 (or it exits). */
+/** Starts `node --import tsx src/main.ts` and waits until /health answers 200 and the banner is out (or it exits). */
 export async function startService(env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<ServiceProcess> {
   const port = Number(env.PORT ?? (await freePort()));
   const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
@@ -62,7 +62,8 @@ export async function startService(env: Record<string, string | undefined>, time
     if (child.exitCode !== null) throw new Error(`service exited with ${child.exitCode}:\n${output}`);
     try {
       const response = await fetch(`${url}/health`);
-      if (response.status === 200) break;
+      // The banner (with a first start's key) is written right after listening.
+      if (response.status === 200 && output.includes('Signet is running')) break;
     } catch {
       // not listening yet
     }
