@@ -37,7 +37,7 @@ export interface RestRoute<TData = any> {
   /** A GraphQL document with exactly one named operation. */
   operation: string;
   /** GraphQL variables from the request; may throw AppError (e.g. VALIDATION) for bad input. */
-  variables?: (request: RestRequest) => Record<string, unknown>;
+  variables?: (request: RestRequest) => Record<string, unknown> | Promise<Record<string, unknown>>;
   /** DocuSeal JSON from the operation's data. */
   serialize: (data: TData, request: RestRequest) => unknown;
   /** Success status (default 200). */
@@ -149,7 +149,7 @@ async function handle(entry: PreparedRoute, request: FastifyRequest, reply: Fast
     body: request.body,
     context,
   };
-  const variableValues = route.variables ? route.variables(restRequest) : {};
+  const variableValues = route.variables ? await route.variables(restRequest) : {};
   const result = (await execute({
     schema: options.schema,
     document: entry.document,

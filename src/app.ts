@@ -87,10 +87,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
     stop() {
       stopping ??= (async () => {
         await graphql.close();
+        // Keep-alive connections become idle once their in-flight request is answered: close
+        // them as they do, and everything left when the timeout runs out.
+        const sweep = setInterval(() => fastify.server.closeIdleConnections(), 50);
         const timer = setTimeout(() => fastify.server.closeAllConnections(), config.shutdownTimeout);
         try {
           await fastify.close();
         } finally {
+          clearInterval(sweep);
           clearTimeout(timer);
         }
         await db.$disconnect();

@@ -1,0 +1,100 @@
+/**
+ * The HTTP host: GraphiQL in development only, masked unexpected GraphQL errors, graceful stop.
+ */
+import net from 'node:net';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { RestRoute } from '../rest-compat/gateway.ts';
+import { AppError } from '../src/errors.ts';
+import { createMaskError } from '../src/graphql/errors.ts';
+import { GraphQLError } from 'graphql';
+import { graphql, startTestApp, type TestApp } from './helpers/app.ts';
+
+const apps: TestApp[] = [];
+afterAll(async () => {
+  await Promise.all(apps.map((a) => a.close()));
+});
+
+async function closedPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+describe('GraphiQL', () => {
+  it('is served to browsers outside production, not in production', async () => {
+    const dev = await startTestApp({ env: { NODE_ENV: 'development' } });
+    const prod = await startTestApp({ env: { NODE_ENV: 'production' } });
+    apps.push(dev, prod);
+    const page = await fetch(`${dev.url}/graphql`, { headers: { accept: 'text/html' } });
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('Signet GraphQL');
+    const none = await fetch(`${prod.url}/graphql`, { headers: { accept: 'text/html' } });
+    expect(await none.text()).not.toContain('Signet GraphQL');
+  });
+});
+
+describe('masked errors', () => {
+  it('hides the cause of an unexpected error and logs it', async () => {
+    const t = await startTestApp({ databaseUrl: `postgresql://postgres@127.0.0.1:${await closedPort()}/nothing` });
+    apps.push(t);
+    const { body } = await graphql(t.url, '{ viewer { user { id } } }', { key: 'sgt_anything' });
+    const text = JSON.stringify(body);
+    expect(body.errors?.[0]?.message).toBe('Unexpected error.');
+    expect(text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres/i);
+    expect(t.logs.some((line) => line.level === 50)).toBe(true);
+  });
+
+  it('keeps AppError messages with extensions.code, masks everything else', () => {
+    const logged: unknown[] = [];
+    const mask = createMaskError((error) => logged.push(error));
+    const wrapped = new GraphQLError('x', { originalError: new AppError('VALIDATION', 'name is required') });
+    expect(mask(wrapped, 'Unexpected error.')).toMatchObject({ message: 'name is required', extensions: { code: 'VALIDATION' } });
+    const internal = new GraphQLError('db down', { originalError: new Error('connection refused') });
+    expect(mask(internal, 'Unexpected error.')).toMatchObject({ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    expect(logged).toEqual([internal]);
+  });
+});
+
+describe('graceful stop', () => {
+  it('finishes in-flight requests, then refuses new connections', async () => {
+    let entered!: () => void;
+    const inside = new Promise<void>((resolve) => (entered = resolve));
+    const slowRoute: RestRoute = {
+      method: 'GET',
+      path: '/test/slow',
+      operation: 'query RestTestSlow { viewer { user { id } } }',
+      variables: async () => {
+        entered();
+        await new Promise((r) => setTimeout(r, 700));
+        return {};
+      },
+      serialize: (data) => ({ id: data.viewer.user.id }),
+    };
+    const t = await startTestApp({ extraRestRoutes: [slowRoute] });
+    const account = await t.createAccount();
+    const inFlight = fetch(`${t.url}/api/test/slow`, { headers: { 'X-Auth-Token': account.apiKey } });
+    await inside;
+    const stopped = t.app.stop();
+    const response = await inFlight;
+    expect(response.status).toBe(200);
+    expect(await response.json()).toEqual({ id: account.userId });
+    await stopped;
+    await expect(fetch(`${t.url}/health`)).rejects.toThrow();
+    await t.database.drop();
+  });
+});
+
+describe('unknown paths outside /api', () => {
+  it('answer 404', async () => {
+    const t = await startTestApp();
+    apps.push(t);
+    expect((await fetch(`${t.url}/nothing`)).status).toBe(404);
+  });
+});
+
+it('AppError maps codes to statuses once', () => {
+  expect(new AppError('UNAUTHENTICATED').status).toBe(401);
+  expect(new AppError('VALIDATION', 'x').status).toBe(422);
+});
