@@ -82,6 +82,8 @@ main().catch((error) => {
     process.stderr.write(`${error.message}\n`);
     process.exit(2);
   }
-  process.stderr.write(`Signet failed to start: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+  // The message says what to do; the stack helps only when debugging.
+  const detail = error instanceof Error ? (process.env.LOG_LEVEL === 'debug' ? error.stack : error.message) : String(error);
+  process.stderr.write(`Signet failed to start: ${detail}\n`);
   process.exit(1);
 });
