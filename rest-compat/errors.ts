@@ -13,7 +13,9 @@ export interface RestErrorResponse {
 const BODIES: Record<ErrorCode, (error: AppError) => RestErrorResponse> = {
   UNAUTHENTICATED: () => ({ status: 401, body: { error: 'Not authenticated' } }),
   FORBIDDEN: (e) => ({ status: 403, body: { error: e.message } }),
-  NOT_FOUND: () => ({ status: 404, body: { status: 404 } }),
+  // DESIGN.md "errors": `{"error": ...}` with DocuSeal's status (DocuSeal itself answers an
+  // unknown id with `{"status":404}`; docs/compatibility.md records the difference).
+  NOT_FOUND: (e) => ({ status: 404, body: { error: e.message } }),
   BAD_REQUEST: (e) => ({ status: 400, body: { status: 400, error: e.message } }),
   PAYLOAD_TOO_LARGE: (e) => ({ status: 413, body: { error: e.message } }),
   VALIDATION: (e) => ({ status: 422, body: { error: e.message } }),

@@ -104,6 +104,8 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
       api.setNotFoundHandler((_request, reply) => send(reply, ROUTE_NOT_FOUND));
 
       api.setErrorHandler((error, request, reply) => {
+        // DocuSeal routes first: an unknown route is a 404 even when its body would not parse.
+        if (request.is404) return send(reply, ROUTE_NOT_FOUND);
         const appError = findAppError(error);
         if (appError) return send(reply, restErrorFor(appError));
         const code = (error as { code?: string }).code;

@@ -40,6 +40,14 @@ export class AppError extends Error {
     this.details = options?.details;
   }
 
+  /**
+   * GraphQL copies an original error's `extensions` onto the GraphQLError it wraps it in, so a
+   * resolver's AppError arrives at clients with `extensions.code` without further mapping.
+   */
+  get extensions(): Record<string, unknown> {
+    return { code: this.code, ...(this.details ? { details: this.details } : {}) };
+  }
+
   /** HTTP status for this code. */
   get status(): number {
     return ERROR_CODES[this.code];

@@ -48,7 +48,7 @@ const notFoundRoute: RestRoute = {
   path: '/test/missing',
   operation: 'query RestTestMissing { viewer { user { id } } }',
   variables: () => {
-    throw new AppError('NOT_FOUND');
+    throw new AppError('NOT_FOUND', 'Template 999 not found');
   },
   serialize: () => ({}),
 };
@@ -155,6 +155,12 @@ describe('request bodies', () => {
 });
 
 describe('error shapes', () => {
+  it('answers an unknown route with 404 even when its body is malformed', async () => {
+    const { status, json } = await call('POST', '/api/nothing-here', { key: alice.apiKey, body: '{bad' });
+    expect(status).toBe(404);
+    expect(json).toEqual({ status: 404 });
+  });
+
   it('answers an unknown route or method with 404 {"status":404}', async () => {
     for (const [method, path] of [
       ['GET', '/api/nothing-here'],
@@ -173,7 +179,7 @@ describe('error shapes', () => {
       json: { error: 'email is invalid in `submitters[0]`.' },
     });
     expect(await call('GET', '/api/test/forbidden', { key: alice.apiKey })).toMatchObject({ status: 403, json: { error: 'Not authorized' } });
-    expect(await call('GET', '/api/test/missing', { key: alice.apiKey })).toMatchObject({ status: 404, json: { status: 404 } });
+    expect(await call('GET', '/api/test/missing', { key: alice.apiKey })).toMatchObject({ status: 404, json: { error: 'Template 999 not found' } });
   });
 
   it('answers unexpected errors with 500 {"status":500}, logging the cause and never showing it', async () => {

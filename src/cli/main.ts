@@ -20,7 +20,7 @@ Commands:
       Creates an account, its first user and an API key.
       Prints {"accountId":1,"userId":1,"apiKey":"..."}
   api-key create --user-id N [--name LABEL]
-      Creates an API key for a user. Prints {"id":..,"accountId":..,"userId":..,"apiKey":"..."}
+      Creates an API key for a user. Prints {"id":..,"accountId":..,"userId":..,"name":"..","apiKey":"..."}
   api-key revoke --key-id N
       Revokes an API key. Prints {"id":..,"revokedAt":"..."}
   api-key list --account-id N

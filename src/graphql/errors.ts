@@ -22,24 +22,20 @@ export function isGraphQLOwnError(error: unknown): boolean {
 }
 
 /**
- * Yoga's maskError: keeps AppErrors and GraphQL's own errors, masks the rest.
- * @param log receives masked errors with their cause
+ * Yoga's maskError: keeps AppErrors (with `extensions.code`) and GraphQL's own errors, masks the
+ * rest as "Unexpected error." with code INTERNAL_SERVER_ERROR. Yoga logs every error this
+ * replaces, with its cause; errors returned unchanged are expected ones and not logged.
  */
-export function createMaskError(log: (error: unknown) => void) {
+export function createMaskError() {
   return (error: unknown, message: string): Error => {
     const appError = findAppError(error);
+    const gqlError = error instanceof GraphQLError ? error : undefined;
     if (appError) {
-      const gqlError = error instanceof GraphQLError ? error : undefined;
-      return new GraphQLError(appError.message, {
-        nodes: gqlError?.nodes,
-        path: gqlError?.path,
-        extensions: { code: appError.code, ...(appError.details ? { details: appError.details } : {}) },
-      });
+      if (gqlError && gqlError.extensions?.code === appError.code) return gqlError;
+      return new GraphQLError(appError.message, { nodes: gqlError?.nodes, path: gqlError?.path, extensions: appError.extensions });
     }
     if (isGraphQLOwnError(error)) return error as GraphQLError;
-    if (error instanceof GraphQLError && error.originalError instanceof GraphQLError) return error;
-    log(error);
-    const gqlError = error instanceof GraphQLError ? error : undefined;
+    if (gqlError && gqlError.originalError instanceof GraphQLError) return gqlError;
     return new GraphQLError(message, {
       nodes: gqlError?.nodes,
       path: gqlError?.path,

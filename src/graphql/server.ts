@@ -47,14 +47,16 @@ export function createGraphQLServer(options: {
     graphiql: options.graphiql ? { title: 'Signet GraphQL', subscriptionsProtocol: 'WS' } : false,
     landingPage: false,
     logging: {
-      debug: (...args) => logger.debug(args.join(' ')),
-      info: (...args) => logger.info(args.join(' ')),
-      warn: (...args) => logger.warn(args.join(' ')),
-      error: (...args) => logger.error(args.join(' ')),
+      debug: (...args) => logger.debug(args.map(String).join(' ')),
+      info: (...args) => logger.info(args.map(String).join(' ')),
+      warn: (...args) => logger.warn(args.map(String).join(' ')),
+      // Yoga logs here the cause of every error it masks.
+      error: (...args) =>
+        args[0] instanceof Error
+          ? logger.error({ err: args[0] }, 'unexpected error in a GraphQL operation')
+          : logger.error(args.map(String).join(' ')),
     },
-    maskedErrors: {
-      maskError: createMaskError((error) => logger.error({ err: error }, 'unexpected error in a GraphQL operation')),
-    },
+    maskedErrors: { maskError: createMaskError() },
     context: async (initial) => {
       const upgrade = initial.upgradeRequest;
       return options.contextFactory({
