@@ -1,0 +1,43 @@
+/** The part of autocannon 9's API bench/run.ts uses (the package ships no types). */
+declare module 'autocannon' {
+  interface Options {
+    url: string;
+    method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+    headers?: Record<string, string>;
+    body?: string;
+    connections?: number;
+    /** Seconds. */
+    duration?: number;
+    pipelining?: number;
+    /** Seconds. */
+    timeout?: number;
+  }
+
+  /** Percentiles and moments of one histogram (latency in ms, requests per second, bytes per second). */
+  interface Histogram {
+    average: number;
+    mean: number;
+    stddev: number;
+    min: number;
+    max: number;
+    total: number;
+    p50: number;
+    p90: number;
+    p99: number;
+    [percentile: string]: number;
+  }
+
+  interface Result {
+    latency: Histogram;
+    requests: Histogram;
+    throughput: Histogram;
+    errors: number;
+    timeouts: number;
+    non2xx: number;
+    /** Seconds. */
+    duration: number;
+  }
+
+  function autocannon(options: Options): Promise<Result>;
+  export default autocannon;
+}
