@@ -1,7 +1,8 @@
 /**
  * Entry point (`npm start`): open the database (embedded unless DATABASE_URL is set), apply
  * migrations, create the development account on the very first start, listen.
- * SIGTERM/SIGINT: finish in-flight requests, close the database and the embedded PostgreSQL.
+ * SIGTERM/SIGINT at any time: let start-up reach a safe point, then finish in-flight requests and
+ * close everything opened so far, last opened first (HTTP server, database client, embedded PostgreSQL).
  */
 import pino from 'pino';
 import { ensureDevelopmentAccount } from './accounts/development-account.ts';
@@ -11,39 +12,28 @@ import { createDb } from './db/client.ts';
 import { openDatabase } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
 
-async function main(): Promise<void> {
-  const config = loadConfig();
-  const logger = pino({ level: config.logLevel });
-  const startedAt = Date.now();
+type Cleanup = { name: string; run: () => Promise<void> };
 
+async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger, cleanups: Cleanup[]): Promise<void> {
+  const startedAt = Date.now();
   const database = await openDatabase(config, (line) => logger.debug({ component: 'postgres' }, line));
-  const stopDatabase = async () => database.close().catch((error) => logger.error({ err: error }, 'stopping PostgreSQL failed'));
-  try {
-    const { applied } = await applyMigrations({ connectionString: database.url, log: (line) => logger.info(line) });
-    if (applied.length > 0) logger.info({ applied }, 'migrations applied');
-  } catch (error) {
-    await stopDatabase();
-    throw error;
-  }
+  cleanups.push({ name: 'PostgreSQL', run: () => database.close() });
+
+  const { applied } = await applyMigrations({ connectionString: database.url, log: (line) => logger.info(line) });
+  if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
   const db = createDb(database.url);
-  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
-  let url: string;
-  let dev: Awaited<ReturnType<typeof ensureDevelopmentAccount>> = null;
-  try {
-    // Before listening, so that the key printed below works from the first request.
-    if (config.createDevAccount) dev = await ensureDevelopmentAccount(db);
-    app = await buildApp({ config, db, logger });
-    url = await app.start();
-  } catch (error) {
-    await (app ? app.stop() : db.$disconnect()).catch(() => undefined);
-    await stopDatabase();
-    throw error;
-  }
-  const running = app;
-  const publicUrl = config.appUrl;
+  cleanups.push({ name: 'database client', run: () => db.$disconnect() });
+  // Before listening, so that the key printed below works from the first request.
+  const dev = config.createDevAccount ? await ensureDevelopmentAccount(db) : null;
+
+  const app = await buildApp({ config, db, logger });
+  // app.stop() also disconnects the database client.
+  cleanups.push({ name: 'HTTP server', run: () => app.stop() });
+  const url = await app.start();
   logger.info({ url, embeddedDatabase: database.embedded, startupMs: Date.now() - startedAt }, 'Signet is listening');
 
+  const publicUrl = config.appUrl;
   const lines = [`Signet is running at ${publicUrl}  (GraphQL: ${publicUrl}/graphql, REST: ${publicUrl}/api)`];
   if (dev) {
     lines.push(
@@ -58,32 +48,47 @@ async function main(): Promise<void> {
     );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+function main(): void {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig();
+  } catch (error) {
+    process.stderr.write(`${(error as Error).message}\n`);
+    process.exit(error instanceof ConfigError ? 2 : 1);
+  }
+  const logger = pino({ level: config.logLevel });
+  const cleanups: Cleanup[] = [];
+  const closeAll = async () => {
+    for (const cleanup of cleanups.splice(0).reverse()) {
+      await cleanup.run().catch((error) => logger.error({ err: error }, `closing the ${cleanup.name} failed`));
+    }
+  };
+
+  const startup = start(config, logger, cleanups);
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
     if (shuttingDown) return;
     shuttingDown = true;
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
-    try {
-      await running.stop();
-    } catch (error) {
-      logger.error({ err: error }, 'error while stopping the HTTP server');
-    }
-    await stopDatabase();
+    // A signal during start-up waits for it, so that nothing it opened is left behind.
+    await startup.catch(() => undefined);
+    await closeAll();
     logger.info('stopped');
     process.exit(0);
   };
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
+
+  startup.catch(async (error) => {
+    // The message says what to do; the stack helps only when debugging.
+    const detail = error instanceof Error ? (config.logLevel === 'debug' ? error.stack : error.message) : String(error);
+    process.stderr.write(`Signet failed to start: ${detail}\n`);
+    await closeAll();
+    process.exit(1);
+  });
 }
 
-main().catch((error) => {
-  if (error instanceof ConfigError) {
-    process.stderr.write(`${error.message}\n`);
-    process.exit(2);
-  }
-  // The message says what to do; the stack helps only when debugging.
-  const detail = error instanceof Error ? (process.env.LOG_LEVEL === 'debug' ? error.stack : error.message) : String(error);
-  process.stderr.write(`Signet failed to start: ${detail}\n`);
-  process.exit(1);
-});
+main();

@@ -260,7 +260,9 @@ async function startServer(
   const child = spawn(
     binaries.postgres,
     ['-D', clusterDir, '-p', String(state.port), '-c', 'listen_addresses=127.0.0.1', '-c', 'unix_socket_directories='],
-    { ...runAs, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
+    // Own process group: a Ctrl-C in the terminal must not stop the database under in-flight
+    // requests; we stop it ourselves once the HTTP server has drained.
+    { ...runAs, detached: true, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } },
   );
   let output = '';
   await new Promise<void>((resolve, reject) => {
