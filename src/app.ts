@@ -54,8 +54,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
         reply.header(key, value);
       });
       reply.status(response.status);
-      reply.send(response.body);
-      return reply;
+      // Streams (SSE, multipart incremental delivery) are piped; a single result is sent whole,
+      // with a content-length, which spares the stream machinery and chunked encoding.
+      const contentType = response.headers.get('content-type') ?? '';
+      if (response.body && !/event-stream|multipart/.test(contentType)) {
+        return reply.send(Buffer.from(await response.arrayBuffer()));
+      }
+      return reply.send(response.body);
     },
   });
 

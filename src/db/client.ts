@@ -1,23 +1,53 @@
 /**
- * The Prisma client (Prisma 7, `prisma-client` generator, `@prisma/adapter-pg` driver adapter).
+ * The database client: Prisma 7 (`prisma-client` generator, `@prisma/adapter-pg`) over a pg pool
+ * that the few hot paths which need plain SQL (authentication, on every request) share.
  */
 import { PrismaPg } from '@prisma/adapter-pg';
+import pg from 'pg';
 import { PrismaClient } from '../generated/prisma/client.ts';
 
 export type Db = PrismaClient;
 export { Prisma } from '../generated/prisma/client.ts';
 
+const pools = new WeakMap<Db, pg.Pool>();
+
 /**
- * Creates a Prisma client over a pg pool.
+ * Creates a Prisma client over a new pg pool; `db.$disconnect()` also ends the pool.
  * @param connectionString postgresql:// URL
  * @param options.poolSize connections in the pool (default 10)
- * @param options.onQuery called with each SQL statement (tests count queries with it)
+ * @param options.onQuery called with each SQL statement, Prisma's and plain (tests count queries with it)
  */
 export function createDb(connectionString: string, options: { poolSize?: number; onQuery?: (sql: string) => void } = {}): Db {
-  const adapter = new PrismaPg({ connectionString, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
-  if (!options.onQuery) return new PrismaClient({ adapter });
-  const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
+  const pool = new pg.Pool({ connectionString, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
+  // An idle connection dropped by the server is replaced on next use; it must not crash the process.
+  pool.on('error', () => undefined);
+  const adapter = new PrismaPg(pool, { disposeExternalPool: true });
   const onQuery = options.onQuery;
+  if (!onQuery) {
+    const client = new PrismaClient({ adapter });
+    pools.set(client, pool);
+    return client;
+  }
+  const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
   client.$on('query', (event) => onQuery(event.query));
+  // Our own plain SQL runs as named statements; Prisma reports its statements through the event
+  // above (the adapter runs them through this pool too, so they must not be counted twice).
+  const query = pool.query.bind(pool) as (...args: unknown[]) => unknown;
+  (pool as { query: unknown }).query = (config: unknown, ...rest: unknown[]) => {
+    const named = config as { name?: string; text?: string };
+    if (typeof named === 'object' && named?.name && named.text) onQuery(named.text);
+    return query(config, ...rest);
+  };
+  pools.set(client, pool);
   return client;
+}
+
+/**
+ * The pg pool under a client made by createDb, for hot paths that run plain SQL.
+ * @throws Error for a client not made by createDb
+ */
+export function sqlPool(db: Db): pg.Pool {
+  const pool = pools.get(db);
+  if (!pool) throw new Error('sqlPool: this Prisma client was not made by createDb');
+  return pool;
 }

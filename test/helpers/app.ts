@@ -20,7 +20,10 @@ export interface TestApp {
   logs: Record<string, unknown>[];
   /** SQL statements run through `db` since the last resetQueries(). */
   queries: string[];
-  resetQueries(): void;
+  /** Waits until no statement has been reported for 50 ms (Prisma reports them asynchronously). */
+  settleQueries(): Promise<void>;
+  /** settleQueries(), then forgets the statements so far. */
+  resetQueries(): Promise<void>;
   /** Creates an account with a user and an API key. */
   createAccount(overrides?: { name?: string; email?: string; firstName?: string; lastName?: string }): Promise<CreatedAccount>;
   close(): Promise<void>;
@@ -50,6 +53,12 @@ export async function startTestApp(
   const app = await buildApp({ config, db, logger: pino({ level: 'info' }, stream), extraRestRoutes: options.extraRestRoutes });
   const url = await app.start({ port: 0, host: '127.0.0.1' });
   const setupDb = options.databaseUrl ? createDb(database.url) : db;
+  const settleQueries = async () => {
+    for (let seen = -1; seen !== queries.length; ) {
+      seen = queries.length;
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  };
   return {
     url,
     db: setupDb,
@@ -58,7 +67,9 @@ export async function startTestApp(
     database,
     logs,
     queries,
-    resetQueries: () => {
+    settleQueries,
+    async resetQueries() {
+      await settleQueries();
       queries.length = 0;
     },
     createAccount: (overrides = {}) => {
