@@ -1,6 +1,7 @@
 /**
- * Child processes for the benchmarks: servers started as `node --import tsx <file>` (so the pid
- * is the node process itself, not an npm/sh wrapper), readiness polling, stopping, and RSS.
+ * Child processes for the benchmarks: servers started as `node <file>` (`.ts` files through
+ * `--import tsx`; the pid is the node process itself, not an npm/sh wrapper), readiness polling,
+ * stopping, and RSS.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs/promises';
@@ -10,6 +11,11 @@ import { fileURLToPath } from 'node:url';
 
 /** The repository root (the children run from here so `--import tsx` resolves). */
 export const REPO_ROOT = fileURLToPath(new URL('../', import.meta.url));
+
+/** Builds dist/main.mjs as `npm start` does (scripts/build.mjs). */
+export function buildService(): void {
+  execFileSync(process.execPath, [path.join(REPO_ROOT, 'scripts', 'build.mjs')], { cwd: REPO_ROOT, stdio: 'inherit' });
+}
 
 export interface NodeChild {
   process: ChildProcess;
@@ -29,11 +35,13 @@ process.on('exit', () => {
 });
 
 /**
- * Spawns `node --import tsx <file>` with exactly `env` (not merged with process.env).
+ * Spawns `node <file>` with exactly `env` (not merged with process.env): `.ts` files through
+ * `--import tsx`, JavaScript (the built service, dist/main.mjs) as `npm start` runs it.
  * @param file path relative to the repository root
  */
 export function spawnNode(file: string, env: NodeJS.ProcessEnv): NodeChild {
-  const child = spawn(process.execPath, ['--import', 'tsx', file], {
+  const args = file.endsWith('.ts') ? ['--import', 'tsx', file] : ['--enable-source-maps', file];
+  const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

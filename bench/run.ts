@@ -7,7 +7,7 @@
  * 1. Throughput: autocannon (in this process) against Signet's REST `GET /api/user`, the same data
  *    through `POST /graphql`, and bench/baseline-server.ts (node:http + pg), each server in its own
  *    child process on the same database, pool size 10.
- * 2. Start-up: `node --import tsx src/main.ts` with the embedded PostgreSQL, spawn → /health 200,
+ * 2. Start-up as `npm start` does it (build dist/main.mjs, then `node dist/main.mjs`) with the embedded PostgreSQL, build start → /health 200,
  *    first start (initdb + migrations) and restart.
  * 3. Idle RSS of the Signet node process.
  *
@@ -20,7 +20,7 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { type BenchDatabase, createBenchDatabase, redactUrl } from './bench-database.ts';
-import { childEnv, cpuMs, freePort, type NodeChild, rssMb, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
+import { buildService, childEnv, cpuMs, freePort, type NodeChild, rssMb, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
 
 const DURATION_S = envNumber('BENCH_DURATION', 8);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 20);
@@ -30,7 +30,6 @@ const POOL_SIZE = 10;
 const SIGNET_ENV = { LOG_LEVEL: 'warn', NODE_ENV: 'production' } as const;
 const IDLE_MS = 2000;
 const RSS_WARM_REQUESTS = 20;
-const SIGNAL_HANDLER_GRACE_MS = 250;
 
 const TARGETS = {
   restOverGraphql: 0.8,
@@ -120,7 +119,7 @@ async function main(): Promise<number> {
 
   const signet = await startSignet(database);
   const baseline = await startBaseline(database);
-  print(`  Signet   pid ${signet.child.pid}  ${signet.url}  (node --import tsx src/main.ts, LOG_LEVEL=warn, NODE_ENV=production, pool ${POOL_SIZE})`);
+  print(`  Signet   pid ${signet.child.pid}  ${signet.url}  (node dist/main.mjs as npm start runs it, LOG_LEVEL=warn, NODE_ENV=production, pool ${POOL_SIZE})`);
   print(`  baseline pid ${baseline.child.pid}  ${baseline.url}  (bench/baseline-server.ts: node:http + pg, pool ${POOL_SIZE})`);
 
   // 3. Idle RSS on the fresh server, before any load.
@@ -281,24 +280,22 @@ async function measureStartup() {
   };
 }
 
-/** Spawns src/main.ts on the embedded database under `dataDir`, waits for /health, stops it. */
+/** Builds and spawns the service as `npm start` does, on the embedded database under `dataDir`; waits for /health, stops it. */
 async function startAndStop(dataDir: string): Promise<{ healthyMs: number; stopMs: number }> {
   const port = await freePort();
   const env = childEnv({ ...SIGNET_ENV, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });
   const since = performance.now();
-  const child = spawnNode('src/main.ts', env);
-  const stop = onCleanup(`stop src/main.ts (pid ${child.pid})`, async () => {
+  buildService();
+  const child = spawnNode('dist/main.mjs', env);
+  const stop = onCleanup(`stop dist/main.mjs (pid ${child.pid})`, async () => {
     await stopChild(child);
   });
   const healthyMs = await waitHealthy(child, `http://127.0.0.1:${port}`, since, 120_000);
   // Let the first start finish its work after listening (the development account) before stopping.
   await child.waitForLine(/^Signet is running at /, 30_000);
-  // src/main.ts installs its SIGTERM handler just after printing that line: give it a moment, or
-  // the signal's default action kills node (and orphans the embedded PostgreSQL).
-  await sleep(SIGNAL_HANDLER_GRACE_MS);
   const stopStarted = performance.now();
   await stop();
-  if (child.process.exitCode !== 0) throw new Error(`src/main.ts exited with ${child.process.exitCode ?? child.process.signalCode}:\n${child.output()}`);
+  if (child.process.exitCode !== 0) throw new Error(`dist/main.mjs exited with ${child.process.exitCode ?? child.process.signalCode}:\n${child.output()}`);
   return { healthyMs, stopMs: performance.now() - stopStarted };
 }
 
@@ -339,8 +336,9 @@ async function startSignet(database: BenchDatabase): Promise<Server> {
   onCleanup(`remove ${dataDir}`, () => fs.rm(dataDir, { recursive: true, force: true }));
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
+  buildService();
   const child = spawnNode(
-    'src/main.ts',
+    'dist/main.mjs',
     childEnv({ ...SIGNET_ENV, DATABASE_URL: database.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', CREATE_DEV_ACCOUNT: 'false' }),
   );
   onCleanup(`stop Signet (pid ${child.pid})`, async () => {

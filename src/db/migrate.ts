@@ -11,11 +11,11 @@
 import { createHash, randomUUID } from 'node:crypto';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { MIGRATIONS_DIR } from '../paths.ts';
 import pg from 'pg';
 
 /** `<repo>/prisma/migrations`. */
-export const MIGRATIONS_DIR = fileURLToPath(new URL('../../prisma/migrations/', import.meta.url));
+export { MIGRATIONS_DIR };
 
 /**
  * Session advisory-lock key. Prisma Migrate's own key (schema engine, PostgresFlavour::acquire_lock),

@@ -45,10 +45,26 @@ export interface ServiceProcess {
   stop(): Promise<number | null>;
 }
 
-/** Starts `node --import tsx src/main.ts` and waits until /health answers 200 and the banner is out (or it exits). */
+let built: Promise<void> | undefined;
+
+/** Builds dist/main.mjs with scripts/build.mjs, once per test file. */
+export function buildService(): Promise<void> {
+  built ??= new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
+    child.once('error', reject);
+    child.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`scripts/build.mjs exited with ${code}`))));
+  });
+  return built;
+}
+
+/**
+ * Starts the service as `npm start` does (build, then `node dist/main.mjs`) and waits until
+ * /health answers 200 and the banner is out (or it exits).
+ */
 export async function startService(env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<ServiceProcess> {
+  await buildService();
   const port = Number(env.PORT ?? (await freePort()));
-  const child = spawn(process.execPath, ['--import', 'tsx', path.join(ROOT, 'src', 'main.ts')], {
+  const child = spawn(process.execPath, ['--enable-source-maps', path.join(ROOT, 'dist', 'main.mjs')], {
     cwd: ROOT,
     env: childEnv({ LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' }),
   });
