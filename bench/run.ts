@@ -218,7 +218,7 @@ async function main(): Promise<number> {
     `  CPU per request vs baseline: REST ${fmt(summary.rest.cpuUsPerReq / summary.baseline.cpuUsPerReq, 1)}×, GraphQL ${fmt(summary.graphql.cpuUsPerReq / summary.baseline.cpuUsPerReq, 1)}×` +
       '  (server process, all threads; PostgreSQL not included)',
   );
-  print('Start-up with the embedded PostgreSQL (spawn → GET /health 200)');
+  print('Start-up with the embedded PostgreSQL (build + spawn dist/main.mjs → GET /health 200)');
   print(`  first start (initdb + migrations)  ${fmt(startup.firstStartMs / 1000, 2).padStart(6)} s   (SIGTERM → exit ${fmt(startup.firstStopMs / 1000, 2)} s)`);
   print(
     `  restart                            ${fmt(startup.restartMs / 1000, 2).padStart(6)} s   (SIGTERM → exit ${fmt(startup.restartStopMs / 1000, 2)} s)   target ≤ ${TARGETS.restartMs / 1000} s   ${passMiss(startup.pass)}`,
