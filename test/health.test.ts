@@ -1,5 +1,5 @@
 /** GET /health: 200 when the database answers, 503 with a reason when it does not. */
-import net from 'node:net';
+import { freePort as closedPort } from './helpers/processes.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 
@@ -8,14 +8,6 @@ afterAll(async () => {
   await Promise.all(apps.map((a) => a.close()));
 });
 
-/** A port on which nothing listens. */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('GET /health', () => {
   it('answers 200 {"status":"ok"} when the database answers', async () => {

@@ -1,7 +1,7 @@
 /**
  * The HTTP host: GraphiQL in development only, masked unexpected GraphQL errors, graceful stop.
  */
-import net from 'node:net';
+import { freePort as closedPort } from './helpers/processes.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RestRoute } from '../rest-compat/gateway.ts';
 import { AppError } from '../src/errors.ts';
@@ -14,13 +14,6 @@ afterAll(async () => {
   await Promise.all(apps.map((a) => a.close()));
 });
 
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 describe('GraphiQL', () => {
   it('is served to browsers outside production, not in production', async () => {

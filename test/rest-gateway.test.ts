@@ -16,42 +16,22 @@ const echoRoute: RestRoute = {
   serialize: (data, request) => ({ user_id: data.viewer.user.id, id: request.params.id, query: request.query, body: request.body ?? null }),
   status: 201,
 };
-const failingRoute: RestRoute = {
-  method: 'GET',
-  path: '/test/boom',
-  operation: 'query RestTestBoom { viewer { user { id } } }',
-  variables: () => {
-    throw new Error('secret internal detail');
-  },
-  serialize: () => ({}),
-};
-const validatingRoute: RestRoute = {
-  method: 'GET',
-  path: '/test/invalid',
-  operation: 'query RestTestInvalid { viewer { user { id } } }',
-  variables: () => {
-    throw new AppError('VALIDATION', 'email is invalid in `submitters[0]`.');
-  },
-  serialize: () => ({}),
-};
-const forbiddenRoute: RestRoute = {
-  method: 'GET',
-  path: '/test/forbidden',
-  operation: 'query RestTestForbidden { viewer { user { id } } }',
-  variables: () => {
-    throw new AppError('FORBIDDEN');
-  },
-  serialize: () => ({}),
-};
-const notFoundRoute: RestRoute = {
-  method: 'GET',
-  path: '/test/missing',
-  operation: 'query RestTestMissing { viewer { user { id } } }',
-  variables: () => {
-    throw new AppError('NOT_FOUND', 'Template 999 not found');
-  },
-  serialize: () => ({}),
-};
+/** A route whose variables() throws `error`, as a service rejecting the request would. */
+function throwingRoute(name: string, error: Error): RestRoute {
+  return {
+    method: 'GET',
+    path: `/test/${name.toLowerCase()}`,
+    operation: `query RestTest${name} { viewer { user { id } } }`,
+    variables: () => {
+      throw error;
+    },
+    serialize: () => ({}),
+  };
+}
+const failingRoute = throwingRoute('Boom', new Error('secret internal detail'));
+const validatingRoute = throwingRoute('Invalid', new AppError('VALIDATION', 'email is invalid in `submitters[0]`.'));
+const forbiddenRoute = throwingRoute('Forbidden', new AppError('FORBIDDEN'));
+const notFoundRoute = throwingRoute('Missing', new AppError('NOT_FOUND', 'Template 999 not found'));
 
 let t: TestApp;
 let alice: CreatedAccount;

@@ -16,11 +16,11 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
-import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
+import { findFreePort } from '../util/free-port.ts';
 
 const execFileAsync = promisify(execFile);
 
@@ -356,17 +356,6 @@ function run(file: string, args: string[], runAs: RunAs | undefined, log: (line:
     child.once('exit', (code) =>
       code === 0 ? resolve() : reject(new Error(`${path.basename(file)} failed with code ${code}:\n${output}`)),
     );
-  });
-}
-
-function findFreePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
   });
 }
 

@@ -1,8 +1,8 @@
 /** Running the service and the CLI as real child processes. */
 import { spawn, type ChildProcess } from 'node:child_process';
-import net from 'node:net';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { findFreePort as freePort } from '../../src/util/free-port.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
@@ -100,13 +100,5 @@ export async function startService(env: Record<string, string | undefined>, time
   };
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
+/** A TCP port free on 127.0.0.1 right now (also: a port on which nothing answers). */
+export { findFreePort as freePort } from '../../src/util/free-port.ts';
