@@ -92,6 +92,25 @@ describe('graceful stop', () => {
   });
 });
 
+describe('GraphQL over SSE', () => {
+  it('streams results as server-sent events when the client asks for them', async () => {
+    const t = await startTestApp();
+    apps.push(t);
+    const account = await t.createAccount({ email: 'sse@example.test' });
+    const response = await fetch(`${t.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'text/event-stream', 'x-auth-token': account.apiKey },
+      body: JSON.stringify({ query: '{ viewer { user { email } } }' }),
+    });
+    expect(response.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    const text = await response.text();
+    expect(text).toContain('event: next');
+    const data = /^data: (.+)$/m.exec(text)?.[1];
+    expect(JSON.parse(data!)).toEqual({ data: { viewer: { user: { email: 'sse@example.test' } } } });
+    expect(text).toContain('event: complete');
+  });
+});
+
 describe('unknown paths outside /api', () => {
   it('answer 404', async () => {
     const t = await startTestApp();
