@@ -16,7 +16,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { execute, type DocumentNode, type ExecutionResult, type GraphQLSchema, Kind, parse, validate } from 'graphql';
 import { AppError } from '../src/errors.ts';
 import type { ContextFactory, GraphQLContext } from '../src/graphql/context.ts';
-import { findAppError } from '../src/graphql/errors.ts';
+import { findAppError, isGraphQLOwnError } from '../src/graphql/errors.ts';
 import { INTERNAL_ERROR, restErrorFor, ROUTE_NOT_FOUND, type RestErrorResponse } from './errors.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -163,6 +163,13 @@ async function handle(entry: PreparedRoute, request: FastifyRequest, reply: Fast
   if (result.errors?.length) {
     const appError = result.errors.map(findAppError).find((e) => e !== undefined);
     if (appError) return send(reply, restErrorFor(appError));
+    const own = result.errors.find(isGraphQLOwnError);
+    if (own) {
+      // Variables the request made that GraphQL refuses (e.g. "abc" for an Int): bad input, not a
+      // failure of ours; routes should have said it better in variables(), so note it.
+      request.log.warn({ err: own, operation: entry.operationName }, 'REST request rejected by GraphQL variable coercion');
+      return send(reply, restErrorFor(new AppError('VALIDATION', own.message)));
+    }
     request.log.error({ err: result.errors[0]?.originalError ?? result.errors[0], operation: entry.operationName }, 'unexpected error in a REST route');
     return send(reply, INTERNAL_ERROR);
   }

@@ -28,6 +28,13 @@ function throwingRoute(name: string, error: Error): RestRoute {
     serialize: () => ({}),
   };
 }
+const coercedRoute: RestRoute = {
+  method: 'GET',
+  path: '/test/coerce/:id',
+  operation: 'mutation RestTestCoerce($id: Int!) { revokeApiKey(input: {id: $id}) { apiKey { id } } }',
+  variables: (request) => ({ id: request.params.id }),
+  serialize: (data) => data,
+};
 const failingRoute = throwingRoute('Boom', new Error('secret internal detail'));
 const validatingRoute = throwingRoute('Invalid', new AppError('VALIDATION', 'email is invalid in `submitters[0]`.'));
 const forbiddenRoute = throwingRoute('Forbidden', new AppError('FORBIDDEN'));
@@ -39,7 +46,7 @@ let alice: CreatedAccount;
 beforeAll(async () => {
   t = await startTestApp({
     env: { MAX_BODY_SIZE_MB: '0.01' },
-    extraRestRoutes: [echoRoute, failingRoute, validatingRoute, forbiddenRoute, notFoundRoute],
+    extraRestRoutes: [echoRoute, coercedRoute, failingRoute, validatingRoute, forbiddenRoute, notFoundRoute],
   });
   alice = await t.createAccount({ email: 'alice@rest.test', firstName: 'Alice', lastName: 'Liddell' });
 });
@@ -160,6 +167,12 @@ describe('error shapes', () => {
     });
     expect(await call('GET', '/api/test/forbidden', { key: alice.apiKey })).toMatchObject({ status: 403, json: { error: 'Not authorized' } });
     expect(await call('GET', '/api/test/missing', { key: alice.apiKey })).toMatchObject({ status: 404, json: { error: 'Template 999 not found' } });
+  });
+
+  it('answers input GraphQL refuses (variable coercion) with 422, not 500', async () => {
+    const { status, json } = await call('GET', '/api/test/coerce/abc', { key: alice.apiKey });
+    expect(status).toBe(422);
+    expect(json.error).toContain('$id');
   });
 
   it('answers unexpected errors with 500 {"status":500}, logging the cause and never showing it', async () => {

@@ -16,9 +16,16 @@ export function findAppError(error: unknown): import('../errors.ts').AppError | 
   return undefined;
 }
 
-/** An error GraphQL produced itself (parse/validation/variable coercion), not a resolver failure. */
+/**
+ * An error GraphQL produced itself (syntax, validation, variable coercion), not a resolver
+ * failure: it has no path, and no cause other than another GraphQL error.
+ */
 export function isGraphQLOwnError(error: unknown): boolean {
-  return error instanceof GraphQLError && !error.originalError;
+  return (
+    error instanceof GraphQLError &&
+    !error.path &&
+    (!error.originalError || error.originalError instanceof GraphQLError)
+  );
 }
 
 /**
