@@ -32,6 +32,26 @@ const EnvSchema = z.object({
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(10),
   /** Create a development account and print its API key on the first start (empty database). */
   CREATE_DEV_ACCOUNT: boolFromEnv.optional(),
+  /** Signs file URLs. Set the same value on every instance; otherwise one is generated under DATA_DIR. */
+  SECRET_KEY_BASE: z.string().min(32).optional(),
+  /** Lifetime of signed file URLs (/file/<token>/<name>), in minutes (DocuSeal's default). */
+  FILE_URLS_EXPIRE_MINUTES: z.coerce.number().positive().max(525_600).default(40),
+  /** Let `file`/`default_value` URLs point at private and loopback addresses (tests only). */
+  DOWNLOAD_ALLOW_PRIVATE: boolFromEnv.optional(),
+  /** Largest file fetched from a URL, in megabytes. */
+  DOWNLOAD_MAX_MB: z.coerce.number().positive().max(1024).default(50),
+  /** Time allowed to fetch a file from a URL, in seconds. */
+  DOWNLOAD_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(20),
+  /** Gotenberg 8 base URL for HTML/DOCX → PDF; unset: local Chromium and LibreOffice. */
+  GOTENBERG_URL: z.string().url().optional(),
+  /** Local Chromium for HTML → PDF; default: the first of chromium, chromium-browser, google-chrome on PATH. */
+  CHROMIUM_PATH: z.string().min(1).optional(),
+  /** Local LibreOffice for DOCX → PDF; default: soffice (or libreoffice) on PATH. */
+  SOFFICE_PATH: z.string().min(1).optional(),
+  /** Time allowed for one HTML/DOCX conversion, in seconds. */
+  RENDER_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(60),
+  /** Conversions run at once per instance. */
+  RENDER_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -51,6 +71,21 @@ export interface Config {
   /** Milliseconds. */
   shutdownTimeout: number;
   createDevAccount: boolean;
+  /** Undefined: generated and kept under DATA_DIR (see src/documents/secret-key.ts). */
+  secretKeyBase: string | undefined;
+  /** Milliseconds. */
+  fileUrlTtl: number;
+  downloadAllowPrivate: boolean;
+  /** Bytes. */
+  downloadMaxBytes: number;
+  /** Milliseconds. */
+  downloadTimeout: number;
+  gotenbergUrl: string | undefined;
+  chromiumPath: string | undefined;
+  sofficePath: string | undefined;
+  /** Milliseconds. */
+  renderTimeout: number;
+  renderConcurrency: number;
 }
 
 /** Thrown when an environment variable has a value the service cannot use. */
@@ -84,5 +119,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphiql: e.GRAPHIQL ?? e.NODE_ENV !== 'production',
     shutdownTimeout: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     createDevAccount: e.CREATE_DEV_ACCOUNT ?? true,
+    secretKeyBase: e.SECRET_KEY_BASE,
+    fileUrlTtl: e.FILE_URLS_EXPIRE_MINUTES * 60_000,
+    downloadAllowPrivate: e.DOWNLOAD_ALLOW_PRIVATE ?? false,
+    downloadMaxBytes: Math.floor(e.DOWNLOAD_MAX_MB * 1024 * 1024),
+    downloadTimeout: e.DOWNLOAD_TIMEOUT_SECONDS * 1000,
+    gotenbergUrl: e.GOTENBERG_URL?.replace(/\/+$/, ''),
+    chromiumPath: e.CHROMIUM_PATH,
+    sofficePath: e.SOFFICE_PATH,
+    renderTimeout: e.RENDER_TIMEOUT_SECONDS * 1000,
+    renderConcurrency: e.RENDER_CONCURRENCY,
   };
 }
