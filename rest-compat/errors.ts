@@ -20,6 +20,7 @@ const BODIES: Record<ErrorCode, (error: AppError) => RestErrorResponse> = {
   PAYLOAD_TOO_LARGE: (e) => ({ status: 413, body: { error: e.message } }),
   VALIDATION: (e) => ({ status: 422, body: { error: e.message } }),
   RATE_LIMITED: () => ({ status: 429, body: { error: 'Too many requests' } }),
+  UNAVAILABLE: (e) => ({ status: 503, body: { error: e.message } }),
 };
 
 /** The DocuSeal response for an expected error. */

@@ -13,6 +13,8 @@ export const ERROR_CODES = {
   PAYLOAD_TOO_LARGE: 413,
   VALIDATION: 422,
   RATE_LIMITED: 429,
+  /** A dependency the request needs (a renderer, a remote service) is missing or down. */
+  UNAVAILABLE: 503,
 } as const;
 
 export type ErrorCode = keyof typeof ERROR_CODES;
@@ -26,6 +28,7 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   PAYLOAD_TOO_LARGE: 'Request body is too large',
   VALIDATION: 'Validation failed',
   RATE_LIMITED: 'Too many requests',
+  UNAVAILABLE: 'Service unavailable',
 };
 
 export class AppError extends Error {
