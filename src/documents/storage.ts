@@ -1,0 +1,143 @@
+/**
+ * Where file bytes live. Content-addressed: a file's key is derived from the SHA-256 of its
+ * bytes, so the same bytes are stored once however many StoredFile rows point at them (rows
+ * carry the filename, type and owner; the bytes carry none of that).
+ *
+ * One implementation today: local disk under `<DATA_DIR>/files`. An S3-compatible one comes later
+ * behind the same interface (DESIGN.md, "Components").
+ */
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import { Readable } from 'node:stream';
+
+export interface PutResult {
+  /** Storage key, `sha256/<aa>/<bb>/<hex>`. */
+  key: string;
+  /** Lower-case hex SHA-256 of the bytes. */
+  sha256: string;
+  /** Bytes. */
+  byteSize: number;
+}
+
+export interface FileStorage {
+  /** Stores the bytes (once: a second put of the same bytes writes nothing) and returns their key. */
+  put(bytes: Uint8Array): Promise<PutResult>;
+  /** The whole file. Rejects with MissingFileError for an unknown key. */
+  read(key: string): Promise<Buffer>;
+  /**
+   * The file, or the bytes `start`..`end` of it (both inclusive, 0-based, as in HTTP Range).
+   * An unknown key makes the stream emit an error whose `code` is 'ENOENT' (MissingFileError, or
+   * the file system's own error).
+   */
+  stream(key: string, range?: { start: number; end: number }): NodeJS.ReadableStream;
+  /** Size in bytes. Rejects with MissingFileError for an unknown key. */
+  size(key: string): Promise<number>;
+  exists(key: string): Promise<boolean>;
+}
+
+/** The key names no stored file (or is not a key this storage makes). */
+export class MissingFileError extends Error {
+  override name = 'MissingFileError';
+  readonly code = 'ENOENT';
+  constructor(readonly key: string) {
+    super(`No stored file under key ${JSON.stringify(key)}`);
+  }
+}
+
+const KEY_PATTERN = /^sha256\/([0-9a-f]{2})\/([0-9a-f]{2})\/([0-9a-f]{64})$/;
+
+/** The storage key for a lower-case hex SHA-256: `sha256/<first 2>/<next 2>/<hex>`. */
+export function storageKeyFor(sha256: string): string {
+  return `sha256/${sha256.slice(0, 2)}/${sha256.slice(2, 4)}/${sha256}`;
+}
+
+/**
+ * Local-disk storage under `root` (the service uses `<DATA_DIR>/files`; nothing is created until
+ * the first put). Writes go to a temporary file in the target directory, are fsynced, then
+ * renamed over the final name, so a reader (or another instance sharing the directory) never sees
+ * a partly written file, and concurrent puts of the same bytes are harmless.
+ * Keys that do not have the `sha256/aa/bb/<hex>` shape are refused (MissingFileError), so a key can
+ * never name a path outside `root`.
+ */
+export function createLocalStorage(root: string): FileStorage {
+  const resolvedRoot = path.resolve(root);
+
+  const pathOf = (key: string): string => {
+    const match = KEY_PATTERN.exec(key);
+    if (!match || match[3].slice(0, 2) !== match[1] || match[3].slice(2, 4) !== match[2]) throw new MissingFileError(key);
+    return path.join(resolvedRoot, key);
+  };
+
+  const statOf = async (key: string) => {
+    try {
+      return await fs.stat(pathOf(key));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof MissingFileError) throw new MissingFileError(key);
+      throw error;
+    }
+  };
+
+  return {
+    async put(bytes) {
+      const sha256 = createHash('sha256').update(bytes).digest('hex');
+      const key = storageKeyFor(sha256);
+      const target = pathOf(key);
+      const existing = await fs.stat(target).catch(() => null);
+      // Same name means same bytes; a size mismatch can only be damage from outside, so rewrite.
+      if (existing?.isFile() && existing.size === bytes.byteLength) return { key, sha256, byteSize: bytes.byteLength };
+
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      const temporary = path.join(path.dirname(target), `.${sha256}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+      const handle = await fs.open(temporary, 'wx', 0o644);
+      try {
+        try {
+          await handle.writeFile(bytes);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        await fs.rename(temporary, target);
+      } catch (error) {
+        await fs.rm(temporary, { force: true });
+        throw error;
+      }
+      return { key, sha256, byteSize: bytes.byteLength };
+    },
+
+    async read(key) {
+      try {
+        return await fs.readFile(pathOf(key));
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof MissingFileError) throw new MissingFileError(key);
+        throw error;
+      }
+    },
+
+    stream(key, range) {
+      let file: string;
+      try {
+        file = pathOf(key);
+      } catch (error) {
+        const refused = new Readable({ read() {} });
+        process.nextTick(() => refused.destroy(error as Error));
+        return refused;
+      }
+      return createReadStream(file, range ? { start: range.start, end: range.end } : {});
+    },
+
+    async size(key) {
+      return (await statOf(key)).size;
+    },
+
+    async exists(key) {
+      try {
+        return (await statOf(key)).isFile();
+      } catch (error) {
+        if (error instanceof MissingFileError) return false;
+        throw error;
+      }
+    },
+  };
+}
