@@ -3,6 +3,7 @@
  * DocuSeal REST gateway (/api) and /health. Returns `{ fastify, start, stop }`; src/main.ts
  * only starts it.
  */
+import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import { restRoutes } from '../rest-compat/index.ts';
 import { registerRestGateway, type RestRoute } from '../rest-compat/gateway.ts';
@@ -12,6 +13,10 @@ import { createContextFactory } from './graphql/context.ts';
 import { schema } from './graphql/schema/index.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './graphql/server.ts';
 import { registerHealthRoute } from './http/health.ts';
+import { registerFileRoutes } from './documents/file-routes.ts';
+import { createFileUrlSigner, type FileUrlSigner } from './documents/file-urls.ts';
+import { resolveSecretKeyBase } from './documents/secret-key.ts';
+import { createLocalStorage, type FileStorage } from './documents/storage.ts';
 
 export interface AppOptions {
   config: Config;
@@ -20,10 +25,16 @@ export interface AppOptions {
   logger?: FastifyBaseLogger;
   /** More REST routes (tests use this to exercise the gateway's error paths). */
   extraRestRoutes?: RestRoute[];
+  /** File storage; default: local disk under config.dataDir/files. */
+  storage?: FileStorage;
+  /** Signs and verifies file URLs; default: from config (appUrl, fileUrlTtl, resolveSecretKeyBase). */
+  signer?: FileUrlSigner;
 }
 
 export interface App {
   fastify: FastifyInstance;
+  /** File storage and URL signer, for services that store files or mint `/file/...` URLs. */
+  files: { storage: FileStorage; signer: FileUrlSigner };
   /** Listens on config.host:config.port (0 = any free port); resolves to the base URL. */
   start(options?: { port?: number; host?: string }): Promise<string>;
   /**
@@ -35,6 +46,9 @@ export interface App {
 
 export async function buildApp(options: AppOptions): Promise<App> {
   const { config, db } = options;
+  const storage = options.storage ?? createLocalStorage(path.join(config.dataDir, 'files'));
+  const signer =
+    options.signer ?? createFileUrlSigner({ appUrl: config.appUrl, secret: await resolveSecretKeyBase(config), ttlMs: config.fileUrlTtl });
   const fastify = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: { level: config.logLevel } }),
     bodyLimit: config.maxBodySize,
@@ -76,6 +90,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   });
 
   registerHealthRoute(fastify, db);
+  registerFileRoutes(fastify, { db, storage, signer });
   await registerRestGateway(fastify, {
     schema,
     routes: [...restRoutes, ...(options.extraRestRoutes ?? [])],
@@ -86,6 +101,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   let stopping: Promise<void> | undefined;
   return {
     fastify,
+    files: { storage, signer },
     async start(listen = {}) {
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
     },

@@ -1,6 +1,9 @@
 /**
  * A real Signet HTTP server on loopback over a fresh test database.
  */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { createAccount, type CreatedAccount } from '../../src/accounts/create-account.ts';
@@ -8,6 +11,8 @@ import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createDb, type Db } from '../../src/db/client.ts';
 import type { RestRoute } from '../../rest-compat/gateway.ts';
+import type { FileUrlSigner } from '../../src/documents/file-urls.ts';
+import type { FileStorage } from '../../src/documents/storage.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export interface TestApp {
@@ -35,22 +40,38 @@ let sequence = 0;
  * Starts the service on 127.0.0.1 on a free port.
  * @param options.env extra configuration variables (e.g. MAX_BODY_SIZE_MB)
  * @param options.databaseUrl use this URL for the service's db instead of the test database (e.g. an unreachable one)
+ * @param options.storage, options.signer passed to buildApp (default: built from config)
+ * DATA_DIR is a new temporary directory, removed by close(), unless options.env sets it.
  */
 export async function startTestApp(
-  options: { env?: Record<string, string>; extraRestRoutes?: RestRoute[]; databaseUrl?: string } = {},
+  options: {
+    env?: Record<string, string>;
+    extraRestRoutes?: RestRoute[];
+    databaseUrl?: string;
+    storage?: FileStorage;
+    signer?: FileUrlSigner;
+  } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
   const queries: string[] = [];
   const logs: Record<string, unknown>[] = [];
   const db = createDb(options.databaseUrl ?? database.url, { onQuery: (sql) => queries.push(sql) });
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'info', DATABASE_URL: database.url, ...options.env });
+  const dataDir = options.env?.DATA_DIR ? undefined : await fs.mkdtemp(path.join(os.tmpdir(), 'signet-test-data-'));
+  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'info', DATABASE_URL: database.url, DATA_DIR: dataDir, ...options.env });
   const stream = new Writable({
     write(chunk, _encoding, callback) {
       for (const line of String(chunk).split('\n')) if (line.trim()) logs.push(JSON.parse(line));
       callback();
     },
   });
-  const app = await buildApp({ config, db, logger: pino({ level: 'info' }, stream), extraRestRoutes: options.extraRestRoutes });
+  const app = await buildApp({
+    config,
+    db,
+    logger: pino({ level: 'info' }, stream),
+    extraRestRoutes: options.extraRestRoutes,
+    storage: options.storage,
+    signer: options.signer,
+  });
   const url = await app.start({ port: 0, host: '127.0.0.1' });
   const setupDb = options.databaseUrl ? createDb(database.url) : db;
   const settleQueries = async () => {
@@ -85,6 +106,7 @@ export async function startTestApp(
       await app.stop();
       if (setupDb !== db) await setupDb.$disconnect();
       await database.drop();
+      if (dataDir) await fs.rm(dataDir, { recursive: true, force: true });
     },
   };
 }
