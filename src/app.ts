@@ -17,6 +17,7 @@ import { registerFileRoutes } from './documents/file-routes.ts';
 import { createFileUrlSigner, type FileUrlSigner } from './documents/file-urls.ts';
 import { resolveSecretKeyBase } from './documents/secret-key.ts';
 import { createLocalStorage, type FileStorage } from './documents/storage.ts';
+import { createRenderer, type Renderer } from './rendering/renderer.ts';
 
 export interface AppOptions {
   config: Config;
@@ -29,6 +30,8 @@ export interface AppOptions {
   storage?: FileStorage;
   /** Signs and verifies file URLs; default: from config (appUrl, fileUrlTtl, resolveSecretKeyBase). */
   signer?: FileUrlSigner;
+  /** HTML/DOCX → PDF; default: createRenderer(config) (Gotenberg or local Chromium/LibreOffice). */
+  renderer?: Renderer;
 }
 
 export interface App {
@@ -56,7 +59,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     return503OnClosing: true,
   });
 
-  const contextFactory = createContextFactory({ db, config, logger: fastify.log });
+  const renderer = options.renderer ?? createRenderer(config, fastify.log);
+  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer });
   const graphql = createGraphQLServer({ schema, contextFactory, logger: fastify.log, graphiql: config.graphiql });
 
   fastify.route({
@@ -118,6 +122,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
           clearInterval(sweep);
           clearTimeout(timer);
         }
+        await renderer.close();
         await db.$disconnect();
       })();
       return stopping;

@@ -3,7 +3,7 @@
  */
 import SchemaBuilder from '@pothos/core';
 import PrismaPlugin from '@pothos/plugin-prisma';
-import { GraphQLError, Kind } from 'graphql';
+import { GraphQLError, Kind, valueFromASTUntyped } from 'graphql';
 import type PrismaTypes from '../generated/pothos-prisma-types.ts';
 import { getDatamodel } from '../generated/pothos-prisma-types.ts';
 import type { GraphQLContext } from './context.ts';
@@ -14,6 +14,7 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false;
   Scalars: {
     DateTime: { Input: Date; Output: Date };
+    JSON: { Input: unknown; Output: unknown };
   };
 }>({
   plugins: [PrismaPlugin],
@@ -44,6 +45,14 @@ function parseDate(value: unknown): Date {
   if (Number.isNaN(date.getTime())) throw new GraphQLError('DateTime must be an ISO 8601 string');
   return date;
 }
+
+/** Free-form JSON (preferences, metadata, values). */
+builder.scalarType('JSON', {
+  description: 'Any JSON value.',
+  serialize: (value) => value,
+  parseValue: (value) => value,
+  parseLiteral: (ast) => valueFromASTUntyped(ast),
+});
 
 builder.queryType({});
 builder.mutationType({});

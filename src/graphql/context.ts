@@ -7,9 +7,22 @@ import { apiKeyFromHeaders, authenticate, type Viewer } from '../accounts/authen
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
+import type { FileStorage } from '../documents/storage.ts';
+import type { Renderer } from '../rendering/renderer.ts';
+import { createLoaders, type Loaders } from './loaders.ts';
+
+/** Signed URLs for stored files (`/file/<token>/<filename>`, expiring). */
+export interface FileUrls {
+  url(file: { uuid: string; filename: string }): string;
+}
 
 export interface GraphQLContext {
   db: Db;
+  files: FileUrls;
+  storage: FileStorage;
+  renderer: Renderer;
+  /** Per-request batch loaders (one query for many parents). */
+  loaders: Loaders;
   config: Config;
   logger: FastifyBaseLogger;
   /** The authenticated caller, or null. Resolvers needing one call requireViewer(ctx). */
@@ -30,7 +43,14 @@ export interface RequestInfo {
 export type ContextFactory = (request: RequestInfo) => Promise<GraphQLContext>;
 
 /** Builds contexts for one database/configuration. */
-export function createContextFactory(deps: { db: Db; config: Config; logger: FastifyBaseLogger }): ContextFactory {
+export function createContextFactory(deps: {
+  db: Db;
+  config: Config;
+  logger: FastifyBaseLogger;
+  files: FileUrls;
+  storage: FileStorage;
+  renderer: Renderer;
+}): ContextFactory {
   return async (request) => {
     const params = request.connectionParams ?? {};
     const fromParams = (name: string) => {
@@ -43,6 +63,10 @@ export function createContextFactory(deps: { db: Db; config: Config; logger: Fas
       apiKeyFromHeaders((name) => request.header(name));
     return {
       db: deps.db,
+      files: deps.files,
+      storage: deps.storage,
+      renderer: deps.renderer,
+      loaders: createLoaders(deps.db),
       config: deps.config,
       logger: deps.logger,
       viewer: await authenticate(deps.db, token),

@@ -9,6 +9,7 @@ import pino from 'pino';
 import { createAccount, type CreatedAccount } from '../../src/accounts/create-account.ts';
 import { buildApp, type App } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
+import { findFreePort } from '../../src/util/free-port.ts';
 import { createDb, type Db } from '../../src/db/client.ts';
 import type { RestRoute } from '../../rest-compat/gateway.ts';
 import type { FileUrlSigner } from '../../src/documents/file-urls.ts';
@@ -57,7 +58,16 @@ export async function startTestApp(
   const logs: Record<string, unknown>[] = [];
   const db = createDb(options.databaseUrl ?? database.url, { onQuery: (sql) => queries.push(sql) });
   const dataDir = options.env?.DATA_DIR ? undefined : await fs.mkdtemp(path.join(os.tmpdir(), 'signet-test-data-'));
-  const config = loadConfig({ NODE_ENV: 'test', LOG_LEVEL: 'info', DATABASE_URL: database.url, DATA_DIR: dataDir, ...options.env });
+  // Known before listening, so that links the app makes (APP_URL) point at this server.
+  const port = await findFreePort();
+  const config = loadConfig({
+    NODE_ENV: 'test',
+    LOG_LEVEL: 'info',
+    DATABASE_URL: database.url,
+    DATA_DIR: dataDir,
+    APP_URL: `http://127.0.0.1:${port}`,
+    ...options.env,
+  });
   const stream = new Writable({
     write(chunk, _encoding, callback) {
       for (const line of String(chunk).split('\n')) if (line.trim()) logs.push(JSON.parse(line));
@@ -72,7 +82,7 @@ export async function startTestApp(
     storage: options.storage,
     signer: options.signer,
   });
-  const url = await app.start({ port: 0, host: '127.0.0.1' });
+  const url = await app.start({ port, host: '127.0.0.1' });
   const setupDb = options.databaseUrl ? createDb(database.url) : db;
   const settleQueries = async () => {
     for (let seen = -1; seen !== queries.length; ) {

@@ -6,6 +6,8 @@ import { lexicographicSortSchema, printSchema } from 'graphql';
 import { builder } from '../builder.ts';
 import './account.ts';
 import './api-key.ts';
+import './template.ts';
+import './template-mutations.ts';
 import './viewer.ts';
 
 export const schema = builder.toSchema();

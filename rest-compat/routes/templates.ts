@@ -1,0 +1,229 @@
+/**
+ * DocuSeal's template routes (interface spec "Templates"; reference §8.2, §12).
+ */
+import { AppError } from '../../src/errors.ts';
+import type { RestRequest, RestRoute } from '../gateway.ts';
+import { bodyObject, isTruthy, pathId, queryInt, queryString } from '../params.ts';
+import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../serializers/template.ts';
+
+const listTemplates: RestRoute<{ templates: { nodes: TemplateData[]; pagination: { count: number; next: number | null; prev: number | null } } }> = {
+  method: 'GET',
+  path: '/templates',
+  operation: /* GraphQL */ `
+    query RestTemplates($q: String, $externalId: String, $folder: String, $archived: Boolean, $slug: String, $limit: Int, $after: Int, $before: Int) {
+      templates(q: $q, externalId: $externalId, folder: $folder, archived: $archived, slug: $slug, limit: $limit, after: $after, before: $before) {
+        nodes { ...RestTemplate }
+        pagination { count next prev }
+      }
+    }
+    ${TEMPLATE_FRAGMENT}
+  `,
+  variables: (request) => ({
+    q: queryString(request, 'q') || undefined,
+    // application_key: the earlier name of external_id (spec "Versioning").
+    externalId: queryString(request, 'external_id') ?? queryString(request, 'application_key'),
+    folder: queryString(request, 'folder') || undefined,
+    archived: isTruthy(queryString(request, 'archived')),
+    slug: queryString(request, 'slug'),
+    limit: queryInt(request, 'limit'),
+    after: queryInt(request, 'after'),
+    before: queryInt(request, 'before'),
+  }),
+  serialize: ({ templates }) => ({ data: templates.nodes.map(serializeTemplate), pagination: templates.pagination }),
+};
+
+const getTemplate: RestRoute<{ template: TemplateData }> = {
+  method: 'GET',
+  path: '/templates/:id',
+  operation: /* GraphQL */ `
+    query RestTemplate($id: Int!) { template(id: $id) { ...RestTemplate } }
+    ${TEMPLATE_FRAGMENT}
+  `,
+  variables: (request) => ({ id: pathId(request, 'Template') }),
+  serialize: ({ template }) => serializeTemplate(template),
+};
+
+export const templateRoutes: RestRoute[] = [listTemplates, getTemplate];
+
+// ---------------------------------------------------------------------------------------------
+// Writes. Each maps DocuSeal's JSON body onto one mutation's input, picking the keys DocuSeal
+// knows (unknown keys are ignored, as DocuSeal does) and accepting the earlier shape
+// (`application_key`, `{template: {...}}`; spec "Versioning").
+
+type FieldBody = Record<string, unknown>;
+
+/** DocuSeal field JSON (snake_case) → TemplateFieldInput; validation of values is the service's. */
+function fieldInput(raw: unknown): unknown {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+  const f = raw as FieldBody;
+  const pick = <T>(value: T) => (value === null ? undefined : value);
+  return {
+    name: typeof f.name === 'string' ? f.name : '',
+    type: pick(f.type),
+    role: pick(f.role),
+    required: pick(f.required),
+    readonly: pick(f.readonly),
+    defaultValue: pick(f.default_value),
+    title: pick(f.title),
+    description: pick(f.description),
+    options: Array.isArray(f.options) ? f.options.map((o) => (typeof o === 'object' && o !== null ? String((o as FieldBody).value ?? '') : String(o))) : pick(f.options),
+    validation: pick(f.validation),
+    preferences: pick(f.preferences),
+    areas: Array.isArray(f.areas)
+      ? f.areas.map((a) => {
+          const area = (a ?? {}) as FieldBody;
+          return { x: area.x, y: area.y, w: area.w, h: area.h, page: area.page, option: pick(area.option) };
+        })
+      : pick(f.areas),
+  };
+}
+
+function fieldList(value: unknown): unknown[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value)) throw new AppError('VALIDATION', 'fields must be an array.');
+  return value.map(fieldInput);
+}
+
+function stringOrUndefined(value: unknown, name: string): string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw new AppError('VALIDATION', `${name} must be a string.`);
+  return value;
+}
+
+function fileTemplateInput(request: RestRequest) {
+  const body = bodyObject(request);
+  const documents = body.documents;
+  if (documents === undefined || documents === null) throw new AppError('VALIDATION', 'documents is required.');
+  if (!Array.isArray(documents)) throw new AppError('VALIDATION', 'documents must be an array.');
+  return {
+    input: {
+      name: stringOrUndefined(body.name, 'name'),
+      externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
+      folderName: stringOrUndefined(body.folder_name, 'folder_name'),
+      sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
+      documents: documents.map((doc, i) => {
+        if (typeof doc !== 'object' || doc === null) throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
+        const d = doc as FieldBody;
+        if (typeof d.file !== 'string' || d.file === '') throw new AppError('VALIDATION', `file is required in \`documents[${i}]\`.`);
+        return { name: stringOrUndefined(d.name, `name in documents[${i}]`), file: d.file, fields: fieldList(d.fields) };
+      }),
+      fields: fieldList(body.fields),
+    },
+  };
+}
+
+interface TemplatePayloadData {
+  [mutation: string]: { template: TemplateData };
+}
+
+function createRoute(path: string, mutation: string, inputType: string, variables: RestRoute['variables']): RestRoute<TemplatePayloadData> {
+  return {
+    method: 'POST',
+    path,
+    operation: /* GraphQL */ `
+      mutation Rest${mutation[0]!.toUpperCase()}${mutation.slice(1)}($input: ${inputType}!) {
+        ${mutation}(input: $input) { template { ...RestTemplate } }
+      }
+      ${TEMPLATE_FRAGMENT}
+    `,
+    variables,
+    serialize: (data) => serializeTemplate(data[mutation]!.template),
+  };
+}
+
+const createFromPdf = createRoute('/templates/pdf', 'createTemplateFromPdf', 'CreateTemplateFromFileInput', fileTemplateInput);
+const createFromDocx = createRoute('/templates/docx', 'createTemplateFromDocx', 'CreateTemplateFromFileInput', fileTemplateInput);
+const createFromHtml = createRoute('/templates/html', 'createTemplateFromHtml', 'CreateTemplateFromHtmlInput', (request) => {
+  const body = bodyObject(request);
+  const documents = body.documents;
+  return {
+    input: {
+      html: stringOrUndefined(body.html, 'html'),
+      htmlHeader: stringOrUndefined(body.html_header, 'html_header'),
+      htmlFooter: stringOrUndefined(body.html_footer, 'html_footer'),
+      name: stringOrUndefined(body.name, 'name'),
+      size: stringOrUndefined(body.size, 'size'),
+      externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
+      folderName: stringOrUndefined(body.folder_name, 'folder_name'),
+      sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
+      documents: Array.isArray(documents)
+        ? documents.map((doc, i) => {
+            const d = (doc ?? {}) as FieldBody;
+            if (typeof d.html !== 'string' || d.html === '') throw new AppError('VALIDATION', `html is required in \`documents[${i}]\`.`);
+            return { html: d.html, name: stringOrUndefined(d.name, `name in documents[${i}]`) };
+          })
+        : undefined,
+    },
+  };
+});
+
+const cloneTemplateRoute: RestRoute<TemplatePayloadData> = {
+  ...createRoute('/templates/:id/clone', 'cloneTemplate', 'CloneTemplateInput', (request) => {
+    const body = bodyObject(request);
+    return {
+      input: {
+        id: pathId(request, 'Template'),
+        name: stringOrUndefined(body.name, 'name'),
+        folderName: stringOrUndefined(body.folder_name, 'folder_name'),
+        externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
+        documentNames: Array.isArray(body.documents)
+          ? body.documents.map((d) => (typeof (d as FieldBody)?.name === 'string' ? ((d as FieldBody).name as string) : null))
+          : undefined,
+      },
+    };
+  }),
+};
+
+const updateTemplateRoute: RestRoute<{ updateTemplate: { template: { id: number; updatedAt: string } } }> = {
+  method: ['PUT', 'PATCH'],
+  path: '/templates/:id',
+  operation: /* GraphQL */ `
+    mutation RestUpdateTemplate($input: UpdateTemplateInput!) {
+      updateTemplate(input: $input) { template { id updatedAt } }
+    }
+  `,
+  variables: (request) => {
+    const outer = bodyObject(request);
+    // The earlier shape wraps the changes: {template: {folder_name}}.
+    const body = typeof outer.template === 'object' && outer.template !== null && !Array.isArray(outer.template) ? (outer.template as FieldBody) : outer;
+    let roles: string[] | undefined;
+    if (body.roles !== undefined && body.roles !== null) {
+      if (!Array.isArray(body.roles) || body.roles.some((r) => typeof r !== 'string')) throw new AppError('VALIDATION', 'roles must be an array of strings.');
+      roles = body.roles as string[];
+    }
+    const archived = body.archived === undefined || body.archived === null ? undefined : isTruthy(body.archived);
+    return {
+      input: {
+        id: pathId(request, 'Template'),
+        name: stringOrUndefined(body.name, 'name'),
+        folderName: stringOrUndefined(body.folder_name, 'folder_name'),
+        externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
+        sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
+        roles,
+        archived,
+      },
+    };
+  },
+  serialize: ({ updateTemplate }) => ({ id: updateTemplate.template.id, updated_at: updateTemplate.template.updatedAt }),
+};
+
+const archiveTemplateRoute: RestRoute<{ archiveTemplate: { template: { id: number; archivedAt: string } } }> = {
+  method: 'DELETE',
+  path: '/templates/:id',
+  operation: /* GraphQL */ `
+    mutation RestArchiveTemplate($input: ArchiveTemplateInput!) {
+      archiveTemplate(input: $input) { template { id archivedAt } }
+    }
+  `,
+  variables: (request) => ({ input: { id: pathId(request, 'Template') } }),
+  serialize: ({ archiveTemplate }) => ({ id: archiveTemplate.template.id, archived_at: archiveTemplate.template.archivedAt }),
+};
+
+export const templateWriteRoutes: RestRoute[] = [
+  createFromPdf,
+  createFromDocx,
+  createFromHtml,
+  cloneTemplateRoute,
+  updateTemplateRoute,
+  archiveTemplateRoute,
+];

@@ -1,0 +1,261 @@
+/**
+ * Template mutations: create from PDF, DOCX or HTML; update; archive; clone. Each takes one
+ * `input` and returns a payload with the template. The REST routes call these same mutations.
+ */
+import { parsePaperSize } from '../../rendering/renderer.ts';
+import type { RequestFieldGroup } from '../../templates/build-fields.ts';
+import { prepareDocxDocuments, prepareHtmlDocuments, preparePdfDocuments } from '../../templates/prepare-documents.ts';
+import { saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
+import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/template-actions.ts';
+import { builder } from '../builder.ts';
+import { requireViewer, type GraphQLContext } from '../context.ts';
+import { TemplateRef, withoutNulls } from './template.ts';
+
+const AreaInput = builder.inputType('FieldAreaInput', {
+  description: 'An area in PDF points (1/72 in) from the top-left corner of the page as displayed; page 1-based.',
+  fields: (t) => ({
+    x: t.float({ required: true }),
+    y: t.float({ required: true }),
+    w: t.float({ required: true }),
+    h: t.float({ required: true }),
+    page: t.int({ required: true }),
+    option: t.string({ description: 'For radio and multiple fields: the option this area stands for.' }),
+  }),
+});
+
+const FieldInput = builder.inputType('TemplateFieldInput', {
+  fields: (t) => ({
+    name: t.string({ required: true }),
+    type: t.string({ description: 'text (default), signature, initials, date, image, file, payment, stamp, select, checkbox, multiple, radio, cells, phone, number.' }),
+    role: t.string({ description: 'Role name; roles are created in order of first appearance ("First Party" by default).' }),
+    required: t.boolean({ description: 'Default true.' }),
+    readonly: t.boolean(),
+    defaultValue: t.field({ type: 'JSON' }),
+    title: t.string(),
+    description: t.string(),
+    options: t.stringList(),
+    validation: t.field({ type: 'JSON' }),
+    preferences: t.field({ type: 'JSON' }),
+    areas: t.field({ type: [AreaInput] }),
+  }),
+});
+
+const FileDocumentInput = builder.inputType('TemplateFileDocumentInput', {
+  fields: (t) => ({
+    name: t.string(),
+    file: t.string({ required: true, description: 'Base64 of the file, or an http(s) URL to download it from.' }),
+    fields: t.field({ type: [FieldInput], description: 'Fields on this document (areas on its pages).' }),
+  }),
+});
+
+const CreateFromFileInput = builder.inputType('CreateTemplateFromFileInput', {
+  fields: (t) => ({
+    name: t.string(),
+    externalId: t.string({ description: 'An existing template with it is updated with the new documents.' }),
+    folderName: t.string({ description: 'Full folder name ("Parent / Child"), created when missing.' }),
+    sharedLink: t.boolean(),
+    documents: t.field({ type: [FileDocumentInput], required: true }),
+    fields: t.field({ type: [FieldInput], description: 'Fields whose area pages count across all documents in order.' }),
+  }),
+});
+
+const HtmlDocumentInput = builder.inputType('TemplateHtmlDocumentInput', {
+  fields: (t) => ({ html: t.string({ required: true }), name: t.string() }),
+});
+
+const CreateFromHtmlInput = builder.inputType('CreateTemplateFromHtmlInput', {
+  fields: (t) => ({
+    html: t.string({ description: 'HTML with field tags (<text-field>, <signature-field>, ...).' }),
+    htmlHeader: t.string({ description: 'Shown on every page.' }),
+    htmlFooter: t.string({ description: 'Shown on every page.' }),
+    name: t.string({ description: 'Default: a random uuid.' }),
+    size: t.string({ description: 'Letter (default), Legal, Tabloid, Ledger, A0–A6.' }),
+    externalId: t.string(),
+    folderName: t.string(),
+    sharedLink: t.boolean(),
+    documents: t.field({ type: [HtmlDocumentInput], description: 'Several documents instead of `html`.' }),
+  }),
+});
+
+const TemplatePayload = builder.objectRef<{ id: number }>('TemplatePayload').implement({
+  fields: (t) => ({
+    template: t.prismaField({
+      type: TemplateRef,
+      resolve: (query, payload, _args, ctx) => ctx.db.template.findUniqueOrThrow({ ...query, where: { id: payload.id } }),
+    }),
+  }),
+});
+
+type FieldInputShape = {
+  name: string;
+  type?: string | null;
+  role?: string | null;
+  required?: boolean | null;
+  readonly?: boolean | null;
+  defaultValue?: unknown;
+  title?: string | null;
+  description?: string | null;
+  options?: string[] | null;
+  validation?: unknown;
+  preferences?: unknown;
+  areas?: { x: number; y: number; w: number; h: number; page: number; option?: string | null }[] | null;
+};
+
+/** GraphQL's camelCase field input as the request field shape (DocuSeal's keys) services validate. */
+function toRequestField(field: FieldInputShape): Record<string, unknown> {
+  const { defaultValue, areas, ...rest } = withoutNulls(field as Record<string, unknown>) as FieldInputShape;
+  return {
+    ...rest,
+    ...(defaultValue !== undefined && defaultValue !== null ? { default_value: defaultValue } : {}),
+    ...(areas ? { areas: areas.map((a) => withoutNulls(a)) } : {}),
+  };
+}
+
+function fieldGroups(input: { documents: { fields?: FieldInputShape[] | null }[]; fields?: FieldInputShape[] | null }): RequestFieldGroup[] {
+  const groups: RequestFieldGroup[] = input.documents.map((doc, i) => ({
+    documentIndex: i,
+    fields: (doc.fields ?? []).map(toRequestField),
+    path: `documents[${i}].fields`,
+  }));
+  groups.push({ fields: (input.fields ?? []).map(toRequestField), path: 'fields' });
+  return groups;
+}
+
+async function save(
+  ctx: GraphQLContext,
+  documents: PreparedDocument[],
+  input: { name?: string | null; externalId?: string | null; folderName?: string | null; sharedLink?: boolean | null },
+  requestFields: RequestFieldGroup[],
+) {
+  const { account, user } = requireViewer(ctx);
+  const { templateId } = await saveTemplate(
+    { db: ctx.db, storage: ctx.storage },
+    {
+      accountId: account.id,
+      userId: user.id,
+      name: input.name ?? undefined,
+      externalId: input.externalId ?? undefined,
+      folderName: input.folderName ?? undefined,
+      sharedLink: input.sharedLink ?? undefined,
+      source: 'api',
+      documents,
+      requestFields,
+    },
+  );
+  return { id: templateId };
+}
+
+builder.mutationField('createTemplateFromPdf', (t) =>
+  t.field({
+    type: TemplatePayload,
+    description: 'Creates a template from PDFs (fields from `fields` and/or {{text tags}}), or updates the one with `externalId`.',
+    args: { input: t.arg({ type: CreateFromFileInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      requireViewer(ctx);
+      const documents = await preparePdfDocuments({ config: ctx.config, renderer: ctx.renderer }, input.documents);
+      return save(ctx, documents, input, fieldGroups(input));
+    },
+  }),
+);
+
+builder.mutationField('createTemplateFromDocx', (t) =>
+  t.field({
+    type: TemplatePayload,
+    description: 'Creates a template from Word DOCX files (converted to PDF), or updates the one with `externalId`.',
+    args: { input: t.arg({ type: CreateFromFileInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      requireViewer(ctx);
+      const documents = await prepareDocxDocuments({ config: ctx.config, renderer: ctx.renderer }, input.documents);
+      return save(ctx, documents, input, fieldGroups(input));
+    },
+  }),
+);
+
+builder.mutationField('createTemplateFromHtml', (t) =>
+  t.field({
+    type: TemplatePayload,
+    description: 'Creates a template from HTML with field tags, or updates the one with `externalId`.',
+    args: { input: t.arg({ type: CreateFromHtmlInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      requireViewer(ctx);
+      const name = input.name?.trim() || crypto.randomUUID();
+      const documents = await prepareHtmlDocuments(
+        { config: ctx.config, renderer: ctx.renderer },
+        {
+          html: input.html ?? undefined,
+          documents: input.documents ?? undefined,
+          header: input.htmlHeader ?? undefined,
+          footer: input.htmlFooter ?? undefined,
+          size: parsePaperSize(input.size ?? undefined),
+          name,
+        },
+      );
+      return save(ctx, documents, { ...input, name }, []);
+    },
+  }),
+);
+
+const UpdateTemplateInputRef = builder.inputType('UpdateTemplateInput', {
+  fields: (t) => ({
+    id: t.int({ required: true }),
+    name: t.string(),
+    folderName: t.string(),
+    externalId: t.string(),
+    sharedLink: t.boolean(),
+    roles: t.stringList({ description: 'Renames roles by position; extra names add roles.' }),
+    archived: t.boolean({ description: 'true archives, false restores.' }),
+  }),
+});
+
+builder.mutationField('updateTemplate', (t) =>
+  t.field({
+    type: TemplatePayload,
+    args: { input: t.arg({ type: UpdateTemplateInputRef, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      const { id, ...changes } = input;
+      await updateTemplate(ctx.db, { accountId: account.id, userId: user.id }, id, withoutNulls(changes));
+      return { id };
+    },
+  }),
+);
+
+const ArchiveTemplateInput = builder.inputType('ArchiveTemplateInput', {
+  fields: (t) => ({ id: t.int({ required: true }) }),
+});
+
+builder.mutationField('archiveTemplate', (t) =>
+  t.field({
+    type: TemplatePayload,
+    description: 'Archives a template (it stays readable; it can no longer be used for new submissions).',
+    args: { input: t.arg({ type: ArchiveTemplateInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      await archiveTemplate(ctx.db, { accountId: account.id, userId: user.id }, input.id);
+      return { id: input.id };
+    },
+  }),
+);
+
+const CloneTemplateInputRef = builder.inputType('CloneTemplateInput', {
+  fields: (t) => ({
+    id: t.int({ required: true }),
+    name: t.string({ description: 'Default "<name> (Clone)".' }),
+    folderName: t.string(),
+    externalId: t.string(),
+    documentNames: t.stringList({ description: 'Renames documents by position.' }),
+  }),
+});
+
+builder.mutationField('cloneTemplate', (t) =>
+  t.field({
+    type: TemplatePayload,
+    args: { input: t.arg({ type: CloneTemplateInputRef, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      const { id, ...options } = input;
+      const cloneId = await cloneTemplate(ctx.db, { accountId: account.id, userId: user.id }, id, withoutNulls(options));
+      return { id: cloneId };
+    },
+  }),
+);

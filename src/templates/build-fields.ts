@@ -1,0 +1,213 @@
+/**
+ * Turning field definitions (from a request, from text tags, from HTML field tags) into the
+ * template's roles and fields (reference/docuseal-behaviour.md §5.5, §11, §12).
+ *
+ * Request areas are PDF points from the top-left of the page as displayed with a 1-based page
+ * (DESIGN.md "area coordinates"); tag areas arrive already as page fractions.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { parseInput } from '../accounts/api-keys.ts';
+import { pointsToFractions, type PdfPage } from '../documents/pdf.ts';
+import { AppError } from '../errors.ts';
+import { DEFAULT_ROLE_NAME, FIELD_TYPES, OPTION_FIELD_TYPES, type Area, type Field, type Role } from './fields.ts';
+
+/** A document as the template will keep it: its attachment uuid and its pages as displayed. */
+export interface DocumentLayout {
+  uuid: string;
+  pages: PdfPage[];
+}
+
+/** A field found in a document by a tag scan (text tags or HTML field tags); areas are fractions. */
+export interface TaggedField {
+  name: string;
+  type: string;
+  role?: string | undefined;
+  required: boolean;
+  readonly: boolean;
+  defaultValue?: string | undefined;
+  options?: string[] | undefined;
+  preferences?: Record<string, unknown> | undefined;
+  areas: { page: number; x: number; y: number; w: number; h: number }[];
+}
+
+const RequestArea = z.object({
+  x: z.number({ error: 'x must be a number' }),
+  y: z.number({ error: 'y must be a number' }),
+  w: z.number({ error: 'w must be a number' }),
+  h: z.number({ error: 'h must be a number' }),
+  page: z.number({ error: 'page must be a number' }).int('page must be an integer'),
+  option: z.string().optional(),
+});
+
+/** A field of a create request (`fields[]`, or `documents[].fields[]`). */
+export const RequestField = z.object({
+  name: z.string({ error: 'name is required' }).trim().min(1, 'name is required'),
+  type: z.string().trim().optional(),
+  role: z.string().trim().min(1, 'role must not be empty').optional(),
+  required: z.boolean().optional(),
+  readonly: z.boolean().optional(),
+  default_value: z.union([z.string(), z.number(), z.boolean()]).optional(),
+  title: z.string().optional(),
+  description: z.string().optional(),
+  options: z.array(z.union([z.string(), z.number()]).transform(String)).optional(),
+  validation: z.record(z.string(), z.unknown()).optional(),
+  preferences: z.record(z.string(), z.unknown()).optional(),
+  areas: z.array(RequestArea).optional(),
+});
+export type RequestField = z.input<typeof RequestField>;
+
+export interface RequestFieldGroup {
+  /** Fields given with one document (`documents[i].fields`): areas are on that document. */
+  documentIndex?: number;
+  fields: unknown[];
+  /** Where these fields sit in the request, for messages: "fields" or "documents[0].fields". */
+  path: string;
+}
+
+/**
+ * Builds roles and fields.
+ * - Roles in order of first appearance (tags first, document by document, then request fields);
+ *   "First Party" when none is named. `existingRoles` (template updates) keep their uuids.
+ * - Tagged fields with the same name, type and role across documents become one field with all areas.
+ * - Request fields: `documents[i].fields` areas are on document i; top-level `fields` areas count
+ *   pages across all documents in order (page 1 = first page of the first document).
+ * @throws AppError VALIDATION naming the field (`fields[2]`, `documents[0].fields[1].areas[0]`) for a
+ *   missing name, an unknown type, a page out of range, an area off the page, options on a type without
+ *   them, an area option that is not one of the field's options
+ */
+export function buildFields(input: {
+  documents: DocumentLayout[];
+  tagged: TaggedField[][];
+  requestFields: RequestFieldGroup[];
+  existingRoles?: Role[];
+}): { roles: Role[]; fields: Field[] } {
+  const roles: Role[] = [...(input.existingRoles ?? [])];
+  const roleUuid = (name: string | undefined): string => {
+    const wanted = name ?? roles[0]?.name ?? DEFAULT_ROLE_NAME;
+    const found = roles.find((r) => r.name.toLowerCase() === wanted.toLowerCase());
+    if (found) return found.uuid;
+    const role = { name: wanted, uuid: randomUUID() };
+    roles.push(role);
+    return role.uuid;
+  };
+
+  const fields: Field[] = [];
+  const tagKey = new Map<string, Field>();
+  input.tagged.forEach((documentFields, documentIndex) => {
+    const document = input.documents[documentIndex]!;
+    for (const tagged of documentFields) {
+      const submitterUuid = roleUuid(tagged.role);
+      const areas: Area[] = tagged.areas.map((a) => ({ ...a, attachment_uuid: document.uuid }));
+      const key = `${tagged.name}\u0000${tagged.type}\u0000${submitterUuid}`;
+      const existing = tagged.name ? tagKey.get(key) : undefined;
+      if (existing) {
+        existing.areas.push(...areas);
+        continue;
+      }
+      const field: Field = {
+        uuid: randomUUID(),
+        submitter_uuid: submitterUuid,
+        name: tagged.name,
+        type: tagged.type,
+        required: tagged.required,
+        ...(tagged.readonly ? { readonly: true } : {}),
+        ...(tagged.defaultValue !== undefined ? { default_value: tagged.defaultValue } : {}),
+        preferences: tagged.preferences ?? {},
+        ...(tagged.options?.length ? { options: tagged.options.map((value) => ({ value, uuid: randomUUID() })) } : {}),
+        areas,
+      };
+      fields.push(field);
+      if (tagged.name) tagKey.set(key, field);
+    }
+  });
+
+  for (const group of input.requestFields) {
+    group.fields.forEach((raw, index) => {
+      const path = `${group.path}[${index}]`;
+      const parsed = parseFieldAt(raw, path);
+      const type = parsed.type || 'text';
+      if (!(FIELD_TYPES as readonly string[]).includes(type)) {
+        throw new AppError('VALIDATION', `type "${type}" is not supported in \`${path}\`. Use one of: ${FIELD_TYPES.join(', ')}.`);
+      }
+      if (parsed.options && !OPTION_FIELD_TYPES.has(type)) {
+        throw new AppError('VALIDATION', `options are only for select, radio and multiple fields in \`${path}\`.`);
+      }
+      const options = parsed.options?.map((value) => ({ value, uuid: randomUUID() }));
+      const areas = (parsed.areas ?? []).map((area, areaIndex) =>
+        toStoredArea(area, input.documents, group.documentIndex, options, `${path}.areas[${areaIndex}]`),
+      );
+      fields.push({
+        uuid: randomUUID(),
+        submitter_uuid: roleUuid(parsed.role),
+        name: parsed.name,
+        type,
+        required: parsed.required ?? true,
+        ...(parsed.readonly ? { readonly: true } : {}),
+        ...(parsed.default_value !== undefined ? { default_value: parsed.default_value } : {}),
+        ...(parsed.title !== undefined ? { title: parsed.title } : {}),
+        ...(parsed.description !== undefined ? { description: parsed.description } : {}),
+        preferences: parsed.preferences ?? {},
+        ...(options ? { options } : {}),
+        ...(parsed.validation ? { validation: parsed.validation } : {}),
+        areas,
+      });
+    });
+  }
+
+  if (roles.length === 0) roles.push({ name: DEFAULT_ROLE_NAME, uuid: randomUUID() });
+  return { roles, fields };
+}
+
+function parseFieldAt(raw: unknown, path: string): z.output<typeof RequestField> {
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new AppError('VALIDATION', `\`${path}\` must be an object.`);
+  }
+  try {
+    return parseInput(RequestField, raw);
+  } catch (error) {
+    if (error instanceof AppError) {
+      // parseInput names the path inside the field; prefix the field's own path.
+      const inner = (error.details?.path as (string | number)[] | undefined) ?? [];
+      const where = [path, ...inner.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`))].join('').replace(/\.\[/g, '[');
+      const message = error.message.replace(/ in `[^`]*`\.$/, '').replace(/\.$/, '');
+      throw new AppError('VALIDATION', `${message} in \`${where}\`.`);
+    }
+    throw error;
+  }
+}
+
+function toStoredArea(
+  area: z.output<typeof RequestArea>,
+  documents: DocumentLayout[],
+  documentIndex: number | undefined,
+  options: { value: string; uuid: string }[] | undefined,
+  path: string,
+): Area {
+  let document: DocumentLayout | undefined;
+  let page = area.page;
+  if (documentIndex !== undefined) {
+    document = documents[documentIndex];
+  } else {
+    // Top-level fields: pages count across the documents in order.
+    for (const candidate of documents) {
+      if (page <= candidate.pages.length) {
+        document = candidate;
+        break;
+      }
+      page -= candidate.pages.length;
+    }
+    if (!document || page < 1) {
+      const total = documents.reduce((sum, d) => sum + d.pages.length, 0);
+      throw new AppError('VALIDATION', `page ${area.page} is out of range (1–${total}) in \`${path}\`.`);
+    }
+  }
+  if (!document) throw new AppError('VALIDATION', `\`${path}\` refers to a document that does not exist.`);
+  const fractions = pointsToFractions({ x: area.x, y: area.y, w: area.w, h: area.h, page }, document.pages, `\`${path}\``);
+  let optionUuid: string | undefined;
+  if (area.option !== undefined) {
+    optionUuid = options?.find((o) => o.value === area.option)?.uuid;
+    if (!optionUuid) throw new AppError('VALIDATION', `option "${area.option}" is not one of the field's options in \`${path}\`.`);
+  }
+  return { ...fractions, attachment_uuid: document.uuid, ...(optionUuid ? { option_uuid: optionUuid } : {}) };
+}

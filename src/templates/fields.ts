@@ -1,0 +1,79 @@
+/**
+ * Template roles, fields and areas: the JSON kept in templates.submitters / fields / schema and
+ * copied into submissions. Shapes are DocuSeal's (reference/docuseal-behaviour.md §5.5, §11) so
+ * the REST layer can emit them as they are.
+ */
+import { z } from 'zod';
+
+/**
+ * The field types of the interface spec ("Template field": 14 types), plus `number`, which
+ * DocuSeal also has (docs/compatibility.md).
+ */
+export const FIELD_TYPES = [
+  'text',
+  'signature',
+  'initials',
+  'date',
+  'image',
+  'file',
+  'payment',
+  'stamp',
+  'select',
+  'checkbox',
+  'multiple',
+  'radio',
+  'cells',
+  'phone',
+  'number',
+] as const;
+export type FieldType = (typeof FIELD_TYPES)[number];
+
+/** Types whose value is chosen from `options`. */
+export const OPTION_FIELD_TYPES: ReadonlySet<string> = new Set(['select', 'radio', 'multiple']);
+
+/** The single role a template has when nobody named one (DocuSeal's default). */
+export const DEFAULT_ROLE_NAME = 'First Party';
+
+export const Area = z.object({
+  /** Fractions (0..1) of the displayed page; y from the top. */
+  x: z.number(),
+  y: z.number(),
+  w: z.number(),
+  h: z.number(),
+  /** 0-based page of the document. */
+  page: z.number().int(),
+  attachment_uuid: z.string(),
+  option_uuid: z.string().optional(),
+  cell_w: z.number().optional(),
+});
+export type Area = z.infer<typeof Area>;
+
+export const FieldOption = z.object({ value: z.string(), uuid: z.string() });
+
+export const Field = z.object({
+  uuid: z.string(),
+  submitter_uuid: z.string(),
+  name: z.string(),
+  type: z.string(),
+  required: z.boolean(),
+  readonly: z.boolean().optional(),
+  default_value: z.union([z.string(), z.number(), z.boolean()]).nullable().optional(),
+  title: z.string().optional(),
+  description: z.string().optional(),
+  preferences: z.record(z.string(), z.unknown()).default({}),
+  options: z.array(FieldOption).optional(),
+  validation: z.record(z.string(), z.unknown()).optional(),
+  areas: z.array(Area).default([]),
+});
+export type Field = z.infer<typeof Field>;
+
+export const Role = z.object({ name: z.string(), uuid: z.string() });
+export type Role = z.infer<typeof Role>;
+
+export const SchemaDocument = z.object({ attachment_uuid: z.string(), name: z.string() });
+export type SchemaDocument = z.infer<typeof SchemaDocument>;
+
+/** Parses the JSON columns of a template (or a submission's copy). */
+export const parseFields = (value: unknown): Field[] => z.array(Field).parse(value);
+export const parseRoles = (value: unknown): Role[] => z.array(Role).parse(value);
+export const parseSchema = (value: unknown): SchemaDocument[] => z.array(SchemaDocument).parse(value);

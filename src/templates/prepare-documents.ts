@@ -1,0 +1,145 @@
+/**
+ * From the `documents` of a create request to PreparedDocuments: load each file (base64 or URL),
+ * convert DOCX/HTML to PDF, read the pages, find and remove text tags (or HTML field tags).
+ * Every problem is a 422 naming the document, and nothing is stored here.
+ */
+import { z } from 'zod';
+import type { Config } from '../config.ts';
+import { loadFileInput } from '../documents/load-file-input.ts';
+import { inspectPdf, rewritePdf } from '../documents/pdf.ts';
+import { extractTextTags } from '../documents/text-tags.ts';
+import { AppError } from '../errors.ts';
+import type { PaperSize, Renderer } from '../rendering/renderer.ts';
+import type { TaggedField } from './build-fields.ts';
+import type { PreparedDocument } from './save-template.ts';
+
+export interface PrepareDeps {
+  config: Pick<Config, 'downloadAllowPrivate' | 'downloadMaxBytes' | 'downloadTimeout'>;
+  renderer: Renderer;
+}
+
+/** The `documents` array of a request: present, non-empty, objects. */
+function documentList(documents: unknown): Record<string, unknown>[] {
+  if (documents === undefined || documents === null) throw new AppError('VALIDATION', 'documents is required.');
+  if (!Array.isArray(documents)) throw new AppError('VALIDATION', 'documents must be an array.');
+  if (documents.length === 0) throw new AppError('VALIDATION', 'documents must not be empty.');
+  return documents.map((doc, i) => {
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
+    return doc as Record<string, unknown>;
+  });
+}
+
+function documentName(doc: Record<string, unknown>, index: number, fallback: string): string {
+  const name = doc.name;
+  if (name === undefined || name === null || name === '') return fallback;
+  if (typeof name !== 'string') throw new AppError('VALIDATION', `name must be a string in \`documents[${index}]\`.`);
+  return name.trim().replace(/\.(pdf|docx)$/i, '') || fallback;
+}
+
+/** A PDF's bytes to a PreparedDocument: pages read, text tags found and removed. */
+async function fromPdf(original: Uint8Array, name: string, label: string, extraTagged: TaggedField[] = []): Promise<PreparedDocument> {
+  const { pages, encrypted, repaired } = await inspectPdf(original, label);
+  // Owner-password-only encryption and repaired structure both stop pdf-lib from editing the
+  // file later (the completion pipeline draws on it): keep a clean rewrite instead.
+  const pdf = encrypted || repaired ? await rewritePdf(original, label) : original;
+  const tags = await extractTextTags(pdf, { label });
+  const tagged: TaggedField[] = tags.fields.map((f) => ({
+    name: f.name,
+    type: f.type,
+    role: f.role,
+    required: f.required,
+    readonly: f.readonly,
+    defaultValue: f.defaultValue,
+    options: f.options,
+    preferences: f.preferences,
+    areas: f.areas,
+  }));
+  return { name, pdf: tags.pdf, pages, tagged: [...extraTagged, ...tagged] };
+}
+
+async function loadFile(deps: PrepareDeps, doc: Record<string, unknown>, index: number) {
+  return loadFileInput(doc.file, {
+    field: `file in \`documents[${index}]\``,
+    allowPrivate: deps.config.downloadAllowPrivate,
+    maxBytes: deps.config.downloadMaxBytes,
+    timeoutMs: deps.config.downloadTimeout,
+  });
+}
+
+/**
+ * `POST /templates/pdf` documents: `[{name, file: base64 | URL, fields?}]`.
+ * @throws AppError VALIDATION (missing/invalid documents, not a PDF, corrupt or encrypted, bad tags)
+ */
+export async function preparePdfDocuments(deps: PrepareDeps, documents: unknown): Promise<PreparedDocument[]> {
+  const list = documentList(documents);
+  const prepared: PreparedDocument[] = [];
+  for (const [i, doc] of list.entries()) {
+    const { bytes } = await loadFile(deps, doc, i);
+    prepared.push(await fromPdf(bytes, documentName(doc, i, `Document ${i + 1}`), `documents[${i}]`));
+  }
+  return prepared;
+}
+
+/**
+ * `POST /templates/docx` documents: DOCX converted to PDF by the renderer, then as PDF.
+ * @throws AppError VALIDATION (not a DOCX), UNAVAILABLE (no DOCX renderer)
+ */
+export async function prepareDocxDocuments(deps: PrepareDeps, documents: unknown): Promise<PreparedDocument[]> {
+  const list = documentList(documents);
+  const prepared: PreparedDocument[] = [];
+  for (const [i, doc] of list.entries()) {
+    const { bytes, filename } = await loadFile(deps, doc, i);
+    // A DOCX is a ZIP archive: "PK\x03\x04".
+    if (bytes.length < 4 || bytes.readUInt32LE(0) !== 0x04034b50) {
+      throw new AppError('VALIDATION', `file in \`documents[${i}]\` is not a DOCX document.`);
+    }
+    const name = documentName(doc, i, `Document ${i + 1}`);
+    const pdf = await deps.renderer.docxToPdf({ docx: bytes, filename: filename ?? `${name}.docx` });
+    prepared.push(await fromPdf(pdf, name, `documents[${i}]`));
+  }
+  return prepared;
+}
+
+const HtmlDocument = z.object({
+  html: z.string({ error: 'html is required' }).min(1, 'html is required'),
+  name: z.string().optional(),
+});
+
+/**
+ * `POST /templates/html`: top-level `html` (one document) or `documents[{html, name}]`; header and
+ * footer on every page; paper size. HTML field tags become fields.
+ * @throws AppError VALIDATION (no html, bad field tags), UNAVAILABLE (no HTML renderer)
+ */
+export async function prepareHtmlDocuments(
+  deps: PrepareDeps,
+  input: { html?: unknown; documents?: unknown; header?: string | undefined; footer?: string | undefined; size: PaperSize; name: string },
+): Promise<PreparedDocument[]> {
+  const sources: { html: string; name: string; label: string }[] = [];
+  if (input.documents !== undefined && input.documents !== null && !(Array.isArray(input.documents) && input.documents.length === 0)) {
+    documentList(input.documents).forEach((doc, i) => {
+      const parsed = HtmlDocument.safeParse(doc);
+      if (!parsed.success) throw new AppError('VALIDATION', `${parsed.error.issues[0]!.message} in \`documents[${i}]\`.`);
+      sources.push({ html: parsed.data.html, name: parsed.data.name?.trim() || `${input.name}${i ? ` ${i + 1}` : ''}`, label: `documents[${i}]` });
+    });
+  } else {
+    if (typeof input.html !== 'string' || input.html.trim() === '') throw new AppError('VALIDATION', 'html is required.');
+    sources.push({ html: input.html, name: input.name, label: 'html' });
+  }
+  const prepared: PreparedDocument[] = [];
+  for (const source of sources) {
+    const { pdf, fields } = await deps.renderer.htmlToPdf({ html: source.html, header: input.header, footer: input.footer, size: input.size });
+    const tagged: TaggedField[] = fields.map((f) => ({
+      name: f.name,
+      type: f.type,
+      role: f.role,
+      required: f.required,
+      readonly: f.readonly,
+      defaultValue: f.defaultValue,
+      options: f.options,
+      preferences: {},
+      areas: [f.area],
+    }));
+    prepared.push(await fromPdf(pdf, source.name, source.label, tagged));
+  }
+  return prepared;
+}

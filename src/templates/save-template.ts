@@ -1,0 +1,166 @@
+/**
+ * Creating a template from prepared documents, or, when `externalId` names an existing template
+ * of the account, replacing that template's documents and fields (interface spec: "an existing
+ * template with the same external_id is updated with the new document").
+ *
+ * Order (STYLE.md): validate everything (fields, areas) → store files and previews (content-
+ * addressed; harmless if the transaction then fails) → one transaction writing the folder, the
+ * template, its documents and the template event.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Db } from '../db/client.ts';
+import { renderPagePng, type PdfPage } from '../documents/pdf.ts';
+import type { FileStorage } from '../documents/storage.ts';
+import { storeFile } from '../documents/store-file.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import { buildFields, type RequestFieldGroup, type TaggedField } from './build-fields.ts';
+import { findOrCreateFolder } from './folders.ts';
+
+/** A document ready to keep: the final PDF (tags removed), its pages and the fields tagged in it. */
+export interface PreparedDocument {
+  /** Document name (DocuSeal `schema[].name`); the file is `<name>.pdf`. */
+  name: string;
+  pdf: Uint8Array;
+  pages: PdfPage[];
+  tagged: TaggedField[];
+}
+
+export interface SaveTemplateInput {
+  accountId: number;
+  userId: number;
+  /** Template name; default: the first document's name (kept as is when updating). */
+  name?: string | undefined;
+  externalId?: string | undefined;
+  folderName?: string | undefined;
+  /** "api" for templates created through the API. */
+  source: string;
+  sharedLink?: boolean | undefined;
+  documents: PreparedDocument[];
+  requestFields: RequestFieldGroup[];
+}
+
+const SLUG_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz123456789';
+
+/** A 14-character slug like DocuSeal's ("opaKWh8WWTAcVG"). */
+export function generateSlug(): string {
+  const bytes = randomBytes(14);
+  return Array.from(bytes, (b) => SLUG_ALPHABET[b % SLUG_ALPHABET.length]).join('');
+}
+
+/**
+ * Saves a template. Validation errors (AppError VALIDATION naming the field) are raised before
+ * anything is stored.
+ * @returns the template id and whether it was created (false: updated through externalId)
+ */
+export async function saveTemplate(
+  deps: { db: Db; storage: FileStorage },
+  input: SaveTemplateInput,
+): Promise<{ templateId: number; created: boolean }> {
+  const layouts = input.documents.map((doc) => ({ uuid: randomUUID(), pages: doc.pages }));
+  const { roles, fields } = buildFields({
+    documents: layouts,
+    tagged: input.documents.map((doc) => doc.tagged),
+    requestFields: input.requestFields,
+  });
+
+  const files: { id: number }[] = [];
+  for (const doc of input.documents) {
+    files.push(await storePdfWithPreview(deps, input.accountId, doc));
+  }
+
+  const schema = input.documents.map((doc, i) => ({ attachment_uuid: layouts[i]!.uuid, name: doc.name }));
+  return deps.db.$transaction(async (tx) => {
+    const existing = input.externalId
+      ? await tx.template.findFirst({
+          where: { accountId: input.accountId, externalId: input.externalId, archivedAt: null },
+          orderBy: { id: 'desc' },
+          select: { id: true },
+        })
+      : null;
+    const folder =
+      input.folderName !== undefined || !existing
+        ? await findOrCreateFolder(tx, { accountId: input.accountId, authorId: input.userId, fullName: input.folderName })
+        : undefined;
+    const data = {
+      submitters: roles as unknown as Prisma.InputJsonValue,
+      fields: fields as unknown as Prisma.InputJsonValue,
+      schema: schema as unknown as Prisma.InputJsonValue,
+      ...(folder ? { folderId: folder.id } : {}),
+      ...(input.sharedLink !== undefined ? { sharedLink: input.sharedLink } : {}),
+    };
+    let templateId: number;
+    if (existing) {
+      templateId = existing.id;
+      await tx.templateDocument.deleteMany({ where: { templateId } });
+      await tx.template.update({ where: { id: templateId }, data: { ...data, ...(input.name ? { name: input.name } : {}) } });
+    } else {
+      const template = await tx.template.create({
+        data: {
+          ...data,
+          accountId: input.accountId,
+          authorId: input.userId,
+          slug: generateSlug(),
+          name: input.name || input.documents[0]?.name || 'Template',
+          externalId: input.externalId ?? null,
+          source: input.source,
+        },
+        select: { id: true },
+      });
+      templateId = template.id;
+    }
+    await tx.templateDocument.createMany({
+      data: input.documents.map((doc, position) => ({
+        uuid: layouts[position]!.uuid,
+        templateId,
+        fileId: files[position]!.id,
+        name: doc.name,
+        position,
+      })),
+    });
+    await tx.templateEvent.create({
+      data: {
+        accountId: input.accountId,
+        templateId,
+        userId: input.userId,
+        eventType: existing ? 'template.updated' : 'template.created',
+      },
+    });
+    return { templateId, created: !existing };
+  });
+}
+
+/**
+ * Stores a document's PDF (reusing the account's row for identical bytes) and makes sure its
+ * first page has a preview image (PNG, 1400 px wide; reference §12.2).
+ */
+async function storePdfWithPreview(deps: { db: Db; storage: FileStorage }, accountId: number, doc: PreparedDocument) {
+  const filename = /\.pdf$/i.test(doc.name) ? doc.name : `${doc.name}.pdf`;
+  const stored = await storeFile(deps, {
+    accountId,
+    bytes: doc.pdf,
+    filename,
+    contentType: 'application/pdf',
+    pageCount: doc.pages.length,
+    pages: doc.pages,
+  });
+  const existingPreview = await deps.db.documentPreview.findFirst({
+    where: { page: 0, file: { sha256: stored.sha256, accountId } },
+    select: { imageFileId: true },
+  });
+  const imageFileId =
+    existingPreview?.imageFileId ??
+    (
+      await storeFile(deps, {
+        accountId,
+        bytes: await renderPagePng(doc.pdf, 0),
+        filename: '0.png',
+        contentType: 'image/png',
+      })
+    ).id;
+  await deps.db.documentPreview.upsert({
+    where: { fileId_page: { fileId: stored.id, page: 0 } },
+    create: { fileId: stored.id, page: 0, imageFileId },
+    update: {},
+  });
+  return stored;
+}

@@ -1,0 +1,165 @@
+/**
+ * The small template operations: update (name, folder, roles, archived), archive, clone
+ * (reference/docuseal-behaviour.md §8.2). Each writes its template event in the same transaction.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { parseInput } from '../accounts/api-keys.ts';
+import type { Db } from '../db/client.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import { parseFields, parseRoles, parseSchema } from './fields.ts';
+import { findTemplateForAccount } from './find-template.ts';
+import { findOrCreateFolder } from './folders.ts';
+import { generateSlug } from './save-template.ts';
+
+interface Actor {
+  accountId: number;
+  userId: number;
+}
+
+export const UpdateTemplateInput = z.object({
+  name: z.string().trim().min(1, 'name must not be empty').max(255).optional(),
+  folderName: z.string().optional(),
+  externalId: z.string().nullable().optional(),
+  sharedLink: z.boolean().optional(),
+  /** Renames roles by position; a longer list appends roles (DocuSeal §8.2). */
+  roles: z.array(z.string().trim().min(1, 'roles must not contain empty names')).optional(),
+  archived: z.boolean().optional(),
+});
+
+/**
+ * Updates a template. `archived: true` archives, `false` restores.
+ * @returns id and the new updated_at
+ * @throws AppError NOT_FOUND / FORBIDDEN / VALIDATION
+ */
+export async function updateTemplate(
+  db: Db,
+  actor: Actor,
+  id: number,
+  input: z.input<typeof UpdateTemplateInput>,
+): Promise<{ id: number; updatedAt: Date }> {
+  const changes = parseInput(UpdateTemplateInput, input);
+  return db.$transaction(async (tx) => {
+    await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    const template = await tx.template.findUniqueOrThrow({ where: { id }, select: { submitters: true, archivedAt: true } });
+    const data: Prisma.TemplateUpdateInput = {};
+    if (changes.name !== undefined) data.name = changes.name;
+    if (changes.externalId !== undefined) data.externalId = changes.externalId;
+    if (changes.sharedLink !== undefined) data.sharedLink = changes.sharedLink;
+    if (changes.folderName !== undefined) {
+      const folder = await findOrCreateFolder(tx, { accountId: actor.accountId, authorId: actor.userId, fullName: changes.folderName });
+      data.folder = { connect: { id: folder.id } };
+    }
+    if (changes.roles !== undefined) {
+      const roles = parseRoles(template.submitters);
+      const renamed = changes.roles.map((name, i) => ({ name, uuid: roles[i]?.uuid ?? randomUUID() }));
+      // Roles beyond the list keep their names (DocuSeal renames by index only).
+      data.submitters = [...renamed, ...roles.slice(renamed.length)] as unknown as Prisma.InputJsonValue;
+    }
+    let eventType = 'template.updated';
+    if (changes.archived === true && !template.archivedAt) {
+      data.archivedAt = new Date();
+      eventType = 'template.archived';
+    } else if (changes.archived === false) {
+      data.archivedAt = null;
+    }
+    // Always touch updated_at: the response carries it and template.updated fires on every call.
+    data.updatedAt = new Date();
+    const updated = await tx.template.update({ where: { id }, data, select: { id: true, updatedAt: true } });
+    await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType } });
+    return updated;
+  });
+}
+
+/**
+ * Archives a template (DELETE /templates/{id}); archiving twice keeps the first time.
+ * @throws AppError NOT_FOUND / FORBIDDEN
+ */
+export async function archiveTemplate(db: Db, actor: Actor, id: number): Promise<{ id: number; archivedAt: Date }> {
+  return db.$transaction(async (tx) => {
+    const template = await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    if (template.archivedAt) return { id, archivedAt: template.archivedAt };
+    const archived = await tx.template.update({ where: { id }, data: { archivedAt: new Date() }, select: { id: true, archivedAt: true } });
+    await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType: 'template.archived' } });
+    return { id: archived.id, archivedAt: archived.archivedAt! };
+  });
+}
+
+export const CloneTemplateInput = z.object({
+  name: z.string().trim().min(1, 'name must not be empty').max(255).optional(),
+  folderName: z.string().optional(),
+  externalId: z.string().optional(),
+  /** Renames document i (DocuSeal §8.2). */
+  documentNames: z.array(z.string().trim().min(1).nullable()).optional(),
+});
+
+/**
+ * Clones a template: new role, field and document uuids (areas remapped), the same stored files,
+ * name "<name> (Clone)" unless given, the source's folder unless given, source "api".
+ * @returns the new template's id
+ * @throws AppError NOT_FOUND / FORBIDDEN / VALIDATION
+ */
+export async function cloneTemplate(db: Db, actor: Actor, id: number, input: z.input<typeof CloneTemplateInput>): Promise<number> {
+  const options = parseInput(CloneTemplateInput, input);
+  return db.$transaction(async (tx) => {
+    await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    const source = await tx.template.findUniqueOrThrow({
+      where: { id },
+      include: { documents: { orderBy: { position: 'asc' } } },
+    });
+    const roleMap = new Map(parseRoles(source.submitters).map((r) => [r.uuid, randomUUID()]));
+    const docMap = new Map(source.documents.map((d) => [d.uuid, randomUUID()]));
+    const roles = parseRoles(source.submitters).map((r) => ({ ...r, uuid: roleMap.get(r.uuid)! }));
+    const fields = parseFields(source.fields).map((f) => {
+      const optionMap = new Map((f.options ?? []).map((o) => [o.uuid, randomUUID()]));
+      return {
+        ...f,
+        uuid: randomUUID(),
+        submitter_uuid: roleMap.get(f.submitter_uuid) ?? f.submitter_uuid,
+        ...(f.options ? { options: f.options.map((o) => ({ ...o, uuid: optionMap.get(o.uuid)! })) } : {}),
+        areas: f.areas.map((a) => ({
+          ...a,
+          attachment_uuid: docMap.get(a.attachment_uuid) ?? a.attachment_uuid,
+          ...(a.option_uuid ? { option_uuid: optionMap.get(a.option_uuid) ?? a.option_uuid } : {}),
+        })),
+      };
+    });
+    const names = source.documents.map((d, i) => options.documentNames?.[i] || d.name);
+    const schema = parseSchema(source.schema).map((entry) => {
+      const index = source.documents.findIndex((d) => d.uuid === entry.attachment_uuid);
+      return { attachment_uuid: docMap.get(entry.attachment_uuid) ?? entry.attachment_uuid, name: index >= 0 ? names[index]! : entry.name };
+    });
+    const folderId =
+      options.folderName !== undefined
+        ? (await findOrCreateFolder(tx, { accountId: actor.accountId, authorId: actor.userId, fullName: options.folderName })).id
+        : source.folderId;
+    const clone = await tx.template.create({
+      data: {
+        accountId: actor.accountId,
+        authorId: actor.userId,
+        folderId,
+        slug: generateSlug(),
+        name: options.name ?? `${source.name} (Clone)`,
+        externalId: options.externalId ?? null,
+        source: 'api',
+        submitters: roles as unknown as Prisma.InputJsonValue,
+        fields: fields as unknown as Prisma.InputJsonValue,
+        schema: schema as unknown as Prisma.InputJsonValue,
+        preferences: source.preferences as Prisma.InputJsonValue,
+        sharedLink: source.sharedLink,
+      },
+      select: { id: true },
+    });
+    await tx.templateDocument.createMany({
+      data: source.documents.map((d, position) => ({
+        uuid: docMap.get(d.uuid)!,
+        templateId: clone.id,
+        fileId: d.fileId,
+        name: names[position]!,
+        position,
+      })),
+    });
+    await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: clone.id, userId: actor.userId, eventType: 'template.created' } });
+    return clone.id;
+  });
+}
