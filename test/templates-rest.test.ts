@@ -266,3 +266,110 @@ describe('one template', () => {
     expect(events.map((e) => e.eventType)).toEqual(expect.arrayContaining(['template.created', 'template.updated', 'template.archived']));
   });
 });
+
+describe('PUT /templates/{id}/documents', () => {
+  async function makeTemplate() {
+    const { json } = await api('POST', '/templates/pdf', {
+      body: {
+        name: 'Docs',
+        documents: [{ name: 'first', file: letter() }],
+        fields: [{ name: 'Sig', type: 'signature', role: 'Client', areas: [{ x: 72, y: 72, w: 100, h: 30, page: 1 }] }],
+      },
+    });
+    return json;
+  }
+
+  it('adds a document at a position and at the end', async () => {
+    const template = await makeTemplate();
+    const a4 = base64(fixturePdf('documenso-a4-size.pdf'));
+    const { status, json } = await api('PUT', `/templates/${template.id}/documents`, {
+      body: { documents: [{ name: 'zero', file: a4, position: 0 }, { name: 'last', file: a4 }] },
+    });
+    expect(status, JSON.stringify(json)).toBe(200);
+    expect(openApiErrors('put', '/templates/{id}/documents', json)).toEqual([]);
+    expect(json.schema.map((s: { name: string }) => s.name)).toEqual(['zero', 'first', 'last']);
+    expect(json.fields[0].areas[0].attachment_uuid).toBe(template.documents[0].uuid);
+  });
+
+  it("replaces a document, moving the old one's fields when the new one has none", async () => {
+    const template = await makeTemplate();
+    const { json } = await api('PUT', `/templates/${template.id}/documents`, {
+      body: { documents: [{ name: 'second version', file: base64(fixturePdf('documenso-a4-size.pdf')), position: 0, replace: true }] },
+    });
+    expect(json.documents).toHaveLength(1);
+    expect(json.documents[0].uuid).not.toBe(template.documents[0].uuid);
+    expect(json.fields).toHaveLength(1);
+    expect(json.fields[0].areas[0].attachment_uuid).toBe(json.documents[0].uuid);
+  });
+
+  it('takes the fields of a replacing document that has text tags, for roles the template has', async () => {
+    const template = await makeTemplate();
+    const tagged = await drawPdf([{ texts: [{ text: '{{Initials;type=initials;role=Client}}', x: 72, y: 300 }] }]);
+    const { json } = await api('PUT', `/templates/${template.id}/documents`, {
+      body: { documents: [{ file: base64(tagged), position: 0, replace: true }] },
+    });
+    expect(json.fields.map((f: { name: string }) => f.name)).toEqual(['Initials']);
+    const unknownRole = await drawPdf([{ texts: [{ text: '{{X;role=Stranger}}', x: 72, y: 300 }] }]);
+    const refused = await api('PUT', `/templates/${template.id}/documents`, { body: { documents: [{ file: base64(unknownRole) }] } });
+    expect(refused.status).toBe(422);
+    expect(refused.json.error).toMatch(/role "Stranger" is not a role of this template.*documents\[0\]/);
+  });
+
+  it('removes by name and by position; never the last document', async () => {
+    const template = await makeTemplate();
+    await api('PUT', `/templates/${template.id}/documents`, { body: { documents: [{ name: 'extra', file: letter() }] } });
+    const byName = await api('PUT', `/templates/${template.id}/documents`, { body: { documents: [{ name: 'first', remove: true }] } });
+    expect(byName.json.schema.map((s: { name: string }) => s.name)).toEqual(['extra']);
+    // The removed document's only field went with it.
+    expect(byName.json.fields).toEqual([]);
+    const last = await api('PUT', `/templates/${template.id}/documents`, { body: { documents: [{ position: 0, remove: true }] } });
+    expect(last.status).toBe(422);
+    const missing = await api('PUT', `/templates/${template.id}/documents`, { body: { documents: [{ position: 5, remove: true }] } });
+    expect(missing.status).toBe(422);
+    expect(missing.json.error).toMatch(/position 5.*documents\[0\]/);
+  });
+
+  it('merges every document into one PDF, remapping pages', async () => {
+    const template = await makeTemplate();
+    const { json } = await api('PUT', `/templates/${template.id}/documents`, {
+      body: { documents: [{ name: 'front', file: base64(fixturePdf('documenso-a4-size.pdf')), position: 0 }], merge: true },
+    });
+    expect(json.documents).toHaveLength(1);
+    const area = json.fields[0].areas[0];
+    expect(area.attachment_uuid).toBe(json.documents[0].uuid);
+    expect(area.page).toBe(1);
+    const pdf = Buffer.from(await (await fetch(json.documents[0].url)).arrayBuffer());
+    const { PDFDocument } = await import('pdf-lib');
+    expect((await PDFDocument.load(pdf)).getPageCount()).toBe(2);
+  });
+});
+
+describe('POST /templates/merge', () => {
+  it('makes a new template from several, merging roles by name', async () => {
+    const one = await api('POST', '/templates/pdf', {
+      body: { name: 'Part A', documents: [{ name: 'a', file: letter() }], fields: [{ name: 'A', role: 'Buyer', areas: [{ x: 1, y: 1, w: 10, h: 10, page: 1 }] }] },
+    });
+    const two = await api('POST', '/templates/pdf', {
+      body: {
+        name: 'Part B',
+        documents: [{ name: 'b', file: letter() }],
+        fields: [
+          { name: 'B', role: 'buyer', areas: [{ x: 1, y: 1, w: 10, h: 10, page: 1 }] },
+          { name: 'C', role: 'Seller', areas: [{ x: 1, y: 1, w: 10, h: 10, page: 1 }] },
+        ],
+      },
+    });
+    const { status, json } = await api('POST', '/templates/merge', { body: { template_ids: [one.json.id, two.json.id], roles: ['Purchaser'] } });
+    expect(status, JSON.stringify(json)).toBe(200);
+    expect(openApiErrors('post', '/templates/merge', json)).toEqual([]);
+    expect(json.name).toBe('Part A (Merged)');
+    expect(json.submitters.map((s: { name: string }) => s.name)).toEqual(['Purchaser', 'Seller']);
+    expect(json.schema.map((s: { name: string }) => s.name)).toEqual(['a', 'b']);
+    expect(json.fields.map((f: { name: string }) => f.name)).toEqual(['A', 'B', 'C']);
+    expect(json.fields[1].submitter_uuid).toBe(json.submitters[0].uuid);
+    expect(json.fields[1].areas[0].attachment_uuid).toBe(json.documents[1].uuid);
+
+    expect((await api('POST', '/templates/merge', { body: { template_ids: [one.json.id] } })).status).toBe(422);
+    expect((await api('POST', '/templates/merge', { key: bob.apiKey, body: { template_ids: [one.json.id, two.json.id] } })).status).toBe(403);
+  });
+});

@@ -219,7 +219,58 @@ const archiveTemplateRoute: RestRoute<{ archiveTemplate: { template: { id: numbe
   serialize: ({ archiveTemplate }) => ({ id: archiveTemplate.template.id, archived_at: archiveTemplate.template.archivedAt }),
 };
 
+const updateDocumentsRoute: RestRoute<TemplatePayloadData> = {
+  ...createRoute('/templates/:id/documents', 'updateTemplateDocuments', 'UpdateTemplateDocumentsInput', (request) => {
+    const body = bodyObject(request);
+    if (!Array.isArray(body.documents)) throw new AppError('VALIDATION', 'documents must be an array.');
+    return {
+      input: {
+        id: pathId(request, 'Template'),
+        merge: body.merge === undefined || body.merge === null ? undefined : isTruthy(body.merge),
+        documents: body.documents.map((doc, i) => {
+          if (typeof doc !== 'object' || doc === null) throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
+          const d = doc as FieldBody;
+          const position = d.position === undefined || d.position === null ? undefined : Number(d.position);
+          if (position !== undefined && !Number.isInteger(position)) throw new AppError('VALIDATION', `position must be an integer in \`documents[${i}]\`.`);
+          return {
+            name: stringOrUndefined(d.name, `name in documents[${i}]`),
+            file: stringOrUndefined(d.file, `file in documents[${i}]`) || undefined,
+            html: stringOrUndefined(d.html, `html in documents[${i}]`) || undefined,
+            position,
+            replace: d.replace === undefined ? undefined : isTruthy(d.replace),
+            remove: d.remove === undefined ? undefined : isTruthy(d.remove),
+          };
+        }),
+      },
+    };
+  }),
+  method: 'PUT',
+};
+
+const mergeRoute = createRoute('/templates/merge', 'mergeTemplates', 'MergeTemplatesInput', (request) => {
+  const body = bodyObject(request);
+  const ids = body.template_ids;
+  if (!Array.isArray(ids) || ids.some((id) => !Number.isInteger(Number(id)))) throw new AppError('VALIDATION', 'template_ids must be an array of template ids.');
+  let roles: string[] | undefined;
+  if (body.roles !== undefined && body.roles !== null) {
+    if (!Array.isArray(body.roles) || body.roles.some((r) => typeof r !== 'string')) throw new AppError('VALIDATION', 'roles must be an array of strings.');
+    roles = body.roles as string[];
+  }
+  return {
+    input: {
+      templateIds: ids.map(Number),
+      name: stringOrUndefined(body.name, 'name'),
+      folderName: stringOrUndefined(body.folder_name, 'folder_name'),
+      externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
+      sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
+      roles,
+    },
+  };
+});
+
 export const templateWriteRoutes: RestRoute[] = [
+  mergeRoute,
+  updateDocumentsRoute,
   createFromPdf,
   createFromDocx,
   createFromHtml,

@@ -81,12 +81,20 @@ export function buildFields(input: {
   tagged: TaggedField[][];
   requestFields: RequestFieldGroup[];
   existingRoles?: Role[];
+  /** False for changes to an existing template: a role it does not have is a 422. */
+  allowNewRoles?: boolean;
+  /** How messages name each tagged document ("documents[0]"). */
+  taggedLabels?: string[];
 }): { roles: Role[]; fields: Field[] } {
   const roles: Role[] = [...(input.existingRoles ?? [])];
+  let where = '';
   const roleUuid = (name: string | undefined): string => {
     const wanted = name ?? roles[0]?.name ?? DEFAULT_ROLE_NAME;
     const found = roles.find((r) => r.name.toLowerCase() === wanted.toLowerCase());
     if (found) return found.uuid;
+    if (input.allowNewRoles === false) {
+      throw new AppError('VALIDATION', `role "${wanted}" is not a role of this template (${roles.map((r) => r.name).join(', ')}) in \`${where}\`.`);
+    }
     const role = { name: wanted, uuid: randomUUID() };
     roles.push(role);
     return role.uuid;
@@ -97,6 +105,7 @@ export function buildFields(input: {
   input.tagged.forEach((documentFields, documentIndex) => {
     const document = input.documents[documentIndex]!;
     for (const tagged of documentFields) {
+      where = `${input.taggedLabels?.[documentIndex] ?? `documents[${documentIndex}]`}: ${tagged.name || tagged.type}`;
       const submitterUuid = roleUuid(tagged.role);
       const areas: Area[] = tagged.areas.map((a) => ({ ...a, attachment_uuid: document.uuid }));
       const key = `${tagged.name}\u0000${tagged.type}\u0000${submitterUuid}`;
@@ -125,6 +134,7 @@ export function buildFields(input: {
   for (const group of input.requestFields) {
     group.fields.forEach((raw, index) => {
       const path = `${group.path}[${index}]`;
+      where = path;
       const parsed = parseFieldAt(raw, path);
       const type = parsed.type || 'text';
       if (!(FIELD_TYPES as readonly string[]).includes(type)) {

@@ -143,3 +143,40 @@ export async function prepareHtmlDocuments(
   }
   return prepared;
 }
+
+/**
+ * One document of `PUT /templates/{id}/documents`: `file` (a PDF or a DOCX, told apart by
+ * content) or `html`. Name default: a random uuid (OpenAPI).
+ * @throws AppError VALIDATION (neither file nor html, not a PDF or DOCX, bad tags), UNAVAILABLE
+ */
+export async function prepareChangedDocument(
+  deps: PrepareDeps,
+  doc: { name?: string | undefined; file?: string | undefined; html?: string | undefined },
+  index: number,
+): Promise<PreparedDocument> {
+  const label = `documents[${index}]`;
+  const name = doc.name?.trim().replace(/\.(pdf|docx)$/i, '') || crypto.randomUUID();
+  if (doc.html) {
+    const { pdf, fields } = await deps.renderer.htmlToPdf({ html: doc.html, size: 'Letter' });
+    const tagged: TaggedField[] = fields.map((f) => ({
+      name: f.name,
+      type: f.type,
+      role: f.role,
+      required: f.required,
+      readonly: f.readonly,
+      defaultValue: f.defaultValue,
+      options: f.options,
+      preferences: {},
+      areas: [f.area],
+    }));
+    return fromPdf(pdf, name, label, tagged);
+  }
+  if (!doc.file) throw new AppError('VALIDATION', `file or html is required in \`${label}\`.`);
+  const { bytes, filename } = await loadFile(deps, doc as Record<string, unknown>, index);
+  if (bytes.subarray(0, 1024).includes('%PDF-')) return fromPdf(bytes, name, label);
+  if (bytes.length >= 4 && bytes.readUInt32LE(0) === 0x04034b50) {
+    const pdf = await deps.renderer.docxToPdf({ docx: bytes, filename: filename ?? `${name}.docx` });
+    return fromPdf(pdf, name, label);
+  }
+  throw new AppError('VALIDATION', `file in \`${label}\` is neither a PDF nor a DOCX document.`);
+}

@@ -133,7 +133,7 @@ export async function saveTemplate(
  * Stores a document's PDF (reusing the account's row for identical bytes) and makes sure its
  * first page has a preview image (PNG, 1400 px wide; reference §12.2).
  */
-async function storePdfWithPreview(deps: { db: Db; storage: FileStorage }, accountId: number, doc: PreparedDocument) {
+export async function storePdfWithPreview(deps: { db: Db; storage: FileStorage }, accountId: number, doc: PreparedDocument) {
   const filename = /\.pdf$/i.test(doc.name) ? doc.name : `${doc.name}.pdf`;
   const stored = await storeFile(deps, {
     accountId,

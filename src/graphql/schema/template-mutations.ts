@@ -4,7 +4,11 @@
  */
 import { parsePaperSize } from '../../rendering/renderer.ts';
 import type { RequestFieldGroup } from '../../templates/build-fields.ts';
-import { prepareDocxDocuments, prepareHtmlDocuments, preparePdfDocuments } from '../../templates/prepare-documents.ts';
+import { parseInput } from '../../accounts/api-keys.ts';
+import { findTemplateForAccount } from '../../templates/find-template.ts';
+import { mergeTemplates } from '../../templates/merge-templates.ts';
+import { prepareChangedDocument, prepareDocxDocuments, prepareHtmlDocuments, preparePdfDocuments } from '../../templates/prepare-documents.ts';
+import { DocumentOperation, updateTemplateDocuments, type PreparedOperation } from '../../templates/update-documents.ts';
 import { saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
 import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/template-actions.ts';
 import { builder } from '../builder.ts';
@@ -256,6 +260,73 @@ builder.mutationField('cloneTemplate', (t) =>
       const { id, ...options } = input;
       const cloneId = await cloneTemplate(ctx.db, { accountId: account.id, userId: user.id }, id, withoutNulls(options));
       return { id: cloneId };
+    },
+  }),
+);
+
+const DocumentChangeInput = builder.inputType('TemplateDocumentChangeInput', {
+  description: 'One change: add (default, at `position` or last), `replace` the document at `position`, or `remove` it (by `position` or `name`).',
+  fields: (t) => ({
+    name: t.string({ description: 'Default: a random uuid.' }),
+    file: t.string({ description: 'Base64 or URL of a PDF or DOCX.' }),
+    html: t.string({ description: 'HTML with field tags, instead of `file`.' }),
+    position: t.int({ description: '0-based.' }),
+    replace: t.boolean(),
+    remove: t.boolean(),
+  }),
+});
+
+const UpdateDocumentsInput = builder.inputType('UpdateTemplateDocumentsInput', {
+  fields: (t) => ({
+    id: t.int({ required: true }),
+    documents: t.field({ type: [DocumentChangeInput], required: true }),
+    merge: t.boolean({ description: 'Merge all documents into one PDF afterwards.' }),
+  }),
+});
+
+builder.mutationField('updateTemplateDocuments', (t) =>
+  t.field({
+    type: TemplatePayload,
+    description: "Adds, replaces or removes a template's documents; a replaced document's fields move to the new one when it brings none.",
+    args: { input: t.arg({ type: UpdateDocumentsInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      await findTemplateForAccount(ctx.db, { id: input.id, accountId: account.id });
+      const operations: PreparedOperation[] = [];
+      for (const [i, raw] of input.documents.entries()) {
+        const op = parseInput(DocumentOperation, withoutNulls(raw));
+        operations.push(
+          op.remove ? op : { ...op, prepared: await prepareChangedDocument({ config: ctx.config, renderer: ctx.renderer }, op, i) },
+        );
+      }
+      await updateTemplateDocuments({ db: ctx.db, storage: ctx.storage }, { accountId: account.id, userId: user.id }, input.id, operations, {
+        merge: input.merge ?? false,
+      });
+      return { id: input.id };
+    },
+  }),
+);
+
+const MergeInput = builder.inputType('MergeTemplatesInput', {
+  fields: (t) => ({
+    templateIds: t.intList({ required: true }),
+    name: t.string({ description: 'Default "<first template name> (Merged)".' }),
+    folderName: t.string(),
+    externalId: t.string(),
+    sharedLink: t.boolean(),
+    roles: t.stringList({ description: 'Renames the merged roles by position.' }),
+  }),
+});
+
+builder.mutationField('mergeTemplates', (t) =>
+  t.field({
+    type: TemplatePayload,
+    description: 'A new template with the documents, roles (merged by name) and fields of several templates.',
+    args: { input: t.arg({ type: MergeInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      const id = await mergeTemplates(ctx.db, { accountId: account.id, userId: user.id }, withoutNulls(input));
+      return { id };
     },
   }),
 );

@@ -1,0 +1,98 @@
+/**
+ * `POST /templates/merge` (OpenAPI): a new template with the documents, roles and fields of
+ * several templates, in the order given. Roles with the same name (case-insensitive) become one;
+ * `roles` then renames the merged roles by position. Stored files are shared, uuids are new.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { parseInput } from '../accounts/api-keys.ts';
+import type { Db } from '../db/client.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import { parseFields, parseRoles, type Field, type Role } from './fields.ts';
+import { findTemplateForAccount } from './find-template.ts';
+import { findOrCreateFolder } from './folders.ts';
+import { generateSlug } from './save-template.ts';
+
+export const MergeTemplatesInput = z.object({
+  templateIds: z.array(z.number().int()).min(2, 'template_ids must list at least 2 templates'),
+  name: z.string().trim().min(1).max(255).optional(),
+  folderName: z.string().optional(),
+  externalId: z.string().optional(),
+  sharedLink: z.boolean().optional(),
+  roles: z.array(z.string().trim().min(1, 'roles must not contain empty names')).optional(),
+});
+
+/**
+ * @returns the new template's id
+ * @throws AppError VALIDATION (fewer than 2 ids), NOT_FOUND / FORBIDDEN for any id
+ */
+export async function mergeTemplates(db: Db, actor: { accountId: number; userId: number }, input: z.input<typeof MergeTemplatesInput>): Promise<number> {
+  const options = parseInput(MergeTemplatesInput, input);
+  return db.$transaction(async (tx) => {
+    for (const id of options.templateIds) await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    const sources = await tx.template.findMany({
+      where: { id: { in: options.templateIds } },
+      include: { documents: { orderBy: { position: 'asc' } } },
+    });
+    const ordered = options.templateIds.map((id) => sources.find((s) => s.id === id)!);
+    const roles: Role[] = [];
+    const fields: Field[] = [];
+    const documents: { uuid: string; fileId: number; name: string }[] = [];
+    for (const source of ordered) {
+      const roleMap = new Map<string, string>();
+      for (const role of parseRoles(source.submitters)) {
+        let merged = roles.find((r) => r.name.toLowerCase() === role.name.toLowerCase());
+        if (!merged) {
+          merged = { name: role.name, uuid: randomUUID() };
+          roles.push(merged);
+        }
+        roleMap.set(role.uuid, merged.uuid);
+      }
+      const docMap = new Map(source.documents.map((d) => [d.uuid, randomUUID()]));
+      for (const d of source.documents) documents.push({ uuid: docMap.get(d.uuid)!, fileId: d.fileId, name: d.name });
+      for (const field of parseFields(source.fields)) {
+        const optionMap = new Map((field.options ?? []).map((o) => [o.uuid, randomUUID()]));
+        fields.push({
+          ...field,
+          uuid: randomUUID(),
+          submitter_uuid: roleMap.get(field.submitter_uuid) ?? field.submitter_uuid,
+          ...(field.options ? { options: field.options.map((o) => ({ ...o, uuid: optionMap.get(o.uuid)! })) } : {}),
+          areas: field.areas.map((a) => ({
+            ...a,
+            attachment_uuid: docMap.get(a.attachment_uuid) ?? a.attachment_uuid,
+            ...(a.option_uuid ? { option_uuid: optionMap.get(a.option_uuid) ?? a.option_uuid } : {}),
+          })),
+        });
+      }
+    }
+    options.roles?.forEach((name, i) => {
+      if (roles[i]) roles[i] = { ...roles[i]!, name };
+      else roles.push({ name, uuid: randomUUID() });
+    });
+    const folderId =
+      options.folderName !== undefined
+        ? (await findOrCreateFolder(tx, { accountId: actor.accountId, authorId: actor.userId, fullName: options.folderName })).id
+        : ordered[0]!.folderId;
+    const template = await tx.template.create({
+      data: {
+        accountId: actor.accountId,
+        authorId: actor.userId,
+        folderId,
+        slug: generateSlug(),
+        name: options.name ?? `${ordered[0]!.name} (Merged)`,
+        externalId: options.externalId ?? null,
+        source: 'api',
+        sharedLink: options.sharedLink ?? false,
+        submitters: roles as unknown as Prisma.InputJsonValue,
+        fields: fields as unknown as Prisma.InputJsonValue,
+        schema: documents.map((d) => ({ attachment_uuid: d.uuid, name: d.name })) as unknown as Prisma.InputJsonValue,
+      },
+      select: { id: true },
+    });
+    await tx.templateDocument.createMany({
+      data: documents.map((d, position) => ({ uuid: d.uuid, templateId: template.id, fileId: d.fileId, name: d.name, position })),
+    });
+    await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: template.id, userId: actor.userId, eventType: 'template.created' } });
+    return template.id;
+  });
+}
