@@ -1,0 +1,40 @@
+/**
+ * HTML and DOCX → PDF behind one interface (DESIGN.md, "Components"): Gotenberg 8 when
+ * GOTENBERG_URL is set, otherwise the local Chromium (HTML) and LibreOffice (DOCX). Every
+ * conversion runs under a concurrency limit (RENDER_CONCURRENCY) and a deadline
+ * (RENDER_TIMEOUT_SECONDS). docs/rendering.md explains the choices.
+ */
+import type { Config } from '../config.ts';
+import { GotenbergRenderer } from './gotenberg-renderer.ts';
+import { createLimiter } from './limits.ts';
+import { LocalRenderer } from './local-renderer.ts';
+import type { RenderLogger, Renderer } from './types.ts';
+
+export * from './types.ts';
+
+/**
+ * The renderer the configuration asks for: Gotenberg 8 at `config.gotenbergUrl` when set,
+ * otherwise the local Chromium and LibreOffice (found lazily, per method: HTML works without
+ * LibreOffice and DOCX without Chromium). Both run at most `config.renderConcurrency`
+ * conversions at once (the others wait) and give each `config.renderTimeout` ms.
+ */
+export function createRenderer(
+  config: Pick<Config, 'gotenbergUrl' | 'chromiumPath' | 'sofficePath' | 'renderTimeout' | 'renderConcurrency'>,
+  logger: RenderLogger,
+): Renderer {
+  const inner: Renderer = config.gotenbergUrl
+    ? new GotenbergRenderer({ url: config.gotenbergUrl, timeout: config.renderTimeout, logger })
+    : new LocalRenderer({
+        chromiumPath: config.chromiumPath,
+        sofficePath: config.sofficePath,
+        timeout: config.renderTimeout,
+        logger,
+      });
+  const limiter = createLimiter(config.renderConcurrency);
+  return {
+    name: inner.name,
+    htmlToPdf: (input) => limiter.run(() => inner.htmlToPdf(input)),
+    docxToPdf: (input) => limiter.run(() => inner.docxToPdf(input)),
+    close: () => inner.close(),
+  };
+}
