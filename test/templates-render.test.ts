@@ -71,13 +71,15 @@ describe('POST /templates/html', () => {
     const { status, json } = await api(t, 'POST', '/templates/html', alice.apiKey, {
       documents: [
         { name: 'Part 1', html: '<p>One <date-field name="Date" style="width: 100px; height: 20px"></date-field></p>' },
-        { name: 'Part 2', html: '<p>Two <checkbox-field name="Agree" style="width: 20px; height: 20px"></checkbox-field></p>' },
+        { name: 'Part 2', html: '<p>Two <checkbox-field name="Agree" style="width: 20px; height: 20px"></checkbox-field> <datenow-field name="Today"></datenow-field></p>' },
       ],
     });
     expect(status, JSON.stringify(json)).toBe(200);
     expect(json.name).toMatch(/^[0-9a-f-]{36}$/);
     expect(json.schema.map((s: { name: string }) => s.name)).toEqual(['Part 1', 'Part 2']);
-    expect(json.fields.map((f: { type: string }) => f.type)).toEqual(['date', 'checkbox']);
+    expect(json.fields.map((f: { type: string }) => f.type)).toEqual(['date', 'checkbox', 'date']);
+    // <datenow-field>: a readonly date filled with the signing date.
+    expect(json.fields[2]).toMatchObject({ name: 'Today', readonly: true, default_value: '{{date}}' });
     expect(json.fields[1].areas[0].attachment_uuid).toBe(json.documents[1].uuid);
   });
 

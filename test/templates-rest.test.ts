@@ -151,6 +151,7 @@ describe('POST /templates/pdf', () => {
       [{ documents: [{ name: 'a', file: letter() }], fields: [{ name: 'A', areas: [{ x: 1, y: 1, w: 1, h: 1, page: 9 }] }] }, /page 9 is out of range.*fields\[0\]\.areas\[0\]/],
       [{ documents: [{ name: 'a', file: letter() }], fields: [{ name: 'A', areas: [{ x: 600, y: 700, w: 100, h: 100, page: 1 }] }] }, /fields\[0\]\.areas\[0\]/],
       [{ documents: [{ name: 'a', file: 'http://127.0.0.1:1/nothing.pdf' }] }, /Error loading|documents\[0\]/],
+      [{ documents: [{ name: 'a', file: letter() }], folder_name: 'Clients /  / 2026' }, /folder_name/],
     ];
     for (const [body, message] of cases) {
       const { status, json } = await api('POST', '/templates/pdf', { body });

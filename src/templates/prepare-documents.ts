@@ -9,7 +9,7 @@ import { loadFileInput } from '../documents/load-file-input.ts';
 import { inspectPdf, rewritePdf } from '../documents/pdf.ts';
 import { extractTextTags } from '../documents/text-tags.ts';
 import { AppError } from '../errors.ts';
-import type { PaperSize, Renderer } from '../rendering/renderer.ts';
+import type { HtmlFieldTag, PaperSize, Renderer } from '../rendering/renderer.ts';
 import type { TaggedField } from './build-fields.ts';
 import type { PreparedDocument } from './save-template.ts';
 
@@ -34,6 +34,27 @@ function documentName(doc: Record<string, unknown>, index: number, fallback: str
   if (name === undefined || name === null || name === '') return fallback;
   if (typeof name !== 'string') throw new AppError('VALIDATION', `name must be a string in \`documents[${index}]\`.`);
   return name.trim().replace(/\.(pdf|docx)$/i, '') || fallback;
+}
+
+/**
+ * HTML field tags as tagged fields; `<datenow-field>` is a readonly date defaulting to the signing
+ * date, as DocuSeal stores `datenow` (reference §11).
+ */
+function htmlTagged(fields: HtmlFieldTag[]): TaggedField[] {
+  return fields.map((f) => {
+    const datenow = f.type === 'datenow';
+    return {
+      name: f.name,
+      type: datenow ? 'date' : f.type,
+      role: f.role,
+      required: f.required,
+      readonly: datenow || f.readonly,
+      defaultValue: datenow ? '{{date}}' : f.defaultValue,
+      options: f.options,
+      preferences: {},
+      areas: [f.area],
+    };
+  });
 }
 
 /** A PDF's bytes to a PreparedDocument: pages read, text tags found and removed. */
@@ -128,18 +149,7 @@ export async function prepareHtmlDocuments(
   const prepared: PreparedDocument[] = [];
   for (const source of sources) {
     const { pdf, fields } = await deps.renderer.htmlToPdf({ html: source.html, header: input.header, footer: input.footer, size: input.size });
-    const tagged: TaggedField[] = fields.map((f) => ({
-      name: f.name,
-      type: f.type,
-      role: f.role,
-      required: f.required,
-      readonly: f.readonly,
-      defaultValue: f.defaultValue,
-      options: f.options,
-      preferences: {},
-      areas: [f.area],
-    }));
-    prepared.push(await fromPdf(pdf, source.name, source.label, tagged));
+    prepared.push(await fromPdf(pdf, source.name, source.label, htmlTagged(fields)));
   }
   return prepared;
 }
@@ -158,18 +168,7 @@ export async function prepareChangedDocument(
   const name = doc.name?.trim().replace(/\.(pdf|docx)$/i, '') || crypto.randomUUID();
   if (doc.html) {
     const { pdf, fields } = await deps.renderer.htmlToPdf({ html: doc.html, size: 'Letter' });
-    const tagged: TaggedField[] = fields.map((f) => ({
-      name: f.name,
-      type: f.type,
-      role: f.role,
-      required: f.required,
-      readonly: f.readonly,
-      defaultValue: f.defaultValue,
-      options: f.options,
-      preferences: {},
-      areas: [f.area],
-    }));
-    return fromPdf(pdf, name, label, tagged);
+    return fromPdf(pdf, name, label, htmlTagged(fields));
   }
   if (!doc.file) throw new AppError('VALIDATION', `file or html is required in \`${label}\`.`);
   const { bytes, filename } = await loadFile(deps, doc as Record<string, unknown>, index);

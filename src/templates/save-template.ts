@@ -3,18 +3,18 @@
  * of the account, replacing that template's documents and fields (interface spec: "an existing
  * template with the same external_id is updated with the new document").
  *
- * Order (STYLE.md): validate everything (fields, areas) → store files and previews (content-
- * addressed; harmless if the transaction then fails) → one transaction writing the folder, the
- * template, its documents and the template event.
+ * Order (STYLE.md): validate everything (fields, areas, folder name) → render previews → one
+ * transaction writing the stored-file rows, the folder, the template, its documents and the
+ * template event (file bytes go to content-addressed storage, harmless if it rolls back).
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import type { Db } from '../db/client.ts';
 import { renderPagePng, type PdfPage } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { buildFields, type RequestFieldGroup, type TaggedField } from './build-fields.ts';
-import { findOrCreateFolder } from './folders.ts';
+import { findOrCreateFolder, folderPath } from './folders.ts';
 
 /** A document ready to keep: the final PDF (tags removed), its pages and the fields tagged in it. */
 export interface PreparedDocument {
@@ -63,13 +63,14 @@ export async function saveTemplate(
     requestFields: input.requestFields,
   });
 
-  const files: { id: number }[] = [];
-  for (const doc of input.documents) {
-    files.push(await storePdfWithPreview(deps, input.accountId, doc));
-  }
+  if (input.folderName) folderPath(input.folderName);
+  const staged: StagedDocument[] = [];
+  for (const doc of input.documents) staged.push(await stageDocument(deps.db, input.accountId, doc));
 
   const schema = input.documents.map((doc, i) => ({ attachment_uuid: layouts[i]!.uuid, name: doc.name }));
   return deps.db.$transaction(async (tx) => {
+    const files: { id: number }[] = [];
+    for (const doc of staged) files.push(await storeStagedDocument(tx, deps.storage, input.accountId, doc));
     const existing = input.externalId
       ? await tx.template.findFirst({
           where: { accountId: input.accountId, externalId: input.externalId, archivedAt: null },
@@ -129,13 +130,34 @@ export async function saveTemplate(
   });
 }
 
+/** A document's preview, decided before the transaction (rendering is the slow part). */
+export interface StagedDocument {
+  doc: PreparedDocument;
+  /** An existing page-0 preview image of identical bytes in the account, to reuse. */
+  existingImageFileId: number | undefined;
+  /** Otherwise the freshly rendered page 0 (PNG, 1400 px wide; reference §12.2). */
+  png: Buffer | undefined;
+}
+
+/** Renders page 0 unless the account already has a preview of the same bytes. */
+export async function stageDocument(db: Db, accountId: number, doc: PreparedDocument): Promise<StagedDocument> {
+  const sha256 = createHash('sha256').update(doc.pdf).digest('hex');
+  const existing = await db.documentPreview.findFirst({
+    where: { page: 0, file: { sha256, accountId } },
+    select: { imageFileId: true },
+  });
+  return { doc, existingImageFileId: existing?.imageFileId, png: existing ? undefined : await renderPagePng(doc.pdf, 0) };
+}
+
 /**
- * Stores a document's PDF (reusing the account's row for identical bytes) and makes sure its
- * first page has a preview image (PNG, 1400 px wide; reference §12.2).
+ * Stores a staged document's PDF and preview as StoredFile rows inside the caller's transaction
+ * (the bytes go to content-addressed storage; rows roll back with the transaction).
+ * @returns the PDF's StoredFile row
  */
-export async function storePdfWithPreview(deps: { db: Db; storage: FileStorage }, accountId: number, doc: PreparedDocument) {
+export async function storeStagedDocument(tx: Prisma.TransactionClient, storage: FileStorage, accountId: number, staged: StagedDocument) {
+  const { doc } = staged;
   const filename = /\.pdf$/i.test(doc.name) ? doc.name : `${doc.name}.pdf`;
-  const stored = await storeFile(deps, {
+  const stored = await storeFile({ db: tx, storage }, {
     accountId,
     bytes: doc.pdf,
     filename,
@@ -143,24 +165,9 @@ export async function storePdfWithPreview(deps: { db: Db; storage: FileStorage }
     pageCount: doc.pages.length,
     pages: doc.pages,
   });
-  const existingPreview = await deps.db.documentPreview.findFirst({
-    where: { page: 0, file: { sha256: stored.sha256, accountId } },
-    select: { imageFileId: true },
-  });
   const imageFileId =
-    existingPreview?.imageFileId ??
-    (
-      await storeFile(deps, {
-        accountId,
-        bytes: await renderPagePng(doc.pdf, 0),
-        filename: '0.png',
-        contentType: 'image/png',
-      })
-    ).id;
-  await deps.db.documentPreview.upsert({
-    where: { fileId_page: { fileId: stored.id, page: 0 } },
-    create: { fileId: stored.id, page: 0, imageFileId },
-    update: {},
-  });
+    staged.existingImageFileId ??
+    (await storeFile({ db: tx, storage }, { accountId, bytes: staged.png!, filename: '0.png', contentType: 'image/png' })).id;
+  await tx.documentPreview.create({ data: { fileId: stored.id, page: 0, imageFileId } });
   return stored;
 }

@@ -15,7 +15,7 @@ import type { Prisma } from '../generated/prisma/client.ts';
 import { buildFields } from './build-fields.ts';
 import { parseFields, parseRoles, type Field } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
-import { storePdfWithPreview, type PreparedDocument } from './save-template.ts';
+import { stageDocument, storeStagedDocument, type PreparedDocument, type StagedDocument } from './save-template.ts';
 
 export const DocumentOperation = z.object({
   name: z.string().trim().optional(),
@@ -137,11 +137,11 @@ export async function updateTemplateDocuments(
     })];
   }
 
-  // Store new documents (and previews), then write everything in one transaction.
-  for (const doc of final) {
-    if (doc.prepared) doc.fileId = (await storePdfWithPreview(deps, actor.accountId, doc.prepared)).id;
-  }
+  // Render previews of new documents, then write everything in one transaction.
+  const staged = new Map<WorkingDocument, StagedDocument>();
+  for (const doc of final) if (doc.prepared) staged.set(doc, await stageDocument(deps.db, actor.accountId, doc.prepared));
   await deps.db.$transaction(async (tx) => {
+    for (const [doc, stage] of staged) doc.fileId = (await storeStagedDocument(tx, deps.storage, actor.accountId, stage)).id;
     await tx.templateDocument.deleteMany({ where: { templateId: id } });
     await tx.templateDocument.createMany({
       data: final.map((doc, position) => ({ uuid: doc.uuid, templateId: id, fileId: doc.fileId!, name: doc.name, position })),
