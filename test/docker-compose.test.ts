@@ -109,6 +109,16 @@ describe('docker-compose.yml', () => {
     expect(Array.isArray(dependsOn) ? undefined : dependsOn?.postgres?.condition).toBe('service_healthy');
     expect([postgres!.healthcheck?.test].flat().join(' ')).toContain('pg_isready');
   });
+
+  it('converts HTML and DOCX with the gotenberg service (Gotenberg 8, JavaScript off)', () => {
+    const gotenberg = compose.services.gotenberg as (Service & { command?: string[] }) | undefined;
+    expect(gotenberg?.image).toMatch(/^gotenberg\/gotenberg:8/);
+    expect(gotenberg?.command).toContain('--chromium-disable-javascript=true');
+    const config = loadConfig(environmentOf(signet!));
+    expect(new URL(config.gotenbergUrl!).hostname).toBe('gotenberg');
+    // Gotenberg listens on 3000 inside its container.
+    expect(new URL(config.gotenbergUrl!).port).toBe('3000');
+  });
 });
 
 describe('Dockerfile', () => {
