@@ -93,6 +93,24 @@ describe('POST /templates/pdf', () => {
     expect(png.readUInt32BE(16)).toBe(1400);
   });
 
+  it('accepts all 14 field types of the spec', async () => {
+    const types = ['text', 'signature', 'initials', 'date', 'image', 'file', 'payment', 'stamp', 'select', 'checkbox', 'multiple', 'radio', 'cells', 'phone'];
+    const { status, json } = await api('POST', '/templates/pdf', {
+      body: {
+        name: 'Every type',
+        documents: [{ name: 'all', file: letter() }],
+        fields: types.map((type, i) => ({
+          name: `F${i}`,
+          type,
+          ...(['select', 'multiple', 'radio'].includes(type) ? { options: ['A', 'B'] } : {}),
+          areas: [{ x: 20, y: 20 + i * 40, w: 100, h: 30, page: 1 }],
+        })),
+      },
+    });
+    expect(status, JSON.stringify(json)).toBe(200);
+    expect(json.fields.map((f: { type: string }) => f.type)).toEqual(types);
+  });
+
   it('takes fields from text tags, with roles in order of first appearance', async () => {
     const pdf = await drawPdf([
       { texts: [{ text: 'Name: {{Full Name;role=Buyer}}', x: 72, y: 100 }] },
