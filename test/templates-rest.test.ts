@@ -54,6 +54,7 @@ describe('POST /templates/pdf', () => {
     expect(openApiErrors('get', '/templates/{id}', json)).toEqual([]);
     expect(json).toMatchObject({
       name: 'NDA',
+      shared_link: true,
       external_id: 'nda-1',
       application_key: 'nda-1',
       folder_name: 'Legal / 2026',
@@ -125,6 +126,32 @@ describe('POST /templates/pdf', () => {
       ['Date', 'date', false],
     ]);
     expect(json.fields[1].areas[0].page).toBe(1);
+  });
+
+  it('counts top-level field pages across all documents; documents[i].fields are on document i', async () => {
+    const a4 = base64(fixturePdf('documenso-a4-size.pdf'));
+    const { status, json } = await api('POST', '/templates/pdf', {
+      body: {
+        name: 'Two documents',
+        shared_link: false,
+        documents: [
+          { name: 'one', file: letter() },
+          { name: 'two', file: a4, fields: [{ name: 'On two', areas: [{ x: 10, y: 10, w: 50, h: 20, page: 1 }] }] },
+        ],
+        // Page 2 overall = page 1 of the second document.
+        fields: [{ name: 'Top level', areas: [{ x: 10, y: 10, w: 50, h: 20, page: 2 }] }],
+      },
+    });
+    expect(status, JSON.stringify(json)).toBe(200);
+    expect(json.shared_link).toBe(false);
+    const byName = Object.fromEntries(json.fields.map((f: { name: string; areas: unknown[] }) => [f.name, f.areas[0]]));
+    expect(byName['On two']).toMatchObject({ attachment_uuid: json.documents[1].uuid, page: 0 });
+    expect(byName['Top level']).toMatchObject({ attachment_uuid: json.documents[1].uuid, page: 0 });
+    const outOfRange = await api('POST', '/templates/pdf', {
+      body: { documents: [{ name: 'one', file: letter() }, { name: 'two', file: a4 }], fields: [{ name: 'X', areas: [{ x: 1, y: 1, w: 1, h: 1, page: 3 }] }] },
+    });
+    expect(outOfRange.status).toBe(422);
+    expect(outOfRange.json.error).toMatch(/page 3 is out of range \(1–2\)/);
   });
 
   it('downloads documents from an http(s) URL', async () => {

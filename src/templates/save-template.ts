@@ -104,6 +104,8 @@ export async function saveTemplate(
           name: input.name || input.documents[0]?.name || 'Template',
           externalId: input.externalId ?? null,
           source: input.source,
+          // DocuSeal's create endpoints default shared_link to true (reference §12.3, OpenAPI).
+          sharedLink: input.sharedLink ?? true,
         },
         select: { id: true },
       });
