@@ -13,7 +13,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { chromium, type Browser, type BrowserContext, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { AppError } from '../errors.ts';
 import { prepareHtml } from './html-document.ts';
 import { assertOfficeDocument, officeExtension } from './office-document.ts';
@@ -226,8 +226,10 @@ export class LocalRenderer implements Renderer {
   /** One browser per renderer, started on first use and again after a crash. */
   private launchBrowser(executablePath: string): Promise<Browser> {
     if (!this.browser) {
-      const launching = chromium
-        .launch({ executablePath, headless: true, args: CHROMIUM_ARGS, timeout: this.options.timeout })
+      // playwright-core is loaded on the first HTML render only: it costs ~80 MB of memory, which
+      // a service that never renders HTML should not carry (bench/README.md, idle RSS).
+      const launching = import('playwright-core')
+        .then(({ chromium }) => chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS, timeout: this.options.timeout }))
         .then(
           (browser) => {
             browser.on('disconnected', () => {
