@@ -270,6 +270,7 @@ describe('one template', () => {
     const { status, json } = await api('PUT', `/templates/${id}`, { body: { name: 'Lease 2026', folder_name: 'Housing', roles: ['Renter', 'Guarantor'] } });
     expect(status).toBe(200);
     expect(Object.keys(json)).toEqual(['id', 'updated_at']);
+    expect(openApiErrors('put', '/templates/{id}', json)).toEqual([]);
     expect(json.id).toBe(id);
     const { json: template } = await api('GET', `/templates/${id}`);
     expect(template).toMatchObject({ name: 'Lease 2026', folder_name: 'Housing' });
@@ -287,6 +288,7 @@ describe('one template', () => {
   it('POST /templates/{id}/clone copies with new uuids and "(Clone)"', async () => {
     const { status, json } = await api('POST', `/templates/${id}/clone`, { body: { folder_name: 'Copies' } });
     expect(status).toBe(200);
+    expect(openApiErrors('post', '/templates/{id}/clone', json)).toEqual([]);
     const { json: source } = await api('GET', `/templates/${id}`);
     expect(json.id).not.toBe(id);
     expect(json.name).toBe(`${source.name} (Clone)`);
@@ -301,6 +303,7 @@ describe('one template', () => {
     const { status, json } = await api('DELETE', `/templates/${id}`);
     expect(status).toBe(200);
     expect(json).toEqual({ id, archived_at: expect.stringMatching(/Z$/) });
+    expect(openApiErrors('delete', '/templates/{id}', json)).toEqual([]);
     expect((await api('GET', `/templates/${id}`)).json.archived_at).toBe(json.archived_at);
     await api('PUT', `/templates/${id}`, { body: { archived: false } });
     expect((await api('GET', `/templates/${id}`)).json.archived_at).toBeNull();
