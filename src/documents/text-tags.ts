@@ -10,31 +10,11 @@
  */
 import type { PDFPage, Quad, Rect } from 'mupdf';
 import { AppError } from '../errors.ts';
+import { TAG_FIELD_TYPES } from '../templates/fields.ts';
 import { loadMupdf, openPdf, readPageGeometry, type PdfPageInfo } from './pdf.ts';
 
-/**
- * Field types a tag may name. The spec's 14 (reference/interface-spec.md "Field type") plus two
- * beyond it: `datenow` (DocuSeal's builder type, stored as a readonly `date` whose default is
- * "{{date}}", §11) and `number` (a DocuSeal field type, §11, not in the spec's list).
- */
-export const TEXT_TAG_TYPES = [
-  'text',
-  'signature',
-  'initials',
-  'date',
-  'image',
-  'file',
-  'payment',
-  'stamp',
-  'select',
-  'checkbox',
-  'multiple',
-  'radio',
-  'cells',
-  'phone',
-  'number', // beyond the spec's 14
-  'datenow', // beyond the spec's 14; becomes `date`
-] as const;
+/** Field types a tag may name: the template field types plus `datenow` (src/templates/fields.ts). */
+export const TEXT_TAG_TYPES = TAG_FIELD_TYPES;
 
 /** The type a tag produces (`datenow` has become `date`). */
 export type TextTagFieldType = Exclude<(typeof TEXT_TAG_TYPES)[number], 'datenow'>;

@@ -4,6 +4,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.ts';
+import { TAG_FIELD_TYPES } from '../templates/fields.ts';
 
 /**
  * Paper sizes of POST /templates/html (interface-spec "POST /templates/html"), in PDF points
@@ -50,27 +51,10 @@ export function parsePaperSize(value: unknown): PaperSize {
 }
 
 /**
- * Field types an HTML field tag `<type-field>` may name: the API's types plus `datenow`
- * (reference/docuseal-behaviour.md §12.3–12.4).
+ * Field types an HTML field tag `<type-field>` may name: the template field types plus `datenow`
+ * (reference/docuseal-behaviour.md §12.3–12.4; src/templates/fields.ts).
  */
-export const HTML_FIELD_TYPES = [
-  'text',
-  'signature',
-  'initials',
-  'date',
-  'datenow',
-  'image',
-  'file',
-  'payment',
-  'stamp',
-  'select',
-  'checkbox',
-  'multiple',
-  'radio',
-  'cells',
-  'phone',
-  'number',
-] as const;
+export const HTML_FIELD_TYPES = TAG_FIELD_TYPES;
 export type HtmlFieldType = (typeof HTML_FIELD_TYPES)[number];
 
 /**

@@ -28,6 +28,13 @@ export const FIELD_TYPES = [
 ] as const;
 export type FieldType = (typeof FIELD_TYPES)[number];
 
+/**
+ * Types a text tag or an HTML field tag may name: FIELD_TYPES plus `datenow`, DocuSeal's builder
+ * type, kept as a readonly `date` whose default is "{{date}}" (reference §11).
+ */
+export const TAG_FIELD_TYPES = [...FIELD_TYPES, 'datenow'] as const;
+export type TagFieldType = (typeof TAG_FIELD_TYPES)[number];
+
 /** Types whose value is chosen from `options`. */
 export const OPTION_FIELD_TYPES: ReadonlySet<string> = new Set(['select', 'radio', 'multiple']);
 
