@@ -21,6 +21,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { type BenchDatabase, createBenchDatabase, redactUrl } from './bench-database.ts';
 import { buildService, childEnv, cpuMs, freePort, type NodeChild, rssMb, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
+import { onCleanup, runCleanups } from './cleanup.ts';
 
 const DURATION_S = envNumber('BENCH_DURATION', 8);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 20);
@@ -65,34 +66,6 @@ interface Run {
   non2xx: number;
 }
 
-// ---------------------------------------------------------------------------------------------
-// Cleanup: every resource registers its undo step as soon as it exists; they run in reverse
-// order at the end, on failure, and on Ctrl-C.
-
-const cleanups: { label: string; step: () => Promise<void> }[] = [];
-
-function onCleanup(label: string, step: () => Promise<void>): () => Promise<void> {
-  const entry = { label, step };
-  cleanups.push(entry);
-  // Runs this step now (and not again at the end).
-  return async () => {
-    const index = cleanups.indexOf(entry);
-    if (index < 0) return;
-    cleanups.splice(index, 1);
-    await step();
-  };
-}
-
-async function runCleanups(): Promise<void> {
-  while (cleanups.length > 0) {
-    const { label, step } = cleanups.pop()!;
-    try {
-      await step();
-    } catch (error) {
-      process.stderr.write(`cleanup: ${label} failed: ${describe(error)}\n`);
-    }
-  }
-}
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () => {

@@ -28,6 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
+import { onCleanup, runCleanups } from './cleanup.ts';
 
 const TEMPLATE_RUNS = envNumber('BENCH_TEMPLATE_RUNS', 5);
 const DOCX_RUNS = envNumber('BENCH_DOCX_RUNS', 3);
@@ -57,32 +58,6 @@ veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip ex ea commodo 
 `;
 const DOCX_TAGS = 3;
 
-// ---------------------------------------------------------------------------------------------
-// Cleanup, as in bench/run.ts: undo steps run in reverse at the end, on failure and on Ctrl-C.
-
-const cleanups: { label: string; step: () => Promise<void> }[] = [];
-
-function onCleanup(label: string, step: () => Promise<void>): () => Promise<void> {
-  const entry = { label, step };
-  cleanups.push(entry);
-  return async () => {
-    const index = cleanups.indexOf(entry);
-    if (index < 0) return;
-    cleanups.splice(index, 1);
-    await step();
-  };
-}
-
-async function runCleanups(): Promise<void> {
-  while (cleanups.length > 0) {
-    const { label, step } = cleanups.pop()!;
-    try {
-      await step();
-    } catch (error) {
-      process.stderr.write(`cleanup: ${label} failed: ${describe(error)}\n`);
-    }
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Workers: this file run again as `node --import tsx bench/templates.ts` with BENCH_TEMPLATES_WORKER

@@ -1,0 +1,29 @@
+/**
+ * Cleanup for the benchmarks: every resource registers its undo step as soon as it exists; the
+ * steps run in reverse order at the end, on failure, and on Ctrl-C.
+ */
+const cleanups: { label: string; step: () => Promise<void> }[] = [];
+
+/** Registers an undo step; the returned function runs it now (and not again at the end). */
+export function onCleanup(label: string, step: () => Promise<void>): () => Promise<void> {
+  const entry = { label, step };
+  cleanups.push(entry);
+  return async () => {
+    const index = cleanups.indexOf(entry);
+    if (index < 0) return;
+    cleanups.splice(index, 1);
+    await step();
+  };
+}
+
+/** Runs every registered step, newest first; a failing step is reported and the rest still run. */
+export async function runCleanups(): Promise<void> {
+  while (cleanups.length > 0) {
+    const { label, step } = cleanups.pop()!;
+    try {
+      await step();
+    } catch (error) {
+      process.stderr.write(`cleanup: ${label} failed: ${error instanceof Error ? error.message : String(error)}\n`);
+    }
+  }
+}
