@@ -52,6 +52,22 @@ const EnvSchema = z.object({
   RENDER_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(60),
   /** Conversions run at once per instance. */
   RENDER_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
+  /** Jobs on MongoDB (Agenda's mongo backend) instead of the service's PostgreSQL. */
+  JOBS_MONGODB_URL: z.string().min(1).optional(),
+  /** Sender of every email ("Signet <no-reply@example.com>"). */
+  MAIL_FROM: z.string().min(3).default('Signet <no-reply@signet.local>'),
+  /** Send email through SendGrid with this API key. */
+  SENDGRID_API_KEY: z.string().min(1).optional(),
+  /** SendGrid's API base URL (tests point it at a local server). */
+  SENDGRID_API_URL: z.string().url().default('https://api.sendgrid.com'),
+  /** Send email through this SMTP server (smtp://user:pass@host:port, smtps://…). */
+  SMTP_URL: z.string().url().optional(),
+  /** Send SMS through Twilio: account SID, auth token and sender number (E.164). */
+  TWILIO_ACCOUNT_SID: z.string().min(1).optional(),
+  TWILIO_AUTH_TOKEN: z.string().min(1).optional(),
+  TWILIO_FROM: z.string().min(1).optional(),
+  /** Twilio's API base URL (tests point it at a local server). */
+  TWILIO_API_URL: z.string().url().default('https://api.twilio.com'),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -86,6 +102,13 @@ export interface Config {
   /** Milliseconds. */
   renderTimeout: number;
   renderConcurrency: number;
+  jobsMongodbUrl: string | undefined;
+  mailFrom: string;
+  sendgridApiKey: string | undefined;
+  sendgridApiUrl: string;
+  smtpUrl: string | undefined;
+  twilio: { accountSid: string; authToken: string; from: string } | undefined;
+  twilioApiUrl: string;
 }
 
 /** Thrown when an environment variable has a value the service cannot use. */
@@ -129,5 +152,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sofficePath: e.SOFFICE_PATH,
     renderTimeout: e.RENDER_TIMEOUT_SECONDS * 1000,
     renderConcurrency: e.RENDER_CONCURRENCY,
+    jobsMongodbUrl: e.JOBS_MONGODB_URL,
+    mailFrom: e.MAIL_FROM,
+    sendgridApiKey: e.SENDGRID_API_KEY,
+    sendgridApiUrl: e.SENDGRID_API_URL.replace(/\/+$/, ''),
+    smtpUrl: e.SMTP_URL,
+    twilio:
+      e.TWILIO_ACCOUNT_SID && e.TWILIO_AUTH_TOKEN && e.TWILIO_FROM
+        ? { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN, from: e.TWILIO_FROM }
+        : undefined,
+    twilioApiUrl: e.TWILIO_API_URL.replace(/\/+$/, ''),
   };
 }
