@@ -8,6 +8,8 @@ import { folderFullNames } from '../templates/folders.ts';
 export interface Loaders {
   /** Folder id → full name ("Parent / Child"). */
   folderName: DataLoader<number, string>;
+  /** Stored file uuid → signed-URL material (uuid, filename), or null. */
+  storedFileByUuid: DataLoader<string, { uuid: string; filename: string } | null>;
   /** Stored file id → signed-URL material of its page-0 preview image, or null. */
   previewImage: DataLoader<number, { uuid: string; filename: string } | null>;
 }
@@ -17,6 +19,14 @@ export function createLoaders(db: Db): Loaders {
     folderName: new DataLoader(async (ids) => {
       const names = await folderFullNames(db, [...ids]);
       return ids.map((id) => names.get(id) ?? '');
+    }),
+    storedFileByUuid: new DataLoader(async (uuids) => {
+      const valid = uuids.filter((u) => /^[0-9a-f-]{36}$/i.test(u));
+      const rows = valid.length
+        ? await db.storedFile.findMany({ where: { uuid: { in: [...valid] } }, select: { uuid: true, filename: true } })
+        : [];
+      const byUuid = new Map(rows.map((r) => [r.uuid, r]));
+      return uuids.map((u) => byUuid.get(u) ?? null);
     }),
     previewImage: new DataLoader(async (fileIds) => {
       const previews = await db.documentPreview.findMany({

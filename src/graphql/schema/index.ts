@@ -6,6 +6,7 @@ import { lexicographicSortSchema, printSchema } from 'graphql';
 import { builder } from '../builder.ts';
 import './account.ts';
 import './api-key.ts';
+import './submission.ts';
 import './template.ts';
 import './template-mutations.ts';
 import './viewer.ts';

@@ -1,0 +1,348 @@
+/**
+ * Creating submissions from a template (reference/docuseal-behaviour.md §7): map request
+ * submitters to template roles (§7.2), keep the submission's own copy of roles, fields and
+ * documents, prefill values (§7.5), decide who is sent the request now (§7.3), mark `completed`
+ * parties (api_complete_form). One transaction for all submissions of a request.
+ *
+ * Sending (emails, SMS) and expiry are jobs enqueued after the transaction commits.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Db } from '../db/client.ts';
+import { loadFileInput } from '../documents/load-file-input.ts';
+import type { FileStorage } from '../documents/storage.ts';
+import { storeFile } from '../documents/store-file.ts';
+import { AppError } from '../errors.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
+import { findTemplateForAccount } from '../templates/find-template.ts';
+import { checkSubmitterContact, checkUniqueRoles, isValidEmailList, type FieldConfig, type SubmitterInput } from './submitter-input.ts';
+
+export type SubmittersOrder = 'preserved' | 'random';
+
+/** Settings that apply to every submitter of a submission unless the submitter overrides them. */
+export interface SubmissionSettings {
+  sendEmail: boolean;
+  sendSms: boolean;
+  order: SubmittersOrder;
+  completedRedirectUrl?: string | undefined;
+  bccCompleted?: string | undefined;
+  replyTo?: string | undefined;
+  message?: { subject?: string | undefined; body?: string | undefined } | undefined;
+  expireAt?: Date | null | undefined;
+  name?: string | undefined;
+  variables?: Record<string, unknown> | undefined;
+}
+
+export interface SubmissionRequest {
+  submitters: SubmitterInput[];
+  /** Where these submitters are in the request, for messages ("submitters"). */
+  path: string;
+}
+
+export interface CreateSubmissionsOptions {
+  accountId: number;
+  userId: number;
+  templateId: number;
+  /** "api" for API requests (§5.1). */
+  source: string;
+  settings: SubmissionSettings;
+  submissions: SubmissionRequest[];
+  /** Downloads for attachment values (`default_value` / `values` of signature, image, …). */
+  download: { allowPrivate: boolean; maxBytes: number; timeoutMs: number };
+}
+
+export interface CreatedSubmission {
+  id: number;
+  /** Submitter ids in request order. */
+  submitterIds: number[];
+  /** Submitters to contact now (sent_at set at creation). */
+  sendNow: number[];
+  /** Submitters created with completed: true. */
+  completedIds: number[];
+  expireAt: Date | null;
+}
+
+const ATTACHMENT_TYPES = new Set(['signature', 'initials', 'image', 'stamp', 'file']);
+const SLUG_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz123456789';
+
+/** A random slug (14 characters; the submitter's is the capability in its signing link). */
+export function generateSubmissionSlug(length = 14): string {
+  return Array.from(randomBytes(length), (b) => SLUG_ALPHABET[b % SLUG_ALPHABET.length]).join('');
+}
+
+/** DocuSeal's parameterized form of a field name: "First Name" → "first_name". */
+export function parameterize(name: string): string {
+  return name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '_')
+    .replace(/^_+|_+$/g, '');
+}
+
+function matchesField(field: Field, key: string): boolean {
+  return field.uuid === key || field.name === key || field.name.toLowerCase() === key.toLowerCase() || parameterize(field.name) === key;
+}
+
+/**
+ * Creates the submissions of one request.
+ * @throws AppError NOT_FOUND / FORBIDDEN (template), VALIDATION with DocuSeal's messages (§7.1)
+ */
+export async function createSubmissions(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions): Promise<CreatedSubmission[]> {
+  const { db } = deps;
+  await findTemplateForAccount(db, { id: options.templateId, accountId: options.accountId });
+  const template = await db.template.findUniqueOrThrow({
+    where: { id: options.templateId },
+    include: { documents: { orderBy: { position: 'asc' } } },
+  });
+  if (template.archivedAt) throw new AppError('VALIDATION', 'Template has been archived');
+  const templateFields = parseFields(template.fields);
+  if (templateFields.length === 0) throw new AppError('VALIDATION', 'Template does not contain fields');
+  const templateRoles = parseRoles(template.submitters);
+  const settings = options.settings;
+  if (settings.replyTo && !isValidEmailList(settings.replyTo)) throw new AppError('VALIDATION', 'reply_to email is invalid');
+  if (settings.bccCompleted && !isValidEmailList(settings.bccCompleted)) throw new AppError('VALIDATION', 'bcc_completed email is invalid');
+  if (settings.message && settings.message.subject && !settings.message.body) throw new AppError('VALIDATION', 'body is required in `message`.');
+
+  // Validate and plan everything before writing anything.
+  const plans: Awaited<ReturnType<typeof planSubmission>>[] = [];
+  for (const request of options.submissions) {
+    if (request.submitters.length === 0) throw new AppError('VALIDATION', 'submitters is required');
+    checkUniqueRoles(request.submitters, request.path);
+    request.submitters.forEach((s, i) => checkSubmitterContact(s, `${request.path}[${i}]`));
+    plans.push(await planSubmission(deps, options, request, templateRoles, templateFields));
+  }
+
+  const schema = template.documents.map((d) => ({ attachment_uuid: d.uuid, name: d.name, file_id: d.fileId }));
+  return db.$transaction(async (tx) => {
+    const created: CreatedSubmission[] = [];
+    for (const plan of plans) {
+      const submission = await tx.submission.create({
+        data: {
+          accountId: options.accountId,
+          templateId: template.id,
+          createdByUserId: options.userId,
+          slug: generateSubmissionSlug(),
+          name: settings.name ?? null,
+          source: options.source,
+          submittersOrder: plan.order,
+          templateSubmitters: plan.roles as unknown as Prisma.InputJsonValue,
+          templateFields: plan.fields as unknown as Prisma.InputJsonValue,
+          templateSchema: schema as unknown as Prisma.InputJsonValue,
+          preferences: {
+            ...(settings.bccCompleted ? { bcc_completed: settings.bccCompleted } : {}),
+            ...(settings.message ? { message: settings.message } : {}),
+          } as Prisma.InputJsonValue,
+          variables: (settings.variables ?? {}) as Prisma.InputJsonValue,
+          expireAt: settings.expireAt ?? null,
+        },
+        select: { id: true, expireAt: true },
+      });
+      const now = new Date();
+      const ids: number[] = [];
+      const sendNow: number[] = [];
+      const completedIds: number[] = [];
+      for (const party of plan.parties) {
+        const submitter = await tx.submitter.create({
+          data: {
+            accountId: options.accountId,
+            submissionId: submission.id,
+            roleUuid: party.role.uuid,
+            slug: generateSubmissionSlug(),
+            email: party.input.email?.trim().toLowerCase() ?? null,
+            name: party.input.name ?? null,
+            phone: party.phone,
+            externalId: party.input.external_id ?? null,
+            metadata: (party.input.metadata ?? {}) as Prisma.InputJsonValue,
+            values: party.values as Prisma.InputJsonValue,
+            preferences: party.preferences as Prisma.InputJsonValue,
+            orderIndex: party.group,
+            sentAt: party.sendNow ? now : null,
+            completedAt: party.input.completed ? now : null,
+          },
+          select: { id: true },
+        });
+        ids.push(submitter.id);
+        if (party.sendNow) sendNow.push(submitter.id);
+        if (party.input.completed) {
+          completedIds.push(submitter.id);
+          await tx.submissionEvent.create({
+            data: { accountId: options.accountId, submissionId: submission.id, submitterId: submitter.id, eventType: 'api_complete_form' },
+          });
+        }
+      }
+      if (plan.parties.every((p) => p.input.completed)) {
+        await tx.submission.update({ where: { id: submission.id }, data: { completedAt: now } });
+      }
+      created.push({ id: submission.id, submitterIds: ids, sendNow, completedIds, expireAt: submission.expireAt });
+    }
+    return created;
+  });
+}
+
+interface PartyPlan {
+  input: SubmitterInput;
+  role: Role;
+  phone: string | null;
+  values: Record<string, unknown>;
+  preferences: Record<string, unknown>;
+  group: number;
+  sendNow: boolean;
+}
+
+async function planSubmission(
+  deps: { db: Db; storage: FileStorage },
+  options: CreateSubmissionsOptions,
+  request: SubmissionRequest,
+  templateRoles: Role[],
+  templateFields: Field[],
+): Promise<{ roles: Role[]; fields: Field[]; parties: PartyPlan[]; order: SubmittersOrder }> {
+  const settings = options.settings;
+  // §7.2: uuid, then role name (case-insensitive), then position.
+  const used = new Set<string>();
+  const mapped: { input: SubmitterInput; role: Role; path: string }[] = [];
+  request.submitters.forEach((input, i) => {
+    const role =
+      (input.uuid ? templateRoles.find((r) => r.uuid === input.uuid) : undefined) ??
+      (input.role ? templateRoles.find((r) => r.name.toLowerCase() === input.role!.trim().toLowerCase()) : undefined) ??
+      templateRoles[input.index ?? i];
+    if (!role) return; // beyond the template's roles: dropped, as DocuSeal does
+    if (used.has(role.uuid)) throw new AppError('VALIDATION', 'Defined more signing parties than in template');
+    used.add(role.uuid);
+    mapped.push({ input, role, path: `${request.path}[${i}]` });
+  });
+  if (mapped.length === 0) throw new AppError('VALIDATION', 'submitters is required');
+
+  const fields: Field[] = templateFields.map((f) => structuredClone(f));
+  const parties: PartyPlan[] = [];
+  for (const { input, role, path } of mapped) {
+    const own = fields.filter((f) => f.submitter_uuid === role.uuid);
+    const values: Record<string, unknown> = {};
+    let phone = input.phone ? input.phone.replace(/[^\d+]/g, '') : null;
+
+    const prefill = async (field: Field, raw: unknown, where: string) => {
+      if (raw === undefined || raw === null) return;
+      if (ATTACHMENT_TYPES.has(field.type)) {
+        values[field.uuid] = await attachmentValue(deps, options, raw, field, where);
+        return;
+      }
+      const value = normalizeValue(field, raw);
+      if (field.type === 'phone' && phone === null && typeof value === 'string') {
+        phone = value.replace(/[^\d+]/g, '');
+        return;
+      }
+      values[field.uuid] = value;
+      field.default_value = value as Field['default_value'];
+    };
+
+    for (const [key, raw] of Object.entries(input.values ?? {})) {
+      // Unknown keys in `values` are ignored (§7.1); a name shared by several fields fills them all.
+      for (const field of own.filter((f) => matchesField(f, key))) await prefill(field, raw, `values.${key} in \`${path}\``);
+    }
+    for (const [i, config] of (input.fields ?? []).entries()) {
+      const matches = own.filter((f) => matchesField(f, config.uuid ?? config.name ?? ''));
+      const raw = config.default_value ?? config.value;
+      if (matches.length === 0) {
+        if (raw !== undefined && !input.values) throw new AppError('VALIDATION', `Unknown field: ${config.name ?? config.uuid}`);
+        continue;
+      }
+      for (const field of matches) {
+        applyFieldConfig(field, config);
+        await prefill(field, raw, `fields[${i}] in \`${path}\``);
+      }
+    }
+    for (const name of input.readonly_fields ?? []) for (const field of own.filter((f) => matchesField(f, name))) field.readonly = true;
+
+    const sendEmail = input.send_email ?? settings.sendEmail;
+    const sendSms = input.send_sms ?? settings.sendSms;
+    const replyTo = input.reply_to ?? settings.replyTo;
+    if (input.reply_to && !isValidEmailList(input.reply_to)) throw new AppError('VALIDATION', `reply_to email is invalid in \`${path}\`.`);
+    if (input.message?.subject && !input.message.body) throw new AppError('VALIDATION', `body is required in \`${path}.message\`.`);
+    parties.push({
+      input,
+      role,
+      phone,
+      values,
+      preferences: {
+        send_email: sendEmail,
+        send_sms: sendSms,
+        ...(replyTo ? { reply_to: replyTo } : {}),
+        ...((input.completed_redirect_url ?? settings.completedRedirectUrl) ? { completed_redirect_url: input.completed_redirect_url ?? settings.completedRedirectUrl } : {}),
+        ...((input.message ?? settings.message) ? { message: input.message ?? settings.message } : {}),
+      },
+      group: 0,
+      sendNow: false,
+    });
+  }
+
+  // §7.3: groups by per-submitter `order`, else by position (preserved) or all together (random).
+  const grouped = parties.some((p) => p.input.order !== undefined);
+  const order: SubmittersOrder = grouped ? 'preserved' : settings.order;
+  parties.forEach((party, i) => {
+    party.group = grouped ? (party.input.order ?? i) : order === 'random' ? 0 : i;
+  });
+  const pendingGroups = parties.filter((p) => !p.input.completed).map((p) => p.group);
+  const firstPending = pendingGroups.length > 0 ? Math.min(...pendingGroups) : undefined;
+  for (const party of parties) {
+    const reachable = (party.preferences.send_email === true && Boolean(party.input.email)) || (party.preferences.send_sms === true && Boolean(party.phone));
+    party.sendNow = !party.input.completed && reachable && party.group === firstPending;
+  }
+
+  return { roles: mapped.map((m) => m.role), fields, parties, order };
+}
+
+/** Field overrides of `fields[]` (§7.5). */
+function applyFieldConfig(field: Field, config: FieldConfig): void {
+  if (config.readonly !== undefined) field.readonly = config.readonly;
+  if (config.required !== undefined) field.required = config.required;
+  if (config.title !== undefined) field.title = config.title;
+  if (config.description !== undefined) field.description = config.description;
+  if (config.validation_pattern !== undefined || config.validation) {
+    field.validation = {
+      ...(field.validation ?? {}),
+      ...(config.validation ?? {}),
+      ...(config.validation_pattern !== undefined ? { pattern: config.validation_pattern } : {}),
+      ...(config.invalid_message !== undefined ? { message: config.invalid_message } : {}),
+    };
+  }
+  if (config.preferences) field.preferences = { ...field.preferences, ...config.preferences };
+}
+
+/** Prefilled values by field type (§11): numbers, booleans, option lists; others as strings. */
+export function normalizeValue(field: Field, raw: unknown): unknown {
+  switch (field.type) {
+    case 'number': {
+      const n = typeof raw === 'number' ? raw : Number(String(raw).replace(/,/g, ''));
+      if (!Number.isFinite(n)) throw new AppError('VALIDATION', `Invalid number value for ${field.name}`);
+      return Number.isInteger(n) ? n : n;
+    }
+    case 'checkbox':
+      return raw === true || /^(1|true|yes)$/i.test(String(raw));
+    case 'multiple':
+      return Array.isArray(raw) ? raw.map(String) : String(raw).split(',').map((s) => s.trim()).filter(Boolean);
+    default:
+      return typeof raw === 'string' ? raw : String(raw);
+  }
+}
+
+/** A signature/image/… value given as base64, a data URL or an http(s) URL: stored, kept as the file uuid. */
+async function attachmentValue(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions, raw: unknown, field: Field, where: string): Promise<string | string[]> {
+  if (field.type === 'file' && Array.isArray(raw)) {
+    const uuids: string[] = [];
+    for (const item of raw) uuids.push((await attachmentValue(deps, options, item, { ...field, type: 'image' }, where)) as string);
+    return uuids;
+  }
+  if (typeof raw !== 'string' || raw === '') throw new AppError('VALIDATION', `Invalid ${field.type} value`);
+  if ((field.type === 'signature' || field.type === 'initials') && raw.length < 60 && !/^https?:\/\//i.test(raw) && !raw.startsWith('data:')) {
+    // Short text: a typed signature, drawn in a script font when the documents are produced.
+    return `text:${raw}`;
+  }
+  const loaded = await loadFileInput(raw, { field: where, ...options.download });
+  const stored = await storeFile(deps, {
+    accountId: options.accountId,
+    bytes: loaded.bytes,
+    filename: loaded.filename ?? `${field.type}-${randomUUID()}`,
+    contentType: loaded.contentType ?? 'application/octet-stream',
+  });
+  return stored.uuid;
+}
