@@ -1,0 +1,332 @@
+/**
+ * Background jobs: Agenda 6 on the service's PostgreSQL (schema `agenda`, table `jobs`), or on
+ * MongoDB when JOBS_MONGODB_URL is set (../shared/DESIGN.md, "Components").
+ *
+ * Jobs are persisted, so a restart loses none; several instances may share the store and each
+ * job runs on one of them at a time (Agenda locks it). Side effects leave the service through
+ * jobs enqueued after the transaction commits.
+ *
+ * Handlers must be idempotent. A job can run more than once: when an instance dies (or stop()
+ * times out) while running it, another instance runs it again once the lock is released or has
+ * expired; a retry after a failure runs the whole handler again. Record what was done (e.g. a
+ * sent_at column, a delivery row) and check it first.
+ */
+import { randomBytes } from 'node:crypto';
+import os from 'node:os';
+import { Agenda, type Job } from 'agenda';
+import type { BaseLogger } from 'pino';
+import { openMongoJobStore, openPostgresJobStore, type JobStore } from './job-store.ts';
+
+/** What a handler learns about the run besides the job's data. */
+export interface JobRun {
+  /** 0 on the first run, 1 on the first retry, ... */
+  attempt: number;
+  /** The job's id in the store (a UUID on PostgreSQL, an ObjectId string on MongoDB). */
+  id: string;
+}
+
+/**
+ * Runs one job. Must be idempotent (see the module comment). A thrown error fails the run: it
+ * is retried per the definition's retry policy, and logged (error level on the final failure).
+ * `data` is what was enqueued after a round trip through JSON (a Date arrives as a string).
+ */
+export type JobHandler<T> = (data: T, job: JobRun) => Promise<void>;
+
+export interface RetryPolicy {
+  /** Runs in all, the first included (1 = no retry). */
+  maxAttempts: number;
+  /**
+   * Milliseconds to wait after failed run `attempt` (0-based) before the next run; null stops
+   * retrying early. Example, the webhook rule (2^attempt minutes): `(a) => 2 ** a * 60_000`.
+   */
+  delayMs: (attempt: number) => number | null;
+}
+
+export interface DefineJobOptions {
+  /** Runs of this job at once per instance (default 5). */
+  concurrency?: number;
+  /** Default: one run, no retry. */
+  retry?: RetryPolicy;
+}
+
+export interface EnqueueOptions {
+  /** Run at or after this time (default: now). */
+  at?: Date;
+  /**
+   * Idempotency key, unique per job name: enqueueing a name and key that already exist returns
+   * the existing job (whatever its state) and changes nothing, so an "after commit" enqueue may
+   * safely be repeated. Keys are kept as long as the job row is (cancel() frees them).
+   */
+  uniqueKey?: string;
+}
+
+export interface WaitForIdleOptions {
+  /** Give up after this many milliseconds (default 10,000). */
+  timeoutMs?: number;
+  /** Also wait for jobs due within this many milliseconds from each check (default 0: due now). */
+  withinMs?: number;
+}
+
+export interface JobQueue {
+  /**
+   * Registers the handler of jobs named `name` on this instance (before or after start()).
+   * Every instance that should run such jobs defines it; one without it leaves them to others.
+   */
+  define<T>(name: string, handler: JobHandler<T>, options?: DefineJobOptions): void;
+  /**
+   * Stores a job to run at `options.at` (default now) and resolves to its id. Works whether or
+   * not this queue is started: any started instance that defined `name` runs it.
+   * @param data JSON-serialisable
+   * @throws TypeError for an invalid `at`; the store's error when it is unreachable
+   */
+  enqueue<T>(name: string, data: T, options?: EnqueueOptions): Promise<string>;
+  /**
+   * Removes the jobs named `name` whose data contains `filter` (JSON containment: `{submissionId: 7}`
+   * matches `{submissionId: 7, at: ...}`), whatever their state; a run in progress finishes but
+   * is not recorded. Frees their uniqueKeys. Resolves to the number removed.
+   */
+  cancel(name: string, filter: Record<string, unknown>): Promise<number>;
+  /** Connects (creating the store's schema if missing) and starts running due jobs. Idempotent. */
+  start(): Promise<void>;
+  /**
+   * Stops taking jobs and releases the ones locked but not started; waits for the runs in
+   * progress up to `timeoutMs` (default: the queue's stopTimeoutMs), then releases those still
+   * running so that another instance runs them again now (handlers are idempotent), and closes
+   * the connection. A later start() reconnects.
+   */
+  stop(options?: { timeoutMs?: number }): Promise<void>;
+  /**
+   * Resolves once no job that this queue defines is running or due (within `withinMs`) on any
+   * instance sharing the store. For tests: enqueue, waitForIdle(), then check the effects.
+   * @throws Error after `timeoutMs` with the number still pending
+   */
+  waitForIdle(options?: WaitForIdleOptions): Promise<void>;
+}
+
+export interface JobQueueOptions {
+  /** postgresql:// URL of the service's database (used unless mongodbUrl is set). */
+  connectionString: string;
+  /** mongodb:// URL: keep the jobs in MongoDB instead (JOBS_MONGODB_URL). */
+  mongodbUrl?: string | undefined;
+  logger: BaseLogger;
+  /**
+   * Milliseconds between scans for due jobs (default 1000). On PostgreSQL a job enqueued for
+   * now starts at once (LISTEN/NOTIFY); the scan finds scheduled jobs and retries, which run
+   * on time when their delay exceeds this interval and at the next scan otherwise.
+   */
+  processEvery?: number;
+  /** This instance's name, stored on the jobs it locks (default: host:pid:random). */
+  name?: string;
+  /**
+   * Milliseconds after which a lock is considered abandoned (default 10 minutes): a job locked
+   * by an instance that died runs elsewhere after this long, and a run lasting longer is cancelled.
+   */
+  lockLifetimeMs?: number;
+  /** Default of stop()'s timeoutMs, in milliseconds (default 10,000). */
+  stopTimeoutMs?: number;
+  /** PostgreSQL schema of Agenda's table (default `agenda`). */
+  schema?: string;
+}
+
+/** Stored in Agenda's `data`: the caller's data and the idempotency key beside it. */
+interface StoredData {
+  payload: unknown;
+  uniqueKey?: string;
+}
+
+interface Definition {
+  handler: JobHandler<never>;
+  options: DefineJobOptions;
+}
+
+interface Connection {
+  agenda: Agenda;
+  store: JobStore;
+}
+
+const DEFAULT_PROCESS_EVERY_MS = 1000;
+const DEFAULT_STOP_TIMEOUT_MS = 10_000;
+const IDLE_POLL_MS = 25;
+
+/**
+ * Creates a job queue; nothing connects until start(), enqueue(), cancel() or waitForIdle().
+ * See {@link JobQueue} for each operation and the module comment for the guarantees.
+ */
+export function createJobQueue(options: JobQueueOptions): JobQueue {
+  const { logger } = options;
+  const instanceName = options.name ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const definitions = new Map<string, Definition>();
+  let connection: Promise<Connection> | undefined;
+  // start() and stop() run one after the other, in call order.
+  let lifecycle: Promise<unknown> = Promise.resolve();
+  const serially = <R>(step: () => Promise<R>): Promise<R> => {
+    const next = lifecycle.then(step, step);
+    lifecycle = next.catch(() => undefined);
+    return next;
+  };
+
+  const connect = (): Promise<Connection> => {
+    connection ??= (async () => {
+      const store = options.mongodbUrl
+        ? await openMongoJobStore({ url: options.mongodbUrl })
+        : await openPostgresJobStore({ connectionString: options.connectionString, schema: options.schema, logger });
+      const agenda = new Agenda({
+        backend: store.backend,
+        name: instanceName,
+        processEvery: options.processEvery ?? DEFAULT_PROCESS_EVERY_MS,
+        ...(options.lockLifetimeMs ? { defaultLockLifetime: options.lockLifetimeMs } : {}),
+      });
+      agenda.on('error', (error: Error) => logger.error({ err: error }, 'jobs: queue error'));
+      for (const [name, definition] of definitions) register(agenda, name, definition);
+      await agenda.ready;
+      return { agenda, store };
+    })();
+    // A failed attempt is not kept: the next call tries again.
+    connection.catch(() => {
+      connection = undefined;
+    });
+    return connection;
+  };
+
+  const register = (agenda: Agenda, name: string, { handler, options: defined }: Definition) => {
+    const retry = defined.retry;
+    agenda.define(
+      name,
+      async (job: Job<StoredData>) => {
+        const attempt = job.attrs.failCount ?? 0;
+        const id = String(job.attrs._id);
+        try {
+          await handler(job.attrs.data?.payload as never, { attempt, id });
+        } catch (error) {
+          const delay = retryDelay(retry, attempt);
+          const context = { err: error, job: name, jobId: id, attempt };
+          if (delay === null) logger.error(context, `job ${name} failed (attempt ${attempt + 1}); giving up`);
+          else logger.warn({ ...context, retryInMs: delay }, `job ${name} failed (attempt ${attempt + 1}); retrying`);
+          throw error;
+        }
+      },
+      {
+        ...(defined.concurrency ? { concurrency: defined.concurrency } : {}),
+        // Agenda counts failures from 1 (ctx.attempt = failures so far); our attempts count runs from 0.
+        ...(retry ? { backoff: (ctx: { attempt: number }) => retryDelay(retry, ctx.attempt - 1) } : {}),
+      },
+    );
+  };
+
+  return {
+    define(name, handler, defineOptions = {}) {
+      const retry = defineOptions.retry;
+      if (retry && !(Number.isInteger(retry.maxAttempts) && retry.maxAttempts >= 1)) {
+        throw new TypeError(`job ${name}: retry.maxAttempts must be an integer ≥ 1`);
+      }
+      const definition: Definition = { handler: handler as JobHandler<never>, options: defineOptions };
+      definitions.set(name, definition);
+      // Already connected: register now too (a connection in progress registers every definition).
+      void connection?.then(({ agenda }) => register(agenda, name, definition)).catch(() => undefined);
+    },
+
+    async enqueue(name, data, enqueueOptions = {}) {
+      const at = enqueueOptions.at ?? new Date();
+      if (!(at instanceof Date) || Number.isNaN(at.getTime())) throw new TypeError(`job ${name}: "at" is not a valid date`);
+      const { agenda } = await connect();
+      const { uniqueKey } = enqueueOptions;
+      const stored: StoredData = uniqueKey === undefined ? { payload: data } : { payload: data, uniqueKey };
+      const job = agenda.create(name, stored).schedule(at);
+      if (uniqueKey !== undefined) job.unique({ 'data.uniqueKey': uniqueKey }, { insertOnly: true });
+      try {
+        await job.save();
+      } catch (error) {
+        // Agenda looks for the key, then inserts: two concurrent enqueues of one key can both
+        // insert, and the store's unique index refuses the second. The first one's job is the job.
+        if (uniqueKey === undefined || !isDuplicateKeyError(error)) throw error;
+        const { jobs } = await agenda.queryJobs({ name, data: { uniqueKey }, limit: 1 });
+        if (!jobs[0]) throw error;
+        return String(jobs[0]._id);
+      }
+      return String(job.attrs._id);
+    },
+
+    async cancel(name, filter) {
+      const { agenda } = await connect();
+      return agenda.cancel({ name, data: { payload: filter } });
+    },
+
+    start() {
+      return serially(async () => {
+        const { agenda } = await connect();
+        await agenda.start();
+      });
+    },
+
+    stop(stopOptions = {}) {
+      return serially(async () => {
+        const current = connection;
+        if (!current) return;
+        const opened = await current.catch(() => undefined);
+        if (!opened) return;
+        const { agenda, store } = opened;
+        const running = runningJobsOf(agenda);
+        // Stops the scans and unlocks the jobs locked but not started; runs in progress go on.
+        await agenda.stop(false);
+        const timeoutMs = stopOptions.timeoutMs ?? options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS;
+        const deadline = Date.now() + timeoutMs;
+        while (running().length > 0 && Date.now() < deadline) await sleep(IDLE_POLL_MS);
+        const left = running();
+        if (left.length > 0) {
+          logger.warn(
+            { jobs: left.map((job) => ({ job: job.attrs.name, jobId: String(job.attrs._id) })), timeoutMs },
+            'jobs: still running at stop; released for another instance to run again',
+          );
+          for (const job of left) {
+            await store.repository
+              .saveJobState({ ...job.attrs, lockedAt: undefined, nextRunAt: new Date() }, { lastModifiedBy: instanceName })
+              .catch((error: unknown) => logger.error({ err: error, jobId: String(job.attrs._id) }, 'jobs: could not release a job'));
+          }
+        }
+        connection = undefined;
+        await store.close();
+      });
+    },
+
+    async waitForIdle(waitOptions = {}) {
+      const timeoutMs = waitOptions.timeoutMs ?? 10_000;
+      const withinMs = waitOptions.withinMs ?? 0;
+      const { store } = await connect();
+      const names = [...definitions.keys()];
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const pending = await store.countPending(names, withinMs);
+        if (pending === 0) return;
+        if (Date.now() >= deadline) throw new Error(`waitForIdle: ${pending} job(s) still running or due after ${timeoutMs} ms`);
+        await sleep(IDLE_POLL_MS);
+      }
+    },
+  };
+}
+
+/** Milliseconds before the run after failed run `attempt` (0-based), or null when that was the last. */
+function retryDelay(retry: RetryPolicy | undefined, attempt: number): number | null {
+  if (!retry || attempt + 1 >= retry.maxAttempts) return null;
+  const delay = retry.delayMs(attempt);
+  return delay === null ? null : Math.max(0, delay);
+}
+
+/** PostgreSQL unique_violation or MongoDB E11000. */
+function isDuplicateKeyError(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '23505' || code === 11000;
+}
+
+/**
+ * The jobs running in this process. Agenda keeps them in its job processor, which it does not
+ * expose and forgets on stop(), so this reads the field before stopping; test/jobs.test.ts
+ * ("stop() waits for a running job") fails if a new Agenda version moves it.
+ */
+function runningJobsOf(agenda: Agenda): () => Job[] {
+  const processor = (agenda as unknown as { jobProcessor?: { runningJobs?: Job[] } }).jobProcessor;
+  return () => processor?.runningJobs ?? [];
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

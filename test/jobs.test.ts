@@ -1,0 +1,366 @@
+/**
+ * src/jobs: Agenda on the test database's PostgreSQL — running, scheduling, retries, uniqueKey,
+ * persistence across instances, locking between two running queues, stop() and cancel(), and
+ * Agenda's table kept out of the `public` schema that prisma/schema.prisma describes.
+ */
+import fs from 'node:fs';
+import { Writable } from 'node:stream';
+import internals from '@prisma/internals';
+import pg from 'pg';
+import pino from 'pino';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createJobQueue, type JobQueue, type JobQueueOptions } from '../src/jobs/job-queue.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { diffSchemas, expectedSchemaFromDmmf, readDatabaseSchema } from './helpers/schema-diff.ts';
+
+let database: TestDatabase;
+const logs: Record<string, unknown>[] = [];
+const queues: JobQueue[] = [];
+let sequence = 0;
+
+beforeAll(async () => {
+  database = await createTestDatabase();
+});
+
+afterEach(async () => {
+  await Promise.all(queues.splice(0).map((queue) => queue.stop({ timeoutMs: 2000 })));
+});
+
+afterAll(async () => {
+  await database?.drop();
+});
+
+const logger = pino(
+  { level: 'debug' },
+  new Writable({
+    write(chunk, _encoding, callback) {
+      for (const line of String(chunk).split('\n')) if (line.trim()) logs.push(JSON.parse(line));
+      callback();
+    },
+  }),
+);
+
+/** A queue on the test database with fast polling, stopped after each test. */
+function makeQueue(options: Partial<JobQueueOptions> = {}): JobQueue {
+  sequence += 1;
+  const queue = createJobQueue({ connectionString: database.url, logger, processEvery: 50, name: `test-${sequence}`, ...options });
+  queues.push(queue);
+  return queue;
+}
+
+/** A job name no other test uses (the table is shared by the whole file). */
+function jobName(label: string): string {
+  sequence += 1;
+  return `${label}-${sequence}`;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor(condition: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error('waitFor: timed out');
+    await sleep(10);
+  }
+}
+
+async function sql<T extends pg.QueryResultRow>(text: string, values: unknown[] = []): Promise<T[]> {
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  try {
+    return (await client.query<T>(text, values)).rows;
+  } finally {
+    await client.end();
+  }
+}
+
+describe('job queue', () => {
+  it('runs an enqueued job with its data, on its first attempt', async () => {
+    const queue = makeQueue();
+    const name = jobName('echo');
+    const runs: { data: unknown; attempt: number; id: string }[] = [];
+    queue.define<{ to: string; n: number }>(name, async (data, job) => {
+      runs.push({ data, ...job });
+    });
+    await queue.start();
+    const enqueuedAt = Date.now();
+    const id = await queue.enqueue(name, { to: 'ada@example.test', n: 1 });
+    await queue.waitForIdle();
+    expect(runs).toEqual([{ data: { to: 'ada@example.test', n: 1 }, attempt: 0, id }]);
+    // LISTEN/NOTIFY: no waiting for the next scan.
+    expect(Date.now() - enqueuedAt).toBeLessThan(1000);
+  });
+
+  it('runs a scheduled job at its time, not before', async () => {
+    const queue = makeQueue();
+    const name = jobName('scheduled');
+    const ranAt: number[] = [];
+    queue.define(name, async () => {
+      ranAt.push(Date.now());
+    });
+    await queue.start();
+    const at = new Date(Date.now() + 300);
+    await queue.enqueue(name, {}, { at });
+    await sleep(200);
+    expect(ranAt).toEqual([]);
+    await waitFor(() => ranAt.length > 0, 3000);
+    expect(ranAt[0]).toBeGreaterThanOrEqual(at.getTime());
+    expect(ranAt[0]! - at.getTime()).toBeLessThan(500);
+    await queue.waitForIdle();
+    expect(ranAt).toHaveLength(1);
+  });
+
+  it('retries a failing job after the given delays and gives up after maxAttempts, logging the final failure', async () => {
+    const queue = makeQueue();
+    const name = jobName('flaky');
+    const delays = [150, 300];
+    const runs: { attempt: number; at: number }[] = [];
+    queue.define(
+      name,
+      async (_data, job) => {
+        runs.push({ attempt: job.attempt, at: Date.now() });
+        throw new Error(`refused ${job.attempt}`);
+      },
+      { retry: { maxAttempts: 3, delayMs: (attempt) => delays[attempt]! } },
+    );
+    await queue.start();
+    const id = await queue.enqueue(name, { id: 1 });
+    await queue.waitForIdle({ withinMs: 1000, timeoutMs: 5000 });
+    await sleep(300); // no fourth run
+    expect(runs.map((r) => r.attempt)).toEqual([0, 1, 2]);
+    const gaps = [runs[1]!.at - runs[0]!.at, runs[2]!.at - runs[1]!.at];
+    expect(gaps[0]).toBeGreaterThanOrEqual(150);
+    expect(gaps[0]).toBeLessThan(150 + 250);
+    expect(gaps[1]).toBeGreaterThanOrEqual(300);
+    expect(gaps[1]).toBeLessThan(300 + 250);
+
+    const mine = logs.filter((line) => line.jobId === id);
+    expect(mine.map((line) => [line.level, line.attempt])).toEqual([
+      [40, 0],
+      [40, 1],
+      [50, 2],
+    ]);
+    expect(mine[2]!.msg).toContain('giving up');
+    const [row] = await sql<{ fail_count: number; next_run_at: Date | null; locked_at: Date | null }>(
+      'SELECT fail_count, next_run_at, locked_at FROM agenda.jobs WHERE id = $1',
+      [id],
+    );
+    expect(row).toEqual({ fail_count: 3, next_run_at: null, locked_at: null });
+  });
+
+  it('a job that fails then succeeds stops retrying; no retry policy means one run', async () => {
+    const queue = makeQueue();
+    const recovering = jobName('recovering');
+    const once = jobName('once');
+    const attempts: Record<string, number[]> = { [recovering]: [], [once]: [] };
+    queue.define(
+      recovering,
+      async (_data, job) => {
+        attempts[recovering]!.push(job.attempt);
+        if (job.attempt < 1) throw new Error('not yet');
+      },
+      { retry: { maxAttempts: 5, delayMs: () => 50 } },
+    );
+    queue.define(once, async (_data, job) => {
+      attempts[once]!.push(job.attempt);
+      throw new Error('no');
+    });
+    await queue.start();
+    await queue.enqueue(recovering, null);
+    await queue.enqueue(once, null);
+    await queue.waitForIdle({ withinMs: 500 });
+    await sleep(200);
+    expect(attempts).toEqual({ [recovering]: [0, 1], [once]: [0] });
+  });
+
+  it('uniqueKey makes enqueueing idempotent, also when enqueues race', async () => {
+    const queue = makeQueue();
+    const name = jobName('unique');
+    const runs: unknown[] = [];
+    queue.define(name, async (data) => {
+      runs.push(data);
+    });
+    // Not started: the jobs wait, so every enqueue below meets the first one's row.
+    const first = await queue.enqueue(name, { n: 1 }, { uniqueKey: 'submitter:1:email' });
+    const again = await queue.enqueue(name, { n: 2 }, { uniqueKey: 'submitter:1:email' });
+    const racing = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => queue.enqueue(name, { n: 10 + i }, { uniqueKey: 'submitter:2:email' })),
+    );
+    const other = await queue.enqueue(name, { n: 3 }, { uniqueKey: 'submitter:3:email' });
+    // The same key under another job name is another job.
+    const otherName = jobName('unique-other');
+    queue.define(otherName, async () => undefined);
+    const sameKeyOtherName = await queue.enqueue(otherName, {}, { uniqueKey: 'submitter:1:email' });
+
+    expect(again).toBe(first);
+    expect(new Set(racing).size).toBe(1);
+    expect(new Set([first, racing[0], other, sameKeyOtherName]).size).toBe(4);
+
+    await queue.start();
+    await queue.waitForIdle();
+    expect(runs).toHaveLength(3);
+    expect(runs).toContainEqual({ n: 1 });
+    expect(runs).toContainEqual({ n: 3 });
+    // After the run the key still stands for the job: enqueueing it again runs nothing.
+    expect(await queue.enqueue(name, { n: 4 }, { uniqueKey: 'submitter:1:email' })).toBe(first);
+    await queue.waitForIdle();
+    expect(runs).toHaveLength(3);
+  });
+
+  it('persists jobs: enqueued on a queue that stops before they are due, run once by another instance', async () => {
+    const name = jobName('persisted');
+    const runsOn: string[] = [];
+    const a = makeQueue({ name: 'instance-a' });
+    a.define(name, async () => {
+      runsOn.push('a');
+    });
+    await a.start();
+    const at = new Date(Date.now() + 400);
+    const ids = [await a.enqueue(name, { n: 1 }, { at }), await a.enqueue(name, { n: 2 }, { at })];
+    // A scan may already have locked them (they fall due within processEvery): stop releases them.
+    await a.stop();
+    const [locked] = await sql<{ n: number }>('SELECT count(*)::int AS n FROM agenda.jobs WHERE id = ANY($1) AND locked_at IS NOT NULL', [ids]);
+    expect(locked!.n).toBe(0);
+
+    const b = makeQueue({ name: 'instance-b' });
+    b.define(name, async () => {
+      runsOn.push('b');
+    });
+    await b.start();
+    await sleep(Math.max(0, at.getTime() - Date.now()) + 100);
+    await b.waitForIdle();
+    expect(runsOn).toEqual(['b', 'b']);
+  });
+
+  it('two queues running on one database run each job exactly once', async () => {
+    const name = jobName('shared');
+    const runs = new Map<number, string[]>();
+    const queuesHere = ['one', 'two'].map((label) => {
+      const queue = makeQueue({ name: label });
+      queue.define<{ n: number }>(
+        name,
+        async ({ n }) => {
+          runs.set(n, [...(runs.get(n) ?? []), label]);
+          await sleep(5);
+        },
+        { concurrency: 4 },
+      );
+      return queue;
+    });
+    await Promise.all(queuesHere.map((queue) => queue.start()));
+    const count = 60;
+    // Enqueued through both queues, some due now and some a little later (found by the scans).
+    await Promise.all(
+      Array.from({ length: count }, (_, n) =>
+        queuesHere[n % 2]!.enqueue(name, { n }, n % 3 === 0 ? { at: new Date(Date.now() + 100 + n) } : {}),
+      ),
+    );
+    await sleep(250);
+    await queuesHere[0]!.waitForIdle({ timeoutMs: 15_000 });
+    expect([...runs.keys()].sort((x, y) => x - y)).toEqual(Array.from({ length: count }, (_, n) => n));
+    expect([...runs.values()].filter((ranOn) => ranOn.length !== 1)).toEqual([]);
+  });
+
+  it('stop() waits for a running job to finish', async () => {
+    const queue = makeQueue();
+    const name = jobName('slow');
+    const events: string[] = [];
+    queue.define(name, async () => {
+      events.push('started');
+      await sleep(400);
+      events.push('finished');
+    });
+    await queue.start();
+    const id = await queue.enqueue(name, {});
+    await waitFor(() => events.includes('started'));
+    const stopping = queue.stop({ timeoutMs: 5000 }).then(() => events.push('stopped'));
+    await stopping;
+    expect(events).toEqual(['started', 'finished', 'stopped']);
+    const [row] = await sql<{ locked_at: Date | null; next_run_at: Date | null; last_finished_at: Date | null }>(
+      'SELECT locked_at, next_run_at, last_finished_at FROM agenda.jobs WHERE id = $1',
+      [id],
+    );
+    expect(row!.locked_at).toBeNull();
+    expect(row!.next_run_at).toBeNull();
+    expect(row!.last_finished_at).not.toBeNull();
+  });
+
+  it('stop() past its timeout releases the running job, and another instance runs it again', async () => {
+    const name = jobName('stuck');
+    const runs: { on: string; attempt: number }[] = [];
+    const a = makeQueue({ name: 'stuck-a' });
+    a.define(name, async (_data, job) => {
+      runs.push({ on: 'a', attempt: job.attempt });
+      await sleep(1500);
+    });
+    await a.start();
+    await a.enqueue(name, {});
+    await waitFor(() => runs.length === 1);
+    const stopStarted = Date.now();
+    await a.stop({ timeoutMs: 200 });
+    expect(Date.now() - stopStarted).toBeLessThan(1000);
+    expect(logs.some((line) => String(line.msg).includes('still running at stop'))).toBe(true);
+
+    const b = makeQueue({ name: 'stuck-b' });
+    b.define(name, async (_data, job) => {
+      runs.push({ on: 'b', attempt: job.attempt });
+    });
+    await b.start();
+    await waitFor(() => runs.length === 2, 3000);
+    await b.waitForIdle();
+    expect(runs).toEqual([
+      { on: 'a', attempt: 0 },
+      { on: 'b', attempt: 0 },
+    ]);
+  });
+
+  it('cancel() removes the pending jobs whose data matches', async () => {
+    const queue = makeQueue();
+    const name = jobName('expire');
+    const ran: unknown[] = [];
+    queue.define(name, async (data) => {
+      ran.push(data);
+    });
+    await queue.start();
+    const at = new Date(Date.now() + 300);
+    await queue.enqueue(name, { submissionId: 7, reason: 'expire_at' }, { at, uniqueKey: 'submission:7:expire' });
+    await queue.enqueue(name, { submissionId: 8, reason: 'expire_at' }, { at });
+    expect(await queue.cancel(name, { submissionId: 7 })).toBe(1);
+    expect(await queue.cancel(name, { submissionId: 99 })).toBe(0);
+    await sleep(400);
+    await queue.waitForIdle();
+    expect(ran).toEqual([{ submissionId: 8, reason: 'expire_at' }]);
+    // The key is free again.
+    await queue.enqueue(name, { submissionId: 7, reason: 'again' }, { uniqueKey: 'submission:7:expire' });
+    await queue.waitForIdle();
+    expect(ran).toContainEqual({ submissionId: 7, reason: 'again' });
+  });
+
+  it('waitForIdle() fails after its timeout when due jobs are not run', async () => {
+    const queue = makeQueue();
+    const name = jobName('nobody-runs');
+    queue.define(name, async () => undefined);
+    await queue.enqueue(name, {}); // never started
+    await expect(queue.waitForIdle({ timeoutMs: 200 })).rejects.toThrow(/1 job\(s\) still running or due after 200 ms/);
+  });
+
+  it('keeps Agenda in the `agenda` schema: `public` still matches prisma/schema.prisma', async () => {
+    await makeQueue().start();
+    const tables = await sql<{ schema: string; table: string }>(
+      `SELECT table_schema AS schema, table_name AS table FROM information_schema.tables
+        WHERE table_name ILIKE '%job%' OR table_schema = 'agenda' ORDER BY 1, 2`,
+    );
+    expect(tables).toEqual([{ schema: 'agenda', table: 'jobs' }]);
+
+    const client = new pg.Client({ connectionString: database.url });
+    await client.connect();
+    try {
+      const actual = await readDatabaseSchema(client);
+      const schemaText = fs.readFileSync(new URL('../prisma/schema.prisma', import.meta.url), 'utf8');
+      const expected = expectedSchemaFromDmmf(await internals.getDMMF({ datamodel: schemaText }));
+      expect(diffSchemas(expected, actual)).toEqual([]);
+    } finally {
+      await client.end();
+    }
+  });
+});
