@@ -7,8 +7,26 @@
  */
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
-import { bodyObject, isTruthy, pathId } from '../params.ts';
-import { serializeCreatedSubmitter, SUBMITTER_CREATE_FRAGMENT, type CreatedSubmitterData } from '../serializers/submitter.ts';
+import { bodyObject, isTruthy, pathId, queryInt, queryString } from '../params.ts';
+import {
+  serializeSubmissionGet,
+  serializeSubmissionListItem,
+  SUBMISSION_GET_FRAGMENT,
+  SUBMISSION_LIST_FRAGMENT,
+  type SubmissionGetData,
+  type SubmissionListData,
+} from '../serializers/submission.ts';
+import {
+  serializeCreatedSubmitter,
+  serializeSubmitterRead,
+  serializeSubmitterUpdate,
+  SUBMITTER_CREATE_FRAGMENT,
+  SUBMITTER_READ_FRAGMENT,
+  SUBMITTER_UPDATE_FRAGMENT,
+  type CreatedSubmitterData,
+  type SubmitterReadData,
+  type SubmitterUpdateData,
+} from '../serializers/submitter.ts';
 
 type Body = Record<string, unknown>;
 
@@ -201,5 +219,175 @@ export const submissionRoutes: RestRoute[] = [
       const [only] = submissions;
       return { id: only!.id, submitters, expire_at: only!.expireAt, created_at: only!.createdAt };
     },
+  },
+];
+
+// ---------------------------------------------------------------------------------------------
+// Reading and changing (interface spec "Submissions", "Submitters"; reference §4, §5, §7.7, §8).
+
+const listSubmissionsOperation = /* GraphQL */ `
+  query RestSubmissions($templateId: Int, $q: String, $templateFolder: String, $status: String, $archived: Boolean, $slug: String, $limit: Int, $after: Int, $before: Int) {
+    submissions(templateId: $templateId, q: $q, templateFolder: $templateFolder, status: $status, archived: $archived, slug: $slug, limit: $limit, after: $after, before: $before) {
+      nodes { ...RestSubmissionList }
+      pagination { count next prev }
+    }
+  }
+  ${SUBMISSION_LIST_FRAGMENT}
+`;
+
+function listSubmissionsVariables(request: RestRequest) {
+  const archived = queryString(request, 'archived');
+  return {
+    templateId: request.params.id !== undefined ? pathId(request, 'Template') : queryInt(request, 'template_id'),
+    q: queryString(request, 'q') || undefined,
+    templateFolder: queryString(request, 'template_folder') || undefined,
+    status: queryString(request, 'status') || undefined,
+    // Absent: archived and active alike; "true": archived only; anything else: active only (§4).
+    archived: archived === undefined ? undefined : isTruthy(archived),
+    slug: queryString(request, 'slug'),
+    limit: queryInt(request, 'limit'),
+    after: queryInt(request, 'after'),
+    before: queryInt(request, 'before'),
+  };
+}
+
+type ListData = { submissions: { nodes: SubmissionListData[]; pagination: unknown } };
+const serializeSubmissionList = ({ submissions }: ListData) => ({ data: submissions.nodes.map(serializeSubmissionListItem), pagination: submissions.pagination });
+
+const getSubmissionOperation = /* GraphQL */ `
+  query RestSubmission($id: Int!) { submission(id: $id) { ...RestSubmissionGet } }
+  ${SUBMISSION_GET_FRAGMENT}
+`;
+
+const submitterReadOperationList = /* GraphQL */ `
+  query RestSubmitters($submissionId: Int, $templateId: Int, $q: String, $externalId: String, $slug: String, $completedAfter: DateTime, $completedBefore: DateTime, $limit: Int, $after: Int, $before: Int) {
+    submitters(submissionId: $submissionId, templateId: $templateId, q: $q, externalId: $externalId, slug: $slug, completedAfter: $completedAfter, completedBefore: $completedBefore, limit: $limit, after: $after, before: $before) {
+      nodes { ...RestSubmitterRead }
+      pagination { count next prev }
+    }
+  }
+  ${SUBMITTER_READ_FRAGMENT}
+`;
+
+/** completed_after / completed_before: any parseable date-time, no offset = UTC (e.g. "2024-03-05 9:32:20"). */
+function queryDate(request: RestRequest, name: string): string | undefined {
+  const raw = queryString(request, name);
+  if (raw === undefined || raw === '') return undefined;
+  const text = raw.trim();
+  const date = new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}${/T|\s/.test(text) ? '' : 'T00:00:00'}Z`);
+  if (Number.isNaN(date.getTime())) throw new AppError('VALIDATION', `${name} is invalid`);
+  return date.toISOString();
+}
+
+export const submissionReadRoutes: RestRoute[] = [
+  { method: 'GET', path: '/submissions', operation: listSubmissionsOperation, variables: listSubmissionsVariables, serialize: serializeSubmissionList },
+  { method: 'GET', path: '/templates/:id/submissions', operation: listSubmissionsOperation, variables: listSubmissionsVariables, serialize: serializeSubmissionList },
+  {
+    method: 'GET',
+    path: '/submissions/:id',
+    operation: getSubmissionOperation,
+    variables: (request) => ({ id: pathId(request, 'Submission') }),
+    serialize: ({ submission }: { submission: SubmissionGetData }) => serializeSubmissionGet(submission),
+  },
+  {
+    method: 'GET',
+    path: '/submissions/:id/documents',
+    operation: /* GraphQL */ `query RestSubmissionDocuments($id: Int!) { submission(id: $id) { id documents { name url } } }`,
+    variables: (request) => ({ id: pathId(request, 'Submission') }),
+    serialize: ({ submission }: { submission: { id: number; documents: unknown[] } }) => ({ id: submission.id, documents: submission.documents }),
+  },
+  {
+    method: ['PUT', 'PATCH'],
+    path: '/submissions/:id',
+    operation: /* GraphQL */ `
+      mutation RestUpdateSubmission($input: UpdateSubmissionInput!) { updateSubmission(input: $input) { submission { ...RestSubmissionGet } } }
+      ${SUBMISSION_GET_FRAGMENT}
+    `,
+    variables: (request) => {
+      const outer = bodyObject(request);
+      const body = isObject(outer.submission) ? outer.submission : outer;
+      const archivedRaw = body.archived ?? body.archived_at;
+      const clear = 'expire_at' in body && (body.expire_at === null || body.expire_at === '');
+      return {
+        input: {
+          id: pathId(request, 'Submission'),
+          name: str(body.name, 'name'),
+          expireAt: clear ? undefined : expireAt(body.expire_at),
+          clearExpireAt: clear || undefined,
+          archived: archivedRaw === undefined || archivedRaw === null ? undefined : isTruthy(archivedRaw),
+        },
+      };
+    },
+    serialize: ({ updateSubmission }: { updateSubmission: { submission: SubmissionGetData } }) => serializeSubmissionGet(updateSubmission.submission, { withEvents: false }),
+  },
+  {
+    method: 'DELETE',
+    path: '/submissions/:id',
+    operation: /* GraphQL */ `mutation RestArchiveSubmission($input: ArchiveSubmissionInput!) { archiveSubmission(input: $input) { submission { id archivedAt } } }`,
+    variables: (request) => ({ input: { id: pathId(request, 'Submission') } }),
+    serialize: ({ archiveSubmission }: { archiveSubmission: { submission: { id: number; archivedAt: string } } }) => ({
+      id: archiveSubmission.submission.id,
+      archived_at: archiveSubmission.submission.archivedAt,
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/submitters',
+    operation: submitterReadOperationList,
+    variables: (request) => ({
+      submissionId: queryInt(request, 'submission_id'),
+      templateId: queryInt(request, 'template_id'),
+      q: queryString(request, 'q') || undefined,
+      externalId: queryString(request, 'external_id') ?? queryString(request, 'application_key'),
+      slug: queryString(request, 'slug'),
+      completedAfter: queryDate(request, 'completed_after'),
+      completedBefore: queryDate(request, 'completed_before'),
+      limit: queryInt(request, 'limit'),
+      after: queryInt(request, 'after'),
+      before: queryInt(request, 'before'),
+    }),
+    serialize: ({ submitters }: { submitters: { nodes: SubmitterReadData[]; pagination: unknown } }) => ({
+      data: submitters.nodes.map(serializeSubmitterRead),
+      pagination: submitters.pagination,
+    }),
+  },
+  {
+    method: 'GET',
+    path: '/submitters/:id',
+    operation: /* GraphQL */ `query RestSubmitter($id: Int!) { submitter(id: $id) { ...RestSubmitterRead } } ${SUBMITTER_READ_FRAGMENT}`,
+    variables: (request) => ({ id: pathId(request, 'Submitter') }),
+    serialize: ({ submitter }: { submitter: SubmitterReadData }) => serializeSubmitterRead(submitter),
+  },
+  {
+    method: ['PUT', 'PATCH'],
+    path: '/submitters/:id',
+    operation: /* GraphQL */ `
+      mutation RestUpdateSubmitter($input: UpdateSubmitterInput!) { updateSubmitter(input: $input) { submitter { ...RestSubmitterUpdate } } }
+      ${SUBMITTER_UPDATE_FRAGMENT}
+    `,
+    variables: (request) => {
+      const outer = bodyObject(request);
+      const body = isObject(outer.submitter) ? outer.submitter : outer;
+      const id = pathId(request, 'Submitter');
+      if (body.fields !== undefined && body.fields !== null && !Array.isArray(body.fields)) throw new AppError('VALIDATION', 'fields must be a Array');
+      return {
+        input: {
+          id,
+          name: str(body.name, 'name'),
+          email: str(body.email, 'email'),
+          phone: str(body.phone, 'phone'),
+          values: obj(body.values, 'values'),
+          externalId: str(body.external_id ?? body.application_key, 'external_id'),
+          sendEmail: bool(body.send_email),
+          sendSms: bool(body.send_sms),
+          replyTo: str(body.reply_to, 'reply_to'),
+          completedRedirectUrl: str(body.completed_redirect_url, 'completed_redirect_url'),
+          completed: bool(body.completed),
+          message: message(body.message),
+          fields: body.fields ?? undefined,
+        },
+      };
+    },
+    serialize: ({ updateSubmitter }: { updateSubmitter: { submitter: SubmitterUpdateData } }) => serializeSubmitterUpdate(updateSubmitter.submitter),
   },
 ];

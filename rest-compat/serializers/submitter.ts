@@ -64,3 +64,100 @@ export function serializeCreatedSubmitter(s: CreatedSubmitterData) {
     embed_src: s.embedSrc,
   };
 }
+
+/** Base submitter keys (§5.2), in every shape. */
+export const SUBMITTER_BASE_FRAGMENT = /* GraphQL */ `
+  fragment RestSubmitterBase on Submitter {
+    id submissionId uuid email slug sentAt openedAt completedAt declinedAt createdAt updatedAt
+    name phone externalId metadata status preferences role
+  }
+`;
+
+/** GET /submitters and GET /submitters/{id}: plus values, documents, template, this submitter's events. */
+export const SUBMITTER_READ_FRAGMENT = /* GraphQL */ `
+  fragment RestSubmitterRead on Submitter {
+    ...RestSubmitterBase
+    values
+    documents { name url }
+    submission { template { id name createdAt updatedAt } }
+    events { id submitterId eventType eventTimestamp }
+  }
+  ${SUBMITTER_BASE_FRAGMENT}
+`;
+
+/** PUT /submitters/{id}: plus values, documents, embed_src. */
+export const SUBMITTER_UPDATE_FRAGMENT = /* GraphQL */ `
+  fragment RestSubmitterUpdate on Submitter {
+    ...RestSubmitterBase
+    values
+    documents { name url }
+    embedSrc
+  }
+  ${SUBMITTER_BASE_FRAGMENT}
+`;
+
+export type SubmitterBaseData = Omit<CreatedSubmitterData, 'values' | 'embedSrc'>;
+
+export interface EventData {
+  id: number;
+  submitterId: number | null;
+  eventType: string;
+  eventTimestamp: string;
+}
+
+export function serializeEvent(e: EventData) {
+  return { id: e.id, submitter_id: e.submitterId, event_type: e.eventType, event_timestamp: e.eventTimestamp };
+}
+
+/** The base keys in DocuSeal's order (§5.2). */
+export function serializeSubmitterBase(s: SubmitterBaseData) {
+  return {
+    id: s.id,
+    submission_id: s.submissionId,
+    uuid: s.uuid,
+    email: s.email,
+    slug: s.slug,
+    sent_at: s.sentAt,
+    opened_at: s.openedAt,
+    completed_at: s.completedAt,
+    declined_at: s.declinedAt,
+    created_at: s.createdAt,
+    updated_at: s.updatedAt,
+    name: s.name,
+    phone: s.phone,
+    external_id: s.externalId,
+    metadata: s.metadata ?? {},
+    status: s.status,
+    application_key: s.externalId,
+    preferences: publicPreferences(s.preferences),
+    role: s.role,
+  };
+}
+
+export interface SubmitterReadData extends SubmitterBaseData {
+  values: unknown;
+  documents: { name: string; url: string }[];
+  submission: { template: { id: number; name: string; createdAt: string; updatedAt: string } };
+  events: EventData[];
+}
+
+export function serializeSubmitterRead(s: SubmitterReadData) {
+  const t = s.submission.template;
+  return {
+    ...serializeSubmitterBase(s),
+    values: s.values,
+    documents: s.documents,
+    template: { id: t.id, name: t.name, created_at: t.createdAt, updated_at: t.updatedAt },
+    submission_events: s.events.map(serializeEvent),
+  };
+}
+
+export interface SubmitterUpdateData extends SubmitterBaseData {
+  values: unknown;
+  documents: { name: string; url: string }[];
+  embedSrc: string;
+}
+
+export function serializeSubmitterUpdate(s: SubmitterUpdateData) {
+  return { ...serializeSubmitterBase(s), values: s.values, documents: s.documents, embed_src: s.embedSrc };
+}

@@ -217,42 +217,7 @@ async function planSubmission(
   const parties: PartyPlan[] = [];
   for (const { input, role, path } of mapped) {
     const own = fields.filter((f) => f.submitter_uuid === role.uuid);
-    const values: Record<string, unknown> = {};
-    let phone = input.phone ? input.phone.replace(/[^\d+]/g, '') : null;
-
-    const prefill = async (field: Field, raw: unknown, where: string) => {
-      if (raw === undefined || raw === null) return;
-      if (ATTACHMENT_TYPES.has(field.type)) {
-        values[field.uuid] = await attachmentValue(deps, options, raw, field, where);
-        return;
-      }
-      const value = normalizeValue(field, raw);
-      if (field.type === 'phone' && phone === null && typeof value === 'string') {
-        phone = value.replace(/[^\d+]/g, '');
-        return;
-      }
-      values[field.uuid] = value;
-      field.default_value = value as Field['default_value'];
-    };
-
-    for (const [key, raw] of Object.entries(input.values ?? {})) {
-      // Unknown keys in `values` are ignored (§7.1); a name shared by several fields fills them all.
-      for (const field of own.filter((f) => matchesField(f, key))) await prefill(field, raw, `values.${key} in \`${path}\``);
-    }
-    for (const [i, config] of (input.fields ?? []).entries()) {
-      const matches = own.filter((f) => matchesField(f, config.uuid ?? config.name ?? ''));
-      const raw = config.default_value ?? config.value;
-      if (matches.length === 0) {
-        if (raw !== undefined && !input.values) throw new AppError('VALIDATION', `Unknown field: ${config.name ?? config.uuid}`);
-        continue;
-      }
-      for (const field of matches) {
-        applyFieldConfig(field, config);
-        await prefill(field, raw, `fields[${i}] in \`${path}\``);
-      }
-    }
-    for (const name of input.readonly_fields ?? []) for (const field of own.filter((f) => matchesField(f, name))) field.readonly = true;
-
+    const { values, phone } = await applyPrefill(deps, { accountId: options.accountId, download: options.download }, own, input, path);
     const sendEmail = input.send_email ?? settings.sendEmail;
     const sendSms = input.send_sms ?? settings.sendSms;
     const replyTo = input.reply_to ?? settings.replyTo;
@@ -289,6 +254,60 @@ async function planSubmission(
   }
 
   return { roles: mapped.map((m) => m.role), fields, parties, order };
+}
+
+/**
+ * Prefill of one party (§7.5): `values` keyed by field uuid, name, downcased or parameterized name
+ * (unknown keys ignored; a name shared by several fields fills them all), `fields[]` overrides and
+ * default values (an unknown field with a value is an error only without `values`), and
+ * `readonly_fields`. The first phone value becomes the party's phone. Mutates `own` (the
+ * submission's copy of the party's fields): non-attachment values become their default_value.
+ * @returns the stored values (by field uuid) and the phone
+ */
+export async function applyPrefill(
+  deps: { db: Db; storage: FileStorage },
+  context: { accountId: number; download: CreateSubmissionsOptions['download'] },
+  own: Field[],
+  input: Pick<SubmitterInput, 'values' | 'fields' | 'readonly_fields' | 'phone'>,
+  path: string,
+  existing: Record<string, unknown> = {},
+): Promise<{ values: Record<string, unknown>; phone: string | null }> {
+  const values: Record<string, unknown> = { ...existing };
+  let phone = input.phone ? input.phone.replace(/[^\d+]/g, '') : null;
+  const options = { accountId: context.accountId, download: context.download } as CreateSubmissionsOptions;
+
+  const prefill = async (field: Field, raw: unknown, where: string) => {
+    if (raw === undefined || raw === null) return;
+    if (ATTACHMENT_TYPES.has(field.type)) {
+      values[field.uuid] = await attachmentValue(deps, options, raw, field, where);
+      return;
+    }
+    const value = normalizeValue(field, raw);
+    if (field.type === 'phone' && phone === null && typeof value === 'string') {
+      phone = value.replace(/[^\d+]/g, '');
+      return;
+    }
+    values[field.uuid] = value;
+    field.default_value = value as Field['default_value'];
+  };
+
+  for (const [key, raw] of Object.entries(input.values ?? {})) {
+    for (const field of own.filter((f) => matchesField(f, key))) await prefill(field, raw, `values.${key} in \`${path}\``);
+  }
+  for (const [i, config] of (input.fields ?? []).entries()) {
+    const matches = own.filter((f) => matchesField(f, config.uuid ?? config.name ?? ''));
+    const raw = config.default_value ?? config.value;
+    if (matches.length === 0) {
+      if (raw !== undefined && !input.values) throw new AppError('VALIDATION', `Unknown field: ${config.name ?? config.uuid}`);
+      continue;
+    }
+    for (const field of matches) {
+      applyFieldConfig(field, config);
+      await prefill(field, raw, `fields[${i}] in \`${path}\``);
+    }
+  }
+  for (const name of input.readonly_fields ?? []) for (const field of own.filter((f) => matchesField(f, name))) field.readonly = true;
+  return { values, phone };
 }
 
 /** Field overrides of `fields[]` (§7.5). */

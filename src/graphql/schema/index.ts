@@ -7,6 +7,7 @@ import { builder } from '../builder.ts';
 import './account.ts';
 import './api-key.ts';
 import './submission.ts';
+import './submission-queries.ts';
 import './template.ts';
 import './template-mutations.ts';
 import './viewer.ts';

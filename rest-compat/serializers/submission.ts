@@ -1,0 +1,109 @@
+/**
+ * DocuSeal's submission JSON (reference/docuseal-behaviour.md §5.1; interface spec "Submission").
+ */
+import {
+  serializeEvent,
+  serializeSubmitterBase,
+  SUBMITTER_BASE_FRAGMENT,
+  type EventData,
+  type SubmitterBaseData,
+} from './submitter.ts';
+
+export const SUBMISSION_LIST_FRAGMENT = /* GraphQL */ `
+  fragment RestSubmissionList on Submission {
+    id name slug source submittersOrder expireAt createdAt updatedAt archivedAt variables status completedAt
+    auditLogUrl combinedDocumentUrl
+    template { id name externalId createdAt updatedAt folderName }
+    createdByUser { id email firstName lastName }
+    submitters { ...RestSubmitterBase }
+  }
+  ${SUBMITTER_BASE_FRAGMENT}
+`;
+
+/** GET /submissions/{id}: submitters with values and documents, events, documents. */
+export const SUBMISSION_GET_FRAGMENT = /* GraphQL */ `
+  fragment RestSubmissionGet on Submission {
+    id name slug source submittersOrder expireAt createdAt updatedAt archivedAt variables status completedAt
+    auditLogUrl combinedDocumentUrl
+    template { id name externalId createdAt updatedAt folderName }
+    createdByUser { id email firstName lastName }
+    submitters { ...RestSubmitterBase values documents { name url } }
+    events { id submitterId eventType eventTimestamp }
+    documents { name url }
+  }
+  ${SUBMITTER_BASE_FRAGMENT}
+`;
+
+export interface SubmissionListData {
+  id: number;
+  name: string | null;
+  slug: string;
+  source: string;
+  submittersOrder: string;
+  expireAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+  archivedAt: string | null;
+  variables: unknown;
+  status: string;
+  completedAt: string | null;
+  auditLogUrl: string | null;
+  combinedDocumentUrl: string | null;
+  template: { id: number; name: string; externalId: string | null; createdAt: string; updatedAt: string; folderName: string } | null;
+  createdByUser: { id: number; email: string; firstName: string | null; lastName: string | null } | null;
+  submitters: SubmitterBaseData[];
+}
+
+export interface SubmissionGetData extends Omit<SubmissionListData, 'submitters'> {
+  submitters: (SubmitterBaseData & { values: unknown; documents: { name: string; url: string }[] })[];
+  events: EventData[];
+  documents: { name: string; url: string }[];
+}
+
+function base(s: Omit<SubmissionListData, 'submitters'>) {
+  return {
+    id: s.id,
+    // DocuSeal's OpenAPI types `name` as a string; an unnamed submission goes by its template's
+    // name, as DocuSeal's {{submission.name}} does (docs/compatibility.md).
+    name: s.name ?? s.template?.name ?? null,
+    slug: s.slug,
+    source: s.source,
+    submitters_order: s.submittersOrder,
+    expire_at: s.expireAt,
+    created_at: s.createdAt,
+    updated_at: s.updatedAt,
+    archived_at: s.archivedAt,
+    template: s.template
+      ? { id: s.template.id, name: s.template.name, external_id: s.template.externalId, created_at: s.template.createdAt, updated_at: s.template.updatedAt, folder_name: s.template.folderName }
+      : null,
+    created_by_user: s.createdByUser
+      ? { id: s.createdByUser.id, email: s.createdByUser.email, first_name: s.createdByUser.firstName, last_name: s.createdByUser.lastName }
+      : null,
+    variables: s.variables ?? {},
+    audit_log_url: s.auditLogUrl,
+    combined_document_url: s.combinedDocumentUrl,
+    status: s.status,
+    completed_at: s.completedAt,
+  };
+}
+
+/** A list item: submitters in the list form (no values, no documents). */
+export function serializeSubmissionListItem(s: SubmissionListData) {
+  const { template, created_by_user, ...rest } = base(s);
+  return { ...rest, submitters: s.submitters.map(serializeSubmitterBase), template, created_by_user };
+}
+
+/** GET /submissions/{id}; `withEvents: false` for PUT /submissions/{id} (§5.1). */
+export function serializeSubmissionGet(s: SubmissionGetData, options: { withEvents?: boolean } = {}) {
+  const { template, created_by_user, ...rest } = base(s);
+  return {
+    ...rest,
+    submitters: s.submitters.map((x) => ({ ...serializeSubmitterBase(x), values: x.values, documents: x.documents })),
+    template,
+    created_by_user,
+    ...(options.withEvents === false ? {} : { submission_events: s.events.map(serializeEvent) }),
+    documents: s.documents,
+    // Required by DocuSeal's OpenAPI for this response although its code never fills it (§14.11).
+    metadata: {},
+  };
+}

@@ -1,0 +1,310 @@
+/**
+ * Reading and changing submissions and submitters over GraphQL: lists with DocuSeal's filters
+ * and cursor pagination, single records, events and documents, and the update/archive mutations.
+ */
+import { z } from 'zod';
+import { parseInput } from '../../accounts/api-keys.ts';
+import type { Db } from '../../db/client.ts';
+import type { Prisma } from '../../generated/prisma/client.ts';
+import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
+import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
+import { idCursorWhere, PageArgs, pageSize, paginationOf, type Pagination } from '../../util/pagination.ts';
+import { builder } from '../builder.ts';
+import { requireViewer } from '../context.ts';
+import { SubmissionRef, SubmitterRef } from './submission.ts';
+import { PaginationRef, withoutNulls } from './template.ts';
+
+export const SubmissionEventRef = builder.prismaObject('SubmissionEvent', {
+  description: 'An audit event: send_email, view_form, start_form, complete_form, decline_form, api_complete_form, …',
+  fields: (t) => ({
+    id: t.exposeInt('id'),
+    submitterId: t.exposeInt('submitterId', { nullable: true }),
+    eventType: t.exposeString('eventType'),
+    eventTimestamp: t.expose('eventTimestamp', { type: 'DateTime' }),
+    data: t.field({ type: 'JSON', resolve: (e) => e.data }),
+  }),
+});
+
+const DocumentLinkRef = builder.objectRef<{ name: string; url: string }>('DocumentLink').implement({
+  fields: (t) => ({ name: t.exposeString('name'), url: t.exposeString('url') }),
+});
+
+type DocumentRow = { name: string; submitterId: number | null; file: { uuid: string; filename: string } };
+const documentsSelect = {
+  completedDocuments: {
+    where: { kind: 'document' },
+    orderBy: { position: 'asc' },
+    select: { name: true, submitterId: true, file: { select: { uuid: true, filename: true } } },
+  },
+} as const;
+
+builder.prismaObjectFields(SubmissionRef, (t) => ({
+  events: t.relation('events', { query: { orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }] } }),
+  documents: t.field({
+    type: [DocumentLinkRef],
+    description: 'The signed documents once completed (those of the last submitter to complete); [] before.',
+    select: { completedAt: true, submitters: { select: { id: true, completedAt: true } }, ...documentsSelect },
+    resolve: (s, _args, ctx) => {
+      if (!s.completedAt) return [];
+      const last = [...s.submitters].filter((x) => x.completedAt).sort((a, b) => b.completedAt!.getTime() - a.completedAt!.getTime())[0];
+      return (s.completedDocuments as DocumentRow[]).filter((d) => d.submitterId === last?.id).map((d) => ({ name: d.name, url: ctx.files.url(d.file) }));
+    },
+  }),
+  auditLogUrl: t.string({
+    nullable: true,
+    select: { completedAt: true, completedDocuments: { where: { kind: 'audit_log' }, select: { file: { select: { uuid: true, filename: true } } } } },
+    resolve: (s, _args, ctx) => (s.completedAt && s.completedDocuments[0] ? ctx.files.url(s.completedDocuments[0].file) : null),
+  }),
+  combinedDocumentUrl: t.string({
+    nullable: true,
+    select: { completedAt: true, completedDocuments: { where: { kind: 'combined' }, select: { file: { select: { uuid: true, filename: true } } } } },
+    resolve: (s, _args, ctx) => (s.completedAt && s.completedDocuments[0] ? ctx.files.url(s.completedDocuments[0].file) : null),
+  }),
+}));
+
+builder.prismaObjectFields(SubmitterRef, (t) => ({
+  events: t.relation('events', { query: { orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }] } }),
+  documents: t.field({
+    type: [DocumentLinkRef],
+    description: 'The documents produced when this submitter completed; [] before.',
+    select: documentsSelect,
+    resolve: (s, _args, ctx) => (s.completedDocuments as DocumentRow[]).map((d) => ({ name: d.name, url: ctx.files.url(d.file) })),
+  }),
+  submission: t.relation('submission'),
+}));
+
+type ListShape<T> = { nodes: T[]; pagination: Pagination };
+
+const SubmissionListRef = builder.objectRef<ListShape<Prisma.SubmissionGetPayload<object>>>('SubmissionList').implement({
+  fields: (t) => ({
+    nodes: t.field({ type: [SubmissionRef], resolve: (l) => l.nodes }),
+    pagination: t.field({ type: PaginationRef, resolve: (l) => l.pagination }),
+  }),
+});
+
+const SubmitterListRef = builder.objectRef<ListShape<Prisma.SubmitterGetPayload<object>>>('SubmitterList').implement({
+  fields: (t) => ({
+    nodes: t.field({ type: [SubmitterRef], resolve: (l) => l.nodes }),
+    pagination: t.field({ type: PaginationRef, resolve: (l) => l.pagination }),
+  }),
+});
+
+const SubmissionsArgs = PageArgs.extend({
+  templateId: z.number().int().optional(),
+  q: z.string().optional(),
+  templateFolder: z.string().optional(),
+  status: z.enum(['pending', 'completed', 'declined', 'expired'], { error: 'status must be one of pending, completed, declined, expired' }).optional(),
+  archived: z.boolean().optional(),
+  slug: z.string().optional(),
+});
+
+/** Submitters matching `q` on name, email or phone (case-insensitive substring). */
+const submitterMatches = (q: string): Prisma.SubmitterWhereInput => ({
+  OR: [{ name: { contains: q, mode: 'insensitive' } }, { email: { contains: q, mode: 'insensitive' } }, { phone: { contains: q } }],
+});
+
+async function folderIdsNamed(db: Db, loaders: import('../loaders.ts').Loaders, accountId: number, fullName: string): Promise<number[]> {
+  const leaf = fullName.split(' / ').at(-1)?.trim() ?? '';
+  const candidates = await db.folder.findMany({ where: { accountId, name: leaf }, select: { id: true } });
+  const names = await loaders.folderName.loadMany(candidates.map((c) => c.id));
+  return candidates.filter((_c, i) => names[i] === fullName.trim()).map((c) => c.id);
+}
+
+builder.queryField('submissions', (t) =>
+  t.field({
+    type: SubmissionListRef,
+    description:
+      "The account's submissions ascending by id. Archived ones are included unless `archived` is given (true: archived only; false: active only), as DocuSeal.",
+    args: {
+      templateId: t.arg.int(),
+      q: t.arg.string({ description: 'Substring of a submitter’s name, email or phone.' }),
+      templateFolder: t.arg.string(),
+      status: t.arg.string({ description: 'pending, completed, declined or expired.' }),
+      archived: t.arg.boolean(),
+      slug: t.arg.string(),
+      limit: t.arg.int(),
+      after: t.arg.int(),
+      before: t.arg.int(),
+    },
+    resolve: async (_root, raw, ctx) => {
+      const { account } = requireViewer(ctx);
+      const args = parseInput(SubmissionsArgs, withoutNulls(raw));
+      const now = new Date();
+      const and: Prisma.SubmissionWhereInput[] = [{ accountId: account.id }];
+      if (args.templateId !== undefined) and.push({ templateId: args.templateId });
+      if (args.slug !== undefined) and.push({ slug: args.slug });
+      if (args.q) and.push({ submitters: { some: submitterMatches(args.q) } });
+      if (args.archived !== undefined) and.push({ archivedAt: args.archived ? { not: null } : null });
+      if (args.templateFolder !== undefined) and.push({ template: { folderId: { in: await folderIdsNamed(ctx.db, ctx.loaders, account.id, args.templateFolder) } } });
+      if (args.status === 'completed') and.push({ completedAt: { not: null } });
+      if (args.status === 'declined') and.push({ completedAt: null, submitters: { some: { declinedAt: { not: null } } } });
+      if (args.status === 'expired') and.push({ completedAt: null, expireAt: { lte: now } });
+      if (args.status === 'pending') and.push({ completedAt: null, OR: [{ expireAt: null }, { expireAt: { gt: now } }] });
+      const cursor = idCursorWhere(args);
+      if (cursor) and.push({ id: cursor });
+      const nodes = await ctx.db.submission.findMany({ where: { AND: and }, orderBy: { id: 'asc' }, take: pageSize(args) });
+      return { nodes, pagination: paginationOf(nodes) };
+    },
+  }),
+);
+
+builder.queryField('submission', (t) =>
+  t.prismaField({
+    type: SubmissionRef,
+    args: { id: t.arg.int({ required: true }) },
+    resolve: async (query, _root, { id }, ctx) => {
+      const { account } = requireViewer(ctx);
+      await findSubmissionForAccount(ctx.db, { id, accountId: account.id });
+      return ctx.db.submission.findUniqueOrThrow({ ...query, where: { id } });
+    },
+  }),
+);
+
+const SubmittersArgs = PageArgs.extend({
+  submissionId: z.number().int().optional(),
+  templateId: z.number().int().optional(),
+  q: z.string().optional(),
+  externalId: z.string().optional(),
+  slug: z.string().optional(),
+  completedAfter: z.date().optional(),
+  completedBefore: z.date().optional(),
+});
+
+builder.queryField('submitters', (t) =>
+  t.field({
+    type: SubmitterListRef,
+    description: "The account's submitters ascending by id (those of archived submissions too).",
+    args: {
+      submissionId: t.arg.int(),
+      templateId: t.arg.int(),
+      q: t.arg.string(),
+      externalId: t.arg.string(),
+      slug: t.arg.string(),
+      completedAfter: t.arg({ type: 'DateTime' }),
+      completedBefore: t.arg({ type: 'DateTime' }),
+      limit: t.arg.int(),
+      after: t.arg.int(),
+      before: t.arg.int(),
+    },
+    resolve: async (_root, raw, ctx) => {
+      const { account } = requireViewer(ctx);
+      const args = parseInput(SubmittersArgs, withoutNulls(raw));
+      const and: Prisma.SubmitterWhereInput[] = [{ accountId: account.id }];
+      if (args.submissionId !== undefined) and.push({ submissionId: args.submissionId });
+      if (args.templateId !== undefined) and.push({ submission: { templateId: args.templateId } });
+      if (args.q) and.push(submitterMatches(args.q));
+      if (args.externalId !== undefined) and.push({ externalId: args.externalId });
+      if (args.slug !== undefined) and.push({ slug: args.slug });
+      if (args.completedAfter) and.push({ completedAt: { gte: args.completedAfter } });
+      if (args.completedBefore) and.push({ completedAt: { lte: args.completedBefore } });
+      const cursor = idCursorWhere(args);
+      if (cursor) and.push({ id: cursor });
+      const nodes = await ctx.db.submitter.findMany({ where: { AND: and }, orderBy: { id: 'asc' }, take: pageSize(args) });
+      return { nodes, pagination: paginationOf(nodes) };
+    },
+  }),
+);
+
+builder.queryField('submitter', (t) =>
+  t.prismaField({
+    type: SubmitterRef,
+    args: { id: t.arg.int({ required: true }) },
+    resolve: async (query, _root, { id }, ctx) => {
+      const { account } = requireViewer(ctx);
+      await findSubmitterForAccount(ctx.db, { id, accountId: account.id });
+      return ctx.db.submitter.findUniqueOrThrow({ ...query, where: { id } });
+    },
+  }),
+);
+
+const SubmissionPayload = builder.objectRef<{ id: number }>('SubmissionPayload').implement({
+  fields: (t) => ({
+    submission: t.prismaField({ type: SubmissionRef, resolve: (query, p, _a, ctx) => ctx.db.submission.findUniqueOrThrow({ ...query, where: { id: p.id } }) }),
+  }),
+});
+
+const UpdateSubmissionInput = builder.inputType('UpdateSubmissionInput', {
+  fields: (t) => ({
+    id: t.int({ required: true }),
+    name: t.string(),
+    expireAt: t.field({ type: 'DateTime' }),
+    clearExpireAt: t.boolean({ description: 'Remove the expiry.' }),
+    archived: t.boolean(),
+  }),
+});
+
+builder.mutationField('updateSubmission', (t) =>
+  t.field({
+    type: SubmissionPayload,
+    args: { input: t.arg({ type: UpdateSubmissionInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      await updateSubmission(ctx.db, { accountId: account.id, userId: user.id }, input.id, {
+        ...(input.name !== undefined && input.name !== null ? { name: input.name } : {}),
+        ...(input.clearExpireAt ? { expireAt: null } : input.expireAt ? { expireAt: input.expireAt } : {}),
+        ...(input.archived !== undefined && input.archived !== null ? { archived: input.archived } : {}),
+      });
+      return { id: input.id };
+    },
+  }),
+);
+
+builder.mutationField('archiveSubmission', (t) =>
+  t.field({
+    type: SubmissionPayload,
+    args: { input: t.arg({ type: builder.inputType('ArchiveSubmissionInput', { fields: (f) => ({ id: f.int({ required: true }) }) }), required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      await archiveSubmission(ctx.db, { accountId: account.id, userId: user.id }, input.id);
+      return { id: input.id };
+    },
+  }),
+);
+
+const SubmitterPayload = builder.objectRef<{ id: number }>('SubmitterPayload').implement({
+  fields: (t) => ({
+    submitter: t.prismaField({ type: SubmitterRef, resolve: (query, p, _a, ctx) => ctx.db.submitter.findUniqueOrThrow({ ...query, where: { id: p.id } }) }),
+  }),
+});
+
+const UpdateSubmitterInputRef = builder.inputType('UpdateSubmitterInput', {
+  fields: (t) => ({
+    id: t.int({ required: true }),
+    name: t.string(),
+    email: t.string(),
+    phone: t.string(),
+    values: t.field({ type: 'JSON', description: 'Merged into the existing values.' }),
+    externalId: t.string(),
+    sendEmail: t.boolean(),
+    sendSms: t.boolean(),
+    replyTo: t.string(),
+    completedRedirectUrl: t.string(),
+    completed: t.boolean(),
+    message: t.field({ type: 'JSON', description: '{subject, body}' }),
+    fields: t.field({ type: 'JSON', description: 'Field settings as in createSubmissions (DocuSeal keys).' }),
+  }),
+});
+
+builder.mutationField('updateSubmitter', (t) =>
+  t.field({
+    type: SubmitterPayload,
+    args: { input: t.arg({ type: UpdateSubmitterInputRef, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      const { id, values, fields, message, ...rest } = withoutNulls(input as Record<string, unknown>) as Record<string, unknown> & { id: number };
+      await updateSubmitter(
+        { db: ctx.db, storage: ctx.storage },
+        { accountId: account.id, userId: user.id },
+        id,
+        {
+          ...(rest as Record<string, never>),
+          ...(values ? { values: values as Record<string, unknown> } : {}),
+          ...(fields ? { fields: fields as never } : {}),
+          ...(message ? { message: message as { subject?: string; body?: string } } : {}),
+        },
+        { allowPrivate: ctx.config.downloadAllowPrivate, maxBytes: ctx.config.downloadMaxBytes, timeoutMs: ctx.config.downloadTimeout },
+      );
+      return { id };
+    },
+  }),
+);
