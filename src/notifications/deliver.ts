@@ -1,0 +1,280 @@
+/**
+ * Outbox-backed delivery of emails and SMS, used by jobs.
+ *
+ * A message is first queued as a row (email_messages / sms_messages) whose unique dedupe_key makes
+ * queuing it again a no-op; a job then delivers the row. Delivery claims the row with one
+ * conditional UPDATE (status 'queued' → 'sending'), so of two workers on the same row only one
+ * sends; the row then ends 'sent' (sent_at, provider_message_id), goes back to 'queued' with
+ * last_error when the provider failed transiently (the error is rethrown so the job retries with
+ * backoff), or ends 'failed' when the provider refused it or attempts ran out. This is how "a
+ * provider outage never fails the API call and never sends twice" (issue 4) holds: the API only
+ * writes rows and enqueues jobs; sending happens here, once per row.
+ *
+ * Row statuses: 'queued' → 'sending' → 'sent' | 'failed' (| back to 'queued' for a retry).
+ */
+import type { Db, Prisma } from '../db/client.ts';
+import { AppError } from '../errors.ts';
+import type { EmailMessage, SmsMessage } from '../generated/prisma/client.ts';
+import { DeliveryError, type NotificationLogger } from './delivery-error.ts';
+import type { Mailer } from './mailer.ts';
+import type { SmsSender } from './sms.ts';
+
+export type DeliveryStatus = 'queued' | 'sending' | 'sent' | 'failed';
+
+/**
+ * The outcome of one delivery call:
+ * - 'sent': this call handed the message to the provider.
+ * - 'already-sent': the row was sent before; nothing was done.
+ * - 'in-progress': another worker holds the row (claimed less than `leaseMs` ago); nothing was done.
+ * - 'failed-permanently': the provider refused it, now or before, or attempts ran out; it will not be sent.
+ */
+export type DeliveryOutcome = 'sent' | 'already-sent' | 'in-progress' | 'failed-permanently';
+
+/** Options shared by deliverEmail and deliverSms. */
+export interface DeliveryOptions {
+  logger?: NotificationLogger;
+  /** Provider attempts before a row is given up as failed (default 12, as webhook sends). */
+  maxAttempts?: number;
+  /**
+   * Milliseconds after which a row left 'sending' (a worker died mid-send) may be claimed again
+   * (default 10 minutes, far above any provider timeout). Reclaiming such a row can send twice
+   * if the dead worker's send had in fact gone through: the one case where at-least-once wins.
+   */
+  leaseMs?: number;
+}
+
+const DEFAULT_MAX_ATTEMPTS = 12;
+const DEFAULT_LEASE_MS = 10 * 60_000;
+
+export interface QueueEmailInput {
+  accountId: number;
+  submissionId?: number | null;
+  submitterId?: number | null;
+  /** What the message is: 'signature_request', 'completed', … */
+  kind: string;
+  /** Unique over all emails; the same key again returns the first row unchanged. */
+  dedupeKey: string;
+  /** RFC 5322 mailboxes ("Name <a@b.c>" or "a@b.c"). */
+  from: string;
+  to: string[];
+  cc?: string[];
+  bcc?: string[];
+  replyTo?: string | null;
+  subject: string;
+  textBody: string;
+  htmlBody?: string | null;
+  /** The mailer expected to send it (`mailer.name`); delivery records the one that did. */
+  provider: Mailer['name'];
+}
+
+/**
+ * Stores an email in the outbox, once per dedupe key. Safe inside a transaction: a repeated key
+ * does not abort it (INSERT … ON CONFLICT DO NOTHING, then a read).
+ * @returns the new row, or the existing row for that dedupe key (its content unchanged)
+ * @throws AppError VALIDATION when there is no recipient or no dedupe key
+ */
+export async function queueEmail(db: Pick<Prisma.TransactionClient, 'emailMessage'>, input: QueueEmailInput): Promise<EmailMessage> {
+  if (!input.dedupeKey) throw new AppError('VALIDATION', 'dedupeKey is required');
+  if (input.to.length === 0) throw new AppError('VALIDATION', 'an email needs at least one recipient in to');
+  await db.emailMessage.createMany({
+    data: [
+      {
+        accountId: input.accountId,
+        submissionId: input.submissionId ?? null,
+        submitterId: input.submitterId ?? null,
+        kind: input.kind,
+        dedupeKey: input.dedupeKey,
+        from: input.from,
+        to: input.to,
+        cc: input.cc ?? [],
+        bcc: input.bcc ?? [],
+        replyTo: input.replyTo ?? null,
+        subject: input.subject,
+        textBody: input.textBody,
+        htmlBody: input.htmlBody ?? null,
+        provider: input.provider,
+        status: 'queued',
+      },
+    ],
+    skipDuplicates: true,
+  });
+  return db.emailMessage.findUniqueOrThrow({ where: { dedupeKey: input.dedupeKey } });
+}
+
+/**
+ * Sends one queued email at most once, however many workers call this for the row.
+ * @param emailMessageId id of an email_messages row
+ * @returns see DeliveryOutcome
+ * @throws DeliveryError (retryable) when the provider failed transiently: the row is back in
+ *   'queued' with last_error, and the job should retry later
+ * @throws AppError NOT_FOUND when there is no such row
+ */
+export async function deliverEmail(
+  deps: { db: Pick<Db, 'emailMessage'>; mailer: Mailer } & DeliveryOptions,
+  emailMessageId: number,
+): Promise<DeliveryOutcome> {
+  const { db, mailer } = deps;
+  const table = db.emailMessage;
+  return deliverOnce<EmailMessage>(deps, {
+    label: 'email',
+    id: emailMessageId,
+    claim: (staleBefore) =>
+      table.updateMany({
+        where: { id: emailMessageId, OR: [{ status: 'queued' }, { status: 'sending', updatedAt: { lt: staleBefore } }] },
+        data: { status: 'sending', attemptCount: { increment: 1 }, provider: mailer.name },
+      }),
+    find: () => table.findUnique({ where: { id: emailMessageId } }),
+    update: (data) => table.update({ where: { id: emailMessageId }, data, select: { id: true } }),
+    send: (row) =>
+      mailer.send({
+        from: row.from,
+        to: row.to,
+        cc: row.cc,
+        bcc: row.bcc,
+        replyTo: row.replyTo ?? undefined,
+        subject: row.subject,
+        text: row.textBody,
+        html: row.htmlBody ?? undefined,
+      }),
+  });
+}
+
+export interface QueueSmsInput {
+  accountId: number;
+  submissionId?: number | null;
+  submitterId?: number | null;
+  kind: string;
+  /** Unique over all SMS; the same key again returns the first row unchanged. */
+  dedupeKey: string;
+  /** Sender number (E.164); the provider's configured one when absent. */
+  from?: string | null;
+  /** E.164. */
+  to: string;
+  body: string;
+  provider: SmsSender['name'];
+}
+
+/**
+ * Stores an SMS in the outbox, once per dedupe key (as queueEmail).
+ * @returns the new row, or the existing row for that dedupe key
+ * @throws AppError VALIDATION when there is no number or no dedupe key
+ */
+export async function queueSms(db: Pick<Prisma.TransactionClient, 'smsMessage'>, input: QueueSmsInput): Promise<SmsMessage> {
+  if (!input.dedupeKey) throw new AppError('VALIDATION', 'dedupeKey is required');
+  if (!input.to) throw new AppError('VALIDATION', 'an SMS needs a number in to');
+  await db.smsMessage.createMany({
+    data: [
+      {
+        accountId: input.accountId,
+        submissionId: input.submissionId ?? null,
+        submitterId: input.submitterId ?? null,
+        kind: input.kind,
+        dedupeKey: input.dedupeKey,
+        from: input.from ?? null,
+        to: input.to,
+        body: input.body,
+        provider: input.provider,
+        status: 'queued',
+      },
+    ],
+    skipDuplicates: true,
+  });
+  return db.smsMessage.findUniqueOrThrow({ where: { dedupeKey: input.dedupeKey } });
+}
+
+/**
+ * Sends one queued SMS at most once (as deliverEmail).
+ * @throws DeliveryError (retryable) when the provider failed transiently; AppError NOT_FOUND
+ */
+export async function deliverSms(
+  deps: { db: Pick<Db, 'smsMessage'>; smsSender: SmsSender } & DeliveryOptions,
+  smsMessageId: number,
+): Promise<DeliveryOutcome> {
+  const { db, smsSender } = deps;
+  const table = db.smsMessage;
+  return deliverOnce<SmsMessage>(deps, {
+    label: 'SMS',
+    id: smsMessageId,
+    claim: (staleBefore) =>
+      table.updateMany({
+        where: { id: smsMessageId, OR: [{ status: 'queued' }, { status: 'sending', updatedAt: { lt: staleBefore } }] },
+        data: { status: 'sending', attemptCount: { increment: 1 }, provider: smsSender.name },
+      }),
+    find: () => table.findUnique({ where: { id: smsMessageId } }),
+    update: (data) => table.update({ where: { id: smsMessageId }, data, select: { id: true } }),
+    send: (row) => smsSender.send({ to: row.to, from: row.from ?? undefined, body: row.body }),
+  });
+}
+
+interface OutboxRow {
+  id: number;
+  status: string;
+  attemptCount: number;
+}
+
+interface OutboxTable<Row extends OutboxRow> {
+  label: string;
+  id: number;
+  /** The conditional UPDATE to 'sending'; count 1 means this call owns the row. */
+  claim(staleBefore: Date): Promise<{ count: number }>;
+  find(): Promise<Row | null>;
+  update(data: {
+    status: DeliveryStatus;
+    sentAt?: Date;
+    providerMessageId?: string | null;
+    lastError?: string | null;
+  }): Promise<unknown>;
+  send(row: Row): Promise<{ providerMessageId?: string }>;
+}
+
+async function deliverOnce<Row extends OutboxRow>(options: DeliveryOptions, table: OutboxTable<Row>): Promise<DeliveryOutcome> {
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+  const staleBefore = new Date(Date.now() - (options.leaseMs ?? DEFAULT_LEASE_MS));
+  const { count } = await table.claim(staleBefore);
+  const row = await table.find();
+  if (!row) throw new AppError('NOT_FOUND', `${table.label} message ${table.id} not found`);
+  if (count === 0) {
+    if (row.status === 'sent') return 'already-sent';
+    if (row.status === 'failed') return 'failed-permanently';
+    return 'in-progress';
+  }
+
+  let result: { providerMessageId?: string };
+  try {
+    result = await table.send(row);
+  } catch (error) {
+    const message = error instanceof Error ? error.message : String(error);
+    // Anything that is not a provider's typed error (a bug, a broken connection to us) is
+    // retried: losing a message is worse than trying it again.
+    const retryable = error instanceof DeliveryError ? error.retryable : true;
+    const log = { messageId: table.id, attempt: row.attemptCount, error: message };
+    if (retryable && row.attemptCount < maxAttempts) {
+      await table.update({ status: 'queued', lastError: message });
+      options.logger?.warn(log, `${table.label} delivery failed; it will be retried`);
+      throw error;
+    }
+    await table.update({ status: 'failed', lastError: message });
+    options.logger?.error(log, `${table.label} delivery failed for good`);
+    return 'failed-permanently';
+  }
+
+  // The provider has it now: recording that must not be lost, or a later reclaim would send again.
+  const sent = { status: 'sent' as const, sentAt: new Date(), providerMessageId: result.providerMessageId ?? null, lastError: null };
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await table.update(sent);
+      break;
+    } catch (error) {
+      if (attempt >= 3) {
+        options.logger?.error(
+          { messageId: table.id, providerMessageId: result.providerMessageId, error: String(error) },
+          `${table.label} was sent but could not be marked sent`,
+        );
+        throw error;
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200 * attempt));
+    }
+  }
+  options.logger?.debug({ messageId: table.id, providerMessageId: result.providerMessageId }, `${table.label} sent`);
+  return 'sent';
+}
