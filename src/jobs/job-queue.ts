@@ -14,8 +14,9 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { Agenda, type Job } from 'agenda';
-import type { BaseLogger } from 'pino';
-import { openMongoJobStore, openPostgresJobStore, type JobStore } from './job-store.ts';
+import { openMongoJobStore, openPostgresJobStore, type JobLogger, type JobStore } from './job-store.ts';
+
+export type { JobLogger };
 
 /** What a handler learns about the run besides the job's data. */
 export interface JobRun {
@@ -108,7 +109,8 @@ export interface JobQueueOptions {
   connectionString: string;
   /** mongodb:// URL: keep the jobs in MongoDB instead (JOBS_MONGODB_URL). */
   mongodbUrl?: string | undefined;
-  logger: BaseLogger;
+  /** pino (or Fastify's) logger. */
+  logger: JobLogger;
   /**
    * Milliseconds between scans for due jobs (default 1000). On PostgreSQL a job enqueued for
    * now starts at once (LISTEN/NOTIFY); the scan finds scheduled jobs and retries, which run

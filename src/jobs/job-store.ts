@@ -8,6 +8,9 @@ import { PostgresBackend, PostgresJobRepository } from '@agendajs/postgres-backe
 import pg from 'pg';
 import type { BaseLogger } from 'pino';
 
+/** The part of a pino logger (or Fastify's) the jobs use. */
+export type JobLogger = Pick<BaseLogger, 'error' | 'warn' | 'info' | 'debug'>;
+
 export interface JobStore {
   /** For `new Agenda({ backend })`: already connected; its connect() and disconnect() do nothing (see close()). */
   backend: AgendaBackend;
@@ -44,7 +47,7 @@ const UNIQUE_KEY_INDEX = `CREATE UNIQUE INDEX IF NOT EXISTS ${JOBS_TABLE}_unique
 export async function openPostgresJobStore(options: {
   connectionString: string;
   schema?: string;
-  logger: BaseLogger;
+  logger: JobLogger;
   /** Pool size (default 10; one connection is held for LISTEN). */
   poolSize?: number;
 }): Promise<JobStore> {
