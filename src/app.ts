@@ -18,6 +18,7 @@ import { createFileUrlSigner, type FileUrlSigner } from './documents/file-urls.t
 import { resolveSecretKeyBase } from './documents/secret-key.ts';
 import { createLocalStorage, type FileStorage } from './documents/storage.ts';
 import { createRenderer, type Renderer } from './rendering/renderer.ts';
+import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
 
 export interface AppOptions {
   config: Config;
@@ -32,17 +33,26 @@ export interface AppOptions {
   signer?: FileUrlSigner;
   /** HTML/DOCX → PDF; default: createRenderer(config) (Gotenberg or local Chromium/LibreOffice). */
   renderer?: Renderer;
+  /**
+   * Background jobs; default: createJobQueue on config.databaseUrl (MongoDB when
+   * config.jobsMongodbUrl is set). Required when config.databaseUrl is unset (embedded PostgreSQL).
+   * start() starts it and stop() stops it, whoever created it.
+   */
+  jobs?: JobQueue;
 }
 
 export interface App {
   fastify: FastifyInstance;
   /** File storage and URL signer, for services that store files or mint `/file/...` URLs. */
   files: { storage: FileStorage; signer: FileUrlSigner };
-  /** Listens on config.host:config.port (0 = any free port); resolves to the base URL. */
+  /** Background jobs: services enqueue here (also ctx.jobs); handlers are defined on it. */
+  jobs: JobQueue;
+  /** Starts the job queue, then listens on config.host:config.port (0 = any free port); resolves to the base URL. */
   start(options?: { port?: number; host?: string }): Promise<string>;
   /**
    * Graceful stop: refuses new connections, lets in-flight requests finish (up to
-   * config.shutdownTimeout, then closes what is left), closes WebSockets and the database client.
+   * config.shutdownTimeout, then closes what is left), closes WebSockets, stops the job queue
+   * (running jobs get config.shutdownTimeout too) and closes the database client.
    */
   stop(): Promise<void>;
 }
@@ -60,7 +70,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   });
 
   const renderer = options.renderer ?? createRenderer(config, fastify.log);
-  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer });
+  const jobs = options.jobs ?? defaultJobQueue(config, fastify.log);
+  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs });
   const graphql = createGraphQLServer({ schema, contextFactory, logger: fastify.log, graphiql: config.graphiql });
 
   fastify.route({
@@ -106,7 +117,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   return {
     fastify,
     files: { storage, signer },
+    jobs,
     async start(listen = {}) {
+      await jobs.start();
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
     },
     stop() {
@@ -122,10 +135,17 @@ export async function buildApp(options: AppOptions): Promise<App> {
           clearInterval(sweep);
           clearTimeout(timer);
         }
+        // After the HTTP server (requests in flight may enqueue), before the database (jobs use it).
+        await jobs.stop({ timeoutMs: config.shutdownTimeout });
         await renderer.close();
         await db.$disconnect();
       })();
       return stopping;
     },
   };
+}
+
+function defaultJobQueue(config: Config, logger: FastifyBaseLogger): JobQueue {
+  if (!config.databaseUrl) throw new Error('buildApp: pass `jobs` when config.databaseUrl is unset (embedded PostgreSQL)');
+  return createJobQueue({ connectionString: config.databaseUrl, mongodbUrl: config.jobsMongodbUrl, logger });
 }

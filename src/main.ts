@@ -1,8 +1,9 @@
 /**
  * Entry point (`npm start`): open the database (embedded unless DATABASE_URL is set), apply
- * migrations, create the development account on the very first start, listen.
+ * migrations, create the development account on the very first start, start the job queue, listen.
  * SIGTERM/SIGINT at any time: let start-up reach a safe point, then finish in-flight requests and
- * close everything opened so far, last opened first (HTTP server, database client, embedded PostgreSQL).
+ * close everything opened so far, last opened first (HTTP server, job queue, database client,
+ * embedded PostgreSQL).
  */
 import pino from 'pino';
 import { ensureDevelopmentAccount } from './accounts/development-account.ts';
@@ -11,6 +12,7 @@ import { ConfigError, loadConfig } from './config.ts';
 import { createDb } from './db/client.ts';
 import { openDatabase } from './db/database.ts';
 import { applyMigrations } from './db/migrate.ts';
+import { createJobQueue } from './jobs/job-queue.ts';
 
 type Cleanup = { name: string; run: () => Promise<void> };
 
@@ -27,8 +29,9 @@ async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger,
   // Before listening, so that the key printed below works from the first request.
   const dev = config.createDevAccount ? await ensureDevelopmentAccount(db) : null;
 
-  const app = await buildApp({ config, db, logger });
-  // app.stop() also disconnects the database client.
+  const jobs = createJobQueue({ connectionString: database.url, mongodbUrl: config.jobsMongodbUrl, logger });
+  const app = await buildApp({ config, db, logger, jobs });
+  // app.stop() also stops the job queue and disconnects the database client.
   cleanups.push({ name: 'HTTP server', run: () => app.stop() });
   const url = await app.start();
   logger.info({ url, embeddedDatabase: database.embedded, startupMs: Date.now() - startedAt }, 'Signet is listening');

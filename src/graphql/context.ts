@@ -9,6 +9,7 @@ import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import type { Renderer } from '../rendering/renderer.ts';
+import type { JobQueue } from '../jobs/job-queue.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 
 /** Signed URLs for stored files (`/file/<token>/<filename>`, expiring). */
@@ -21,6 +22,8 @@ export interface GraphQLContext {
   files: FileUrls;
   storage: FileStorage;
   renderer: Renderer;
+  /** Background jobs: enqueue side effects after the transaction commits. */
+  jobs: JobQueue;
   /** Per-request batch loaders (one query for many parents). */
   loaders: Loaders;
   config: Config;
@@ -50,6 +53,7 @@ export function createContextFactory(deps: {
   files: FileUrls;
   storage: FileStorage;
   renderer: Renderer;
+  jobs: JobQueue;
 }): ContextFactory {
   return async (request) => {
     const params = request.connectionParams ?? {};
@@ -66,6 +70,7 @@ export function createContextFactory(deps: {
       files: deps.files,
       storage: deps.storage,
       renderer: deps.renderer,
+      jobs: deps.jobs,
       loaders: createLoaders(deps.db),
       config: deps.config,
       logger: deps.logger,

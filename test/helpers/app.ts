@@ -14,12 +14,15 @@ import { createDb, type Db } from '../../src/db/client.ts';
 import type { RestRoute } from '../../rest-compat/gateway.ts';
 import type { FileUrlSigner } from '../../src/documents/file-urls.ts';
 import type { FileStorage } from '../../src/documents/storage.ts';
+import { createJobQueue, type JobQueue } from '../../src/jobs/job-queue.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export interface TestApp {
   url: string;
   db: Db;
   app: App;
+  /** The app's job queue (started, scanning every 50 ms): `await t.jobs.waitForIdle()` before checking effects. */
+  jobs: JobQueue;
   config: Config;
   database: TestDatabase;
   /** Every log line the server wrote, parsed. */
@@ -43,6 +46,7 @@ let sequence = 0;
  * @param options.databaseUrl use this URL for the service's db instead of the test database (e.g. an unreachable one)
  * @param options.storage, options.signer passed to buildApp (default: built from config)
  * DATA_DIR is a new temporary directory, removed by close(), unless options.env sets it.
+ * The job queue runs on the test database with fast polling; close() stops it with the app.
  */
 export async function startTestApp(
   options: {
@@ -74,10 +78,13 @@ export async function startTestApp(
       callback();
     },
   });
+  const logger = pino({ level: 'info' }, stream);
+  const jobs = createJobQueue({ connectionString: database.url, logger, processEvery: 50 });
   const app = await buildApp({
     config,
     db,
-    logger: pino({ level: 'info' }, stream),
+    logger,
+    jobs,
     extraRestRoutes: options.extraRestRoutes,
     storage: options.storage,
     signer: options.signer,
@@ -94,6 +101,7 @@ export async function startTestApp(
     url,
     db: setupDb,
     app,
+    jobs,
     config,
     database,
     logs,
