@@ -341,8 +341,17 @@ describe('job queue', () => {
     const queue = makeQueue();
     const name = jobName('nobody-runs');
     queue.define(name, async () => undefined);
+    const orphan = jobName('defined-nowhere');
     await queue.enqueue(name, {}); // never started
-    await expect(queue.waitForIdle({ timeoutMs: 200 })).rejects.toThrow(/1 job\(s\) still running or due after 200 ms/);
+    await queue.enqueue(orphan, {});
+    await queue.enqueue(orphan, {});
+    const error = await queue.waitForIdle({ timeoutMs: 200 }).catch((e: Error) => e);
+    expect(String(error)).toMatch(/^Error: waitForIdle: jobs still running or due after 200 ms: /);
+    expect(String(error)).toContain(`${name} ×1`);
+    expect(String(error)).toContain(`${orphan} ×2 (not defined on this queue)`);
+    // The table is shared by this file's tests.
+    expect((await queue.cancel(name, {})) + (await queue.cancel(orphan, {}))).toBe(3);
+    await queue.waitForIdle({ timeoutMs: 200 });
   });
 
   it('start() rejects when PostgreSQL is unreachable; a later start() tries again', async () => {

@@ -97,9 +97,9 @@ export interface JobQueue {
    */
   stop(options?: { timeoutMs?: number }): Promise<void>;
   /**
-   * Resolves once no job that this queue defines is running or due (within `withinMs`) on any
-   * instance sharing the store. For tests: enqueue, waitForIdle(), then check the effects.
-   * @throws Error after `timeoutMs` with the number still pending
+   * Resolves once no job is running or due (within `withinMs`) in the store, whatever its name
+   * and whichever instance runs it. For tests: enqueue, waitForIdle(), then check the effects.
+   * @throws Error after `timeoutMs`, naming the jobs still pending (and those of them this queue does not define)
    */
   waitForIdle(options?: WaitForIdleOptions): Promise<void>;
 }
@@ -294,12 +294,14 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       const timeoutMs = waitOptions.timeoutMs ?? 10_000;
       const withinMs = waitOptions.withinMs ?? 0;
       const { store } = await connect();
-      const names = [...definitions.keys()];
       const deadline = Date.now() + timeoutMs;
       for (;;) {
-        const pending = await store.countPending(names, withinMs);
-        if (pending === 0) return;
-        if (Date.now() >= deadline) throw new Error(`waitForIdle: ${pending} job(s) still running or due after ${timeoutMs} ms`);
+        const pending = await store.countPending(withinMs);
+        if (pending.size === 0) return;
+        if (Date.now() >= deadline) {
+          const list = [...pending].map(([name, n]) => `${name} ×${n}${definitions.has(name) ? '' : ' (not defined on this queue)'}`);
+          throw new Error(`waitForIdle: jobs still running or due after ${timeoutMs} ms: ${list.join(', ')}`);
+        }
         await sleep(IDLE_POLL_MS);
       }
     },

@@ -16,10 +16,11 @@ export interface JobStore {
   backend: AgendaBackend;
   repository: JobRepository;
   /**
-   * Jobs of these names that are running (locked) or due by now + `withinMs` milliseconds, on
-   * any instance. Disabled jobs and jobs that are finished or failed for good are not counted.
+   * Jobs running (locked) or due by now + `withinMs` milliseconds, on any instance, counted by
+   * name (names with none are left out). Disabled jobs and jobs finished or failed for good are
+   * not counted.
    */
-  countPending(names: string[], withinMs: number): Promise<number>;
+  countPending(withinMs: number): Promise<Map<string, number>>;
   /** Closes the connection (pool or client). */
   close(): Promise<void>;
 }
@@ -90,14 +91,15 @@ export async function openPostgresJobStore(options: {
   return {
     backend: connectedBackend(inner),
     repository: inner.repository,
-    async countPending(names, withinMs) {
-      const result = await pool.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM ${JOBS_TABLE}
-          WHERE name = ANY($1) AND disabled = FALSE
-            AND (locked_at IS NOT NULL OR next_run_at <= now() + $2 * interval '1 millisecond')`,
-        [names, withinMs],
+    async countPending(withinMs) {
+      const result = await pool.query<{ name: string; n: number }>(
+        `SELECT name, count(*)::int AS n FROM ${JOBS_TABLE}
+          WHERE disabled = FALSE
+            AND (locked_at IS NOT NULL OR next_run_at <= now() + $1 * interval '1 millisecond')
+          GROUP BY name ORDER BY name`,
+        [withinMs],
       );
-      return result.rows[0]?.n ?? 0;
+      return new Map(result.rows.map((row) => [row.name, row.n]));
     },
     close: () => pool.end(),
   };
@@ -128,10 +130,16 @@ export async function openMongoJobStore(options: { url: string }): Promise<JobSt
   return {
     backend: connectedBackend(inner),
     repository,
-    async countPending(names, withinMs) {
+    async countPending(withinMs) {
       const horizon = Date.now() + withinMs;
-      const { jobs } = await repository.queryJobs({ names, includeDisabled: false });
-      return jobs.filter((job) => job.lockedAt || (job.nextRunAt && new Date(job.nextRunAt).getTime() <= horizon)).length;
+      const { jobs } = await repository.queryJobs({ includeDisabled: false });
+      const counts = new Map<string, number>();
+      for (const job of jobs) {
+        if (job.lockedAt || (job.nextRunAt && new Date(job.nextRunAt).getTime() <= horizon)) {
+          counts.set(job.name, (counts.get(job.name) ?? 0) + 1);
+        }
+      }
+      return counts;
     },
     close: () => inner.disconnect(),
   };
