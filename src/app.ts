@@ -19,6 +19,9 @@ import { resolveSecretKeyBase } from './documents/secret-key.ts';
 import { createLocalStorage, type FileStorage } from './documents/storage.ts';
 import { createRenderer, type Renderer } from './rendering/renderer.ts';
 import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
+import { createMailer } from './notifications/mailer.ts';
+import { createSmsSender } from './notifications/sms.ts';
+import { defineSubmissionJobs } from './submissions/send-requests.ts';
 
 export interface AppOptions {
   config: Config;
@@ -71,6 +74,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   const renderer = options.renderer ?? createRenderer(config, fastify.log);
   const jobs = options.jobs ?? defaultJobQueue(config, fastify.log);
+  // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
+  defineSubmissionJobs(jobs, {
+    db,
+    mailer: createMailer(config, fastify.log),
+    smsSender: createSmsSender(config, fastify.log),
+    config,
+    logger: fastify.log,
+  });
   const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs });
   const graphql = createGraphQLServer({ schema, contextFactory, logger: fastify.log, graphiql: config.graphiql });
 

@@ -68,6 +68,8 @@ const EnvSchema = z.object({
   TWILIO_FROM: z.string().min(1).optional(),
   /** Twilio's API base URL (tests point it at a local server). */
   TWILIO_API_URL: z.string().url().default('https://api.twilio.com'),
+  /** First retry delay of a failed email/SMS send, in milliseconds; doubles per attempt (capped at an hour). */
+  SEND_RETRY_BASE_MS: z.coerce.number().int().positive().default(30_000),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -109,6 +111,8 @@ export interface Config {
   smtpUrl: string | undefined;
   twilio: { accountSid: string; authToken: string; from: string } | undefined;
   twilioApiUrl: string;
+  /** Milliseconds. */
+  sendRetryBase: number;
 }
 
 /** Thrown when an environment variable has a value the service cannot use. */
@@ -162,5 +166,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         ? { accountSid: e.TWILIO_ACCOUNT_SID, authToken: e.TWILIO_AUTH_TOKEN, from: e.TWILIO_FROM }
         : undefined,
     twilioApiUrl: e.TWILIO_API_URL.replace(/\/+$/, ''),
+    sendRetryBase: e.SEND_RETRY_BASE_MS,
   };
 }

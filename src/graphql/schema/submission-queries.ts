@@ -7,6 +7,7 @@ import { parseInput } from '../../accounts/api-keys.ts';
 import type { Db } from '../../db/client.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
+import { enqueueRequests, scheduleExpiry, sendNextParties } from '../../submissions/send-requests.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf, type Pagination } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
@@ -244,6 +245,7 @@ builder.mutationField('updateSubmission', (t) =>
         ...(input.clearExpireAt ? { expireAt: null } : input.expireAt ? { expireAt: input.expireAt } : {}),
         ...(input.archived !== undefined && input.archived !== null ? { archived: input.archived } : {}),
       });
+      if (input.expireAt) await scheduleExpiry(ctx.jobs, input.id, input.expireAt);
       return { id: input.id };
     },
   }),
@@ -304,6 +306,14 @@ builder.mutationField('updateSubmitter', (t) =>
         },
         { allowPrivate: ctx.config.downloadAllowPrivate, maxBytes: ctx.config.downloadMaxBytes, timeoutMs: ctx.config.downloadTimeout },
       );
+      // After commit: a completion sends the next party in order; send_email/send_sms true re-sends.
+      const submitter = await ctx.db.submitter.findUniqueOrThrow({ where: { id }, select: { id: true, submissionId: true, preferences: true, email: true, phone: true, completedAt: true } });
+      if (rest.completed === true) await sendNextParties(ctx.db, ctx.jobs, submitter.submissionId);
+      else if (rest.sendEmail === true || rest.sendSms === true) {
+        const sends = await ctx.db.submissionEvent.count({ where: { submitterId: id, eventType: { in: ['send_email', 'send_sms'] } } });
+        const prefs = { ...((submitter.preferences ?? {}) as Record<string, unknown>), send_email: rest.sendEmail === true, send_sms: rest.sendSms === true };
+        await enqueueRequests(ctx.jobs, [{ ...submitter, preferences: prefs }], sends + 1);
+      }
       return { id };
     },
   }),

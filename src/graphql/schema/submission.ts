@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { AppError } from '../../errors.ts';
 import { createSubmissions, type SubmissionRequest } from '../../submissions/create-submissions.ts';
+import { enqueueRequests, scheduleExpiry } from '../../submissions/send-requests.ts';
 import { buildValues, roleName, submissionStatus, submitterStatus } from '../../submissions/status.ts';
 import { SubmitterInput } from '../../submissions/submitter-input.ts';
 import { parseFields, parseRoles } from '../../templates/fields.ts';
@@ -259,6 +260,13 @@ builder.mutationField('createSubmissions', (t) =>
           download: { allowPrivate: ctx.config.downloadAllowPrivate, maxBytes: ctx.config.downloadMaxBytes, timeoutMs: ctx.config.downloadTimeout },
         },
       );
+      // After commit: the requests of who is sent now, and the expiry jobs.
+      const sendNow = created.flatMap((c) => c.sendNow);
+      if (sendNow.length > 0) {
+        const submitters = await ctx.db.submitter.findMany({ where: { id: { in: sendNow } }, select: { id: true, preferences: true, email: true, phone: true } });
+        await enqueueRequests(ctx.jobs, submitters);
+      }
+      for (const c of created) await scheduleExpiry(ctx.jobs, c.id, c.expireAt);
       return { submissionIds: created.map((c) => c.id) };
     },
   }),

@@ -1,0 +1,130 @@
+/**
+ * Sending in order, end to end: the service runs its jobs, mails go to a real in-process SMTP
+ * server, and the test reads each mail (mailparser) and follows its signing link.
+ * preserved: the first party at creation, the next once the first completes; random: everyone;
+ * send_email false: nobody; a provider outage does not fail the API call and nothing is sent twice.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedAccount } from '../src/accounts/create-account.ts';
+import { startTestApp, type TestApp } from './helpers/app.ts';
+import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
+
+let t: TestApp;
+let smtp: TestSmtpServer;
+let alice: CreatedAccount;
+let templateId: number;
+
+async function api(method: string, path: string, body?: unknown) {
+  const response = await fetch(`${t.url}/api${path}`, {
+    method,
+    headers: { 'X-Auth-Token': alice.apiKey, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, json: text ? JSON.parse(text) : undefined };
+}
+
+const linkIn = (text: string) => /https?:\/\/\S+\/s\/[A-Za-z0-9]+/.exec(text)?.[0];
+const mailsTo = (address: string) => smtp.messages.filter((m) => m.envelope.rcptTo.includes(address));
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  t = await startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>', SEND_RETRY_BASE_MS: '200' } });
+  alice = await t.createAccount({ name: 'Acme Inc', email: 'alice@sending.test', firstName: 'Alice' });
+  const { json } = await api('POST', '/templates/pdf', {
+    name: 'Employment contract',
+    documents: [{ name: 'contract', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
+    fields: [
+      { name: 'Employee Signature', type: 'signature', role: 'Employee', areas: [{ x: 72, y: 72, w: 150, h: 40, page: 1 }] },
+      { name: 'Employer Signature', type: 'signature', role: 'Employer', areas: [{ x: 72, y: 200, w: 150, h: 40, page: 1 }] },
+    ],
+  });
+  templateId = json.id;
+});
+afterAll(async () => {
+  await t?.close();
+  await smtp?.close();
+});
+
+describe('sending in order', () => {
+  it('preserved: emails the first party, then the next once the first completes', async () => {
+    const { status, json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      reply_to: 'hr@acme.test',
+      submitters: [
+        { role: 'Employee', email: 'emma@example.test', name: 'Emma' },
+        { role: 'Employer', email: 'boss@example.test', name: 'Bob' },
+      ],
+    });
+    expect(status).toBe(200);
+    const [employee, employer] = json;
+    await t.app.jobs.waitForIdle();
+    const first = mailsTo('emma@example.test');
+    expect(first).toHaveLength(1);
+    expect(mailsTo('boss@example.test')).toHaveLength(0);
+    const mail = first[0]!.parsed;
+    expect(mail.subject).toBe('You are invited to sign a document');
+    expect(mail.from?.text).toContain('signet@example.test');
+    expect(mail.replyTo?.text).toContain('hr@acme.test');
+    expect(mail.text).toContain('Acme Inc');
+    // The link in the mail is the first party's signing link.
+    const link = linkIn(mail.text ?? '');
+    expect(link).toBe(employee.embed_src);
+    const page = await fetch(link!);
+    expect(page.url).toBe(link);
+
+    const events = await t.db.submissionEvent.findMany({ where: { submitterId: employee.id } });
+    expect(events.map((e) => e.eventType)).toEqual(['send_email']);
+
+    // The first party completes through the API: the second is sent now.
+    await api('PUT', `/submitters/${employee.id}`, { completed: true });
+    await t.app.jobs.waitForIdle();
+    const second = mailsTo('boss@example.test');
+    expect(second).toHaveLength(1);
+    expect(linkIn(second[0]!.parsed.text ?? '')).toBe(employer.embed_src);
+    const employerNow = (await api('GET', `/submitters/${employer.id}`)).json;
+    expect(employerNow.status).toBe('sent');
+    expect(employerNow.sent_at).toMatch(/Z$/);
+    // Nothing was sent twice.
+    await t.app.jobs.waitForIdle();
+    expect(mailsTo('emma@example.test')).toHaveLength(1);
+  });
+
+  it('random: everyone at once; a party with send_email false is never contacted', async () => {
+    await api('POST', '/submissions', {
+      template_id: templateId,
+      order: 'random',
+      submitters: [
+        { role: 'Employee', email: 'r1@example.test' },
+        { role: 'Employer', email: 'r2@example.test', send_email: false },
+      ],
+    });
+    await t.app.jobs.waitForIdle();
+    expect(mailsTo('r1@example.test')).toHaveLength(1);
+    expect(mailsTo('r2@example.test')).toHaveLength(0);
+  });
+
+  it('uses the custom message with DocuSeal variables', async () => {
+    const { json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      message: { subject: 'Please sign {{template.name}}', body: 'Hello {{submitter.name}}, sign here: {{submitter.link}} — {{account.name}} (#{{submission.id}})' },
+      submitters: [{ role: 'Employee', email: 'custom@example.test', name: 'Cora' }],
+    });
+    await t.app.jobs.waitForIdle();
+    const [mail] = mailsTo('custom@example.test');
+    expect(mail!.parsed.subject).toBe('Please sign Employment contract');
+    expect(mail!.parsed.text).toContain(`Hello Cora, sign here: ${json[0].embed_src} — Acme Inc (#${json[0].submission_id})`);
+  });
+
+  it('a provider outage does not fail the API call; the mail goes out once when it recovers', async () => {
+    smtp.rejectNext(451, 'Try again later');
+    const { status } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Employee', email: 'retry@example.test' }] });
+    expect(status).toBe(200);
+    await t.app.jobs.waitForIdle({ timeoutMs: 10_000, withinMs: 5_000 });
+    expect(mailsTo('retry@example.test')).toHaveLength(1);
+    const rows = await t.db.emailMessage.findMany({ where: { to: { has: 'retry@example.test' } } });
+    expect(rows).toHaveLength(1);
+    expect(rows[0]).toMatchObject({ status: 'sent', attemptCount: 2 });
+  });
+});
