@@ -14,6 +14,9 @@ let t: TestApp;
 let smtp: TestSmtpServer;
 let alice: CreatedAccount;
 let templateId: number;
+/** A local stand-in for Twilio's Messages API: records each request as Twilio documents it. */
+const twilioRequests: { path: string; auth: string | undefined; form: URLSearchParams }[] = [];
+let twilio: import('node:http').Server;
 
 async function api(method: string, path: string, body?: unknown) {
   const response = await fetch(`${t.url}/api${path}`, {
@@ -30,7 +33,28 @@ const mailsTo = (address: string) => smtp.messages.filter((m) => m.envelope.rcpt
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
-  t = await startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>', SEND_RETRY_BASE_MS: '200' } });
+  const { createServer } = await import('node:http');
+  twilio = createServer((req, res) => {
+    let body = '';
+    req.on('data', (chunk) => (body += chunk));
+    req.on('end', () => {
+      twilioRequests.push({ path: req.url ?? '', auth: req.headers.authorization, form: new URLSearchParams(body) });
+      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ sid: `SM${twilioRequests.length}` }));
+    });
+  });
+  await new Promise<void>((resolve) => twilio.listen(0, '127.0.0.1', resolve));
+  const { port } = twilio.address() as import('node:net').AddressInfo;
+  t = await startTestApp({
+    env: {
+      SMTP_URL: smtp.url,
+      MAIL_FROM: 'Signet <signet@example.test>',
+      SEND_RETRY_BASE_MS: '200',
+      TWILIO_ACCOUNT_SID: 'AC123',
+      TWILIO_AUTH_TOKEN: 'secret-token',
+      TWILIO_FROM: '+15550000000',
+      TWILIO_API_URL: `http://127.0.0.1:${port}`,
+    },
+  });
   alice = await t.createAccount({ name: 'Acme Inc', email: 'alice@sending.test', firstName: 'Alice' });
   const { json } = await api('POST', '/templates/pdf', {
     name: 'Employment contract',
@@ -45,6 +69,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await t?.close();
   await smtp?.close();
+  twilio?.close();
 });
 
 describe('sending in order', () => {
@@ -126,5 +151,41 @@ describe('sending in order', () => {
     const rows = await t.db.emailMessage.findMany({ where: { to: { has: 'retry@example.test' } } });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: 'sent', attemptCount: 2 });
+  });
+
+  it('sends SMS through Twilio when send_sms is on, recording send_sms', async () => {
+    const { json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      send_sms: true,
+      submitters: [{ role: 'Employee', phone: '+15551234567', name: 'Sam' }],
+    });
+    await t.app.jobs.waitForIdle();
+    expect(twilioRequests).toHaveLength(1);
+    const [request] = twilioRequests;
+    expect(request!.path).toBe('/2010-04-01/Accounts/AC123/Messages.json');
+    expect(request!.auth).toBe(`Basic ${Buffer.from('AC123:secret-token').toString('base64')}`);
+    expect(request!.form.get('To')).toBe('+15551234567');
+    expect(request!.form.get('From')).toBe('+15550000000');
+    expect(request!.form.get('Body')).toContain(json[0].embed_src);
+    const events = await t.db.submissionEvent.findMany({ where: { submitterId: json[0].id } });
+    expect(events.map((e) => e.eventType)).toEqual(['send_sms']);
+  });
+
+  it('re-sends the request on PUT /submitters/{id} with send_email true', async () => {
+    const { json } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Employee', email: 'again@example.test' }] });
+    await t.app.jobs.waitForIdle();
+    expect(mailsTo('again@example.test')).toHaveLength(1);
+    await api('PUT', `/submitters/${json[0].id}`, { send_email: true });
+    await t.app.jobs.waitForIdle();
+    expect(mailsTo('again@example.test')).toHaveLength(2);
+  });
+
+  it('an expire_at that passes makes the submission expired', async () => {
+    const soon = new Date(Date.now() + 800).toISOString();
+    const { json } = await api('POST', '/submissions', { template_id: templateId, expire_at: soon, submitters: [{ role: 'Employee', email: 'exp@example.test' }] });
+    expect((await api('GET', `/submissions/${json[0].submission_id}`)).json.status).toBe('pending');
+    await t.app.jobs.waitForIdle({ withinMs: 2000, timeoutMs: 10_000 });
+    expect((await api('GET', `/submissions/${json[0].submission_id}`)).json.status).toBe('expired');
   });
 });
