@@ -148,6 +148,19 @@ describe('POST /submissions', () => {
     expect(await t.db.submission.count()).toBe(before);
   });
 
+  it('stores no attachment when a later part of the request is refused', async () => {
+    const files = await t.db.storedFile.count();
+    const response = await api('POST', '/submissions', {
+      template_id: templateId,
+      submissions: [
+        { submitters: [{ role: 'Seller', email: 's@example.test', values: { 'Stamp Image': PNG_1PX } }] },
+        { submitters: [{ email: 'a@example.test', fields: [{ name: 'Nope', default_value: 'x' }] }] },
+      ],
+    });
+    expect(response).toEqual({ status: 422, json: { error: 'Unknown field: Nope' } });
+    expect(await t.db.storedFile.count()).toBe(files);
+  });
+
   it('refuses archived templates, templates without fields, other accounts’ and unknown ones', async () => {
     const empty = await api('POST', '/templates/pdf', { name: 'Empty', documents: [{ name: 'e', file: base64(fixturePdf('documenso-letter-size.pdf')) }] });
     expect((await api('POST', '/submissions', { template_id: empty.json.id, submitters: [{ email: 'a@example.test' }] })).json).toEqual({

@@ -154,7 +154,7 @@ export async function createSubmissions(deps: { db: Db; storage: FileStorage }, 
             phone: party.phone,
             externalId: party.input.external_id ?? null,
             metadata: (party.input.metadata ?? {}) as Prisma.InputJsonValue,
-            values: party.values as Prisma.InputJsonValue,
+            values: (await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values)) as Prisma.InputJsonValue,
             preferences: party.preferences as Prisma.InputJsonValue,
             orderIndex: party.group,
             sentAt: party.sendNow ? now : null,
@@ -196,8 +196,9 @@ async function planSubmission(
   request: SubmissionRequest,
   templateRoles: Role[],
   templateFields: Field[],
-): Promise<{ roles: Role[]; fields: Field[]; parties: PartyPlan[]; order: SubmittersOrder }> {
+): Promise<{ roles: Role[]; fields: Field[]; parties: PartyPlan[]; order: SubmittersOrder; staged: StagedFile[] }> {
   const settings = options.settings;
+  const staged: StagedFile[] = [];
   // §7.2: uuid, then role name (case-insensitive), then position.
   const used = new Set<string>();
   const mapped: { input: SubmitterInput; role: Role; path: string }[] = [];
@@ -217,7 +218,7 @@ async function planSubmission(
   const parties: PartyPlan[] = [];
   for (const { input, role, path } of mapped) {
     const own = fields.filter((f) => f.submitter_uuid === role.uuid);
-    const { values, phone } = await applyPrefill(deps, { accountId: options.accountId, download: options.download }, own, input, path);
+    const { values, phone } = await applyPrefill({ download: options.download, staged }, own, input, path);
     const sendEmail = input.send_email ?? settings.sendEmail;
     const sendSms = input.send_sms ?? settings.sendSms;
     const replyTo = input.reply_to ?? settings.replyTo;
@@ -253,11 +254,12 @@ async function planSubmission(
     party.sendNow = !party.input.completed && reachable && party.group === firstPending;
   }
 
-  return { roles: mapped.map((m) => m.role), fields, parties, order };
+  return { roles: mapped.map((m) => m.role), fields, parties, order, staged };
 }
 
 /**
- * Prefill of one party (§7.5): `values` keyed by field uuid, name, downcased or parameterized name
+ * Prefill of one party (§7.5); attachment files are loaded into `context.staged` (stored by the
+ * caller's transaction with storeStagedFiles): `values` keyed by field uuid, name, downcased or parameterized name
  * (unknown keys ignored; a name shared by several fields fills them all), `fields[]` overrides and
  * default values (an unknown field with a value is an error only without `values`), and
  * `readonly_fields`. The first phone value becomes the party's phone. Mutates `own` (the
@@ -265,8 +267,7 @@ async function planSubmission(
  * @returns the stored values (by field uuid) and the phone
  */
 export async function applyPrefill(
-  deps: { db: Db; storage: FileStorage },
-  context: { accountId: number; download: CreateSubmissionsOptions['download'] },
+  context: { download: CreateSubmissionsOptions['download']; staged: StagedFile[] },
   own: Field[],
   input: Pick<SubmitterInput, 'values' | 'fields' | 'readonly_fields' | 'phone'>,
   path: string,
@@ -274,12 +275,11 @@ export async function applyPrefill(
 ): Promise<{ values: Record<string, unknown>; phone: string | null }> {
   const values: Record<string, unknown> = { ...existing };
   let phone = input.phone ? input.phone.replace(/[^\d+]/g, '') : null;
-  const options = { accountId: context.accountId, download: context.download } as CreateSubmissionsOptions;
 
   const prefill = async (field: Field, raw: unknown, where: string) => {
     if (raw === undefined || raw === null) return;
     if (ATTACHMENT_TYPES.has(field.type)) {
-      values[field.uuid] = await attachmentValue(deps, options, raw, field, where);
+      values[field.uuid] = await attachmentValue(context.staged, context, raw, field, where);
       return;
     }
     const value = normalizeValue(field, raw);
@@ -344,12 +344,27 @@ export function normalizeValue(field: Field, raw: unknown): unknown {
   }
 }
 
-/** A signature/image/… value given as base64, a data URL or an http(s) URL: stored, kept as the file uuid. */
-async function attachmentValue(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions, raw: unknown, field: Field, where: string): Promise<string | string[]> {
+/** A file loaded for an attachment value, stored when the writing transaction runs. */
+export interface StagedFile {
+  token: string;
+  bytes: Buffer;
+  filename: string;
+  contentType: string;
+}
+
+/** Placeholder values stand for staged files until the transaction stores them. */
+const STAGED_PREFIX = 'staged-file:';
+
+/**
+ * A signature/image/… value given as base64, a data URL or an http(s) URL: loaded now (errors are
+ * 422s before anything is written), stored later by storeStagedFiles inside the transaction.
+ * Short text for a signature or initials is kept as typed text (§7.5).
+ */
+async function attachmentValue(staged: StagedFile[], options: Pick<CreateSubmissionsOptions, 'download'>, raw: unknown, field: Field, where: string): Promise<string | string[]> {
   if (field.type === 'file' && Array.isArray(raw)) {
-    const uuids: string[] = [];
-    for (const item of raw) uuids.push((await attachmentValue(deps, options, item, { ...field, type: 'image' }, where)) as string);
-    return uuids;
+    const tokens: string[] = [];
+    for (const item of raw) tokens.push((await attachmentValue(staged, options, item, { ...field, type: 'image' }, where)) as string);
+    return tokens;
   }
   if (typeof raw !== 'string' || raw === '') throw new AppError('VALIDATION', `Invalid ${field.type} value`);
   if ((field.type === 'signature' || field.type === 'initials') && raw.length < 60 && !/^https?:\/\//i.test(raw) && !raw.startsWith('data:')) {
@@ -357,11 +372,34 @@ async function attachmentValue(deps: { db: Db; storage: FileStorage }, options: 
     return `text:${raw}`;
   }
   const loaded = await loadFileInput(raw, { field: where, ...options.download });
-  const stored = await storeFile(deps, {
-    accountId: options.accountId,
+  const token = `${STAGED_PREFIX}${staged.length}:${randomUUID()}`;
+  staged.push({
+    token,
     bytes: loaded.bytes,
     filename: loaded.filename ?? `${field.type}-${randomUUID()}`,
     contentType: loaded.contentType ?? 'application/octet-stream',
   });
-  return stored.uuid;
+  return token;
+}
+
+/**
+ * Stores staged files as StoredFile rows in the caller's transaction and puts their uuids in
+ * place of the placeholders in `values` (by field uuid; single values or lists).
+ */
+export async function storeStagedFiles(
+  tx: Prisma.TransactionClient,
+  storage: FileStorage,
+  accountId: number,
+  staged: StagedFile[],
+  values: Record<string, unknown>,
+): Promise<Record<string, unknown>> {
+  if (staged.length === 0) return values;
+  const uuids = new Map<string, string>();
+  for (const file of staged) {
+    if (!JSON.stringify(values).includes(file.token)) continue;
+    const stored = await storeFile({ db: tx, storage }, { accountId, bytes: file.bytes, filename: file.filename, contentType: file.contentType });
+    uuids.set(file.token, stored.uuid);
+  }
+  const swap = (v: unknown) => (typeof v === 'string' && uuids.has(v) ? uuids.get(v)! : v);
+  return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, Array.isArray(v) ? v.map(swap) : swap(v)]));
 }

@@ -7,7 +7,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields } from '../templates/fields.ts';
-import { applyPrefill, type CreateSubmissionsOptions } from './create-submissions.ts';
+import { applyPrefill, storeStagedFiles, type CreateSubmissionsOptions, type StagedFile } from './create-submissions.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from './find.ts';
 import { checkSubmitterContact, isValidEmailList, type SubmitterInput } from './submitter-input.ts';
 
@@ -83,9 +83,9 @@ export async function updateSubmitter(
 
   const fields = parseFields(submission.templateFields);
   const own = fields.filter((f) => f.submitter_uuid === submitter.roleUuid);
+  const staged: StagedFile[] = [];
   const { values, phone } = await applyPrefill(
-    deps,
-    { accountId: actor.accountId, download },
+    { download, staged },
     own,
     { values: input.values, fields: input.fields, readonly_fields: input.readonly_fields, phone: input.phone },
     'submitter',
@@ -108,7 +108,7 @@ export async function updateSubmitter(
         ...(input.email !== undefined ? { email: input.email.trim().toLowerCase() } : {}),
         ...(phone !== null ? { phone } : {}),
         ...(input.externalId !== undefined ? { externalId: input.externalId } : {}),
-        values: values as Prisma.InputJsonValue,
+        values: (await storeStagedFiles(tx, deps.storage, actor.accountId, staged, values)) as Prisma.InputJsonValue,
         preferences: preferences as Prisma.InputJsonValue,
         ...(input.completed ? { completedAt: now } : {}),
       },
