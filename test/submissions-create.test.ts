@@ -64,7 +64,7 @@ describe('POST /submissions', () => {
     const [buyer, seller] = json;
     expect(Object.keys(buyer)).toEqual([
       'id', 'submission_id', 'uuid', 'email', 'slug', 'sent_at', 'opened_at', 'completed_at', 'declined_at', 'created_at', 'updated_at',
-      'name', 'phone', 'external_id', 'metadata', 'status', 'application_key', 'values', 'preferences', 'role', 'embed_src',
+      'name', 'phone', 'external_id', 'metadata', 'status', 'application_key', 'preferences', 'role', 'values', 'embed_src',
     ]);
     expect(buyer).toMatchObject({
       email: 'buyer@example.test',

@@ -40,29 +40,7 @@ function publicPreferences(preferences: unknown): Record<string, unknown> {
 }
 
 export function serializeCreatedSubmitter(s: CreatedSubmitterData) {
-  return {
-    id: s.id,
-    submission_id: s.submissionId,
-    uuid: s.uuid,
-    email: s.email,
-    slug: s.slug,
-    sent_at: s.sentAt,
-    opened_at: s.openedAt,
-    completed_at: s.completedAt,
-    declined_at: s.declinedAt,
-    created_at: s.createdAt,
-    updated_at: s.updatedAt,
-    name: s.name,
-    phone: s.phone,
-    external_id: s.externalId,
-    metadata: s.metadata ?? {},
-    status: s.status,
-    application_key: s.externalId,
-    values: s.values,
-    preferences: publicPreferences(s.preferences),
-    role: s.role,
-    embed_src: s.embedSrc,
-  };
+  return { ...serializeSubmitterBase(s), values: s.values, embed_src: s.embedSrc };
 }
 
 /** Base submitter keys (§5.2), in every shape. */
