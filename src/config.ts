@@ -70,6 +70,10 @@ const EnvSchema = z.object({
   TWILIO_API_URL: z.string().url().default('https://api.twilio.com'),
   /** First retry delay of a failed email/SMS send, in milliseconds; doubles per attempt (capped at an hour). */
   SEND_RETRY_BASE_MS: z.coerce.number().int().positive().default(30_000),
+  /** PKCS#12 file whose certificate signs completed PDFs; unset: one generated once and stored in the database. */
+  SIGNING_P12_PATH: z.string().min(1).optional(),
+  /** Passphrase of SIGNING_P12_PATH. */
+  SIGNING_P12_PASSWORD: z.string().optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -113,6 +117,8 @@ export interface Config {
   twilioApiUrl: string;
   /** Milliseconds. */
   sendRetryBase: number;
+  signingP12Path: string | undefined;
+  signingP12Password: string;
 }
 
 /** Thrown when an environment variable has a value the service cannot use. */
@@ -167,5 +173,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : undefined,
     twilioApiUrl: e.TWILIO_API_URL.replace(/\/+$/, ''),
     sendRetryBase: e.SEND_RETRY_BASE_MS,
+    signingP12Path: e.SIGNING_P12_PATH,
+    signingP12Password: e.SIGNING_P12_PASSWORD ?? '',
   };
 }
