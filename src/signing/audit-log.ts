@@ -1,0 +1,374 @@
+/**
+ * The audit log PDF of a completed submission (issue 5; DocuSeal's content:
+ * reference/docuseal-behaviour.md §10.4). Drawn with pdf-lib in DejaVu Sans, so Latin, Greek,
+ * Cyrillic, Armenian, Georgian and most symbols render; CJK does not (no glyphs in DejaVu) and
+ * right-to-left text is drawn in logical order (pdf-lib does no bidi or shaping).
+ */
+import { createHash } from 'node:crypto';
+import fs from 'node:fs/promises';
+import path from 'node:path';
+import fontkit from '@pdf-lib/fontkit';
+import { PDFDocument, type PDFFont, type PDFPage, rgb } from 'pdf-lib';
+import { PROJECT_ROOT } from '../paths.ts';
+
+export interface AuditLogEvent {
+  /** Submission event type (`view_form`, `complete_form`, ...; §5.4). */
+  type: string;
+  at: Date;
+  ip?: string | null;
+  userAgent?: string | null;
+}
+
+export interface AuditLogParty {
+  name?: string | null;
+  email?: string | null;
+  phone?: string | null;
+  /** The template role ("First Party"). */
+  role: string;
+  /** IP and user agent of the completion (the complete_form event). */
+  ip?: string | null;
+  userAgent?: string | null;
+  completedAt?: Date | null;
+  /** This party's events; drawn in time order. */
+  events: AuditLogEvent[];
+}
+
+export interface BuildAuditLogInput {
+  submissionId: number;
+  accountName: string;
+  /** Testing accounts get DocuSeal's title "Testing Log - Not for Production Use" (§2). */
+  testing?: boolean;
+  /** Each result document: its name and the SHA-256 (as the caller stores it, e.g. lower-case hex) of the original (template) file and of the final signed file. */
+  documents: { name: string; originalSha256: string; finalSha256: string }[];
+  /** In role order. */
+  parties: AuditLogParty[];
+  generatedAt: Date;
+  /**
+   * IANA zone (the account's). Times are always printed in UTC; a zone other than UTC is named in
+   * the header and adds the local time with its offset next to each, and a US zone makes the
+   * pages Letter instead of A4 (as DocuSeal). An unknown zone is ignored.
+   */
+  timeZone?: string;
+}
+
+export const AUDIT_LOG_TITLE = 'Audit Log';
+export const TESTING_AUDIT_LOG_TITLE = 'Testing Log - Not for Production Use';
+
+/** DocuSeal's event sentences (§10.4), by event type; other types print as they are. */
+const EVENT_LABELS: Record<string, string> = {
+  send_email: 'Email sent',
+  send_reminder_email: 'Reminder email sent',
+  send_sms: 'SMS sent',
+  send_reminder_sms: 'Reminder SMS sent',
+  send_2fa_sms: 'Verification SMS sent',
+  click_email: 'Email link clicked',
+  click_sms: 'SMS link clicked',
+  phone_verified: 'Phone verified',
+  email_verified: 'Email verified',
+  view_form: 'Form viewed',
+  start_form: 'Submission started',
+  invite_party: 'Party invited',
+  complete_form: 'Submission completed',
+  api_complete_form: 'Submission completed via API',
+  decline_form: 'Form declined',
+  start_verification: 'Identity verification started',
+  complete_verification: 'Identity verification completed',
+};
+
+const A4: [number, number] = [595.28, 841.89];
+const LETTER: [number, number] = [612, 792];
+/** Zones DocuSeal would print on Letter: the US ones. */
+const US_TIME_ZONE = /^(US\/|America\/(New_York|Detroit|Chicago|Denver|Phoenix|Boise|Los_Angeles|Anchorage|Juneau|Sitka|Nome|Adak|Metlakatla|Yakutat|Menominee|Indiana\/|Kentucky\/|North_Dakota\/)|Pacific\/Honolulu$)/;
+
+const MARGIN = 50;
+const FOOTER_HEIGHT = 30;
+const LABEL_WIDTH = 110;
+const INK = rgb(0.1, 0.1, 0.1);
+const MUTED = rgb(0.42, 0.42, 0.42);
+const RULE = rgb(0.8, 0.8, 0.8);
+
+const FONT_DIR = path.join(PROJECT_ROOT, 'node_modules', 'dejavu-fonts-ttf', 'ttf');
+let fontFiles: Promise<{ regular: Buffer; bold: Buffer; mono: Buffer }> | undefined;
+
+/**
+ * The audit log PDF: title ("Audit Log", or the testing title), submission id, account, generation
+ * time; per document its name and the original and final SHA-256 exactly as given; per party
+ * role, name, email, phone, IP, user agent, completion time and every event (type, UTC time in
+ * ISO 8601 with Z to the second, its IP and user agent). Long values wrap (at spaces, else
+ * anywhere), pages break as needed (an event and its details stay on one page), and each page
+ * has a "Page n of N" footer. The bytes depend only on the input: document dates are
+ * `generatedAt`, and font subset tags are derived from the input.
+ * @returns the PDF bytes (A4, or Letter for a US time zone)
+ * @throws Error when the DejaVu fonts (npm package dejavu-fonts-ttf) are missing
+ */
+export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Array> {
+  const timeZone = usableTimeZone(input.timeZone);
+  const title = input.testing ? TESTING_AUDIT_LOG_TITLE : AUDIT_LOG_TITLE;
+  const doc = await PDFDocument.create({ updateMetadata: false });
+  doc.registerFontkit(fontkit);
+  fontFiles ??= loadFontFiles();
+  const files = await fontFiles.catch((error: unknown) => {
+    fontFiles = undefined;
+    throw error;
+  });
+  // pdf-lib would name each subset "<font>-<random number>"; a tag derived from the input keeps
+  // the output reproducible and is the "ABCDEF+" form that marks a subset (ISO 32000-1 §9.6.4).
+  const tag = subsetTag(input);
+  const fonts: Fonts = {
+    regular: await doc.embedFont(files.regular, { subset: true, customName: `${tag}+DejaVuSans` }),
+    bold: await doc.embedFont(files.bold, { subset: true, customName: `${tag}+DejaVuSans-Bold` }),
+    mono: await doc.embedFont(files.mono, { subset: true, customName: `${tag}+DejaVuSansMono` }),
+  };
+  doc.setTitle(`${title} - Submission ${input.submissionId}`);
+  doc.setAuthor(clean(input.accountName));
+  doc.setCreator('Signet');
+  doc.setProducer('Signet');
+  doc.setCreationDate(input.generatedAt);
+  doc.setModificationDate(input.generatedAt);
+
+  const layout = new Layout(doc, fonts, timeZone && US_TIME_ZONE.test(timeZone) ? LETTER : A4);
+  const time = (date: Date) => formatTime(date, timeZone);
+
+  layout.text('Signet', { font: fonts.bold, size: 10, color: MUTED });
+  layout.text(title, { font: fonts.bold, size: 20, gapAfter: 6 });
+  layout.field('Submission ID', String(input.submissionId));
+  layout.field('Account', input.accountName);
+  layout.field('Generated at', time(input.generatedAt));
+  if (timeZone) layout.field('Time zone', timeZone);
+
+  layout.heading('Documents');
+  if (input.documents.length === 0) layout.text('None', { color: MUTED });
+  for (const document of input.documents) {
+    layout.keepTogether(3 * 14 + 8);
+    layout.text(document.name, { font: fonts.bold, size: 10.5, gapAfter: 2 });
+    layout.field('Original SHA-256', document.originalSha256, { font: fonts.mono, size: 8.5 });
+    layout.field('Final SHA-256', document.finalSha256, { font: fonts.mono, size: 8.5 });
+    layout.space(6);
+  }
+
+  layout.heading('Parties');
+  for (const party of input.parties) {
+    layout.keepTogether(9 * 14);
+    layout.text(party.role, { font: fonts.bold, size: 12, gapAfter: 4 });
+    layout.field('Name', party.name);
+    layout.field('Email', party.email);
+    layout.field('Phone', party.phone);
+    layout.field('IP', party.ip);
+    layout.field('User agent', party.userAgent);
+    layout.field('Completed at', party.completedAt ? time(party.completedAt) : 'Not completed');
+    layout.space(4);
+    layout.text('Events', { font: fonts.bold, size: 9.5, color: MUTED, gapAfter: 2 });
+    const events = [...party.events].sort((a, b) => a.at.getTime() - b.at.getTime());
+    if (events.length === 0) layout.text('None', { size: 9, color: MUTED, indent: 12 });
+    for (const event of events) {
+      const label = EVENT_LABELS[event.type];
+      const what = { text: `${time(event.at)}   ${label ? `${label} (${event.type})` : event.type}`, style: { size: 9, indent: 12 } };
+      const where = [event.ip ? `IP ${event.ip}` : '', event.userAgent ? `User agent ${event.userAgent}` : ''].filter(Boolean);
+      const details = { text: where.join(' · '), style: { size: 8, color: MUTED, indent: 24, gapAfter: 2 } };
+      layout.keepTogether(layout.height(what.text, what.style) + (where.length > 0 ? layout.height(details.text, details.style) : 0));
+      layout.text(what.text, what.style);
+      if (where.length > 0) layout.text(details.text, details.style);
+    }
+    layout.space(10);
+  }
+
+  layout.footers(`${title} · Submission ${input.submissionId}`);
+  return doc.save();
+}
+
+interface Fonts {
+  regular: PDFFont;
+  bold: PDFFont;
+  mono: PDFFont;
+}
+
+interface TextStyle {
+  font?: PDFFont;
+  /** Points. */
+  size?: number;
+  color?: ReturnType<typeof rgb>;
+  /** Points from the left margin. */
+  indent?: number;
+  /** Points below the last line. */
+  gapAfter?: number;
+}
+
+/** A top-to-bottom flow of wrapped lines over as many pages as it takes. */
+class Layout {
+  private page: PDFPage;
+  /** Baseline cursor, points from the bottom. */
+  private y: number;
+  private readonly width: number;
+
+  constructor(
+    private readonly doc: PDFDocument,
+    private readonly fonts: Fonts,
+    private readonly pageSize: [number, number],
+  ) {
+    this.width = pageSize[0] - 2 * MARGIN;
+    this.page = doc.addPage(pageSize);
+    this.y = pageSize[1] - MARGIN;
+  }
+
+  /** Starts a new page unless `height` points fit above the footer. */
+  keepTogether(height: number): void {
+    if (this.y - height < MARGIN + FOOTER_HEIGHT) this.newPage();
+  }
+
+  space(points: number): void {
+    this.y -= points;
+  }
+
+  heading(text: string): void {
+    this.space(10);
+    this.keepTogether(60);
+    this.text(text, { font: this.fonts.bold, size: 14, gapAfter: 2 });
+    this.page.drawLine({
+      start: { x: MARGIN, y: this.y + 2 },
+      end: { x: MARGIN + this.width, y: this.y + 2 },
+      thickness: 0.5,
+      color: RULE,
+    });
+    this.space(8);
+  }
+
+  /** Points that text(text, style) takes. */
+  height(text: string, style: TextStyle = {}): number {
+    const lines = wrap(clean(text), style.font ?? this.fonts.regular, style.size ?? 10, this.width - (style.indent ?? 0));
+    return lines.length * lineHeight(style.size ?? 10) + (style.gapAfter ?? 0);
+  }
+
+  /** A paragraph: wrapped to the width left of the indent. */
+  text(text: string, style: TextStyle = {}): void {
+    const font = style.font ?? this.fonts.regular;
+    const size = style.size ?? 10;
+    const indent = style.indent ?? 0;
+    for (const line of wrap(clean(text), font, size, this.width - indent)) {
+      this.line(size);
+      this.page.drawText(line, { x: MARGIN + indent, y: this.y, font, size, color: style.color ?? INK });
+    }
+    this.space(style.gapAfter ?? 0);
+  }
+
+  /** "Label   value" with the value wrapped in its column; "—" for a missing value. */
+  field(label: string, value: string | null | undefined, style: TextStyle = {}): void {
+    const font = style.font ?? this.fonts.regular;
+    const size = style.size ?? 10;
+    const lines = wrap(clean(value ?? '') || '—', font, size, this.width - LABEL_WIDTH);
+    lines.forEach((line, i) => {
+      this.line(10);
+      if (i === 0) this.page.drawText(label, { x: MARGIN, y: this.y, font: this.fonts.regular, size: 9, color: MUTED });
+      this.page.drawText(line, { x: MARGIN + LABEL_WIDTH, y: this.y, font, size, color: INK });
+    });
+    this.space(2);
+  }
+
+  /** Stamps "Page n of N" and `text` at the bottom of every page. */
+  footers(text: string): void {
+    const pages = this.doc.getPages();
+    pages.forEach((page, i) => {
+      const y = MARGIN - 12;
+      page.drawText(clean(text), { x: MARGIN, y, font: this.fonts.regular, size: 8, color: MUTED });
+      const number = `Page ${i + 1} of ${pages.length}`;
+      const width = this.fonts.regular.widthOfTextAtSize(number, 8);
+      page.drawText(number, { x: MARGIN + this.width - width, y, font: this.fonts.regular, size: 8, color: MUTED });
+    });
+  }
+
+  /** Moves the cursor down one line of `size`, to a new page when the line would not fit. */
+  private line(size: number): void {
+    const height = lineHeight(size);
+    if (this.y - height < MARGIN + FOOTER_HEIGHT) this.newPage();
+    this.y -= height;
+  }
+
+  private newPage(): void {
+    this.page = this.doc.addPage(this.pageSize);
+    this.y = this.pageSize[1] - MARGIN;
+  }
+}
+
+function lineHeight(size: number): number {
+  return size * 1.35;
+}
+
+/** Six capital letters from a hash of the input, for font subset names. */
+function subsetTag(input: BuildAuditLogInput): string {
+  const digest = createHash('sha256').update(JSON.stringify(input)).digest();
+  return Array.from(digest.subarray(0, 6), (byte) => String.fromCharCode(65 + (byte % 26))).join('');
+}
+
+/** Lines of at most `width` points: breaks at spaces, and inside words longer than a line. */
+function wrap(text: string, font: PDFFont, size: number, width: number): string[] {
+  const measure = (s: string) => font.widthOfTextAtSize(s, size);
+  const lines: string[] = [];
+  let current = '';
+  for (const word of text.split(' ')) {
+    const candidate = current ? `${current} ${word}` : word;
+    if (measure(candidate) <= width) {
+      current = candidate;
+      continue;
+    }
+    if (current) lines.push(current);
+    current = '';
+    // A word wider than the line: cut it by code points.
+    let piece = '';
+    for (const char of word) {
+      if (piece && measure(piece + char) > width) {
+        lines.push(piece);
+        piece = '';
+      }
+      piece += char;
+    }
+    current = piece;
+  }
+  lines.push(current);
+  return lines;
+}
+
+/** One line of printable text: controls and line breaks become spaces, runs of spaces collapse. */
+function clean(text: string): string {
+  return text
+    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+    .replace(/ {2,}/g, ' ')
+    .trim();
+}
+
+/** "2026-11-21T17:30:05Z", plus " (2026-11-21 18:30:05 GMT+01:00)" in a zone other than UTC. */
+function formatTime(date: Date, timeZone: string | undefined): string {
+  const utc = `${date.toISOString().slice(0, 19)}Z`;
+  if (!timeZone) return utc;
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+      timeZoneName: 'longOffset',
+    })
+      .formatToParts(date)
+      .map((part) => [part.type, part.value]),
+  );
+  return `${utc} (${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName})`;
+}
+
+/** The zone when Intl knows it and it is not UTC; otherwise undefined (UTC only). */
+function usableTimeZone(timeZone: string | undefined): string | undefined {
+  if (!timeZone) return undefined;
+  try {
+    const resolved = new Intl.DateTimeFormat('en-US', { timeZone }).resolvedOptions().timeZone;
+    return resolved === 'UTC' || resolved === 'Etc/UTC' ? undefined : timeZone;
+  } catch {
+    return undefined;
+  }
+}
+
+async function loadFontFiles(): Promise<{ regular: Buffer; bold: Buffer; mono: Buffer }> {
+  const read = (name: string) => fs.readFile(path.join(FONT_DIR, name));
+  const [regular, bold, mono] = await Promise.all([read('DejaVuSans.ttf'), read('DejaVuSans-Bold.ttf'), read('DejaVuSansMono.ttf')]);
+  return { regular, bold, mono };
+}
