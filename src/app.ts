@@ -21,6 +21,7 @@ import { createRenderer, type Renderer } from './rendering/renderer.ts';
 import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
 import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
+import { defineCompletionJob } from './signing/complete-submission.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 
 export interface AppOptions {
@@ -75,6 +76,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const renderer = options.renderer ?? createRenderer(config, fastify.log);
   const jobs = options.jobs ?? defaultJobQueue(config, fastify.log);
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
+  defineCompletionJob(jobs, { db, storage, config });
   defineSubmissionJobs(jobs, {
     db,
     mailer: createMailer(config, fastify.log),

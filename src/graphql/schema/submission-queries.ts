@@ -7,6 +7,7 @@ import { parseInput } from '../../accounts/api-keys.ts';
 import type { Db } from '../../db/client.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
+import { enqueueCompletion } from '../../signing/complete-submission.ts';
 import { enqueueRequests, scheduleExpiry, sendNextParties } from '../../submissions/send-requests.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf, type Pagination } from '../../util/pagination.ts';
@@ -308,7 +309,10 @@ builder.mutationField('updateSubmitter', (t) =>
       );
       // After commit: a completion sends the next party in order; send_email/send_sms true re-sends.
       const submitter = await ctx.db.submitter.findUniqueOrThrow({ where: { id }, select: { id: true, submissionId: true, preferences: true, email: true, phone: true, completedAt: true } });
-      if (rest.completed === true) await sendNextParties(ctx.db, ctx.jobs, submitter.submissionId);
+      if (rest.completed === true) {
+        await enqueueCompletion(ctx.jobs, submitter.submissionId, id);
+        await sendNextParties(ctx.db, ctx.jobs, submitter.submissionId);
+      }
       else if (rest.sendEmail === true || rest.sendSms === true) {
         const sends = await ctx.db.submissionEvent.count({ where: { submitterId: id, eventType: { in: ['send_email', 'send_sms'] } } });
         const prefs = { ...((submitter.preferences ?? {}) as Record<string, unknown>), send_email: rest.sendEmail === true, send_sms: rest.sendSms === true };

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { AppError } from '../../errors.ts';
 import { createSubmissions, type SubmissionRequest } from '../../submissions/create-submissions.ts';
+import { enqueueCompletion } from '../../signing/complete-submission.ts';
 import { enqueueRequests, scheduleExpiry } from '../../submissions/send-requests.ts';
 import { buildValues, roleName, submissionStatus, submitterStatus } from '../../submissions/status.ts';
 import { SubmitterInput } from '../../submissions/submitter-input.ts';
@@ -266,7 +267,11 @@ builder.mutationField('createSubmissions', (t) =>
         const submitters = await ctx.db.submitter.findMany({ where: { id: { in: sendNow } }, select: { id: true, preferences: true, email: true, phone: true } });
         await enqueueRequests(ctx.jobs, submitters);
       }
-      for (const c of created) await scheduleExpiry(ctx.jobs, c.id, c.expireAt);
+      for (const c of created) {
+        await scheduleExpiry(ctx.jobs, c.id, c.expireAt);
+        // Parties created completed: their documents (and, if everyone is, the signed set).
+        for (const submitterId of c.completedIds) await enqueueCompletion(ctx.jobs, c.id, submitterId);
+      }
       return { submissionIds: created.map((c) => c.id) };
     },
   }),
