@@ -37,9 +37,10 @@ process.on('exit', () => {
  * Spawns `node <file>` with exactly `env` (not merged with process.env): `.ts` files through
  * `--import tsx`, JavaScript (the built service, dist/main.mjs) as `npm start` runs it.
  * @param file path relative to the repository root
+ * @param nodeArgs more node options before the file (e.g. `--cpu-prof`, which NODE_OPTIONS refuses)
  */
-export function spawnNode(file: string, env: NodeJS.ProcessEnv): NodeChild {
-  const args = file.endsWith('.ts') ? ['--import', 'tsx', file] : ['--enable-source-maps', file];
+export function spawnNode(file: string, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): NodeChild {
+  const args = [...nodeArgs, ...(file.endsWith('.ts') ? ['--import', 'tsx', file] : ['--enable-source-maps', file])];
   const child = spawn(process.execPath, args, {
     cwd: REPO_ROOT,
     env,
