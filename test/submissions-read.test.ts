@@ -131,12 +131,21 @@ describe('GET /submissions', () => {
 describe('one submission', () => {
   it('GET /submissions/{id} in the get shape with events and documents; 403 and 404', async () => {
     const [tenant] = await createSubmission([{ role: 'Tenant', email: 'get@example.test', completed: true, values: { 'Tenant Name': 'Gwen' } }, { role: 'Landlord', email: 'll@example.test' }]);
+    // The completed party's documents are produced by the completion job.
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
     const { status, json } = await api('GET', `/submissions/${tenant!.submission_id}`);
     expect(status).toBe(200);
     expect(openApiErrors('get', '/submissions/{id}', json)).toEqual([]);
-    expect(json.submission_events).toEqual([{ id: expect.any(Number), submitter_id: tenant!.id, event_type: 'api_complete_form', event_timestamp: expect.stringMatching(/Z$/) }]);
+    // The API completion, and the request the next party was then sent (outbox mailer).
+    expect(json.submission_events).toEqual([
+      { id: expect.any(Number), submitter_id: tenant!.id, event_type: 'api_complete_form', event_timestamp: expect.stringMatching(/Z$/) },
+      { id: expect.any(Number), submitter_id: json.submitters[1].id, event_type: 'send_email', event_timestamp: expect.stringMatching(/Z$/) },
+    ]);
     expect(json.documents).toEqual([]);
-    expect(json.submitters[0]).toMatchObject({ status: 'completed', values: [{ field: 'Tenant Name', value: 'Gwen' }], documents: [] });
+    expect(json.submitters[0]).toMatchObject({ status: 'completed', values: [{ field: 'Tenant Name', value: 'Gwen' }] });
+    expect(json.submitters[0].documents).toEqual([{ name: 'lease', url: expect.stringContaining('/file/') }]);
+    // Not everyone has completed: the submission has no documents yet.
+    expect(json.documents).toEqual([]);
     expect(await api('GET', `/submissions/${tenant!.submission_id}`, undefined, bob.apiKey)).toEqual({ status: 403, json: { error: 'Not authorized' } });
     expect((await api('GET', '/submissions/99999999')).status).toBe(404);
     const documents = await api('GET', `/submissions/${tenant!.submission_id}/documents`);
