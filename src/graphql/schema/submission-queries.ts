@@ -10,7 +10,7 @@ import { findSubmissionForAccount, findSubmitterForAccount } from '../../submiss
 import { enqueueCompletion } from '../../signing/complete-submission.ts';
 import { enqueueRequests, scheduleExpiry, sendNextParties } from '../../submissions/send-requests.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
-import { idCursorWhere, PageArgs, pageSize, paginationOf, type Pagination } from '../../util/pagination.ts';
+import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
 import { SubmissionRef, SubmitterRef } from './submission.ts';
@@ -75,19 +75,33 @@ builder.prismaObjectFields(SubmitterRef, (t) => ({
   submission: t.relation('submission'),
 }));
 
-type ListShape<T> = { nodes: T[]; pagination: Pagination };
+/**
+ * A page of a list: the filter it was asked with and the ids on it. `nodes` is loaded by a
+ * prismaField so that the nested selection (submitters, template, events …) becomes part of one
+ * query instead of one per relation and record.
+ */
+interface ListPage<W> {
+  where: W;
+  ids: number[];
+}
 
-const SubmissionListRef = builder.objectRef<ListShape<Prisma.SubmissionGetPayload<object>>>('SubmissionList').implement({
+const SubmissionListRef = builder.objectRef<ListPage<Prisma.SubmissionWhereInput>>('SubmissionList').implement({
   fields: (t) => ({
-    nodes: t.field({ type: [SubmissionRef], resolve: (l) => l.nodes }),
-    pagination: t.field({ type: PaginationRef, resolve: (l) => l.pagination }),
+    nodes: t.prismaField({
+      type: [SubmissionRef],
+      resolve: (query, page, _args, ctx) => ctx.db.submission.findMany({ ...query, where: { id: { in: page.ids } }, orderBy: { id: 'asc' } }),
+    }),
+    pagination: t.field({ type: PaginationRef, resolve: (page) => paginationOf(page.ids.map((id) => ({ id }))) }),
   }),
 });
 
-const SubmitterListRef = builder.objectRef<ListShape<Prisma.SubmitterGetPayload<object>>>('SubmitterList').implement({
+const SubmitterListRef = builder.objectRef<ListPage<Prisma.SubmitterWhereInput>>('SubmitterList').implement({
   fields: (t) => ({
-    nodes: t.field({ type: [SubmitterRef], resolve: (l) => l.nodes }),
-    pagination: t.field({ type: PaginationRef, resolve: (l) => l.pagination }),
+    nodes: t.prismaField({
+      type: [SubmitterRef],
+      resolve: (query, page, _args, ctx) => ctx.db.submitter.findMany({ ...query, where: { id: { in: page.ids } }, orderBy: { id: 'asc' } }),
+    }),
+    pagination: t.field({ type: PaginationRef, resolve: (page) => paginationOf(page.ids.map((id) => ({ id }))) }),
   }),
 });
 
@@ -144,8 +158,9 @@ builder.queryField('submissions', (t) =>
       if (args.status === 'pending') and.push({ completedAt: null, OR: [{ expireAt: null }, { expireAt: { gt: now } }] });
       const cursor = idCursorWhere(args);
       if (cursor) and.push({ id: cursor });
-      const nodes = await ctx.db.submission.findMany({ where: { AND: and }, orderBy: { id: 'asc' }, take: pageSize(args) });
-      return { nodes, pagination: paginationOf(nodes) };
+      const where = { AND: and };
+      const rows = await ctx.db.submission.findMany({ where, orderBy: { id: 'asc' }, take: pageSize(args), select: { id: true } });
+      return { where, ids: rows.map((r) => r.id) };
     },
   }),
 );
@@ -201,8 +216,9 @@ builder.queryField('submitters', (t) =>
       if (args.completedBefore) and.push({ completedAt: { lte: args.completedBefore } });
       const cursor = idCursorWhere(args);
       if (cursor) and.push({ id: cursor });
-      const nodes = await ctx.db.submitter.findMany({ where: { AND: and }, orderBy: { id: 'asc' }, take: pageSize(args) });
-      return { nodes, pagination: paginationOf(nodes) };
+      const where = { AND: and };
+      const rows = await ctx.db.submitter.findMany({ where, orderBy: { id: 'asc' }, take: pageSize(args), select: { id: true } });
+      return { where, ids: rows.map((r) => r.id) };
     },
   }),
 );

@@ -18,6 +18,8 @@ import { withoutNulls } from './template.ts';
 
 export const SubmitterRef = builder.prismaObject('Submitter', {
   description: 'A signer of a submission. `slug` is the capability in its signing link.',
+  // Only the columns the query asks for (values and preferences are JSON worth not reading for nothing).
+  select: { id: true },
   fields: (t) => ({
     id: t.exposeInt('id'),
     uuid: t.exposeString('uuid'),
@@ -27,8 +29,8 @@ export const SubmitterRef = builder.prismaObject('Submitter', {
     name: t.exposeString('name', { nullable: true }),
     phone: t.exposeString('phone', { nullable: true }),
     externalId: t.exposeString('externalId', { nullable: true }),
-    metadata: t.field({ type: 'JSON', resolve: (s) => s.metadata }),
-    preferences: t.field({ type: 'JSON', resolve: (s) => s.preferences }),
+    metadata: t.field({ type: 'JSON', select: { metadata: true }, resolve: (s) => s.metadata }),
+    preferences: t.field({ type: 'JSON', select: { preferences: true }, resolve: (s) => s.preferences }),
     roleUuid: t.exposeString('roleUuid'),
     role: t.string({
       nullable: true,
@@ -55,7 +57,7 @@ export const SubmitterRef = builder.prismaObject('Submitter', {
         });
       },
     }),
-    embedSrc: t.string({ description: 'The signing form address.', resolve: (s, _args, ctx) => `${ctx.config.appUrl}/s/${s.slug}` }),
+    embedSrc: t.string({ description: 'The signing form address.', select: { slug: true }, resolve: (s, _args, ctx) => `${ctx.config.appUrl}/s/${s.slug}` }),
     sentAt: t.expose('sentAt', { type: 'DateTime', nullable: true }),
     openedAt: t.expose('openedAt', { type: 'DateTime', nullable: true }),
     completedAt: t.expose('completedAt', { type: 'DateTime', nullable: true }),
@@ -67,6 +69,8 @@ export const SubmitterRef = builder.prismaObject('Submitter', {
 
 export const SubmissionRef = builder.prismaObject('Submission', {
   description: 'One signing request made from a template, with its own copy of the roles, fields and documents.',
+  // Only the columns the query asks for: the copies of the template's fields and documents are large.
+  select: { id: true },
   fields: (t) => ({
     id: t.exposeInt('id'),
     slug: t.exposeString('slug'),
@@ -78,7 +82,7 @@ export const SubmissionRef = builder.prismaObject('Submission', {
       select: { completedAt: true, expireAt: true, submitters: { select: { declinedAt: true } } },
       resolve: (s) => submissionStatus(s, s.submitters),
     }),
-    variables: t.field({ type: 'JSON', resolve: (s) => s.variables }),
+    variables: t.field({ type: 'JSON', select: { variables: true }, resolve: (s) => s.variables }),
     expireAt: t.expose('expireAt', { type: 'DateTime', nullable: true }),
     completedAt: t.expose('completedAt', { type: 'DateTime', nullable: true }),
     archivedAt: t.expose('archivedAt', { type: 'DateTime', nullable: true }),
