@@ -106,7 +106,8 @@ describe('job queue', () => {
     expect(ranAt).toEqual([]);
     await waitFor(() => ranAt.length > 0, 3000);
     expect(ranAt[0]).toBeGreaterThanOrEqual(at.getTime());
-    expect(ranAt[0]! - at.getTime()).toBeLessThan(500);
+    // On time, not early; the bound only catches a job left for a whole scan cycle or more.
+    expect(ranAt[0]! - at.getTime()).toBeLessThan(2000);
     await queue.waitForIdle();
     expect(ranAt).toHaveLength(1);
   });
@@ -131,9 +132,9 @@ describe('job queue', () => {
     expect(runs.map((r) => r.attempt)).toEqual([0, 1, 2]);
     const gaps = [runs[1]!.at - runs[0]!.at, runs[2]!.at - runs[1]!.at];
     expect(gaps[0]).toBeGreaterThanOrEqual(150);
-    expect(gaps[0]).toBeLessThan(150 + 400);
+    expect(gaps[0]).toBeLessThan(150 + 1500);
     expect(gaps[1]).toBeGreaterThanOrEqual(300);
-    expect(gaps[1]).toBeLessThan(300 + 400);
+    expect(gaps[1]).toBeLessThan(300 + 1500);
 
     const mine = logs.filter((line) => line.jobId === id);
     expect(mine.map((line) => [line.level, line.attempt])).toEqual([

@@ -223,7 +223,7 @@ describe('URLs', () => {
     const elapsed = Date.now() - started;
     expect(error.message).toBe(`Error loading: ${server.url}/slow.pdf (${FIELD}). No complete answer within 0.3 seconds.`);
     expect(elapsed).toBeGreaterThanOrEqual(280);
-    expect(elapsed).toBeLessThan(1500);
+    expect(elapsed).toBeLessThan(5000);
   });
 
   it('counts the time for the whole download, body included', async () => {

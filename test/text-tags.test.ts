@@ -402,7 +402,8 @@ describe('extractTextTags', () => {
     await expectValidation(() => extractTextTags(Buffer.from('hello'), { label: 'hello.txt' }), /^hello\.txt is not a PDF/);
   });
 
-  it('scans the 14-page tracemonkey paper quickly (issue 3 target: template creation ≤ 1.5 s)', async () => {
+  // Speed is measured by `npm run bench:templates`; this only proves the scan finds nothing there.
+  it('scans the 14-page tracemonkey paper (no tags) and prints the time', async () => {
     const bytes = fixturePdf('pdfjs-tracemonkey.pdf');
     await extractTextTags(bytes, { label: 'warm-up' }); // mupdf's WASM start-up is not the scan
     const times: number[] = [];
@@ -413,6 +414,5 @@ describe('extractTextTags', () => {
       expect(found.tagCount).toBe(0);
     }
     console.log(`extractTextTags on pdfjs-tracemonkey.pdf (14 pages, no tags): ${times.map((t) => `${t.toFixed(0)} ms`).join(', ')}`);
-    expect(Math.min(...times)).toBeLessThan(1500);
   });
 });
