@@ -22,6 +22,7 @@ import autocannon from 'autocannon';
 import { type BenchDatabase, createBenchDatabase, redactUrl } from './bench-database.ts';
 import { buildService, childEnv, cpuMs, freePort, type NodeChild, rssMb, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
 import { onCleanup, runCleanups } from './cleanup.ts';
+import { envNumber, median, round, fmt, passMiss, print } from './util.ts';
 
 const DURATION_S = envNumber('BENCH_DURATION', 8);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 20);
@@ -392,40 +393,15 @@ function load(target: LoadTarget, durationS: number) {
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got '${raw}'`);
-  return value;
-}
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
-function round(value: number, digits: number): number {
-  const factor = 10 ** digits;
-  return Math.round(value * factor) / factor;
-}
 
 function roundAll(values: Record<string, number>, digits: number): Record<string, number> {
   return Object.fromEntries(Object.entries(values).map(([key, value]) => [key, round(value, digits)]));
 }
 
-function fmt(value: number, digits: number): string {
-  return value.toFixed(digits);
-}
 
-function passMiss(pass: boolean): string {
-  return pass ? 'PASS' : 'MISS';
-}
 
-function print(line: string): void {
-  process.stdout.write(`${line}\n`);
-}
 
 function describe(error: unknown): string {
   return error instanceof Error ? (error.stack ?? error.message) : String(error);

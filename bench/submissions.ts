@@ -39,6 +39,7 @@ import { createBenchDatabase, redactUrl } from './bench-database.ts';
 import { onCleanup, runCleanups } from './cleanup.ts';
 import { startStatementProxy, type RecordedStatement, type StatementProxy } from './pg-statement-proxy.ts';
 import { buildService, childEnv, cpuMs, freePort, type NodeChild, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
+import { envNumber, round, fmt, passMiss, print } from './util.ts';
 
 const DURATION_S = envNumber('BENCH_DURATION', 8);
 const WARMUP_S = envNumber('BENCH_WARMUP', 2);
@@ -750,30 +751,10 @@ function describeFrame(callFrame: ProfileNode['callFrame'], map: SourceMap | und
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isFinite(value) || value <= 0) throw new Error(`${name} must be a positive number, got '${raw}'`);
-  return value;
-}
 
-function round(value: number, digits: number): number {
-  const factor = 10 ** digits;
-  return Math.round(value * factor) / factor;
-}
 
-function fmt(value: number, digits: number): string {
-  return value.toFixed(digits);
-}
 
-function passMiss(pass: boolean): string {
-  return pass ? 'PASS' : 'MISS';
-}
 
-function print(line: string): void {
-  process.stdout.write(`${line}\n`);
-}
 
 main()
   .then((code) => {

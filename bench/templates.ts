@@ -29,6 +29,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
 import { onCleanup, runCleanups } from './cleanup.ts';
+import { envNumber, median, round, fmt, passMiss, print } from './util.ts';
 
 const TEMPLATE_RUNS = envNumber('BENCH_TEMPLATE_RUNS', 5);
 const DOCX_RUNS = envNumber('BENCH_DOCX_RUNS', 3);
@@ -664,36 +665,11 @@ async function tempDir(prefix: string): Promise<string> {
   return dir;
 }
 
-function envNumber(name: string, fallback: number): number {
-  const raw = process.env[name];
-  if (raw === undefined || raw === '') return fallback;
-  const value = Number(raw);
-  if (!Number.isInteger(value) || value <= 0) throw new Error(`${name} must be a positive integer, got '${raw}'`);
-  return value;
-}
 
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
-function round(value: number, digits: number): number {
-  const factor = 10 ** digits;
-  return Math.round(value * factor) / factor;
-}
 
-function fmt(value: number, digits: number): string {
-  return value.toFixed(digits);
-}
 
-function passMiss(pass: boolean): string {
-  return pass ? 'PASS' : 'MISS';
-}
 
-function print(line: string): void {
-  process.stdout.write(`${line}\n`);
-}
 
 function describe(error: unknown): string {
   return error instanceof Error ? (error.stack ?? error.message) : String(error);

@@ -17,10 +17,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import { parseFields, parseRoles } from '../templates/fields.ts';
-import { buildAuditLog } from './audit-log.ts';
-import { loadSigningIdentity } from './certificates.ts';
-import { drawValues, type ImageFile } from './draw-values.ts';
-import { signPdf } from './sign-pdf.ts';
+import type { ImageFile } from './draw-values.ts';
 
 export const COMPLETE_SUBMISSION_JOB = 'complete-submission';
 
@@ -51,6 +48,14 @@ export async function enqueueCompletion(queue: JobQueue, submissionId: number, s
  */
 export async function completeSubmission(deps: CompletionDeps, submissionId: number): Promise<void> {
   const { db } = deps;
+  // Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
+  // that an idle service need not hold (bench/README.md, idle RSS).
+  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues }, { signPdf }] = await Promise.all([
+    import('./audit-log.ts'),
+    import('./certificates.ts'),
+    import('./draw-values.ts'),
+    import('./sign-pdf.ts'),
+  ]);
   // The signing identity is loaded (or generated once) outside the work transaction, on first need.
   let identityPromise: ReturnType<typeof loadSigningIdentity> | undefined;
   const identityFor = (account: { id: number; name: string }) =>
