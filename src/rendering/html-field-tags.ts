@@ -9,7 +9,7 @@
  * breaks, margins and scaling — in the same Chromium inside Gotenberg too. The prefix carries a
  * random nonce per render, so the user's own links can neither match nor fake one.
  */
-import { PDFArray, PDFDict, PDFDocument, PDFHexString, PDFName, PDFNumber, PDFRef, PDFString } from 'pdf-lib';
+import type { PDFArray, PDFDict } from 'pdf-lib';
 import { AppError } from '../errors.ts';
 import type { HtmlFieldTag, HtmlFieldType } from './types.ts';
 import { HTML_FIELD_TYPES } from './types.ts';
@@ -334,6 +334,9 @@ export async function readFieldAreas(
   tags: ParsedFieldTag[],
   markerPrefix: string,
 ): Promise<{ pdf: Buffer; fields: HtmlFieldTag[] }> {
+  // pdf-lib is loaded on first use: ~20 MB an idle service need not hold.
+  const lib = await import('pdf-lib');
+  const { PDFArray, PDFDict, PDFDocument, PDFName, PDFNumber, PDFRef } = lib;
   const doc = await PDFDocument.load(pdf, { updateMetadata: false });
   const found = new Map<number, { page: number; x: number; y: number; w: number; h: number; size: number }>();
   let removed = 0;
@@ -345,7 +348,7 @@ export async function readFieldAreas(
     for (let i = 0; i < annots.size(); i++) {
       const entry = annots.get(i);
       const dict = entry instanceof PDFRef ? doc.context.lookupMaybe(entry, PDFDict) : entry instanceof PDFDict ? entry : undefined;
-      const uri = dict ? linkUri(dict) : undefined;
+      const uri = dict ? linkUri(lib, dict) : undefined;
       const index = uri?.startsWith(markerPrefix) ? Number(uri.slice(markerPrefix.length)) : NaN;
       if (!dict || !Number.isInteger(index) || index < 0 || index >= tags.length) {
         keep.push(entry);
@@ -392,7 +395,8 @@ export async function readFieldAreas(
   return { pdf: out, fields };
 }
 
-function linkUri(annot: PDFDict): string | undefined {
+function linkUri(lib: typeof import('pdf-lib'), annot: PDFDict): string | undefined {
+  const { PDFDict, PDFHexString, PDFName, PDFString } = lib;
   if (annot.lookupMaybe(PDFName.of('Subtype'), PDFName) !== PDFName.of('Link')) return undefined;
   const action = annot.lookupMaybe(PDFName.of('A'), PDFDict);
   const uri = action?.lookup(PDFName.of('URI'));

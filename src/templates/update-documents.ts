@@ -5,7 +5,6 @@
  * Operations apply in order; all are validated before anything is stored.
  */
 import { randomUUID } from 'node:crypto';
-import { PDFDocument } from 'pdf-lib';
 import { z } from 'zod';
 import type { Db } from '../db/client.ts';
 import type { PdfPage } from '../documents/pdf.ts';
@@ -165,6 +164,7 @@ async function mergeDocuments(
   name: string,
   remap: (offsets: Map<string, number>, mergedUuid: string) => void,
 ): Promise<WorkingDocument> {
+  const { PDFDocument } = await import('pdf-lib');
   const merged = await PDFDocument.create();
   const offsets = new Map<string, number>();
   const pages: PdfPage[] = [];
