@@ -27,3 +27,13 @@ export async function runCleanups(): Promise<void> {
     }
   }
 }
+
+/** On SIGINT/SIGTERM: run the cleanups, then exit 130. */
+export function cleanUpOnSignals(): void {
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(signal, () => {
+      process.stderr.write(`\n${signal}: cleaning up\n`);
+      void runCleanups().finally(() => process.exit(130));
+    });
+  }
+}

@@ -21,7 +21,7 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { type BenchDatabase, createBenchDatabase, redactUrl } from './bench-database.ts';
 import { buildService, childEnv, cpuMs, freePort, type NodeChild, rssMb, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
-import { onCleanup, runCleanups } from './cleanup.ts';
+import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
 import { envNumber, median, round, fmt, passMiss, print } from './util.ts';
 
 const DURATION_S = envNumber('BENCH_DURATION', 8);
@@ -68,12 +68,7 @@ interface Run {
 }
 
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`\n${signal}: cleaning up\n`);
-    void runCleanups().finally(() => process.exit(130));
-  });
-}
+cleanUpOnSignals();
 
 // ---------------------------------------------------------------------------------------------
 

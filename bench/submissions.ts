@@ -36,7 +36,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
-import { onCleanup, runCleanups } from './cleanup.ts';
+import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
 import { startStatementProxy, type RecordedStatement, type StatementProxy } from './pg-statement-proxy.ts';
 import { buildService, childEnv, cpuMs, freePort, type NodeChild, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
 import { envNumber, round, fmt, passMiss, print } from './util.ts';
@@ -72,12 +72,7 @@ interface Request {
   body?: string;
 }
 
-for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
-    process.stderr.write(`\n${signal}: cleaning up\n`);
-    void runCleanups().finally(() => process.exit(130));
-  });
-}
+cleanUpOnSignals();
 
 // ---------------------------------------------------------------------------------------------
 

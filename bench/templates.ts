@@ -28,7 +28,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
-import { onCleanup, runCleanups } from './cleanup.ts';
+import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
 import { envNumber, median, round, fmt, passMiss, print } from './util.ts';
 
 const TEMPLATE_RUNS = envNumber('BENCH_TEMPLATE_RUNS', 5);
@@ -683,12 +683,7 @@ if (workerMode) {
     process.disconnect?.();
   });
 } else {
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-    process.once(signal, () => {
-      process.stderr.write(`\n${signal}: cleaning up\n`);
-      void runCleanups().finally(() => process.exit(130));
-    });
-  }
+  cleanUpOnSignals();
   main()
     .then((code) => {
       process.exitCode = code;

@@ -44,3 +44,13 @@ export function bodyObject(request: RestRequest): Record<string, unknown> {
   if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('VALIDATION', 'The request body must be a JSON object.');
   return body as Record<string, unknown>;
 }
+
+/**
+ * An optional array of strings (`roles`); undefined when absent.
+ * @throws AppError VALIDATION "<name> must be an array of strings."
+ */
+export function optionalStringList(value: unknown, name: string): string[] | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new AppError('VALIDATION', `${name} must be an array of strings.`);
+  return value as string[];
+}

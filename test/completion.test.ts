@@ -12,7 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { completeSubmission } from '../src/signing/complete-submission.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 
 let t: TestApp;
@@ -20,15 +20,7 @@ let alice: CreatedAccount;
 let templateId: number;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-completion-'));
 
-async function api(method: string, p: string, body?: unknown) {
-  const response = await fetch(`${t.url}/api${p}`, {
-    method,
-    headers: { 'X-Auth-Token': alice.apiKey, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, p: string, body?: unknown) => rest(t.url, alice.apiKey, method, p, body);
 
 async function download(url: string, name: string): Promise<{ file: string; bytes: Buffer }> {
   const bytes = Buffer.from(await (await fetch(url)).arrayBuffer());

@@ -5,7 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 
@@ -14,15 +14,7 @@ let alice: CreatedAccount;
 let bob: CreatedAccount;
 let templateId: number;
 
-async function api(method: string, path: string, body?: unknown, key = alice.apiKey) {
-  const response = await fetch(`${t.url}/api${path}`, {
-    method,
-    headers: { 'X-Auth-Token': key, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, path: string, body?: unknown, key = alice.apiKey) => rest(t.url, key, method, path, body);
 
 async function createSubmission(submitters: unknown[], extra: Record<string, unknown> = {}) {
   const { status, json } = await api('POST', '/submissions', { template_id: templateId, submitters, ...extra });

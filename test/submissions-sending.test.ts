@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 
@@ -18,15 +18,7 @@ let templateId: number;
 const twilioRequests: { path: string; auth: string | undefined; form: URLSearchParams }[] = [];
 let twilio: import('node:http').Server;
 
-async function api(method: string, path: string, body?: unknown) {
-  const response = await fetch(`${t.url}/api${path}`, {
-    method,
-    headers: { 'X-Auth-Token': alice.apiKey, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? JSON.parse(text) : undefined };
-}
+const api = (method: string, path: string, body?: unknown) => rest(t.url, alice.apiKey, method, path, body);
 
 const linkIn = (text: string) => /https?:\/\/\S+\/s\/[A-Za-z0-9]+/.exec(text)?.[0];
 const mailsTo = (address: string) => smtp.messages.filter((m) => m.envelope.rcptTo.includes(address));

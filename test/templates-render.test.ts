@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { makeDocx } from './fixtures/rendering/make-docx.ts';
-import { startTestApp, type TestApp } from './helpers/app.ts';
+import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 
 let t: TestApp;
@@ -20,15 +20,7 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function api(app: TestApp, method: string, path: string, key: string, body?: unknown) {
-  const response = await fetch(`${app.url}/api${path}`, {
-    method,
-    headers: { 'X-Auth-Token': key, 'content-type': 'application/json' },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? JSON.parse(text) : undefined };
-}
+const api = (app: TestApp, method: string, path: string, key: string, body?: unknown) => rest(app.url, key, method, path, body);
 
 async function storedPages(attachmentUuid: string) {
   const doc = await t.db.templateDocument.findUniqueOrThrow({ where: { uuid: attachmentUuid }, include: { file: true } });

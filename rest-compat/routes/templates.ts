@@ -3,7 +3,7 @@
  */
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
-import { bodyObject, isTruthy, pathId, queryInt, queryString } from '../params.ts';
+import { bodyObject, isTruthy, optionalStringList, pathId, queryInt, queryString } from '../params.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../serializers/template.ts';
 
 const listTemplates: RestRoute<{ templates: { nodes: TemplateData[]; pagination: { count: number; next: number | null; prev: number | null } } }> = {
@@ -186,11 +186,7 @@ const updateTemplateRoute: RestRoute<{ updateTemplate: { template: { id: number;
     const outer = bodyObject(request);
     // The earlier shape wraps the changes: {template: {folder_name}}.
     const body = typeof outer.template === 'object' && outer.template !== null && !Array.isArray(outer.template) ? (outer.template as FieldBody) : outer;
-    let roles: string[] | undefined;
-    if (body.roles !== undefined && body.roles !== null) {
-      if (!Array.isArray(body.roles) || body.roles.some((r) => typeof r !== 'string')) throw new AppError('VALIDATION', 'roles must be an array of strings.');
-      roles = body.roles as string[];
-    }
+    const roles = optionalStringList(body.roles, 'roles');
     const archived = body.archived === undefined || body.archived === null ? undefined : isTruthy(body.archived);
     return {
       input: {
@@ -251,11 +247,7 @@ const mergeRoute = createRoute('/templates/merge', 'mergeTemplates', 'MergeTempl
   const body = bodyObject(request);
   const ids = body.template_ids;
   if (!Array.isArray(ids) || ids.some((id) => !Number.isInteger(Number(id)))) throw new AppError('VALIDATION', 'template_ids must be an array of template ids.');
-  let roles: string[] | undefined;
-  if (body.roles !== undefined && body.roles !== null) {
-    if (!Array.isArray(body.roles) || body.roles.some((r) => typeof r !== 'string')) throw new AppError('VALIDATION', 'roles must be an array of strings.');
-    roles = body.roles as string[];
-  }
+  const roles = optionalStringList(body.roles, 'roles');
   return {
     input: {
       templateIds: ids.map(Number),

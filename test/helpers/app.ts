@@ -146,3 +146,22 @@ export async function graphql(
   });
   return { status: response.status, body: (await response.json()) as any };
 }
+
+/**
+ * A JSON call to the REST API (`/api` + path) with an API key; the body parsed when there is one.
+ */
+export async function rest(
+  url: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; json: any }> {
+  const response = await fetch(`${url}/api${path}`, {
+    method,
+    headers: { 'X-Auth-Token': key, 'content-type': 'application/json' },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, json: text ? JSON.parse(text) : undefined };
+}
