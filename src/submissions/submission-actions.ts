@@ -9,7 +9,7 @@ import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields } from '../templates/fields.ts';
 import { applyPrefill, storeStagedFiles, type CreateSubmissionsOptions, type StagedFile } from './create-submissions.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from './find.ts';
-import { checkSubmitterContact, isValidEmailList, type SubmitterInput } from './submitter-input.ts';
+import { checkEmailAndPhone, isValidEmailList, type SubmitterInput } from './submitter-input.ts';
 
 interface Actor {
   accountId: number;
@@ -76,9 +76,7 @@ export async function updateSubmitter(
   const submission = await db.submission.findUniqueOrThrow({ where: { id: submitter.submissionId }, select: { completedAt: true, templateFields: true } });
   if (submitter.completedAt || submission.completedAt) throw new AppError('VALIDATION', 'Submitter has already completed the submission.');
   if (submitter.declinedAt) throw new AppError('VALIDATION', 'Submitter has already declined the submission.');
-  if (input.email || input.phone || input.name) {
-    checkSubmitterContact({ email: input.email, phone: input.phone, name: input.name ?? 'x' }, 'submitter');
-  }
+  checkEmailAndPhone(input, 'submitter');
   if (input.replyTo && !isValidEmailList(input.replyTo)) throw new AppError('VALIDATION', 'reply_to email is invalid');
 
   const fields = parseFields(submission.templateFields);

@@ -68,13 +68,21 @@ export function checkSubmitterContact(submitter: SubmitterInput, path: string): 
   if (!submitter.email && !submitter.phone && !submitter.name) {
     throw new AppError('VALIDATION', `email or phone or name is required in \`${path}\`.`);
   }
+  checkEmailAndPhone(submitter, path);
+  submitter.fields?.forEach((field, i) => {
+    if (!field.name && !field.uuid) throw new AppError('VALIDATION', `name or uuid is required in \`${path}.fields[${i}]\`.`);
+  });
+}
+
+/**
+ * The formats of a submitter's email and phone, when given (§7.1).
+ * @throws AppError VALIDATION with DocuSeal's message
+ */
+export function checkEmailAndPhone(submitter: Pick<SubmitterInput, 'email' | 'phone'>, path: string): void {
   if (submitter.email && !isValidEmailList(submitter.email)) throw new AppError('VALIDATION', `email is invalid in \`${path}\`.`);
   if (submitter.phone && !PHONE.test(submitter.phone.replace(/[\s()-]/g, ''))) {
     throw new AppError('VALIDATION', `phone should start with +<country code> and contain only digits in \`${path}\`.`);
   }
-  submitter.fields?.forEach((field, i) => {
-    if (!field.name && !field.uuid) throw new AppError('VALIDATION', `name or uuid is required in \`${path}.fields[${i}]\`.`);
-  });
 }
 
 /** "role must be unique in `submitters`." — only non-blank roles count (§7.1). */
