@@ -19,6 +19,7 @@ import { resolveSecretKeyBase } from './documents/secret-key.ts';
 import { createLocalStorage, type FileStorage } from './documents/storage.ts';
 import { createRenderer, type Renderer } from './rendering/renderer.ts';
 import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
+import { createJobEventSink } from './events/events.ts';
 import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
 import { defineCompletionJob } from './signing/complete-submission.ts';
@@ -75,6 +76,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   const renderer = options.renderer ?? createRenderer(config, fastify.log);
   const jobs = options.jobs ?? defaultJobQueue(config, fastify.log);
+  const events = createJobEventSink(jobs);
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
   defineCompletionJob(jobs, { db, storage, config });
   defineSubmissionJobs(jobs, {
@@ -84,7 +86,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     config,
     logger: fastify.log,
   });
-  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs });
+  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs, events });
   const graphql = createGraphQLServer({ schema, contextFactory, logger: fastify.log, graphiql: config.graphiql });
 
   fastify.route({

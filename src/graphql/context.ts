@@ -11,6 +11,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import type { Renderer } from '../rendering/renderer.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
+import type { EventSink } from '../events/events.ts';
 
 /** Signed URLs for stored files (`/file/<token>/<filename>`, expiring). */
 export interface FileUrls {
@@ -24,6 +25,8 @@ export interface GraphQLContext {
   renderer: Renderer;
   /** Background jobs: enqueue side effects after the transaction commits. */
   jobs: JobQueue;
+  /** Domain events (webhooks, subscriptions): emit after the transaction commits. */
+  events: EventSink;
   /** Per-request batch loaders (one query for many parents). */
   loaders: Loaders;
   config: Config;
@@ -54,6 +57,7 @@ export function createContextFactory(deps: {
   storage: FileStorage;
   renderer: Renderer;
   jobs: JobQueue;
+  events: EventSink;
 }): ContextFactory {
   return async (request) => {
     const params = request.connectionParams ?? {};
@@ -71,6 +75,7 @@ export function createContextFactory(deps: {
       storage: deps.storage,
       renderer: deps.renderer,
       jobs: deps.jobs,
+      events: deps.events,
       loaders: createLoaders(deps.db),
       config: deps.config,
       logger: deps.logger,
