@@ -74,6 +74,12 @@ const EnvSchema = z.object({
   SIGNING_P12_PATH: z.string().min(1).optional(),
   /** Passphrase of SIGNING_P12_PATH. */
   SIGNING_P12_PASSWORD: z.string().optional(),
+  /** Redis for live events across instances (GraphQL subscriptions); unset: in-process. */
+  REDIS_URL: z
+    .string()
+    .url()
+    .refine((v) => /^rediss?:\/\//.test(v), 'must be a redis:// or rediss:// URL')
+    .optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -119,6 +125,8 @@ export interface Config {
   sendRetryBase: number;
   signingP12Path: string | undefined;
   signingP12Password: string;
+  /** redis:// URL: live events cross instances through Redis; undefined: in-process. */
+  redisUrl: string | undefined;
 }
 
 /** Thrown when an environment variable has a value the service cannot use. */
@@ -175,5 +183,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sendRetryBase: e.SEND_RETRY_BASE_MS,
     signingP12Path: e.SIGNING_P12_PATH,
     signingP12Password: e.SIGNING_P12_PASSWORD ?? '',
+    redisUrl: e.REDIS_URL,
   };
 }
