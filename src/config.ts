@@ -80,6 +80,16 @@ const EnvSchema = z.object({
     .url()
     .refine((v) => /^rediss?:\/\//.test(v), 'must be a redis:// or rediss:// URL')
     .optional(),
+  /** Webhook retry unit, in milliseconds: retry after 2^attempt × this; the 48-hour window scales with it. */
+  WEBHOOK_RETRY_BASE_MS: z.coerce.number().int().positive().default(60_000),
+  /** Let webhooks go to private, loopback and other non-public addresses (tests only). */
+  WEBHOOK_ALLOW_PRIVATE: boolFromEnv.optional(),
+  /** Comma-separated host names, IP addresses or CIDR ranges webhooks may reach even when not public. */
+  WEBHOOK_ALLOWED_HOSTS: z.string().optional(),
+  /** Time allowed to connect to a webhook receiver, in seconds. */
+  WEBHOOK_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(8),
+  /** Time allowed for a webhook receiver's whole answer once connected, in seconds. */
+  WEBHOOK_RESPONSE_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(15),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -127,6 +137,17 @@ export interface Config {
   signingP12Password: string;
   /** redis:// URL: live events cross instances through Redis; undefined: in-process. */
   redisUrl: string | undefined;
+  webhooks: {
+    /** Milliseconds. */
+    retryBase: number;
+    allowPrivate: boolean;
+    /** Lower-case host names, IP addresses and CIDR ranges (WEBHOOK_ALLOWED_HOSTS). */
+    allowedHosts: string[];
+    /** Milliseconds. */
+    connectTimeout: number;
+    /** Milliseconds. */
+    responseTimeout: number;
+  };
 }
 
 /** Thrown when an environment variable has a value the service cannot use. */
@@ -184,5 +205,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     signingP12Path: e.SIGNING_P12_PATH,
     signingP12Password: e.SIGNING_P12_PASSWORD ?? '',
     redisUrl: e.REDIS_URL,
+    webhooks: {
+      retryBase: e.WEBHOOK_RETRY_BASE_MS,
+      allowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,
+      allowedHosts: (e.WEBHOOK_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+      connectTimeout: Math.round(e.WEBHOOK_CONNECT_TIMEOUT_SECONDS * 1000),
+      responseTimeout: Math.round(e.WEBHOOK_RESPONSE_TIMEOUT_SECONDS * 1000),
+    },
   };
 }
