@@ -20,6 +20,7 @@ import { createLocalStorage, type FileStorage } from './documents/storage.ts';
 import { createRenderer, type Renderer } from './rendering/renderer.ts';
 import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
 import { createJobEventSink } from './events/events.ts';
+import { createLiveEvents, type LiveEvents } from './events/pubsub.ts';
 import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
 import { defineCompletionJob } from './signing/complete-submission.ts';
@@ -52,6 +53,8 @@ export interface App {
   files: { storage: FileStorage; signer: FileUrlSigner };
   /** Background jobs: services enqueue here (also ctx.jobs); handlers are defined on it. */
   jobs: JobQueue;
+  /** Live events for GraphQL subscriptions (in process, or through Redis with REDIS_URL). */
+  live: LiveEvents;
   /** Starts the job queue, then listens on config.host:config.port (0 = any free port); resolves to the base URL. */
   start(options?: { port?: number; host?: string }): Promise<string>;
   /**
@@ -76,7 +79,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   const renderer = options.renderer ?? createRenderer(config, fastify.log);
   const jobs = options.jobs ?? defaultJobQueue(config, fastify.log);
-  const events = createJobEventSink(jobs);
+  const live = await createLiveEvents({ db, logger: fastify.log, redisUrl: config.redisUrl });
+  const events = createJobEventSink(jobs, live);
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
   defineCompletionJob(jobs, { db, storage, config });
   defineSubmissionJobs(jobs, {
@@ -85,8 +89,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
     smsSender: createSmsSender(config, fastify.log),
     config,
     logger: fastify.log,
+    events,
   });
-  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs, events });
+  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs, events, live });
   const graphql = createGraphQLServer({ schema, contextFactory, logger: fastify.log, graphiql: config.graphiql });
 
   fastify.route({
@@ -133,12 +138,15 @@ export async function buildApp(options: AppOptions): Promise<App> {
     fastify,
     files: { storage, signer },
     jobs,
+    live,
     async start(listen = {}) {
       await jobs.start();
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
     },
     stop() {
       stopping ??= (async () => {
+        // Subscriptions end first: an SSE response open until then would hold the HTTP close.
+        live.endSubscriptions();
         await graphql.close();
         // Keep-alive connections become idle once their in-flight request is answered: close
         // them as they do, and everything left when the timeout runs out.
@@ -152,6 +160,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
         }
         // After the HTTP server (requests in flight may enqueue), before the database (jobs use it).
         await jobs.stop({ timeoutMs: config.shutdownTimeout });
+        await live.close();
         await renderer.close();
         await db.$disconnect();
       })();

@@ -58,17 +58,30 @@ export interface DispatchEventData {
   at: string;
 }
 
+/** Where the sink also publishes events for GraphQL subscriptions (src/events/pubsub.ts, LiveEvents). */
+export interface LiveEventPublisher {
+  publish(events: DomainEvent[]): Promise<void>;
+}
+
 /**
  * The event sink of the service: one persisted `dispatch-event` job per event (so a restart
- * loses none), deduplicated by `key`. The handler is defined by the webhooks module.
+ * loses none), deduplicated by `key`, whose handler (the webhooks module) delivers webhooks; and,
+ * at the same time, the events published live to GraphQL subscribers (`live`, never throwing).
+ * @param live the instance's LiveEvents; omitted (unit tests of other modules): jobs only
+ * @throws the job store's error when it is unreachable (the live publication is still attempted)
  */
-export function createJobEventSink(jobs: JobQueue): EventSink {
+export function createJobEventSink(jobs: JobQueue, live?: LiveEventPublisher): EventSink {
   return {
     async emit(events) {
-      for (const event of events) {
-        const data: DispatchEventData = { type: event.type, accountId: event.accountId, recordId: event.recordId, at: event.at.toISOString() };
-        await jobs.enqueue(DISPATCH_EVENT_JOB, data, event.key ? { uniqueKey: event.key } : {});
-      }
+      const enqueue = async () => {
+        for (const event of events) {
+          const data: DispatchEventData = { type: event.type, accountId: event.accountId, recordId: event.recordId, at: event.at.toISOString() };
+          await jobs.enqueue(DISPATCH_EVENT_JOB, data, event.key ? { uniqueKey: event.key } : {});
+        }
+      };
+      // Side by side: subscribers need not wait for the job rows.
+      const [enqueued] = await Promise.allSettled([enqueue(), live?.publish(events)]);
+      if (enqueued.status === 'rejected') throw enqueued.reason;
     },
   };
 }

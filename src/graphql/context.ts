@@ -12,6 +12,7 @@ import type { Renderer } from '../rendering/renderer.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 import type { EventSink } from '../events/events.ts';
+import type { LiveEvents } from '../events/pubsub.ts';
 
 /** Signed URLs for stored files (`/file/<token>/<filename>`, expiring). */
 export interface FileUrls {
@@ -27,6 +28,8 @@ export interface GraphQLContext {
   jobs: JobQueue;
   /** Domain events (webhooks, subscriptions): emit after the transaction commits. */
   events: EventSink;
+  /** Live events of the caller's account, for GraphQL subscriptions (src/events/pubsub.ts). */
+  live: LiveEvents;
   /** Per-request batch loaders (one query for many parents). */
   loaders: Loaders;
   config: Config;
@@ -58,6 +61,7 @@ export function createContextFactory(deps: {
   renderer: Renderer;
   jobs: JobQueue;
   events: EventSink;
+  live: LiveEvents;
 }): ContextFactory {
   return async (request) => {
     const params = request.connectionParams ?? {};
@@ -76,6 +80,7 @@ export function createContextFactory(deps: {
       renderer: deps.renderer,
       jobs: deps.jobs,
       events: deps.events,
+      live: deps.live,
       loaders: createLoaders(deps.db),
       config: deps.config,
       logger: deps.logger,

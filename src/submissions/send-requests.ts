@@ -9,6 +9,7 @@
  */
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
+import type { EventSink } from '../events/events.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import { deliverEmail, deliverSms, queueEmail, queueSms } from '../notifications/deliver.ts';
 import type { NotificationLogger } from '../notifications/delivery-error.ts';
@@ -33,6 +34,8 @@ export interface SendDeps {
   smsSender: SmsSender;
   config: Pick<Config, 'appUrl' | 'mailFrom' | 'sendRetryBase'>;
   logger: NotificationLogger;
+  /** Raises submission.expired (the expiry job). */
+  events: EventSink;
 }
 
 /** Retry after base (SEND_RETRY_BASE_MS, 30 s), then twice as long each time, capped at an hour; 10 runs in all. */
@@ -41,13 +44,33 @@ const sendRetry = (baseMs: number) => ({ maxAttempts: 10, delayMs: (attempt: num
 /** Registers the submission jobs on a queue (every instance that should run them). */
 export function defineSubmissionJobs(queue: JobQueue, deps: SendDeps): void {
   queue.define<SendRequestJob>(SEND_REQUEST_JOB, (job) => sendRequest(deps, job), { retry: sendRetry(deps.config.sendRetryBase) });
-  queue.define<{ submissionId: number; expireAt: string }>(EXPIRE_SUBMISSION_JOB, async ({ submissionId, expireAt }) => {
-    // Status is computed at read time from expire_at; the job marks the moment (events, webhooks
-    // later) only if nothing changed meanwhile (§6: skipped if archived, completed, or moved).
-    const submission = await deps.db.submission.findUnique({ where: { id: submissionId }, select: { expireAt: true, archivedAt: true, completedAt: true } });
-    if (!submission || submission.archivedAt || submission.completedAt || submission.expireAt?.toISOString() !== expireAt) return;
-    deps.logger.info({ submissionId }, 'submission expired');
+  queue.define<{ submissionId: number; expireAt: string }>(EXPIRE_SUBMISSION_JOB, (job) => expireSubmission(deps, job));
+}
+
+/**
+ * The expiry job at `expire_at`. The status is computed at read time from expire_at; this marks
+ * the moment with `submission.expired`, once per submission (key `submission.expired:<id>`), and
+ * only if nothing changed meanwhile. Reference §6 ("Webhook event triggers"): skipped if the
+ * submission or its template is archived, anyone declined, it is completed, or expire_at moved.
+ */
+async function expireSubmission(deps: Pick<SendDeps, 'db' | 'events' | 'logger'>, job: { submissionId: number; expireAt: string }): Promise<void> {
+  const submission = await deps.db.submission.findUnique({
+    where: { id: job.submissionId },
+    select: {
+      accountId: true,
+      expireAt: true,
+      archivedAt: true,
+      completedAt: true,
+      template: { select: { archivedAt: true } },
+      submitters: { where: { declinedAt: { not: null } }, select: { id: true }, take: 1 },
+    },
   });
+  if (!submission || submission.archivedAt || submission.template.archivedAt || submission.completedAt) return;
+  if (submission.submitters.length > 0 || submission.expireAt?.toISOString() !== job.expireAt) return;
+  deps.logger.info({ submissionId: job.submissionId }, 'submission expired');
+  await deps.events.emit([
+    { type: 'submission.expired', accountId: submission.accountId, recordId: job.submissionId, at: new Date(), key: `submission.expired:${job.submissionId}` },
+  ]);
 }
 
 /**

@@ -1,0 +1,242 @@
+/**
+ * Live events: the pub/sub behind GraphQL subscriptions (`formEvents`, `submissionUpdated`).
+ *
+ * Every domain event is published, right after its transaction commits (EventSink.emit), as a
+ * small message on its account's topic, `account-events:<accountId>`; a subscription listens to
+ * its caller's account topic only and loads what it returns from the database, scoped to that
+ * account. With REDIS_URL set the topics are Redis channels (`@graphql-yoga/redis-event-target`),
+ * so a subscriber on one instance gets the events raised on another; without it, graphql-yoga's
+ * in-process pub/sub (../shared/DESIGN.md, "Components": live events).
+ *
+ * Delivery is best effort: a subscriber connected while the event is published gets it; nothing
+ * is stored for later (webhooks are the durable path: the `dispatch-event` job). An event emitted
+ * again with the same key (a completion job run twice) is published again. A subscriber more than
+ * SUBSCRIBER_BUFFER events behind loses the oldest ones.
+ *
+ * Why the event target and not graphql-yoga's createPubSub on top of it: createPubSub gives each
+ * subscription an unbuffered Repeater that throws once 1,024 events wait for a slow subscriber,
+ * inside the event target's dispatch (an uncaught exception for an in-process EventTarget), and
+ * its `repeaterBuffer` option is one buffer shared by every subscription. So each subscription
+ * here is a Repeater with its own sliding buffer, listening on the same event targets createPubSub
+ * would use: an in-process EventTarget, or `createRedisEventTarget`.
+ */
+import type { FastifyBaseLogger } from 'fastify';
+import { Repeater, SlidingBuffer } from 'graphql-yoga';
+import type { Redis } from 'ioredis';
+import type { Db } from '../db/client.ts';
+import { recordTypeOf, type DomainEvent, type EventType } from './events.ts';
+
+/**
+ * What a live message carries: ids, type and time; never the record itself (subscriptions load
+ * it, scoped to the subscriber's account, so a message holds nothing a subscriber may not see).
+ */
+export interface LiveEvent {
+  type: EventType;
+  accountId: number;
+  /** When it happened, ISO 8601 UTC. */
+  at: string;
+  /** The submitter of a form.* event; null otherwise. */
+  submitterId: number | null;
+  /** The submission of a form.* or submission.* event; null for template.* events. */
+  submissionId: number | null;
+  /** The template the event is about (for form.* and submission.*: the submission's template). */
+  templateId: number | null;
+}
+
+/** The topic of an account's events; with Redis, the channel is `account-events:<accountId>`. */
+export const ACCOUNT_EVENTS_TOPIC = 'account-events';
+
+/** Events a subscriber may lag behind before the oldest are dropped. */
+export const SUBSCRIBER_BUFFER = 1000;
+
+const topicOf = (accountId: number) => `${ACCOUNT_EVENTS_TOPIC}:${accountId}`;
+
+/** What both event targets (EventTarget, createRedisEventTarget) offer; `detail` carries the LiveEvent. */
+interface LiveEventTarget {
+  addEventListener(topic: string, listener: (event: CustomEvent<LiveEvent | null>) => void): void;
+  removeEventListener(topic: string, listener: (event: CustomEvent<LiveEvent | null>) => void): void;
+  dispatchEvent(event: CustomEvent<LiveEvent>): boolean;
+}
+
+export interface LiveEvents {
+  /** `redis` when REDIS_URL is set, else `memory`. */
+  readonly transport: 'redis' | 'memory';
+  /**
+   * Publishes committed domain events to their accounts' subscribers: looks up the ids a
+   * message carries (one query for form.* events, one for submission.* events), then publishes
+   * one message per event. Never throws: a failure (database, Redis) is logged and the events are
+   * not published live (webhooks still get them through their job). Events whose record is gone
+   * or belongs to another account than the event's are dropped.
+   */
+  publish(events: DomainEvent[]): Promise<void>;
+  /**
+   * The events of one account, as they are published, until the consumer stops (return()) or
+   * endSubscriptions() is called. Listening starts at the first next(); with Redis, the channel
+   * is subscribed in the background (once per account and instance).
+   */
+  subscribe(accountId: number): Repeater<LiveEvent>;
+  /** Subscriptions listening on this instance (all accounts, or one). */
+  subscriberCount(accountId?: number): number;
+  /** Ends every subscription on this instance (their clients get `complete`); later ones end at once. For shutdown. */
+  endSubscriptions(): void;
+  /** Ends subscriptions and disconnects from Redis; publish() is a no-op afterwards. */
+  close(): Promise<void>;
+}
+
+/**
+ * Creates the live-event pub/sub of one service instance.
+ * @param options.redisUrl REDIS_URL; unset: in-process. Redis is connected to in the background:
+ *   an unreachable server is retried (and logged), it does not stop the start.
+ */
+export async function createLiveEvents(options: { db: Db; logger: FastifyBaseLogger; redisUrl?: string | undefined }): Promise<LiveEvents> {
+  const { db, logger } = options;
+  const redis = options.redisUrl ? await connectRedis(options.redisUrl, logger) : undefined;
+  const target: LiveEventTarget = redis?.eventTarget ?? (new EventTarget() as unknown as LiveEventTarget);
+
+  /** The stop function of each listening subscription, by account, to count them and end them. */
+  const active = new Map<number, Set<() => void>>();
+  let ended = false;
+  let closed = false;
+
+  async function send(event: LiveEvent): Promise<void> {
+    // With Redis, publish through our own client so that a failure is awaited and logged (the
+    // event target's dispatchEvent does not wait for Redis). Subscribers on this instance get it
+    // back from Redis like everyone else: once.
+    if (redis) await redis.publishClient.publish(topicOf(event.accountId), JSON.stringify(event));
+    else target.dispatchEvent(new CustomEvent(topicOf(event.accountId), { detail: event }));
+  }
+
+  const live: LiveEvents = {
+    transport: redis ? 'redis' : 'memory',
+
+    async publish(events) {
+      if (closed) return;
+      // In process, an account nobody listens to needs no lookup at all.
+      const wanted = redis ? events : events.filter((e) => (active.get(e.accountId)?.size ?? 0) > 0);
+      if (wanted.length === 0) return;
+      try {
+        for (const message of await toLiveEvents(db, wanted)) await send(message);
+      } catch (error) {
+        logger.error({ err: error, events: wanted.map((e) => `${e.type}:${e.recordId}`) }, 'live events not published');
+      }
+    },
+
+    subscribe(accountId) {
+      // A Repeater, not an async generator: its return() ends it at once, even while it waits
+      // for the next event (a generator would stay listening until one came).
+      return new Repeater<LiveEvent>((push, stop) => {
+        if (ended) return stop();
+        const stops = active.get(accountId) ?? new Set<() => void>();
+        active.set(accountId, stops);
+        stops.add(stop);
+        const topic = topicOf(accountId);
+        const listener = (event: CustomEvent<LiveEvent | null>) => {
+          // The topic is the account's; checked again so that no other account's event can pass.
+          // push() never throws: the sliding buffer drops the oldest event instead.
+          if (event.detail?.accountId === accountId) void push(event.detail);
+        };
+        target.addEventListener(topic, listener);
+        void stop.then(() => {
+          target.removeEventListener(topic, listener);
+          stops.delete(stop);
+          if (stops.size === 0 && active.get(accountId) === stops) active.delete(accountId);
+        });
+      }, new SlidingBuffer(SUBSCRIBER_BUFFER));
+    },
+
+    subscriberCount(accountId) {
+      if (accountId !== undefined) return active.get(accountId)?.size ?? 0;
+      let count = 0;
+      for (const stops of active.values()) count += stops.size;
+      return count;
+    },
+
+    endSubscriptions() {
+      ended = true;
+      // A stopped Repeater is done for its consumer: the subscription completes.
+      for (const stops of active.values()) for (const stop of [...stops]) stop();
+    },
+
+    async close() {
+      live.endSubscriptions();
+      closed = true;
+      if (redis) await redis.quit();
+    },
+  };
+  return live;
+}
+
+/** Looks up the ids each message carries; drops events whose record is gone or in another account. */
+async function toLiveEvents(db: Db, events: DomainEvent[]): Promise<LiveEvent[]> {
+  const idsOf = (type: 'Submitter' | 'Submission') => [...new Set(events.filter((e) => recordTypeOf(e.type) === type).map((e) => e.recordId))];
+  const submitterIds = idsOf('Submitter');
+  const submissionIds = idsOf('Submission');
+  const [submitters, submissions] = await Promise.all([
+    submitterIds.length
+      ? db.submitter.findMany({
+          where: { id: { in: submitterIds } },
+          select: { id: true, accountId: true, submissionId: true, submission: { select: { templateId: true } } },
+        })
+      : [],
+    submissionIds.length ? db.submission.findMany({ where: { id: { in: submissionIds } }, select: { id: true, accountId: true, templateId: true } }) : [],
+  ]);
+  const submitterById = new Map(submitters.map((s) => [s.id, s]));
+  const submissionById = new Map(submissions.map((s) => [s.id, s]));
+  const messages: LiveEvent[] = [];
+  for (const event of events) {
+    const base = { type: event.type, accountId: event.accountId, at: event.at.toISOString() };
+    const recordType = recordTypeOf(event.type);
+    if (recordType === 'Submitter') {
+      const submitter = submitterById.get(event.recordId);
+      if (submitter?.accountId !== event.accountId) continue;
+      messages.push({ ...base, submitterId: submitter.id, submissionId: submitter.submissionId, templateId: submitter.submission.templateId });
+    } else if (recordType === 'Submission') {
+      const submission = submissionById.get(event.recordId);
+      if (submission?.accountId !== event.accountId) continue;
+      messages.push({ ...base, submitterId: null, submissionId: submission.id, templateId: submission.templateId });
+    } else {
+      messages.push({ ...base, submitterId: null, submissionId: null, templateId: event.recordId });
+    }
+  }
+  return messages;
+}
+
+interface RedisConnection {
+  eventTarget: LiveEventTarget;
+  publishClient: Redis;
+  quit(): Promise<void>;
+}
+
+/**
+ * Two Redis connections (a subscribing connection can do nothing else): one publishes, one
+ * subscribes. ioredis reconnects with backoff and re-subscribes its channels by itself. Loaded on
+ * first use, so an instance without REDIS_URL never loads ioredis.
+ */
+async function connectRedis(url: string, logger: FastifyBaseLogger): Promise<RedisConnection> {
+  const [{ Redis }, { createRedisEventTarget }] = await Promise.all([import('ioredis'), import('@graphql-yoga/redis-event-target')]);
+  const retryStrategy = (times: number) => Math.min(times * 200, 5000);
+  // Publishing fails fast while Redis is away (the emit must not hang); subscribing waits for it
+  // (its commands are never rejected, so the event target, which does not await them, cannot
+  // leave a rejection unhandled).
+  const publishClient = new Redis(url, { retryStrategy, maxRetriesPerRequest: 1, connectionName: 'signet-publish' });
+  const subscribeClient = new Redis(url, { retryStrategy, maxRetriesPerRequest: null, connectionName: 'signet-subscribe' });
+  let reported = false;
+  for (const client of [publishClient, subscribeClient]) {
+    client.on('error', (error: Error) => {
+      // Once per outage, not once per reconnection attempt.
+      if (!reported) logger.warn({ err: error }, 'Redis (REDIS_URL) unreachable; live events wait for it');
+      reported = true;
+    });
+    client.on('ready', () => {
+      if (reported) logger.info('Redis (REDIS_URL) reachable again');
+      reported = false;
+    });
+  }
+  return {
+    eventTarget: createRedisEventTarget<CustomEvent<LiveEvent>>({ publishClient, subscribeClient }) as unknown as LiveEventTarget,
+    publishClient,
+    async quit() {
+      await Promise.all([publishClient, subscribeClient].map((c) => c.quit().catch(() => c.disconnect())));
+    },
+  };
+}
