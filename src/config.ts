@@ -54,6 +54,8 @@ const EnvSchema = z.object({
   RENDER_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
   /** Jobs on MongoDB (Agenda's mongo backend) instead of the service's PostgreSQL. */
   JOBS_MONGODB_URL: z.string().min(1).optional(),
+  /** Seconds before a job held by an instance that stopped (crash, kill) runs on another (running jobs renew their lock). */
+  JOBS_LOCK_LIFETIME_SECONDS: z.coerce.number().positive().max(86_400).default(600),
   /** Sender of every email ("Signet <no-reply@example.com>"). */
   MAIL_FROM: z.string().min(3).default('Signet <no-reply@signet.local>'),
   /** Send email through SendGrid with this API key. */
@@ -74,6 +76,15 @@ const EnvSchema = z.object({
   SIGNING_P12_PATH: z.string().min(1).optional(),
   /** Passphrase of SIGNING_P12_PATH. */
   SIGNING_P12_PASSWORD: z.string().optional(),
+  /**
+   * Tests only (refused unless NODE_ENV=test): `<point>:<ms>` makes the completion job sleep at a
+   * point so that a test can kill the process there; points: `drawn` (documents stored, transaction
+   * not committed), `committed` (committed, events not emitted). See src/signing/complete-submission.ts.
+   */
+  TEST_PAUSE_COMPLETION: z
+    .string()
+    .regex(/^(drawn|committed):\d+$/, 'expected <drawn|committed>:<milliseconds>')
+    .optional(),
   /** Redis for live events across instances (GraphQL subscriptions); unset: in-process. */
   REDIS_URL: z
     .string()
@@ -125,6 +136,8 @@ export interface Config {
   renderTimeout: number;
   renderConcurrency: number;
   jobsMongodbUrl: string | undefined;
+  /** Milliseconds. */
+  jobsLockLifetime: number;
   mailFrom: string;
   sendgridApiKey: string | undefined;
   sendgridApiUrl: string;
@@ -135,6 +148,8 @@ export interface Config {
   sendRetryBase: number;
   signingP12Path: string | undefined;
   signingP12Password: string;
+  /** TEST_PAUSE_COMPLETION (tests only): where the completion job sleeps, and for how many milliseconds. */
+  testPauseCompletion: { point: 'drawn' | 'committed'; ms: number } | undefined;
   /** redis:// URL: live events cross instances through Redis; undefined: in-process. */
   redisUrl: string | undefined;
   webhooks: {
@@ -168,6 +183,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${detail}`);
   }
   const e = parsed.data;
+  if (e.TEST_PAUSE_COMPLETION && e.NODE_ENV !== 'test') {
+    throw new ConfigError('Invalid configuration: TEST_PAUSE_COMPLETION: only allowed with NODE_ENV=test');
+  }
+  const [pausePoint, pauseMs] = e.TEST_PAUSE_COMPLETION?.split(':') ?? [];
   return {
     nodeEnv: e.NODE_ENV,
     port: e.PORT,
@@ -192,6 +211,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     renderTimeout: e.RENDER_TIMEOUT_SECONDS * 1000,
     renderConcurrency: e.RENDER_CONCURRENCY,
     jobsMongodbUrl: e.JOBS_MONGODB_URL,
+    jobsLockLifetime: Math.round(e.JOBS_LOCK_LIFETIME_SECONDS * 1000),
     mailFrom: e.MAIL_FROM,
     sendgridApiKey: e.SENDGRID_API_KEY,
     sendgridApiUrl: e.SENDGRID_API_URL.replace(/\/+$/, ''),
@@ -204,6 +224,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sendRetryBase: e.SEND_RETRY_BASE_MS,
     signingP12Path: e.SIGNING_P12_PATH,
     signingP12Password: e.SIGNING_P12_PASSWORD ?? '',
+    testPauseCompletion: pausePoint ? { point: pausePoint as 'drawn' | 'committed', ms: Number(pauseMs) } : undefined,
     redisUrl: e.REDIS_URL,
     webhooks: {
       retryBase: e.WEBHOOK_RETRY_BASE_MS,

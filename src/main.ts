@@ -29,7 +29,7 @@ async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger,
   // Before listening, so that the key printed below works from the first request.
   const dev = config.createDevAccount ? await ensureDevelopmentAccount(db) : null;
 
-  const jobs = createJobQueue({ connectionString: database.url, mongodbUrl: config.jobsMongodbUrl, logger });
+  const jobs = createJobQueue({ connectionString: database.url, mongodbUrl: config.jobsMongodbUrl, logger, lockLifetimeMs: config.jobsLockLifetime });
   const app = await buildApp({ config, db, logger, jobs });
   // app.stop() also stops the job queue and disconnects the database client.
   cleanups.push({ name: 'HTTP server', run: () => app.stop() });

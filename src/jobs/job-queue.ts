@@ -120,8 +120,10 @@ export interface JobQueueOptions {
   /** This instance's name, stored on the jobs it locks (default: host:pid:random). */
   name?: string;
   /**
-   * Milliseconds after which a lock is considered abandoned (default 10 minutes): a job locked
-   * by an instance that died runs elsewhere after this long, and a run lasting longer is cancelled.
+   * Milliseconds after which a lock is considered abandoned (default 10 minutes;
+   * JOBS_LOCK_LIFETIME_SECONDS): a job locked by an instance that died runs elsewhere after this
+   * long. While a handler runs, its instance renews the lock every third of this, so a run may
+   * last longer than the lifetime without being cancelled or run twice.
    */
   lockLifetimeMs?: number;
   /** Default of stop()'s timeoutMs, in milliseconds (default 10,000). */
@@ -149,6 +151,8 @@ interface Connection {
 const DEFAULT_PROCESS_EVERY_MS = 1000;
 const DEFAULT_STOP_TIMEOUT_MS = 10_000;
 const IDLE_POLL_MS = 25;
+/** Agenda's own default lock lifetime (10 minutes). */
+const AGENDA_DEFAULT_LOCK_LIFETIME_MS = 600_000;
 
 /**
  * Creates a job queue; nothing connects until start(), enqueue(), cancel() or waitForIdle().
@@ -158,6 +162,9 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
   const { logger } = options;
   const instanceName = options.name ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const definitions = new Map<string, Definition>();
+  // The lock renewal of each run in progress; stop() ends it before releasing the job.
+  const keepAlives = new Map<Job, KeepAlive>();
+  const lockLifetimeMs = options.lockLifetimeMs ?? AGENDA_DEFAULT_LOCK_LIFETIME_MS;
   let connection: Promise<Connection> | undefined;
   // start() and stop() run one after the other, in call order.
   let lifecycle: Promise<unknown> = Promise.resolve();
@@ -197,6 +204,8 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       async (job: Job<StoredData>) => {
         const attempt = job.attrs.failCount ?? 0;
         const id = String(job.attrs._id);
+        const keepAlive = startKeepAlive(job, lockLifetimeMs, (error) => logger.warn({ err: error, job: name, jobId: id }, 'jobs: could not renew a lock'));
+        keepAlives.set(job, keepAlive);
         try {
           await handler(job.attrs.data?.payload as never, { attempt, id });
         } catch (error) {
@@ -205,6 +214,10 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
           if (delay === null) logger.error(context, `job ${name} failed (attempt ${attempt + 1}); giving up`);
           else logger.warn({ ...context, retryInMs: delay }, `job ${name} failed (attempt ${attempt + 1}); retrying`);
           throw error;
+        } finally {
+          // Before Agenda records the outcome: a renewal landing after it would lock the job again.
+          keepAlives.delete(job);
+          await keepAlive.stop();
         }
       },
       {
@@ -280,6 +293,7 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
             'jobs: still running at stop; released for another instance to run again',
           );
           for (const job of left) {
+            await keepAlives.get(job)?.stop();
             await store.repository
               .saveJobState({ ...job.attrs, lockedAt: undefined, nextRunAt: new Date() }, { lastModifiedBy: instanceName })
               .catch((error: unknown) => logger.error({ err: error, jobId: String(job.attrs._id) }, 'jobs: could not release a job'));
@@ -329,6 +343,35 @@ function isDuplicateKeyError(error: unknown): boolean {
 function runningJobsOf(agenda: Agenda): () => Job[] {
   const processor = (agenda as unknown as { jobProcessor?: { runningJobs?: Job[] } }).jobProcessor;
   return () => processor?.runningJobs ?? [];
+}
+
+interface KeepAlive {
+  /** Stops renewing; resolves once a renewal in flight has landed. */
+  stop(): Promise<void>;
+}
+
+/**
+ * Renews a running job's lock (Agenda's touch(): locked_at = now) every third of the lock
+ * lifetime, so that neither this instance (Agenda cancels a run whose lock expired) nor another
+ * (which takes jobs whose lock expired) treats a long run as abandoned.
+ */
+function startKeepAlive(job: Job, lockLifetimeMs: number, onError: (error: unknown) => void): KeepAlive {
+  let inFlight: Promise<void> | undefined;
+  const timer = setInterval(() => {
+    inFlight ??= job
+      .touch()
+      .catch(onError)
+      .finally(() => {
+        inFlight = undefined;
+      });
+  }, Math.max(50, Math.floor(lockLifetimeMs / 3)));
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await inFlight;
+    },
+  };
 }
 
 function sleep(ms: number): Promise<void> {
