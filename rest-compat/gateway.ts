@@ -38,12 +38,20 @@ export interface RestRoute<TData = any> {
   operation: string;
   /** GraphQL variables from the request; may throw AppError (e.g. VALIDATION) for bad input. */
   variables?: (request: RestRequest) => Record<string, unknown> | Promise<Record<string, unknown>>;
-  /** DocuSeal JSON from the operation's data. */
+  /**
+   * DocuSeal JSON from the operation's data, or a promise of it; a RawJson is sent as it is
+   * (JSON text rendered elsewhere, e.g. by PostgreSQL: rest-compat/serializers/submission-list.ts).
+   */
   serialize: (data: TData, request: RestRequest) => unknown;
   /** Success status (default 200). */
   status?: number;
   /** Routes are authenticated unless this is false. */
   public?: boolean;
+}
+
+/** A response body that is JSON text already: the gateway sends it as it is. */
+export class RawJson {
+  constructor(readonly text: string) {}
 }
 
 /** The context built in preParsing, for the handler. */
@@ -173,8 +181,9 @@ async function handle(entry: PreparedRoute, request: FastifyRequest, reply: Fast
     request.log.error({ err: result.errors[0]?.originalError ?? result.errors[0], operation: entry.operationName }, 'unexpected error in a REST route');
     return send(reply, INTERNAL_ERROR);
   }
+  const body = await route.serialize(result.data, restRequest);
   reply.code(route.status ?? 200).header('content-type', 'application/json; charset=utf-8');
-  return reply.send(JSON.stringify(route.serialize(result.data, restRequest)));
+  return reply.send(body instanceof RawJson ? body.text : JSON.stringify(body));
 }
 
 function headerValue(request: FastifyRequest, name: string): string | undefined {

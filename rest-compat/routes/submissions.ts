@@ -10,11 +10,8 @@ import type { RestRequest, RestRoute } from '../gateway.ts';
 import { bodyObject, isTruthy, pathId, queryInt, queryString } from '../params.ts';
 import {
   serializeSubmissionGet,
-  serializeSubmissionListItem,
   SUBMISSION_GET_FRAGMENT,
-  SUBMISSION_LIST_FRAGMENT,
   type SubmissionGetData,
-  type SubmissionListData,
 } from '../serializers/submission.ts';
 import {
   serializeCreatedSubmitter,
@@ -27,6 +24,7 @@ import {
   type SubmitterReadData,
   type SubmitterUpdateData,
 } from '../serializers/submitter.ts';
+import { renderSubmissionList } from '../serializers/submission-list.ts';
 
 type Body = Record<string, unknown>;
 
@@ -228,11 +226,10 @@ export const submissionRoutes: RestRoute[] = [
 const listSubmissionsOperation = /* GraphQL */ `
   query RestSubmissions($templateId: Int, $q: String, $templateFolder: String, $status: String, $archived: Boolean, $slug: String, $limit: Int, $after: Int, $before: Int) {
     submissions(templateId: $templateId, q: $q, templateFolder: $templateFolder, status: $status, archived: $archived, slug: $slug, limit: $limit, after: $after, before: $before) {
-      nodes { ...RestSubmissionList }
+      ids
       pagination { count next prev }
     }
   }
-  ${SUBMISSION_LIST_FRAGMENT}
 `;
 
 function listSubmissionsVariables(request: RestRequest) {
@@ -251,8 +248,9 @@ function listSubmissionsVariables(request: RestRequest) {
   };
 }
 
-type ListData = { submissions: { nodes: SubmissionListData[]; pagination: unknown } };
-const serializeSubmissionList = ({ submissions }: ListData) => ({ data: submissions.nodes.map(serializeSubmissionListItem), pagination: submissions.pagination });
+type ListData = { submissions: { ids: number[]; pagination: { count: number; next: number | null; prev: number | null } } };
+/** The page's items are rendered by PostgreSQL from the ids the GraphQL query chose (serializers/submission-list.ts). */
+const serializeSubmissionList = ({ submissions }: ListData, request: RestRequest) => renderSubmissionList(request.context, submissions.ids, submissions.pagination);
 
 const getSubmissionOperation = /* GraphQL */ `
   query RestSubmission($id: Int!) { submission(id: $id) { ...RestSubmissionGet } }

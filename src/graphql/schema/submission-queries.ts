@@ -27,7 +27,7 @@ export const SubmissionEventRef = builder.prismaObject('SubmissionEvent', {
   }),
 });
 
-const DocumentLinkRef = builder.objectRef<{ name: string; url: string }>('DocumentLink').implement({
+export const DocumentLinkRef = builder.objectRef<{ name: string; url: string }>('DocumentLink').implement({
   fields: (t) => ({ name: t.exposeString('name'), url: t.exposeString('url') }),
 });
 
@@ -91,6 +91,7 @@ const SubmissionListRef = builder.objectRef<ListPage<Prisma.SubmissionWhereInput
       type: [SubmissionRef],
       resolve: (query, page, _args, ctx) => ctx.db.submission.findMany({ ...query, where: { id: { in: page.ids } }, orderBy: { id: 'asc' } }),
     }),
+    ids: t.field({ type: ['Int'], description: 'The ids of the submissions on this page, ascending.', resolve: (page) => page.ids }),
     pagination: t.field({ type: PaginationRef, resolve: (page) => paginationOf(page.ids.map((id) => ({ id }))) }),
   }),
 });

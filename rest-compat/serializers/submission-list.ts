@@ -1,0 +1,154 @@
+/**
+ * GET /submissions list items built by PostgreSQL (reference/docuseal-behaviour.md §5.1, list
+ * form; the same JSON as serializeSubmissionListItem over the GraphQL `RestSubmissionList`
+ * fragment, which test/submissions-list-sql.test.ts checks item by item).
+ *
+ * Why SQL: a page is up to 100 submissions with their submitters, ~150 KB of JSON. Resolving it
+ * field by field through Prisma, Pothos and graphql-js cost ~60 ms of CPU per page (profile in
+ * bench/README.md, issue 4), which one Node process cannot afford at 20 concurrent callers. The
+ * route still runs its GraphQL operation for the filters, cursors and authorisation (it asks for
+ * the page's `ids`); only the rendering of those ids is done here, in one statement whose rows are
+ * JSON text passed through to the response unparsed. Signed file URLs need the service's secret,
+ * so the few completed submissions with an audit log or combined document are patched in Node.
+ */
+import type { GraphQLContext } from '../../src/graphql/context.ts';
+import { sqlPool } from '../../src/db/client.ts';
+import { RawJson } from '../gateway.ts';
+
+
+/** `timestamp(3)` (UTC) as the DateTime scalar writes it: 2026-11-21T15:54:27.000Z. */
+const ts = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
+
+/**
+ * $1: submission ids (int[]), $2: now (timestamp, UTC) for the `expired` status.
+ * Key order as serializeSubmissionListItem writes them.
+ */
+const LIST_ITEMS_SQL = `
+WITH RECURSIVE page AS (
+  SELECT s.* FROM submissions s WHERE s.id = ANY($1::int[])
+), chain AS (
+  SELECT f.id AS leaf, f.name, f.parent_folder_id, 0 AS depth
+    FROM folders f WHERE f.id IN (SELECT t.folder_id FROM templates t WHERE t.id IN (SELECT template_id FROM page))
+  UNION ALL
+  SELECT c.leaf, p.name, p.parent_folder_id, c.depth + 1
+    FROM chain c JOIN folders p ON p.id = c.parent_folder_id WHERE c.depth < 64
+), folder_names AS (
+  SELECT leaf, string_agg(name, ' / ' ORDER BY depth DESC) AS full_name FROM chain GROUP BY leaf
+)
+SELECT s.id,
+  json_build_object(
+    'id', s.id,
+    'name', COALESCE(s.name, t.name),
+    'slug', s.slug,
+    'source', s.source,
+    'submitters_order', s.submitters_order,
+    'expire_at', ${ts('s.expire_at')},
+    'created_at', ${ts('s.created_at')},
+    'updated_at', ${ts('s.updated_at')},
+    'archived_at', ${ts('s.archived_at')},
+    'variables', s.variables,
+    'audit_log_url', NULL,
+    'combined_document_url', NULL,
+    'status', CASE
+      WHEN s.completed_at IS NOT NULL THEN 'completed'
+      WHEN EXISTS (SELECT 1 FROM submitters d WHERE d.submission_id = s.id AND d.declined_at IS NOT NULL) THEN 'declined'
+      WHEN s.expire_at IS NOT NULL AND s.expire_at <= $2::timestamp THEN 'expired'
+      ELSE 'pending' END,
+    'completed_at', ${ts('s.completed_at')},
+    'submitters', COALESCE((
+      SELECT json_agg(json_build_object(
+        'id', x.id,
+        'submission_id', x.submission_id,
+        'uuid', x.uuid,
+        'email', x.email,
+        'slug', x.slug,
+        'sent_at', ${ts('x.sent_at')},
+        'opened_at', ${ts('x.opened_at')},
+        'completed_at', ${ts('x.completed_at')},
+        'declined_at', ${ts('x.declined_at')},
+        'created_at', ${ts('x.created_at')},
+        'updated_at', ${ts('x.updated_at')},
+        'name', x.name,
+        'phone', x.phone,
+        'external_id', x.external_id,
+        'metadata', x.metadata,
+        'status', CASE
+          WHEN x.declined_at IS NOT NULL THEN 'declined'
+          WHEN x.completed_at IS NOT NULL THEN 'completed'
+          WHEN x.opened_at IS NOT NULL THEN 'opened'
+          WHEN x.sent_at IS NOT NULL THEN 'sent'
+          ELSE 'awaiting' END,
+        'application_key', x.external_id,
+        'preferences', x.preferences - 'message',
+        'role', (SELECT r->>'name' FROM jsonb_array_elements(s.template_submitters) r WHERE r->>'uuid' = x.role_uuid::text LIMIT 1)
+      ) ORDER BY x.id)
+      FROM submitters x WHERE x.submission_id = s.id), '[]'::json),
+    'template', CASE WHEN t.id IS NULL THEN NULL ELSE json_build_object(
+      'id', t.id,
+      'name', t.name,
+      'external_id', t.external_id,
+      'created_at', ${ts('t.created_at')},
+      'updated_at', ${ts('t.updated_at')},
+      'folder_name', CASE WHEN t.folder_id IS NULL THEN 'Default' ELSE COALESCE(fn.full_name, '') END
+    ) END,
+    'created_by_user', CASE WHEN u.id IS NULL THEN NULL ELSE json_build_object(
+      'id', u.id, 'email', u.email, 'first_name', u.first_name, 'last_name', u.last_name
+    ) END
+  )::text AS item,
+  audit.uuid AS audit_uuid, audit.filename AS audit_filename,
+  combined.uuid AS combined_uuid, combined.filename AS combined_filename
+FROM page s
+LEFT JOIN templates t ON t.id = s.template_id
+LEFT JOIN folder_names fn ON fn.leaf = t.folder_id
+LEFT JOIN users u ON u.id = s.created_by_user_id
+LEFT JOIN LATERAL (
+  SELECT f.uuid::text AS uuid, f.filename FROM completed_documents cd JOIN stored_files f ON f.id = cd.file_id
+   WHERE cd.submission_id = s.id AND cd.kind = 'audit_log' AND s.completed_at IS NOT NULL ORDER BY cd.id LIMIT 1
+) audit ON true
+LEFT JOIN LATERAL (
+  SELECT f.uuid::text AS uuid, f.filename FROM completed_documents cd JOIN stored_files f ON f.id = cd.file_id
+   WHERE cd.submission_id = s.id AND cd.kind = 'combined' AND s.completed_at IS NOT NULL ORDER BY cd.id LIMIT 1
+) combined ON true
+ORDER BY s.id`;
+
+interface Row {
+  id: number;
+  item: string;
+  audit_uuid: string | null;
+  audit_filename: string | null;
+  combined_uuid: string | null;
+  combined_filename: string | null;
+}
+
+/**
+ * The `{data, pagination}` body of GET /submissions for the submissions `ids` (a page the
+ * `submissions` GraphQL query chose, so already scoped to the caller's account), as JSON text.
+ * @param ids ascending submission ids
+ * @param now the time `expired` is judged at (default: now)
+ */
+export async function renderSubmissionList(
+  context: Pick<GraphQLContext, 'db' | 'files'>,
+  ids: number[],
+  pagination: { count: number; next: number | null; prev: number | null },
+  now = new Date(),
+): Promise<RawJson> {
+  const items: string[] = [];
+  if (ids.length > 0) {
+    const { rows } = await sqlPool(context.db).query<Row>({
+      name: 'rest_submission_list_items',
+      text: LIST_ITEMS_SQL,
+      values: [ids, now.toISOString().replace('T', ' ').replace('Z', '')],
+    });
+    for (const row of rows) {
+      if (!row.audit_uuid && !row.combined_uuid) {
+        items.push(row.item);
+        continue;
+      }
+      const item = JSON.parse(row.item) as Record<string, unknown>;
+      if (row.audit_uuid) item.audit_log_url = context.files.url({ uuid: row.audit_uuid, filename: row.audit_filename! });
+      if (row.combined_uuid) item.combined_document_url = context.files.url({ uuid: row.combined_uuid, filename: row.combined_filename! });
+      items.push(JSON.stringify(item));
+    }
+  }
+  return new RawJson(`{"data":[${items.join(',')}],"pagination":${JSON.stringify(pagination)}}`);
+}

@@ -1,0 +1,96 @@
+/**
+ * GET /submissions renders its items in PostgreSQL (rest-compat/serializers/submission-list.ts).
+ * These must be exactly what the GraphQL fragment + serializer make of the same page: same keys
+ * in the same order, same values, for every state a submission and a submitter can be in
+ * (pending, sent, opened, completed with an audit log, declined, expired, archived), nested
+ * folders, prefilled metadata, per-submitter messages (hidden from preferences) and variables.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedAccount } from '../src/accounts/create-account.ts';
+import { serializeSubmissionListItem, SUBMISSION_LIST_FRAGMENT, type SubmissionListData } from '../rest-compat/serializers/submission.ts';
+import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { openApiErrors } from './helpers/openapi.ts';
+import { base64, fixturePdf } from './helpers/pdfs.ts';
+
+let t: TestApp;
+let alice: CreatedAccount;
+
+const api = (method: string, path: string, body?: unknown) => rest(t.url, alice.apiKey, method, path, body);
+
+async function template(name: string, folder?: string): Promise<number> {
+  const { status, json } = await api('POST', '/templates/pdf', {
+    name,
+    ...(folder ? { folder_name: folder } : {}),
+    documents: [{ name: 'doc', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
+    fields: [
+      { name: 'First Name', role: 'First Party', areas: [{ x: 72, y: 72, w: 150, h: 24, page: 1 }] },
+      { name: 'Second Name', role: 'Second Party', areas: [{ x: 72, y: 200, w: 150, h: 24, page: 1 }] },
+    ],
+  });
+  expect(status, JSON.stringify(json)).toBe(200);
+  return json.id;
+}
+
+async function submission(body: Record<string, unknown>): Promise<number> {
+  const { status, json } = await api('POST', '/submissions', body);
+  expect(status, JSON.stringify(json)).toBe(200);
+  return json[0].submission_id;
+}
+
+/** File URLs carry a signature and an expiry minted per request: compare what they point at. */
+const withoutTokens = (json: string) => json.replace(/\/file\/[^/"]+\//g, '/file/TOKEN/');
+
+beforeAll(async () => {
+  t = await startTestApp();
+  alice = await t.createAccount({ name: 'Ελληνικά & Co', email: 'alice@list-sql.test' });
+  const nested = await template('Nested «lease»', 'Housing / Leases / 2026');
+  const plain = await template('Plain');
+  await submission({ template_id: nested, submitters: [{ role: 'First Party', email: 'pending@x.test', name: 'Zoë', metadata: { n: 1, nested: { a: [1, 'b'] } }, message: { subject: 'S', body: 'B' } }, { role: 'Second Party', email: 'second@x.test', phone: '+14155550123' }] });
+  await submission({ template_id: plain, name: 'Named one', variables: { amount: 12.5, who: 'Ünal' }, submitters: [{ email: 'random@x.test', external_id: 'ext-1' }], order: 'random' });
+  await submission({ template_id: plain, submitters: [{ role: 'First Party', email: 'done1@x.test', completed: true, values: { 'First Name': 'Ada' } }, { role: 'Second Party', email: 'done2@x.test', completed: true }] });
+  const declined = await submission({ template_id: nested, submitters: [{ email: 'declined@x.test' }, { email: 'other@x.test' }] });
+  const expired = await submission({ template_id: plain, submitters: [{ email: 'expired@x.test' }], send_email: false });
+  const archived = await submission({ template_id: plain, submitters: [{ email: 'archived@x.test' }] });
+  await t.app.jobs.waitForIdle({ timeoutMs: 60_000 });
+  expect((await api('PUT', `/submissions/${expired}`, { expire_at: '2020-01-01T00:00:00Z' })).status).toBe(200);
+  expect((await api('DELETE', `/submissions/${archived}`)).status).toBe(200);
+  // Declining and opening come from the signing form; set them directly here.
+  await t.db.$executeRaw`UPDATE submitters SET declined_at = now() AT TIME ZONE 'UTC', decline_reason = 'no' WHERE submission_id = ${declined} AND email = 'declined@x.test'`;
+  await t.db.$executeRaw`UPDATE submitters SET opened_at = now() AT TIME ZONE 'UTC' WHERE email = 'pending@x.test'`;
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('GET /submissions rendered by PostgreSQL', () => {
+  it('equals the GraphQL fragment through the serializer, key for key, in every state', async () => {
+    const { status, json } = await api('GET', '/submissions?limit=100');
+    expect(status).toBe(200);
+    expect(openApiErrors('get', '/submissions', json)).toEqual([]);
+    const { body } = await graphql(t.url, `query { submissions(limit: 100) { nodes { ...RestSubmissionList } pagination { count next prev } } } ${SUBMISSION_LIST_FRAGMENT}`, { key: alice.apiKey });
+    expect(body.errors).toBeUndefined();
+    const expected = { data: body.data.submissions.nodes.map((n: SubmissionListData) => serializeSubmissionListItem(n)), pagination: body.data.submissions.pagination };
+    expect(json.data).toHaveLength(6);
+    expect(new Set(json.data.map((s: { status: string }) => s.status))).toEqual(new Set(['pending', 'completed', 'declined', 'expired']));
+    expect(json.data.some((s: { archived_at: string | null }) => s.archived_at)).toBe(true);
+    expect(json.data.map((s: { template: { folder_name: string } }) => s.template.folder_name)).toContain('Housing / Leases / 2026');
+    const completed = json.data.find((s: { status: string }) => s.status === 'completed');
+    expect(completed.audit_log_url).toMatch(/^http.*\/file\//);
+    expect(withoutTokens(JSON.stringify(json))).toBe(withoutTokens(JSON.stringify(expected)));
+    // The URL patched in Node serves the same audit log as the GraphQL one.
+    const expectedAudit = expected.data.find((s: { id: number }) => s.id === completed.id).audit_log_url as string;
+    const [a, b] = await Promise.all([fetch(completed.audit_log_url), fetch(expectedAudit)]);
+    expect(a.status).toBe(200);
+    expect(Buffer.from(await a.arrayBuffer()).equals(Buffer.from(await b.arrayBuffer()))).toBe(true);
+  });
+
+  it('keeps filters and cursors of the GraphQL query', async () => {
+    const all = (await api('GET', '/submissions?limit=100')).json.data.map((s: { id: number }) => s.id);
+    const page = await api('GET', `/submissions?limit=2&after=${all[1]}`);
+    expect(page.json.data.map((s: { id: number }) => s.id)).toEqual(all.slice(2, 4));
+    expect(page.json.pagination).toEqual({ count: 2, next: all[3], prev: all[2] });
+    expect((await api('GET', '/submissions?status=declined')).json.data).toHaveLength(1);
+    expect((await api('GET', '/submissions?q=ZO')).json.data).toHaveLength(1);
+    expect((await api('GET', '/submissions?after=999999')).json).toEqual({ data: [], pagination: { count: 0, next: null, prev: null } });
+  });
+});
