@@ -8,6 +8,7 @@ import './account.ts';
 import './api-key.ts';
 import './submission.ts';
 import './submission-queries.ts';
+import './subscriptions.ts';
 import './template.ts';
 import './template-mutations.ts';
 import './viewer.ts';
