@@ -19,6 +19,8 @@ interface Actor {
 /**
  * Updates a submission's name, expiry or archive state.
  * @param changes `expireAt: null` clears the expiry; `archived` true archives (keeping an earlier time), false restores
+ * @returns `archived`: whether this call archived it (it was not archived before), for
+ *   submission.archived (reference §7.7: emitted when newly archived)
  * @throws AppError NOT_FOUND / FORBIDDEN
  */
 export async function updateSubmission(
@@ -26,7 +28,7 @@ export async function updateSubmission(
   actor: Actor,
   id: number,
   changes: { name?: string | null; expireAt?: Date | null; archived?: boolean },
-): Promise<void> {
+): Promise<{ archived: boolean }> {
   const submission = await findSubmissionForAccount(db, { id, accountId: actor.accountId });
   const data: Prisma.SubmissionUpdateInput = { updatedAt: new Date() };
   if (changes.name !== undefined) data.name = changes.name;
@@ -34,6 +36,7 @@ export async function updateSubmission(
   if (changes.archived === true && !submission.archivedAt) data.archivedAt = new Date();
   if (changes.archived === false) data.archivedAt = null;
   await db.submission.update({ where: { id }, data });
+  return { archived: data.archivedAt instanceof Date };
 }
 
 /**

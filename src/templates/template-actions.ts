@@ -29,7 +29,8 @@ export const UpdateTemplateInput = z.object({
 
 /**
  * Updates a template. `archived: true` archives, `false` restores.
- * @returns id and the new updated_at
+ * @returns id, the new updated_at, and `archived`: whether this call archived it (it was not
+ *   archived before), for template.archived (reference §6: PUT archived:true when it changes)
  * @throws AppError NOT_FOUND / FORBIDDEN / VALIDATION
  */
 export async function updateTemplate(
@@ -37,7 +38,7 @@ export async function updateTemplate(
   actor: Actor,
   id: number,
   input: z.input<typeof UpdateTemplateInput>,
-): Promise<{ id: number; updatedAt: Date }> {
+): Promise<{ id: number; updatedAt: Date; archived: boolean }> {
   const changes = parseInput(UpdateTemplateInput, input);
   return db.$transaction(async (tx) => {
     await findTemplateForAccount(tx, { id, accountId: actor.accountId });
@@ -67,7 +68,7 @@ export async function updateTemplate(
     data.updatedAt = new Date();
     const updated = await tx.template.update({ where: { id }, data, select: { id: true, updatedAt: true } });
     await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType } });
-    return updated;
+    return { ...updated, archived: eventType === 'template.archived' };
   });
 }
 

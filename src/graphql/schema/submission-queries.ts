@@ -258,12 +258,14 @@ builder.mutationField('updateSubmission', (t) =>
     args: { input: t.arg({ type: UpdateSubmissionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      await updateSubmission(ctx.db, { accountId: account.id, userId: user.id }, input.id, {
+      const updated = await updateSubmission(ctx.db, { accountId: account.id, userId: user.id }, input.id, {
         ...(input.name !== undefined && input.name !== null ? { name: input.name } : {}),
         ...(input.clearExpireAt ? { expireAt: null } : input.expireAt ? { expireAt: input.expireAt } : {}),
         ...(input.archived !== undefined && input.archived !== null ? { archived: input.archived } : {}),
       });
       if (input.expireAt) await scheduleExpiry(ctx.jobs, input.id, input.expireAt);
+      // Only when this call archived it (reference §7.7).
+      if (updated.archived) await ctx.events.emit([{ type: 'submission.archived', accountId: account.id, recordId: input.id, at: new Date() }]);
       return { id: input.id };
     },
   }),
@@ -276,6 +278,8 @@ builder.mutationField('archiveSubmission', (t) =>
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
       await archiveSubmission(ctx.db, { accountId: account.id, userId: user.id }, input.id);
+      // On every call, even when already archived (reference §7.8).
+      await ctx.events.emit([{ type: 'submission.archived', accountId: account.id, recordId: input.id, at: new Date() }]);
       return { id: input.id };
     },
   }),

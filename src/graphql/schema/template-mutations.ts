@@ -11,6 +11,7 @@ import { prepareChangedDocument, prepareDocxDocuments, prepareHtmlDocuments, pre
 import { DocumentOperation, updateTemplateDocuments, type PreparedOperation } from '../../templates/update-documents.ts';
 import { saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
 import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/template-actions.ts';
+import type { EventType } from '../../events/events.ts';
 import { builder } from '../builder.ts';
 import { requireViewer, type GraphQLContext } from '../context.ts';
 import { TemplateRef, withoutNulls } from './template.ts';
@@ -125,6 +126,13 @@ function fieldGroups(input: { documents: { fields?: FieldInputShape[] | null }[]
   return groups;
 }
 
+/** Raises template events after commit (reference §6: template.created, .updated, .archived). */
+async function emitTemplateEvents(ctx: GraphQLContext, templateId: number, types: EventType[]): Promise<void> {
+  const { account } = requireViewer(ctx);
+  const at = new Date();
+  await ctx.events.emit(types.map((type) => ({ type, accountId: account.id, recordId: templateId, at })));
+}
+
 async function save(
   ctx: GraphQLContext,
   documents: PreparedDocument[],
@@ -132,7 +140,7 @@ async function save(
   requestFields: RequestFieldGroup[],
 ) {
   const { account, user } = requireViewer(ctx);
-  const { templateId } = await saveTemplate(
+  const { templateId, created } = await saveTemplate(
     { db: ctx.db, storage: ctx.storage },
     {
       accountId: account.id,
@@ -146,6 +154,8 @@ async function save(
       requestFields,
     },
   );
+  // An existing template with the external_id had its documents replaced: an update.
+  await emitTemplateEvents(ctx, templateId, [created ? 'template.created' : 'template.updated']);
   return { id: templateId };
 }
 
@@ -218,7 +228,9 @@ builder.mutationField('updateTemplate', (t) =>
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
       const { id, ...changes } = input;
-      await updateTemplate(ctx.db, { accountId: account.id, userId: user.id }, id, withoutNulls(changes));
+      const updated = await updateTemplate(ctx.db, { accountId: account.id, userId: user.id }, id, withoutNulls(changes));
+      // template.updated on every call, even without a change; template.archived when this archived it.
+      await emitTemplateEvents(ctx, id, updated.archived ? ['template.updated', 'template.archived'] : ['template.updated']);
       return { id };
     },
   }),
@@ -236,6 +248,8 @@ builder.mutationField('archiveTemplate', (t) =>
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
       await archiveTemplate(ctx.db, { accountId: account.id, userId: user.id }, input.id);
+      // On every call, as DocuSeal's DELETE /templates/{id} (reference §6, §8.2).
+      await emitTemplateEvents(ctx, input.id, ['template.archived']);
       return { id: input.id };
     },
   }),
@@ -259,6 +273,7 @@ builder.mutationField('cloneTemplate', (t) =>
       const { account, user } = requireViewer(ctx);
       const { id, ...options } = input;
       const cloneId = await cloneTemplate(ctx.db, { accountId: account.id, userId: user.id }, id, withoutNulls(options));
+      await emitTemplateEvents(ctx, cloneId, ['template.created']);
       return { id: cloneId };
     },
   }),
@@ -302,6 +317,7 @@ builder.mutationField('updateTemplateDocuments', (t) =>
       await updateTemplateDocuments({ db: ctx.db, storage: ctx.storage }, { accountId: account.id, userId: user.id }, input.id, operations, {
         merge: input.merge ?? false,
       });
+      await emitTemplateEvents(ctx, input.id, ['template.updated']);
       return { id: input.id };
     },
   }),
@@ -326,6 +342,7 @@ builder.mutationField('mergeTemplates', (t) =>
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
       const id = await mergeTemplates(ctx.db, { accountId: account.id, userId: user.id }, withoutNulls(input));
+      await emitTemplateEvents(ctx, id, ['template.created']);
       return { id };
     },
   }),
