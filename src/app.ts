@@ -14,6 +14,7 @@ import { schema } from './graphql/schema/index.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './graphql/server.ts';
 import { registerHealthRoute } from './http/health.ts';
 import { registerFileRoutes } from './documents/file-routes.ts';
+import { registerSigningPageRoutes } from './signing-form/page-routes.ts';
 import { createFileUrlSigner, type FileUrlSigner } from './documents/file-urls.ts';
 import { resolveSecretKeyBase } from './documents/secret-key.ts';
 import { createLocalStorage, type FileStorage } from './documents/storage.ts';
@@ -126,6 +127,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   registerHealthRoute(fastify, db);
   registerFileRoutes(fastify, { db, storage, signer });
+  registerSigningPageRoutes(fastify, { db });
   await registerRestGateway(fastify, {
     schema,
     routes: [...restRoutes, ...(options.extraRestRoutes ?? [])],

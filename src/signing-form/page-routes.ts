@@ -1,0 +1,236 @@
+/**
+ * The signer's web page (docs/signing-form.md "The page"):
+ *
+ * - `GET /s/:slug` — the HTML shell of the signing form; a friendly 404 page for an unknown slug.
+ * - `GET /s-assets/form.js`, `/s-assets/form.css` — the page's script and styles, bundled by esbuild
+ *   from src/signing-form/page/ on first request and kept in memory (the same code under tsx and
+ *   from dist/main.mjs, since both run from the project folder).
+ * - `GET /s-assets/pdfjs-<version>/<dir>/<file>` — pdf.js (`pdfjs-dist`): its build and worker and
+ *   the data it fetches (standard fonts, CMaps, WASM decoders, ICC profiles).
+ * - `GET /s-assets/fonts/<file>` — the script font for typed signatures (`@fontsource/dancing-script`).
+ *
+ * Everything the page loads comes from here: no external requests. The HTML carries a
+ * Content-Security-Policy allowing only this origin (plus data:/blob: where pdf.js and canvases
+ * need them) and no frame-ancestors restriction, so the form can be embedded in an iframe (the
+ * `embed_src` of the API). `Referrer-Policy: no-referrer` keeps the slug (a capability) out of
+ * other sites' logs.
+ */
+import { createHash } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { Db } from '../db/client.ts';
+import { PROJECT_ROOT } from '../paths.ts';
+
+/** Where the page's client code lives (bundled at run time). */
+const PAGE_DIR = path.join(PROJECT_ROOT, 'src', 'signing-form', 'page');
+
+const requireFromHere = createRequire(import.meta.url);
+const PDFJS_DIR = path.dirname(requireFromHere.resolve('pdfjs-dist/package.json'));
+const PDFJS_VERSION = (requireFromHere('pdfjs-dist/package.json') as { version: string }).version;
+const FONT_DIR = path.join(path.dirname(requireFromHere.resolve('@fontsource/dancing-script/package.json')), 'files');
+
+/** URL prefix of pdf.js' files; versioned, so they can be cached for good. */
+export const PDFJS_BASE = `/s-assets/pdfjs-${PDFJS_VERSION}`;
+
+/** pdf.js folders the page may load from, and the files in them it may ask for. */
+const PDFJS_FILES: Record<string, RegExp> = {
+  build: /^pdf(\.worker)?\.min\.mjs$/,
+  standard_fonts: /^[\w-]+\.(pfb|ttf)$/,
+  cmaps: /^[\w-]+\.bcmap$/,
+  wasm: /^[\w-]+\.(wasm|js)$/,
+  iccs: /^[\w-]+\.icc$/,
+};
+
+const CONTENT_TYPES: Record<string, string> = {
+  '.mjs': 'text/javascript; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.wasm': 'application/wasm',
+  '.woff2': 'font/woff2',
+  '.woff': 'font/woff',
+  '.ttf': 'font/ttf',
+  '.pfb': 'application/octet-stream',
+  '.bcmap': 'application/octet-stream',
+  '.icc': 'application/vnd.iccprofile',
+};
+
+/**
+ * The page's policy: this origin only; data:/blob: for canvases, images and pdf.js' worker and
+ * fonts; WebAssembly for pdf.js' image decoders. No `frame-ancestors`: embedding is allowed.
+ */
+export const SIGNING_PAGE_CSP = [
+  "default-src 'self'",
+  "script-src 'self' 'wasm-unsafe-eval'",
+  "style-src 'self'",
+  "img-src 'self' data: blob:",
+  "font-src 'self' data:",
+  "connect-src 'self' data: blob:",
+  "worker-src 'self' blob:",
+  "object-src 'none'",
+  "base-uri 'none'",
+  "form-action 'self'",
+].join('; ');
+
+/** Slugs as Signet makes them; anything else cannot be a form (answered with the 404 page). */
+const SLUG_PATTERN = /^[A-Za-z0-9_-]{1,100}$/;
+
+interface Bundle {
+  js: Buffer;
+  css: Buffer;
+  etag: string;
+}
+
+/**
+ * Registers the page's routes on the app.
+ * @param options.db to tell a known slug (the shell) from an unknown one (404 page)
+ */
+export function registerSigningPageRoutes(fastify: FastifyInstance, options: { db: Db }): void {
+  const { db } = options;
+  let bundle: Promise<Bundle> | undefined;
+  const loadBundle = (): Promise<Bundle> => {
+    bundle ??= bundlePage().catch((error: unknown) => {
+      bundle = undefined; // try again on the next request
+      throw error;
+    });
+    return bundle;
+  };
+
+  fastify.get<{ Params: { slug: string } }>('/s/:slug', async (request, reply) => {
+    const { slug } = request.params;
+    const submitter = SLUG_PATTERN.test(slug)
+      ? await db.submitter.findUnique({ where: { slug }, select: { id: true } })
+      : null;
+    pageHeaders(reply);
+    if (!submitter) return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
+    // Start bundling while the browser parses the shell: its script request finds it ready.
+    loadBundle().catch((error: unknown) => request.log.error({ err: error }, 'signing page: bundling failed'));
+    return reply.type('text/html; charset=utf-8').send(shellPage(slug));
+  });
+
+  for (const [name, kind] of [
+    ['form.js', 'js'],
+    ['form.css', 'css'],
+  ] as const) {
+    fastify.get(`/s-assets/${name}`, async (request, reply) => {
+      const built = await loadBundle();
+      reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-cache').header('etag', built.etag);
+      if (request.headers['if-none-match'] === built.etag) return reply.code(304).send();
+      return reply.type(kind === 'js' ? CONTENT_TYPES['.js']! : CONTENT_TYPES['.css']!).send(built[kind]);
+    });
+  }
+
+  fastify.get<{ Params: { dir: string; file: string } }>(`${PDFJS_BASE}/:dir/:file`, async (request, reply) => {
+    const { dir, file } = request.params;
+    const allowed = Object.hasOwn(PDFJS_FILES, dir) && PDFJS_FILES[dir]!.test(file);
+    return sendPackageFile(reply, allowed ? path.join(PDFJS_DIR, dir, file) : undefined);
+  });
+
+  fastify.get<{ Params: { file: string } }>('/s-assets/fonts/:file', async (request, reply) => {
+    const { file } = request.params;
+    const allowed = /^dancing-script-[\w-]+\.woff2?$/.test(file);
+    return sendPackageFile(reply, allowed ? path.join(FONT_DIR, file) : undefined);
+  });
+}
+
+/** Streams a file of an installed package (immutable: its URL carries the version); 404 otherwise. */
+async function sendPackageFile(reply: FastifyReply, file: string | undefined): Promise<FastifyReply> {
+  reply.header('x-content-type-options', 'nosniff');
+  const info = file ? await stat(file).catch(() => undefined) : undefined;
+  if (!file || !info?.isFile()) return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
+  return reply
+    .type(CONTENT_TYPES[path.extname(file)] ?? 'application/octet-stream')
+    .header('content-length', info.size)
+    .header('cache-control', 'public, max-age=31536000, immutable')
+    .send(createReadStream(file));
+}
+
+function pageHeaders(reply: FastifyReply): void {
+  reply
+    .header('content-security-policy', SIGNING_PAGE_CSP)
+    .header('referrer-policy', 'no-referrer')
+    .header('x-content-type-options', 'nosniff')
+    .header('x-robots-tag', 'noindex, nofollow')
+    .header('cache-control', 'no-store');
+}
+
+const escapeHtml = (text: string) =>
+  text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
+
+function htmlPage(title: string, head: string, body: string): string {
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="referrer" content="no-referrer">
+<meta name="robots" content="noindex, nofollow">
+<title>${escapeHtml(title)}</title>
+<link rel="stylesheet" href="/s-assets/form.css">
+${head}</head>
+<body>
+${body}
+</body>
+</html>
+`;
+}
+
+function shellPage(slug: string): string {
+  return htmlPage(
+    'Sign documents',
+    `<script type="module" src="/s-assets/form.js"></script>\n`,
+    `<main id="signing-form" class="signing-form" data-slug="${escapeHtml(slug)}">
+<p class="loading" role="status">Loading the form…</p>
+<noscript><p class="state-message">This form needs JavaScript to be filled and signed.</p></noscript>
+</main>`,
+  );
+}
+
+function notFoundPage(): string {
+  return htmlPage(
+    'Form not found',
+    '',
+    `<main class="signing-form not-found">
+<section class="state">
+<h1>Form not found</h1>
+<p>This signing link is not valid. Check that you copied the whole link from your email, or ask the sender for a new one.</p>
+</section>
+</main>`,
+  );
+}
+
+/** Bundles the page's script and styles (esbuild, loaded on first use). */
+async function bundlePage(): Promise<Bundle> {
+  const { build } = await import('esbuild');
+  const result = await build({
+    absWorkingDir: PROJECT_ROOT,
+    entryPoints: { form: path.join(PAGE_DIR, 'main.ts') },
+    outdir: 'signing-page',
+    write: false,
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: ['chrome109', 'firefox115', 'safari16'],
+    minify: true,
+    legalComments: 'eof',
+    logLevel: 'silent',
+    define: { PDFJS_BASE: JSON.stringify(PDFJS_BASE) },
+    // Served by the routes above, not bundled: pdf.js (loaded on demand by the page) and fonts.
+    external: ['/s-assets/*'],
+    plugins: [
+      {
+        name: 'pdfjs-from-signet',
+        setup(pluginBuild) {
+          pluginBuild.onResolve({ filter: /^pdfjs-dist$/ }, () => ({ path: `${PDFJS_BASE}/build/pdf.min.mjs`, external: true }));
+        },
+      },
+    ],
+  });
+  const js = result.outputFiles.find((f) => f.path.endsWith('.js'));
+  const css = result.outputFiles.find((f) => f.path.endsWith('.css'));
+  if (!js || !css) throw new Error('signing page bundle: esbuild produced no script or no styles');
+  const hash = createHash('sha256').update(js.contents).update(css.contents).digest('base64url').slice(0, 22);
+  return { js: Buffer.from(js.contents), css: Buffer.from(css.contents), etag: `"${hash}"` };
+}

@@ -1,0 +1,153 @@
+/**
+ * The page's calls to Signet: the slug-authenticated GraphQL operations and the upload endpoint of
+ * docs/signing-form.md. Same origin only: URLs the server hands out are reduced to path + query,
+ * so the page never talks to another origin even when APP_URL names another host.
+ */
+import type { FieldValues, SigningForm, UploadedAttachment } from './types.ts';
+
+const FORM_SELECTION = `
+  slug state message waitingFor accountName
+  submitter { id uuid name email phone role status openedAt completedAt declinedAt }
+  submission { id name status order expireAt }
+  documents { uuid name url pages { width height } }
+  fields {
+    uuid name type required readonly own role title description
+    areas { attachmentUuid page x y w h optionUuid cellW }
+    options { uuid value }
+    preferences validation defaultValue value
+    attachments { uuid url filename contentType }
+  }
+  completedDocuments { name url }
+  completedRedirectUrl
+`;
+
+/** A refusal from the server: its message, code and, for a field's problem, the field's uuid. */
+export class ApiError extends Error {
+  override name = 'ApiError';
+  constructor(
+    message: string,
+    readonly code?: string,
+    readonly fieldUuid?: string,
+    /** Every error of the answer (the first is this one). */
+    readonly all: { message: string; fieldUuid?: string }[] = [],
+  ) {
+    super(message);
+  }
+}
+
+interface GraphQLAnswer<T> {
+  data?: T | null;
+  errors?: { message: string; extensions?: { code?: string; fieldUuid?: string } }[];
+}
+
+async function callGraphQL<T>(query: string, variables: Record<string, unknown>, init: { keepalive?: boolean } = {}): Promise<T> {
+  let response: Response;
+  try {
+    response = await fetch('/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', accept: 'application/graphql-response+json, application/json' },
+      body: JSON.stringify({ query, variables }),
+      keepalive: init.keepalive ?? false,
+    });
+  } catch {
+    throw new ApiError('The server cannot be reached. Check your connection and try again.', 'NETWORK');
+  }
+  let body: GraphQLAnswer<T>;
+  try {
+    body = (await response.json()) as GraphQLAnswer<T>;
+  } catch {
+    throw new ApiError(`The server answered ${response.status}. Please try again.`, 'HTTP');
+  }
+  const errors = body.errors ?? [];
+  if (errors.length > 0 || !body.data) {
+    const first = errors[0];
+    throw new ApiError(
+      first?.message ?? 'The server gave no answer.',
+      first?.extensions?.code,
+      first?.extensions?.fieldUuid,
+      errors.map((e) => ({ message: e.message, fieldUuid: e.extensions?.fieldUuid })),
+    );
+  }
+  return body.data;
+}
+
+/** Loads the form and records the view (`view_form`). */
+export async function openSigningForm(slug: string): Promise<SigningForm> {
+  const data = await callGraphQL<{ openSigningForm: SigningForm }>(
+    `mutation OpenSigningForm($slug: String!) { openSigningForm(slug: $slug) { ${FORM_SELECTION} } }`,
+    { slug },
+  );
+  return data.openSigningForm;
+}
+
+/** Reads the form without recording anything (polling for the signed copies). */
+export async function fetchSigningForm(slug: string): Promise<SigningForm> {
+  const data = await callGraphQL<{ signingForm: SigningForm }>(
+    `query SigningForm($slug: String!) { signingForm(slug: $slug) { ${FORM_SELECTION} } }`,
+    { slug },
+  );
+  return data.signingForm;
+}
+
+/** Saves values (merged into the saved ones). `keepalive` lets it finish while the page unloads. */
+export async function saveSigningFormValues(slug: string, values: FieldValues, init: { keepalive?: boolean } = {}): Promise<SigningForm> {
+  const data = await callGraphQL<{ saveSigningFormValues: SigningForm }>(
+    `mutation SaveSigningFormValues($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ${FORM_SELECTION} } }`,
+    { slug, values },
+    init,
+  );
+  return data.saveSigningFormValues;
+}
+
+/** Saves the values and completes the form. */
+export async function completeSigningForm(slug: string, values: FieldValues): Promise<SigningForm> {
+  const data = await callGraphQL<{ completeSigningForm: SigningForm }>(
+    `mutation CompleteSigningForm($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ${FORM_SELECTION} } }`,
+    { slug, values },
+  );
+  return data.completeSigningForm;
+}
+
+/** Declines with a reason. */
+export async function declineSigningForm(slug: string, reason: string): Promise<SigningForm> {
+  const data = await callGraphQL<{ declineSigningForm: SigningForm }>(
+    `mutation DeclineSigningForm($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { ${FORM_SELECTION} } }`,
+    { slug, reason },
+  );
+  return data.declineSigningForm;
+}
+
+/**
+ * Uploads a file for a field (POST /api/attachments, multipart). The slug and type go before the
+ * file, so a streaming reader has them when the file arrives.
+ * @throws ApiError with the server's message (`File type '.exe' is not allowed.`, a size limit…)
+ */
+export async function uploadAttachment(
+  slug: string,
+  file: Blob,
+  filename: string,
+  type: 'signature' | 'initials' | 'image' | 'file',
+): Promise<UploadedAttachment> {
+  const form = new FormData();
+  form.append('submitter_slug', slug);
+  form.append('type', type);
+  form.append('file', file, filename);
+  let response: Response;
+  try {
+    response = await fetch('/api/attachments', { method: 'POST', body: form });
+  } catch {
+    throw new ApiError('The upload did not reach the server. Check your connection and try again.', 'NETWORK');
+  }
+  const body = (await response.json().catch(() => ({}))) as Partial<UploadedAttachment> & { error?: string; message?: string };
+  if (!response.ok) {
+    const fallback = response.status === 413 ? 'The file is too large.' : `The upload failed (${response.status}).`;
+    throw new ApiError(body.error ?? body.message ?? fallback, String(response.status));
+  }
+  return body as UploadedAttachment;
+}
+
+/** A URL from the server as a path on this origin (the page makes no cross-origin requests). */
+export function sameOriginUrl(url: string): string {
+  const parsed = new URL(url, window.location.href);
+  return `${parsed.pathname}${parsed.search}`;
+}

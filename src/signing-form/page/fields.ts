@@ -1,0 +1,537 @@
+/**
+ * The fields laid over the pages: one box per area at the area's place (fractions of the page
+ * box, so fields follow the page as it scales), holding a labelled input for this signer's
+ * editable fields and the value, read-only, for the rest (readonly or prefilled fields, other
+ * parties' completed values).
+ *
+ * A field with several areas gets its input in the first and shows its value in the others
+ * (clicking one moves to the input); radio and multiple fields with an area per option get a
+ * radio button or checkbox in each. Fields without an area are listed below the documents.
+ */
+import { sameOriginUrl, uploadAttachment } from './api.ts';
+import { h, uniqueId } from './dom.ts';
+import { openSignatureDialog } from './signature-dialog.ts';
+import type { FieldArea, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
+import { displayText, fieldLabel, isEditable, normalizePhone } from './values.ts';
+import type { PageView } from './viewer.ts';
+
+/** What the fields need from the page around them. */
+export interface FieldHost {
+  form: SigningForm;
+  /** The current value of a field (saved, prefilled or just entered). */
+  valueOf(uuid: string): unknown;
+  /** Records a value and saves it (after a pause in typing, or at once with `immediate`). */
+  setValue(uuid: string, value: unknown, options?: { immediate?: boolean }): void;
+  /** Attachments the page knows (from the form and from this visit's uploads), by uuid. */
+  attachment(uuid: string): SigningFormAttachment | undefined;
+  addAttachment(attachment: SigningFormAttachment): void;
+  /** Says something in the status line (uploads in progress, …). */
+  announce(message: string): void;
+}
+
+/** One field on the page. */
+export interface FieldControl {
+  field: SigningFormField;
+  /** Shows (or with null clears) a message next to the field and marks its input invalid. */
+  setError(message: string | null): void;
+  /** Scrolls to the field and focuses its input. */
+  focus(): void;
+}
+
+/** Largest upload the page sends, in bytes (the server checks its own limit again). */
+export const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
+const IMAGE_ACCEPT = 'image/png,image/jpeg,image/gif,image/webp';
+
+interface Place {
+  area: FieldArea;
+  page: PageView;
+}
+
+/** Points of a page (as displayed) for an area, for font sizing. */
+function pageSize(host: FieldHost, area: FieldArea): { width: number; height: number } | undefined {
+  return host.form.documents.find((d) => d.uuid === area.attachmentUuid)?.pages[area.page];
+}
+
+/**
+ * Lays every field of the form over the pages (or into `unplaced` when it has no area on a page)
+ * and returns the controls of all of them, in reading order (document, page, top, left).
+ */
+export function mountFields(host: FieldHost, pages: Map<string, PageView[]>, unplaced: HTMLElement): FieldControl[] {
+  const documentOrder = new Map(host.form.documents.map((d, i) => [d.uuid, i]));
+  const firstPlace = (field: SigningFormField) => {
+    const area = field.areas[0];
+    return area ? [documentOrder.get(area.attachmentUuid) ?? 99, area.page, area.y, area.x] : [999, 0, 0, 0];
+  };
+  const fields = [...host.form.fields].sort((a, b) => {
+    const [pa, pb] = [firstPlace(a), firstPlace(b)];
+    for (let i = 0; i < pa.length; i++) if (pa[i] !== pb[i]) return pa[i]! - pb[i]!;
+    return 0;
+  });
+  return fields.map((field) => {
+    const places: Place[] = [];
+    for (const area of field.areas) {
+      const page = pages.get(area.attachmentUuid)?.[area.page];
+      if (page) places.push({ area, page });
+    }
+    return mountField(host, field, places, unplaced);
+  });
+}
+
+function mountField(host: FieldHost, field: SigningFormField, places: Place[], unplaced: HTMLElement): FieldControl {
+  const label = fieldLabel(field);
+  const editable = isEditable(field);
+  const errorId = uniqueId('field-error');
+  const error = h('p', { className: 'field-error', id: errorId });
+  error.setAttribute('role', 'alert');
+  error.hidden = true;
+  const describedBy = field.description ? uniqueId('field-description') : undefined;
+
+  /** The element holding the field in a place (an area box), or in the list below the documents. */
+  const makeBox = (place: Place | undefined): HTMLElement => {
+    const box = h('div', { className: `field type-${field.type}` });
+    box.dataset.fieldUuid = field.uuid;
+    box.dataset.fieldName = field.name;
+    box.classList.add(editable ? 'editable' : 'readonly', field.own ? 'own' : 'other');
+    if (field.required && editable) box.classList.add('required');
+    if (place) {
+      const { area, page } = place;
+      box.classList.add('placed');
+      box.style.left = `${area.x * 100}%`;
+      box.style.top = `${area.y * 100}%`;
+      box.style.width = `${area.w * 100}%`;
+      box.style.height = `${area.h * 100}%`;
+      const size = pageSize(host, area);
+      if (size) {
+        const heightPt = area.h * size.height;
+        const preferred = Number(field.preferences.font_size);
+        const fontPt = Number.isFinite(preferred) && preferred > 0 ? preferred : Math.max(6, Math.min(12, heightPt * 0.62));
+        // cqw: a percentage of the page box's width, so text scales with the page.
+        box.style.fontSize = `${((fontPt / size.width) * 100).toFixed(3)}cqw`;
+        if (field.type === 'cells' && area.cellW) box.style.setProperty('--cells', String(Math.max(1, Math.round(area.w / area.cellW))));
+      }
+      page.element.append(box);
+    } else {
+      box.classList.add('unplaced');
+      box.append(h('span', { className: 'unplaced-label' }, label));
+      unplaced.append(box);
+      unplaced.hidden = false;
+    }
+    return box;
+  };
+
+  /** Wires an input to its label, description and error. */
+  const describe = (input: HTMLElement, name = label) => {
+    input.setAttribute('aria-label', field.required && editable ? `${name} (required)` : name);
+    if (field.required && editable) input.setAttribute('aria-required', 'true');
+    if (field.description) input.title = field.description;
+    input.setAttribute('aria-describedby', [describedBy, errorId].filter(Boolean).join(' '));
+  };
+
+  const primaryPlace = places[0];
+  const primaryBox = makeBox(primaryPlace);
+  if (describedBy) {
+    const description = h('span', { className: 'sr-only', id: describedBy }, field.description ?? '');
+    primaryBox.append(description);
+  }
+  // The error sits just under the field's first area (or inside its row below the documents).
+  if (primaryPlace) {
+    error.style.left = `${primaryPlace.area.x * 100}%`;
+    error.style.top = `${(primaryPlace.area.y + primaryPlace.area.h) * 100}%`;
+    primaryPlace.page.element.append(error);
+  } else {
+    primaryBox.append(error);
+  }
+
+  let focusTarget: HTMLElement = primaryBox;
+  const invalidTargets: HTMLElement[] = [];
+  /** Redraws read-only copies of the value (other areas) after a change. */
+  const mirrors: HTMLElement[] = [];
+  const refreshMirrors = () => mirrors.forEach((mirror) => fillDisplay(host, field, mirror));
+
+  const addMirror = (place: Place) => {
+    const box = makeBox(place);
+    box.classList.add('mirror');
+    box.setAttribute('aria-hidden', 'true');
+    box.addEventListener('click', () => focusTarget.focus());
+    mirrors.push(box);
+    fillDisplay(host, field, box);
+  };
+
+  if (!editable) {
+    fillDisplay(host, field, primaryBox);
+    for (const place of places.slice(1)) fillDisplay(host, field, makeBox(place));
+    primaryBox.tabIndex = -1;
+  } else {
+    const optionPlaces = places.filter((p) => p.area.optionUuid);
+    if ((field.type === 'radio' || field.type === 'multiple') && optionPlaces.length > 0) {
+      // An input per option area; areas without an option show the chosen value(s).
+      const inputs = mountOptionAreas(host, field, optionPlaces, primaryBox, describe, refreshMirrors);
+      focusTarget = inputs[0]!;
+      invalidTargets.push(...inputs);
+      const others = places.filter((p) => !p.area.optionUuid);
+      for (const place of others) addMirror(place);
+    } else {
+      const input = mountInput(host, field, primaryBox, describe, refreshMirrors);
+      focusTarget = input;
+      invalidTargets.push(input);
+      for (const place of places.slice(1)) addMirror(place);
+    }
+  }
+
+  return {
+    field,
+    setError(message) {
+      error.textContent = message ?? '';
+      error.hidden = !message;
+      primaryBox.classList.toggle('invalid', Boolean(message));
+      for (const target of invalidTargets) {
+        if (message) target.setAttribute('aria-invalid', 'true');
+        else target.removeAttribute('aria-invalid');
+      }
+    },
+    focus() {
+      primaryBox.scrollIntoView({ block: 'center', behavior: 'smooth' });
+      focusTarget.focus({ preventScroll: true });
+    },
+  };
+}
+
+/** Radio buttons or checkboxes, one in each option's area. Returns them in area order. */
+function mountOptionAreas(
+  host: FieldHost,
+  field: SigningFormField,
+  places: Place[],
+  firstBox: HTMLElement,
+  describe: (input: HTMLElement, name?: string) => void,
+  onChange: () => void,
+): HTMLInputElement[] {
+  const label = fieldLabel(field);
+  const inputs: HTMLInputElement[] = [];
+  const group = `field-${field.uuid}`;
+  places.forEach((place, index) => {
+    const box = index === 0 ? firstBox : firstBox.cloneNode(false) as HTMLElement;
+    if (index > 0) {
+      box.style.left = `${place.area.x * 100}%`;
+      box.style.top = `${place.area.y * 100}%`;
+      box.style.width = `${place.area.w * 100}%`;
+      box.style.height = `${place.area.h * 100}%`;
+      place.page.element.append(box);
+    }
+    const option = field.options?.find((o) => o.uuid === place.area.optionUuid);
+    const optionValue = option?.value ?? `Option ${index + 1}`;
+    const input = h('input', { type: field.type === 'radio' ? 'radio' : 'checkbox', name: group, value: optionValue, className: 'option-input' });
+    describe(input, `${label}: ${optionValue}`);
+    const current = host.valueOf(field.uuid);
+    input.checked = field.type === 'radio' ? current === optionValue : Array.isArray(current) && current.includes(optionValue);
+    input.addEventListener('change', () => {
+      if (field.type === 'radio') {
+        host.setValue(field.uuid, optionValue, { immediate: true });
+      } else {
+        const chosen = new Set(Array.isArray(host.valueOf(field.uuid)) ? (host.valueOf(field.uuid) as unknown[]).map(String) : []);
+        if (input.checked) chosen.add(optionValue);
+        else chosen.delete(optionValue);
+        // Keep the options' order.
+        const ordered = (field.options ?? []).map((o) => o.value).filter((v) => chosen.has(v));
+        host.setValue(field.uuid, ordered, { immediate: true });
+      }
+      onChange();
+    });
+    box.append(input);
+    inputs.push(input);
+  });
+  return inputs;
+}
+
+/** The input of an editable field in its first area; returns the element to focus. */
+function mountInput(
+  host: FieldHost,
+  field: SigningFormField,
+  box: HTMLElement,
+  describe: (input: HTMLElement, name?: string) => void,
+  onChange: () => void,
+): HTMLElement {
+  const label = fieldLabel(field);
+  const value = host.valueOf(field.uuid);
+  const set = (next: unknown, immediate = false) => {
+    host.setValue(field.uuid, next, { immediate });
+    onChange();
+  };
+
+  switch (field.type) {
+    case 'checkbox': {
+      const input = h('input', { type: 'checkbox', checked: value === true, className: 'checkbox-input' });
+      describe(input);
+      input.addEventListener('change', () => set(input.checked, true));
+      box.append(input);
+      return input;
+    }
+    case 'select':
+    case 'radio': {
+      const select = h('select', { className: 'select-input' }, h('option', { value: '' }, field.type === 'radio' ? 'Choose one…' : 'Choose…'));
+      for (const option of field.options ?? []) select.append(h('option', { value: option.value, selected: option.value === value }, option.value));
+      describe(select);
+      select.addEventListener('change', () => set(select.value === '' ? null : select.value, true));
+      box.append(select);
+      return select;
+    }
+    case 'multiple':
+      return mountMultipleChooser(host, field, box, describe, onChange);
+    case 'signature':
+    case 'initials':
+      return mountSignature(host, field, box, describe, onChange);
+    case 'image':
+    case 'file':
+      return mountUpload(host, field, box, describe, onChange);
+    case 'payment': {
+      const price = [field.preferences.price, field.preferences.currency].filter((p) => p !== undefined && p !== null && p !== '').join(' ');
+      const note = h('div', { className: 'payment-note', tabIndex: -1 }, h('strong', {}, price ? `Payment: ${price}` : 'Payment'), ' Payments are not configured, so this field cannot be completed.');
+      describe(note);
+      box.append(note);
+      return note;
+    }
+    default: {
+      // text, number, date, phone, cells
+      const area = field.areas[0];
+      const size = area ? host.form.documents.find((d) => d.uuid === area.attachmentUuid)?.pages[area.page] : undefined;
+      const tall = field.type === 'text' && area && size && area.h * size.height > 40;
+      const input = tall ? h('textarea', { className: 'text-input' }) : h('input', { className: 'text-input' });
+      if (input instanceof HTMLInputElement) {
+        input.type = { number: 'number', date: 'date', phone: 'tel' }[field.type] ?? 'text';
+        if (field.type === 'number') {
+          input.step = 'any';
+          input.inputMode = 'decimal';
+        }
+        if (field.type === 'phone') input.autocomplete = 'tel';
+        if (field.type === 'cells') {
+          const cells = area?.cellW ? Math.max(1, Math.round(area.w / area.cellW)) : undefined;
+          if (cells) input.maxLength = cells;
+          input.autocomplete = 'off';
+          input.spellcheck = false;
+        }
+      }
+      input.value = value === null || value === undefined ? '' : String(value);
+      if (field.type !== 'date') input.placeholder = label;
+      describe(input);
+      const read = (): unknown => {
+        if (field.type === 'number') return input.value === '' ? null : Number(input.value);
+        if (field.type === 'phone') return input.value.trim() === '' ? null : normalizePhone(input.value.trim());
+        if (field.type === 'date') return input.value === '' ? null : input.value;
+        return input.value;
+      };
+      input.addEventListener('input', () => set(read()));
+      input.addEventListener('change', () => {
+        if (field.type === 'phone' && input instanceof HTMLInputElement && input.value.trim()) input.value = normalizePhone(input.value.trim());
+        set(read(), true);
+      });
+      box.append(input);
+      return input;
+    }
+  }
+}
+
+/** A multiple-choice field without option areas: a button that opens a list of checkboxes. */
+function mountMultipleChooser(
+  host: FieldHost,
+  field: SigningFormField,
+  box: HTMLElement,
+  describe: (input: HTMLElement, name?: string) => void,
+  onChange: () => void,
+): HTMLElement {
+  const label = fieldLabel(field);
+  const button = h('button', { type: 'button', className: 'field-button' });
+  const show = () => {
+    const chosen = host.valueOf(field.uuid);
+    button.textContent = Array.isArray(chosen) && chosen.length ? chosen.join(', ') : `${label}: choose…`;
+  };
+  show();
+  describe(button);
+  button.addEventListener('click', () => {
+    const titleId = uniqueId('multiple-title');
+    const dialog = h('dialog', { className: 'dialog' });
+    dialog.setAttribute('aria-labelledby', titleId);
+    const current = new Set(Array.isArray(host.valueOf(field.uuid)) ? (host.valueOf(field.uuid) as unknown[]).map(String) : []);
+    const boxes = (field.options ?? []).map((option) => {
+      const input = h('input', { type: 'checkbox', value: option.value, checked: current.has(option.value) });
+      return { input, row: h('label', { className: 'choice' }, input, ` ${option.value}`) };
+    });
+    const done = h('button', { type: 'submit', className: 'button primary' }, 'Done');
+    const form = h(
+      'form',
+      { method: 'dialog' },
+      h('h2', { id: titleId }, label),
+      h('fieldset', { className: 'choices' }, h('legend', { className: 'sr-only' }, label), ...boxes.map((b) => b.row)),
+      h('div', { className: 'dialog-actions' }, done),
+    );
+    dialog.append(form);
+    document.body.append(dialog);
+    dialog.addEventListener('close', () => {
+      const chosen = boxes.filter((b) => b.input.checked).map((b) => b.input.value);
+      host.setValue(field.uuid, chosen, { immediate: true });
+      show();
+      onChange();
+      dialog.remove();
+      button.focus();
+    });
+    dialog.showModal();
+  });
+  box.append(button);
+  return button;
+}
+
+/** Signature and initials: a button opening the signature dialog; the PNG is uploaded and its uuid saved. */
+function mountSignature(
+  host: FieldHost,
+  field: SigningFormField,
+  box: HTMLElement,
+  describe: (input: HTMLElement, name?: string) => void,
+  onChange: () => void,
+): HTMLElement {
+  const kind = field.type === 'initials' ? 'initials' : 'signature';
+  const label = fieldLabel(field);
+  const button = h('button', { type: 'button', className: 'field-button signature-button' });
+  const show = () => {
+    button.replaceChildren();
+    const attachment = host.attachment(String(host.valueOf(field.uuid) ?? ''));
+    if (attachment) {
+      button.append(h('img', { src: sameOriginUrl(attachment.url), alt: `${label} (signed)` }));
+    } else {
+      button.append(h('span', {}, kind === 'initials' ? 'Initials' : 'Sign here'));
+    }
+  };
+  show();
+  describe(button);
+  button.addEventListener('click', async () => {
+    const name = host.form.submitter.name ?? '';
+    const suggestedText = kind === 'initials' ? initialsOf(name) : name;
+    const png = await openSignatureDialog({ kind, format: field.preferences.format, label, suggestedText });
+    button.focus();
+    if (!png) return;
+    button.disabled = true;
+    host.announce(`Saving your ${kind}…`);
+    try {
+      const uploaded = await uploadAttachment(host.form.slug, png, `${kind}.png`, kind);
+      host.addAttachment({ uuid: uploaded.uuid, url: uploaded.url, filename: uploaded.filename, contentType: uploaded.content_type });
+      host.setValue(field.uuid, uploaded.uuid, { immediate: true });
+      show();
+      onChange();
+    } catch (error) {
+      host.announce('');
+      box.dispatchEvent(new CustomEvent('field-error', { bubbles: true, detail: { uuid: field.uuid, message: (error as Error).message } }));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  box.append(button);
+  return button;
+}
+
+/** Image and file fields: a file chooser; each file is uploaded, the uuid (image) or uuids (file) saved. */
+function mountUpload(
+  host: FieldHost,
+  field: SigningFormField,
+  box: HTMLElement,
+  describe: (input: HTMLElement, name?: string) => void,
+  onChange: () => void,
+): HTMLElement {
+  const isImage = field.type === 'image';
+  const label = fieldLabel(field);
+  const inputId = uniqueId('upload');
+  const input = h('input', { type: 'file', id: inputId, className: 'file-input' });
+  const accept = field.preferences.accept;
+  input.accept = isImage ? IMAGE_ACCEPT : typeof accept === 'string' ? accept : '';
+  input.multiple = !isImage;
+  describe(input, `${label}${isImage ? ' (image)' : ' (files)'}`);
+  const chooser = h('label', { htmlFor: inputId, className: 'field-button upload-button' });
+  chooser.setAttribute('aria-hidden', 'true');
+  const show = () => {
+    chooser.replaceChildren();
+    const current = host.valueOf(field.uuid);
+    const uuids = Array.isArray(current) ? current.map(String) : current ? [String(current)] : [];
+    const attachments = uuids.map((uuid) => host.attachment(uuid)).filter((a): a is SigningFormAttachment => Boolean(a));
+    if (isImage && attachments[0]) {
+      chooser.append(h('img', { src: sameOriginUrl(attachments[0].url), alt: '' }));
+    } else if (attachments.length) {
+      chooser.append(h('span', {}, attachments.map((a) => a.filename).join(', ')));
+    } else {
+      chooser.append(h('span', {}, isImage ? 'Upload image' : 'Attach file'));
+    }
+  };
+  show();
+  input.addEventListener('change', async () => {
+    const files = [...(input.files ?? [])];
+    input.value = '';
+    if (files.length === 0) return;
+    const tooLarge = files.find((f) => f.size > MAX_UPLOAD_BYTES);
+    const fail = (message: string) =>
+      box.dispatchEvent(new CustomEvent('field-error', { bubbles: true, detail: { uuid: field.uuid, message } }));
+    if (tooLarge) {
+      fail(`${tooLarge.name} is too large: files may be up to ${MAX_UPLOAD_BYTES / 1024 / 1024} MB.`);
+      return;
+    }
+    input.disabled = true;
+    host.announce(files.length > 1 ? `Uploading ${files.length} files…` : `Uploading ${files[0]!.name}…`);
+    try {
+      const uuids: string[] = [];
+      for (const file of files) {
+        const uploaded = await uploadAttachment(host.form.slug, file, file.name, isImage ? 'image' : 'file');
+        host.addAttachment({ uuid: uploaded.uuid, url: uploaded.url, filename: uploaded.filename, contentType: uploaded.content_type });
+        uuids.push(uploaded.uuid);
+      }
+      host.setValue(field.uuid, isImage ? uuids[0] : uuids, { immediate: true });
+      host.announce('Uploaded.');
+      show();
+      onChange();
+    } catch (error) {
+      host.announce('');
+      fail((error as Error).message);
+    } finally {
+      input.disabled = false;
+    }
+  });
+  box.append(input, chooser);
+  return input;
+}
+
+/** Fills an element with a field's value, read-only: text, a tick, an image, or file links. */
+function fillDisplay(host: FieldHost, field: SigningFormField, element: HTMLElement): void {
+  element.replaceChildren();
+  const value = host.valueOf(field.uuid);
+  const label = fieldLabel(field);
+  if (['signature', 'initials', 'image', 'stamp'].includes(field.type)) {
+    const attachment = typeof value === 'string' ? host.attachment(value) : undefined;
+    if (attachment) {
+      element.append(h('img', { src: sameOriginUrl(attachment.url), alt: label }));
+    } else if (field.type === 'stamp') {
+      element.append(h('span', { className: 'placeholder' }, 'Stamp (added on completion)'));
+    } else if (typeof value === 'string' && value) {
+      element.append(h('span', { className: 'typed-signature' }, value));
+    }
+    return;
+  }
+  if (field.type === 'file') {
+    const uuids = Array.isArray(value) ? value.map(String) : value ? [String(value)] : [];
+    for (const uuid of uuids) {
+      const attachment = host.attachment(uuid);
+      if (attachment) element.append(h('a', { href: sameOriginUrl(attachment.url), target: '_blank', rel: 'noopener' }, attachment.filename), ' ');
+    }
+    return;
+  }
+  if (field.type === 'payment') {
+    element.append(h('span', { className: 'placeholder' }, 'Payment (payments are not configured)'));
+    return;
+  }
+  const text = displayText(field, value);
+  const span = h('span', { className: 'value' }, text);
+  if (!text && field.type !== 'checkbox') span.classList.add('empty');
+  // Screen readers hear the field's name before its value.
+  element.append(h('span', { className: 'sr-only' }, `${label}: ${text ? '' : 'empty'}`), span);
+}
+
+/** "Ada Lovelace" → "AL". */
+function initialsOf(name: string): string {
+  return name
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((part) => part[0]!.toUpperCase())
+    .join('');
+}

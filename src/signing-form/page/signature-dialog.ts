@@ -1,0 +1,293 @@
+/**
+ * The signature (or initials) dialog: draw with a mouse, finger or pen (signature_pad), type in
+ * the bundled script font (rendered on a canvas), or upload an image. Whatever the way, the result
+ * is a PNG image trimmed to its ink, which the caller uploads (docs/signing-form.md "Uploads").
+ *
+ * `preferences.format` of the field limits the ways (docuseal-behaviour.md §11): `drawn`,
+ * `typed`, `drawn_or_typed`, `upload`; none given offers all three.
+ */
+import SignaturePad from 'signature_pad';
+import { h, uniqueId } from './dom.ts';
+
+type Way = 'draw' | 'type' | 'upload';
+
+const INK = '#14245c';
+/** The script font of typed signatures (declared in styles.css, served by Signet). */
+const SCRIPT_FONT = '"Dancing Script"';
+/** Longest side of an uploaded signature image after scaling down, in pixels. */
+const MAX_UPLOAD_SIDE = 1600;
+
+export interface SignatureDialogOptions {
+  kind: 'signature' | 'initials';
+  /** The field's preferences.format. */
+  format: unknown;
+  /** The field's label, for the dialog's title. */
+  label: string;
+  /** Suggested text for the Type tab (the signer's name, or its initials). */
+  suggestedText: string;
+}
+
+function waysFor(format: unknown): Way[] {
+  switch (format) {
+    case 'drawn':
+      return ['draw'];
+    case 'typed':
+      return ['type'];
+    case 'drawn_or_typed':
+      return ['draw', 'type'];
+    case 'upload':
+      return ['upload'];
+    default:
+      return ['draw', 'type', 'upload'];
+  }
+}
+
+const WAY_LABELS: Record<Way, string> = { draw: 'Draw', type: 'Type', upload: 'Upload' };
+
+/**
+ * Shows the dialog; resolves to the PNG, or null when the signer cancels.
+ */
+export function openSignatureDialog(options: SignatureDialogOptions): Promise<Blob | null> {
+  const ways = waysFor(options.format);
+  const titleId = uniqueId('signature-title');
+  const dialog = h('dialog', { className: 'dialog signature-dialog' });
+  dialog.setAttribute('aria-labelledby', titleId);
+  const error = h('p', { className: 'dialog-error', id: uniqueId('signature-error') });
+  error.setAttribute('role', 'alert');
+
+  // Draw
+  const drawCanvas = h('canvas', { className: 'signature-canvas' });
+  drawCanvas.setAttribute('aria-label', `Drawing area for your ${options.kind}`);
+  drawCanvas.setAttribute('role', 'img');
+  let pad: SignaturePad | undefined;
+  const clearButton = h('button', { type: 'button', className: 'link-button' }, 'Clear');
+  clearButton.addEventListener('click', () => pad?.clear());
+  const drawPanel = h(
+    'div',
+    { className: 'signature-panel' },
+    h('div', { className: 'signature-canvas-frame' }, drawCanvas),
+    h('div', { className: 'signature-panel-row' }, h('span', { className: 'hint' }, `Draw your ${options.kind} with a mouse, finger or pen.`), clearButton),
+  );
+
+  // Type
+  const typeInputId = uniqueId('typed-signature');
+  const typeInput = h('input', { type: 'text', id: typeInputId, className: 'typed-input', value: options.suggestedText, autocomplete: 'name' });
+  const typePreview = h('p', { className: 'typed-preview' }, options.suggestedText);
+  typePreview.setAttribute('aria-hidden', 'true');
+  typeInput.addEventListener('input', () => {
+    typePreview.textContent = typeInput.value;
+  });
+  const typePanel = h(
+    'div',
+    { className: 'signature-panel' },
+    h('label', { htmlFor: typeInputId }, options.kind === 'initials' ? 'Type your initials' : 'Type your name'),
+    typeInput,
+    typePreview,
+  );
+
+  // Upload
+  const uploadInputId = uniqueId('upload-signature');
+  const uploadInput = h('input', { type: 'file', id: uploadInputId, accept: 'image/png,image/jpeg,image/webp,image/gif' });
+  const uploadPreview = h('img', { className: 'upload-preview', alt: '' });
+  uploadPreview.hidden = true;
+  uploadInput.addEventListener('change', () => {
+    const file = uploadInput.files?.[0];
+    if (uploadPreview.src) URL.revokeObjectURL(uploadPreview.src);
+    uploadPreview.hidden = !file;
+    if (file) uploadPreview.src = URL.createObjectURL(file);
+  });
+  const uploadPanel = h(
+    'div',
+    { className: 'signature-panel' },
+    h('label', { htmlFor: uploadInputId }, `An image of your ${options.kind} (PNG, JPEG, WebP or GIF)`),
+    uploadInput,
+    uploadPreview,
+  );
+
+  const panels: Record<Way, HTMLElement> = { draw: drawPanel, type: typePanel, upload: uploadPanel };
+  let active: Way = ways[0]!;
+  const tabs = h('div', { className: 'tabs' });
+  tabs.setAttribute('role', 'tablist');
+  const tabButtons = new Map<Way, HTMLButtonElement>();
+  const select = (way: Way, focus = false) => {
+    active = way;
+    error.textContent = '';
+    for (const [w, button] of tabButtons) {
+      button.setAttribute('aria-selected', String(w === way));
+      button.tabIndex = w === way ? 0 : -1;
+      panels[w].hidden = w !== way;
+    }
+    if (focus) tabButtons.get(way)?.focus();
+    if (way === 'draw') setUpPad();
+    if (way === 'type') typeInput.focus();
+  };
+  for (const way of ways) {
+    const panelId = uniqueId(`panel-${way}`);
+    const button = h('button', { type: 'button', className: 'tab', id: uniqueId(`tab-${way}`) }, WAY_LABELS[way]);
+    button.setAttribute('role', 'tab');
+    button.setAttribute('aria-controls', panelId);
+    button.addEventListener('click', () => select(way));
+    button.addEventListener('keydown', (event) => {
+      const index = ways.indexOf(way);
+      if (event.key === 'ArrowRight') select(ways[(index + 1) % ways.length]!, true);
+      if (event.key === 'ArrowLeft') select(ways[(index + ways.length - 1) % ways.length]!, true);
+    });
+    panels[way].id = panelId;
+    panels[way].setAttribute('role', 'tabpanel');
+    panels[way].setAttribute('aria-labelledby', button.id);
+    tabButtons.set(way, button);
+    tabs.append(button);
+  }
+
+  const cancel = h('button', { type: 'button', className: 'button' }, 'Cancel');
+  const apply = h('button', { type: 'submit', className: 'button primary' }, options.kind === 'initials' ? 'Apply initials' : 'Apply signature');
+  const form = h(
+    'form',
+    { method: 'dialog' },
+    h('h2', { id: titleId }, options.label),
+    ways.length > 1 ? tabs : null,
+    ...ways.map((w) => panels[w]),
+    error,
+    h('div', { className: 'dialog-actions' }, cancel, apply),
+  );
+  dialog.append(form);
+  document.body.append(dialog);
+
+  function setUpPad() {
+    if (pad) return;
+    // The canvas is measured once shown: its bitmap matches its CSS size times the pixel ratio.
+    const ratio = Math.max(window.devicePixelRatio || 1, 1);
+    drawCanvas.width = Math.round(drawCanvas.clientWidth * ratio);
+    drawCanvas.height = Math.round(drawCanvas.clientHeight * ratio);
+    drawCanvas.getContext('2d')!.scale(ratio, ratio);
+    pad = new SignaturePad(drawCanvas, { penColor: INK, minWidth: 1, maxWidth: 3 });
+  }
+
+  return new Promise((resolve) => {
+    let result: Blob | null = null;
+    dialog.addEventListener('close', () => {
+      pad?.off();
+      if (uploadPreview.src) URL.revokeObjectURL(uploadPreview.src);
+      dialog.remove();
+      resolve(result);
+    });
+    cancel.addEventListener('click', () => dialog.close());
+    form.addEventListener('submit', (event) => {
+      event.preventDefault();
+      void (async () => {
+        error.textContent = '';
+        apply.disabled = true;
+        try {
+          const png = await exportPng();
+          if (!png) return;
+          result = png;
+          dialog.close();
+        } catch (e) {
+          error.textContent = e instanceof Error ? e.message : String(e);
+        } finally {
+          apply.disabled = false;
+        }
+      })();
+    });
+    dialog.showModal();
+    select(active);
+  });
+
+  async function exportPng(): Promise<Blob | null> {
+    if (active === 'draw') {
+      if (!pad || pad.isEmpty()) {
+        error.textContent = `Draw your ${options.kind} first.`;
+        return null;
+      }
+      return canvasToPng(trimToInk(drawCanvas));
+    }
+    if (active === 'type') {
+      const text = typeInput.value.trim();
+      if (!text) {
+        error.textContent = options.kind === 'initials' ? 'Type your initials first.' : 'Type your name first.';
+        typeInput.focus();
+        return null;
+      }
+      return canvasToPng(await renderTyped(text));
+    }
+    const file = uploadInput.files?.[0];
+    if (!file) {
+      error.textContent = 'Choose an image first.';
+      return null;
+    }
+    let bitmap: ImageBitmap;
+    try {
+      bitmap = await createImageBitmap(file);
+    } catch {
+      throw new Error('This file is not an image the browser can read. Choose a PNG, JPEG, WebP or GIF.');
+    }
+    const scale = Math.min(1, MAX_UPLOAD_SIDE / Math.max(bitmap.width, bitmap.height));
+    const canvas = h('canvas');
+    canvas.width = Math.max(1, Math.round(bitmap.width * scale));
+    canvas.height = Math.max(1, Math.round(bitmap.height * scale));
+    canvas.getContext('2d')!.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+    bitmap.close();
+    return canvasToPng(canvas);
+  }
+}
+
+/** Text in the script font on a canvas just large enough for it (transparent background). */
+async function renderTyped(text: string): Promise<HTMLCanvasElement> {
+  const size = 96;
+  const font = `${size}px ${SCRIPT_FONT}, cursive`;
+  await document.fonts.load(font, text);
+  const measure = h('canvas').getContext('2d')!;
+  measure.font = font;
+  const metrics = measure.measureText(text);
+  const padding = Math.round(size * 0.15);
+  const ascent = Math.ceil(metrics.actualBoundingBoxAscent || size * 0.8);
+  const descent = Math.ceil(metrics.actualBoundingBoxDescent || size * 0.3);
+  const left = Math.ceil(metrics.actualBoundingBoxLeft || 0);
+  const width = Math.ceil((metrics.actualBoundingBoxRight || metrics.width) + left);
+  const canvas = h('canvas');
+  canvas.width = width + padding * 2;
+  canvas.height = ascent + descent + padding * 2;
+  const context = canvas.getContext('2d')!;
+  context.font = font;
+  context.fillStyle = INK;
+  context.textBaseline = 'alphabetic';
+  context.fillText(text, padding + left, padding + ascent);
+  return canvas;
+}
+
+/** A copy of the canvas cropped to its painted pixels plus a small margin (whole canvas if blank). */
+function trimToInk(source: HTMLCanvasElement): HTMLCanvasElement {
+  const { width, height } = source;
+  const pixels = source.getContext('2d')!.getImageData(0, 0, width, height).data;
+  let top = height;
+  let left = width;
+  let right = -1;
+  let bottom = -1;
+  for (let y = 0; y < height; y++) {
+    for (let x = 0; x < width; x++) {
+      if (pixels[(y * width + x) * 4 + 3]! > 0) {
+        if (x < left) left = x;
+        if (x > right) right = x;
+        if (y < top) top = y;
+        bottom = y;
+      }
+    }
+  }
+  if (right < 0) return source;
+  const margin = Math.round(Math.min(width, height) * 0.03);
+  left = Math.max(0, left - margin);
+  top = Math.max(0, top - margin);
+  right = Math.min(width - 1, right + margin);
+  bottom = Math.min(height - 1, bottom + margin);
+  const trimmed = h('canvas');
+  trimmed.width = right - left + 1;
+  trimmed.height = bottom - top + 1;
+  trimmed.getContext('2d')!.drawImage(source, left, top, trimmed.width, trimmed.height, 0, 0, trimmed.width, trimmed.height);
+  return trimmed;
+}
+
+function canvasToPng(canvas: HTMLCanvasElement): Promise<Blob> {
+  return new Promise((resolve, reject) => {
+    canvas.toBlob((blob) => (blob ? resolve(blob) : reject(new Error('The image could not be made.'))), 'image/png');
+  });
+}

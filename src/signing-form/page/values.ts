@@ -1,0 +1,121 @@
+/**
+ * Values in the browser: what counts as filled, the browser-side checks made before completing
+ * (the server checks required fields and patterns again), and how a value is shown read-only.
+ * Stored shapes follow docuseal-behaviour.md §11.
+ */
+import type { SigningFormField } from './types.ts';
+
+/** E.164: "+", a country code that does not start with 0, at most 15 digits in all (ITU-T E.164). */
+export const E164_PATTERN = /^\+[1-9]\d{1,14}$/;
+
+/** Types whose value the signer cannot type or pick. */
+export const DISPLAY_ONLY_TYPES: ReadonlySet<string> = new Set(['stamp', 'heading', 'strikethrough']);
+
+/** Whether the signer fills this field on this page: their own, not readonly, not display-only. */
+export function isEditable(field: SigningFormField): boolean {
+  return field.own && !field.readonly && !DISPLAY_ONLY_TYPES.has(field.type);
+}
+
+/** Whether a value counts as given: not null/empty string/empty list; a checkbox must be ticked. */
+export function isFilled(field: SigningFormField, value: unknown): boolean {
+  if (value === null || value === undefined) return false;
+  if (field.type === 'checkbox') return value === true;
+  if (typeof value === 'string') return value.trim() !== '';
+  if (Array.isArray(value)) return value.length > 0;
+  return true;
+}
+
+/** The field's name as the signer sees it. */
+export const fieldLabel = (field: SigningFormField): string => field.title?.trim() || field.name || field.type;
+
+/**
+ * A text field's validation pattern as a RegExp matching the whole value (as the HTML `pattern`
+ * attribute does, which DocuSeal's form uses); undefined when there is none or it does not compile.
+ */
+export function patternOf(field: SigningFormField): RegExp | undefined {
+  const pattern = field.validation?.pattern;
+  if (typeof pattern !== 'string' || pattern === '') return undefined;
+  try {
+    return new RegExp(`^(?:${pattern})$`, 'u');
+  } catch {
+    try {
+      return new RegExp(`^(?:${pattern})$`);
+    } catch {
+      return undefined;
+    }
+  }
+}
+
+/**
+ * The browser-side check of one value before completing, or null when it passes: required
+ * ("<name> is required", the server's wording), text/cells patterns (the field's invalid_message,
+ * else "<name> is invalid"), phone numbers in E.164, numbers, and payment, which cannot be
+ * completed while payments are not configured.
+ */
+export function checkValue(field: SigningFormField, value: unknown): string | null {
+  const name = fieldLabel(field);
+  if (field.type === 'payment') {
+    return field.required ? 'Payments are not configured for this account, so this field cannot be completed.' : null;
+  }
+  if (!isFilled(field, value)) return field.required ? `${name} is required` : null;
+  if ((field.type === 'text' || field.type === 'cells') && typeof value === 'string') {
+    const pattern = patternOf(field);
+    if (pattern && !pattern.test(value)) {
+      const message = field.validation?.message;
+      return typeof message === 'string' && message.trim() ? message : `${name} is invalid`;
+    }
+  }
+  if (field.type === 'phone' && (typeof value !== 'string' || !E164_PATTERN.test(value))) {
+    return 'Enter the number in international format, starting with + and the country code (e.g. +14155550100).';
+  }
+  if (field.type === 'number' && (typeof value !== 'number' || !Number.isFinite(value))) return `${name} must be a number`;
+  return null;
+}
+
+/** A phone number as typed, without spaces, dashes, dots and brackets; "00" becomes "+". */
+export function normalizePhone(input: string): string {
+  const compact = input.replace(/[\s\-.()]/g, '');
+  return compact.startsWith('00') ? `+${compact.slice(2)}` : compact;
+}
+
+/** Today in the signer's time zone as YYYY-MM-DD (the `{{date}}` default). */
+export function today(): string {
+  const now = new Date();
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
+}
+
+const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+
+/**
+ * A YYYY-MM-DD date in a DocuSeal date format (tokens D DD M MM MMM MMMM YY YYYY, §11; default
+ * DD/MM/YYYY). Other values are returned as they are.
+ */
+export function formatDate(value: string, format: unknown): string {
+  const match = /^(\d{4})-(\d{2})-(\d{2})/.exec(value);
+  if (!match) return value;
+  const [, year, month, day] = match as unknown as [string, string, string, string];
+  const pattern = typeof format === 'string' && format ? format : 'DD/MM/YYYY';
+  const tokens: Record<string, string> = {
+    YYYY: year,
+    YY: year.slice(2),
+    MMMM: MONTHS[Number(month) - 1] ?? month,
+    MMM: (MONTHS[Number(month) - 1] ?? month).slice(0, 3),
+    MM: month,
+    M: String(Number(month)),
+    DD: day,
+    D: String(Number(day)),
+  };
+  return pattern.replace(/YYYY|YY|MMMM|MMM|MM|M|DD|D/g, (token) => tokens[token] ?? token);
+}
+
+/** A value as text for a read-only display (not for attachments, which are shown as images or links). */
+export function displayText(field: SigningFormField, value: unknown): string {
+  if (value === null || value === undefined) return '';
+  if (field.type === 'date' && typeof value === 'string') {
+    return formatDate(value === '{{date}}' ? today() : value, field.preferences.format);
+  }
+  if (field.type === 'checkbox') return value === true ? '✔' : '';
+  if (Array.isArray(value)) return value.map(String).join(', ');
+  return String(value);
+}
