@@ -80,7 +80,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   const renderer = options.renderer ?? createRenderer(config, fastify.log);
   const jobs = options.jobs ?? defaultJobQueue(config, fastify.log);
-  const live = await createLiveEvents({ db, logger: fastify.log, redisUrl: config.redisUrl });
+  const live = await createLiveEvents({
+    db,
+    logger: fastify.log,
+    redis: config.redisUrl ? { url: config.redisUrl, secretKeyBase: await resolveSecretKeyBase(config) } : undefined,
+  });
   const events = createJobEventSink(jobs, live);
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
   defineCompletionJob(jobs, { db, storage, config });

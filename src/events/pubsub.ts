@@ -20,6 +20,7 @@
  * here is a Repeater with its own sliding buffer, listening on the same event targets createPubSub
  * would use: an in-process EventTarget, or `createRedisEventTarget`.
  */
+import { createHash } from 'node:crypto';
 import type { FastifyBaseLogger } from 'fastify';
 import { Repeater, SlidingBuffer } from 'graphql-yoga';
 import type { Redis } from 'ioredis';
@@ -43,13 +44,21 @@ export interface LiveEvent {
   templateId: number | null;
 }
 
-/** The topic of an account's events; with Redis, the channel is `account-events:<accountId>`. */
+/**
+ * The topic of an account's events. With Redis the channel is
+ * `signet:<deployment>:account-events:<accountId>`, `<deployment>` being derived from the secret
+ * key base that every instance of one deployment shares: deployments (or test databases, whose
+ * account ids start at 1 alike) sharing a Redis server do not hear each other.
+ */
 export const ACCOUNT_EVENTS_TOPIC = 'account-events';
 
 /** Events a subscriber may lag behind before the oldest are dropped. */
 export const SUBSCRIBER_BUFFER = 1000;
 
-const topicOf = (accountId: number) => `${ACCOUNT_EVENTS_TOPIC}:${accountId}`;
+/** The Redis channel prefix of a deployment: 12 hex characters of SHA-256 over a label and the secret. */
+export function redisChannelPrefix(secretKeyBase: string): string {
+  return `signet:${createHash('sha256').update(`signet live events\0${secretKeyBase}`).digest('hex').slice(0, 12)}:`;
+}
 
 /** What both event targets (EventTarget, createRedisEventTarget) offer; `detail` carries the LiveEvent. */
 interface LiveEventTarget {
@@ -85,12 +94,19 @@ export interface LiveEvents {
 
 /**
  * Creates the live-event pub/sub of one service instance.
- * @param options.redisUrl REDIS_URL; unset: in-process. Redis is connected to in the background:
- *   an unreachable server is retried (and logged), it does not stop the start.
+ * @param options.redis REDIS_URL and the deployment's secret key base (channel names, see
+ *   ACCOUNT_EVENTS_TOPIC); unset: in-process. Redis is connected to in the background: an
+ *   unreachable server is retried (and logged), it does not stop the start.
  */
-export async function createLiveEvents(options: { db: Db; logger: FastifyBaseLogger; redisUrl?: string | undefined }): Promise<LiveEvents> {
+export async function createLiveEvents(options: {
+  db: Db;
+  logger: FastifyBaseLogger;
+  redis?: { url: string; secretKeyBase: string } | undefined;
+}): Promise<LiveEvents> {
   const { db, logger } = options;
-  const redis = options.redisUrl ? await connectRedis(options.redisUrl, logger) : undefined;
+  const redis = options.redis ? await connectRedis(options.redis.url, logger) : undefined;
+  const prefix = options.redis ? redisChannelPrefix(options.redis.secretKeyBase) : '';
+  const topicOf = (accountId: number) => `${prefix}${ACCOUNT_EVENTS_TOPIC}:${accountId}`;
   const target: LiveEventTarget = redis?.eventTarget ?? (new EventTarget() as unknown as LiveEventTarget);
 
   /** The stop function of each listening subscription, by account, to count them and end them. */
