@@ -1,0 +1,298 @@
+/**
+ * Delivering one webhook delivery (one event to one endpoint): the `deliver-webhook` job
+ * (reference/docuseal-behaviour.md §9; ../shared/DESIGN.md "webhook retries", "webhook signature").
+ *
+ * Each job is one attempt, `{deliveryId, attempt}`:
+ * 1. nothing is sent for a delivery that is gone (endpoint deleted) or no longer `pending`
+ *    (succeeded or given up): never twice after a success;
+ * 2. the attempt is claimed (attempt_count k → k+1, in one conditional UPDATE), sent, and recorded
+ *    (a webhook_attempts row, unique per (delivery, attempt), and the delivery's new status) in
+ *    one transaction;
+ * 3. on failure (status ≥ 400, timeout, connection error, refused destination) the next attempt
+ *    is enqueued as its own persisted job at now + 2^k × WEBHOOK_RETRY_BASE_MS, while that stays
+ *    within 48 h × base/60000 of the first send, 12 sends at most; otherwise the delivery is
+ *    `failed`. Persisted, so a restart loses no retry; the job's unique key (`<id>:<k>`) makes
+ *    re-enqueueing harmless.
+ * A job that finds its attempt claimed but not recorded (the process died mid-send) records it as
+ * interrupted and goes on with the schedule: the receiver may get that event twice, never zero
+ * times (consumers must be idempotent, as with DocuSeal).
+ *
+ * The body of the first attempt is the one the dispatch built (passed in the job); later attempts
+ * rebuild `data` from the record as it is then (DocuSeal re-serializes on every attempt; file URLs
+ * in it are signed and expire), keeping `event_type` and `timestamp`.
+ */
+import type { Config } from '../config.ts';
+import type { Db } from '../db/client.ts';
+import { AppError } from '../errors.ts';
+import type { EventType } from '../events/events.ts';
+import type { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../generated/prisma/client.ts';
+import type { JobLogger, JobQueue } from '../jobs/job-queue.ts';
+import type { PayloadBuilder, WebhookPayload } from './payloads.ts';
+import { sendWebhookRequest, type SendWebhookRequestOptions, type WebhookResponse } from './send-request.ts';
+import { SIGNATURE_HEADER, signatureHeader, signingSecrets } from './signature.ts';
+
+export const DELIVER_WEBHOOK_JOB = 'deliver-webhook';
+
+/** `User-Agent` of every webhook request. */
+export const WEBHOOK_USER_AGENT = 'Signet-Webhooks/1.0';
+
+/** Sends per delivery at most (DESIGN.md: 12 sends within 48 hours). */
+export const MAX_SENDS = 12;
+
+/** Data of a `deliver-webhook` job. */
+export interface DeliverWebhookData {
+  deliveryId: number;
+  /** 0-based number of the attempt this job makes. */
+  attempt: number;
+  /** The exact body to send (the dispatch's serialisation); absent: rebuilt from the record. */
+  body?: string;
+  /** A redelivery asked for by the user: sent even if the endpoint no longer subscribes to the event. */
+  manual?: boolean;
+}
+
+export interface DeliveryDeps {
+  db: Db;
+  jobs: JobQueue;
+  payloads: PayloadBuilder;
+  config: Config['webhooks'];
+  logger: JobLogger;
+  /** Tests: a resolver for host names (default: the system's). */
+  resolve?: SendWebhookRequestOptions['resolve'];
+}
+
+/** Milliseconds to wait after failed attempt `attempt` (0-based): 2^attempt × base. */
+export function retryDelayMs(attempt: number, baseMs: number): number {
+  return 2 ** attempt * baseMs;
+}
+
+/** The window the sends of one delivery stay within, in milliseconds: 48 hours × base / 1 minute. */
+export function retryWindowMs(baseMs: number): number {
+  return (48 * 60 * 60 * 1000 * baseMs) / 60_000;
+}
+
+type DeliveryWithEndpoint = WebhookDelivery & { endpoint: WebhookEndpoint };
+
+/**
+ * Runs one attempt of a delivery (the job handler). Idempotent per (delivery, attempt); see the
+ * module comment. Throws only for infrastructure failures (database), which the job retries.
+ */
+export async function deliverWebhook(deps: DeliveryDeps, job: DeliverWebhookData): Promise<void> {
+  const delivery = await deps.db.webhookDelivery.findUnique({ where: { id: job.deliveryId }, include: { endpoint: true } });
+  if (!delivery || delivery.status !== 'pending') return;
+  if (delivery.attemptCount > job.attempt) return resumeAttempt(deps, delivery, job);
+  if (delivery.attemptCount < job.attempt) {
+    deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt, attemptCount: delivery.attemptCount }, 'webhook: attempt ahead of the delivery; ignored');
+    return;
+  }
+  await attempt(deps, delivery, job, { retry: true });
+}
+
+/**
+ * Claims, sends and records attempt `job.attempt` of a delivery; with `retry`, schedules the next
+ * one after a failure. Returns the response, or null when another run had claimed it.
+ */
+export async function attempt(
+  deps: DeliveryDeps,
+  delivery: DeliveryWithEndpoint,
+  job: DeliverWebhookData,
+  options: { retry: boolean },
+): Promise<WebhookResponse | null> {
+  const { db } = deps;
+  const k = job.attempt;
+  const claimed = await db.webhookDelivery.updateMany({
+    where: { id: delivery.id, attemptCount: k, status: 'pending' },
+    data: { attemptCount: k + 1, nextAttemptAt: null },
+  });
+  if (claimed.count === 0) return null;
+
+  const startedAt = new Date();
+  const { response, payload, final } = await send(deps, delivery, job, startedAt);
+  await recordAttempt(deps, delivery, { attempt: k, startedAt, response, payload, retry: options.retry && !final, manual: job.manual });
+  return response;
+}
+
+/** Sends the delivery's request now; `final` when it must not be retried (endpoint disabled or unsubscribed). */
+async function send(
+  deps: DeliveryDeps,
+  delivery: DeliveryWithEndpoint,
+  job: DeliverWebhookData,
+  now: Date,
+): Promise<{ response: WebhookResponse; payload: WebhookPayload | null; final: boolean }> {
+  const { endpoint } = delivery;
+  const notSent = (error: string) => ({ response: { ok: false, statusCode: null, durationMs: 0, error, responseBody: null }, payload: null, final: true });
+  if (endpoint.disabledAt) return notSent('Not sent: the endpoint is disabled');
+  if (!job.manual && !endpoint.events.includes(delivery.eventType)) return notSent(`Not sent: the endpoint no longer subscribes to ${delivery.eventType}`);
+
+  let body = job.body;
+  let payload: WebhookPayload | null = null;
+  if (body === undefined) {
+    payload = await rebuildPayload(deps, delivery);
+    body = JSON.stringify(payload);
+  }
+  const timestamp = Math.floor(now.getTime() / 1000);
+  const headers: Record<string, string> = {
+    'content-type': 'application/json',
+    'user-agent': WEBHOOK_USER_AGENT,
+  };
+  const custom = endpoint.headerName && endpoint.headerValue !== null ? { name: endpoint.headerName, value: endpoint.headerValue } : null;
+  // As DocuSeal: a custom header named X-Docuseal-Signature takes the signature's place.
+  if (!custom || custom.name.toLowerCase() !== SIGNATURE_HEADER.toLowerCase()) {
+    headers[SIGNATURE_HEADER] = signatureHeader(signingSecrets(endpoint, now), timestamp, body);
+  }
+  if (custom) headers[custom.name] = custom.value;
+
+  const response = await sendWebhookRequest({
+    url: endpoint.url,
+    headers,
+    body,
+    connectTimeoutMs: deps.config.connectTimeout,
+    responseTimeoutMs: deps.config.responseTimeout,
+    policy: { allowPrivate: deps.config.allowPrivate, allowedHosts: deps.config.allowedHosts },
+    resolve: deps.resolve,
+  });
+  return { response, payload, final: false };
+}
+
+/** `data` as the record is now, with the delivery's event_type and timestamp; the stored payload when the record is gone. */
+async function rebuildPayload(deps: DeliveryDeps, delivery: WebhookDelivery): Promise<WebhookPayload> {
+  const stored = delivery.payload as unknown as WebhookPayload;
+  try {
+    const fresh = await deps.payloads.build({
+      type: delivery.eventType as EventType,
+      accountId: delivery.accountId,
+      recordId: delivery.recordId,
+      at: new Date(stored.timestamp),
+    });
+    return fresh ?? stored;
+  } catch (error) {
+    // The attempt goes ahead with what the dispatch built rather than not at all.
+    deps.logger.warn({ err: error, deliveryId: delivery.id }, 'webhook: could not rebuild the payload; sending the stored one');
+    return stored;
+  }
+}
+
+/**
+ * Records attempt `attempt` and the delivery's new state in one transaction, then (when it failed,
+ * may be retried and the window allows) enqueues the next attempt.
+ */
+async function recordAttempt(
+  deps: DeliveryDeps,
+  delivery: WebhookDelivery,
+  outcome: { attempt: number; startedAt: Date; response: WebhookResponse; payload: WebhookPayload | null; retry: boolean; manual?: boolean | undefined },
+): Promise<void> {
+  const { db } = deps;
+  const { response, attempt: k } = outcome;
+  let status: 'succeeded' | 'failed' | 'pending' = response.ok ? 'succeeded' : 'failed';
+  let nextAttemptAt: Date | null = null;
+  if (!response.ok && outcome.retry && k + 1 < MAX_SENDS) {
+    const firstSentAt = k === 0 ? outcome.startedAt : await firstSendOf(db, delivery);
+    const next = new Date(Date.now() + retryDelayMs(k, deps.config.retryBase));
+    if (next.getTime() - firstSentAt.getTime() <= retryWindowMs(deps.config.retryBase)) {
+      status = 'pending';
+      nextAttemptAt = next;
+    }
+  }
+  try {
+    await db.$transaction([
+      db.webhookAttempt.create({
+        data: {
+          deliveryId: delivery.id,
+          attempt: k,
+          statusCode: response.statusCode,
+          durationMs: response.durationMs,
+          error: response.error,
+          responseBody: response.responseBody,
+          createdAt: outcome.startedAt,
+        },
+      }),
+      db.webhookDelivery.update({
+        where: { id: delivery.id },
+        data: { status, nextAttemptAt, ...(outcome.payload ? { payload: outcome.payload as never } : {}) },
+      }),
+    ]);
+  } catch (error) {
+    // Recorded already by another run of this attempt: its record stands.
+    if ((error as { code?: string }).code === 'P2002') return;
+    throw error;
+  }
+  if (status === 'pending' && nextAttemptAt) await enqueueAttempt(deps.jobs, { deliveryId: delivery.id, attempt: k + 1, ...(outcome.manual ? { manual: true } : {}) }, nextAttemptAt);
+}
+
+/** When attempt 0 was sent (the start of the retry window). */
+async function firstSendOf(db: Db, delivery: WebhookDelivery): Promise<Date> {
+  const first = await db.webhookAttempt.findUnique({ where: { deliveryId_attempt: { deliveryId: delivery.id, attempt: 0 } }, select: { createdAt: true } });
+  return first?.createdAt ?? delivery.createdAt;
+}
+
+/** A job found its attempt already claimed: finish what the earlier run could not. */
+async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job: DeliverWebhookData): Promise<void> {
+  const recorded: Pick<WebhookAttempt, 'id'> | null = await deps.db.webhookAttempt.findUnique({
+    where: { deliveryId_attempt: { deliveryId: delivery.id, attempt: job.attempt } },
+    select: { id: true },
+  });
+  if (!recorded) {
+    deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt }, 'webhook: attempt interrupted (claimed, never recorded); recording it as failed');
+    const response: WebhookResponse = {
+      ok: false,
+      statusCode: null,
+      durationMs: 0,
+      error: 'Interrupted: the service stopped during this attempt (the receiver may have received it)',
+      responseBody: null,
+    };
+    await recordAttempt(deps, delivery, { attempt: job.attempt, startedAt: new Date(), response, payload: null, retry: true, manual: job.manual });
+    return;
+  }
+  // Recorded, but the next attempt may not have been enqueued: enqueueing again is harmless.
+  if (delivery.status === 'pending' && delivery.nextAttemptAt && delivery.attemptCount === job.attempt + 1) {
+    await enqueueAttempt(deps.jobs, { deliveryId: delivery.id, attempt: job.attempt + 1, ...(job.manual ? { manual: true } : {}) }, delivery.nextAttemptAt);
+  }
+}
+
+/** Enqueues one attempt (unique per delivery and attempt). */
+export function enqueueAttempt(jobs: JobQueue, data: DeliverWebhookData, at?: Date): Promise<string> {
+  return jobs.enqueue<DeliverWebhookData>(DELIVER_WEBHOOK_JOB, data, { uniqueKey: `${data.deliveryId}:${data.attempt}`, ...(at ? { at } : {}) });
+}
+
+/**
+ * Sends a delivery again now, as a new delivery of the same event to the same endpoint (the
+ * original keeps its history): its `data` is rebuilt from the record as it is now, `timestamp` is
+ * the event's, and it has its own retry schedule. Sent even when the endpoint no longer subscribes
+ * to the event (DocuSeal's manual resend always sends).
+ * @returns the new delivery (pending; the send runs as a job right away)
+ * @throws AppError NOT_FOUND / FORBIDDEN for an unknown or another account's delivery; VALIDATION when the endpoint is disabled
+ */
+export async function redeliverWebhook(deps: Pick<DeliveryDeps, 'db' | 'jobs'>, options: { deliveryId: number; accountId: number }): Promise<WebhookDelivery> {
+  const original = await findDeliveryForAccount(deps.db, { id: options.deliveryId, accountId: options.accountId });
+  if (original.endpoint.disabledAt) throw new AppError('VALIDATION', `Webhook endpoint ${original.endpointId} is disabled; enable it to redeliver`);
+  const copy = await deps.db.webhookDelivery.create({
+    data: {
+      accountId: original.accountId,
+      endpointId: original.endpointId,
+      eventType: original.eventType,
+      recordType: original.recordType,
+      recordId: original.recordId,
+      payload: original.payload as never,
+    },
+  });
+  await enqueueAttempt(deps.jobs, { deliveryId: copy.id, attempt: 0, manual: true });
+  return copy;
+}
+
+/**
+ * A delivery of the account, with its endpoint.
+ * @throws AppError NOT_FOUND ("Webhook delivery <id> not found") or FORBIDDEN
+ */
+export async function findDeliveryForAccount(db: Db, options: { id: number; accountId: number }): Promise<DeliveryWithEndpoint> {
+  const delivery = await db.webhookDelivery.findUnique({ where: { id: options.id }, include: { endpoint: true } });
+  if (!delivery) throw new AppError('NOT_FOUND', `Webhook delivery ${options.id} not found`);
+  if (delivery.accountId !== options.accountId) throw new AppError('FORBIDDEN');
+  return delivery;
+}
+
+/** Registers the `deliver-webhook` job. Database failures inside a run are retried by the queue. */
+export function defineDeliverWebhookJob(deps: DeliveryDeps): void {
+  deps.jobs.define<DeliverWebhookData>(DELIVER_WEBHOOK_JOB, (data) => deliverWebhook(deps, data), {
+    concurrency: 10,
+    retry: { maxAttempts: 5, delayMs: (attempt) => 2 ** attempt * 1000 },
+  });
+}

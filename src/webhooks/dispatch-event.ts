@@ -1,0 +1,100 @@
+/**
+ * The `dispatch-event` job (src/events/events.ts enqueues one per domain event): turns an event
+ * into webhook deliveries (reference/docuseal-behaviour.md §9 "Fan-out").
+ *
+ * For the endpoints of the event's account that are enabled and subscribe to its type, it builds
+ * the payload once (src/webhooks/payloads.ts), writes one webhook_deliveries row per endpoint and
+ * enqueues one `deliver-webhook` job per delivery (attempt 0, unique per delivery).
+ *
+ * Idempotent: a delivery's uuid is derived from the dispatch job's id and the endpoint's id (a
+ * name-based UUID, RFC 9562 §5.5), and webhook_deliveries.uuid is unique, so a re-run of the
+ * same dispatch job (after a crash or a retry) inserts nothing twice and re-enqueues only what
+ * the unique job keys already hold.
+ */
+import { createHash } from 'node:crypto';
+import type { GraphQLSchema } from 'graphql';
+import type { Config } from '../config.ts';
+import type { Db } from '../db/client.ts';
+import { DISPATCH_EVENT_JOB, recordTypeOf, type DispatchEventData } from '../events/events.ts';
+import type { ContextFactory } from '../graphql/context.ts';
+import type { JobLogger, JobQueue, JobRun } from '../jobs/job-queue.ts';
+import { defineDeliverWebhookJob, enqueueAttempt, type DeliveryDeps } from './deliver-webhook.ts';
+import { createAccountContexts, createPayloadBuilder, type PayloadBuilder } from './payloads.ts';
+
+/** Namespace of delivery uuids (a fixed random UUID). */
+const DELIVERY_NAMESPACE = Buffer.from('5b0c3f0e9a6d4e2f8c1b7a3d2e4f6a81', 'hex');
+
+/**
+ * The uuid of the delivery of dispatch `eventId` to endpoint `endpointId`: a version-5
+ * (SHA-1, name-based) UUID of "<eventId>:<endpointId>", the same on every run.
+ */
+export function deliveryUuid(eventId: string, endpointId: number): string {
+  const hash = createHash('sha1').update(DELIVERY_NAMESPACE).update(`${eventId}:${endpointId}`).digest();
+  hash[6] = (hash[6]! & 0x0f) | 0x50;
+  hash[8] = (hash[8]! & 0x3f) | 0x80;
+  const hex = hash.subarray(0, 16).toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+export interface DispatchDeps {
+  db: Db;
+  jobs: JobQueue;
+  payloads: PayloadBuilder;
+  logger: JobLogger;
+}
+
+/**
+ * Dispatches one event (the job handler): see the module comment.
+ * @param job the dispatch job's run; its id names the event
+ */
+export async function dispatchEvent(deps: DispatchDeps, event: DispatchEventData, job: Pick<JobRun, 'id'>): Promise<void> {
+  const { db } = deps;
+  const endpoints = await db.webhookEndpoint.findMany({
+    where: { accountId: event.accountId, disabledAt: null, events: { has: event.type } },
+    select: { id: true },
+    orderBy: { id: 'asc' },
+  });
+  if (endpoints.length === 0) return;
+
+  const payload = await deps.payloads.build({ type: event.type, accountId: event.accountId, recordId: event.recordId, at: new Date(event.at) });
+  if (!payload) {
+    deps.logger.info({ event }, 'webhook: the event’s record is gone; nothing to deliver');
+    return;
+  }
+  const body = JSON.stringify(payload);
+  const uuids = endpoints.map((endpoint) => deliveryUuid(job.id, endpoint.id));
+  await db.webhookDelivery.createMany({
+    data: endpoints.map((endpoint, i) => ({
+      uuid: uuids[i]!,
+      accountId: event.accountId,
+      endpointId: endpoint.id,
+      eventType: event.type,
+      recordType: recordTypeOf(event.type),
+      recordId: event.recordId,
+      payload: payload as never,
+    })),
+    skipDuplicates: true,
+  });
+  const deliveries = await db.webhookDelivery.findMany({ where: { uuid: { in: uuids } }, select: { id: true, status: true, attemptCount: true }, orderBy: { id: 'asc' } });
+  for (const delivery of deliveries) {
+    if (delivery.status === 'pending' && delivery.attemptCount === 0) await enqueueAttempt(deps.jobs, { deliveryId: delivery.id, attempt: 0, body });
+  }
+}
+
+/**
+ * Registers the webhook jobs (`dispatch-event`, `deliver-webhook`) on a queue, building payloads
+ * with `schema` in contexts from `contextFactory` (src/app.ts calls this once).
+ */
+export function defineWebhookJobs(
+  jobs: JobQueue,
+  options: { db: Db; config: Pick<Config, 'appUrl' | 'webhooks'>; logger: JobLogger; schema: GraphQLSchema; contextFactory: ContextFactory },
+): void {
+  const { db, logger } = options;
+  const payloads = createPayloadBuilder({ schema: options.schema, db, appUrl: options.config.appUrl, contextFor: createAccountContexts(options.contextFactory, db) });
+  const deliveryDeps: DeliveryDeps = { db, jobs, payloads, config: options.config.webhooks, logger };
+  jobs.define<DispatchEventData>(DISPATCH_EVENT_JOB, (event, run) => dispatchEvent({ db, jobs, payloads, logger }, event, run), {
+    concurrency: 5,
+    retry: { maxAttempts: 5, delayMs: (attempt) => 2 ** attempt * 1000 },
+  });
+  defineDeliverWebhookJob(deliveryDeps);
+}

@@ -1,0 +1,239 @@
+/**
+ * Webhook endpoints of an account: URL, subscribed events, an optional custom header and a
+ * signing secret (reference/docuseal-behaviour.md §9 "Configuration"; docs/webhooks.md).
+ *
+ * - The secret is `whsec_` + base64url of 24 random bytes (DocuSeal: base64 of 24 bytes). It is
+ *   kept in clear because every delivery computes an HMAC with it; it is returned only by create
+ *   and rotate.
+ * - Rotating keeps the old secret valid for 24 hours (PREVIOUS_SECRET_TTL_MS): deliveries in that
+ *   window carry a signature with each secret (src/webhooks/signature.ts).
+ * - Default events: the four form.* events, as DocuSeal.
+ */
+import { randomBytes } from 'node:crypto';
+import { z } from 'zod';
+import { parseInput } from '../accounts/api-keys.ts';
+import type { Db } from '../db/client.ts';
+import { AppError } from '../errors.ts';
+import { EVENT_TYPES, type EventType } from '../events/events.ts';
+import type { WebhookEndpoint } from '../generated/prisma/client.ts';
+
+/** Events an endpoint gets when none are given (DocuSeal's default: the form.* events). */
+export const DEFAULT_WEBHOOK_EVENTS: readonly EventType[] = EVENT_TYPES.filter((type) => type.startsWith('form.'));
+
+/** How long the secret before a rotation stays valid, in milliseconds (24 hours). */
+export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
+
+export const SECRET_PREFIX = 'whsec_';
+
+/** Longest accepted endpoint URL, in characters. */
+const MAX_URL_LENGTH = 2048;
+
+/** Headers Signet sets itself, which a custom header may not replace (X-Docuseal-Signature may: as DocuSeal, it then replaces the signature). */
+const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'user-agent', 'connection', 'transfer-encoding', 'te', 'upgrade', 'keep-alive', 'expect', 'trailer']);
+
+/** An endpoint as listed: everything but the secrets. */
+export type WebhookEndpointSummary = Omit<WebhookEndpoint, 'secret' | 'previousSecret'>;
+
+const summarySelect = {
+  id: true,
+  accountId: true,
+  url: true,
+  events: true,
+  headerName: true,
+  headerValue: true,
+  previousSecretExpiresAt: true,
+  createdAt: true,
+  updatedAt: true,
+  disabledAt: true,
+} as const;
+
+const UrlSchema = z
+  .string({ message: 'url is required' })
+  .trim()
+  .min(1, 'url is required')
+  .max(MAX_URL_LENGTH, `url is longer than ${MAX_URL_LENGTH} characters`)
+  .refine((value) => {
+    try {
+      const url = new URL(value);
+      return (url.protocol === 'http:' || url.protocol === 'https:') && url.hostname !== '';
+    } catch {
+      return false;
+    }
+  }, 'url must be an http or https URL');
+
+const EventsSchema = z
+  .array(z.string(), { message: 'events must be a list of event types' })
+  .transform((events) => [...new Set(events.map((e) => e.trim()))])
+  .superRefine((events, ctx) => {
+    if (events.length === 0) ctx.addIssue({ code: 'custom', message: 'events must name at least one event type' });
+    const unknown = events.filter((e) => !(EVENT_TYPES as readonly string[]).includes(e));
+    if (unknown.length > 0) ctx.addIssue({ code: 'custom', message: `unknown event type ${unknown.join(', ')} (known: ${EVENT_TYPES.join(', ')})` });
+  })
+  .transform((events) => events as EventType[]);
+
+/** RFC 9110 token characters. */
+const HeaderNameSchema = z
+  .string()
+  .trim()
+  .min(1, 'headerName must not be empty')
+  .max(256, 'headerName is too long')
+  .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'headerName is not a valid HTTP header name')
+  .refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), 'headerName names a header Signet sets itself');
+
+/** Visible ASCII and spaces/tabs, no line breaks (RFC 9110 field-value). */
+const HeaderValueSchema = z
+  .string()
+  .max(4096, 'headerValue is too long')
+  .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'headerValue may not contain line breaks or control characters');
+
+const EndpointFields = z.object({
+  url: UrlSchema,
+  events: EventsSchema.optional(),
+  headerName: HeaderNameSchema.nullable().optional(),
+  headerValue: HeaderValueSchema.nullable().optional(),
+  enabled: z.boolean().optional(),
+});
+
+/** A new random signing secret: `whsec_` + base64url of 24 random bytes (32 characters). */
+export function generateWebhookSecret(): string {
+  return `${SECRET_PREFIX}${randomBytes(24).toString('base64url')}`;
+}
+
+export interface CreateWebhookEndpointOptions {
+  accountId: number;
+  /** http(s) URL the events are POSTed to. */
+  url: string;
+  /** Subscribed event types (EVENT_TYPES); default DEFAULT_WEBHOOK_EVENTS. */
+  events?: string[] | null;
+  /** Custom header sent with every delivery (both or neither of name and value). */
+  headerName?: string | null;
+  headerValue?: string | null;
+}
+
+/**
+ * Creates an endpoint with a new secret.
+ * @returns the endpoint (without secrets) and the secret, which is shown this once
+ * @throws AppError VALIDATION for a bad URL, an unknown or empty event list, a bad header;
+ *   NOT_FOUND for an unknown account
+ */
+export async function createWebhookEndpoint(db: Db, options: CreateWebhookEndpointOptions): Promise<{ endpoint: WebhookEndpointSummary; secret: string }> {
+  const input = parseInput(EndpointFields, dropNulls({ url: options.url, events: options.events, headerName: options.headerName, headerValue: options.headerValue }));
+  const header = headerPair(input.headerName, input.headerValue, undefined);
+  const account = await db.account.findUnique({ where: { id: options.accountId }, select: { id: true, archivedAt: true } });
+  if (!account || account.archivedAt) throw new AppError('NOT_FOUND', `Account ${options.accountId} not found`);
+  const secret = generateWebhookSecret();
+  const endpoint = await db.webhookEndpoint.create({
+    data: {
+      accountId: account.id,
+      url: input.url,
+      events: input.events ?? [...DEFAULT_WEBHOOK_EVENTS],
+      secret,
+      headerName: header.name,
+      headerValue: header.value,
+    },
+    select: summarySelect,
+  });
+  return { endpoint, secret };
+}
+
+/** The account's endpoints, oldest first, without secrets. */
+export function listWebhookEndpoints(db: Db, options: { accountId: number }): Promise<WebhookEndpointSummary[]> {
+  return db.webhookEndpoint.findMany({ where: { accountId: options.accountId }, orderBy: { id: 'asc' }, select: summarySelect });
+}
+
+/**
+ * The endpoint `id` if it belongs to `accountId` (any account when accountId is undefined: the CLI).
+ * @throws AppError NOT_FOUND ("Webhook endpoint <id> not found") or FORBIDDEN (another account's), as for other records
+ */
+export async function findWebhookEndpoint(db: Db, options: { id: number; accountId?: number }): Promise<WebhookEndpoint> {
+  const endpoint = await db.webhookEndpoint.findUnique({ where: { id: options.id } });
+  if (!endpoint) throw new AppError('NOT_FOUND', `Webhook endpoint ${options.id} not found`);
+  if (options.accountId !== undefined && endpoint.accountId !== options.accountId) throw new AppError('FORBIDDEN');
+  return endpoint;
+}
+
+export interface UpdateWebhookEndpointOptions {
+  id: number;
+  accountId: number;
+  /** Each given key changes; null headerName/headerValue remove the custom header. */
+  changes: { url?: string | null; events?: string[] | null; headerName?: string | null; headerValue?: string | null; enabled?: boolean | null };
+}
+
+/**
+ * Changes an endpoint's URL, events, custom header or enabled state. A disabled endpoint gets no
+ * new deliveries, and its pending ones stop at their next attempt.
+ * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION as for create (a header needs both name and value)
+ */
+export async function updateWebhookEndpoint(db: Db, options: UpdateWebhookEndpointOptions): Promise<WebhookEndpointSummary> {
+  const existing = await findWebhookEndpoint(db, options);
+  const { changes } = options;
+  const input = parseInput(EndpointFields.partial(), {
+    ...dropNulls({ url: changes.url, events: changes.events, enabled: changes.enabled }),
+    ...(changes.headerName !== undefined ? { headerName: changes.headerName } : {}),
+    ...(changes.headerValue !== undefined ? { headerValue: changes.headerValue } : {}),
+  });
+  const headerGiven = changes.headerName !== undefined || changes.headerValue !== undefined;
+  const header = headerGiven ? headerPair(input.headerName, input.headerValue, existing) : undefined;
+  return db.webhookEndpoint.update({
+    where: { id: existing.id },
+    data: {
+      ...(input.url !== undefined ? { url: input.url } : {}),
+      ...(input.events !== undefined ? { events: input.events } : {}),
+      ...(header ? { headerName: header.name, headerValue: header.value } : {}),
+      ...(input.enabled !== undefined ? { disabledAt: input.enabled ? null : (existing.disabledAt ?? new Date()) } : {}),
+    },
+    select: summarySelect,
+  });
+}
+
+/**
+ * Deletes an endpoint with its deliveries and attempts (pending retries then find nothing to send).
+ * @throws AppError NOT_FOUND / FORBIDDEN
+ */
+export async function removeWebhookEndpoint(db: Db, options: { id: number; accountId?: number }): Promise<{ id: number }> {
+  const endpoint = await findWebhookEndpoint(db, options);
+  await db.webhookEndpoint.delete({ where: { id: endpoint.id } });
+  return { id: endpoint.id };
+}
+
+/**
+ * Replaces the secret. The replaced one stays valid for 24 hours: until `previousSecretExpiresAt`,
+ * deliveries are signed with both (docs/webhooks.md "Rotating the secret"). Rotating again within
+ * that window drops the oldest.
+ * @returns the endpoint and the new secret, shown this once
+ * @throws AppError NOT_FOUND / FORBIDDEN
+ */
+export async function rotateWebhookSecret(
+  db: Db,
+  options: { id: number; accountId: number; now?: Date },
+): Promise<{ endpoint: WebhookEndpointSummary; secret: string }> {
+  const existing = await findWebhookEndpoint(db, options);
+  const now = options.now ?? new Date();
+  const secret = generateWebhookSecret();
+  const endpoint = await db.webhookEndpoint.update({
+    where: { id: existing.id },
+    data: { secret, previousSecret: existing.secret, previousSecretExpiresAt: new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS) },
+    select: summarySelect,
+  });
+  return { endpoint, secret };
+}
+
+/** The custom header after a change: both name and value, or neither. */
+function headerPair(
+  name: string | null | undefined,
+  value: string | null | undefined,
+  existing: { headerName: string | null; headerValue: string | null } | undefined,
+): { name: string | null; value: string | null } {
+  // An explicit null (or empty) name removes the header, value and all.
+  if (name === null || name === '') return { name: null, value: null };
+  const nextName = name === undefined ? (existing?.headerName ?? null) : name;
+  const nextValue = value === undefined ? (existing?.headerValue ?? null) : value;
+  if (nextName === null && (nextValue === null || nextValue === '')) return { name: null, value: null };
+  if (!nextName) throw new AppError('VALIDATION', 'headerName is required with headerValue.', { details: { path: ['headerName'] } });
+  if (nextValue === null) throw new AppError('VALIDATION', 'headerValue is required with headerName.', { details: { path: ['headerValue'] } });
+  return { name: nextName, value: nextValue };
+}
+
+function dropNulls<T extends Record<string, unknown>>(object: T): Partial<{ [K in keyof T]: Exclude<T[K], null> }> {
+  return Object.fromEntries(Object.entries(object).filter(([, v]) => v !== null && v !== undefined)) as never;
+}

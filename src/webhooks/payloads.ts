@@ -1,0 +1,301 @@
+/**
+ * Webhook payloads, `{event_type, timestamp, data}` (reference/docuseal-behaviour.md §5.6;
+ * interface spec "Events"), built by the REST layer's DocuSeal serializers from the same named
+ * GraphQL operations run in-process with a context for the event's account — so `data` is what
+ * the REST API answers for that record at that moment (DESIGN.md: "Webhook payloads use the same
+ * DocuSeal serializers").
+ *
+ * | events | data |
+ * |---|---|
+ * | form.viewed, form.started, form.completed, form.declined | the form submitter payload (below) |
+ * | submission.created, submission.completed, submission.expired | GET /submissions/{id} |
+ * | submission.archived, template.archived | `{id, archived_at}` |
+ * | template.created, template.updated | GET /templates/{id} |
+ *
+ * The form submitter payload (DocuSeal's `Submitters::SerializeForWebhook`; every field of the
+ * spec's table): id, submission_id, email, phone, name, ua, ip, sent_at, opened_at, completed_at,
+ * declined_at, created_at, updated_at, external_id, metadata, status (the submitter's, as
+ * DocuSeal's code and OpenAPI; docs/compatibility.md), application_key, decline_reason, role,
+ * preferences, values, documents, audit_log_url, submission_url, template {id, name,
+ * external_id, created_at, updated_at, folder_name}, submission {id, audit_log_url,
+ * combined_document_url, status, url, variables, created_at}. No slug, uuid or embed_src.
+ */
+import { execute, Kind, parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import { SUBMISSION_GET_FRAGMENT, serializeSubmissionGet, type SubmissionGetData } from '../../rest-compat/serializers/submission.ts';
+import { SUBMITTER_BASE_FRAGMENT, serializeSubmitterBase, type SubmitterBaseData } from '../../rest-compat/serializers/submitter.ts';
+import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../rest-compat/serializers/template.ts';
+import type { Db } from '../db/client.ts';
+import { AppError } from '../errors.ts';
+import { recordTypeOf, type EventType } from '../events/events.ts';
+import type { ContextFactory, GraphQLContext } from '../graphql/context.ts';
+import { findAppError } from '../graphql/errors.ts';
+
+export interface WebhookPayload {
+  event_type: string;
+  /** ISO 8601: when the event happened; the same on every attempt. */
+  timestamp: string;
+  data: Record<string, unknown>;
+}
+
+/** What a payload is built for. */
+export interface PayloadRequest {
+  type: EventType;
+  accountId: number;
+  recordId: number;
+  at: Date;
+}
+
+const FORM_OPERATION = /* GraphQL */ `
+  query WebhookFormSubmitter($id: Int!) {
+    submitter(id: $id) {
+      ...RestSubmitterBase
+      values
+      documents { name url }
+      submission {
+        id slug status auditLogUrl combinedDocumentUrl variables createdAt
+        template { id name externalId createdAt updatedAt folderName }
+      }
+    }
+  }
+  ${SUBMITTER_BASE_FRAGMENT}
+`;
+
+const SUBMISSION_OPERATION = /* GraphQL */ `
+  query WebhookSubmission($id: Int!) { submission(id: $id) { ...RestSubmissionGet } }
+  ${SUBMISSION_GET_FRAGMENT}
+`;
+
+const SUBMISSION_ARCHIVED_OPERATION = /* GraphQL */ `
+  query WebhookSubmissionArchived($id: Int!) { submission(id: $id) { id archivedAt } }
+`;
+
+const TEMPLATE_OPERATION = /* GraphQL */ `
+  query WebhookTemplate($id: Int!) { template(id: $id) { ...RestTemplate } }
+  ${TEMPLATE_FRAGMENT}
+`;
+
+const TEMPLATE_ARCHIVED_OPERATION = /* GraphQL */ `
+  query WebhookTemplateArchived($id: Int!) { template(id: $id) { id archivedAt } }
+`;
+
+interface FormSubmitterData extends SubmitterBaseData {
+  values: unknown;
+  documents: { name: string; url: string }[];
+  submission: {
+    id: number;
+    slug: string;
+    status: string;
+    auditLogUrl: string | null;
+    combinedDocumentUrl: string | null;
+    variables: unknown;
+    createdAt: string;
+    template: { id: number; name: string; externalId: string | null; createdAt: string; updatedAt: string; folderName: string };
+  };
+}
+
+interface PreparedOperation {
+  document: DocumentNode;
+  name: string;
+}
+
+interface PreparedOperations {
+  form: PreparedOperation;
+  submission: PreparedOperation;
+  submissionArchived: PreparedOperation;
+  template: PreparedOperation;
+  templateArchived: PreparedOperation;
+}
+
+/** Gives the GraphQL context to build an account's payloads with, or null (unknown or archived account). */
+export type AccountContexts = (accountId: number) => Promise<GraphQLContext | null>;
+
+export interface PayloadBuilder {
+  /**
+   * The payload of an event as the record is now.
+   * @returns null when the record no longer exists or is not the account's (nothing to send)
+   * @throws what the GraphQL execution throws unexpectedly (the job retries)
+   */
+  build(request: PayloadRequest): Promise<WebhookPayload | null>;
+}
+
+const preparedBySchema = new WeakMap<GraphQLSchema, PreparedOperations>();
+
+/** The operations parsed and validated against `schema`, once per schema. @throws Error naming an invalid operation */
+function preparedOperations(schema: GraphQLSchema): PreparedOperations {
+  let prepared = preparedBySchema.get(schema);
+  if (prepared) return prepared;
+  const prepare = (source: string): PreparedOperation => {
+    const document = parse(source);
+    const operation = document.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION);
+    const name = operation && 'name' in operation ? operation.name?.value : undefined;
+    const errors = validate(schema, document);
+    if (!name || errors.length > 0) throw new Error(`webhook payload operation ${name ?? '(unnamed)'} is invalid: ${errors.map((e) => e.message).join('; ')}`);
+    return { document, name };
+  };
+  prepared = {
+    form: prepare(FORM_OPERATION),
+    submission: prepare(SUBMISSION_OPERATION),
+    submissionArchived: prepare(SUBMISSION_ARCHIVED_OPERATION),
+    template: prepare(TEMPLATE_OPERATION),
+    templateArchived: prepare(TEMPLATE_ARCHIVED_OPERATION),
+  };
+  preparedBySchema.set(schema, prepared);
+  return prepared;
+}
+
+/**
+ * Contexts acting for an account without a request: the service's context factory, with the
+ * account's first user as the viewer (there is no API key behind it; apiKeyId 0 is no key's id).
+ */
+export function createAccountContexts(contextFactory: ContextFactory, db: Db): AccountContexts {
+  return async (accountId) => {
+    const account = await db.account.findUnique({
+      where: { id: accountId },
+      include: { users: { where: { archivedAt: null }, orderBy: { id: 'asc' }, take: 1 } },
+    });
+    if (!account || account.archivedAt || !account.users[0]) return null;
+    const { users, ...rest } = account;
+    const base = await contextFactory({ header: () => undefined });
+    return { ...base, viewer: { user: users[0]!, account: rest, apiKeyId: 0 } };
+  };
+}
+
+/**
+ * Builds payloads with the operations of `schema` (parsed and validated on first use) in the
+ * contexts `contextFor` gives.
+ */
+export function createPayloadBuilder(deps: { schema: GraphQLSchema; db: Db; appUrl: string; contextFor: AccountContexts }): PayloadBuilder {
+  /** The operation's data, or null when the record is unknown or another account's. */
+  const run = async <T>(operation: PreparedOperation, context: GraphQLContext, id: number): Promise<T | null> => {
+    const result = (await execute({
+      schema: deps.schema,
+      document: operation.document,
+      operationName: operation.name,
+      variableValues: { id },
+      contextValue: context,
+    })) as ExecutionResult;
+    if (result.errors?.length) {
+      const appError = result.errors.map(findAppError).find((e): e is AppError => e !== undefined);
+      if (appError && (appError.code === 'NOT_FOUND' || appError.code === 'FORBIDDEN')) return null;
+      throw result.errors[0]!.originalError ?? result.errors[0];
+    }
+    return result.data as T;
+  };
+
+  const dataFor = async (request: PayloadRequest, context: GraphQLContext): Promise<Record<string, unknown> | null> => {
+    const { form, submission, submissionArchived, template, templateArchived } = preparedOperations(deps.schema);
+    const { type, recordId } = request;
+    switch (recordTypeOf(type)) {
+      case 'Submitter': {
+        const result = await run<{ submitter: FormSubmitterData }>(form, context, recordId);
+        if (!result) return null;
+        return formSubmitterPayload(result.submitter, await submitterClient(deps.db, recordId), deps.appUrl);
+      }
+      case 'Submission': {
+        if (type === 'submission.archived') {
+          const result = await run<{ submission: { id: number; archivedAt: string | null } }>(submissionArchived, context, recordId);
+          return result ? { id: result.submission.id, archived_at: result.submission.archivedAt } : null;
+        }
+        const result = await run<{ submission: SubmissionGetData }>(submission, context, recordId);
+        return result ? serializeSubmissionGet(result.submission) : null;
+      }
+      case 'Template': {
+        if (type === 'template.archived') {
+          const result = await run<{ template: { id: number; archivedAt: string | null } }>(templateArchived, context, recordId);
+          return result ? { id: result.template.id, archived_at: result.template.archivedAt } : null;
+        }
+        const result = await run<{ template: TemplateData }>(template, context, recordId);
+        return result ? serializeTemplate(result.template) : null;
+      }
+    }
+  };
+
+  return {
+    async build(request) {
+      const context = await deps.contextFor(request.accountId);
+      if (!context) return null;
+      const data = await dataFor(request, context);
+      if (!data) return null;
+      return { event_type: request.type, timestamp: request.at.toISOString(), data };
+    },
+  };
+}
+
+/**
+ * ip, ua and decline_reason, which the GraphQL schema does not carry: the submitter's columns,
+ * else the latest of its events that recorded an IP and user agent (a view of the form, say).
+ */
+async function submitterClient(db: Db, submitterId: number): Promise<{ ip: string | null; ua: string | null; declineReason: string | null }> {
+  const row = await db.submitter.findUnique({ where: { id: submitterId }, select: { ip: true, ua: true, declineReason: true } });
+  if (!row) return { ip: null, ua: null, declineReason: null };
+  if (row.ip && row.ua) return row;
+  const events = await db.submissionEvent.findMany({
+    where: { submitterId },
+    orderBy: [{ eventTimestamp: 'desc' }, { id: 'desc' }],
+    take: 20,
+    select: { data: true },
+  });
+  const data = (events.map((e) => e.data as { ip?: unknown; ua?: unknown } | null).find((d) => typeof d?.ip === 'string') ?? {}) as { ip?: unknown; ua?: unknown };
+  return {
+    ip: row.ip ?? (typeof data.ip === 'string' ? data.ip : null),
+    ua: row.ua ?? (typeof data.ua === 'string' ? data.ua : null),
+    declineReason: row.declineReason,
+  };
+}
+
+/**
+ * The form submitter payload (module comment) from the REST layer's submitter base and the
+ * submission and template the operation read.
+ */
+export function formSubmitterPayload(
+  s: FormSubmitterData,
+  extra: { ip: string | null; ua: string | null; declineReason: string | null },
+  appUrl: string,
+): Record<string, unknown> {
+  const base = serializeSubmitterBase(s);
+  const submission = s.submission;
+  const submissionUrl = `${appUrl}/e/${submission.slug}`;
+  return {
+    id: base.id,
+    submission_id: base.submission_id,
+    email: base.email,
+    phone: base.phone,
+    name: base.name,
+    ua: extra.ua,
+    ip: extra.ip,
+    sent_at: base.sent_at,
+    opened_at: base.opened_at,
+    completed_at: base.completed_at,
+    declined_at: base.declined_at,
+    created_at: base.created_at,
+    updated_at: base.updated_at,
+    external_id: base.external_id,
+    metadata: base.metadata,
+    status: base.status,
+    application_key: base.application_key,
+    decline_reason: extra.declineReason,
+    role: base.role,
+    preferences: base.preferences,
+    values: s.values,
+    documents: s.documents,
+    audit_log_url: submission.auditLogUrl,
+    submission_url: submissionUrl,
+    template: {
+      id: submission.template.id,
+      name: submission.template.name,
+      external_id: submission.template.externalId,
+      created_at: submission.template.createdAt,
+      updated_at: submission.template.updatedAt,
+      folder_name: submission.template.folderName,
+    },
+    submission: {
+      id: submission.id,
+      audit_log_url: submission.auditLogUrl,
+      combined_document_url: submission.combinedDocumentUrl,
+      status: submission.status,
+      url: submissionUrl,
+      variables: submission.variables ?? {},
+      created_at: submission.createdAt,
+    },
+  };
+}

@@ -1,0 +1,233 @@
+/**
+ * One webhook HTTP request (reference/docuseal-behaviour.md §9 "Request", ../shared/DESIGN.md
+ * "Security model"):
+ * - POST with the given headers and body; redirects are not followed (a 3xx is an answer, and
+ *   its Location is never fetched); status < 400 is success;
+ * - connect timeout (name resolution + TCP connect) and response timeout (from the connection to
+ *   the end of the answer) apart;
+ * - destinations that resolve to private, loopback or other non-public addresses are refused
+ *   unless allowed (WEBHOOK_ALLOW_PRIVATE, WEBHOOK_ALLOWED_HOSTS). The host is resolved once,
+ *   every address is checked, and the socket is opened to the checked address (pinned lookup), so
+ *   a name that changes its answer between check and connection (DNS rebinding) gets nowhere.
+ * It never throws: every outcome is a WebhookResponse to record as an attempt.
+ */
+import dns from 'node:dns';
+import http from 'node:http';
+import https from 'node:https';
+import net from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { isPublicAddress } from '../documents/load-file-input.ts';
+
+/** Bytes of the response body kept on the attempt ("first bytes of the response"). */
+export const RESPONSE_BODY_KEPT_BYTES = 1024;
+/** Bytes read from a response at most; the rest is not waited for. */
+const RESPONSE_READ_LIMIT = 64 * 1024;
+
+export interface DestinationPolicy {
+  /** Any address is allowed (tests). */
+  allowPrivate: boolean;
+  /** Lower-case host names, IP addresses and CIDR ranges allowed even when not public. */
+  allowedHosts: string[];
+}
+
+export interface SendWebhookRequestOptions {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Milliseconds for resolution and TCP connect. */
+  connectTimeoutMs: number;
+  /** Milliseconds from connection to the end of the answer. */
+  responseTimeoutMs: number;
+  policy: DestinationPolicy;
+  /** Resolves a host name; default dns.lookup(all). Tests inject fakes. */
+  resolve?: (hostname: string) => Promise<{ address: string; family: number }[]>;
+}
+
+export interface WebhookResponse {
+  /** status < 400. */
+  ok: boolean;
+  /** HTTP status, or null when there was no answer. */
+  statusCode: number | null;
+  /** Milliseconds from the start (resolution included) to the end or the failure. */
+  durationMs: number;
+  /** Why it failed (refused destination, timeout, connection error, `HTTP 500 …`), or null on success. */
+  error: string | null;
+  /** The first RESPONSE_BODY_KEPT_BYTES of the body as text, or null when there was none. */
+  responseBody: string | null;
+}
+
+/** Sends one webhook request. See the module comment; never throws. */
+export async function sendWebhookRequest(options: SendWebhookRequestOptions): Promise<WebhookResponse> {
+  const started = performance.now();
+  const done = (result: Omit<WebhookResponse, 'durationMs'>): WebhookResponse => ({ ...result, durationMs: Math.round(performance.now() - started) });
+  const failed = (error: string, statusCode: number | null = null, responseBody: string | null = null) => done({ ok: false, statusCode, error, responseBody });
+
+  let url: URL;
+  try {
+    url = new URL(options.url);
+  } catch {
+    return failed('Invalid URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') return failed('Only http and https URLs are allowed');
+
+  const controller = new AbortController();
+  let phase: 'connect' | 'response' = 'connect';
+  let timer = setTimeout(() => controller.abort(), options.connectTimeoutMs);
+  try {
+    const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+    const resolved = await resolveHost(host, options.resolve, controller.signal);
+    if (typeof resolved === 'string') return failed(controller.signal.aborted ? connectTimeoutMessage(options.connectTimeoutMs) : resolved);
+    const refused = resolved.find((entry) => !isAllowed(host, entry.address, options.policy));
+    if (refused) {
+      return failed(
+        `Refused: ${host} resolves to ${refused.address}, a private, loopback or otherwise non-public address (allow it with WEBHOOK_ALLOWED_HOSTS, or WEBHOOK_ALLOW_PRIVATE for tests)`,
+      );
+    }
+    const address = resolved[0]!;
+    const response = await post(url, address, options, controller.signal, () => {
+      // Connected: the response timeout starts now.
+      phase = 'response';
+      clearTimeout(timer);
+      timer = setTimeout(() => controller.abort(), options.responseTimeoutMs);
+    });
+    const status = response.message.statusCode ?? 0;
+    const body = await readBody(response.message, controller.signal).catch((error: unknown) => {
+      if (controller.signal.aborted) throw error;
+      // A body cut short after a complete status line still counts as the receiver's answer.
+      return null;
+    });
+    const text = body === null ? null : bodyText(body);
+    if (status >= 400) return failed(`HTTP ${status}${response.message.statusMessage ? ` ${response.message.statusMessage}` : ''}`, status, text);
+    return done({ ok: true, statusCode: status, error: null, responseBody: text });
+  } catch (error) {
+    if (controller.signal.aborted) {
+      return failed(phase === 'connect' ? connectTimeoutMessage(options.connectTimeoutMs) : `Response timeout: no complete answer within ${seconds(options.responseTimeoutMs)} of connecting`);
+    }
+    return failed(connectionFailure(error));
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * Whether a destination address may be reached: always with allowPrivate; when the host name or
+ * the address is on the allowlist (an entry may be a CIDR range); otherwise only public unicast
+ * addresses (isPublicAddress).
+ */
+export function isAllowed(host: string, address: string, policy: DestinationPolicy): boolean {
+  if (policy.allowPrivate || isPublicAddress(address)) return true;
+  const bare = host.replace(/^\[|\]$/g, '').toLowerCase();
+  let parsed: ipaddr.IPv4 | ipaddr.IPv6 | undefined;
+  try {
+    parsed = ipaddr.process(address.split('%')[0]!);
+  } catch {
+    parsed = undefined;
+  }
+  return policy.allowedHosts.some((entry) => {
+    if (entry === bare) return true;
+    if (!parsed) return false;
+    try {
+      if (entry.includes('/')) {
+        const [range, bits] = ipaddr.parseCIDR(entry);
+        return range.kind() === parsed.kind() && parsed.match([range, bits] as never);
+      }
+      return ipaddr.isValid(entry) && ipaddr.process(entry).toString() === parsed.toString();
+    } catch {
+      return false;
+    }
+  });
+}
+
+async function resolveHost(
+  host: string,
+  resolve: SendWebhookRequestOptions['resolve'],
+  signal: AbortSignal,
+): Promise<{ address: string; family: number }[] | string> {
+  if (net.isIP(host)) return [{ address: host, family: net.isIP(host) }];
+  const lookup = resolve ?? ((name: string) => dns.promises.lookup(name, { all: true, verbatim: true }));
+  const addresses = await Promise.race([
+    lookup(host).catch(() => []),
+    new Promise<never[]>((resolveAbort) => signal.addEventListener('abort', () => resolveAbort([]), { once: true })),
+  ]);
+  return addresses.length > 0 ? addresses : `The host name ${host} does not resolve`;
+}
+
+function post(
+  url: URL,
+  address: { address: string; family: number },
+  options: SendWebhookRequestOptions,
+  signal: AbortSignal,
+  onConnect: () => void,
+): Promise<{ message: http.IncomingMessage }> {
+  const pinnedLookup = ((_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (lookupOptions?.all) callback(null, [{ address: address.address, family: address.family }]);
+    else callback(null, address.address, address.family);
+  }) as unknown as net.LookupFunction;
+  const client = url.protocol === 'https:' ? https : http;
+  const body = Buffer.from(options.body, 'utf8');
+  return new Promise((resolve, reject) => {
+    const request = client.request(
+      {
+        protocol: url.protocol,
+        hostname: url.hostname.replace(/^\[|\]$/g, ''),
+        port: url.port || undefined,
+        path: `${url.pathname}${url.search}`,
+        method: 'POST',
+        auth: url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
+        headers: { ...options.headers, 'content-length': String(body.length) },
+        // A new connection per request: the address it goes to is the one just checked.
+        agent: false,
+        lookup: pinnedLookup,
+        signal,
+      },
+      (message) => resolve({ message }),
+    );
+    request.once('socket', (socket) => {
+      if (!socket.connecting) onConnect();
+      else socket.once('connect', onConnect);
+    });
+    request.on('error', reject);
+    request.end(body);
+  });
+}
+
+async function readBody(message: http.IncomingMessage, signal: AbortSignal): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let received = 0;
+  try {
+    for await (const chunk of message) {
+      chunks.push(chunk as Buffer);
+      received += (chunk as Buffer).length;
+      if (received >= RESPONSE_READ_LIMIT) break;
+    }
+  } finally {
+    message.destroy();
+  }
+  if (signal.aborted) throw new Error('aborted');
+  return Buffer.concat(chunks, received);
+}
+
+/** The kept part of a body as text (PostgreSQL text cannot hold NUL). */
+function bodyText(body: Buffer): string | null {
+  if (body.length === 0) return null;
+  return body.subarray(0, RESPONSE_BODY_KEPT_BYTES).toString('utf8').replace(/\u0000/g, '');
+}
+
+function connectionFailure(error: unknown): string {
+  const code = (error as NodeJS.ErrnoException)?.code;
+  if (code === 'ECONNREFUSED') return 'Connection refused';
+  if (code === 'ECONNRESET' || code === 'EPIPE') return 'Connection reset';
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'Host unreachable';
+  if (code && /^(CERT_|ERR_TLS_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code)) return `TLS certificate not accepted (${code})`;
+  const message = error instanceof Error ? error.message : String(error);
+  return `Request failed${code ? ` (${code})` : ''}: ${message}`;
+}
+
+function connectTimeoutMessage(ms: number): string {
+  return `Connect timeout: no connection within ${seconds(ms)}`;
+}
+
+function seconds(ms: number): string {
+  const value = Number((ms / 1000).toFixed(ms < 1000 ? 2 : 1));
+  return `${value} s`;
+}
