@@ -131,7 +131,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   registerHealthRoute(fastify, db);
   registerFileRoutes(fastify, { db, storage, signer });
-  registerSigningPageRoutes(fastify, { db });
+  registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize });
   await registerRestGateway(fastify, {
     schema,
     routes: [...restRoutes, ...(options.extraRestRoutes ?? [])],

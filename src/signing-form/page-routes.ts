@@ -86,8 +86,10 @@ interface Bundle {
 /**
  * Registers the page's routes on the app.
  * @param options.db to tell a known slug (the shell) from an unknown one (404 page)
+ * @param options.maxUploadBytes the upload limit of POST /api/attachments, which the page checks
+ *   before sending a file (config.maxBodySize)
  */
-export function registerSigningPageRoutes(fastify: FastifyInstance, options: { db: Db }): void {
+export function registerSigningPageRoutes(fastify: FastifyInstance, options: { db: Db; maxUploadBytes: number }): void {
   const { db } = options;
   let bundle: Promise<Bundle> | undefined;
   const loadBundle = (): Promise<Bundle> => {
@@ -107,7 +109,7 @@ export function registerSigningPageRoutes(fastify: FastifyInstance, options: { d
     if (!submitter) return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
     // Start bundling while the browser parses the shell: its script request finds it ready.
     loadBundle().catch((error: unknown) => request.log.error({ err: error }, 'signing page: bundling failed'));
-    return reply.type('text/html; charset=utf-8').send(shellPage(slug));
+    return reply.type('text/html; charset=utf-8').send(shellPage(slug, options.maxUploadBytes));
   });
 
   for (const [name, kind] of [
@@ -177,11 +179,11 @@ ${body}
 `;
 }
 
-function shellPage(slug: string): string {
+function shellPage(slug: string, maxUploadBytes: number): string {
   return htmlPage(
     'Sign documents',
     `<script type="module" src="/s-assets/form.js"></script>\n`,
-    `<main id="signing-form" class="signing-form" data-slug="${escapeHtml(slug)}">
+    `<main id="signing-form" class="signing-form" data-slug="${escapeHtml(slug)}" data-max-upload-bytes="${maxUploadBytes}">
 <p class="loading" role="status">Loading the form…</p>
 <noscript><p class="state-message">This form needs JavaScript to be filled and signed.</p></noscript>
 </main>`,

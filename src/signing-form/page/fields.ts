@@ -38,8 +38,8 @@ export interface FieldControl {
   focus(): void;
 }
 
-/** Largest upload the page sends, in bytes (the server checks its own limit again). */
-export const MAX_UPLOAD_BYTES = 20 * 1024 * 1024;
+/** Largest upload, in bytes: the server's limit, given to the page in the shell (page-routes.ts). */
+const MAX_UPLOAD_BYTES = Number(document.getElementById('signing-form')?.dataset.maxUploadBytes) || 50 * 1024 * 1024;
 const IMAGE_ACCEPT = 'image/png,image/jpeg,image/gif,image/webp';
 
 interface Place {
@@ -465,7 +465,7 @@ function mountUpload(
     const fail = (message: string) =>
       box.dispatchEvent(new CustomEvent('field-error', { bubbles: true, detail: { uuid: field.uuid, message } }));
     if (tooLarge) {
-      fail(`${tooLarge.name} is too large: files may be up to ${MAX_UPLOAD_BYTES / 1024 / 1024} MB.`);
+      fail(`${tooLarge.name} is too large: files may be up to ${Math.round((MAX_UPLOAD_BYTES / 1024 / 1024) * 10) / 10} MB.`);
       return;
     }
     input.disabled = true;

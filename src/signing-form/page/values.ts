@@ -11,6 +11,9 @@ export const E164_PATTERN = /^\+[1-9]\d{1,14}$/;
 /** Types whose value the signer cannot type or pick. */
 export const DISPLAY_ONLY_TYPES: ReadonlySet<string> = new Set(['stamp', 'heading', 'strikethrough']);
 
+/** Types whose values `validation.pattern` applies to (as the server's check, src/signing-form/field-values.ts). */
+const PATTERN_TYPES: ReadonlySet<string> = new Set(['text', 'cells', 'number', 'phone', 'date']);
+
 /** Whether the signer fills this field on this page: their own, not readonly, not display-only. */
 export function isEditable(field: SigningFormField): boolean {
   return field.own && !field.readonly && !DISPLAY_ONLY_TYPES.has(field.type);
@@ -48,9 +51,9 @@ export function patternOf(field: SigningFormField): RegExp | undefined {
 
 /**
  * The browser-side check of one value before completing, or null when it passes: required
- * ("<name> is required", the server's wording), text/cells patterns (the field's invalid_message,
- * else "<name> is invalid"), phone numbers in E.164, numbers, and payment, which cannot be
- * completed while payments are not configured.
+ * ("<name> is required", the server's wording), `validation.pattern` on text, cells, number, phone
+ * and date values (the field's invalid message, else "<name> is invalid"), phone numbers in E.164,
+ * numbers, and payment, which cannot be completed while payments are not configured.
  */
 export function checkValue(field: SigningFormField, value: unknown): string | null {
   const name = fieldLabel(field);
@@ -58,9 +61,9 @@ export function checkValue(field: SigningFormField, value: unknown): string | nu
     return field.required ? 'Payments are not configured for this account, so this field cannot be completed.' : null;
   }
   if (!isFilled(field, value)) return field.required ? `${name} is required` : null;
-  if ((field.type === 'text' || field.type === 'cells') && typeof value === 'string') {
+  if (PATTERN_TYPES.has(field.type) && typeof value !== 'object') {
     const pattern = patternOf(field);
-    if (pattern && !pattern.test(value)) {
+    if (pattern && !pattern.test(String(value))) {
       const message = field.validation?.message;
       return typeof message === 'string' && message.trim() ? message : `${name} is invalid`;
     }
