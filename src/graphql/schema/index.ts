@@ -12,6 +12,7 @@ import './subscriptions.ts';
 import './template.ts';
 import './template-mutations.ts';
 import './viewer.ts';
+import './webhooks.ts';
 
 export const schema = builder.toSchema();
 
