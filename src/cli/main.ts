@@ -12,6 +12,7 @@ import { createDb, type Db } from '../db/client.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { isAppError } from '../errors.ts';
+import { createWebhookEndpoint, listWebhookEndpoints, removeWebhookEndpoint } from '../webhooks/endpoints.ts';
 
 export const USAGE = `Usage: signet <command> [options]
 
@@ -25,6 +26,13 @@ Commands:
       Revokes an API key. Prints {"id":..,"revokedAt":"..."}
   api-key list --account-id N
       Prints the account's keys (never the tokens) as a JSON array.
+  webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]
+      Adds a webhook endpoint (default events: form.viewed, form.started, form.completed, form.declined).
+      Prints {"id":..,"url":"..","events":[..],"secret":"whsec_..."}; the secret is shown only this once.
+  webhook list --account-id N
+      Prints the account's webhook endpoints (never the secrets) as a JSON array.
+  webhook remove --id N
+      Removes a webhook endpoint and its deliveries. Prints {"id":..}.
   migrate
       Applies pending database migrations. Prints {"applied":[...]}.
 
@@ -71,6 +79,44 @@ const COMMANDS: Record<string, Command> = {
       return { id: key.id, revokedAt: key.revokedAt };
     },
   },
+  'webhook add': {
+    options: { 'account-id': { type: 'string' }, url: { type: 'string' }, events: { type: 'string' }, 'header-name': { type: 'string' }, 'header-value': { type: 'string' } },
+    required: ['account-id', 'url'],
+    async run(db, flags) {
+      const events = flags.events === undefined ? undefined : String(flags.events).split(',').map((e) => e.trim()).filter(Boolean);
+      const { endpoint, secret } = await createWebhookEndpoint(db, {
+        accountId: positiveInt(flags, 'account-id'),
+        url: String(flags.url),
+        events,
+        headerName: flags['header-name'] as string | undefined,
+        headerValue: flags['header-value'] as string | undefined,
+      });
+      return { id: endpoint.id, url: endpoint.url, events: endpoint.events, secret };
+    },
+  },
+  'webhook list': {
+    options: { 'account-id': { type: 'string' } },
+    required: ['account-id'],
+    async run(db, flags) {
+      const endpoints = await listWebhookEndpoints(db, { accountId: positiveInt(flags, 'account-id') });
+      return endpoints.map((e) => ({
+        id: e.id,
+        accountId: e.accountId,
+        url: e.url,
+        events: e.events,
+        headerName: e.headerName,
+        enabled: e.disabledAt === null,
+        createdAt: e.createdAt,
+      }));
+    },
+  },
+  'webhook remove': {
+    options: { id: { type: 'string' } },
+    required: ['id'],
+    async run(db, flags) {
+      return removeWebhookEndpoint(db, { id: positiveInt(flags, 'id') });
+    },
+  },
   'api-key list': {
     options: { 'account-id': { type: 'string' } },
     required: ['account-id'],
@@ -113,7 +159,7 @@ export async function runCli(argv: string[], io: { out: (line: string) => void; 
       const missing = command.required.filter((name) => values[name] === undefined || values[name] === '');
       if (missing.length > 0) throw new UsageError(`Missing ${missing.map((m) => `--${m}`).join(', ')}`);
       // Validate numeric flags before touching the database.
-      for (const name of Object.keys(command.options)) if (name.endsWith('-id') && values[name] !== undefined) positiveInt(values, name);
+      for (const name of Object.keys(command.options)) if ((name === 'id' || name.endsWith('-id')) && values[name] !== undefined) positiveInt(values, name);
       run = (db) => command.run(db, values);
     }
   } catch (error) {
