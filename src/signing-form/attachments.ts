@@ -1,0 +1,120 @@
+/**
+ * Files a signer uploads from the form (POST /api/attachments, docs/signing-form.md "Uploads";
+ * DocuSeal's `Submitters.create_attachment!`, reference/docuseal-behaviour.md §1.1): signature
+ * and initials images (refused when blank), images and other files for image/file fields. Each
+ * is a StoredFile of the signer's account whose `metadata.submitter_id` names the signer, so only
+ * that signer's form can use its uuid as a value (field-values.ts checkAttachments).
+ */
+import path from 'node:path';
+import type { Db } from '../db/client.ts';
+import type { FileUrlSigner } from '../documents/file-urls.ts';
+import type { FileStorage } from '../documents/storage.ts';
+import { storeFile } from '../documents/store-file.ts';
+import { AppError } from '../errors.ts';
+import { findSignerBySlug, formStateOf } from './form-state.ts';
+import { isBlankImage, toDrawableImage, UnreadableImageError } from './signature-image.ts';
+
+/**
+ * Extensions refused for any upload, as DocuSeal refuses its list of ~90 ("File type '.exe' is
+ * not allowed."): programs, installers, libraries, scripts and shortcuts of Windows, macOS,
+ * Linux, Android and iOS, and server-side pages.
+ */
+export const DANGEROUS_EXTENSIONS: ReadonlySet<string> = new Set([
+  // Windows programs, libraries, installers, shortcuts, registry, control panel
+  'exe', 'com', 'scr', 'pif', 'cpl', 'dll', 'ocx', 'sys', 'drv', 'msi', 'msp', 'mst', 'msix', 'msixbundle', 'appx',
+  'appxbundle', 'msc', 'lnk', 'scf', 'url', 'reg', 'inf', 'ins', 'isp', 'hta', 'gadget', 'application', 'appref-ms',
+  'xbap', 'vsix', 'vsto', 'xll', 'cab', 'diagcab', 'chm', 'jnlp', 'settingcontent-ms', 'library-ms', 'website',
+  // Windows scripts
+  'bat', 'cmd', 'vb', 'vbs', 'vbe', 'js', 'jse', 'ws', 'wsf', 'wsc', 'wsh', 'ps1', 'ps1xml', 'ps2', 'ps2xml', 'psc1',
+  'psc2', 'psd1', 'psm1', 'pssc', 'msh', 'msh1', 'msh2', 'mshxml', 'msh1xml', 'msh2xml', 'sct',
+  // Unix shells and interpreters, packages and binaries
+  'sh', 'bash', 'zsh', 'csh', 'tcsh', 'ksh', 'fish', 'command', 'run', 'bin', 'elf', 'out', 'so', 'ko', 'deb', 'rpm',
+  'appimage', 'snap', 'flatpak', 'py', 'pyc', 'pyo', 'pyw', 'pl', 'pm', 'rb', 'lua', 'tcl', 'mjs', 'cjs',
+  // macOS
+  'app', 'dmg', 'pkg', 'mpkg', 'action', 'workflow', 'scpt', 'scptd', 'osax', 'dylib', 'kext',
+  // Java, Android, iOS
+  'jar', 'class', 'war', 'ear', 'apk', 'xapk', 'apks', 'aab', 'dex', 'ipa',
+  // server-side pages
+  'php', 'php3', 'php4', 'php5', 'phtml', 'phar', 'asp', 'aspx', 'jsp', 'cgi',
+]);
+
+/** Upload purposes the page sends in `type`. */
+export const ATTACHMENT_TYPES = ['signature', 'initials', 'image', 'file'] as const;
+export type AttachmentType = (typeof ATTACHMENT_TYPES)[number];
+
+export interface CreatedAttachment {
+  uuid: string;
+  created_at: string;
+  url: string;
+  filename: string;
+  content_type: string;
+}
+
+/**
+ * The signer an upload is for, when its form takes uploads.
+ * @throws AppError NOT_FOUND (unknown slug); VALIDATION "Form has been archived." for every form
+ *   that is not OPEN (DocuSeal answers uploads with that one message, §1.1)
+ */
+export async function findUploadingSigner(db: Db, slug: string) {
+  const signer = await findSignerBySlug(db, slug);
+  if (formStateOf({ submitter: signer, submission: signer.submission }) !== 'OPEN') throw new AppError('VALIDATION', 'Form has been archived.');
+  return signer;
+}
+
+/** A file name safe to store and show: no directories, no control characters, at most 200 characters. */
+function cleanFilename(name: string | undefined): string {
+  // eslint-disable-next-line no-control-regex
+  const base = path.basename((name ?? '').replace(/\\/g, '/')).replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  return base.length > 200 ? base.slice(base.length - 200) : base;
+}
+
+const extensionOf = (filename: string) => (filename.includes('.') ? filename.split('.').pop()!.toLowerCase() : '');
+
+/**
+ * Stores a signer's upload.
+ * @param input.type signature/initials: a PNG/JPEG (other readable images become PNG) with ink;
+ *   image: any readable image, kept as PNG or JPEG; file or none: any file of an allowed type
+ * @param input.contentType the part's declared MIME type (used for `file` uploads only)
+ * @returns DocuSeal's body `{uuid, created_at, url, filename, content_type}`
+ * @throws AppError NOT_FOUND (unknown slug); VALIDATION "Form has been archived." (for every form
+ *   that is not OPEN, as DocuSeal), "File type '.exe' is not allowed.", "signature is empty",
+ *   "signature error, try to sign on another device" (an undecodable signature), "file is empty",
+ *   an unknown `type`, an unreadable image
+ */
+export async function createSigningFormAttachment(
+  deps: { db: Db; storage: FileStorage; files: Pick<FileUrlSigner, 'url'> },
+  input: { slug: string; type?: string | undefined; filename?: string | undefined; contentType?: string | undefined; bytes: Uint8Array },
+): Promise<CreatedAttachment> {
+  const signer = await findUploadingSigner(deps.db, input.slug);
+  const type = input.type || undefined;
+  if (type !== undefined && !(ATTACHMENT_TYPES as readonly string[]).includes(type)) {
+    throw new AppError('VALIDATION', `type must be one of ${ATTACHMENT_TYPES.join(', ')}`);
+  }
+  let filename = cleanFilename(input.filename);
+  const extension = extensionOf(filename);
+  if (extension && DANGEROUS_EXTENSIONS.has(extension)) throw new AppError('VALIDATION', `File type '.${extension}' is not allowed.`);
+  if (input.bytes.length === 0) throw new AppError('VALIDATION', 'file is empty');
+
+  let bytes = input.bytes;
+  let contentType = /^[\w.+-]+\/[\w.+-]+$/.test(input.contentType ?? '') ? input.contentType!.toLowerCase() : 'application/octet-stream';
+  if (type === 'signature' || type === 'initials' || type === 'image') {
+    try {
+      if (type !== 'image' && (await isBlankImage(bytes))) throw new AppError('VALIDATION', 'signature is empty');
+      const image = await toDrawableImage(bytes);
+      bytes = image.bytes;
+      contentType = `image/${image.kind}`;
+      const wanted = image.kind === 'png' ? 'png' : extension === 'jpeg' ? 'jpeg' : 'jpg';
+      if (extensionOf(filename) !== wanted) filename = `${filename.replace(/\.[^.]*$/, '') || type}.${wanted}`;
+    } catch (error) {
+      if (!(error instanceof UnreadableImageError)) throw error;
+      throw new AppError('VALIDATION', type === 'image' ? 'image is not a readable image file' : 'signature error, try to sign on another device');
+    }
+  }
+  if (!filename) filename = 'file';
+
+  const stored = await storeFile(
+    { db: deps.db, storage: deps.storage },
+    { accountId: signer.accountId, bytes, filename, contentType, metadata: { submitter_id: signer.id, ...(type ? { type } : {}), source: 'signing_form' } },
+  );
+  return { uuid: stored.uuid, created_at: stored.createdAt.toISOString(), url: deps.files.url(stored), filename: stored.filename, content_type: stored.contentType };
+}

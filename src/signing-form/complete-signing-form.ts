@@ -1,0 +1,86 @@
+/**
+ * The signer completes the form (docs/signing-form.md, completeSigningForm). In one transaction,
+ * as PUT /submitters `completed: true` does (src/submissions/submission-actions.ts) but recording
+ * `complete_form` with the signer's IP and user agent (reference/docuseal-behaviour.md §6): the
+ * values, completed_at, ip and ua on the submitter, the event, and the submission's completed_at
+ * when every party has completed. After commit, as the API path does
+ * (src/graphql/schema/submission-queries.ts): the completion pipeline (which emits
+ * form.completed) and the requests of the next parties in order.
+ *
+ * Concurrency: the submission and submitter rows are locked (lockSignerForm) and completed_at is
+ * set only where it is still empty, so of two completions at once exactly one succeeds.
+ */
+import { AppError } from '../errors.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import { enqueueCompletion } from '../signing/complete-submission.ts';
+import { sendNextParties } from '../submissions/send-requests.ts';
+import { parseFields } from '../templates/fields.ts';
+import { checkAttachments, checkSentValues, completionValues } from './field-values.ts';
+import { mergeValues, recordStart, trackingData, type SignerRequest, type SigningFormDeps } from './form-events.ts';
+import { assertFormOpen, findSignerBySlug, FORM_STATE_MESSAGES, lockSignerForm, waitingForRole } from './form-state.ts';
+import { buildSigningFormView, type SigningFormView } from './load-signing-form.ts';
+
+/**
+ * @param request.values optional values to save first (as saveSigningFormValues)
+ * @throws AppError NOT_FOUND for an unknown slug; VALIDATION with DocuSeal's message when the
+ *   form is not OPEN, "Waiting for <role> to complete the form." (order `preserved`, an earlier
+ *   party has not completed); SigningFieldError VALIDATION (extensions.fieldUuid) for a field:
+ *   the save errors, "<name> is required", the field's invalid message or "<name> is invalid",
+ *   a required payment field
+ */
+export async function completeSigningForm(deps: SigningFormDeps, request: SignerRequest & { values?: unknown }): Promise<SigningFormView> {
+  const { db } = deps;
+  const found = await findSignerBySlug(db, request.slug);
+  const now = new Date();
+  assertFormOpen({ submitter: found, submission: found.submission }, now);
+
+  const { signer, started } = await db.$transaction(async (tx) => {
+    const signer = await lockSignerForm(tx, found);
+    const form = { submitter: signer, submission: signer.submission };
+    assertFormOpen(form, now);
+    const waitingFor = waitingForRole(form);
+    if (waitingFor) throw new AppError('VALIDATION', `Waiting for ${waitingFor} to complete the form.`);
+
+    const fields = parseFields(signer.submission.templateFields);
+    const saved = (signer.values ?? {}) as Record<string, unknown>;
+    const sent = request.values === undefined || request.values === null ? {} : checkSentValues(fields, signer.roleUuid, request.values);
+    await checkAttachments(tx, signer, fields, sent, saved);
+    const values = completionValues(fields, signer.roleUuid, mergeValues(saved, sent));
+
+    const started = await recordStart(tx, signer, request, now);
+    const { count } = await tx.submitter.updateMany({
+      where: { id: signer.id, completedAt: null, declinedAt: null },
+      data: {
+        values: values as Prisma.InputJsonValue,
+        completedAt: now,
+        openedAt: signer.openedAt ?? now,
+        ip: request.ip ?? null,
+        ua: request.userAgent ?? null,
+      },
+    });
+    // Only a writer that does not take the locks (none today) could get here first.
+    if (count !== 1) throw new AppError('VALIDATION', FORM_STATE_MESSAGES.COMPLETED);
+    await tx.submissionEvent.create({
+      data: { accountId: signer.accountId, submissionId: signer.submissionId, submitterId: signer.id, eventType: 'complete_form', eventTimestamp: now, data: trackingData(request) },
+    });
+    const pending = await tx.submitter.count({ where: { submissionId: signer.submissionId, completedAt: null } });
+    if (pending === 0) await tx.submission.update({ where: { id: signer.submissionId }, data: { completedAt: now }, select: { id: true } });
+    return {
+      signer: {
+        ...signer,
+        values: values as Prisma.JsonValue,
+        completedAt: now,
+        openedAt: signer.openedAt ?? now,
+        submission: { ...signer.submission, completedAt: pending === 0 ? now : signer.submission.completedAt },
+      },
+      started,
+    };
+  });
+
+  if (started) {
+    await deps.events.emit([{ type: 'form.started', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.started:${signer.id}` }]);
+  }
+  await enqueueCompletion(deps.jobs, signer.submissionId, signer.id);
+  await sendNextParties(db, deps.jobs, signer.submissionId);
+  return buildSigningFormView(deps, signer, now);
+}

@@ -1,0 +1,58 @@
+/**
+ * What the signing-form services share: their dependencies, the caller's IP and user agent
+ * (recorded on view_form, start_form, complete_form and decline_form events, as DocuSeal's
+ * `SubmissionEvents.create_with_tracking_data`; reference/docuseal-behaviour.md §6), and the
+ * first-save bookkeeping (start_form once, §6).
+ */
+import type { EventSink } from '../events/events.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import type { JobQueue } from '../jobs/job-queue.ts';
+import type { LoadSigningFormDeps } from './load-signing-form.ts';
+
+export interface SigningFormDeps extends LoadSigningFormDeps {
+  /** Domain events (form.viewed, form.started, form.declined), emitted after commit. */
+  events: EventSink;
+  /** The completion pipeline and the next party's requests are enqueued here after a completion. */
+  jobs: JobQueue;
+}
+
+/** Who acts on a form: the slug (the capability) and where the request came from. */
+export interface SignerRequest {
+  slug: string;
+  ip?: string | undefined;
+  userAgent?: string | undefined;
+}
+
+/** `{ip, ua}` for an event's data, leaving out what is unknown. */
+export function trackingData(request: SignerRequest): Record<string, string> {
+  return { ...(request.ip ? { ip: request.ip } : {}), ...(request.userAgent ? { ua: request.userAgent } : {}) };
+}
+
+/**
+ * Marks the signer started (started_at) and records `start_form` the first time only; the
+ * conditional update makes "first" hold across concurrent requests.
+ * @returns true when this call started the form (the caller then emits form.started after commit)
+ */
+export async function recordStart(
+  tx: Prisma.TransactionClient,
+  signer: { id: number; accountId: number; submissionId: number },
+  request: SignerRequest,
+  now: Date,
+): Promise<boolean> {
+  const { count } = await tx.submitter.updateMany({ where: { id: signer.id, startedAt: null }, data: { startedAt: now } });
+  if (count === 0) return false;
+  await tx.submissionEvent.create({
+    data: { accountId: signer.accountId, submissionId: signer.submissionId, submitterId: signer.id, eventType: 'start_form', eventTimestamp: now, data: trackingData(request) },
+  });
+  return true;
+}
+
+/** The saved values with the sent ones merged in; a sent null removes the value. */
+export function mergeValues(saved: unknown, sent: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...((saved ?? {}) as Record<string, unknown>) };
+  for (const [uuid, value] of Object.entries(sent)) {
+    if (value === null) delete merged[uuid];
+    else merged[uuid] = value;
+  }
+  return merged;
+}

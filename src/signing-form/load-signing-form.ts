@@ -1,0 +1,220 @@
+/**
+ * What the signing page shows (docs/signing-form.md, `SigningForm`): the signer, the submission's
+ * own copy of the documents, roles and fields (submissions.template_*), this signer's fields with
+ * their current values, other parties' completed values (read-only), and signed URLs for every
+ * file it names. Reading a form records nothing.
+ */
+import type { Db } from '../db/client.ts';
+import type { FileUrlSigner } from '../documents/file-urls.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import { submissionStatus, submitterStatus } from '../submissions/status.ts';
+import { parseFields, parseRoles, type Area, type Field } from '../templates/fields.ts';
+import { findSignerBySlug, formStateMessage, formStateOf, waitingForRole, type SignerForm, type SigningFormState } from './form-state.ts';
+import { hasValue, SINGLE_ATTACHMENT_TYPES } from './field-values.ts';
+
+export interface SigningFormAttachment {
+  uuid: string;
+  url: string;
+  filename: string;
+  contentType: string;
+}
+
+export interface SigningFormField {
+  uuid: string;
+  name: string;
+  type: string;
+  required: boolean;
+  readonly: boolean;
+  /** False: another party's completed value, shown read-only. */
+  own: boolean;
+  /** The role name of the party the field belongs to. */
+  role: string;
+  title: string | null;
+  description: string | null;
+  /** Fractions of the displayed page, y from the top, page 0-based. */
+  areas: Area[];
+  options: { value: string; uuid: string }[] | null;
+  preferences: Record<string, unknown>;
+  validation: Record<string, unknown> | null;
+  defaultValue: unknown;
+  /** The saved value, else the default; attachment uuid(s) for attachment types. */
+  value: unknown;
+  attachments: SigningFormAttachment[];
+}
+
+export interface SigningFormDocument {
+  /** The attachment uuid areas refer to. */
+  uuid: string;
+  name: string;
+  /** Signed URL of the PDF. */
+  url: string;
+  /** Each page as displayed (after /Rotate), in PDF points. */
+  pages: { width: number; height: number }[];
+}
+
+export interface SigningFormView {
+  slug: string;
+  state: SigningFormState;
+  message: string | null;
+  /** Role name of the earlier party this one waits for (order `preserved`), else null. */
+  waitingFor: string | null;
+  accountName: string;
+  submitter: {
+    id: number;
+    uuid: string;
+    name: string | null;
+    email: string | null;
+    phone: string | null;
+    role: string;
+    status: string;
+    openedAt: Date | null;
+    completedAt: Date | null;
+    declinedAt: Date | null;
+  };
+  submission: { id: number; name: string | null; status: string; order: string; expireAt: Date | null };
+  documents: SigningFormDocument[];
+  fields: SigningFormField[];
+  /** The signed documents to download once the whole submission is completed; [] before. */
+  completedDocuments: { name: string; url: string }[];
+  completedRedirectUrl: string | null;
+}
+
+export interface LoadSigningFormDeps {
+  db: Db;
+  /** Mints the `/file/...` URLs (ctx.files). */
+  files: Pick<FileUrlSigner, 'url'>;
+}
+
+/**
+ * The form of the signer with this slug.
+ * @param options.now the time expiry is judged at (default now)
+ * @throws AppError NOT_FOUND (404) for an unknown slug
+ */
+export async function loadSigningForm(deps: LoadSigningFormDeps, options: { slug: string; now?: Date }): Promise<SigningFormView> {
+  const signer = await findSignerBySlug(deps.db, options.slug);
+  return buildSigningFormView(deps, signer, options.now);
+}
+
+/** The view of an already loaded signer (after a change, from the row the change read back). */
+export async function buildSigningFormView(deps: LoadSigningFormDeps, signer: SignerForm, now = new Date()): Promise<SigningFormView> {
+  const { db, files } = deps;
+  const { submission } = signer;
+  const roles = parseRoles(submission.templateSubmitters);
+  const allFields = parseFields(submission.templateFields);
+  const roleName = (uuid: string) => roles.find((r) => r.uuid === uuid)?.name ?? '';
+  const state = formStateOf({ submitter: signer, submission }, now);
+
+  // This signer's fields, then the values other parties completed with.
+  const ownValues = (signer.values ?? {}) as Record<string, unknown>;
+  const completedValues = new Map<string, Record<string, unknown>>();
+  for (const party of submission.submitters) {
+    if (party.id !== signer.id && party.completedAt) completedValues.set(party.roleUuid, (party.values ?? {}) as Record<string, unknown>);
+  }
+  const shown: { field: Field; own: boolean; value: unknown }[] = [];
+  for (const field of allFields) {
+    if (field.submitter_uuid === signer.roleUuid) {
+      shown.push({ field, own: true, value: ownValues[field.uuid] ?? field.default_value ?? null });
+      continue;
+    }
+    const value = completedValues.get(field.submitter_uuid)?.[field.uuid];
+    if (hasValue(field, value)) shown.push({ field, own: false, value });
+  }
+
+  // Every stored file the page needs, in one query each: documents, attachments, results.
+  const schema = submission.templateSchema as { attachment_uuid: string; name: string; file_id: number }[];
+  const attachmentUuids = shown.flatMap(({ field, value }) => attachmentUuidsOf(field, value));
+  const [documentFiles, attachmentFiles, completedDocuments] = await Promise.all([
+    db.storedFile.findMany({ where: { id: { in: schema.map((d) => d.file_id) } }, select: { id: true, uuid: true, filename: true, pages: true } }),
+    attachmentUuids.length
+      ? db.storedFile.findMany({
+          where: { uuid: { in: [...new Set(attachmentUuids)] }, accountId: signer.accountId },
+          select: { uuid: true, filename: true, contentType: true },
+        })
+      : Promise.resolve([]),
+    submission.completedAt ? resultDocuments(db, submission.id) : Promise.resolve([]),
+  ]);
+
+  const preferences = (signer.preferences ?? {}) as { completed_redirect_url?: unknown };
+  const submissionPreferences = (submission.preferences ?? {}) as { completed_redirect_url?: unknown };
+  const redirect = preferences.completed_redirect_url ?? submissionPreferences.completed_redirect_url;
+
+  return {
+    slug: signer.slug,
+    state,
+    message: formStateMessage(state),
+    waitingFor: state === 'OPEN' ? waitingForRole({ submitter: signer, submission }) : null,
+    accountName: submission.account.name,
+    submitter: {
+      id: signer.id,
+      uuid: signer.uuid,
+      name: signer.name,
+      email: signer.email,
+      phone: signer.phone,
+      role: roleName(signer.roleUuid),
+      status: submitterStatus(signer),
+      openedAt: signer.openedAt,
+      completedAt: signer.completedAt,
+      declinedAt: signer.declinedAt,
+    },
+    submission: {
+      id: submission.id,
+      name: submission.name,
+      status: submissionStatus(submission, submission.submitters, now),
+      order: submission.submittersOrder,
+      expireAt: submission.expireAt,
+    },
+    documents: schema.flatMap((doc) => {
+      const file = documentFiles.find((f) => f.id === doc.file_id);
+      if (!file) return [];
+      const pages = ((file.pages ?? []) as { width: number; height: number }[]).map((p) => ({ width: p.width, height: p.height }));
+      return [{ uuid: doc.attachment_uuid, name: doc.name, url: files.url(file), pages }];
+    }),
+    fields: shown.map(({ field, own, value }) => ({
+      uuid: field.uuid,
+      name: field.name,
+      type: field.type,
+      required: field.required,
+      readonly: !own || field.readonly === true,
+      own,
+      role: roleName(field.submitter_uuid),
+      title: field.title ?? null,
+      description: field.description ?? null,
+      areas: field.areas,
+      options: field.options ?? null,
+      preferences: field.preferences ?? {},
+      validation: field.validation ?? null,
+      defaultValue: field.default_value ?? null,
+      value,
+      attachments: attachmentUuidsOf(field, value).flatMap((uuid) => {
+        const file = attachmentFiles.find((f) => f.uuid === uuid);
+        return file ? [{ uuid, url: files.url(file), filename: file.filename, contentType: file.contentType }] : [];
+      }),
+    })),
+    completedDocuments: completedDocuments.map((d) => ({ name: d.name, url: files.url(d.file) })),
+    completedRedirectUrl: typeof redirect === 'string' && redirect ? redirect : null,
+  };
+}
+
+function attachmentUuidsOf(field: Field, value: unknown): string[] {
+  if (!SINGLE_ATTACHMENT_TYPES.has(field.type) && field.type !== 'file' && field.type !== 'payment') return [];
+  return (Array.isArray(value) ? value : [value]).filter((v): v is string => typeof v === 'string' && /^[0-9a-f-]{36}$/i.test(v));
+}
+
+/**
+ * The signed documents of a completed submission: those of the last party to complete (each
+ * party's documents are drawn on the previous party's; src/signing/complete-submission.ts), as
+ * Submission.documents in the API. Empty until the completion job has made them.
+ */
+async function resultDocuments(db: Db | Prisma.TransactionClient, submissionId: number) {
+  const last = await db.submitter.findFirst({
+    where: { submissionId, completedAt: { not: null } },
+    orderBy: [{ completedAt: 'desc' }, { id: 'desc' }],
+    select: { id: true },
+  });
+  if (!last) return [];
+  return db.completedDocument.findMany({
+    where: { submissionId, submitterId: last.id, kind: 'document' },
+    orderBy: { position: 'asc' },
+    select: { name: true, file: { select: { uuid: true, filename: true } } },
+  });
+}

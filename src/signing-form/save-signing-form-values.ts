@@ -1,0 +1,44 @@
+/**
+ * Saving values as the signer goes (docs/signing-form.md, saveSigningFormValues): merged into
+ * the saved ones; the first save records `start_form` and emits form.started, and sets
+ * opened_at if it is still empty (reference/docuseal-behaviour.md §6). Required fields and
+ * patterns are checked on completion only: the signer is still typing.
+ */
+import { parseFields } from '../templates/fields.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+import { checkAttachments, checkSentValues } from './field-values.ts';
+import { mergeValues, recordStart, type SignerRequest, type SigningFormDeps } from './form-events.ts';
+import { assertFormOpen, findSignerBySlug, lockSignerForm } from './form-state.ts';
+import { buildSigningFormView, type SigningFormView } from './load-signing-form.ts';
+
+/**
+ * @param request.values field uuid → value (null clears one)
+ * @throws AppError NOT_FOUND for an unknown slug; VALIDATION "Form has been completed already." /
+ *   "declined." / "archived." / "expired."; SigningFieldError VALIDATION "Missing field" /
+ *   "Invalid field" / "Read-only field", a value of the wrong kind, an attachment not this signer's
+ */
+export async function saveSigningFormValues(deps: SigningFormDeps, request: SignerRequest & { values: unknown }): Promise<SigningFormView> {
+  const { db } = deps;
+  const found = await findSignerBySlug(db, request.slug);
+  const now = new Date();
+  assertFormOpen({ submitter: found, submission: found.submission }, now);
+
+  const { signer, started } = await db.$transaction(async (tx) => {
+    const signer = await lockSignerForm(tx, found);
+    assertFormOpen({ submitter: signer, submission: signer.submission }, now);
+    const fields = parseFields(signer.submission.templateFields);
+    const sent = checkSentValues(fields, signer.roleUuid, request.values);
+    await checkAttachments(tx, signer, fields, sent, (signer.values ?? {}) as Record<string, unknown>);
+    if (Object.keys(sent).length === 0) return { signer, started: false };
+    const values = mergeValues(signer.values, sent);
+    const started = await recordStart(tx, signer, request, now);
+    const openedAt = signer.openedAt ?? now;
+    await tx.submitter.update({ where: { id: signer.id }, data: { values: values as Prisma.InputJsonValue, openedAt }, select: { id: true } });
+    return { signer: { ...signer, values: values as Prisma.JsonValue, openedAt }, started };
+  });
+
+  if (started) {
+    await deps.events.emit([{ type: 'form.started', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.started:${signer.id}` }]);
+  }
+  return buildSigningFormView(deps, signer, now);
+}

@@ -1,0 +1,91 @@
+/**
+ * POST /api/attachments: the signing form's uploads (multipart/form-data, no API key; the slug
+ * is the capability), DocuSeal's route (reference/docuseal-behaviour.md §1.1, docs/signing-form.md
+ * "Uploads"). Registered on its own, outside the JSON gateway (rest-compat/gateway.ts), whose
+ * parsers read every body as JSON: multipart parsing is scoped to this route, and errors get the
+ * gateway's DocuSeal bodies (`{"error": ...}`).
+ */
+import multipart from '@fastify/multipart';
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { INTERNAL_ERROR, restErrorFor, type RestErrorResponse } from '../../rest-compat/errors.ts';
+import type { Db } from '../db/client.ts';
+import type { FileUrlSigner } from '../documents/file-urls.ts';
+import type { FileStorage } from '../documents/storage.ts';
+import { AppError } from '../errors.ts';
+import { createSigningFormAttachment, findUploadingSigner } from './attachments.ts';
+
+export const ATTACHMENTS_PATH = '/api/attachments';
+
+export interface UploadRouteDeps {
+  db: Db;
+  storage: FileStorage;
+  files: Pick<FileUrlSigner, 'url'>;
+  /** Largest accepted file in bytes (the service's MAX_BODY_SIZE_MB, config.maxBodySize). */
+  maxFileBytes: number;
+}
+
+/** Text fields DocuSeal's form sends (submitter_slug, type, remember_signature, t …); more is refused. */
+const MAX_FIELDS = 10;
+/** A text field's largest value in bytes: slugs and types are short. */
+const MAX_FIELD_BYTES = 4096;
+
+/** Registers the route (an encapsulated plugin: the multipart parser exists for it alone). */
+export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: UploadRouteDeps): Promise<void> {
+  await app.register(async (scope) => {
+    await scope.register(multipart, {
+      limits: { fileSize: deps.maxFileBytes, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, parts: MAX_FIELDS + 1 },
+    });
+
+    scope.setErrorHandler((error, request, reply) => {
+      if (error instanceof AppError) return send(reply, restErrorFor(error));
+      const code = (error as { code?: string }).code ?? '';
+      if (code === 'FST_REQ_FILE_TOO_LARGE') {
+        const limitMb = Math.round((deps.maxFileBytes / 1024 / 1024) * 10) / 10;
+        return send(reply, restErrorFor(new AppError('VALIDATION', `File is too large (limit ${limitMb} MB)`)));
+      }
+      if (code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') {
+        return send(reply, restErrorFor(new AppError('VALIDATION', 'Too many parts: send submitter_slug, type and one file')));
+      }
+      if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || code.startsWith('FST_ERR_CTP_')) {
+        return send(reply, restErrorFor(new AppError('VALIDATION', 'file is required (multipart/form-data)')));
+      }
+      if ((error as { statusCode?: number }).statusCode === 400 || (error instanceof Error && /multipart|boundary/i.test(error.message))) {
+        return send(reply, restErrorFor(new AppError('BAD_REQUEST', `Malformed multipart body: ${(error as Error).message}`)));
+      }
+      request.log.error({ err: error }, 'unexpected error in POST /api/attachments');
+      return send(reply, INTERNAL_ERROR);
+    });
+
+    scope.post(ATTACHMENTS_PATH, async (request, reply) => {
+      if (!request.isMultipart()) throw new AppError('VALIDATION', 'file is required (multipart/form-data)');
+      const fields: Record<string, string> = {};
+      let file: { bytes: Buffer; filename: string; contentType: string } | undefined;
+      for await (const part of request.parts()) {
+        if (part.type === 'file') {
+          const bytes = await part.toBuffer();
+          if (part.fieldname === 'file') file = { bytes, filename: part.filename, contentType: part.mimetype };
+        } else if (typeof part.value === 'string') {
+          fields[part.fieldname] = part.value;
+        }
+      }
+      // Unknown or missing slug: 404 as DocuSeal (find_by!), before anything about the file.
+      const slug = fields.submitter_slug ?? '';
+      if (!file) {
+        await findUploadingSigner(deps.db, slug);
+        throw new AppError('VALIDATION', 'file is required');
+      }
+      const created = await createSigningFormAttachment(deps, {
+        slug,
+        type: fields.type,
+        filename: file.filename,
+        contentType: file.contentType,
+        bytes: file.bytes,
+      });
+      return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(created));
+    });
+  });
+}
+
+function send(reply: FastifyReply, response: RestErrorResponse) {
+  return reply.code(response.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(response.body));
+}
