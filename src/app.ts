@@ -26,6 +26,7 @@ import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
 import { defineCompletionJob } from './signing/complete-submission.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
+import { registerAttachmentUploadRoute } from './signing-form/upload-route.ts';
 
 export interface AppOptions {
   config: Config;
@@ -131,6 +132,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   registerHealthRoute(fastify, db);
   registerFileRoutes(fastify, { db, storage, signer });
+  // The signing form's multipart uploads (no API key), beside the JSON gateway.
+  await registerAttachmentUploadRoute(fastify, { db, storage, files: signer, maxFileBytes: config.maxBodySize });
   registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize });
   await registerRestGateway(fastify, {
     schema,

@@ -7,6 +7,7 @@ import { builder } from '../builder.ts';
 import './account.ts';
 import './api-key.ts';
 import './submission.ts';
+import './signing-form.ts';
 import './submission-queries.ts';
 import './subscriptions.ts';
 import './template.ts';

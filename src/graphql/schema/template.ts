@@ -30,7 +30,7 @@ const RoleRef = builder.objectRef<Role>('TemplateRole').implement({
   }),
 });
 
-const AreaRef = builder.objectRef<Area>('FieldArea').implement({
+export const AreaRef = builder.objectRef<Area>('FieldArea').implement({
   description: 'Where a field sits: fractions (0..1) of the displayed page, y from the top; page 0-based.',
   fields: (t) => ({
     x: t.exposeFloat('x'),
@@ -44,7 +44,7 @@ const AreaRef = builder.objectRef<Area>('FieldArea').implement({
   }),
 });
 
-const FieldOptionRef = builder.objectRef<{ value: string; uuid: string }>('FieldOption').implement({
+export const FieldOptionRef = builder.objectRef<{ value: string; uuid: string }>('FieldOption').implement({
   fields: (t) => ({ value: t.exposeString('value'), uuid: t.exposeString('uuid') }),
 });
 

@@ -1,0 +1,29 @@
+/**
+ * DocuSeal's public signing-form routes that are plain JSON (reference/docuseal-behaviour.md
+ * §1.1; no API key, the `submitter_slug` is the capability):
+ * `POST /api/submitter_form_views {submitter_slug}` → `{}`, the same as the openSigningForm
+ * mutation (a view_form event, opened_at, form.viewed on the first open). An unknown or missing
+ * slug is a 404. The multipart upload route (POST /api/attachments) is
+ * src/signing-form/upload-route.ts.
+ */
+import type { RestRoute } from '../gateway.ts';
+
+const slugOf = (body: unknown): string => {
+  const slug = body && typeof body === 'object' ? (body as { submitter_slug?: unknown }).submitter_slug : undefined;
+  return typeof slug === 'string' ? slug : '';
+};
+
+export const signingFormRoutes: RestRoute[] = [
+  {
+    method: 'POST',
+    path: '/submitter_form_views',
+    public: true,
+    operation: /* GraphQL */ `
+      mutation RestSubmitterFormView($slug: String!) {
+        openSigningForm(slug: $slug) { slug }
+      }
+    `,
+    variables: ({ body }) => ({ slug: slugOf(body) }),
+    serialize: () => ({}),
+  },
+];
