@@ -14,7 +14,6 @@ import { storeFile } from '../documents/store-file.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
-import { findTemplateForAccount } from '../templates/find-template.ts';
 import { checkSubmitterContact, checkUniqueRoles, isValidEmailList, type FieldConfig, type SubmitterInput } from './submitter-input.ts';
 
 export type SubmittersOrder = 'preserved' | 'random';
@@ -55,8 +54,8 @@ export interface CreatedSubmission {
   id: number;
   /** Submitter ids in request order. */
   submitterIds: number[];
-  /** Submitters to contact now (sent_at set at creation). */
-  sendNow: number[];
+  /** Submitters to contact now (sent_at set at creation), with what enqueueRequests needs. */
+  sendNow: { id: number; preferences: unknown; email: string | null; phone: string | null }[];
   /** Submitters created with completed: true. */
   completedIds: number[];
   expireAt: Date | null;
@@ -90,11 +89,13 @@ function matchesField(field: Field, key: string): boolean {
  */
 export async function createSubmissions(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions): Promise<CreatedSubmission[]> {
   const { db } = deps;
-  await findTemplateForAccount(db, { id: options.templateId, accountId: options.accountId });
-  const template = await db.template.findUniqueOrThrow({
+  // One read for the tenant check and the copy (findTemplateForAccount's rule: 404, then 403).
+  const template = await db.template.findUnique({
     where: { id: options.templateId },
-    include: { documents: { orderBy: { position: 'asc' } } },
+    select: { id: true, accountId: true, archivedAt: true, fields: true, submitters: true, documents: { orderBy: { position: 'asc' }, select: { uuid: true, name: true, fileId: true } } },
   });
+  if (!template) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
+  if (template.accountId !== options.accountId) throw new AppError('FORBIDDEN');
   if (template.archivedAt) throw new AppError('VALIDATION', 'Template has been archived');
   const templateFields = parseFields(template.fields);
   if (templateFields.length === 0) throw new AppError('VALIDATION', 'Template does not contain fields');
@@ -139,38 +140,42 @@ export async function createSubmissions(deps: { db: Db; storage: FileStorage }, 
         select: { id: true, expireAt: true },
       });
       const now = new Date();
-      const ids: number[] = [];
-      const sendNow: number[] = [];
-      const completedIds: number[] = [];
+      const rows = [];
       for (const party of plan.parties) {
-        const submitter = await tx.submitter.create({
-          data: {
-            accountId: options.accountId,
-            submissionId: submission.id,
-            roleUuid: party.role.uuid,
-            slug: generateSubmissionSlug(),
-            email: party.input.email?.trim().toLowerCase() ?? null,
-            name: party.input.name ?? null,
-            phone: party.phone,
-            externalId: party.input.external_id ?? null,
-            metadata: (party.input.metadata ?? {}) as Prisma.InputJsonValue,
-            values: (await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values)) as Prisma.InputJsonValue,
-            preferences: party.preferences as Prisma.InputJsonValue,
-            orderIndex: party.group,
-            sentAt: party.sendNow ? now : null,
-            completedAt: party.input.completed ? now : null,
-          },
-          select: { id: true },
+        rows.push({
+          accountId: options.accountId,
+          submissionId: submission.id,
+          roleUuid: party.role.uuid,
+          slug: generateSubmissionSlug(),
+          email: party.input.email?.trim().toLowerCase() ?? null,
+          name: party.input.name ?? null,
+          phone: party.phone,
+          externalId: party.input.external_id ?? null,
+          metadata: (party.input.metadata ?? {}) as Prisma.InputJsonValue,
+          values: (await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values)) as Prisma.InputJsonValue,
+          preferences: party.preferences as Prisma.InputJsonValue,
+          orderIndex: party.group,
+          sentAt: party.sendNow ? now : null,
+          completedAt: party.input.completed ? now : null,
+          createdAt: now,
+          updatedAt: now,
         });
-        ids.push(submitter.id);
-        if (party.sendNow) sendNow.push(submitter.id);
-        if (party.input.completed) {
-          completedIds.push(submitter.id);
-          await tx.submissionEvent.create({
-            data: { accountId: options.accountId, submissionId: submission.id, submitterId: submitter.id, eventType: 'api_complete_form' },
-          });
-        }
       }
+      // One INSERT for the parties; ids come back in the order given (ascending: one statement, one sequence).
+      const inserted = await tx.submitter.createManyAndReturn({ data: rows, select: { id: true, preferences: true, email: true, phone: true } });
+      inserted.sort((a, b) => a.id - b.id);
+      const sendNow: CreatedSubmission['sendNow'] = [];
+      const completedIds: number[] = [];
+      plan.parties.forEach((party, i) => {
+        if (party.sendNow) sendNow.push(inserted[i]!);
+        if (party.input.completed) completedIds.push(inserted[i]!.id);
+      });
+      if (completedIds.length > 0) {
+        await tx.submissionEvent.createMany({
+          data: completedIds.map((submitterId) => ({ accountId: options.accountId, submissionId: submission.id, submitterId, eventType: 'api_complete_form' })),
+        });
+      }
+      const ids = inserted.map((r) => r.id);
       if (plan.parties.every((p) => p.input.completed)) {
         await tx.submission.update({ where: { id: submission.id }, data: { completedAt: now } });
       }

@@ -267,15 +267,14 @@ builder.mutationField('createSubmissions', (t) =>
       );
       // After commit: the requests of who is sent now, and the expiry jobs.
       const sendNow = created.flatMap((c) => c.sendNow);
-      if (sendNow.length > 0) {
-        const submitters = await ctx.db.submitter.findMany({ where: { id: { in: sendNow } }, select: { id: true, preferences: true, email: true, phone: true } });
-        await enqueueRequests(ctx.jobs, submitters);
-      }
+      if (sendNow.length > 0) await enqueueRequests(ctx.jobs, sendNow);
       for (const c of created) {
         await scheduleExpiry(ctx.jobs, c.id, c.expireAt);
         // Parties created completed: their documents (and, if everyone is, the signed set).
         for (const submitterId of c.completedIds) await enqueueCompletion(ctx.jobs, c.id, submitterId);
       }
+      const at = new Date();
+      await ctx.events.emit(created.map((c) => ({ type: 'submission.created' as const, accountId: account.id, recordId: c.id, at, key: `submission.created:${c.id}` })));
       return { submissionIds: created.map((c) => c.id) };
     },
   }),
