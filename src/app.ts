@@ -25,6 +25,7 @@ import { createLiveEvents, type LiveEvents } from './events/pubsub.ts';
 import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
 import { defineCompletionJob } from './signing/complete-submission.ts';
+import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 import { registerAttachmentUploadRoute } from './signing-form/upload-route.ts';
 
@@ -88,10 +89,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
   });
   const events = createJobEventSink(jobs, live);
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
-  defineCompletionJob(jobs, { db, storage, config });
+  const mailer = createMailer(config, fastify.log);
+  defineCompletionJob(jobs, { db, storage, config, events, logger: fastify.log });
+  defineCompletedEmailsJob(jobs, { db, storage, mailer, config, logger: fastify.log });
   defineSubmissionJobs(jobs, {
     db,
-    mailer: createMailer(config, fastify.log),
+    mailer,
     smsSender: createSmsSender(config, fastify.log),
     config,
     logger: fastify.log,

@@ -1,8 +1,11 @@
 /**
  * The completion pipeline through the API path (`completed: true`): each party's values drawn on
  * top of the previous party's, the final documents and the audit log signed (pdfsig), the audit
- * log's hashes matching the files, documents and audit_log_url in the responses, and running the
- * pipeline again changing nothing.
+ * log's hashes matching the files, documents and audit_log_url in the responses; form.completed
+ * and submission.completed emitted once each (dispatch-event jobs, deduplicated by key); the
+ * completed emails (document copies to the parties, the completed email to the owner and to
+ * bcc_completed) through a real SMTP server with the signed files attached; and running the
+ * pipeline and the emails again changing nothing.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -11,11 +14,18 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { completeSubmission } from '../src/signing/complete-submission.ts';
+import pg from 'pg';
+import { createJobEventSink } from '../src/events/events.ts';
+import { createMailer } from '../src/notifications/mailer.ts';
+import { completeSubmission, type CompletionDeps } from '../src/signing/complete-submission.ts';
+import { sendCompletedEmails } from '../src/signing/completed-emails.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from './helpers/smtp.ts';
 
 let t: TestApp;
+let smtp: TestSmtpServer;
+let sql: pg.Pool;
 let alice: CreatedAccount;
 let templateId: number;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-completion-'));
@@ -39,8 +49,24 @@ const pdfsig = (file: string) => {
   }
 };
 
+const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
+const mailsTo = (address: string): ReceivedMail[] => smtp.messages.filter((m) => m.envelope.rcptTo.includes(address));
+
+/** The dispatch-event jobs (one per emitted event key), as stored by Agenda. */
+async function dispatchedEvents(submissionId: number, submitterIds: number[]): Promise<Array<{ key: string; type: string; recordId: number }>> {
+  const keys = [`submission.completed:${submissionId}`, ...submitterIds.map((id) => `form.completed:${id}`)];
+  const { rows } = await sql.query(
+    `SELECT data->>'uniqueKey' AS key, data->'payload'->>'type' AS type, (data->'payload'->>'recordId')::int AS "recordId"
+       FROM agenda.jobs WHERE name = 'dispatch-event' AND data->>'uniqueKey' = ANY($1) ORDER BY created_at, id`,
+    [keys],
+  );
+  return rows;
+}
+
 beforeAll(async () => {
-  t = await startTestApp();
+  smtp = await startSmtpServer();
+  t = await startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>' } });
+  sql = new pg.Pool({ connectionString: t.database.url, max: 2 });
   alice = await t.createAccount({ name: 'Ακμή Ltd', email: 'alice@completion.test' });
   const { json } = await api('POST', '/templates/pdf', {
     name: 'Two-page form',
@@ -54,7 +80,9 @@ beforeAll(async () => {
   templateId = json.id;
 });
 afterAll(async () => {
+  await sql?.end();
   await t?.close();
+  await smtp?.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -62,6 +90,7 @@ describe('completion through the API', () => {
   it('draws every party’s values, signs the final documents and the audit log', async () => {
     const created = await api('POST', '/submissions', {
       template_id: templateId,
+      bcc_completed: 'archive@example.test, Legal <legal@example.test>',
       submitters: [
         { role: 'Client', email: 'client@example.test', name: 'Ελένη Παπαδοπούλου', completed: true, values: { 'Client Name': 'Ελένη Παπαδοπούλου', 'Client Signature': 'Eleni P' } },
         { role: 'Manager', email: 'manager@example.test', name: 'Анна Иванова' },
@@ -75,6 +104,10 @@ describe('completion through the API', () => {
     expect(partial.status).toBe('pending');
     expect(partial.submitters[0].documents).toHaveLength(1);
     expect(partial.audit_log_url).toBeNull();
+    // The first party's form.completed is out as soon as its documents are; only the second
+    // party's signature request has been mailed.
+    expect(await dispatchedEvents(client.submission_id, [client.id, manager.id])).toEqual([{ key: `form.completed:${client.id}`, type: 'form.completed', recordId: client.id }]);
+    expect(smtp.messages.map((m) => [m.envelope.rcptTo, m.parsed.subject])).toEqual([[[manager.email], 'You are invited to submit a form']]);
 
     await api('PUT', `/submitters/${manager.id}`, { completed: true, values: { 'Manager Name': 'Анна Иванова' } });
     await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
@@ -113,9 +146,37 @@ describe('completion through the API', () => {
     expect(logText).toContain('Анна Иванова');
     const finalHash = createHash('sha256').update(final.bytes).digest('hex');
     expect(logText.replace(/\s/g, '')).toContain(finalHash);
+
+    // Each event once, in order: the parties' form.completed, then submission.completed.
+    expect(await dispatchedEvents(client.submission_id, [client.id, manager.id])).toEqual([
+      { key: `form.completed:${client.id}`, type: 'form.completed', recordId: client.id },
+      { key: `form.completed:${manager.id}`, type: 'form.completed', recordId: manager.id },
+      { key: `submission.completed:${client.submission_id}`, type: 'submission.completed', recordId: client.submission_id },
+    ]);
+
+    // Emails: a copy to each party, the completed email to the owner and to each bcc_completed address.
+    const expectedFiles = { 'form.pdf': finalHash, 'Audit Log - Two-page form.pdf': sha256(log.bytes) };
+    const attachmentsOf = (mail: ReceivedMail) => Object.fromEntries(mail.parsed.attachments.map((a) => [a.filename, sha256(a.content)]));
+    for (const party of [client, manager]) {
+      const [copy, ...more] = mailsTo(party.email).filter((m) => m.parsed.subject !== 'You are invited to submit a form');
+      expect(more).toHaveLength(0);
+      expect(copy!.parsed.subject).toBe('Your document copy');
+      expect(copy!.parsed.text).toContain('Please check the copy of your "Two-page form" in the email attachments.');
+      expect(copy!.parsed.text).toContain(party.embed_src);
+      expect(attachmentsOf(copy!)).toEqual(expectedFiles);
+    }
+    for (const address of ['alice@completion.test', 'archive@example.test', 'legal@example.test']) {
+      const [mail, ...more] = mailsTo(address);
+      expect(more, address).toHaveLength(0);
+      expect(mail!.parsed.subject).toBe('Two-page form has been completed by Ελένη Παπαδοπούλου, Анна Иванова');
+      expect(mail!.envelope.rcptTo).toEqual([address]);
+      expect(mail!.parsed.text).toContain('The signed documents and the audit log are attached.');
+      expect(attachmentsOf(mail!)).toEqual(expectedFiles);
+    }
+    expect(smtp.messages).toHaveLength(6);
   });
 
-  it('running the pipeline again produces nothing new', async () => {
+  it('running the pipeline and the emails again produces nothing new', async () => {
     const created = await api('POST', '/submissions', {
       template_id: templateId,
       submitters: [
@@ -124,11 +185,50 @@ describe('completion through the API', () => {
       ],
     });
     const submissionId = created.json[0].submission_id;
+    const submitterIds = created.json.map((s: { id: number }) => s.id);
     await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
     const before = await t.db.completedDocument.findMany({ where: { submissionId } });
     expect(before.map((d) => d.kind).sort()).toEqual(['audit_log', 'document', 'document']);
-    await completeSubmission({ db: t.db, storage: t.app.files.storage, config: t.config }, submissionId);
-    await completeSubmission({ db: t.db, storage: t.app.files.storage, config: t.config }, submissionId);
+    const events = await dispatchedEvents(submissionId, submitterIds);
+    expect(events.map((e) => e.key)).toEqual([...submitterIds.map((id: number) => `form.completed:${id}`), `submission.completed:${submissionId}`]);
+    const mails = smtp.messages.length;
+    expect(mailsTo('c2@example.test')).toHaveLength(1);
+
+    const deps: CompletionDeps = { db: t.db, storage: t.app.files.storage, config: t.config, events: createJobEventSink(t.app.jobs), jobs: t.app.jobs };
+    await completeSubmission(deps, submissionId);
+    await completeSubmission(deps, submissionId, { submitterId: submitterIds[1] });
+    const emailDeps = { db: t.db, storage: t.app.files.storage, mailer: createMailer(t.config, console), config: t.config, logger: console };
+    await sendCompletedEmails(emailDeps, submissionId);
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
     expect(await t.db.completedDocument.count({ where: { submissionId } })).toBe(before.length);
+    expect(await dispatchedEvents(submissionId, submitterIds)).toEqual(events);
+    expect(smtp.messages).toHaveLength(mails);
+  });
+
+  it('mails nobody when every party has send_email false, and no completed email to an owner who signed', async () => {
+    const quiet = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      bcc_completed: 'quiet-archive@example.test',
+      submitters: [
+        { role: 'Client', email: 'quiet1@example.test', completed: true },
+        { role: 'Manager', email: 'quiet2@example.test', completed: true },
+      ],
+    });
+    const own = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [
+        { role: 'Client', email: 'alice@completion.test', completed: true },
+        { role: 'Manager', email: 'm3@example.test', send_email: false, completed: true },
+      ],
+    });
+    const mails = smtp.messages.length;
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+    for (const created of [quiet, own]) {
+      expect((await api('GET', `/submissions/${created.json[0].submission_id}`)).json.status).toBe('completed');
+    }
+    // Only the owner's copy as a party: no completed email to the owner, none to the quiet ones.
+    const sent = smtp.messages.slice(mails);
+    expect(sent.map((m) => [m.envelope.rcptTo, m.parsed.subject])).toEqual([[['alice@completion.test'], 'Your document copy']]);
   });
 });

@@ -16,7 +16,7 @@ import type { Db, Prisma } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { EmailMessage, SmsMessage } from '../generated/prisma/client.ts';
 import { DeliveryError, type NotificationLogger } from './delivery-error.ts';
-import type { Mailer } from './mailer.ts';
+import type { EmailAttachment, Mailer } from './mailer.ts';
 import type { SmsSender } from './sms.ts';
 
 export type DeliveryStatus = 'queued' | 'sending' | 'sent' | 'failed';
@@ -103,6 +103,8 @@ export async function queueEmail(db: Pick<Prisma.TransactionClient, 'emailMessag
 
 /**
  * Sends one queued email at most once, however many workers call this for the row.
+ * `deps.attachments`, when given, is called only when this call sends the message: the files
+ * are not kept in the outbox row, so the caller loads them (e.g. signed documents from storage).
  * @param emailMessageId id of an email_messages row
  * @returns see DeliveryOutcome
  * @throws DeliveryError (retryable) when the provider failed transiently: the row is back in
@@ -110,7 +112,7 @@ export async function queueEmail(db: Pick<Prisma.TransactionClient, 'emailMessag
  * @throws AppError NOT_FOUND when there is no such row
  */
 export async function deliverEmail(
-  deps: { db: Pick<Db, 'emailMessage'>; mailer: Mailer } & DeliveryOptions,
+  deps: { db: Pick<Db, 'emailMessage'>; mailer: Mailer; attachments?: () => Promise<EmailAttachment[]> } & DeliveryOptions,
   emailMessageId: number,
 ): Promise<DeliveryOutcome> {
   const { db, mailer } = deps;
@@ -125,7 +127,7 @@ export async function deliverEmail(
       }),
     find: () => table.findUnique({ where: { id: emailMessageId } }),
     update: (data) => table.update({ where: { id: emailMessageId }, data, select: { id: true } }),
-    send: (row) =>
+    send: async (row) =>
       mailer.send({
         from: row.from,
         to: row.to,
@@ -135,6 +137,7 @@ export async function deliverEmail(
         subject: row.subject,
         text: row.textBody,
         html: row.htmlBody ?? undefined,
+        ...(deps.attachments ? { attachments: await deps.attachments() } : {}),
       }),
   });
 }

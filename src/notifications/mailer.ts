@@ -31,6 +31,16 @@ export interface OutgoingEmail {
   text: string;
   /** text/html part, when there is one. */
   html?: string;
+  /** Files attached to the message (e.g. signed documents). */
+  attachments?: EmailAttachment[];
+}
+
+/** A file attached to an email. */
+export interface EmailAttachment {
+  filename: string;
+  /** MIME type, e.g. application/pdf. */
+  contentType: string;
+  content: Uint8Array;
 }
 
 export interface Mailer {
@@ -81,7 +91,7 @@ export function createOutboxMailer(logger: NotificationLogger): Mailer {
     async send(message) {
       const { to, cc, bcc } = withDistinctRecipients(message);
       logger.info(
-        { to, cc, bcc, replyTo: message.replyTo, subject: message.subject },
+        { to, cc, bcc, replyTo: message.replyTo, subject: message.subject, attachments: message.attachments?.map((a) => a.filename) },
         'email kept in the outbox (no SENDGRID_API_KEY or SMTP_URL configured)',
       );
       return {};
@@ -117,6 +127,7 @@ export function createSmtpMailer(smtpUrl: string, timeouts: MailerTimeouts = {})
           subject: message.subject,
           text: message.text,
           html: message.html,
+          attachments: message.attachments?.map((a) => ({ filename: a.filename, contentType: a.contentType, content: Buffer.from(a.content) })),
         });
         return { providerMessageId: info.messageId };
       } catch (error) {
@@ -170,6 +181,12 @@ export function createSendGridMailer(options: { apiKey: string; apiUrl: string; 
           // The helper adds text/plain before text/html, the order SendGrid requires.
           text: message.text,
           html: message.html,
+          attachments: message.attachments?.map((a) => ({
+            content: Buffer.from(a.content).toString('base64'),
+            filename: a.filename,
+            type: a.contentType,
+            disposition: 'attachment',
+          })),
         });
       } catch (error) {
         throw sendGridError(error);

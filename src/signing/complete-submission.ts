@@ -8,6 +8,16 @@
  * audit log is made once. Each party's documents are written in one transaction with the work
  * that made them, so a crash leaves either all of them or none (stored bytes without rows are
  * harmless: storage is content-addressed).
+ *
+ * Events (reference §10.1 step 6), after the transaction that made them commits:
+ * `form.completed` when a party's documents exist (key `form.completed:<submitterId>`), then
+ * `submission.completed` when the submission is completed (key `submission.completed:<id>`),
+ * with the completed emails' job (src/signing/completed-emails.ts). A run also ends by emitting
+ * again its own party's events that it did not emit itself (that party's form.completed, and
+ * submission.completed when that party completed last): webhook dispatch is deduplicated by key,
+ * so a run after a crash between a commit and its events emits them then, and never twice. (Live
+ * subscribers may see such a re-emitted event again: src/events/pubsub.ts.)
+ * test/completion-restart.test.ts kills the service at both points.
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
@@ -15,8 +25,10 @@ import type { Db } from '../db/client.ts';
 import type { PdfPageInfo } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
-import type { JobQueue } from '../jobs/job-queue.ts';
+import type { DomainEvent, EventSink } from '../events/events.ts';
+import type { JobLogger, JobQueue } from '../jobs/job-queue.ts';
 import { parseFields, parseRoles } from '../templates/fields.ts';
+import { enqueueCompletedEmails } from './completed-emails.ts';
 import type { ImageFile } from './draw-values.ts';
 
 export const COMPLETE_SUBMISSION_JOB = 'complete-submission';
@@ -24,14 +36,33 @@ export const COMPLETE_SUBMISSION_JOB = 'complete-submission';
 export interface CompletionDeps {
   db: Db;
   storage: FileStorage;
-  config: Pick<Config, 'signingP12Path' | 'signingP12Password'>;
+  config: Pick<Config, 'signingP12Path' | 'signingP12Password' | 'testPauseCompletion'>;
+  /** Where form.completed and submission.completed go (createJobEventSink in the service). */
+  events: EventSink;
+  /** Where the completed emails' job is enqueued. */
+  jobs: Pick<JobQueue, 'enqueue'>;
+  logger?: Pick<JobLogger, 'warn'>;
+}
+
+/** What one transaction of the pipeline did: whether it produced something, and the events to emit once it committed. */
+interface Step {
+  progressed: boolean;
+  events: DomainEvent[];
+  /** The submission is completed: its completed emails are due. */
+  completed: boolean;
 }
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
 
+/** The job's data: the submission, and the party whose completion enqueued it (absent in jobs enqueued before it was added). */
+export interface CompletionJobData {
+  submissionId: number;
+  submitterId?: number;
+}
+
 /** Registers the completion job on a queue. */
-export function defineCompletionJob(queue: JobQueue, deps: CompletionDeps): void {
-  queue.define<{ submissionId: number }>(COMPLETE_SUBMISSION_JOB, ({ submissionId }) => completeSubmission(deps, submissionId), {
+export function defineCompletionJob(queue: JobQueue, deps: Omit<CompletionDeps, 'jobs'>): void {
+  queue.define<CompletionJobData>(COMPLETE_SUBMISSION_JOB, ({ submissionId, submitterId }) => completeSubmission({ ...deps, jobs: queue }, submissionId, { submitterId }), {
     concurrency: 2,
     retry: { maxAttempts: 5, delayMs: (attempt) => 2 ** attempt * 5_000 },
   });
@@ -39,14 +70,18 @@ export function defineCompletionJob(queue: JobQueue, deps: CompletionDeps): void
 
 /** Enqueues the pipeline after a party completed (after commit); idempotent per party. */
 export async function enqueueCompletion(queue: JobQueue, submissionId: number, submitterId: number): Promise<void> {
-  await queue.enqueue(COMPLETE_SUBMISSION_JOB, { submissionId }, { uniqueKey: `${submissionId}:${submitterId}` });
+  await queue.enqueue<CompletionJobData>(COMPLETE_SUBMISSION_JOB, { submissionId, submitterId }, { uniqueKey: `${submissionId}:${submitterId}` });
 }
 
 /**
  * Produces whatever is missing for a submission: documents of completed parties, then (all
- * completed) the signed final documents and audit log.
+ * completed) the signed final documents and audit log; emits the events of what it made after
+ * each commit, and at the end those of `options.submitterId` that it did not emit (all parties'
+ * when absent), for a run after a crash (see the module comment).
+ * @param options.submitterId the party whose completion this run is for
+ * @throws the database's, storage's or PDF libraries' errors (the job retries; nothing is half-written)
  */
-export async function completeSubmission(deps: CompletionDeps, submissionId: number): Promise<void> {
+export async function completeSubmission(deps: CompletionDeps, submissionId: number, options: { submitterId?: number | undefined } = {}): Promise<void> {
   const { db } = deps;
   // Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
   // that an idle service need not hold (bench/README.md, idle RSS).
@@ -60,8 +95,9 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
   let identityPromise: ReturnType<typeof loadSigningIdentity> | undefined;
   const identityFor = (account: { id: number; name: string }) =>
     (identityPromise ??= loadSigningIdentity({ db, config: deps.config }, { accountId: account.id, signerName: account.name }));
+  const emitted = new Set<string>();
   for (;;) {
-    const progressed = await db.$transaction(
+    const step: Step = await db.$transaction(
       async (tx) => {
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(7301006, ${submissionId})`;
         const submission = await tx.submission.findUniqueOrThrow({
@@ -114,11 +150,19 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
               data: { accountId: submission.accountId, submissionId, submitterId: next.id, fileId: stored.id, kind: 'document', name: doc.name, sha256: stored.sha256, position },
             });
           }
-          return true;
+          await testPause(deps, 'drawn', { submissionId, submitterId: next.id });
+          return { progressed: true, events: [formCompleted(submission.accountId, next)], completed: false };
         }
 
         const hasAuditLog = submission.completedDocuments.some((d) => d.kind === 'audit_log');
-        if (!everyoneDone || hasAuditLog) return false;
+        if (!everyoneDone || hasAuditLog) {
+          // Nothing left to make: this run's party's events, which a crash after their commit may have lost.
+          const mine = (s: { id: number }) => options.submitterId === undefined || s.id === options.submitterId;
+          const events = completed.filter((s) => done.has(s.id) && mine(s)).map((s) => formCompleted(submission.accountId, s));
+          const finished = hasAuditLog && submission.completedAt !== null;
+          if (finished && mine(completed.at(-1)!)) events.push(submissionCompleted(submission.accountId, submissionId, submission.completedAt!));
+          return { progressed: false, events: events.filter((e) => !emitted.has(e.key!)), completed: finished };
+        }
 
         // Everyone has completed and every party's documents exist: the audit log, then done.
         const last = completed.at(-1)!;
@@ -156,15 +200,47 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
         await tx.completedDocument.create({
           data: { accountId: submission.accountId, submissionId, submitterId: null, fileId: stored.id, kind: 'audit_log', name: 'Audit Log', sha256: sha256(signed), position: 0 },
         });
-        if (!submission.completedAt) {
-          await tx.submission.update({ where: { id: submissionId }, data: { completedAt: last.completedAt ?? new Date() } });
-        }
-        return false;
+        const completedAt = submission.completedAt ?? last.completedAt ?? new Date();
+        if (!submission.completedAt) await tx.submission.update({ where: { id: submissionId }, data: { completedAt } });
+        await testPause(deps, 'drawn', { submissionId, auditLog: true });
+        return { progressed: true, events: [submissionCompleted(submission.accountId, submissionId, completedAt)], completed: true };
       },
       { timeout: 120_000, maxWait: 60_000 },
     );
-    if (!progressed) return;
+    // After commit: what this step made is there for good; now its events and emails.
+    if (step.progressed) await testPause(deps, 'committed', { submissionId });
+    if (step.events.length > 0) await deps.events.emit(step.events);
+    for (const event of step.events) emitted.add(event.key!);
+    if (step.completed) await enqueueCompletedEmails(deps.jobs, submissionId);
+    if (!step.progressed) return;
   }
+}
+
+const formCompleted = (accountId: number, submitter: { id: number; completedAt: Date | null }): DomainEvent => ({
+  type: 'form.completed',
+  accountId,
+  recordId: submitter.id,
+  at: submitter.completedAt ?? new Date(),
+  key: `form.completed:${submitter.id}`,
+});
+
+const submissionCompleted = (accountId: number, submissionId: number, at: Date): DomainEvent => ({
+  type: 'submission.completed',
+  accountId,
+  recordId: submissionId,
+  at,
+  key: `submission.completed:${submissionId}`,
+});
+
+/**
+ * TEST_PAUSE_COMPLETION (tests only, NODE_ENV=test): sleeps at `point` so that a test can kill
+ * the process there, after saying so in the log.
+ */
+async function testPause(deps: CompletionDeps, point: 'drawn' | 'committed', context: Record<string, unknown>): Promise<void> {
+  const pause = deps.config.testPauseCompletion;
+  if (!pause || pause.point !== point) return;
+  deps.logger?.warn({ ...context, point, ms: pause.ms }, `TEST_PAUSE_COMPLETION: pausing at ${point}`);
+  await new Promise((resolve) => setTimeout(resolve, pause.ms));
 }
 
 /** The image files of a party's attachment values (uuids of stored files), by uuid. */

@@ -1,0 +1,216 @@
+/**
+ * The emails sent once a submission is completed (reference/docuseal-behaviour.md §10.1 step 3;
+ * DocuSeal's ProcessSubmitterCompletionJob#enqueue_completed_emails and SubmitterMailer):
+ *
+ * - **Completed email** to the user who created the submission: "<template> has been completed by
+ *   <parties>", with the signed documents and the audit log attached. Not sent when that user is
+ *   also a party (the copy reaches them as a party), nor when no party may be emailed (every party
+ *   has send_email false: the caller embeds the form and wants no mail; Signet keeps no
+ *   submission-level send_email, so this stands in for DocuSeal's).
+ * - The same email to each address of the submission's `bcc_completed` (§7.4), one message per
+ *   address, under the same condition.
+ * - **Document copy** ("Your document copy") to each party with an email whose send_email is not
+ *   false, with the same attachments and a link to its form (`/s/{slug}`), which offers the signed
+ *   copies for download once completed. DocuSeal sends one message to all parties together; one
+ *   each keeps the addresses apart and gives each party its own link.
+ *
+ * Attachments: the audit log first, then the final documents in order, while the total stays
+ * under 10 MB (DocuSeal's MAX_ATTACHMENTS_SIZE); the text says so when some are left out.
+ *
+ * Each message is an outbox row with a dedupe key (`completed:<submissionId>:owner`,
+ * `completed:<submissionId>:bcc:<address>`, `documents_copy:<submitterId>`) delivered at most once
+ * (src/notifications/deliver.ts), so the job may run again (retry, restart) without sending twice.
+ */
+import type { Config } from '../config.ts';
+import type { Db } from '../db/client.ts';
+import type { FileStorage } from '../documents/storage.ts';
+import type { JobQueue } from '../jobs/job-queue.ts';
+import { deliverEmail, queueEmail } from '../notifications/deliver.ts';
+import type { NotificationLogger } from '../notifications/delivery-error.ts';
+import type { EmailAttachment, Mailer } from '../notifications/mailer.ts';
+import { renderMessageBody, renderTemplateText, type MessageVariables } from '../notifications/message-templates.ts';
+
+export const SEND_COMPLETED_EMAILS_JOB = 'send-completed-emails';
+
+/** DocuSeal's SubmitterMailer::MAX_ATTACHMENTS_SIZE: attachments stop before the total reaches it. */
+export const MAX_ATTACHMENTS_BYTES = 10 * 1024 * 1024;
+
+export const COMPLETED_EMAIL_SUBJECT = '{template.name} has been completed by {submission.submitters}';
+export const DOCUMENTS_COPY_SUBJECT = 'Your document copy';
+
+export interface CompletedEmailDeps {
+  db: Db;
+  storage: FileStorage;
+  mailer: Mailer;
+  config: Pick<Config, 'appUrl' | 'mailFrom' | 'sendRetryBase'>;
+  logger: NotificationLogger;
+}
+
+/** Registers the completed emails' job: retried as signature requests are (SEND_RETRY_BASE_MS, doubling, 10 runs). */
+export function defineCompletedEmailsJob(queue: JobQueue, deps: CompletedEmailDeps): void {
+  queue.define<{ submissionId: number }>(SEND_COMPLETED_EMAILS_JOB, ({ submissionId }) => sendCompletedEmails(deps, submissionId), {
+    retry: { maxAttempts: 10, delayMs: (attempt) => Math.min(2 ** attempt * deps.config.sendRetryBase, 3_600_000) },
+  });
+}
+
+/** Enqueues the completed emails of a submission (after the commit that completed it); once per submission. */
+export async function enqueueCompletedEmails(queue: Pick<JobQueue, 'enqueue'>, submissionId: number): Promise<void> {
+  await queue.enqueue(SEND_COMPLETED_EMAILS_JOB, { submissionId }, { uniqueKey: String(submissionId) });
+}
+
+interface PlannedAttachment {
+  filename: string;
+  storageKey: string;
+  contentType: string;
+  bytes: number;
+}
+
+/**
+ * Queues and delivers the completed emails of a completed submission (see the module comment);
+ * does nothing for a submission that is not completed or has no audit log yet.
+ * @throws DeliveryError when a provider failed transiently (the job retries; sent messages are not sent again)
+ */
+export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId: number): Promise<void> {
+  const { db } = deps;
+  const submission = await db.submission.findUnique({
+    where: { id: submissionId },
+    include: {
+      template: { select: { id: true, name: true } },
+      account: { select: { name: true, timezone: true } },
+      createdByUser: { select: { firstName: true, lastName: true, email: true } },
+      submitters: { orderBy: [{ completedAt: 'asc' }, { id: 'asc' }] },
+      completedDocuments: { include: { file: { select: { filename: true, storageKey: true, contentType: true, byteSize: true } } }, orderBy: { position: 'asc' } },
+    },
+  });
+  if (!submission?.completedAt) return;
+  const auditLog = submission.completedDocuments.find((d) => d.kind === 'audit_log');
+  if (!auditLog) return;
+  const last = submission.submitters.at(-1);
+  if (!last) return;
+
+  // What the API returns as `documents`: the last party's set, which carries everyone's values.
+  const finals = submission.completedDocuments.filter((d) => d.kind === 'document' && d.submitterId === last.id);
+  const planned: PlannedAttachment[] = [];
+  let total = 0;
+  let leftOut = 0;
+  const title = submission.name || submission.template.name;
+  for (const doc of [{ ...auditLog, filename: `Audit Log - ${title}.pdf` }, ...finals.map((d) => ({ ...d, filename: d.file.filename }))]) {
+    const bytes = Number(doc.file.byteSize);
+    if (total + bytes >= MAX_ATTACHMENTS_BYTES) {
+      leftOut += 1;
+      continue;
+    }
+    total += bytes;
+    planned.push({ filename: doc.filename.replace(/"/g, "'"), storageKey: doc.file.storageKey, contentType: doc.file.contentType, bytes });
+  }
+  // Read once per run, and only if a message is sent now.
+  let loaded: Promise<EmailAttachment[]> | undefined;
+  const attachments = () =>
+    (loaded ??= Promise.all(planned.map(async (a) => ({ filename: a.filename, contentType: a.contentType, content: await deps.storage.read(a.storageKey) }))));
+
+  const variablesFor = (party: (typeof submission.submitters)[number]): MessageVariables => ({
+    account: { name: submission.account.name },
+    template: { id: submission.template.id, name: submission.template.name },
+    submission: {
+      id: submission.id,
+      name: submission.name,
+      submitters: submission.submitters.map((s) => ({ id: s.id, slug: s.slug, email: s.email, name: s.name, phone: s.phone })),
+    },
+    submitter: { id: party.id, slug: party.slug, email: party.email, name: party.name, phone: party.phone, link: `${deps.config.appUrl}/s/${party.slug}` },
+    sender: submission.createdByUser,
+    timeZone: submission.account.timezone,
+  });
+  const tooLarge = leftOut > 0 ? `${leftOut === 1 ? 'One file is' : `${leftOut} files are`} too large to attach (over 10 MB in all).` : '';
+
+  const messages: Array<{ kind: string; dedupeKey: string; submitterId: number | null; to: string; replyTo: string | null; subject: string; text: string; html: string }> = [];
+  const isParty = (email: string) => submission.submitters.some((s) => s.email?.toLowerCase() === email.toLowerCase());
+  const anyoneEmailed = submission.submitters.some((s) => preferencesOf(s).send_email !== false);
+
+  if (anyoneEmailed) {
+    const variables = variablesFor(last);
+    const subject = oneLine(renderTemplateText(COMPLETED_EMAIL_SUBJECT, variables));
+    const note = tooLarge
+      ? `${tooLarge} Download them with GET /api/submissions/{submission.id}/documents.`
+      : 'The signed documents and the audit log are attached.';
+    const body = renderMessageBody(
+      ['Hi there,', '"{template.name}" has been completed by {submission.submitters}.', note, 'Thanks,\n{account.name}'].join('\n\n'),
+      variables,
+    );
+    const ownerEmail = submission.createdByUser?.email;
+    const toOwner = ownerEmail && !isParty(ownerEmail) ? ownerEmail : null;
+    if (toOwner) messages.push({ kind: 'completed', dedupeKey: `completed:${submission.id}:owner`, submitterId: null, to: toOwner, replyTo: null, subject, ...body });
+    const prefs = (submission.preferences ?? {}) as { bcc_completed?: unknown };
+    for (const address of emailAddressesIn(prefs.bcc_completed)) {
+      if (toOwner && address === toOwner.toLowerCase()) continue;
+      messages.push({ kind: 'completed', dedupeKey: `completed:${submission.id}:bcc:${address}`, submitterId: null, to: address, replyTo: null, subject, ...body });
+    }
+  }
+
+  for (const party of submission.submitters) {
+    const prefs = preferencesOf(party);
+    if (!party.email || prefs.send_email === false) continue;
+    const variables = variablesFor(party);
+    const body = renderMessageBody(
+      [
+        'Hi there,',
+        tooLarge ? `Please check the copy of your "{template.name}" in the email attachments. ${tooLarge}` : 'Please check the copy of your "{template.name}" in the email attachments.',
+        'You can also review and download your copy here: [{template.name}]({submitter.link})',
+        'Thanks,\n{account.name}',
+      ].join('\n\n'),
+      variables,
+    );
+    messages.push({
+      kind: 'documents_copy',
+      dedupeKey: `documents_copy:${party.id}`,
+      submitterId: party.id,
+      to: party.email,
+      replyTo: prefs.reply_to ?? submission.createdByUser?.email ?? null,
+      subject: DOCUMENTS_COPY_SUBJECT,
+      ...body,
+    });
+  }
+
+  // Every row first, so a failure on one message leaves the others queued for the retry.
+  const rows = [];
+  for (const message of messages) {
+    rows.push(
+      await queueEmail(db, {
+        accountId: submission.accountId,
+        submissionId: submission.id,
+        submitterId: message.submitterId,
+        kind: message.kind,
+        dedupeKey: message.dedupeKey,
+        from: deps.config.mailFrom,
+        to: [message.to],
+        replyTo: message.replyTo,
+        subject: message.subject,
+        textBody: message.text,
+        htmlBody: message.html,
+        provider: deps.mailer.name,
+      }),
+    );
+  }
+  let failure: unknown;
+  for (const row of rows) {
+    try {
+      await deliverEmail({ db, mailer: deps.mailer, logger: deps.logger, attachments }, row.id);
+    } catch (error) {
+      failure ??= error;
+    }
+  }
+  if (failure) throw failure;
+}
+
+function preferencesOf(submitter: { preferences: unknown }): { send_email?: boolean; reply_to?: string } {
+  return (submitter.preferences ?? {}) as { send_email?: boolean; reply_to?: string };
+}
+
+/** The email addresses in a bcc_completed value ("a@x.test, b@y.test"), lower-case, each once. */
+function emailAddressesIn(value: unknown): string[] {
+  if (typeof value !== 'string') return [];
+  return [...new Set((value.match(/[^\s@,;<>"']+@[^\s@,;<>"']+\.[^\s@,;<>"']+/g) ?? []).map((a) => a.toLowerCase()))];
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s*[\r\n]+\s*/g, ' ').trim();
+}
