@@ -83,8 +83,7 @@ export async function sendWebhookRequest(options: SendWebhookRequestOptions): Pr
         `Refused: ${host} resolves to ${refused.address}, a private, loopback or otherwise non-public address (allow it with WEBHOOK_ALLOWED_HOSTS, or WEBHOOK_ALLOW_PRIVATE for tests)`,
       );
     }
-    const address = resolved[0]!;
-    const response = await post(url, address, options, controller.signal, () => {
+    const response = await post(url, resolved, options, controller.signal, () => {
       // Connected: the response timeout starts now.
       phase = 'response';
       clearTimeout(timer);
@@ -154,14 +153,15 @@ async function resolveHost(
 
 function post(
   url: URL,
-  address: { address: string; family: number },
+  addresses: { address: string; family: number }[],
   options: SendWebhookRequestOptions,
   signal: AbortSignal,
   onConnect: () => void,
 ): Promise<{ message: http.IncomingMessage }> {
+  // Only the addresses just checked: all of them when Node tries several (autoSelectFamily), else the first.
   const pinnedLookup = ((_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (lookupOptions?.all) callback(null, [{ address: address.address, family: address.family }]);
-    else callback(null, address.address, address.family);
+    if (lookupOptions?.all) callback(null, addresses.map((a) => ({ address: a.address, family: a.family })));
+    else callback(null, addresses[0]!.address, addresses[0]!.family);
   }) as unknown as net.LookupFunction;
   const client = url.protocol === 'https:' ? https : http;
   const body = Buffer.from(options.body, 'utf8');
