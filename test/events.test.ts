@@ -194,8 +194,11 @@ describe('submission.expired', () => {
 
   it('once, from the expiry job at expire_at, with key submission.expired:<id>', async () => {
     const templateId = await createTemplate();
-    const { id } = await createSubmission(templateId, { expire_at: soon() });
-    const raised = await raisedBy(['submission.expired'], runExpiryJobs);
+    let id = 0;
+    const raised = await raisedBy(['submission.expired'], async () => {
+      id = (await createSubmission(templateId, { expire_at: soon() })).id;
+      await runExpiryJobs();
+    });
     expect(raised).toEqual([`submission.expired:${id}`]);
     const event = (await dispatched()).find((e) => e.type === 'submission.expired' && e.recordId === id)!;
     expect(event.uniqueKey).toBe(`submission.expired:${id}`);
@@ -217,16 +220,25 @@ describe('submission.expired', () => {
     await t.db.submitter.update({ where: { id: declined.submitterIds[0]! }, data: { declinedAt: new Date() } });
     await ok(api('DELETE', `/templates/${otherTemplate}`));
     // The expiry is set once the state is in place, so the job cannot run before it.
-    const expireAt = soon();
-    for (const { id } of [archived, completed, declined, templateArchived]) await ok(api('PUT', `/submissions/${id}`, { expire_at: expireAt }));
-    expect(await raisedBy(['submission.expired'], runExpiryJobs)).toEqual([]);
+    const raised = await raisedBy(['submission.expired'], async () => {
+      const expireAt = soon();
+      for (const { id } of [archived, completed, declined, templateArchived]) await ok(api('PUT', `/submissions/${id}`, { expire_at: expireAt }));
+      await runExpiryJobs();
+    });
+    expect(raised).toEqual([]);
   });
 
   it('not at an expire_at that was moved meanwhile: at the new one instead', async () => {
-    const { id } = await createSubmission(await createTemplate(), { expire_at: soon(3000) });
-    const later = soon(5000);
-    await ok(api('PUT', `/submissions/${id}`, { expire_at: later }));
-    expect(await raisedBy(['submission.expired'], runExpiryJobs)).toEqual([`submission.expired:${id}`]);
+    const templateId = await createTemplate();
+    let id = 0;
+    let later = '';
+    const raised = await raisedBy(['submission.expired'], async () => {
+      id = (await createSubmission(templateId, { expire_at: soon(3000) })).id;
+      later = soon(5000);
+      await ok(api('PUT', `/submissions/${id}`, { expire_at: later }));
+      await runExpiryJobs();
+    });
+    expect(raised).toEqual([`submission.expired:${id}`]);
     // Raised by the second job: the first, due earlier, found expire_at changed.
     const event = (await dispatched()).find((e) => e.type === 'submission.expired' && e.recordId === id)!;
     expect(Date.parse(event.at)).toBeGreaterThanOrEqual(Date.parse(later));
