@@ -79,11 +79,12 @@ export interface LiveEvents {
    */
   publish(events: DomainEvent[]): Promise<void>;
   /**
-   * The events of one account, as they are published, until the consumer stops (return()) or
-   * endSubscriptions() is called. Listening starts at the first next(); with Redis, the channel
-   * is subscribed in the background (once per account and instance).
+   * The events of one account that `keep` accepts (default: all), as they are published, until
+   * the consumer stops (return()) or endSubscriptions() is called. Listening starts at the first
+   * next(); with Redis, the channel is subscribed in the background (once per account and
+   * instance). `keep` runs when the event arrives, so rejected events cost the subscriber nothing.
    */
-  subscribe(accountId: number): Repeater<LiveEvent>;
+  subscribe(accountId: number, keep?: (event: LiveEvent) => boolean): Repeater<LiveEvent>;
   /** Subscriptions listening on this instance (all accounts, or one). */
   subscriberCount(accountId?: number): number;
   /** Ends every subscription on this instance (their clients get `complete`); later ones end at once. For shutdown. */
@@ -137,7 +138,7 @@ export async function createLiveEvents(options: {
       }
     },
 
-    subscribe(accountId) {
+    subscribe(accountId, keep) {
       // A Repeater, not an async generator: its return() ends it at once, even while it waits
       // for the next event (a generator would stay listening until one came).
       return new Repeater<LiveEvent>((push, stop) => {
@@ -149,7 +150,8 @@ export async function createLiveEvents(options: {
         const listener = (event: CustomEvent<LiveEvent | null>) => {
           // The topic is the account's; checked again so that no other account's event can pass.
           // push() never throws: the sliding buffer drops the oldest event instead.
-          if (event.detail?.accountId === accountId) void push(event.detail);
+          const live = event.detail;
+          if (live?.accountId === accountId && (!keep || keep(live))) void push(live);
         };
         target.addEventListener(topic, listener);
         void stop.then(() => {

@@ -9,7 +9,6 @@
  * state after the event). Subscribers on one instance that receive the same event with the same
  * selection share one load.
  */
-import { filter, map, pipe } from 'graphql-yoga';
 import { AppError } from '../../errors.ts';
 import type { LiveEvent } from '../../events/pubsub.ts';
 import { findSubmissionForAccount } from '../../submissions/find.ts';
@@ -37,18 +36,11 @@ function loadOnce<T>(event: LiveEvent, key: string, load: () => Promise<T>): Pro
 }
 
 /**
- * The caller's account's events that `keep` accepts. Each event gets fresh per-request loaders:
- * a subscription's context lives as long as the subscription, its loaders' caches must not.
+ * A subscription's context lives as long as the subscription; its per-request loaders' caches
+ * must not: each event gets fresh ones.
  */
-function accountEvents(ctx: GraphQLContext, accountId: number, keep: (event: LiveEvent) => boolean): AsyncIterable<LiveEvent> {
-  return pipe(
-    ctx.live.subscribe(accountId),
-    filter(keep),
-    map((event: LiveEvent) => {
-      ctx.loaders = createLoaders(ctx.db);
-      return event;
-    }),
-  );
+function freshLoaders(ctx: GraphQLContext): void {
+  ctx.loaders = createLoaders(ctx.db);
 }
 
 /**
@@ -108,8 +100,7 @@ builder.subscriptionField('formEvents', (t) =>
       // Another account's id is refused as in queries (FORBIDDEN), not silently empty.
       if (templateId != null) await findTemplateForAccount(ctx.db, { id: templateId, accountId: account.id });
       if (submissionId != null) await findSubmissionForAccount(ctx.db, { id: submissionId, accountId: account.id });
-      return accountEvents(
-        ctx,
+      return ctx.live.subscribe(
         account.id,
         (event) =>
           FORM_EVENT_TYPES.includes(event.type) &&
@@ -117,7 +108,10 @@ builder.subscriptionField('formEvents', (t) =>
           (submissionId == null || event.submissionId === submissionId),
       );
     },
-    resolve: (event) => event,
+    resolve: (event, _args, ctx) => {
+      freshLoaders(ctx);
+      return event;
+    },
   }),
 );
 
@@ -130,8 +124,11 @@ builder.subscriptionField('submissionUpdated', (t) =>
     subscribe: async (_root, { id }, ctx) => {
       const { account } = requireViewer(ctx);
       await findSubmissionForAccount(ctx.db, { id, accountId: account.id });
-      return accountEvents(ctx, account.id, (event) => event.submissionId === id);
+      return ctx.live.subscribe(account.id, (event) => event.submissionId === id);
     },
-    resolve: (query, event: LiveEvent, _args, ctx) => loadSubmission(ctx, event, query),
+    resolve: (query, event: LiveEvent, _args, ctx) => {
+      freshLoaders(ctx);
+      return loadSubmission(ctx, event, query);
+    },
   }),
 );
