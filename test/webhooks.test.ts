@@ -7,7 +7,9 @@
  * the deliveries list.
  */
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { createJobEventSink, EVENT_TYPES, type DomainEvent, type EventType } from '../src/events/events.ts';
@@ -206,6 +208,20 @@ describe('payloads, headers and signature', () => {
     const [timestamp] = signature.split('.');
     expect(signatureMatches(`${Number(timestamp) + 1}.${signature.split('.')[1]}`, endpoint.secret, request.body)).toBe(false);
     expect(Math.abs(Number(timestamp) - Date.now() / 1000)).toBeLessThan(300);
+
+    // The verifier printed in docs/webhooks.md accepts it and refuses a forgery.
+    const docs = fs.readFileSync(path.join(ROOT, 'docs', 'webhooks.md'), 'utf8');
+    const sample = /```js\n([\s\S]*?)```/.exec(docs)![1]!;
+    const file = path.join(os.tmpdir(), `signet-verify-${process.pid}-${Date.now()}.mjs`);
+    fs.writeFileSync(file, sample);
+    try {
+      const { verifyDocusealSignature } = await import(pathToFileURL(file).href);
+      expect(verifyDocusealSignature(signature, request.body, endpoint.secret)).toBe(true);
+      expect(verifyDocusealSignature(signature, `${request.body} `, endpoint.secret)).toBe(false);
+      expect(verifyDocusealSignature(signature, request.body, 'whsec_wrong')).toBe(false);
+    } finally {
+      fs.rmSync(file, { force: true });
+    }
   });
 
   it('submission.created carries GET /submissions/{id}', async () => {

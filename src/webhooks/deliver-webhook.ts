@@ -7,7 +7,7 @@
  *    (succeeded or given up): never twice after a success;
  * 2. the attempt is claimed (attempt_count k → k+1, in one conditional UPDATE), sent, and recorded
  *    (a webhook_attempts row, unique per (delivery, attempt), and the delivery's new status) in
- *    one transaction;
+ *    one statement;
  * 3. on failure (status ≥ 400, timeout, connection error, refused destination) the next attempt
  *    is enqueued as its own persisted job at now + 2^k × WEBHOOK_RETRY_BASE_MS, while that stays
  *    within 48 h × base/60000 of the first send, 12 sends at most; otherwise the delivery is
@@ -22,7 +22,7 @@
  * in it are signed and expire), keeping `event_type` and `timestamp`.
  */
 import type { Config } from '../config.ts';
-import type { Db } from '../db/client.ts';
+import { sqlPool, type Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { EventType } from '../events/events.ts';
 import type { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../generated/prisma/client.ts';
@@ -72,49 +72,109 @@ export function retryWindowMs(baseMs: number): number {
 
 type DeliveryWithEndpoint = WebhookDelivery & { endpoint: WebhookEndpoint };
 
+/** A delivery whose attempt this run has claimed, with what sending it needs. */
+interface ClaimedDelivery {
+  id: number;
+  accountId: number;
+  eventType: string;
+  recordId: number;
+  createdAt: Date;
+  payload: unknown;
+  /** When attempt 0 started, when it has been recorded. */
+  firstSentAt: Date | null;
+  endpoint: Pick<WebhookEndpoint, 'url' | 'events' | 'secret' | 'previousSecret' | 'previousSecretExpiresAt' | 'headerName' | 'headerValue' | 'disabledAt'>;
+}
+
+/*
+ * The hot path (claim, record) is plain SQL on the client's pool: one statement each instead of
+ * Prisma's five round trips, for every attempt of every delivery. Timestamps are timestamp(3)
+ * holding UTC, read and written `AT TIME ZONE 'UTC'` (as src/accounts/authenticate.ts).
+ */
+const CLAIM = {
+  name: 'signet_webhook_claim',
+  text: `
+    UPDATE webhook_deliveries d
+       SET attempt_count = d.attempt_count + 1, next_attempt_at = NULL, updated_at = now() AT TIME ZONE 'UTC'
+      FROM webhook_endpoints e
+     WHERE d.id = $1 AND d.attempt_count = $2 AND d.status = 'pending' AND e.id = d.endpoint_id
+    RETURNING d.id, d.account_id, d.event_type, d.record_id, d.created_at AT TIME ZONE 'UTC' AS created_at, d.payload,
+              (SELECT a.created_at AT TIME ZONE 'UTC' FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.attempt = 0) AS first_sent_at,
+              e.url, e.events, e.secret, e.previous_secret, e.previous_secret_expires_at AT TIME ZONE 'UTC' AS previous_secret_expires_at,
+              e.header_name, e.header_value, e.disabled_at AT TIME ZONE 'UTC' AS disabled_at`,
+};
+
+/** Inserts the attempt (once per delivery and number) and, only if it was new, sets the delivery's state. */
+const RECORD = {
+  name: 'signet_webhook_record',
+  text: `
+    WITH attempt AS (
+      INSERT INTO webhook_attempts (delivery_id, attempt, status_code, duration_ms, error, response_body, created_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz AT TIME ZONE 'UTC')
+      ON CONFLICT (delivery_id, attempt) DO NOTHING
+      RETURNING delivery_id)
+    UPDATE webhook_deliveries
+       SET status = $8, next_attempt_at = $9::timestamptz AT TIME ZONE 'UTC', payload = COALESCE($10::jsonb, payload), updated_at = now() AT TIME ZONE 'UTC'
+     WHERE id IN (SELECT delivery_id FROM attempt)
+    RETURNING id`,
+};
+
+/** Claims attempt `k` of a pending delivery (attempt_count k → k+1); null when it is not there to claim. */
+async function claimAttempt(db: Db, deliveryId: number, k: number): Promise<ClaimedDelivery | null> {
+  const { rows } = await sqlPool(db).query({ ...CLAIM, values: [deliveryId, k] });
+  const row = rows[0];
+  if (!row) return null;
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    eventType: row.event_type,
+    recordId: row.record_id,
+    createdAt: row.created_at,
+    payload: row.payload,
+    firstSentAt: row.first_sent_at,
+    endpoint: {
+      url: row.url,
+      events: row.events,
+      secret: row.secret,
+      previousSecret: row.previous_secret,
+      previousSecretExpiresAt: row.previous_secret_expires_at,
+      headerName: row.header_name,
+      headerValue: row.header_value,
+      disabledAt: row.disabled_at,
+    },
+  };
+}
+
 /**
  * Runs one attempt of a delivery (the job handler). Idempotent per (delivery, attempt); see the
  * module comment. Throws only for infrastructure failures (database), which the job retries.
  */
 export async function deliverWebhook(deps: DeliveryDeps, job: DeliverWebhookData): Promise<void> {
-  const delivery = await deps.db.webhookDelivery.findUnique({ where: { id: job.deliveryId }, include: { endpoint: true } });
+  if (await attempt(deps, job, { retry: true })) return;
+  // Not claimable: gone, no longer pending, or this attempt was claimed before.
+  const delivery = await deps.db.webhookDelivery.findUnique({ where: { id: job.deliveryId } });
   if (!delivery || delivery.status !== 'pending') return;
   if (delivery.attemptCount > job.attempt) return resumeAttempt(deps, delivery, job);
-  if (delivery.attemptCount < job.attempt) {
-    deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt, attemptCount: delivery.attemptCount }, 'webhook: attempt ahead of the delivery; ignored');
-    return;
-  }
-  await attempt(deps, delivery, job, { retry: true });
+  deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt, attemptCount: delivery.attemptCount }, 'webhook: attempt ahead of the delivery; ignored');
 }
 
 /**
  * Claims, sends and records attempt `job.attempt` of a delivery; with `retry`, schedules the next
- * one after a failure. Returns the response, or null when another run had claimed it.
+ * one after a failure. Returns the response, or null when the attempt was not there to claim
+ * (another run had it, or the delivery is gone or no longer pending).
  */
-export async function attempt(
-  deps: DeliveryDeps,
-  delivery: DeliveryWithEndpoint,
-  job: DeliverWebhookData,
-  options: { retry: boolean },
-): Promise<WebhookResponse | null> {
-  const { db } = deps;
-  const k = job.attempt;
-  const claimed = await db.webhookDelivery.updateMany({
-    where: { id: delivery.id, attemptCount: k, status: 'pending' },
-    data: { attemptCount: k + 1, nextAttemptAt: null },
-  });
-  if (claimed.count === 0) return null;
-
+export async function attempt(deps: DeliveryDeps, job: DeliverWebhookData, options: { retry: boolean }): Promise<WebhookResponse | null> {
+  const claimed = await claimAttempt(deps.db, job.deliveryId, job.attempt);
+  if (!claimed) return null;
   const startedAt = new Date();
-  const { response, payload, final } = await send(deps, delivery, job, startedAt);
-  await recordAttempt(deps, delivery, { attempt: k, startedAt, response, payload, retry: options.retry && !final, manual: job.manual });
+  const { response, payload, final } = await send(deps, claimed, job, startedAt);
+  await recordAttempt(deps, claimed, { attempt: job.attempt, startedAt, response, payload, retry: options.retry && !final, manual: job.manual });
   return response;
 }
 
 /** Sends the delivery's request now; `final` when it must not be retried (endpoint disabled or unsubscribed). */
 async function send(
   deps: DeliveryDeps,
-  delivery: DeliveryWithEndpoint,
+  delivery: ClaimedDelivery,
   job: DeliverWebhookData,
   now: Date,
 ): Promise<{ response: WebhookResponse; payload: WebhookPayload | null; final: boolean }> {
@@ -154,8 +214,8 @@ async function send(
 }
 
 /** `data` as the record is now, with the delivery's event_type and timestamp; the stored payload when the record is gone. */
-async function rebuildPayload(deps: DeliveryDeps, delivery: WebhookDelivery): Promise<WebhookPayload> {
-  const stored = delivery.payload as unknown as WebhookPayload;
+async function rebuildPayload(deps: DeliveryDeps, delivery: Pick<ClaimedDelivery, 'id' | 'accountId' | 'eventType' | 'recordId' | 'payload'>): Promise<WebhookPayload> {
+  const stored = delivery.payload as WebhookPayload;
   try {
     const fresh = await deps.payloads.build({
       type: delivery.eventType as EventType,
@@ -172,65 +232,53 @@ async function rebuildPayload(deps: DeliveryDeps, delivery: WebhookDelivery): Pr
 }
 
 /**
- * Records attempt `attempt` and the delivery's new state in one transaction, then (when it failed,
- * may be retried and the window allows) enqueues the next attempt.
+ * Records attempt `attempt` and the delivery's new state in one statement (nothing when that
+ * attempt is recorded already), then (when it failed, may be retried and the window allows)
+ * enqueues the next attempt.
  */
 async function recordAttempt(
   deps: DeliveryDeps,
-  delivery: WebhookDelivery,
+  delivery: Pick<ClaimedDelivery, 'id' | 'createdAt' | 'firstSentAt'>,
   outcome: { attempt: number; startedAt: Date; response: WebhookResponse; payload: WebhookPayload | null; retry: boolean; manual?: boolean | undefined },
 ): Promise<void> {
-  const { db } = deps;
   const { response, attempt: k } = outcome;
   let status: 'succeeded' | 'failed' | 'pending' = response.ok ? 'succeeded' : 'failed';
   let nextAttemptAt: Date | null = null;
   if (!response.ok && outcome.retry && k + 1 < MAX_SENDS) {
-    const firstSentAt = k === 0 ? outcome.startedAt : await firstSendOf(db, delivery);
+    const firstSentAt = k === 0 ? outcome.startedAt : (delivery.firstSentAt ?? delivery.createdAt);
     const next = new Date(Date.now() + retryDelayMs(k, deps.config.retryBase));
     if (next.getTime() - firstSentAt.getTime() <= retryWindowMs(deps.config.retryBase)) {
       status = 'pending';
       nextAttemptAt = next;
     }
   }
-  try {
-    await db.$transaction([
-      db.webhookAttempt.create({
-        data: {
-          deliveryId: delivery.id,
-          attempt: k,
-          statusCode: response.statusCode,
-          durationMs: response.durationMs,
-          error: response.error,
-          responseBody: response.responseBody,
-          createdAt: outcome.startedAt,
-        },
-      }),
-      db.webhookDelivery.update({
-        where: { id: delivery.id },
-        data: { status, nextAttemptAt, ...(outcome.payload ? { payload: outcome.payload as never } : {}) },
-      }),
-    ]);
-  } catch (error) {
-    // Recorded already by another run of this attempt: its record stands.
-    if ((error as { code?: string }).code === 'P2002') return;
-    throw error;
-  }
+  const { rows } = await sqlPool(deps.db).query({
+    ...RECORD,
+    values: [
+      delivery.id,
+      k,
+      response.statusCode,
+      response.durationMs,
+      response.error,
+      response.responseBody,
+      outcome.startedAt.toISOString(),
+      status,
+      nextAttemptAt?.toISOString() ?? null,
+      outcome.payload ? JSON.stringify(outcome.payload) : null,
+    ],
+  });
+  // Recorded already by another run of this attempt: its record stands.
+  if (rows.length === 0) return;
   if (status === 'pending' && nextAttemptAt) await enqueueAttempt(deps.jobs, { deliveryId: delivery.id, attempt: k + 1, ...(outcome.manual ? { manual: true } : {}) }, nextAttemptAt);
-}
-
-/** When attempt 0 was sent (the start of the retry window). */
-async function firstSendOf(db: Db, delivery: WebhookDelivery): Promise<Date> {
-  const first = await db.webhookAttempt.findUnique({ where: { deliveryId_attempt: { deliveryId: delivery.id, attempt: 0 } }, select: { createdAt: true } });
-  return first?.createdAt ?? delivery.createdAt;
 }
 
 /** A job found its attempt already claimed: finish what the earlier run could not. */
 async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job: DeliverWebhookData): Promise<void> {
-  const recorded: Pick<WebhookAttempt, 'id'> | null = await deps.db.webhookAttempt.findUnique({
-    where: { deliveryId_attempt: { deliveryId: delivery.id, attempt: job.attempt } },
-    select: { id: true },
+  const attempts: Pick<WebhookAttempt, 'attempt' | 'createdAt'>[] = await deps.db.webhookAttempt.findMany({
+    where: { deliveryId: delivery.id, attempt: { in: [0, job.attempt] } },
+    select: { attempt: true, createdAt: true },
   });
-  if (!recorded) {
+  if (!attempts.some((a) => a.attempt === job.attempt)) {
     deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt }, 'webhook: attempt interrupted (claimed, never recorded); recording it as failed');
     const response: WebhookResponse = {
       ok: false,
@@ -239,7 +287,8 @@ async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job:
       error: 'Interrupted: the service stopped during this attempt (the receiver may have received it)',
       responseBody: null,
     };
-    await recordAttempt(deps, delivery, { attempt: job.attempt, startedAt: new Date(), response, payload: null, retry: true, manual: job.manual });
+    const firstSentAt = attempts.find((a) => a.attempt === 0)?.createdAt ?? null;
+    await recordAttempt(deps, { id: delivery.id, createdAt: delivery.createdAt, firstSentAt }, { attempt: job.attempt, startedAt: new Date(), response, payload: null, retry: true, manual: job.manual });
     return;
   }
   // Recorded, but the next attempt may not have been enqueued: enqueueing again is harmless.

@@ -38,6 +38,6 @@ export async function sendTestWebhook(deps: DeliveryDeps, options: { endpointId:
       payload: payload as never,
     },
   });
-  await attempt(deps, { ...delivery, endpoint }, { deliveryId: delivery.id, attempt: 0, body: JSON.stringify(payload), manual: true }, { retry: false });
+  await attempt(deps, { deliveryId: delivery.id, attempt: 0, body: JSON.stringify(payload), manual: true }, { retry: false });
   return db.webhookDelivery.findUniqueOrThrow({ where: { id: delivery.id } });
 }
