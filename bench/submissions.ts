@@ -387,7 +387,13 @@ async function pendingJobs(sql: pg.Client): Promise<number> {
 async function waitForJobs(sql: pg.Client, timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while ((await pendingJobs(sql)) > 0) {
-    if (performance.now() > deadline) throw new Error(`jobs still pending after ${timeoutMs} ms`);
+    if (performance.now() > deadline) {
+      const { rows } = await sql.query(
+        `SELECT name, count(*)::int AS n, count(locked_at)::int AS locked, max(fail_count)::int AS fails, max(fail_reason) AS reason
+           FROM agenda.jobs WHERE NOT disabled AND (locked_at IS NOT NULL OR next_run_at <= now()) GROUP BY name ORDER BY name`,
+      );
+      throw new Error(`jobs still pending after ${timeoutMs} ms: ${JSON.stringify(rows)}`);
+    }
     await sleep(10);
   }
 }

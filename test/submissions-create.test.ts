@@ -177,8 +177,13 @@ describe('POST /submissions', () => {
     // Completed parties list every own field, missing ones as null (§5.2).
     expect(json[0].values.map((v: { field: string }) => v.field)).toEqual(['Full Name', 'Phone', 'Amount', 'Agree']);
     expect(json[1].status).toBe('sent');
-    const events = await t.db.submissionEvent.findMany({ where: { submissionId: json[0].submission_id } });
-    expect(events.map((e) => [e.eventType, e.submitterId])).toEqual([['api_complete_form', json[0].id]]);
+    // The next party's email job records send_email; wait for it so the list is the same every run.
+    await t.jobs.waitForIdle({ timeoutMs: 30_000 });
+    const events = await t.db.submissionEvent.findMany({ where: { submissionId: json[0].submission_id }, orderBy: { id: 'asc' } });
+    expect(events.map((e) => [e.eventType, e.submitterId])).toEqual([
+      ['api_complete_form', json[0].id],
+      ['send_email', json[1].id],
+    ]);
   });
 
   it('sends parties in groups given by per-submitter order', async () => {

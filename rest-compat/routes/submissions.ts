@@ -1,7 +1,7 @@
 /**
  * DocuSeal's submission create routes (interface spec "Submissions"; reference §7):
  * POST /submissions, /submissions/init, /templates/{id}/submissions and /submissions/emails, all
- * through the `createSubmissions` mutation. The request's shape is checked here with DocuSeal's
+ * through the `createSubmissions` mutation (its answer read back by serializers/created-submitters.ts). The request's shape is checked here with DocuSeal's
  * messages (§7.1: "submitters must be a Array", "0 must be a Object in `submitters`.", …);
  * the rules about contents are the service's.
  */
@@ -17,14 +17,13 @@ import {
   serializeCreatedSubmitter,
   serializeSubmitterRead,
   serializeSubmitterUpdate,
-  SUBMITTER_CREATE_FRAGMENT,
   SUBMITTER_READ_FRAGMENT,
   SUBMITTER_UPDATE_FRAGMENT,
-  type CreatedSubmitterData,
   type SubmitterReadData,
   type SubmitterUpdateData,
 } from '../serializers/submitter.ts';
 import { renderSubmissionList } from '../serializers/submission-list.ts';
+import { readCreatedSubmissions } from '../serializers/created-submitters.ts';
 
 type Body = Record<string, unknown>;
 
@@ -181,24 +180,21 @@ function emailsVariables(request: RestRequest) {
   };
 }
 
-interface CreateData {
-  createSubmissions: {
-    submissions: { id: number; expireAt: string | null; createdAt: string }[];
-    submitters: CreatedSubmitterData[];
-  };
-}
-
+/**
+ * The mutation holds the rules and answers the ids; the answer is read back in one statement
+ * (serializers/created-submitters.ts) rather than through the submitter fragment's resolvers.
+ */
 const OPERATION = /* GraphQL */ `
   mutation RestCreateSubmissions($input: CreateSubmissionsInput!) {
-    createSubmissions(input: $input) {
-      submissions { id expireAt createdAt }
-      submitters { ...RestCreatedSubmitter }
-    }
+    createSubmissions(input: $input) { submissionIds }
   }
-  ${SUBMITTER_CREATE_FRAGMENT}
 `;
 
-const submittersArray = ({ createSubmissions }: CreateData) => createSubmissions.submitters.map(serializeCreatedSubmitter);
+type CreateData = { createSubmissions: { submissionIds: number[] } };
+
+const created = ({ createSubmissions }: CreateData, request: RestRequest) => readCreatedSubmissions(request.context, createSubmissions.submissionIds);
+
+const submittersArray = async (data: CreateData, request: RestRequest) => (await created(data, request)).submitters.map(serializeCreatedSubmitter);
 
 export const submissionRoutes: RestRoute[] = [
   { method: 'POST', path: '/submissions', operation: OPERATION, variables: createVariables, serialize: submittersArray },
@@ -210,9 +206,9 @@ export const submissionRoutes: RestRoute[] = [
     operation: OPERATION,
     variables: createVariables,
     // One submission → {id, submitters, expire_at, created_at}; several → {submitters} (§5.3).
-    serialize: (data: CreateData) => {
-      const { submissions } = data.createSubmissions;
-      const submitters = submittersArray(data);
+    serialize: async (data: CreateData, request: RestRequest) => {
+      const { submissions, submitters: rows } = await created(data, request);
+      const submitters = rows.map(serializeCreatedSubmitter);
       if (submissions.length !== 1) return { submitters };
       const [only] = submissions;
       return { id: only!.id, submitters, expire_at: only!.expireAt, created_at: only!.createdAt };

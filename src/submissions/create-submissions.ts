@@ -7,7 +7,7 @@
  * Sending (emails, SMS) and expiry are jobs enqueued after the transaction commits.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Db } from '../db/client.ts';
+import { sqlPool, type Db } from '../db/client.ts';
 import { loadFileInput } from '../documents/load-file-input.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
@@ -83,6 +83,26 @@ function matchesField(field: Field, key: string): boolean {
   return field.uuid === key || field.name === key || field.name.toLowerCase() === key.toLowerCase() || parameterize(field.name) === key;
 }
 
+interface TemplateRow {
+  id: number;
+  accountId: number;
+  archived: boolean;
+  fields: unknown;
+  submitters: unknown;
+  documents: { uuid: string; name: string; fileId: number }[];
+}
+
+/** The template a submission is made from: its owner, state, roles, fields and documents in order. */
+const READ_TEMPLATE = {
+  name: 'signet_create_submission_template',
+  text: `
+    SELECT t.id, t.account_id AS "accountId", t.archived_at IS NOT NULL AS archived, t.fields, t.submitters,
+           COALESCE((SELECT json_agg(json_build_object('uuid', d.uuid, 'name', d.name, 'fileId', d.file_id) ORDER BY d.position)
+                       FROM template_documents d WHERE d.template_id = t.id), '[]'::json) AS documents
+      FROM templates t
+     WHERE t.id = $1`,
+};
+
 /**
  * Creates the submissions of one request.
  * @throws AppError NOT_FOUND / FORBIDDEN (template), VALIDATION with DocuSeal's messages (§7.1)
@@ -90,13 +110,11 @@ function matchesField(field: Field, key: string): boolean {
 export async function createSubmissions(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions): Promise<CreatedSubmission[]> {
   const { db } = deps;
   // One read for the tenant check and the copy (findTemplateForAccount's rule: 404, then 403).
-  const template = await db.template.findUnique({
-    where: { id: options.templateId },
-    select: { id: true, accountId: true, archivedAt: true, fields: true, submitters: true, documents: { orderBy: { position: 'asc' }, select: { uuid: true, name: true, fileId: true } } },
-  });
+  const { rows: templates } = await sqlPool(db).query<TemplateRow>({ ...READ_TEMPLATE, values: [options.templateId] });
+  const template = templates[0];
   if (!template) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
   if (template.accountId !== options.accountId) throw new AppError('FORBIDDEN');
-  if (template.archivedAt) throw new AppError('VALIDATION', 'Template has been archived');
+  if (template.archived) throw new AppError('VALIDATION', 'Template has been archived');
   const templateFields = parseFields(template.fields);
   if (templateFields.length === 0) throw new AppError('VALIDATION', 'Template does not contain fields');
   const templateRoles = parseRoles(template.submitters);
@@ -115,78 +133,152 @@ export async function createSubmissions(deps: { db: Db; storage: FileStorage }, 
   }
 
   const schema = template.documents.map((d) => ({ attachment_uuid: d.uuid, name: d.name, file_id: d.fileId }));
+  const now = new Date();
+  const write = (plan: SubmissionPlan, values: Record<string, unknown>[]) => submissionRow(options, template.id, schema, plan, values, now);
+  // The usual request (one submission, no attachment to store) is one statement, atomic by itself;
+  // otherwise one transaction, which also stores the staged files (their rows roll back with it).
+  if (plans.length === 1 && plans[0]!.staged.length === 0) {
+    const plan = plans[0]!;
+    const { rows } = await sqlPool(db).query<InsertedRow>({ ...INSERT_SUBMISSION, values: [JSON.stringify(write(plan, plan.parties.map((p) => p.values)))] });
+    return [createdFrom(plan, rows)];
+  }
   return db.$transaction(async (tx) => {
     const created: CreatedSubmission[] = [];
     for (const plan of plans) {
-      const submission = await tx.submission.create({
-        data: {
-          accountId: options.accountId,
-          templateId: template.id,
-          createdByUserId: options.userId,
-          slug: generateSubmissionSlug(),
-          name: settings.name ?? null,
-          source: options.source,
-          submittersOrder: plan.order,
-          templateSubmitters: plan.roles as unknown as Prisma.InputJsonValue,
-          templateFields: plan.fields as unknown as Prisma.InputJsonValue,
-          templateSchema: schema as unknown as Prisma.InputJsonValue,
-          preferences: {
-            ...(settings.bccCompleted ? { bcc_completed: settings.bccCompleted } : {}),
-            ...(settings.message ? { message: settings.message } : {}),
-          } as Prisma.InputJsonValue,
-          variables: (settings.variables ?? {}) as Prisma.InputJsonValue,
-          expireAt: settings.expireAt ?? null,
-        },
-        select: { id: true, expireAt: true },
-      });
-      const now = new Date();
-      const rows = [];
-      for (const party of plan.parties) {
-        rows.push({
-          accountId: options.accountId,
-          submissionId: submission.id,
-          roleUuid: party.role.uuid,
-          slug: generateSubmissionSlug(),
-          email: party.input.email?.trim().toLowerCase() ?? null,
-          name: party.input.name ?? null,
-          phone: party.phone,
-          externalId: party.input.external_id ?? null,
-          metadata: (party.input.metadata ?? {}) as Prisma.InputJsonValue,
-          values: (await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values)) as Prisma.InputJsonValue,
-          preferences: party.preferences as Prisma.InputJsonValue,
-          orderIndex: party.group,
-          sentAt: party.sendNow ? now : null,
-          completedAt: party.input.completed ? now : null,
-          createdAt: now,
-          updatedAt: now,
-        });
-      }
-      // One INSERT for the parties; ids come back in the order given (ascending: one statement, one sequence).
-      const inserted = await tx.submitter.createManyAndReturn({ data: rows, select: { id: true, preferences: true, email: true, phone: true } });
-      inserted.sort((a, b) => a.id - b.id);
-      const sendNow: CreatedSubmission['sendNow'] = [];
-      const completedIds: number[] = [];
-      plan.parties.forEach((party, i) => {
-        if (party.sendNow) sendNow.push(inserted[i]!);
-        if (party.input.completed) completedIds.push(inserted[i]!.id);
-      });
-      if (completedIds.length > 0) {
-        await tx.submissionEvent.createMany({
-          data: completedIds.map((submitterId) => ({ accountId: options.accountId, submissionId: submission.id, submitterId, eventType: 'api_complete_form' })),
-        });
-      }
-      const ids = inserted.map((r) => r.id);
-      if (plan.parties.every((p) => p.input.completed)) {
-        await tx.submission.update({ where: { id: submission.id }, data: { completedAt: now } });
-      }
-      created.push({ id: submission.id, submitterIds: ids, sendNow, completedIds, expireAt: submission.expireAt });
+      const values: Record<string, unknown>[] = [];
+      for (const party of plan.parties) values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
+      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, JSON.stringify(write(plan, values)));
+      created.push(createdFrom(plan, rows));
     }
     return created;
   });
 }
 
+type SubmissionPlan = Awaited<ReturnType<typeof planSubmission>>;
+
+/** A row of INSERT_SUBMISSION: one per submitter inserted. */
+interface InsertedRow {
+  submission_id: number;
+  expire_at: string | null;
+  id: number;
+  slug: string;
+}
+
+/**
+ * One submission with its submitters, the api_complete_form event of each party created
+ * completed, and completed_at when every party is (reference §7.5 `completed`), in one statement
+ * (plain SQL: through Prisma these were four statements in a transaction, ~0.3 ms of CPU each).
+ * $1 is the JSON of submissionRow(); timestamps in it are ISO instants, stored as UTC like
+ * Prisma's. Rows: one per submitter, with its id and slug (which tell the parties apart).
+ */
+const INSERT_SUBMISSION = {
+  name: 'signet_create_submission',
+  text: `
+    WITH input AS (SELECT $1::jsonb AS j),
+    submission AS (
+      INSERT INTO submissions (account_id, template_id, created_by_user_id, slug, name, source, submitters_order,
+                               template_submitters, template_fields, template_schema, preferences, variables,
+                               expire_at, completed_at, created_at, updated_at)
+      SELECT (j->>'accountId')::int, (j->>'templateId')::int, (j->>'userId')::int, j->>'slug', j->>'name', j->>'source', j->>'order',
+             j->'roles', j->'fields', j->'schema', j->'preferences', j->'variables',
+             (j->>'expireAt')::timestamptz AT TIME ZONE 'UTC', (j->>'completedAt')::timestamptz AT TIME ZONE 'UTC',
+             (j->>'now')::timestamptz AT TIME ZONE 'UTC', (j->>'now')::timestamptz AT TIME ZONE 'UTC'
+        FROM input
+      RETURNING id, expire_at
+    ),
+    party AS (
+      INSERT INTO submitters (account_id, submission_id, role_uuid, slug, email, name, phone, external_id, metadata, values,
+                              preferences, order_index, sent_at, completed_at, created_at, updated_at)
+      SELECT (i.j->>'accountId')::int, s.id, (p->>'roleUuid')::uuid, p->>'slug', p->>'email', p->>'name', p->>'phone', p->>'externalId',
+             p->'metadata', p->'values', p->'preferences', (p->>'orderIndex')::int,
+             CASE WHEN (p->>'sendNow')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
+             CASE WHEN (p->>'completed')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
+             (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
+        FROM input i, submission s, jsonb_array_elements(i.j->'parties') WITH ORDINALITY AS x(p, n)
+       ORDER BY x.n
+      RETURNING id, slug, completed_at
+    ),
+    completed_event AS (
+      INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, event_timestamp, created_at)
+      SELECT (i.j->>'accountId')::int, s.id, p.id, 'api_complete_form', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
+        FROM input i, submission s, party p
+       WHERE p.completed_at IS NOT NULL
+       ORDER BY p.id
+    )
+    SELECT s.id AS submission_id, to_char(s.expire_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS expire_at, p.id, p.slug
+      FROM submission s, party p
+     ORDER BY p.id`,
+};
+
+/** The JSON parameter of INSERT_SUBMISSION for one planned submission; `values` per party, files stored. */
+function submissionRow(
+  options: CreateSubmissionsOptions,
+  templateId: number,
+  schema: unknown[],
+  plan: SubmissionPlan,
+  values: Record<string, unknown>[],
+  now: Date,
+) {
+  const settings = options.settings;
+  return {
+    accountId: options.accountId,
+    templateId,
+    userId: options.userId,
+    slug: generateSubmissionSlug(),
+    name: settings.name ?? null,
+    source: options.source,
+    order: plan.order,
+    roles: plan.roles,
+    fields: plan.fields,
+    schema,
+    preferences: {
+      ...(settings.bccCompleted ? { bcc_completed: settings.bccCompleted } : {}),
+      ...(settings.message ? { message: settings.message } : {}),
+    },
+    variables: settings.variables ?? {},
+    expireAt: settings.expireAt?.toISOString() ?? null,
+    completedAt: plan.parties.every((p) => p.input.completed) ? now.toISOString() : null,
+    now: now.toISOString(),
+    parties: plan.parties.map((party, i) => ({
+      roleUuid: party.role.uuid,
+      slug: party.slug,
+      email: party.input.email?.trim().toLowerCase() ?? null,
+      name: party.input.name ?? null,
+      phone: party.phone,
+      externalId: party.input.external_id ?? null,
+      metadata: party.input.metadata ?? {},
+      values: values[i],
+      preferences: party.preferences,
+      orderIndex: party.group,
+      sendNow: party.sendNow,
+      completed: party.input.completed === true,
+    })),
+  };
+}
+
+/** What createSubmissions returns for a plan, from its INSERT_SUBMISSION rows (matched by slug). */
+function createdFrom(plan: SubmissionPlan, rows: InsertedRow[]): CreatedSubmission {
+  const ids = new Map(rows.map((r) => [r.slug, Number(r.id)]));
+  const idOf = (party: PartyPlan) => {
+    const id = ids.get(party.slug);
+    if (id === undefined) throw new Error(`createSubmissions: no row came back for a party`);
+    return id;
+  };
+  return {
+    id: Number(rows[0]!.submission_id),
+    submitterIds: plan.parties.map(idOf),
+    sendNow: plan.parties
+      .filter((p) => p.sendNow)
+      .map((p) => ({ id: idOf(p), preferences: p.preferences, email: p.input.email?.trim().toLowerCase() ?? null, phone: p.phone })),
+    completedIds: plan.parties.filter((p) => p.input.completed).map(idOf),
+    expireAt: rows[0]!.expire_at ? new Date(rows[0]!.expire_at) : null,
+  };
+}
+
 interface PartyPlan {
   input: SubmitterInput;
+  /** The submitter's slug, chosen now (the capability in its signing link). */
+  slug: string;
   role: Role;
   phone: string | null;
   values: Record<string, unknown>;
@@ -231,6 +323,7 @@ async function planSubmission(
     if (input.message?.subject && !input.message.body) throw new AppError('VALIDATION', `body is required in \`${path}.message\`.`);
     parties.push({
       input,
+      slug: generateSubmissionSlug(),
       role,
       phone,
       values,

@@ -163,6 +163,7 @@ const CreateSubmissionsInput = builder.inputType('CreateSubmissionsInput', {
 
 const CreateSubmissionsPayload = builder.objectRef<{ submissionIds: number[] }>('CreateSubmissionsPayload').implement({
   fields: (t) => ({
+    submissionIds: t.exposeIntList('submissionIds', { description: 'The ids of the submissions created, in request order.' }),
     submissions: t.prismaField({
       type: [SubmissionRef],
       resolve: (query, payload, _args, ctx) =>

@@ -1,0 +1,180 @@
+/**
+ * The create routes read their answer back in one plain statement
+ * (rest-compat/serializers/created-submitters.ts) instead of resolving the GraphQL
+ * `RestCreatedSubmitter` fragment. The answer must be exactly what the fragment + serializer
+ * make of the same submitters: same keys in the same order, same values, for prefilled values of
+ * every kind (text, number, checkbox, typed signature, stored image), completed parties (every
+ * own field listed), per-submitter messages (hidden from preferences), metadata, phones, several
+ * submissions in one request, /submissions/emails and /submissions/init.
+ *
+ * Also: the create itself writes the submission, its submitters and the api_complete_form events
+ * as before (through GraphQL too, with any selection of the payload).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedAccount } from '../src/accounts/create-account.ts';
+import { serializeCreatedSubmitter, SUBMITTER_CREATE_FRAGMENT, type CreatedSubmitterData } from '../rest-compat/serializers/submitter.ts';
+import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { base64, fixturePdf } from './helpers/pdfs.ts';
+
+let t: TestApp;
+let alice: CreatedAccount;
+let templateId: number;
+
+const PNG_1PX = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+
+const api = (method: string, path: string, body?: unknown) => rest(t.url, alice.apiKey, method, path, body);
+
+/** File URLs carry a signature and an expiry minted per request: compare what they point at. */
+const withoutTokens = (json: string) => json.replace(/\/file\/[^/"]+\//g, '/file/TOKEN/');
+
+/** The submitters of these submissions through the GraphQL fragment and the serializer, in id order. */
+async function throughFragment(submissionIds: number[]) {
+  const out: ReturnType<typeof serializeCreatedSubmitter>[] = [];
+  for (const id of [...new Set(submissionIds)].sort((a, b) => a - b)) {
+    const { body } = await graphql(t.url, `query ($id: Int) { submitters(submissionId: $id, limit: 100) { nodes { ...RestCreatedSubmitter } } } ${SUBMITTER_CREATE_FRAGMENT}`, {
+      key: alice.apiKey,
+      variables: { id },
+    });
+    expect(body.errors).toBeUndefined();
+    out.push(...body.data.submitters.nodes.map((n: CreatedSubmitterData) => serializeCreatedSubmitter(n)).sort((a: { id: number }, b: { id: number }) => a.id - b.id));
+  }
+  return out;
+}
+
+beforeAll(async () => {
+  t = await startTestApp();
+  alice = await t.createAccount({ name: 'Ελληνικά & Co', email: 'alice@create-sql.test' });
+  const area = (y: number) => [{ x: 72, y, w: 150, h: 24, page: 1 }];
+  const { json } = await api('POST', '/templates/pdf', {
+    name: 'Create «SQL»',
+    documents: [{ name: 'doc', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
+    fields: [
+      { name: 'Full Name', role: 'Buyer', areas: area(72) },
+      { name: 'Phone', type: 'phone', role: 'Buyer', required: false, areas: area(110) },
+      { name: 'Amount', type: 'number', role: 'Buyer', areas: area(150) },
+      { name: 'Agree', type: 'checkbox', role: 'Buyer', areas: area(190) },
+      { name: 'Seller Signature', type: 'signature', role: 'Seller', areas: area(300) },
+      { name: 'Stamp Image', type: 'image', role: 'Seller', required: false, areas: area(340) },
+    ],
+  });
+  templateId = json.id;
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+describe('the create answer read back in one statement', () => {
+  const cases: [string, string, Record<string, unknown>][] = [
+    [
+      'two parties in order, with values, metadata, a message and an external id',
+      '/submissions',
+      {
+        submitters: [
+          { role: 'Buyer', email: 'Buyer@X.test', name: 'Zoë', external_id: 'b-1', metadata: { n: 1, nested: { a: [1, 'b'] } }, values: { 'Full Name': 'Bea «B»', amount: '1,250.5', agree: 'yes' }, message: { subject: 'S', body: 'B' } },
+          { role: 'Seller', email: 'seller@x.test', phone: '+14155550123', send_sms: false },
+        ],
+      },
+    ],
+    ['a completed party (every own field listed) and the next one sent', '/submissions', { submitters: [{ role: 'Buyer', email: 'done@x.test', completed: true, values: { 'Full Name': 'Ada' } }, { role: 'Seller', email: 'next@x.test' }] }],
+    [
+      'a typed signature and a stored image, random order',
+      '/submissions',
+      {
+        order: 'random',
+        submitters: [
+          { role: 'Buyer', name: 'Pat', values: { full_name: 'Pat P', phone: '+15550001111' } },
+          { role: 'Seller', email: 's@x.test', fields: [{ name: 'Stamp Image', default_value: PNG_1PX, readonly: true }], values: { 'Seller Signature': 'Sam Seller' } },
+        ],
+      },
+    ],
+    ['several submissions in one request (the earlier shape)', '/submissions', { submissions: [{ submitters: [{ email: 'l1@x.test' }] }, { submitters: [{ email: 'l2@x.test', completed: true }] }] }],
+    ['nobody sent (send_email false)', `/templates/{id}/submissions`, { send_email: false, submitters: [{ email: 'quiet@x.test', completed_redirect_url: 'https://example.test/done' }] }],
+    ['one submission per address', '/submissions/emails', { emails: 'one@x.test, two@x.test' }],
+  ];
+
+  for (const [name, path, body] of cases) {
+    it(`equals the GraphQL fragment through the serializer: ${name}`, async () => {
+      const { status, json } = await api('POST', path.replace('{id}', String(templateId)), { template_id: templateId, ...body });
+      expect(status, JSON.stringify(json)).toBe(200);
+      const expected = await throughFragment(json.map((s: { submission_id: number }) => s.submission_id));
+      expect(json.length).toBeGreaterThan(0);
+      expect(withoutTokens(JSON.stringify(json))).toBe(withoutTokens(JSON.stringify(expected)));
+    });
+  }
+
+  it('serves the stored image of a prefilled value at its URL', async () => {
+    const { json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Seller', email: 'img@x.test', values: { 'Stamp Image': PNG_1PX } }],
+    });
+    const image = json[0].values.find((v: { field: string }) => v.field === 'Stamp Image');
+    const response = await fetch(image.value);
+    expect(response.status).toBe(200);
+    expect(Buffer.from(await response.arrayBuffer()).equals(Buffer.from(PNG_1PX, 'base64'))).toBe(true);
+  });
+
+  it('POST /submissions/init answers the submission’s id, expire_at and created_at as GraphQL does', async () => {
+    const { json } = await api('POST', '/submissions/init', { template_id: templateId, expire_at: '2030-01-02 03:04:05', submitters: [{ email: 'init@x.test' }] });
+    const { body } = await graphql(t.url, `query ($id: Int!) { submission(id: $id) { id expireAt createdAt } }`, { key: alice.apiKey, variables: { id: json.id } });
+    expect(json).toEqual({
+      id: body.data.submission.id,
+      submitters: await throughFragment([json.id]),
+      expire_at: body.data.submission.expireAt,
+      created_at: body.data.submission.createdAt,
+    });
+    expect(json.expire_at).toBe('2030-01-02T03:04:05.000Z');
+  });
+});
+
+describe('what the create writes', () => {
+  it('stores the submission, its parties and the api_complete_form events, all at one time', async () => {
+    const { json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      name: 'Written',
+      variables: { amount: 3 },
+      bcc_completed: 'bcc@x.test',
+      message: { subject: 'Hello', body: 'Body {{submitter.link}}' },
+      submitters: [
+        { role: 'Buyer', email: 'w1@x.test', completed: true },
+        { role: 'Seller', email: 'w2@x.test', completed: true },
+      ],
+    });
+    const submission = await t.db.submission.findUniqueOrThrow({ where: { id: json[0].submission_id }, include: { submitters: { orderBy: { id: 'asc' } }, events: { orderBy: { id: 'asc' } } } });
+    expect(submission).toMatchObject({
+      accountId: alice.accountId,
+      templateId,
+      createdByUserId: alice.userId,
+      name: 'Written',
+      source: 'api',
+      submittersOrder: 'preserved',
+      variables: { amount: 3 },
+      preferences: { bcc_completed: 'bcc@x.test', message: { subject: 'Hello', body: 'Body {{submitter.link}}' } },
+    });
+    // Everyone completed at creation: the submission is completed at the same instant.
+    expect(submission.completedAt).toEqual(submission.createdAt);
+    expect(submission.updatedAt).toEqual(submission.createdAt);
+    expect(submission.submitters.map((s) => [s.email, s.orderIndex, s.completedAt?.getTime(), s.sentAt])).toEqual([
+      ['w1@x.test', 0, submission.createdAt.getTime(), null],
+      ['w2@x.test', 1, submission.createdAt.getTime(), null],
+    ]);
+    const completedEvents = submission.events.filter((e) => e.eventType === 'api_complete_form');
+    expect(completedEvents.map((e) => [e.submitterId, e.eventTimestamp.getTime()])).toEqual(submission.submitters.map((s) => [s.id, submission.createdAt.getTime()]));
+    expect(Math.abs(submission.createdAt.getTime() - Date.now())).toBeLessThan(60_000);
+  });
+
+  it('works through GraphQL with the payload’s submissions, submitters and ids', async () => {
+    const { body } = await graphql(
+      t.url,
+      `mutation ($input: CreateSubmissionsInput!) { createSubmissions(input: $input) { submissionIds submissions { id status submitters { email role } } submitters { email status role embedSrc } } }`,
+      { key: alice.apiKey, variables: { input: { templateId, submitters: [{ role: 'Seller', email: 'g2@x.test' }, { role: 'Buyer', email: 'g1@x.test' }] } } },
+    );
+    expect(body.errors).toBeUndefined();
+    const payload = body.data.createSubmissions;
+    expect(payload.submissionIds).toEqual([payload.submissions[0].id]);
+    expect(payload.submissions[0]).toMatchObject({ status: 'pending', submitters: [{ email: 'g2@x.test', role: 'Seller' }, { email: 'g1@x.test', role: 'Buyer' }] });
+    expect(payload.submitters.map((s: { email: string; status: string }) => [s.email, s.status])).toEqual([
+      ['g2@x.test', 'sent'],
+      ['g1@x.test', 'awaiting'],
+    ]);
+  });
+});
