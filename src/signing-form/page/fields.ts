@@ -310,7 +310,7 @@ function mountInput(
         }
       }
       input.value = value === null || value === undefined ? '' : String(value);
-      if (field.type !== 'date') input.placeholder = label;
+      if (field.type !== 'date' && field.type !== 'cells') input.placeholder = label;
       describe(input);
       const read = (): unknown => {
         if (field.type === 'number') return input.value === '' ? null : Number(input.value);

@@ -177,6 +177,8 @@ function renderOpen(form: SigningForm): void {
         setFieldError(control.field.uuid, problem.message);
         if (!focused) control.focus();
         focused = true;
+        // The signer cannot change a readonly field: say it where it cannot be missed too.
+        if (!isEditable(control.field)) general ??= problem.message;
       } else {
         general ??= problem.message;
       }
@@ -204,7 +206,8 @@ function renderOpen(form: SigningForm): void {
     }
     if (problems.length > 0) {
       status.textContent = '';
-      showAlert(problems.length === 1 ? 'One field needs your attention.' : `${problems.length} fields need your attention.`);
+      const first = problems[0]!.message;
+      showAlert(problems.length === 1 ? first : `${problems.length} fields need your attention. ${first}`);
       controls.get(problems[0]!.uuid)?.focus();
       return;
     }

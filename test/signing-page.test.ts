@@ -1,0 +1,684 @@
+/**
+ * The signer's page at /s/{slug}, in Debian's Chromium (playwright-core), against a real service
+ * with an in-process SMTP server:
+ * - the main job end to end: a template merged from two real PDFs with two roles, a preserved
+ *   submission, the first signer follows the emailed link, types, draws a signature with the
+ *   mouse and completes; only then is the second signer emailed, who types a signature; the final
+ *   PDFs carry every value on the right page (pdftotext), are signed over the whole file (pdfsig),
+ *   and the audit log's hashes match the files;
+ * - saved values survive a reload; a pattern is checked in the page and nothing completes; server
+ *   refusals appear next to the field; decline; closed forms; every field type; uploads refused
+ *   by the server; a phone-sized touch screen; embedding in an iframe on another origin;
+ * - every test: no request leaves the service's origin, no Content-Security-Policy violation, no
+ *   uncaught page error.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import fs from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { CreatedAccount } from '../src/accounts/create-account.ts';
+import { rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
+
+let t: TestApp;
+let smtp: TestSmtpServer;
+let alice: CreatedAccount;
+let browser: Browser;
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-signing-page-'));
+
+const api = (method: string, p: string, body?: unknown) => rest(t.url, alice.apiKey, method, p, body);
+const mailsTo = (address: string) => smtp.messages.filter((m) => m.envelope.rcptTo.includes(address));
+const linkIn = (text: string) => /https?:\/\/\S+\/s\/[A-Za-z0-9_-]+/.exec(text)?.[0];
+
+/** Pages opened by a test, each with what it requested and what went wrong in it. */
+interface Watched {
+  context: BrowserContext;
+  page: Page;
+  requests: string[];
+  problems: string[];
+}
+let opened: Watched[] = [];
+/** Origins a test allows besides the service's (the iframe test's embedding page). */
+let extraOrigins: string[] = [];
+
+async function openBrowserPage(options: BrowserContextOptions = {}): Promise<Watched> {
+  const context = await browser.newContext(options);
+  const page = await context.newPage();
+  page.setDefaultTimeout(20_000);
+  const watched: Watched = { context, page, requests: [], problems: [] };
+  page.on('request', (request) => watched.requests.push(request.url()));
+  page.on('console', (message) => {
+    if (/Content Security Policy|Refused to/i.test(message.text())) watched.problems.push(`console: ${message.text()}`);
+  });
+  page.on('pageerror', (error) => watched.problems.push(`page error: ${error.message}`));
+  opened.push(watched);
+  return watched;
+}
+
+afterEach(async (context) => {
+  const origin = new URL(t.url).origin;
+  for (const watched of opened.splice(0)) {
+    if (context.task.result?.state === 'fail') {
+      // What the signer would have seen: messages on the page (the failure alone rarely says).
+      const shown = await watched.page
+        .locator('.alert:not([hidden]), .dialog-error, .field-error:not([hidden]), .status, .state')
+        .allTextContents()
+        .catch(() => []);
+      console.error('page messages at failure:', shown.filter(Boolean), watched.problems);
+    }
+    const outside = watched.requests.filter((url) => {
+      if (url.startsWith('data:') || url.startsWith('blob:')) return false;
+      const requestOrigin = new URL(url).origin;
+      return requestOrigin !== origin && !extraOrigins.includes(requestOrigin);
+    });
+    await watched.context.close();
+    expect(outside, 'requests outside the service').toEqual([]);
+    expect(watched.problems, 'CSP violations and page errors').toEqual([]);
+  }
+  extraOrigins = [];
+});
+
+/** Waits until the page shows the form (its fields are on the pages). */
+async function waitForForm(page: Page): Promise<void> {
+  await page.locator('.action-bar').waitFor();
+  await page.locator('.page[data-rendered="true"]').first().waitFor({ timeout: 20_000 });
+}
+
+/** Draws a zigzag on a canvas with the mouse (pointer events as a real mouse makes them). */
+async function drawWithMouse(page: Page, selector: string): Promise<void> {
+  const box = (await page.locator(selector).boundingBox())!;
+  const y = box.y + box.height / 2;
+  await page.mouse.move(box.x + box.width * 0.15, y);
+  await page.mouse.down();
+  for (let i = 1; i <= 8; i++) {
+    await page.mouse.move(box.x + box.width * (0.15 + i * 0.08), y + (i % 2 ? -1 : 1) * box.height * 0.25, { steps: 4 });
+  }
+  await page.mouse.up();
+}
+
+/** Draws a stroke with a finger (touch events through the DevTools protocol, as a touch screen sends them). */
+async function drawWithTouch(page: Page, selector: string): Promise<void> {
+  const box = (await page.locator(selector).boundingBox())!;
+  const session = await page.context().newCDPSession(page);
+  const point = (i: number) => ({ x: box.x + box.width * (0.1 + i * 0.07), y: box.y + box.height * (0.5 + (i % 2 ? -0.2 : 0.2)) });
+  await session.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [point(0)] });
+  for (let i = 1; i <= 10; i++) await session.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [point(i)] });
+  // The finger rests before lifting, as fingers do: a fast release makes Chromium start a fling,
+  // and a tap that lands while it runs only stops the fling (no click).
+  for (let i = 0; i < 5; i++) await session.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [{ ...point(10), y: point(10).y + (i % 2) * 0.1 }] });
+  await session.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
+  await session.detach();
+}
+
+async function download(url: string, name: string): Promise<{ file: string; bytes: Buffer }> {
+  const bytes = Buffer.from(await (await fetch(url)).arrayBuffer());
+  const file = path.join(tmp, name);
+  fs.writeFileSync(file, bytes);
+  return { file, bytes };
+}
+const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
+const pdftotext = (file: string, page: number) => execFileSync('pdftotext', ['-f', String(page), '-l', String(page), file, '-']).toString();
+const pdfsig = (file: string) => {
+  try {
+    return execFileSync('pdfsig', [file]).toString();
+  } catch (error) {
+    return String((error as { stdout?: Buffer }).stdout ?? error);
+  }
+};
+
+/** A one-document template from the sample PDF with the given fields (areas in points, page 1-based). */
+async function createTemplate(name: string, fields: unknown[], file = 'docuseal-sample-document.pdf'): Promise<number> {
+  const { status, json } = await api('POST', '/templates/pdf', { name, documents: [{ name, file: base64(fixturePdf(file)) }], fields });
+  expect(status, JSON.stringify(json)).toBe(200);
+  return json.id;
+}
+
+/** A submission for one signer (no email); returns the submitter as the API shows it. */
+async function createSubmission(templateId: number, submitter: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+  const { status, json } = await api('POST', '/submissions', {
+    template_id: templateId,
+    send_email: false,
+    submitters: [{ role: 'Signer', email: `signer-${Date.now()}-${Math.random().toString(36).slice(2)}@example.test`, ...submitter }],
+    ...extra,
+  });
+  expect(status, JSON.stringify(json)).toBe(200);
+  return json[0] as { id: number; slug: string; submission_id: number; embed_src: string };
+}
+
+beforeAll(async () => {
+  smtp = await startSmtpServer();
+  t = await startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>' } });
+  alice = await t.createAccount({ name: 'Acme Ltd', email: 'alice@signing-page.test' });
+  browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true });
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await t?.close();
+  await smtp?.close();
+  fs.rmSync(tmp, { recursive: true, force: true });
+});
+
+describe('the main job in a browser', () => {
+  it('two signers in order sign two real PDFs; the final documents are filled, signed and audited', async () => {
+    // Two templates from two real PDFs with the same two roles, merged into one.
+    const sampleId = await createTemplate('Sample', [
+      { name: 'Full Name', role: 'Client', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] },
+      { name: 'Client Signature', type: 'signature', role: 'Client', areas: [{ x: 60, y: 170, w: 200, h: 60, page: 1 }] },
+      { name: 'Manager Name', role: 'Manager', areas: [{ x: 320, y: 120, w: 220, h: 24, page: 1 }] },
+    ]);
+    const formId = await createTemplate(
+      'Form',
+      [
+        { name: 'Company', role: 'Client', areas: [{ x: 60, y: 40, w: 240, h: 22, page: 1 }] },
+        { name: 'Manager Title', role: 'Manager', areas: [{ x: 60, y: 40, w: 240, h: 22, page: 2 }] },
+        { name: 'Manager Signature', type: 'signature', role: 'Manager', areas: [{ x: 320, y: 40, w: 200, h: 50, page: 2 }] },
+      ],
+      'pdfjs-form_two_pages.pdf',
+    );
+    const merged = await api('POST', '/templates/merge', { template_ids: [sampleId, formId], name: 'Contract pack' });
+    expect(merged.status, JSON.stringify(merged.json)).toBe(200);
+    const templateId = merged.json.id;
+    expect(merged.json.documents).toHaveLength(2);
+    const template = (await api('GET', `/templates/${templateId}`)).json;
+
+    const created = await api('POST', '/submissions', {
+      template_id: templateId,
+      order: 'preserved',
+      submitters: [
+        { role: 'Client', email: 'chloe@client.test', name: 'Chloé Durand' },
+        { role: 'Manager', email: 'max@manager.test', name: 'Max Müller' },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    const [client, manager] = created.json;
+    const submissionId = client.submission_id;
+
+    // Only the first party is emailed.
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+    expect(mailsTo('chloe@client.test')).toHaveLength(1);
+    expect(mailsTo('max@manager.test')).toHaveLength(0);
+    const clientLink = linkIn(mailsTo('chloe@client.test')[0]!.parsed.text ?? '');
+    expect(clientLink).toBe(client.embed_src);
+
+    // The second party's link, opened early, says whom it waits for and cannot complete.
+    {
+      const { page } = await openBrowserPage();
+      await page.goto(manager.embed_src);
+      await waitForForm(page);
+      await expect.poll(() => page.locator('.notice.waiting').textContent()).toBe('Waiting for Client to complete the form.');
+      expect(await page.locator('#complete-button').isDisabled()).toBe(true);
+    }
+
+    // The first party fills in the page opened from the email.
+    {
+      const { page } = await openBrowserPage();
+      await page.goto(clientLink!);
+      await waitForForm(page);
+      await expect.poll(() => page.locator('.page').count()).toBe(3);
+      await page.getByRole('textbox', { name: 'Full Name (required)' }).fill('Chloé Durand');
+      await page.getByRole('textbox', { name: 'Company (required)' }).fill('Durand Consulting SARL');
+      await page.getByRole('button', { name: 'Client Signature (required)' }).click();
+      const dialog = page.locator('dialog.signature-dialog');
+      await dialog.waitFor();
+      await drawWithMouse(page, 'dialog.signature-dialog canvas.signature-canvas');
+      await dialog.getByRole('button', { name: 'Apply signature' }).click();
+      await page.locator('.type-signature button img').waitFor();
+      await page.locator('#complete-button').click();
+      await page.getByText('Thank you! You have completed the form.').waitFor();
+      // The document is not complete yet: the page says the copies come later.
+      await page.getByText('once every party has signed').waitFor();
+    }
+
+    // Now, and only now, the second party is emailed.
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+    expect(mailsTo('max@manager.test')).toHaveLength(1);
+    expect(mailsTo('chloe@client.test')).toHaveLength(1);
+    const managerLink = linkIn(mailsTo('max@manager.test')[0]!.parsed.text ?? '');
+    expect(managerLink).toBe(manager.embed_src);
+
+    {
+      const { page } = await openBrowserPage();
+      await page.goto(managerLink!);
+      await waitForForm(page);
+      await expect.poll(() => page.locator('.notice.waiting').isHidden()).toBe(true);
+      // The client's values are shown, read-only.
+      await expect.poll(() => page.locator('.field.other[data-field-name="Full Name"]').textContent()).toContain('Chloé Durand');
+      await expect.poll(() => page.locator('.field.other[data-field-name="Client Signature"] img').count()).toBe(1);
+      await page.getByRole('textbox', { name: 'Manager Name (required)' }).fill('Max Müller');
+      await page.getByRole('textbox', { name: 'Manager Title (required)' }).fill('Head of Procurement');
+      await page.getByRole('button', { name: 'Manager Signature (required)' }).click();
+      const dialog = page.locator('dialog.signature-dialog');
+      await dialog.getByRole('tab', { name: 'Type' }).click();
+      await dialog.getByLabel('Type your name').fill('Max Müller');
+      await dialog.getByRole('button', { name: 'Apply signature' }).click();
+      await page.locator('.type-signature.own button img').waitFor();
+      await page.locator('#complete-button').click();
+      await page.getByText('Thank you! You have completed the form.').waitFor();
+      // The page polls until the completion job has produced the signed copies.
+      await expect.poll(() => page.locator('a.download-link').count(), { timeout: 60_000 }).toBe(2);
+      const href = await page.locator('a.download-link').first().getAttribute('href');
+      expect(href).toMatch(/^\/file\//);
+    }
+
+    await t.app.jobs.waitForIdle({ timeoutMs: 60_000 });
+    const done = (await api('GET', `/submissions/${submissionId}`)).json;
+    expect(done.status).toBe('completed');
+    expect(done.documents.map((d: { name: string }) => d.name)).toEqual(['Sample', 'Form']);
+
+    const sample = await download(done.documents[0].url, 'sample.pdf');
+    const form = await download(done.documents[1].url, 'form.pdf');
+    expect(pdftotext(sample.file, 1)).toContain('Chloé Durand');
+    expect(pdftotext(sample.file, 1)).toContain('Max Müller');
+    expect(pdftotext(form.file, 1)).toContain('Durand Consulting SARL');
+    expect(pdftotext(form.file, 1)).not.toContain('Head of Procurement');
+    expect(pdftotext(form.file, 2)).toContain('Head of Procurement');
+    for (const file of [sample.file, form.file]) {
+      const verdict = pdfsig(file);
+      expect(verdict).toContain('Signature is Valid');
+      expect(verdict).toContain('Total document signed');
+    }
+
+    // The audit log: signed, and its hashes are those of the original and the final files.
+    const log = await download(done.audit_log_url, 'audit.pdf');
+    expect(pdfsig(log.file)).toContain('Signature is Valid');
+    const logText = execFileSync('pdftotext', [log.file, '-']).toString().replace(/\s/g, '');
+    for (const final of [sample, form]) expect(logText).toContain(sha256(final.bytes));
+    for (const document of template.documents as { url: string }[]) {
+      const original = await download(document.url, 'original.pdf');
+      expect(logText).toContain(sha256(original.bytes));
+    }
+  }, 180_000);
+});
+
+/** A PNG with some ink, made by the browser (a screenshot of text). */
+async function inkPng(text: string): Promise<Buffer> {
+  const page = await browser.newPage();
+  await page.setContent(`<p style="margin:0;padding:8px;font:40px serif;display:inline-block">${text}</p>`);
+  const png = await page.locator('p').screenshot({ omitBackground: true });
+  await page.close();
+  return png;
+}
+
+/** The signer's saved values by field name (the database row, keyed by field uuid). */
+async function savedValues(submitterId: number): Promise<Record<string, unknown>> {
+  const submitter = await t.db.submitter.findUniqueOrThrow({ where: { id: submitterId }, include: { submission: true } });
+  const fields = submitter.submission.templateFields as { uuid: string; name: string }[];
+  const values = submitter.values as Record<string, unknown>;
+  return Object.fromEntries(fields.filter((f) => f.uuid in values).map((f) => [f.name, values[f.uuid]]));
+}
+
+describe('filling the form', () => {
+  let templateId: number;
+  beforeAll(async () => {
+    templateId = await createTemplate('Order', [
+      { name: 'Name', role: 'Signer', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] },
+      { name: 'Agree', type: 'checkbox', role: 'Signer', areas: [{ x: 320, y: 120, w: 18, h: 18, page: 1 }] },
+      { name: 'Size', type: 'select', role: 'Signer', options: ['S', 'M', 'L'], areas: [{ x: 360, y: 120, w: 80, h: 24, page: 1 }] },
+      { name: 'ZIP', role: 'Signer', validation: { pattern: '[0-9]{5}', message: 'Enter the 5-digit ZIP code' }, areas: [{ x: 60, y: 160, w: 100, h: 24, page: 1 }] },
+      { name: 'Phone', type: 'phone', role: 'Signer', required: false, areas: [{ x: 180, y: 160, w: 160, h: 24, page: 1 }] },
+      { name: 'Signature', type: 'signature', role: 'Signer', areas: [{ x: 60, y: 200, w: 200, h: 60, page: 1 }] },
+    ]);
+  });
+
+  it('saves values as the signer goes: a reload resumes where they left off', async () => {
+    const submitter = await createSubmission(templateId, { name: 'Grace Hopper' });
+    const { page } = await openBrowserPage();
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    await page.getByRole('textbox', { name: 'Name (required)' }).fill('Grace Hopper');
+    await page.getByRole('checkbox', { name: 'Agree (required)' }).check();
+    await page.getByRole('combobox', { name: 'Size (required)' }).selectOption('M');
+    await page.getByRole('button', { name: 'Signature (required)' }).click();
+    await drawWithMouse(page, 'dialog.signature-dialog canvas.signature-canvas');
+    await page.getByRole('button', { name: 'Apply signature' }).click();
+    await page.locator('.type-signature button img').waitFor();
+    await expect.poll(() => page.locator('.status').textContent()).toBe('All changes saved.');
+    expect(await savedValues(submitter.id)).toMatchObject({ Name: 'Grace Hopper', Agree: true, Size: 'M', Signature: expect.any(String) });
+
+    await page.reload();
+    await waitForForm(page);
+    expect(await page.getByRole('textbox', { name: 'Name (required)' }).inputValue()).toBe('Grace Hopper');
+    expect(await page.getByRole('checkbox', { name: 'Agree (required)' }).isChecked()).toBe(true);
+    expect(await page.getByRole('combobox', { name: 'Size (required)' }).inputValue()).toBe('M');
+    await page.locator('.type-signature button img').waitFor();
+    expect(await page.locator('.progress').textContent()).toBe('4 of 5 required fields filled');
+    // Nothing completed by saving.
+    expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toBeNull();
+  });
+
+  it('checks the pattern in the page: the message is shown at the field and nothing completes', async () => {
+    const submitter = await createSubmission(templateId);
+    const { page } = await openBrowserPage();
+    const completions: string[] = [];
+    page.on('request', (request) => {
+      if (request.url().endsWith('/graphql') && (request.postData() ?? '').includes('completeSigningForm')) completions.push(request.url());
+    });
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    await page.getByRole('textbox', { name: 'Name (required)' }).fill('Alan Turing');
+    await page.getByRole('checkbox', { name: 'Agree (required)' }).check();
+    await page.getByRole('combobox', { name: 'Size (required)' }).selectOption('S');
+    const zip = page.getByRole('textbox', { name: 'ZIP (required)' });
+    await zip.fill('12a45');
+    await page.getByRole('button', { name: 'Signature (required)' }).click();
+    await page.getByRole('tab', { name: 'Type' }).click();
+    await page.getByLabel('Type your name').fill('Alan Turing');
+    await page.getByRole('button', { name: 'Apply signature' }).click();
+    await page.locator('.type-signature button img').waitFor();
+
+    await page.locator('#complete-button').click();
+    const error = page.locator(`#${await zip.getAttribute('aria-describedby')}`);
+    await expect.poll(() => error.textContent()).toBe('Enter the 5-digit ZIP code');
+    expect(await error.isVisible()).toBe(true);
+    expect(await zip.getAttribute('aria-invalid')).toBe('true');
+    await expect.poll(() => zip.evaluate((el) => el === document.activeElement)).toBe(true);
+    expect(await page.locator('.alert').textContent()).toBe('Enter the 5-digit ZIP code');
+    expect(completions).toEqual([]);
+    expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toBeNull();
+
+    // Corrected, the message goes away as the signer types, and the form completes.
+    await zip.fill('12345');
+    await expect.poll(() => error.isVisible()).toBe(false);
+    await page.locator('#complete-button').click();
+    await page.getByText('Thank you! You have completed the form.').waitFor();
+    expect(completions).toHaveLength(1);
+    expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toMatch(/Z$/);
+  });
+
+  it('shows the server’s refusal next to the field it names', async () => {
+    const submitter = await createSubmission(templateId);
+    const { page } = await openBrowserPage();
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    await page.getByRole('textbox', { name: 'Name (required)' }).fill('Ada');
+    await page.getByRole('checkbox', { name: 'Agree (required)' }).check();
+    await page.getByRole('combobox', { name: 'Size (required)' }).selectOption('L');
+    await page.getByRole('textbox', { name: 'ZIP (required)' }).fill('54321');
+    // E.164 in shape, but no such number: the browser lets it through, the server does not.
+    const phone = page.getByRole('textbox', { name: 'Phone' });
+    await phone.fill('+1 000 000 0000');
+    await page.getByRole('button', { name: 'Signature (required)' }).click();
+    await page.getByRole('tab', { name: 'Type' }).click();
+    await page.getByLabel('Type your name').fill('Ada');
+    await page.getByRole('button', { name: 'Apply signature' }).click();
+    await page.locator('.type-signature button img').waitFor();
+    await page.locator('#complete-button').click();
+    const error = page.locator(`#${(await phone.getAttribute('aria-describedby'))!.split(' ').at(-1)}`);
+    await expect.poll(() => error.textContent()).toMatch(/^Phone is invalid/);
+    expect(await phone.getAttribute('aria-invalid')).toBe('true');
+    expect(await phone.inputValue()).toBe('+10000000000');
+    expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toBeNull();
+  });
+
+  it('declines with a reason', async () => {
+    const submitter = await createSubmission(templateId);
+    const { page } = await openBrowserPage();
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    await page.locator('#decline-button').click();
+    const dialog = page.locator('dialog.decline-dialog');
+    await dialog.getByRole('button', { name: 'Decline' }).click();
+    await dialog.getByText('Please give a reason.').waitFor();
+    await dialog.getByLabel('Reason').fill('The price is wrong.');
+    await dialog.getByRole('button', { name: 'Decline' }).click();
+    await page.getByRole('heading', { name: 'Form has been declined.' }).waitFor();
+    expect(await page.locator('main input, main select, main textarea, main button').count()).toBe(0);
+    const row = await t.db.submitter.findUniqueOrThrow({ where: { id: submitter.id } });
+    expect(row.declinedAt).not.toBeNull();
+    expect(row.declineReason).toBe('The price is wrong.');
+    expect((await api('GET', `/submitters/${submitter.id}`)).json.status).toBe('declined');
+  });
+});
+
+describe('forms that are not open, and unknown links', () => {
+  let templateId: number;
+  beforeAll(async () => {
+    templateId = await createTemplate('Closed', [{ name: 'Name', role: 'Signer', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] }]);
+  });
+
+  it('an archived submission shows DocuSeal’s message and no inputs', async () => {
+    const submitter = await createSubmission(templateId);
+    expect((await api('DELETE', `/submissions/${submitter.submission_id}`)).status).toBe(200);
+    const { page } = await openBrowserPage();
+    await page.goto(submitter.embed_src);
+    await page.getByRole('heading', { name: 'Form has been archived.' }).waitFor();
+    expect(await page.locator('main input, main select, main textarea, main button').count()).toBe(0);
+  });
+
+  it('a completed form says so and offers the signed copies', async () => {
+    const submitter = await createSubmission(templateId, { completed: true, values: { Name: 'Done Already' } });
+    const { page } = await openBrowserPage();
+    await page.goto(submitter.embed_src);
+    await page.getByRole('heading', { name: 'Form has been completed already.' }).waitFor();
+    expect(await page.locator('main input, main select, main textarea').count()).toBe(0);
+    await expect.poll(() => page.locator('a.download-link').count(), { timeout: 60_000 }).toBe(1);
+    const href = (await page.locator('a.download-link').getAttribute('href'))!;
+    const response = await page.request.get(new URL(href, t.url).href);
+    expect(response.headers()['content-type']).toBe('application/pdf');
+  });
+
+  it('an unknown slug gets the 404 page', async () => {
+    const response = await fetch(`${t.url}/s/NoSuchSlug123`);
+    expect(response.status).toBe(404);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    const { page } = await openBrowserPage();
+    await page.goto(`${t.url}/s/NoSuchSlug123`);
+    await page.getByRole('heading', { name: 'Form not found' }).waitFor();
+  });
+});
+
+describe('every field type', () => {
+  it('offers the right input for each type and completes with their values', async () => {
+    const templateId = await createTemplate('All types', [
+      { name: 'Name', areas: [{ x: 60, y: 60, w: 220, h: 22, page: 1 }] },
+      { name: 'Age', type: 'number', areas: [{ x: 300, y: 60, w: 60, h: 22, page: 1 }] },
+      { name: 'Signed on', type: 'date', default_value: '{{date}}', areas: [{ x: 380, y: 60, w: 120, h: 22, page: 1 }] },
+      { name: 'Agree', type: 'checkbox', areas: [{ x: 60, y: 100, w: 18, h: 18, page: 1 }] },
+      { name: 'Color', type: 'radio', options: ['Red', 'Blue'], areas: [{ x: 100, y: 100, w: 16, h: 16, page: 1, option: 'Red' }, { x: 130, y: 100, w: 16, h: 16, page: 1, option: 'Blue' }] },
+      { name: 'Size', type: 'select', options: ['S', 'M', 'L'], areas: [{ x: 160, y: 100, w: 80, h: 22, page: 1 }] },
+      { name: 'Toppings', type: 'multiple', options: ['Ham', 'Egg', 'Cheese'], areas: [{ x: 260, y: 100, w: 140, h: 22, page: 1 }] },
+      { name: 'Code', type: 'cells', areas: [{ x: 60, y: 140, w: 160, h: 24, page: 1 }] },
+      { name: 'Phone', type: 'phone', areas: [{ x: 240, y: 140, w: 160, h: 22, page: 1 }] },
+      { name: 'Photo', type: 'image', areas: [{ x: 60, y: 180, w: 120, h: 80, page: 1 }] },
+      { name: 'Attachments', type: 'file', areas: [{ x: 200, y: 180, w: 160, h: 30, page: 1 }] },
+      { name: 'Stamp', type: 'stamp', required: false, areas: [{ x: 380, y: 180, w: 120, h: 60, page: 1 }] },
+      { name: 'Fee', type: 'payment', required: false, preferences: { price: 10, currency: 'EUR' }, areas: [{ x: 60, y: 280, w: 200, h: 40, page: 1 }] },
+      { name: 'Initials', type: 'initials', areas: [{ x: 300, y: 280, w: 60, h: 30, page: 1 }] },
+      { name: 'Signature', type: 'signature', areas: [{ x: 60, y: 340, w: 200, h: 60, page: 1 }] },
+      { name: 'Reference', readonly: true, default_value: 'REF-42', areas: [{ x: 300, y: 340, w: 120, h: 22, page: 1 }] },
+    ]);
+    const submitter = await createSubmission(templateId, { role: 'First Party', name: 'Ada Lovelace' });
+    const { page } = await openBrowserPage();
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    const field = (name: string) => page.locator(`.field.own[data-field-name="${name}"]`).first();
+
+    await page.getByRole('textbox', { name: 'Name (required)' }).fill('Ada Lovelace');
+    const age = page.getByRole('spinbutton', { name: 'Age (required)' });
+    await age.fill('36');
+    // {{date}}: today, in a native date input the signer may change.
+    const date = field('Signed on').locator('input[type="date"]');
+    const today = await page.evaluate(() => {
+      const d = new Date();
+      return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
+    });
+    expect(await date.inputValue()).toBe(today);
+    await page.getByRole('checkbox', { name: 'Agree (required)' }).check();
+    await page.getByRole('radio', { name: 'Color: Blue' }).check();
+    await page.getByRole('combobox', { name: 'Size (required)' }).selectOption('L');
+    await page.getByRole('button', { name: 'Toppings (required)' }).click();
+    await page.getByRole('checkbox', { name: 'Cheese' }).check();
+    await page.getByRole('checkbox', { name: 'Ham' }).check();
+    await page.getByRole('button', { name: 'Done' }).click();
+    expect(await field('Toppings').textContent()).toContain('Ham, Cheese');
+    await page.getByRole('textbox', { name: 'Code (required)' }).fill('AB12');
+    const phone = page.getByRole('textbox', { name: 'Phone (required)' });
+    await phone.fill('+44 20 7946 0958');
+    await phone.blur();
+    expect(await phone.inputValue()).toBe('+442079460958');
+
+    // Uploads: a dangerous extension is refused by the server, with its message at the field.
+    await field('Attachments').locator('input[type="file"]').setInputFiles({ name: 'setup.exe', mimeType: 'application/octet-stream', buffer: Buffer.from('MZ') });
+    await expect.poll(() => page.locator('.field-error:not([hidden])').allTextContents()).toContain("File type '.exe' is not allowed.");
+    await field('Attachments').locator('input[type="file"]').setInputFiles([
+      { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') },
+      { name: 'more.txt', mimeType: 'text/plain', buffer: Buffer.from('world') },
+    ]);
+    await expect.poll(() => field('Attachments').textContent()).toBe('notes.txt, more.txt');
+    await field('Photo').locator('input[type="file"]').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: await inkPng('Photo') });
+    await field('Photo').locator('img').waitFor();
+
+    // Initials typed (suggested from the name), signature uploaded as an image.
+    await page.getByRole('button', { name: 'Initials (required)' }).click();
+    expect(await page.getByLabel('Type your initials').inputValue()).toBe('AL');
+    await page.getByRole('tab', { name: 'Type' }).click();
+    await page.getByRole('button', { name: 'Apply initials' }).click();
+    await field('Initials').locator('img').waitFor();
+    await page.getByRole('button', { name: 'Signature (required)' }).click();
+    await page.getByRole('tab', { name: 'Upload' }).click();
+    await page.locator('dialog.signature-dialog input[type="file"]').setInputFiles({ name: 'sig.png', mimeType: 'image/png', buffer: await inkPng('Ada L.') });
+    await page.getByRole('button', { name: 'Apply signature' }).click();
+    await field('Signature').locator('img').waitFor();
+
+    // Display-only: the stamp, the payment note, the readonly prefilled value.
+    expect(await field('Stamp').locator('input, button, select, textarea').count()).toBe(0);
+    expect(await field('Fee').textContent()).toContain('Payments are not configured');
+    expect(await page.locator('.field[data-field-name="Reference"]').textContent()).toContain('REF-42');
+    expect(await page.locator('.field[data-field-name="Reference"] input').count()).toBe(0);
+
+    await page.locator('#complete-button').click();
+    await page.getByText('Thank you! You have completed the form.').waitFor();
+    const values = await savedValues(submitter.id);
+    expect(values).toMatchObject({
+      Name: 'Ada Lovelace',
+      Age: 36,
+      'Signed on': today,
+      Agree: true,
+      Color: 'Blue',
+      Size: 'L',
+      Toppings: ['Ham', 'Cheese'],
+      Code: 'AB12',
+      Phone: '+442079460958',
+      Photo: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      Initials: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      Signature: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+    expect(values.Attachments).toHaveLength(2);
+    expect(values).not.toHaveProperty('Fee');
+  });
+
+  it('a required payment field cannot be completed, and the page says why', async () => {
+    const templateId = await createTemplate('Pay', [
+      { name: 'Name', areas: [{ x: 60, y: 60, w: 220, h: 22, page: 1 }] },
+      { name: 'Deposit', type: 'payment', preferences: { price: 50, currency: 'USD' }, areas: [{ x: 60, y: 100, w: 200, h: 40, page: 1 }] },
+    ]);
+    const submitter = await createSubmission(templateId, { role: 'First Party' });
+    const { page } = await openBrowserPage();
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    await page.getByRole('textbox', { name: 'Name (required)' }).fill('Payer');
+    await page.locator('#complete-button').click();
+    await expect.poll(() => page.locator('.alert').textContent()).toContain('Payments are not configured');
+    expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toBeNull();
+  });
+});
+
+describe('devices and embedding', () => {
+  let templateId: number;
+  beforeAll(async () => {
+    templateId = await createTemplate('Device', [
+      { name: 'Name', role: 'Signer', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] },
+      { name: 'Signature', type: 'signature', role: 'Signer', areas: [{ x: 60, y: 170, w: 200, h: 60, page: 1 }] },
+    ]);
+  });
+
+  it('a phone-sized touch screen: the page fits the width and is signed with a finger', async () => {
+    const submitter = await createSubmission(templateId);
+    const { page } = await openBrowserPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    // Nothing wider than the screen; the fields keep their place on the scaled page.
+    expect(await page.evaluate(() => document.documentElement.scrollWidth)).toBeLessThanOrEqual(390);
+    const pageBox = (await page.locator('.page').first().boundingBox())!;
+    const nameBox = (await page.locator('.field[data-field-name="Name"]').boundingBox())!;
+    expect(pageBox.width).toBeLessThanOrEqual(390);
+    expect(nameBox.width / pageBox.width).toBeCloseTo(240 / 595, 2);
+    expect((nameBox.x - pageBox.x) / pageBox.width).toBeCloseTo(60 / 595, 2);
+
+    await page.getByRole('textbox', { name: 'Name (required)' }).tap();
+    await page.keyboard.type('Mobile Signer');
+    await page.getByRole('button', { name: 'Signature (required)' }).tap();
+    await drawWithTouch(page, 'dialog.signature-dialog canvas.signature-canvas');
+    await page.getByRole('button', { name: 'Apply signature' }).tap();
+    await page.locator('.type-signature button img').waitFor();
+    await page.locator('#complete-button').tap();
+    await page.getByText('Thank you! You have completed the form.').waitFor();
+    expect(await savedValues(submitter.id)).toMatchObject({ Name: 'Mobile Signer', Signature: expect.any(String) });
+  });
+
+  it('embedded in an iframe on another origin, the form loads and completes', async () => {
+    const submitter = await createSubmission(templateId, {}, { completed_redirect_url: undefined });
+    const headers = (await fetch(submitter.embed_src)).headers;
+    expect(headers.get('x-frame-options')).toBeNull();
+    expect(headers.get('content-security-policy')).not.toMatch(/frame-ancestors/);
+    const host: Server = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html' });
+      response.end(`<!doctype html><title>Partner site</title><h1>Partner</h1><iframe src="${submitter.embed_src}" width="900" height="800"></iframe>`);
+    });
+    await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
+    try {
+      const embedding = `http://localhost:${(host.address() as AddressInfo).port}`;
+      expect(new URL(embedding).origin).not.toBe(new URL(t.url).origin);
+      extraOrigins = [embedding];
+      const { page } = await openBrowserPage();
+      await page.goto(`${embedding}/`);
+      const frame = page.frameLocator('iframe');
+      await frame.locator('.page[data-rendered="true"]').first().waitFor({ timeout: 20_000 });
+      await frame.getByRole('textbox', { name: 'Name (required)' }).fill('Framed Signer');
+      await frame.getByRole('button', { name: 'Signature (required)' }).click();
+      await frame.getByRole('tab', { name: 'Type' }).click();
+      await frame.getByLabel('Type your name').fill('Framed Signer');
+      await frame.getByRole('button', { name: 'Apply signature' }).click();
+      await frame.locator('.type-signature button img').waitFor();
+      await frame.locator('#complete-button').click();
+      await frame.getByText('Thank you! You have completed the form.').waitFor();
+      expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toMatch(/Z$/);
+    } finally {
+      host.close();
+    }
+  });
+
+  it('after completing, goes to completed_redirect_url when it is set', async () => {
+    const target = createServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/html' });
+      response.end('<!doctype html><title>Thanks</title><h1>Back at the partner</h1>');
+    });
+    await new Promise<void>((resolve) => target.listen(0, '127.0.0.1', resolve));
+    try {
+      const redirect = `http://localhost:${(target.address() as AddressInfo).port}/thanks`;
+      extraOrigins = [new URL(redirect).origin];
+      const submitter = await createSubmission(templateId, {}, { completed_redirect_url: redirect });
+      const { page } = await openBrowserPage();
+      await page.goto(submitter.embed_src);
+      await waitForForm(page);
+      await page.getByRole('textbox', { name: 'Name (required)' }).fill('Redirected Signer');
+      await page.getByRole('button', { name: 'Signature (required)' }).click();
+      await page.getByRole('tab', { name: 'Type' }).click();
+      await page.getByLabel('Type your name').fill('Redirected Signer');
+      await page.getByRole('button', { name: 'Apply signature' }).click();
+      await page.locator('.type-signature button img').waitFor();
+      await page.locator('#complete-button').click();
+      await page.waitForURL(redirect);
+      await page.getByRole('heading', { name: 'Back at the partner' }).waitFor();
+    } finally {
+      target.close();
+    }
+  });
+});
