@@ -174,6 +174,23 @@ describe('formEvents over graphql-ws', () => {
     await closeAll(bySubmission, byTemplate, both);
     await listening(alice, 0);
   });
+  it('gives identical subscriptions (one shared execution per event) and other selections each their own result', async () => {
+    const c = client(alice.apiKey);
+    const SMALL = 'subscription ($id: Int) { formEvents(submissionId: $id) { eventType submitter { id } } }';
+    const first = subscribeWs(c, SMALL, { id: S3[0]!.submission_id });
+    const second = subscribeWs(client(alice.apiKey), SMALL, { id: S3[0]!.submission_id });
+    const overSse = (await subscribeSse(t.url, alice.apiKey, SMALL, { id: S3[0]!.submission_id })).feed;
+    const full = subscribeWs(c, FORM_EVENTS, { submissionId: S3[0]!.submission_id });
+    await listening(alice, 4);
+    await emit(alice, 'form.started', S3[0]!.id);
+    const small = { formEvents: { eventType: 'form.started', submitter: { id: S3[0]!.id } } };
+    expect(await first.nextData()).toEqual(small);
+    expect(await second.nextData()).toEqual(small);
+    expect(await overSse.nextData()).toEqual(small);
+    expect((await full.nextData()).formEvents).toMatchObject({ eventType: 'form.started', submitter: { email: 'client-s3@example.test' }, submission: { id: S3[0]!.submission_id } });
+    await closeAll(first, second, overSse, full);
+    await listening(alice, 0);
+  });
 });
 
 describe('submissionUpdated', () => {

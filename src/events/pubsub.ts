@@ -52,6 +52,18 @@ export interface LiveEvent {
  */
 export const ACCOUNT_EVENTS_TOPIC = 'account-events';
 
+/** The event objects delivered to subscriptions: one object per published event and instance. */
+const delivered = new WeakSet<object>();
+
+/**
+ * Whether `value` is a LiveEvent object as delivered to this instance's subscriptions (every
+ * subscriber of the account gets this same object), so results computed from it may be shared
+ * (src/graphql/shared-subscription-results.ts).
+ */
+export function isLiveEvent(value: unknown): value is LiveEvent {
+  return typeof value === 'object' && value !== null && delivered.has(value);
+}
+
 /** Events a subscriber may lag behind before the oldest are dropped. */
 export const SUBSCRIBER_BUFFER = 1000;
 
@@ -151,7 +163,9 @@ export async function createLiveEvents(options: {
           // The topic is the account's; checked again so that no other account's event can pass.
           // push() never throws: the sliding buffer drops the oldest event instead.
           const live = event.detail;
-          if (live?.accountId === accountId && (!keep || keep(live))) void push(live);
+          if (live?.accountId !== accountId || (keep && !keep(live))) return;
+          delivered.add(live);
+          void push(live);
         };
         target.addEventListener(topic, listener);
         void stop.then(() => {

@@ -10,6 +10,8 @@ import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import type { ContextFactory, GraphQLContext } from './context.ts';
 import { createMaskError } from './errors.ts';
+import { isLiveEvent } from '../events/pubsub.ts';
+import { useSharedSubscriptionResults } from './shared-subscription-results.ts';
 
 export interface GraphQLServer {
   yoga: YogaServerInstance<YogaServerContext, GraphQLContext>;
@@ -57,6 +59,13 @@ export function createGraphQLServer(options: {
           : logger.error(args.map(String).join(' ')),
     },
     maskedErrors: { maskError: createMaskError() },
+    // One execution per live event and operation for all of a caller's identical subscriptions.
+    plugins: [
+      useSharedSubscriptionResults<GraphQLContext>({
+        isShared: isLiveEvent,
+        callerKey: (ctx) => (ctx.viewer ? `${ctx.viewer.account.id}:${ctx.viewer.user.id}` : undefined),
+      }),
+    ],
     context: async (initial) => {
       const upgrade = initial.upgradeRequest;
       return options.contextFactory({
