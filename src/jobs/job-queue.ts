@@ -186,7 +186,7 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         ...(options.lockLifetimeMs ? { defaultLockLifetime: options.lockLifetimeMs } : {}),
       });
       agenda.on('error', (error: Error) => logger.error({ err: error }, 'jobs: queue error'));
-      for (const [name, definition] of definitions) register(agenda, name, definition);
+      for (const [name, definition] of definitions) register(agenda, store, name, definition);
       await agenda.ready;
       return { agenda, store };
     })();
@@ -197,14 +197,14 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
     return connection;
   };
 
-  const register = (agenda: Agenda, name: string, { handler, options: defined }: Definition) => {
+  const register = (agenda: Agenda, store: JobStore, name: string, { handler, options: defined }: Definition) => {
     const retry = defined.retry;
     agenda.define(
       name,
       async (job: Job<StoredData>) => {
         const attempt = job.attrs.failCount ?? 0;
         const id = String(job.attrs._id);
-        const keepAlive = startKeepAlive(job, lockLifetimeMs, (error) => logger.warn({ err: error, job: name, jobId: id }, 'jobs: could not renew a lock'));
+        const keepAlive = startKeepAlive(() => store.renewLock(job), lockLifetimeMs, (error) => logger.warn({ err: error, job: name, jobId: id }, 'jobs: could not renew a lock'));
         keepAlives.set(job, keepAlive);
         try {
           await handler(job.attrs.data?.payload as never, { attempt, id });
@@ -237,15 +237,20 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       const definition: Definition = { handler: handler as JobHandler<never>, options: defineOptions };
       definitions.set(name, definition);
       // Already connected: register now too (a connection in progress registers every definition).
-      void connection?.then(({ agenda }) => register(agenda, name, definition)).catch(() => undefined);
+      void connection?.then(({ agenda, store }) => register(agenda, store, name, definition)).catch(() => undefined);
     },
 
     async enqueue(name, data, enqueueOptions = {}) {
       const at = enqueueOptions.at ?? new Date();
       if (!(at instanceof Date) || Number.isNaN(at.getTime())) throw new TypeError(`job ${name}: "at" is not a valid date`);
-      const { agenda } = await connect();
+      const { agenda, store } = await connect();
       const { uniqueKey } = enqueueOptions;
       const stored: StoredData = uniqueKey === undefined ? { payload: data } : { payload: data, uniqueKey };
+      // PostgreSQL: one statement (insert unless the key is stored, and NOTIFY); MongoDB: Agenda's save.
+      if (store.insertJobs) {
+        const [id] = await store.insertJobs([{ name, data: stored, nextRunAt: at }], instanceName);
+        return id!;
+      }
       const job = agenda.create(name, stored).schedule(at);
       if (uniqueKey !== undefined) job.unique({ 'data.uniqueKey': uniqueKey }, { insertOnly: true });
       try {
@@ -283,6 +288,7 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         const running = runningJobsOf(agenda);
         // Stops the scans and unlocks the jobs locked but not started; runs in progress go on.
         await agenda.stop(false);
+        await store.releaseLockedAhead();
         const timeoutMs = stopOptions.timeoutMs ?? options.stopTimeoutMs ?? DEFAULT_STOP_TIMEOUT_MS;
         const deadline = Date.now() + timeoutMs;
         while (running().length > 0 && Date.now() < deadline) await sleep(IDLE_POLL_MS);
@@ -351,15 +357,14 @@ interface KeepAlive {
 }
 
 /**
- * Renews a running job's lock (Agenda's touch(): locked_at = now) every third of the lock
- * lifetime, so that neither this instance (Agenda cancels a run whose lock expired) nor another
- * (which takes jobs whose lock expired) treats a long run as abandoned.
+ * Renews a running job's lock (`renew`: JobStore.renewLock, locked_at = now) every third of the
+ * lock lifetime, so that neither this instance (Agenda cancels a run whose lock expired) nor
+ * another (which takes jobs whose lock expired) treats a long run as abandoned.
  */
-function startKeepAlive(job: Job, lockLifetimeMs: number, onError: (error: unknown) => void): KeepAlive {
+function startKeepAlive(renew: () => Promise<void>, lockLifetimeMs: number, onError: (error: unknown) => void): KeepAlive {
   let inFlight: Promise<void> | undefined;
   const timer = setInterval(() => {
-    inFlight ??= job
-      .touch()
+    inFlight ??= renew()
       .catch(onError)
       .finally(() => {
         inFlight = undefined;

@@ -3,7 +3,8 @@
  * its own) or MongoDB (`JOBS_MONGODB_URL`). A store is opened and closed by src/jobs/job-queue.ts;
  * it hands Agenda a backend whose connection the store owns.
  */
-import type { AgendaBackend, JobRepository } from 'agenda';
+import { randomUUID } from 'node:crypto';
+import type { AgendaBackend, Job, JobParameters, JobRepository, NotificationChannel } from 'agenda';
 import { PostgresBackend, PostgresJobRepository } from '@agendajs/postgres-backend';
 import pg from 'pg';
 import type { BaseLogger } from 'pino';
@@ -21,8 +22,30 @@ export interface JobStore {
    * not counted.
    */
   countPending(withinMs: number): Promise<Map<string, number>>;
+  /**
+   * PostgreSQL: stores new jobs in one statement and announces each on Agenda's channel (the
+   * NOTIFY that makes a listening instance take it at once), without Agenda's look-up of the
+   * key first. A job whose (name, uniqueKey) is already stored is not inserted; its stored id
+   * is returned instead. MongoDB: absent (Agenda's own create and save are used).
+   * @returns the job ids, in the order given
+   */
+  insertJobs?(jobs: NewJob[], source: string): Promise<string[]>;
+  /** Renews the lock of a running job (locked_at = now); Agenda's Job.touch() otherwise. */
+  renewLock(job: Job): Promise<void>;
+  /**
+   * Unlocks the jobs this store locked ahead for Agenda (see openPostgresJobStore) and has not
+   * handed over yet; stop() calls it after Agenda stopped asking.
+   */
+  releaseLockedAhead(): Promise<void>;
   /** Closes the connection (pool or client). */
   close(): Promise<void>;
+}
+
+/** A job for JobStore.insertJobs: `data` as Agenda stores it ({payload, uniqueKey?}). */
+export interface NewJob {
+  name: string;
+  data: { payload: unknown; uniqueKey?: string };
+  nextRunAt: Date;
 }
 
 /** The PostgreSQL schema Agenda's table lives in: outside `public`, which Prisma's schema describes alone. */
@@ -88,9 +111,19 @@ export async function openPostgresJobStore(options: {
     throw error;
   }
 
+  // Agenda's channel name (its config is not in the NotificationChannel type).
+  const channelName = (inner.notificationChannel as { config?: { channelName?: string } } | undefined)?.config?.channelName;
+  const repository = new LockAheadRepository(pool);
   return {
-    backend: connectedBackend(inner),
-    repository: inner.repository,
+    backend: connectedBackend(inner, repository, inner.notificationChannel && quietChannel(inner.notificationChannel)),
+    repository,
+    insertJobs: (jobs, source) => insertJobs(pool, jobs, source, channelName),
+    renewLock: async (job) => {
+      const lockedAt = new Date();
+      job.attrs.lockedAt = lockedAt;
+      await pool.query({ name: 'signet_jobs_renew_lock', text: `UPDATE ${JOBS_TABLE} SET locked_at = $2 WHERE id = $1`, values: [String(job.attrs._id), lockedAt] });
+    },
+    releaseLockedAhead: () => repository.releaseLockedAhead(),
     async countPending(withinMs) {
       const result = await pool.query<{ name: string; n: number }>(
         `SELECT name, count(*)::int AS n FROM ${JOBS_TABLE}
@@ -128,8 +161,10 @@ export async function openMongoJobStore(options: { url: string }): Promise<JobSt
     throw error;
   }
   return {
-    backend: connectedBackend(inner),
+    backend: connectedBackend(inner, repository, inner.notificationChannel),
     repository,
+    renewLock: (job) => job.touch(),
+    releaseLockedAhead: async () => undefined,
     async countPending(withinMs) {
       const horizon = Date.now() + withinMs;
       const { jobs } = await repository.queryJobs({ includeDisabled: false });
@@ -150,11 +185,11 @@ export async function openMongoJobStore(options: { url: string }): Promise<JobSt
  * in its constructor without handling a failure (an unhandled rejection); connecting first,
  * where errors reach the caller, avoids that. The store closes the connection itself.
  */
-function connectedBackend(inner: AgendaBackend): AgendaBackend {
+function connectedBackend(inner: AgendaBackend, repository: JobRepository, notificationChannel: NotificationChannel | undefined): AgendaBackend {
   return {
     name: inner.name,
-    repository: inner.repository,
-    notificationChannel: inner.notificationChannel,
+    repository,
+    notificationChannel,
     logger: inner.logger,
     ownsConnection: false,
     connect: async () => undefined,
@@ -176,4 +211,209 @@ function withSearchPath(connectionString: string, schema: string): pg.PoolConfig
   if (!url || !existing) return { connectionString, options: searchPath };
   url.searchParams.delete('options');
   return { connectionString: url.toString(), options: `${existing} ${searchPath}` };
+}
+
+/**
+ * $1: the jobs as JSON ([{id, name, nextRunAt, data, notification}]), $2: this instance's name,
+ * $3: Agenda's channel. Columns as Agenda's own insert of a new job (PostgresJobRepository.saveJob:
+ * type normal, priority 0, not disabled, not forked). The key's unique index (UNIQUE_KEY_INDEX)
+ * is the conflict target, so a stored key inserts nothing and announces nothing.
+ */
+const INSERT_JOBS = `
+  WITH input AS (
+    SELECT (j->>'id')::uuid AS id, j->>'name' AS name, (j->>'nextRunAt')::timestamptz AS next_run_at, j->'data' AS data, j->>'notification' AS notification
+      FROM jsonb_array_elements($1::jsonb) j
+  ), inserted AS (
+    INSERT INTO ${JOBS_TABLE} (id, name, priority, next_run_at, type, data, disabled, fork, last_modified_by)
+    SELECT id, name, 0, next_run_at, 'normal', data, FALSE, FALSE, $2 FROM input
+    ON CONFLICT (name, (data->>'uniqueKey')) WHERE data ? 'uniqueKey' DO NOTHING
+    RETURNING id
+  )
+  SELECT inserted.id::text AS id, pg_notify($3, input.notification) IS NULL AS notified
+    FROM inserted JOIN input ON input.id = inserted.id`;
+
+/** $1: names, $2: unique keys (pairwise): the stored jobs holding those keys. */
+const FIND_BY_KEY = `
+  SELECT j.id::text AS id, j.name, j.data->>'uniqueKey' AS key
+    FROM ${JOBS_TABLE} j JOIN unnest($1::text[], $2::text[]) AS k(name, key) ON j.name = k.name AND j.data->>'uniqueKey' = k.key
+   WHERE j.data ? 'uniqueKey'`;
+
+/**
+ * JobStore.insertJobs on PostgreSQL: one statement inserts the jobs and NOTIFYs Agenda's channel
+ * for each one inserted, with the payload Agenda's own publish sends (PostgresNotificationChannel
+ * .serializeNotification), so every listening instance fills its queue at once. Job ids are made
+ * here (random UUIDs, as the table's default) so the notification can be written before the insert.
+ */
+async function insertJobs(pool: pg.Pool, jobs: NewJob[], source: string, channelName: string | undefined): Promise<string[]> {
+  if (jobs.length === 0) return [];
+  const timestamp = new Date().toISOString();
+  const rows = jobs.map((job) => {
+    const id = randomUUID();
+    const nextRunAt = job.nextRunAt.toISOString();
+    return {
+      id,
+      name: job.name,
+      nextRunAt,
+      data: job.data,
+      notification: JSON.stringify({ jobId: id, jobName: job.name, nextRunAt, priority: 0, timestamp, source }),
+    };
+  });
+  // With notifications off there is no channel: the scan finds the jobs (pg_notify to an unheard name is harmless).
+  const { rows: inserted } = await pool.query<{ id: string }>({
+    name: 'signet_jobs_insert',
+    text: INSERT_JOBS,
+    values: [JSON.stringify(rows), source, channelName ?? 'signet:jobs:unheard'],
+  });
+  const stored = new Set(inserted.map((r) => r.id));
+  const ids = rows.map((r) => (stored.has(r.id) ? r.id : undefined));
+  const missing = jobs.filter((_, i) => ids[i] === undefined);
+  if (missing.length === 0) return ids as string[];
+  // Keys already stored: their jobs' ids. A key whose job was inserted by a transaction that
+  // committed after this statement began is read now, by a new statement.
+  const { rows: existing } = await pool.query<{ id: string; name: string; key: string }>({
+    name: 'signet_jobs_find_by_key',
+    text: FIND_BY_KEY,
+    values: [missing.map((j) => j.name), missing.map((j) => j.data.uniqueKey ?? null)],
+  });
+  const byKey = new Map(existing.map((r) => [`${r.name}\u0000${r.key}`, r.id]));
+  return ids.map((id, i) => {
+    if (id !== undefined) return id;
+    const job = jobs[i]!;
+    const found = job.data.uniqueKey === undefined ? undefined : byKey.get(`${job.name}\u0000${job.data.uniqueKey}`);
+    if (!found) throw new Error(`jobs: job ${job.name} was neither inserted nor found by its key`);
+    return found;
+  });
+}
+
+/** Jobs locked per statement when Agenda asks for the next one (see LockAheadRepository). */
+const LOCK_AHEAD = 20;
+
+/**
+ * $1 lock time, $2 name, $3 next scan, $4 lock deadline, $5 this instance, $6 how many: the
+ * condition and order of PostgresJobRepository.getNextJobToRun, for up to $6 jobs at once.
+ */
+const LOCK_JOBS = `
+  UPDATE ${JOBS_TABLE} SET locked_at = $1, last_modified_by = $5
+   WHERE id IN (
+     SELECT id FROM ${JOBS_TABLE}
+      WHERE name = $2 AND disabled = FALSE AND ((locked_at IS NULL AND next_run_at <= $3) OR locked_at <= $4)
+      ORDER BY next_run_at ASC NULLS LAST, priority DESC
+      LIMIT $6
+      FOR UPDATE SKIP LOCKED)
+  RETURNING *`;
+
+/**
+ * Agenda's PostgreSQL repository with fewer statements per job (bench/submissions.ts, issue 4):
+ *
+ * - Agenda fills its queue by asking for the next job of a name, one locking UPDATE per job, until
+ *   one finds none. Here one UPDATE locks up to LOCK_AHEAD due jobs (same condition and order);
+ *   the first is returned and the others handed over on the next asks, and when fewer than
+ *   LOCK_AHEAD came back the ask after the last one answers "none" without a statement (Agenda
+ *   asks again at once, in the same fill, so no job committed meanwhile is missed: the next fill,
+ *   from its NOTIFY or the scan, looks). Jobs locked ahead but not handed over when Agenda stops
+ *   are unlocked by releaseLockedAhead().
+ * - Agenda saves a job's state when a run starts (the lock, last_run_at) and when it ends. The
+ *   start save is skipped: the row keeps its lock (taken by the UPDATE above), and the end save
+ *   writes every column the start save would have. Agenda saves with a lock held only at the
+ *   start of a run and from Job.touch(), which Signet does not call (JobStore.renewLock renews).
+ *   What changes: while a job runs, last_run_at and next_run_at show the previous run's values.
+ */
+class LockAheadRepository extends PostgresJobRepository {
+  readonly #pool: pg.Pool;
+  /** Per job name: jobs locked and not handed over yet, and whether "none" comes after them. */
+  readonly #ahead = new Map<string, { jobs: JobParameters[]; thenNone: boolean }>();
+
+  constructor(pool: pg.Pool) {
+    super({ pool, tableName: JOBS_TABLE, ensureSchema: false });
+    this.#pool = pool;
+  }
+
+  override async getNextJobToRun(jobName: string, nextScanAt: Date, lockDeadline: Date, now?: Date, options?: { lastModifiedBy?: string }): Promise<JobParameters | undefined> {
+    const ahead = this.#ahead.get(jobName);
+    if (ahead) {
+      const next = ahead.jobs.shift();
+      if (ahead.jobs.length === 0 && (next === undefined || !ahead.thenNone)) this.#ahead.delete(jobName);
+      if (next) return next;
+      return undefined; // the batch before was all there was
+    }
+    const { rows } = await this.#pool.query({
+      name: 'signet_jobs_lock',
+      text: LOCK_JOBS,
+      values: [now ?? new Date(), jobName, nextScanAt, lockDeadline, options?.lastModifiedBy ?? null, LOCK_AHEAD],
+    });
+    // rowToJob is private in the type, public in the class: Agenda's own row mapping.
+    const toJob = (row: unknown) => (this as unknown as { rowToJob(row: unknown): JobParameters }).rowToJob(row);
+    const jobs = rows.map(toJob).sort(byRunOrder);
+    const [first, ...rest] = jobs;
+    if (!first) return undefined;
+    const pending = this.#ahead.get(jobName);
+    if (pending) {
+      pending.jobs.push(...rest);
+      pending.thenNone = pending.thenNone || jobs.length < LOCK_AHEAD;
+    } else {
+      this.#ahead.set(jobName, { jobs: rest, thenNone: jobs.length < LOCK_AHEAD });
+    }
+    return first;
+  }
+
+  override async saveJobState(job: JobParameters, options?: { lastModifiedBy?: string }): Promise<void> {
+    if (job.lockedAt) return; // the start of a run (see the class comment)
+    await super.saveJobState(job, options);
+  }
+
+  /** Unlocks the jobs locked ahead and not handed over (as Agenda unlocks its own at stop). */
+  async releaseLockedAhead(): Promise<void> {
+    const ids = [...this.#ahead.values()].flatMap((a) => a.jobs.map((j) => j._id!));
+    this.#ahead.clear();
+    if (ids.length > 0) await this.unlockJobs(ids);
+  }
+}
+
+/** Agenda's order of due jobs: next_run_at ascending (none last), then priority descending. */
+function byRunOrder(a: JobParameters, b: JobParameters): number {
+  const at = (j: JobParameters) => (j.nextRunAt ? new Date(j.nextRunAt).getTime() : Number.POSITIVE_INFINITY);
+  return at(a) - at(b) || (b.priority ?? 0) - (a.priority ?? 0);
+}
+
+/**
+ * Agenda's notification channel with fewer statements and fills:
+ * - no job state notifications (a NOTIFY per start, success and completion of every job):
+ *   they re-emit Agenda's job events in other instances, and Signet listens to none;
+ * - new-job notifications of one name are coalesced: while Agenda fills its queue for a name,
+ *   those arriving for it wait and one fill follows (with the earliest run time among them),
+ *   instead of one fill each, all racing for the same rows.
+ */
+function quietChannel(channel: NotificationChannel): NotificationChannel {
+  type Notification = Parameters<Parameters<NotificationChannel['subscribe']>[0]>[0];
+  const subscribe: NotificationChannel['subscribe'] = (handler) => {
+    const waiting = new Map<string, Notification | null>();
+    const coalesced = async (notification: Notification) => {
+      const name = notification.jobName;
+      if (waiting.has(name)) {
+        const queued = waiting.get(name);
+        const earlier = (n: Notification | null | undefined) => (n?.nextRunAt ? new Date(n.nextRunAt).getTime() : Number.NEGATIVE_INFINITY);
+        if (!queued || earlier(notification) < earlier(queued)) waiting.set(name, notification);
+        return;
+      }
+      waiting.set(name, null);
+      try {
+        for (let next: Notification | null | undefined = notification; next; ) {
+          waiting.set(name, null);
+          await handler(next);
+          next = waiting.get(name);
+        }
+      } finally {
+        waiting.delete(name);
+      }
+    };
+    return channel.subscribe(coalesced);
+  };
+  return new Proxy(channel, {
+    get(target, property) {
+      if (property === 'publishState' || property === 'subscribeState') return undefined;
+      if (property === 'subscribe') return subscribe;
+      const value = Reflect.get(target, property, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
 }
