@@ -24,6 +24,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { freePort, startService } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 
 let t: TestApp;
@@ -623,6 +624,34 @@ describe('devices and embedding', () => {
     expect(await savedValues(submitter.id)).toMatchObject({ Name: 'Mobile Signer', Signature: expect.any(String) });
   });
 
+  it('can be filled and signed with the keyboard alone', async () => {
+    const submitter = await createSubmission(templateId, { name: 'Keyboard User' });
+    const { page } = await openBrowserPage();
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    const focused = () => page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent ?? '');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Name (required)');
+    await page.keyboard.type('Keyboard User');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Signature (required)');
+    await page.keyboard.press('Enter');
+    // In the dialog: the tabs, arrow keys to "Type", the name is suggested, Enter applies.
+    expect(await focused()).toBe('Draw');
+    await page.keyboard.press('ArrowRight');
+    expect(await page.getByLabel('Type your name').evaluate((el) => el === document.activeElement)).toBe(true);
+    expect(await page.getByLabel('Type your name').inputValue()).toBe('Keyboard User');
+    await page.keyboard.press('Enter');
+    await page.locator('.type-signature button img').waitFor();
+    expect(await focused()).toBe('Signature (required)');
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    expect(await focused()).toBe('Complete');
+    await page.keyboard.press('Enter');
+    await page.getByText('Thank you! You have completed the form.').waitFor();
+    expect(await savedValues(submitter.id)).toMatchObject({ Name: 'Keyboard User' });
+  });
+
   it('embedded in an iframe on another origin, the form loads and completes', async () => {
     const submitter = await createSubmission(templateId, {}, { completed_redirect_url: undefined });
     const headers = (await fetch(submitter.embed_src)).headers;
@@ -681,4 +710,71 @@ describe('devices and embedding', () => {
       target.close();
     }
   });
+});
+
+describe('what the page loads', () => {
+  let templateId: number;
+  beforeAll(async () => {
+    templateId = await createTemplate('Assets', [{ name: 'Name', role: 'Signer', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] }]);
+  });
+
+  it('its Content-Security-Policy is enforced: an injected inline script does not run', async () => {
+    const submitter = await createSubmission(templateId);
+    const watched = await openBrowserPage();
+    const { page } = watched;
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    const ran = await page.evaluate(async () => {
+      const violation = new Promise<string>((resolve) => document.addEventListener('securitypolicyviolation', (e) => resolve(e.violatedDirective), { once: true }));
+      const script = document.createElement('script');
+      script.textContent = 'window.injected = true';
+      document.body.append(script);
+      return { directive: await violation, injected: (window as { injected?: boolean }).injected ?? false };
+    });
+    expect(ran).toEqual({ directive: 'script-src-elem', injected: false });
+    // The refusal this test provoked is the only one.
+    expect(watched.problems.filter((p) => !/inline script/i.test(p))).toEqual([]);
+    watched.problems.length = 0;
+  });
+
+  it('the bundled service (npm start) serves the page, its script, pdf.js and the font', async () => {
+    const port = await freePort();
+    const service = await startService({
+      NODE_ENV: 'test',
+      DATABASE_URL: t.database.url,
+      DATA_DIR: t.config.dataDir,
+      PORT: String(port),
+      APP_URL: `http://127.0.0.1:${port}`,
+      CREATE_DEV_ACCOUNT: 'false',
+      LOG_LEVEL: 'warn',
+    });
+    try {
+      const submitter = await createSubmission(templateId);
+      const link = `${service.url}/s/${submitter.slug}`;
+      extraOrigins = [new URL(service.url).origin];
+      const { page } = await openBrowserPage();
+      const assets: string[] = [];
+      page.on('response', (response) => {
+        if (response.url().includes('/s-assets/')) assets.push(`${response.status()} ${new URL(response.url()).pathname}`);
+      });
+      await page.goto(link);
+      await waitForForm(page);
+      await page.getByRole('textbox', { name: 'Name (required)' }).waitFor();
+      expect(assets).toEqual(
+        expect.arrayContaining([
+          '200 /s-assets/form.css',
+          '200 /s-assets/form.js',
+          expect.stringMatching(/^200 \/s-assets\/pdfjs-[\d.]+\/build\/pdf\.min\.mjs$/),
+          expect.stringMatching(/^200 \/s-assets\/pdfjs-[\d.]+\/build\/pdf\.worker\.min\.mjs$/),
+        ]),
+      );
+      const font = await fetch(`${service.url}/s-assets/fonts/dancing-script-latin-400-normal.woff2`);
+      expect(font.status).toBe(200);
+      expect(font.headers.get('content-type')).toBe('font/woff2');
+      expect((await fetch(`${service.url}/s-assets/fonts/..%2f..%2fpackage.json`)).status).toBe(404);
+      expect((await fetch(`${service.url}/s-assets/pdfjs-0/build/pdf.min.mjs`)).status).toBe(404);
+    } finally {
+      await service.stop();
+    }
+  }, 120_000);
 });

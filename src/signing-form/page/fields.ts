@@ -400,13 +400,17 @@ function mountSignature(
   };
   show();
   describe(button);
+  // Not disabled while uploading: a disabled button would drop the keyboard focus.
+  let busy = false;
   button.addEventListener('click', async () => {
+    if (busy) return;
     const name = host.form.submitter.name ?? '';
     const suggestedText = kind === 'initials' ? initialsOf(name) : name;
     const png = await openSignatureDialog({ kind, format: field.preferences.format, label, suggestedText });
     button.focus();
     if (!png) return;
-    button.disabled = true;
+    busy = true;
+    button.setAttribute('aria-busy', 'true');
     host.announce(`Saving your ${kind}…`);
     try {
       const uploaded = await uploadAttachment(host.form.slug, png, `${kind}.png`, kind);
@@ -418,7 +422,8 @@ function mountSignature(
       host.announce('');
       box.dispatchEvent(new CustomEvent('field-error', { bubbles: true, detail: { uuid: field.uuid, message: (error as Error).message } }));
     } finally {
-      button.disabled = false;
+      busy = false;
+      button.removeAttribute('aria-busy');
     }
   });
   box.append(button);
@@ -457,10 +462,16 @@ function mountUpload(
     }
   };
   show();
+  // Not disabled while uploading (that would drop the keyboard focus): later choices wait.
+  let busy = false;
   input.addEventListener('change', async () => {
     const files = [...(input.files ?? [])];
     input.value = '';
     if (files.length === 0) return;
+    if (busy) {
+      host.announce('Please wait for the upload to finish.');
+      return;
+    }
     const tooLarge = files.find((f) => f.size > MAX_UPLOAD_BYTES);
     const fail = (message: string) =>
       box.dispatchEvent(new CustomEvent('field-error', { bubbles: true, detail: { uuid: field.uuid, message } }));
@@ -468,7 +479,8 @@ function mountUpload(
       fail(`${tooLarge.name} is too large: files may be up to ${Math.round((MAX_UPLOAD_BYTES / 1024 / 1024) * 10) / 10} MB.`);
       return;
     }
-    input.disabled = true;
+    busy = true;
+    box.setAttribute('aria-busy', 'true');
     host.announce(files.length > 1 ? `Uploading ${files.length} files…` : `Uploading ${files[0]!.name}…`);
     try {
       const uuids: string[] = [];
@@ -485,7 +497,8 @@ function mountUpload(
       host.announce('');
       fail((error as Error).message);
     } finally {
-      input.disabled = false;
+      busy = false;
+      box.removeAttribute('aria-busy');
     }
   });
   box.append(input, chooser);
