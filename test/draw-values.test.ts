@@ -15,6 +15,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { inspectPdf, type PdfPageInfo } from '../src/documents/pdf.ts';
 import { AppError } from '../src/errors.ts';
 import { drawValues, MIN_FONT_SIZE, type DrawValuesInput, type ImageFile } from '../src/signing/draw-values.ts';
+import { embedDejaVu, loadDejaVu, registerFontkit } from '../src/signing/fonts.ts';
 import { formatDate, formatNumber, maskText } from '../src/signing/format-values.ts';
 import type { Area, Field } from '../src/templates/fields.ts';
 import { fixturePdf } from './helpers/pdfs.ts';
@@ -638,6 +639,41 @@ describe('value formats', () => {
     expect(maskText('Анна', 10)).toBe('XXXX');
     expect(maskText('plain', false)).toBe('plain');
     expect(maskText('plain', undefined)).toBe('plain');
+  });
+});
+
+describe('fonts, parsed once per process and shared by every document', () => {
+  it('extracts Latin letters drawn after a document whose Cyrillic letters are composites of them', async () => {
+    // DejaVu draws Cyrillic "а" and "о" as Latin "a" and "o" placed whole: writing the first
+    // document's subset touches the Latin glyphs, which must keep their code points.
+    const cyrillic = field('text', [{ x: 0.1, y: 0.1, w: 0.5, h: 0.04 }]);
+    const latin = field('text', [{ x: 0.1, y: 0.1, w: 0.5, h: 0.04 }]);
+    const first = await draw(fixturePdf('documenso-letter-size.pdf'), [[cyrillic, 'оаео ОАЕО']]);
+    const second = await draw(fixturePdf('documenso-letter-size.pdf'), [[latin, 'Zoe Quartermain oaeo']]);
+    expect(pageTexts(first)[0]).toContain('оаео ОАЕО');
+    expect(pageTexts(second)[0]).toContain('Zoe Quartermain oaeo');
+  });
+
+  it("measure exactly what pdf-lib's widthOfTextAtSize measures, for plain and for complex text", async () => {
+    // Plain characters (summed advances) and ones that go through fontkit's layout: combining
+    // marks, a soft hyphen, Arabic, Hebrew, CJK (not in DejaVu), an emoji, "fi" and "ffl".
+    const plain = [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?-–—()[]{}@#$%&*/\\\'"€£¥©®°±×÷ÀÉÎÕÜßàéîõüçñĄęŁőűŽǅΑΒΓΔαβγδάέήίΏΪϋАБВГДабвгдЁёЇїЄєҐґ'];
+    const complex = ['e\u0301', 'i\u0308', '\u00ad', 'عربي', 'עברית', '漢字', '🙂', 'fi', 'ffl'];
+    let seed = 7;
+    const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    const samples = ['Ελένη Παπαδοπούλου', 'Анна Иванова', 'Zoë Ångström', 'office fluffy', ...complex];
+    for (let i = 0; i < 300; i += 1) {
+      const length = 1 + random(30);
+      let text = '';
+      for (let j = 0; j < length; j += 1) text += random(10) === 0 ? complex[random(complex.length)] : plain[random(plain.length)];
+      samples.push(text);
+    }
+    for (const name of ['DejaVuSans', 'DejaVuSerif-Italic', 'DejaVuSansMono-Bold']) {
+      const doc = await PDFDocument.create();
+      registerFontkit(doc);
+      const { pdfFont, width } = await embedDejaVu(doc, await loadDejaVu(name));
+      for (const text of samples) expect(width(text, 11), `${name}: ${JSON.stringify(text)}`).toBeCloseTo(pdfFont.widthOfTextAtSize(text, 11), 9);
+    }
   });
 });
 

@@ -13,7 +13,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../src/accounts/create-account.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { generateSelfSignedPkcs12, loadSigningIdentity, type SigningIdentity } from '../src/signing/certificates.ts';
-import { signatureReason, signPdf } from '../src/signing/sign-pdf.ts';
+import { P12Signer } from '@signpdf/signer-p12';
+import { NativeP12Signer, signatureReason, signPdf } from '../src/signing/sign-pdf.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { drawPdf, fixturePdf } from './helpers/pdfs.ts';
 
@@ -231,6 +232,20 @@ describe('signPdf', () => {
     expect(report).toContain('Signer Certificate Common Name: Signet');
     expect(report).toContain('Signature Field Name: Signet signature');
     expect(report.match(/Signature #/g)).toHaveLength(1);
+  });
+
+  it('makes the same CMS as @signpdf/signer-p12 (node-forge), byte for byte, with node:crypto doing the digest and RSA', async () => {
+    const content = Buffer.concat([fixturePdf('documenso-letter-size.pdf'), randomBytes(1000)]);
+    const signingTime = new Date('2026-03-04T05:06:07Z');
+    for (const [p12, password] of [
+      [identity.p12, identity.password],
+      [makeP12('Other signer', 'secret'), 'secret'],
+    ] as const) {
+      const native = await new NativeP12Signer(p12, password).sign(content, signingTime);
+      const reference = await new P12Signer(p12, { passphrase: password }).sign(content, signingTime);
+      expect(native.toString('hex')).toBe(reference.toString('hex'));
+    }
+    await expect(new NativeP12Signer(identity.p12, 'wrong password').sign(content)).rejects.toThrow(/does not open/);
   });
 
   it('signs a pdf-lib document saved with object streams and an xref stream', async () => {

@@ -5,11 +5,8 @@
  * right-to-left text is drawn in logical order (pdf-lib does no bidi or shaping).
  */
 import { createHash } from 'node:crypto';
-import fs from 'node:fs/promises';
-import path from 'node:path';
-import fontkit from '@pdf-lib/fontkit';
 import { PDFDocument, type PDFFont, type PDFPage, rgb } from 'pdf-lib';
-import { PROJECT_ROOT } from '../paths.ts';
+import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
 
 export interface AuditLogEvent {
   /** Submission event type (`view_form`, `complete_form`, ...; §5.4). */
@@ -87,9 +84,6 @@ const INK = rgb(0.1, 0.1, 0.1);
 const MUTED = rgb(0.42, 0.42, 0.42);
 const RULE = rgb(0.8, 0.8, 0.8);
 
-const FONT_DIR = path.join(PROJECT_ROOT, 'node_modules', 'dejavu-fonts-ttf', 'ttf');
-let fontFiles: Promise<{ regular: Buffer; bold: Buffer; mono: Buffer }> | undefined;
-
 /**
  * The audit log PDF: title ("Audit Log", or the testing title), submission id, account, generation
  * time; per document its name and the original and final SHA-256 exactly as given; per party
@@ -105,20 +99,18 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   const timeZone = usableTimeZone(input.timeZone);
   const title = input.testing ? TESTING_AUDIT_LOG_TITLE : AUDIT_LOG_TITLE;
   const doc = await PDFDocument.create({ updateMetadata: false });
-  doc.registerFontkit(fontkit);
-  fontFiles ??= loadFontFiles();
-  const files = await fontFiles.catch((error: unknown) => {
-    fontFiles = undefined;
-    throw error;
-  });
+  registerFontkit(doc);
+  const [regular, bold, mono] = await Promise.all([loadDejaVu('DejaVuSans'), loadDejaVu('DejaVuSans-Bold'), loadDejaVu('DejaVuSansMono')]);
   // pdf-lib would name each subset "<font>-<random number>"; a tag derived from the input keeps
   // the output reproducible and is the "ABCDEF+" form that marks a subset (ISO 32000-1 §9.6.4).
   const tag = subsetTag(input);
-  const fonts: Fonts = {
-    regular: await doc.embedFont(files.regular, { subset: true, customName: `${tag}+DejaVuSans` }),
-    bold: await doc.embedFont(files.bold, { subset: true, customName: `${tag}+DejaVuSans-Bold` }),
-    mono: await doc.embedFont(files.mono, { subset: true, customName: `${tag}+DejaVuSansMono` }),
-  };
+  const embedded = await Promise.all([
+    embedDejaVu(doc, regular, { customName: `${tag}+DejaVuSans` }),
+    embedDejaVu(doc, bold, { customName: `${tag}+DejaVuSans-Bold` }),
+    embedDejaVu(doc, mono, { customName: `${tag}+DejaVuSansMono` }),
+  ]);
+  const widths = new Map<PDFFont, (text: string, size: number) => number>(embedded.map((e) => [e.pdfFont, e.width]));
+  const fonts: Fonts = { regular: embedded[0].pdfFont, bold: embedded[1].pdfFont, mono: embedded[2].pdfFont };
   doc.setTitle(`${title} - Submission ${input.submissionId}`);
   doc.setAuthor(clean(input.accountName));
   doc.setCreator('Signet');
@@ -126,7 +118,7 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   doc.setCreationDate(input.generatedAt);
   doc.setModificationDate(input.generatedAt);
 
-  const layout = new Layout(doc, fonts, timeZone && US_TIME_ZONE.test(timeZone) ? LETTER : A4);
+  const layout = new Layout(doc, fonts, (font, text, size) => widths.get(font)!(text, size), timeZone && US_TIME_ZONE.test(timeZone) ? LETTER : A4);
   const time = (date: Date) => formatTime(date, timeZone);
 
   layout.text('Signet', { font: fonts.bold, size: 10, color: MUTED });
@@ -173,8 +165,12 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   }
 
   layout.footers(`${title} · Submission ${input.submissionId}`);
-  return doc.save();
+  // In one go, without object streams (as drawValues saves): the signer loads it right after.
+  return doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY });
 }
+
+/** Width in points of `text` in `font` at `size` (pdf-lib's widthOfTextAtSize, faster: src/signing/fonts.ts). */
+type Measure = (font: PDFFont, text: string, size: number) => number;
 
 interface Fonts {
   regular: PDFFont;
@@ -203,6 +199,7 @@ class Layout {
   constructor(
     private readonly doc: PDFDocument,
     private readonly fonts: Fonts,
+    private readonly measure: Measure,
     private readonly pageSize: [number, number],
   ) {
     this.width = pageSize[0] - 2 * MARGIN;
@@ -234,7 +231,7 @@ class Layout {
 
   /** Points that text(text, style) takes. */
   height(text: string, style: TextStyle = {}): number {
-    const lines = wrap(clean(text), style.font ?? this.fonts.regular, style.size ?? 10, this.width - (style.indent ?? 0));
+    const lines = this.wrap(clean(text), style.font ?? this.fonts.regular, style.size ?? 10, this.width - (style.indent ?? 0));
     return lines.length * lineHeight(style.size ?? 10) + (style.gapAfter ?? 0);
   }
 
@@ -243,7 +240,7 @@ class Layout {
     const font = style.font ?? this.fonts.regular;
     const size = style.size ?? 10;
     const indent = style.indent ?? 0;
-    for (const line of wrap(clean(text), font, size, this.width - indent)) {
+    for (const line of this.wrap(clean(text), font, size, this.width - indent)) {
       this.line(size);
       this.page.drawText(line, { x: MARGIN + indent, y: this.y, font, size, color: style.color ?? INK });
     }
@@ -254,7 +251,7 @@ class Layout {
   field(label: string, value: string | null | undefined, style: TextStyle = {}): void {
     const font = style.font ?? this.fonts.regular;
     const size = style.size ?? 10;
-    const lines = wrap(clean(value ?? '') || '—', font, size, this.width - LABEL_WIDTH);
+    const lines = this.wrap(clean(value ?? '') || '—', font, size, this.width - LABEL_WIDTH);
     lines.forEach((line, i) => {
       this.line(10);
       if (i === 0) this.page.drawText(label, { x: MARGIN, y: this.y, font: this.fonts.regular, size: 9, color: MUTED });
@@ -270,7 +267,7 @@ class Layout {
       const y = MARGIN - 12;
       page.drawText(clean(text), { x: MARGIN, y, font: this.fonts.regular, size: 8, color: MUTED });
       const number = `Page ${i + 1} of ${pages.length}`;
-      const width = this.fonts.regular.widthOfTextAtSize(number, 8);
+      const width = this.measure(this.fonts.regular, number, 8);
       page.drawText(number, { x: MARGIN + this.width - width, y, font: this.fonts.regular, size: 8, color: MUTED });
     });
   }
@@ -280,6 +277,10 @@ class Layout {
     const height = lineHeight(size);
     if (this.y - height < MARGIN + FOOTER_HEIGHT) this.newPage();
     this.y -= height;
+  }
+
+  private wrap(text: string, font: PDFFont, size: number, width: number): string[] {
+    return wrap(text, (s) => this.measure(font, s, size), width);
   }
 
   private newPage(): void {
@@ -298,9 +299,8 @@ function subsetTag(input: BuildAuditLogInput): string {
   return Array.from(digest.subarray(0, 6), (byte) => String.fromCharCode(65 + (byte % 26))).join('');
 }
 
-/** Lines of at most `width` points: breaks at spaces, and inside words longer than a line. */
-function wrap(text: string, font: PDFFont, size: number, width: number): string[] {
-  const measure = (s: string) => font.widthOfTextAtSize(s, size);
+/** Lines of at most `width` points (as `measure` gives them): breaks at spaces, and inside words longer than a line. */
+function wrap(text: string, measure: (s: string) => number, width: number): string[] {
   const lines: string[] = [];
   let current = '';
   for (const word of text.split(' ')) {
@@ -367,8 +367,3 @@ function usableTimeZone(timeZone: string | undefined): string | undefined {
   }
 }
 
-async function loadFontFiles(): Promise<{ regular: Buffer; bold: Buffer; mono: Buffer }> {
-  const read = (name: string) => fs.readFile(path.join(FONT_DIR, name));
-  const [regular, bold, mono] = await Promise.all([read('DejaVuSans.ttf'), read('DejaVuSans-Bold.ttf'), read('DejaVuSansMono.ttf')]);
-  return { regular, bold, mono };
-}

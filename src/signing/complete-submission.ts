@@ -85,7 +85,7 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
   const { db } = deps;
   // Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
   // that an idle service need not hold (bench/README.md, idle RSS).
-  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues }, { signPdf }] = await Promise.all([
+  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues, drawValuesToDocument }, { signPdf, signPdfDocument }] = await Promise.all([
     import('./audit-log.ts'),
     import('./certificates.ts'),
     import('./draw-values.ts'),
@@ -127,7 +127,7 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
               doc.file_id;
             const base = await tx.storedFile.findUniqueOrThrow({ where: { id: baseFileId } });
             const original = await tx.storedFile.findUniqueOrThrow({ where: { id: doc.file_id }, select: { pages: true } });
-            let pdf: Uint8Array = await drawValues({
+            const drawing = {
               pdf: await deps.storage.read(base.storageKey),
               pages: original.pages as unknown as PdfPageInfo[],
               attachmentUuid: doc.attachment_uuid,
@@ -136,8 +136,15 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
               images,
               timeZone: submission.account.timezone,
               now: next.completedAt ?? new Date(),
-            });
-            if (identity) pdf = await signPdf(pdf, identity, { name: identity.name });
+            };
+            let pdf: Uint8Array;
+            if (identity) {
+              // The last party: drawn and signed in one parse and one save of the file.
+              const drawn = await drawValuesToDocument(drawing);
+              pdf = drawn ? await signPdfDocument(drawn, identity, { name: identity.name }) : await signPdf(drawing.pdf, identity, { name: identity.name });
+            } else {
+              pdf = await drawValues(drawing);
+            }
             const stored = await storeFile({ db: tx, storage: deps.storage }, {
               accountId: submission.accountId,
               bytes: pdf,

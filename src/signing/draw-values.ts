@@ -10,9 +10,6 @@
  * does not start at (0, 0). Pages keep their /Rotate (DocuSeal flattens rotation; we do not need
  * to), so the page geometry measured on the original document stays valid for every party.
  */
-import fs from 'node:fs/promises';
-import { createRequire } from 'node:module';
-import fontkit from '@pdf-lib/fontkit';
 import {
   concatTransformationMatrix,
   LineCapStyle,
@@ -29,6 +26,7 @@ import {
 import { displayToUserMatrix, type PdfPageInfo } from '../documents/pdf.ts';
 import { AppError } from '../errors.ts';
 import type { Area, Field } from '../templates/fields.ts';
+import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
 import { formatDate, formatNumber, maskText } from './format-values.ts';
 
 /** An attachment value's file: a signature, initials, image or stamp (PNG or JPEG bytes). */
@@ -161,10 +159,25 @@ interface Box {
  * warm; the first call in a process ~0.6–0.9 s (JIT, font parsing). Fonts are read once per process.
  */
 export async function drawValues(input: DrawValuesInput): Promise<Uint8Array> {
+  const doc = await drawValuesToDocument(input);
+  // Fastest parse/write: blocks the event loop for tens of milliseconds, instead of yielding
+  // every 50–100 objects (which made a 14-page file take ~4× longer). No object streams: faster
+  // to write, ~5 % larger, and plain for the signer that appends to the file later. Form fields
+  // are left as they are (no appearance regeneration, no flattening).
+  return doc ? doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY, updateFieldAppearances: false }) : input.pdf;
+}
+
+/**
+ * What drawValues does, without saving: the pdf-lib document with the party's values drawn, or
+ * undefined when the party has nothing on this document (`input.pdf` stays as it is). For a
+ * caller that goes on with the document (signPdfDocument saves it once, signed), sparing a save
+ * and a parse of the whole file. Same errors as drawValues.
+ */
+export async function drawValuesToDocument(input: DrawValuesInput): Promise<PDFDocument | undefined> {
   const timeZone = input.timeZone ?? 'UTC';
   assertTimeZone(timeZone);
   const jobs = collectJobs(input);
-  if (jobs.length === 0) return input.pdf;
+  if (jobs.length === 0) return undefined;
 
   const doc = await loadDocument(input.pdf, input.attachmentUuid);
   const pdfPages = doc.getPages();
@@ -198,11 +211,7 @@ export async function drawValues(input: DrawValuesInput): Promise<Uint8Array> {
     for (const job of pageJobs) await drawJob(context, page, areaBox(job.area, info), job);
     page.pushOperators(popGraphicsState());
   }
-  // Fastest parse/write: blocks the event loop for tens of milliseconds, instead of yielding
-  // every 50–100 objects (which made a 14-page file take ~4× longer). No object streams: faster
-  // to write, ~5 % larger, and plain for the signer that appends to the file later. Form fields
-  // are left as they are (no appearance regeneration, no flattening).
-  return doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY, updateFieldAppearances: false });
+  return doc;
 }
 
 interface DrawContext {
@@ -240,7 +249,7 @@ async function loadDocument(bytes: Uint8Array, attachmentUuid: string): Promise<
       cause: error,
     });
   }
-  doc.registerFontkit(fontkit);
+  registerFontkit(doc);
   return doc;
 }
 
@@ -593,25 +602,7 @@ interface MeasuredFont {
   width(text: string): number;
 }
 
-const require = createRequire(import.meta.url);
-const fontBytes = new Map<string, Promise<{ bytes: Uint8Array; ascent: number; descent: number }>>();
-
-/** The TTF of a DejaVu face (read once per process) with its hhea metrics per 1 pt. */
-function loadFontFile(name: string): Promise<{ bytes: Uint8Array; ascent: number; descent: number }> {
-  let loaded = fontBytes.get(name);
-  if (!loaded) {
-    loaded = fs.readFile(require.resolve(`dejavu-fonts-ttf/ttf/${name}.ttf`)).then((buffer) => {
-      const bytes = new Uint8Array(buffer);
-      const face = fontkit.create(bytes);
-      return { bytes, ascent: face.ascent / face.unitsPerEm, descent: Math.abs(face.descent) / face.unitsPerEm };
-    });
-    loaded.catch(() => fontBytes.delete(name));
-    fontBytes.set(name, loaded);
-  }
-  return loaded;
-}
-
-/** The faces embedded in one document (each once, subset to the glyphs drawn). */
+/** The faces embedded in one document (each once, subset to the glyphs drawn; parsed once per process, src/signing/fonts.ts). */
 class FontSet {
   private readonly faces = new Map<string, Promise<MeasuredFont>>();
   constructor(private readonly doc: PDFDocument) {}
@@ -619,21 +610,20 @@ class FontSet {
   get(name: string): Promise<MeasuredFont> {
     let face = this.faces.get(name);
     if (!face) {
-      face = loadFontFile(name).then(async ({ bytes, ascent, descent }) => {
-        // Ligatures off: "fi" stays two glyphs, so extracted text matches the value exactly.
-        const pdfFont = await this.doc.embedFont(bytes, { subset: true, features: { liga: false, rlig: false, clig: false } });
+      face = loadDejaVu(name).then(async (dejaVu) => {
+        const { pdfFont, width } = await embedDejaVu(this.doc, dejaVu);
         const widths = new Map<string, number>();
         return {
           pdfFont,
-          ascent,
-          descent,
+          ascent: dejaVu.ascent,
+          descent: dejaVu.descent,
           width(text: string): number {
-            let width = widths.get(text);
-            if (width === undefined) {
-              width = pdfFont.widthOfTextAtSize(text, 1);
-              widths.set(text, width);
+            let measured = widths.get(text);
+            if (measured === undefined) {
+              measured = width(text, 1);
+              widths.set(text, measured);
             }
-            return width;
+            return measured;
           },
         };
       });
