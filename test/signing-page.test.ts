@@ -285,6 +285,13 @@ describe('the main job in a browser', () => {
       expect(verdict).toContain('Signature is Valid');
       expect(verdict).toContain('Total document signed');
     }
+    // One byte changed inside the signed range (in the first stream): no longer valid.
+    const tampered = Buffer.from(sample.bytes);
+    const at = tampered.indexOf('stream') + 'stream'.length + 20;
+    expect(at).toBeLessThan(Number(/\/ByteRange\s*\[\s*\d+\s+(\d+)/.exec(tampered.toString('latin1'))![1]));
+    tampered[at] = tampered[at]! ^ 0x01;
+    fs.writeFileSync(path.join(tmp, 'tampered.pdf'), tampered);
+    expect(pdfsig(path.join(tmp, 'tampered.pdf'))).not.toContain('Signature is Valid');
 
     // The audit log: signed, and its hashes are those of the original and the final files.
     const log = await download(done.audit_log_url, 'audit.pdf');
@@ -453,6 +460,15 @@ describe('forms that are not open, and unknown links', () => {
     expect(await page.locator('main input, main select, main textarea, main button').count()).toBe(0);
   });
 
+  it('an expired submission shows DocuSeal’s message and no inputs', async () => {
+    const submitter = await createSubmission(templateId);
+    await t.db.submission.update({ where: { id: submitter.submission_id }, data: { expireAt: new Date(Date.now() - 60_000) } });
+    const { page } = await openBrowserPage();
+    await page.goto(submitter.embed_src);
+    await page.getByRole('heading', { name: 'Form has been expired.' }).waitFor();
+    expect(await page.locator('main input, main select, main textarea, main button').count()).toBe(0);
+  });
+
   it('a completed form says so and offers the signed copies', async () => {
     const submitter = await createSubmission(templateId, { completed: true, values: { Name: 'Done Already' } });
     const { page } = await openBrowserPage();
@@ -478,7 +494,7 @@ describe('forms that are not open, and unknown links', () => {
 describe('every field type', () => {
   it('offers the right input for each type and completes with their values', async () => {
     const templateId = await createTemplate('All types', [
-      { name: 'Name', areas: [{ x: 60, y: 60, w: 220, h: 22, page: 1 }] },
+      { name: 'Name', areas: [{ x: 60, y: 60, w: 220, h: 22, page: 1 }, { x: 60, y: 420, w: 220, h: 22, page: 1 }] },
       { name: 'Age', type: 'number', areas: [{ x: 300, y: 60, w: 60, h: 22, page: 1 }] },
       { name: 'Signed on', type: 'date', default_value: '{{date}}', areas: [{ x: 380, y: 60, w: 120, h: 22, page: 1 }] },
       { name: 'Agree', type: 'checkbox', areas: [{ x: 60, y: 100, w: 18, h: 18, page: 1 }] },
@@ -502,6 +518,8 @@ describe('every field type', () => {
     const field = (name: string) => page.locator(`.field.own[data-field-name="${name}"]`).first();
 
     await page.getByRole('textbox', { name: 'Name (required)' }).fill('Ada Lovelace');
+    // The second area of the same field shows the value.
+    await expect.poll(() => page.locator('.field.mirror[data-field-name="Name"]').textContent()).toContain('Ada Lovelace');
     const age = page.getByRole('spinbutton', { name: 'Age (required)' });
     await age.fill('36');
     // {{date}}: today, in a native date input the signer may change.
@@ -521,6 +539,11 @@ describe('every field type', () => {
     expect(await field('Toppings').textContent()).toContain('Ham, Cheese');
     await page.getByRole('textbox', { name: 'Code (required)' }).fill('AB12');
     const phone = page.getByRole('textbox', { name: 'Phone (required)' });
+    // Not in international format: refused in the browser.
+    await phone.fill('020 7946 0958');
+    await page.locator('#complete-button').click();
+    const phoneError = page.locator(`#${(await phone.getAttribute('aria-describedby'))!.split(' ').at(-1)}`);
+    await expect.poll(() => phoneError.textContent()).toMatch(/^Enter the number in international format/);
     await phone.fill('+44 20 7946 0958');
     await phone.blur();
     expect(await phone.inputValue()).toBe('+442079460958');
