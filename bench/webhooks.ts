@@ -25,7 +25,9 @@
  *
  * Env: DATABASE_URL (else an embedded PostgreSQL), BENCH_ENDPOINTS, BENCH_LATENCY_EVENTS,
  * BENCH_LATENCY_RATE, BENCH_BURST_EVENTS, BENCH_WARMUP_EVENTS (20), BENCH_CPU_PROFILE=1 (run the
- * service with --cpu-prof and print where its time went).
+ * service with --cpu-prof and print where its time went), BENCH_ASYNC_COMMIT=1 (the bench
+ * database with synchronous_commit = off: how fast the pipeline is when commits do not wait for
+ * the disk), BENCH_SHOW_LOG=1 (print the service's output).
  */
 import { createHmac } from 'node:crypto';
 import fs from 'node:fs/promises';
@@ -50,6 +52,7 @@ const BURST_EVENTS = envNumber('BENCH_BURST_EVENTS', 400);
 const WARMUP_EVENTS = envNumber('BENCH_WARMUP_EVENTS', 20);
 const BASELINE_CONCURRENCY = 10;
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE === '1';
+const ASYNC_COMMIT = process.env.BENCH_ASYNC_COMMIT === '1';
 const SIGNET_ENV = { LOG_LEVEL: 'warn', NODE_ENV: 'production', CREATE_DEV_ACCOUNT: 'false', WEBHOOK_ALLOW_PRIVATE: 'true' } as const;
 const FIXTURE = path.resolve(REPO_ROOT, '..', 'shared', 'fixtures', 'pdf', 'documenso-letter-size.pdf');
 /** How long the deliveries of a phase may take to arrive before the run counts them as lost. */
@@ -124,6 +127,11 @@ async function main(): Promise<void> {
   print(`database: ${database.kind} (${redactUrl(database.url)})`);
   const db = createDb(database.url, { poolSize: 2 });
   onCleanup('disconnect the bench client', () => db.$disconnect());
+  if (ASYNC_COMMIT) {
+    // What the pipeline does when a commit does not wait for the WAL flush (new sessions of this database only).
+    await db.$executeRawUnsafe(`ALTER DATABASE "${database.name}" SET synchronous_commit = off`);
+    print('bench database: synchronous_commit = off (BENCH_ASYNC_COMMIT=1)');
+  }
   const queue = createJobQueue({ connectionString: database.url, logger: pino({ level: 'silent' }) });
   onCleanup('close the event queue', () => queue.stop());
   const sink = createJobEventSink(queue);
@@ -168,10 +176,12 @@ async function main(): Promise<void> {
   // Each event gets its own millisecond as `at`, so arrivals map back to their emit by the payload's timestamp.
   let clock = Date.now();
   const emitted = new Map<string, number>();
+  const emittedWall = new Map<string, number>();
   const emit = async () => {
     clock = Math.max(clock + 1, Date.now());
     const at = new Date(clock);
     emitted.set(at.toISOString(), performance.now());
+    emittedWall.set(at.toISOString(), Date.now());
     await sink.emit([{ type: 'template.updated', accountId: account.accountId, recordId: template.id, at }]);
   };
   const waitForArrivals = async (count: number) => {
@@ -197,6 +207,16 @@ async function main(): Promise<void> {
   await waitForArrivals(latencyStart + LATENCY_EVENTS * ENDPOINTS);
   const latencyArrivals = receiver.arrivals.slice(latencyStart);
   const latenciesMs = latencyArrivals.map((a) => a.at - emitted.get(JSON.parse(a.body).timestamp)!);
+  // Where the latency goes, from the attempts Signet recorded (same machine, same wall clock):
+  // emit → the attempt's start (dispatch, delivery job queued and picked up), and the request itself.
+  const latencyTimestamps = new Set(latencyArrivals.map((a) => JSON.parse(a.body).timestamp as string));
+  const attempts = await db.webhookAttempt.findMany({ select: { createdAt: true, durationMs: true, delivery: { select: { payload: true, createdAt: true } } } });
+  const phase = attempts
+    .map((a) => ({ timestamp: (a.delivery.payload as { timestamp: string }).timestamp, dispatched: a.delivery.createdAt.getTime(), start: a.createdAt.getTime(), duration: a.durationMs }))
+    .filter((a) => latencyTimestamps.has(a.timestamp));
+  const toStart = phase.map((a) => a.start - emittedWall.get(a.timestamp)!);
+  const toDispatch = phase.map((a) => a.dispatched - emittedWall.get(a.timestamp)!);
+  const sendMs = phase.map((a) => a.duration);
   await sleep(500);
 
   // Throughput: a burst.
@@ -257,6 +277,9 @@ async function main(): Promise<void> {
   print(`| emit → receipt p50, ms (${LATENCY_EVENTS} events at ${LATENCY_RATE}/s × ${ENDPOINTS}) | ${fmt(p50, 1)} | ${fmt(baseP50, 1)} | ${fmt(p50 / baseP50, 1)} | | |`);
   print(`| emit → receipt p99, ms | ${fmt(p99, 1)} | ${fmt(baseP99, 1)} | ${fmt(p99 / baseP99, 1)} | ≤ ${TARGETS.p99Ms} | ${passMiss(p99 <= TARGETS.p99Ms)} |`);
   print(`| Signet CPU per delivery in the burst, ms | ${fmt(signetCpuMs / burstDeliveries, 2)} | | | | |`);
+  print('');
+  print(`latency breakdown (steady rate): emit → deliveries written (dispatch job ran) p50 ${fmt(percentile(toDispatch, 50), 1)} ms, p99 ${fmt(percentile(toDispatch, 99), 1)} ms`);
+  print(`  emit → attempt start p50 ${fmt(percentile(toStart, 50), 1)} ms, p99 ${fmt(percentile(toStart, 99), 1)} ms; the request itself p50 ${fmt(percentile(sendMs, 50), 1)} ms, p99 ${fmt(percentile(sendMs, 99), 1)} ms`);
   print('');
   print(`burst: emitted in ${fmt(emitMs, 0)} ms, last arrival after ${fmt(burstMs, 0)} ms; payload ${Buffer.byteLength(sample.body)} bytes`);
   print(`checks: ${receiver.arrivals.length - (burstDeliveries + latencyArrivals.length)} of ${expected} deliveries arrived, ${duplicates} duplicates, ${badSignatures} bad signatures, ${succeeded} succeeded in the database`);
