@@ -376,17 +376,18 @@ function load(baseUrl: string, apiKey: string, request: Request, durationS: numb
 // Jobs (Agenda's table, read directly)
 
 /** Jobs running or due now, of any name. */
-async function pendingJobs(sql: pg.Client): Promise<number> {
+async function pendingJobs(sql: pg.Client, withinMs = 0): Promise<number> {
   const { rows } = await sql.query(
-    'SELECT count(*)::int AS n FROM agenda.jobs WHERE NOT disabled AND (locked_at IS NOT NULL OR next_run_at <= now())',
+    `SELECT count(*)::int AS n FROM agenda.jobs WHERE NOT disabled AND (locked_at IS NOT NULL OR next_run_at <= now() + $1 * interval '1 millisecond')`,
+    [withinMs],
   );
   return rows[0].n;
 }
 
-/** Resolves once no job is running or due; rejects after `timeoutMs`. */
-async function waitForJobs(sql: pg.Client, timeoutMs: number): Promise<void> {
+/** Resolves once no job is running or due (within `withinMs`); rejects after `timeoutMs`. */
+async function waitForJobs(sql: pg.Client, timeoutMs: number, withinMs = 0): Promise<void> {
   const deadline = performance.now() + timeoutMs;
-  while ((await pendingJobs(sql)) > 0) {
+  while ((await pendingJobs(sql, withinMs)) > 0) {
     if (performance.now() > deadline) {
       const { rows } = await sql.query(
         `SELECT name, count(*)::int AS n, count(locked_at)::int AS locked, max(fail_count)::int AS fails, max(fail_reason) AS reason
@@ -561,11 +562,17 @@ interface StatementCount {
   agreeing: number;
 }
 
-/** Agenda's enqueue: the unique-key lookup, the insert, the notification (matched on whitespace-collapsed SQL). */
-const ENQUEUE = /^(SELECT \* FROM "jobs" WHERE name = \$1 AND data->>|INSERT INTO "jobs"|NOTIFY "agenda:jobs",)/;
-/** Agenda's save of a job's state; the first after the lock is made before the handler runs. */
+/**
+ * An enqueue (matched on whitespace-collapsed SQL): Agenda's own (the unique-key lookup, the
+ * insert, the notification) or the job store's one-statement insert (src/jobs/job-store.ts).
+ */
+const ENQUEUE = /^(SELECT \* FROM "jobs" WHERE name = \$1 AND data->>|INSERT INTO "jobs"|NOTIFY "agenda:jobs",)|INSERT INTO "?jobs"? \( ?id, name, priority/;
+/** Agenda's save of a job's state (at the end of a run; also at its start in Agenda's own repository). */
 const JOB_SAVE = /^UPDATE "jobs" SET locked_at = \$2, next_run_at = \$3, last_run_at/;
 const isEnqueue = (s: RecordedStatement) => s.pool === 'jobs' && ENQUEUE.test(oneLine(s.text));
+
+/** How long jobs enqueued while statements are counted wait before running (see countStatements). */
+const COUNT_JOB_DELAY_MS = 500;
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 
 function verbOf(text: string): string {
@@ -586,13 +593,29 @@ function verbs(statements: RecordedStatement[]): VerbCounts {
  * the service pool's, and the job store's enqueue (by its SQL). For a create, its job's
  * statements are those after the answer until no job is due or running: the service pool's
  * (the handler) and the job store's (lock, state saves, notifications). A sample whose job
- * started before the answer arrived is not counted (its statements cannot be told apart).
+ * started before the answer arrived is not counted (its statements cannot be told apart). So
+ * that jobs do not start before the answer, a trigger (dropped after counting) makes every job
+ * inserted while counting due COUNT_JOB_DELAY_MS later than asked: Agenda locks it when notified,
+ * as usual, and runs it at that time (the handler's statements are then all after the answer).
  * Agenda's scan for due jobs runs once a second per job name whatever the load; it is measured
  * on an idle service and left out (a scan inside a sample shows as a disagreeing sample).
  */
 async function countStatements(api: Api, proxy: StatementProxy, sql: pg.Client, requests: Record<Key, Request>) {
+  await sql.query(`CREATE FUNCTION agenda.bench_delay_job() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN NEW.next_run_at := NEW.next_run_at + interval '${COUNT_JOB_DELAY_MS} milliseconds'; RETURN NEW; END $$`);
+  await sql.query('CREATE TRIGGER bench_delay_job BEFORE INSERT ON agenda.jobs FOR EACH ROW EXECUTE FUNCTION agenda.bench_delay_job()');
+  try {
+    return await countStatementsDelayed(api, proxy, sql, requests);
+  } finally {
+    await sql.query('DROP TRIGGER bench_delay_job ON agenda.jobs');
+    await sql.query('DROP FUNCTION agenda.bench_delay_job()');
+  }
+}
+
+async function countStatementsDelayed(api: Api, proxy: StatementProxy, sql: pg.Client, requests: Record<Key, Request>) {
+  const jobsDone = () => waitForJobs(sql, 10_000, COUNT_JOB_DELAY_MS * 2);
   for (const request of Object.values(requests)) for (let i = 0; i < 3; i += 1) await api(request.method, request.path, request.body);
-  await waitForJobs(sql, 10_000);
+  await jobsDone();
 
   proxy.statements.length = 0;
   const idleStarted = performance.now();
@@ -611,7 +634,7 @@ async function countStatements(api: Api, proxy: StatementProxy, sql: pg.Client, 
       const { status } = await api(request.method, request.path, request.body);
       const answered = performance.now();
       if (status !== 200) throw new Error(`${LABELS[request.key]} answered ${status} while counting statements`);
-      if (request.key === 'create') await waitForJobs(sql, 10_000);
+      if (request.key === 'create') await jobsDone();
       await sleep(30); // the last state notifications of the job
       const recorded = proxy.statements.filter((s) => s.at >= sent);
       if (SHOW_SQL && !shown) {

@@ -8,7 +8,7 @@ import { createAccount } from '../src/accounts/create-account.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { AppError } from '../src/errors.ts';
 import { MailDeliveryError, SmsDeliveryError, type NotificationLogger } from '../src/notifications/delivery-error.ts';
-import { deliverEmail, deliverSms, queueEmail, queueSms, type QueueEmailInput } from '../src/notifications/deliver.ts';
+import { deliverEmail, deliverSms, queueAndDeliverEmail, queueEmail, queueSms, type QueueEmailInput } from '../src/notifications/deliver.ts';
 import { createMailer, type Mailer } from '../src/notifications/mailer.ts';
 import { buildSignatureRequestEmail } from '../src/notifications/message-templates.ts';
 import type { OutgoingSms, SmsSender } from '../src/notifications/sms.ts';
@@ -208,6 +208,80 @@ describe('deliverEmail', () => {
     expect(mail.parsed.text).toContain('You have been invited to sign the "NDA".');
     expect(mail.parsed.text?.match(/https?:\/\/\S+/)?.[0]).toBe(link);
     expect(mail.parsed.html).toContain(`<a href="${link}">Review and Sign</a>`);
+  });
+});
+
+describe('queueAndDeliverEmail', () => {
+  /** The columns a caller can tell apart (ids, keys and times left out). */
+  const comparable = ({ id: _id, dedupeKey: _key, createdAt: _c, updatedAt: _u, sentAt: _s, providerMessageId: _p, ...rest }: Awaited<ReturnType<typeof queueEmail>>) => rest;
+
+  it('stores and sends the row as queueEmail + deliverEmail do, once; again → already-sent', async () => {
+    const input = emailInput({ cc: ['cc@example.test'] });
+    const first = await queueAndDeliverEmail({ db, mailer }, input);
+    expect(first.outcome).toBe('sent');
+    const [mail] = await smtp.waitForMessages(1);
+    const stored = await db.emailMessage.findUniqueOrThrow({ where: { id: first.emailMessageId } });
+    expect(stored).toMatchObject({ status: 'sent', attemptCount: 1, lastError: null, provider: 'smtp', dedupeKey: input.dedupeKey });
+    expect(stored.providerMessageId).toBe(mail.parsed.messageId);
+    expect(stored.sentAt!.getTime()).toBeGreaterThanOrEqual(stored.createdAt.getTime());
+    expect(Math.abs(stored.sentAt!.getTime() - Date.now())).toBeLessThan(60_000);
+    expect(mail.envelope.rcptTo.sort()).toEqual(['ann@example.test', 'audit@example.test', 'cc@example.test']);
+    expect(mail.parsed.subject).toBe(input.subject);
+    expect(mail.parsed.replyTo?.text).toBe('owner@acme.test');
+
+    // The same message through the two-step path stores the same columns.
+    const twoStep = await queueEmail(db, { ...input, dedupeKey: `${input.dedupeKey}:two-step` });
+    expect(await deliverEmail({ db, mailer }, twoStep.id)).toBe('sent');
+    await smtp.waitForMessages(2);
+    expect(comparable(stored)).toEqual(comparable(await db.emailMessage.findUniqueOrThrow({ where: { id: twoStep.id } })));
+
+    expect(await queueAndDeliverEmail({ db, mailer }, { ...input, subject: 'changed' })).toEqual({ outcome: 'already-sent', emailMessageId: first.emailMessageId });
+    await settle();
+    expect(smtp.messages).toHaveLength(2);
+  });
+
+  it('concurrent calls with one dedupe key, from two instances, store one row and send once', async () => {
+    const input = emailInput();
+    const results = await Promise.all([db, otherDb, db, otherDb].map((client) => queueAndDeliverEmail({ db: client, mailer }, input)));
+    expect(new Set(results.map((r) => r.emailMessageId)).size).toBe(1);
+    expect(results.filter((r) => r.outcome === 'sent')).toHaveLength(1);
+    for (const r of results.filter((r) => r.outcome !== 'sent')) expect(['in-progress', 'already-sent']).toContain(r.outcome);
+    await smtp.waitForMessages(1);
+    await settle();
+    expect(smtp.messages).toHaveLength(1);
+    expect(await db.emailMessage.count({ where: { dedupeKey: input.dedupeKey } })).toBe(1);
+  });
+
+  it('a transient failure rethrows and leaves the row queued; the next call sends it once', async () => {
+    const input = emailInput();
+    smtp.rejectNext(451, 'Greylisted, try again later');
+    const error = await queueAndDeliverEmail({ db, mailer, logger: quiet }, input).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(MailDeliveryError);
+    const waiting = await db.emailMessage.findUniqueOrThrow({ where: { dedupeKey: input.dedupeKey } });
+    expect(waiting).toMatchObject({ status: 'queued', attemptCount: 1, sentAt: null });
+    expect(waiting.lastError).toContain('Greylisted');
+
+    expect(await queueAndDeliverEmail({ db, mailer }, input)).toEqual({ outcome: 'sent', emailMessageId: waiting.id });
+    await smtp.waitForMessages(1);
+    await settle();
+    expect(smtp.messages).toHaveLength(1);
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: waiting.id } })).toMatchObject({ status: 'sent', attemptCount: 2, lastError: null });
+  });
+
+  it('a permanent refusal marks the row failed and it is never tried again', async () => {
+    const input = emailInput();
+    smtp.rejectNext(550, 'No such user');
+    const first = await queueAndDeliverEmail({ db, mailer, logger: quiet }, input);
+    expect(first.outcome).toBe('failed-permanently');
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: first.emailMessageId } })).toMatchObject({ status: 'failed', attemptCount: 1, sentAt: null });
+    expect((await queueAndDeliverEmail({ db, mailer }, input)).outcome).toBe('failed-permanently');
+    await settle();
+    expect(smtp.messages).toHaveLength(0);
+  });
+
+  it('refuses a message without recipients or dedupe key, storing nothing', async () => {
+    await expect(queueAndDeliverEmail({ db, mailer }, emailInput({ to: [] }))).rejects.toBeInstanceOf(AppError);
+    await expect(queueAndDeliverEmail({ db, mailer }, emailInput({ dedupeKey: '' }))).rejects.toBeInstanceOf(AppError);
   });
 });
 

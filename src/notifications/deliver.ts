@@ -12,7 +12,7 @@
  *
  * Row statuses: 'queued' → 'sending' → 'sent' | 'failed' (| back to 'queued' for a retry).
  */
-import type { Db, Prisma } from '../db/client.ts';
+import { sqlPool, type Db, type Prisma } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { EmailMessage, SmsMessage } from '../generated/prisma/client.ts';
 import { DeliveryError, type NotificationLogger } from './delivery-error.ts';
@@ -142,6 +142,85 @@ export async function deliverEmail(
   });
 }
 
+/**
+ * `$1`: the email as JSON (QueueEmailInput's keys), `$2`: the mailer's name, `$3`: now (ISO).
+ * Stores the row already claimed ('sending', first attempt) unless its dedupe key is stored;
+ * returns it only when inserted. Columns and defaults as queueEmail's through Prisma.
+ */
+const INSERT_CLAIMED_EMAIL = {
+  name: 'signet_outbox_insert_claimed_email',
+  text: `
+    INSERT INTO email_messages (account_id, submission_id, submitter_id, kind, dedupe_key, from_address, to_addresses, cc_addresses,
+                                bcc_addresses, reply_to, subject, text_body, html_body, provider, status, attempt_count, created_at, updated_at)
+    SELECT (j->>'accountId')::int, (j->>'submissionId')::int, (j->>'submitterId')::int, j->>'kind', j->>'dedupeKey', j->>'from',
+           ARRAY(SELECT jsonb_array_elements_text(j->'to')), ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'cc', '[]'))),
+           ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'bcc', '[]'))), j->>'replyTo', j->>'subject', j->>'textBody', j->>'htmlBody',
+           $2, 'sending', 1, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
+      FROM (SELECT $1::jsonb AS j) input
+    ON CONFLICT (dedupe_key) DO NOTHING
+    RETURNING id`,
+};
+
+const EMAIL_ID_BY_DEDUPE_KEY = { name: 'signet_outbox_email_by_key', text: `SELECT id FROM email_messages WHERE dedupe_key = $1` };
+
+/** `$1` id, `$2` status, `$3` now (ISO), `$4` sent (bool), `$5` provider message id, `$6` last error: deliverOnce's updates. */
+const UPDATE_EMAIL_STATE = {
+  name: 'signet_outbox_update_email',
+  text: `
+    UPDATE email_messages
+       SET status = $2, updated_at = $3::timestamptz AT TIME ZONE 'UTC',
+           sent_at = CASE WHEN $4::boolean THEN $3::timestamptz AT TIME ZONE 'UTC' ELSE sent_at END,
+           provider_message_id = CASE WHEN $4::boolean THEN $5 ELSE provider_message_id END,
+           last_error = $6
+     WHERE id = $1`,
+};
+
+/**
+ * queueEmail then deliverEmail, in fewer statements for the usual case (a job's first run, the
+ * key not stored yet): the row is inserted already claimed by this call (status 'sending',
+ * attempt 1) and sent from `input`, with no read-back; then marked as deliverEmail marks it. A
+ * stored key (a re-run, or another worker) goes through deliverEmail on the stored row, so the
+ * outcomes and guarantees are deliverEmail's: at most one send per dedupe key, whoever calls.
+ * Plain SQL on the pool under `deps.db` (sqlPool): a hot path (the signature request job).
+ * @returns the outcome (see DeliveryOutcome) and the row's id
+ * @throws as queueEmail (VALIDATION) and deliverEmail (DeliveryError when the provider failed transiently)
+ */
+export async function queueAndDeliverEmail(
+  deps: { db: Db; mailer: Mailer } & DeliveryOptions,
+  input: QueueEmailInput,
+): Promise<{ outcome: DeliveryOutcome; emailMessageId: number }> {
+  if (!input.dedupeKey) throw new AppError('VALIDATION', 'dedupeKey is required');
+  if (input.to.length === 0) throw new AppError('VALIDATION', 'an email needs at least one recipient in to');
+  const { db, mailer } = deps;
+  const pool = sqlPool(db);
+  const { rows } = await pool.query<{ id: number }>({ ...INSERT_CLAIMED_EMAIL, values: [JSON.stringify(input), mailer.name, new Date().toISOString()] });
+  const inserted = rows[0];
+  if (!inserted) {
+    const { rows: stored } = await pool.query<{ id: number }>({ ...EMAIL_ID_BY_DEDUPE_KEY, values: [input.dedupeKey] });
+    const id = stored[0]!.id;
+    return { outcome: await deliverEmail(deps, id), emailMessageId: id };
+  }
+  const id = inserted.id;
+  const outcome = await sendClaimed<OutboxRow>(deps, {
+    label: 'email',
+    id,
+    update: ({ status, sentAt, providerMessageId, lastError }) =>
+      pool.query({ ...UPDATE_EMAIL_STATE, values: [id, status, (sentAt ?? new Date()).toISOString(), sentAt !== undefined, providerMessageId ?? null, lastError ?? null] }),
+    send: () =>
+      mailer.send({
+        from: input.from,
+        to: input.to,
+        cc: input.cc ?? [],
+        bcc: input.bcc ?? [],
+        replyTo: input.replyTo ?? undefined,
+        subject: input.subject,
+        text: input.textBody,
+        html: input.htmlBody ?? undefined,
+      }),
+  }, { id, status: 'sending', attemptCount: 1 });
+  return { outcome, emailMessageId: id };
+}
+
 export interface QueueSmsInput {
   accountId: number;
   submissionId?: number | null;
@@ -231,7 +310,6 @@ interface OutboxTable<Row extends OutboxRow> {
 }
 
 async function deliverOnce<Row extends OutboxRow>(options: DeliveryOptions, table: OutboxTable<Row>): Promise<DeliveryOutcome> {
-  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   const staleBefore = new Date(Date.now() - (options.leaseMs ?? DEFAULT_LEASE_MS));
   const { count } = await table.claim(staleBefore);
   const row = await table.find();
@@ -241,7 +319,12 @@ async function deliverOnce<Row extends OutboxRow>(options: DeliveryOptions, tabl
     if (row.status === 'failed') return 'failed-permanently';
     return 'in-progress';
   }
+  return sendClaimed(options, table, row);
+}
 
+/** Sends a row this call has claimed, and records the outcome (see the module comment). */
+async function sendClaimed<Row extends OutboxRow>(options: DeliveryOptions, table: Pick<OutboxTable<Row>, 'label' | 'id' | 'update' | 'send'>, row: Row): Promise<DeliveryOutcome> {
+  const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   let result: { providerMessageId?: string };
   try {
     result = await table.send(row);
