@@ -209,14 +209,14 @@ function mountOptionAreas(
   const inputs: HTMLInputElement[] = [];
   const group = `field-${field.uuid}`;
   places.forEach((place, index) => {
-    const box = index === 0 ? firstBox : firstBox.cloneNode(false) as HTMLElement;
-    if (index > 0) {
-      box.style.left = `${place.area.x * 100}%`;
-      box.style.top = `${place.area.y * 100}%`;
-      box.style.width = `${place.area.w * 100}%`;
-      box.style.height = `${place.area.h * 100}%`;
-      place.page.element.append(box);
-    }
+    // The field's first box goes to the first option's area (the field's first area may be one
+    // without an option, which then shows the chosen value).
+    const box = index === 0 ? firstBox : (firstBox.cloneNode(false) as HTMLElement);
+    box.style.left = `${place.area.x * 100}%`;
+    box.style.top = `${place.area.y * 100}%`;
+    box.style.width = `${place.area.w * 100}%`;
+    box.style.height = `${place.area.h * 100}%`;
+    if (box.parentElement !== place.page.element) place.page.element.append(box);
     const option = field.options?.find((o) => o.uuid === place.area.optionUuid);
     const optionValue = option?.value ?? `Option ${index + 1}`;
     const input = h('input', { type: field.type === 'radio' ? 'radio' : 'checkbox', name: group, value: optionValue, className: 'option-input' });
