@@ -33,7 +33,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-describe('signet webhook', () => {
+describe('signet webhook', { timeout: 180_000 }, () => {
   it('add prints {id, url, events, secret} with the form.* events by default; list shows no secret; remove deletes', async () => {
     const added = await runSignet(['webhook', 'add', '--account-id', String(account.accountId), '--url', 'https://hooks.example.com/in'], env);
     expect(added.code, added.stderr).toBe(0);

@@ -16,8 +16,8 @@ import { base64, drawPdf } from './helpers/pdfs.ts';
 import { startService, type ServiceProcess } from './helpers/processes.ts';
 import { startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
 
-/** First retry 4 s after the failed first send: time enough to kill and restart in between. */
-const BASE_MS = 4000;
+/** First retry 8 s after the failed first send: time enough to kill and restart in between, even on a busy machine. */
+const BASE_MS = 8000;
 
 let database: TestDatabase;
 let db: Db;
@@ -43,7 +43,7 @@ afterAll(async () => {
   await database?.drop();
 });
 
-async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
+async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
   for (const deadline = Date.now() + timeoutMs; ; ) {
     const value = await check();
     if (value) return value;

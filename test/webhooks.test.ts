@@ -81,7 +81,7 @@ afterAll(async () => {
   await receiver?.close();
 });
 
-describe('endpoints', () => {
+describe('endpoints', { timeout: 180_000 }, () => {
   it('are created with a whsec_ secret shown once and the form.* events by default; listing never shows the secret', async () => {
     const { body } = await gql(CREATE, { input: { url: 'https://hooks.example.com/docuseal' } });
     expect(body.errors).toBeUndefined();
@@ -150,7 +150,7 @@ describe('endpoints', () => {
     expect(noHeader.body.data.updateWebhookEndpoint.endpoint).toMatchObject({ headerName: null, headerValue: null, enabled: false });
 
     await emit([{ type: 'template.updated', accountId: alice.accountId, recordId: 999_999 }]);
-    await t.jobs.waitForIdle({ timeoutMs: 20_000 });
+    await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     expect(await t.db.webhookDelivery.count({ where: { endpointId: id } })).toBe(0);
 
     const deleted = await gql('mutation ($id: Int!) { deleteWebhookEndpoint(input: {id: $id}) { id } }', { id });
@@ -161,7 +161,7 @@ describe('endpoints', () => {
   });
 });
 
-describe('payloads, headers and signature', () => {
+describe('payloads, headers and signature', { timeout: 180_000 }, () => {
   let client: { id: number; submission_id: number };
   let manager: { id: number };
 
@@ -414,7 +414,7 @@ describe('payloads, headers and signature', () => {
   });
 });
 
-describe('test event, redelivery and rotation', () => {
+describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
   it('sendTestWebhook posts a signed form.completed of the latest completed submitter and answers with the attempt', async () => {
     const latest = await t.db.submitter.findFirstOrThrow({ where: { accountId: alice.accountId, completedAt: { not: null } }, orderBy: { completedAt: 'desc' } });
     const before = receiver.requests.length;
@@ -449,7 +449,7 @@ describe('test event, redelivery and rotation', () => {
     // Rebuilt from the record as it is now: the template has been archived since.
     expect(again.json.data.archived_at).toEqual(expect.stringMatching(/Z$/));
     expect(originalRequest.json.data.archived_at).toBeNull();
-    await t.jobs.waitForIdle({ timeoutMs: 20_000 });
+    await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     const stored = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id: copy.id }, include: { attempts: true } });
     expect(stored.status).toBe('succeeded');
     expect(stored.attempts).toHaveLength(1);
@@ -493,7 +493,7 @@ describe('test event, redelivery and rotation', () => {
   });
 });
 
-describe('dispatch', () => {
+describe('dispatch', { timeout: 180_000 }, () => {
   it('is idempotent: running the same dispatch again creates and sends nothing more', async () => {
     const submission = await t.db.submission.findFirstOrThrow({ where: { accountId: alice.accountId } });
     const contextFactory = createContextFactory({
@@ -513,14 +513,14 @@ describe('dispatch', () => {
     const before = received('submission.expired', submission.id).length;
     await dispatchEvent(deps, event, { id: 'test-dispatch-1' });
     await dispatchEvent(deps, event, { id: 'test-dispatch-1' });
-    await t.jobs.waitForIdle({ timeoutMs: 20_000 });
+    await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     await dispatchEvent(deps, event, { id: 'test-dispatch-1' });
-    await t.jobs.waitForIdle({ timeoutMs: 20_000 });
+    await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     expect(received('submission.expired', submission.id)).toHaveLength(before + 1);
     expect(await t.db.webhookDelivery.count({ where: { eventType: 'submission.expired', recordId: submission.id, payload: { path: ['timestamp'], equals: event.at } } })).toBe(1);
     // Another dispatch (another event) is another delivery.
     await dispatchEvent(deps, event, { id: 'test-dispatch-2' });
-    await t.jobs.waitForIdle({ timeoutMs: 20_000 });
+    await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     expect(received('submission.expired', submission.id)).toHaveLength(before + 2);
   });
 
@@ -531,13 +531,13 @@ describe('dispatch', () => {
     await emit([{ type: 'submission.completed', accountId: alice.accountId, recordId: submission.id }]);
     // An event naming a record of another account sends nothing (the record is not the account's).
     await emit([{ type: 'submission.completed', accountId: bob.accountId, recordId: submission.id }]);
-    await t.jobs.waitForIdle({ timeoutMs: 20_000 });
+    await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     expect(receiver.requests.filter((r) => r.path === '/hooks/bob')).toHaveLength(0);
     expect(await t.db.webhookDelivery.count({ where: { accountId: bob.accountId } })).toBe(0);
   });
 });
 
-describe('cross-account', () => {
+describe('cross-account', { timeout: 180_000 }, () => {
   it("another account's endpoints and deliveries are FORBIDDEN; unknown ones NOT_FOUND", async () => {
     const delivery = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
     const calls: [string, Record<string, unknown>][] = [
@@ -563,7 +563,7 @@ describe('cross-account', () => {
     const stored = await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } });
     expect(stored.url).toBe(`${receiver.url}/hooks/alice`);
     expect(stored.secret).toBe(endpoint.secret);
-    await t.jobs.waitForIdle({ timeoutMs: 20_000 });
+    await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     expect(receiver.requests.length).toBe(requestsBefore);
     // Without a key: UNAUTHENTICATED.
     const anonymous = await graphql(t.url, '{ webhookEndpoints { id } }');

@@ -75,7 +75,7 @@ export async function startReceiver(host = '127.0.0.1'): Promise<Receiver> {
     respond(next) {
       answer = next;
     },
-    async waitFor(predicate, timeoutMs = 20_000) {
+    async waitFor(predicate, timeoutMs = 60_000) {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(requests)) {
         if (Date.now() > deadline) {
