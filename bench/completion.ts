@@ -19,9 +19,10 @@
  *    and Cyrillic names), 30 texts at 11 pt, 2 PNGs, save.
  * 3. **End to end through the service**: (a) `POST /api/submissions` with both parties
  *    `completed: true` until the audit log row exists (the whole completion as a client sees it,
- *    polled in SQL every 5 ms); (b) with the first party's documents already made,
- *    `PUT /api/submitters/{id}` `{completed: true}` for the last party: the answer, and until the
- *    audit log exists (the signer's wait for the signed documents).
+ *    polled in SQL every 5 ms); (b) with the first party's documents already made, the last party
+ *    completes as the signing page does it (`completeSigningForm(slug)` over GraphQL, authenticated
+ *    by the slug): the answer (when the page confirms), and until the audit log exists (the
+ *    signed copies the page then lists).
  * 4. **Peak RSS**: VmHWM of the service process, the in-process worker and the baseline worker
  *    (each worker carries node + the tsx loader: the floor of an idle worker is printed).
  *
@@ -292,7 +293,7 @@ interface EndToEnd {
   /** (a) POST with both parties completed → audit log stored. */
   wholeMs: number;
   wholeCpuMs: number;
-  /** (b) PUT of the last party → its answer, and → audit log stored. */
+  /** (b) the last party's completeSigningForm → its answer, and → audit log stored. */
   putAnswerMs: number;
   lastPartyMs: number;
   lastPartyCpuMs: number;
@@ -341,8 +342,8 @@ async function main(): Promise<number> {
     }));
   /** A submission through the API; send_email false (nothing to deliver), preserved order. */
   const createSubmission = async (completed: [boolean, boolean]) => {
-    const created = (await api('POST', '/submissions', { template_id: template.id, send_email: false, submitters: submitters(completed) })) as Array<{ id: number; submission_id: number }>;
-    return { submissionId: created[0]!.submission_id, submitterIds: created.map((s) => s.id) };
+    const created = (await api('POST', '/submissions', { template_id: template.id, send_email: false, submitters: submitters(completed) })) as Array<{ id: number; submission_id: number; embed_src: string }>;
+    return { submissionId: created[0]!.submission_id, submitterIds: created.map((s) => s.id), slugs: created.map((s) => s.embed_src.split('/').at(-1)!) };
   };
 
   const workerEnv = childEnv({ ...SIGNET_ENV, DATABASE_URL: database.url, DATA_DIR: dataDir });
@@ -384,7 +385,7 @@ async function main(): Promise<number> {
       const wholeCpuMs = (await cpuMs(signet.child.pid)) - cpuBefore;
       const cpuBeforePut = await cpuMs(signet.child.pid);
       const putStarted = performance.now();
-      await api('PUT', `/submitters/${lastParty.submitterIds[1]}`, { completed: true });
+      await completeForm(signet.url, lastParty.slugs[1]!);
       const putAnswerMs = performance.now() - putStarted;
       await waitForRows(sql, `SELECT 1 FROM completed_documents WHERE submission_id = $1 AND kind = 'audit_log'`, [lastParty.submissionId], 60_000);
       const lastPartyMs = performance.now() - putStarted;
@@ -398,7 +399,7 @@ async function main(): Promise<number> {
       const e = runs.e2e.at(-1)!;
       print(
         `  round ${round}  in-process ${fmt(runs.pipeline.at(-1)!.ms, 0).padStart(5)} ms   baseline ${fmt(runs.baseline.at(-1)!.ms, 0).padStart(5)} ms   ` +
-          `service: whole ${fmt(e.wholeMs, 0).padStart(5)} ms, last party ${fmt(e.lastPartyMs, 0).padStart(5)} ms (PUT answered in ${fmt(e.putAnswerMs, 0)} ms)`,
+          `service: whole ${fmt(e.wholeMs, 0).padStart(5)} ms, last party ${fmt(e.lastPartyMs, 0).padStart(5)} ms (form answered in ${fmt(e.putAnswerMs, 0)} ms)`,
       );
     }
   }
@@ -446,7 +447,7 @@ async function main(): Promise<number> {
   line('baseline: pdf-lib draws the same values once and saves', base);
   print(`  in-process / baseline  ${fmt(ratio, 2).padStart(5)}×   target ≤ ${TARGETS.overBaseline}×   ${passMiss(pass.ratio)}`);
   line('service: POST both parties completed → audit log stored', service.whole, '(information)');
-  line('service: PUT last party completed → audit log stored', service.lastParty, `(PUT answered in ${fmt(service.putAnswer.medianMs, 0)} ms, median)`);
+  line('service: last party completes in the form → audit log stored', service.lastParty, `(completeSigningForm answered in ${fmt(service.putAnswer.medianMs, 0)} ms, median)`);
   print('Peak RSS (VmHWM, MB)');
   print(`  Signet service process: ${fmt(rss.signetPeakMb, 1)} after ${2 * (RUNS + 1)} completions (VmRSS after start ${fmt(rss.signetAfterStartMb, 1)})`);
   print(`  in-process worker ${fmt(rss.pipelineWorkerPeakMb, 1)}, baseline worker ${fmt(rss.baselineWorkerPeakMb, 1)}  (each worker = node + tsx: ${fmt(rss.workerFloorMb, 1)} with nothing loaded)`);
@@ -513,6 +514,18 @@ function apiClient(baseUrl: string, apiKey: string) {
     if (response.status !== 200) throw new Error(`${method} /api${p} answered ${response.status}: ${text.slice(0, 500)}`);
     return JSON.parse(text);
   };
+}
+
+/** The signing page's Complete: `completeSigningForm(slug)` over GraphQL, authenticated by the slug alone. */
+async function completeForm(baseUrl: string, slug: string): Promise<void> {
+  const response = await fetch(`${baseUrl}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: 'mutation Complete($slug: String!) { completeSigningForm(slug: $slug) { state } }', variables: { slug } }),
+    signal: AbortSignal.timeout(60_000),
+  });
+  const body = (await response.json()) as { data?: { completeSigningForm?: { state?: string } }; errors?: unknown };
+  if (body.data?.completeSigningForm?.state !== 'COMPLETED') throw new Error(`completeSigningForm answered ${response.status}: ${JSON.stringify(body).slice(0, 500)}`);
 }
 
 /** Polls `query` every POLL_MS until it returns a row. */
