@@ -263,7 +263,8 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
         updated_at: submitter.updated_at,
         external_id: submitter.external_id,
         metadata: submitter.metadata,
-        status: submitter.status,
+        status: submission.status,
+        submitter_status: submitter.status,
         application_key: submitter.external_id,
         decline_reason: extra.declineReason,
         role: submitter.role,
@@ -301,7 +302,7 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
     await t.db.submitter.update({ where: { id: client.id }, data: { ip: '203.0.113.7', ua: 'Mozilla/5.0 (WebhookTest)', openedAt: new Date() } });
     await emit([{ type: 'form.viewed', accountId: alice.accountId, recordId: client.id }]);
     const viewed = await waitForEvent('form.viewed', client.id);
-    expect(viewed.json.data).toMatchObject({ id: client.id, status: 'opened', ip: '203.0.113.7', ua: 'Mozilla/5.0 (WebhookTest)', email: 'client@example.test', role: 'Client' });
+    expect(viewed.json.data).toMatchObject({ id: client.id, status: 'pending', submitter_status: 'opened', ip: '203.0.113.7', ua: 'Mozilla/5.0 (WebhookTest)', email: 'client@example.test', role: 'Client' });
     expect(viewed.json.data.submission).toMatchObject({ id: client.submission_id, status: 'pending' });
     expect(viewed.json.data.metadata).toEqual({ crm: 42 });
     expect(viewed.json.data.external_id).toBe('cl-1');
@@ -322,7 +323,9 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
     await emit([{ type: 'form.completed', accountId: alice.accountId, recordId: client.id }]);
     const event = await waitForEvent('form.completed', client.id, before + 1);
     const data = event.json.data;
-    expect(data.status).toBe('completed');
+    // `status` is the submission's (spec), the party's own is `submitter_status`.
+    expect(data.status).toBe('pending');
+    expect(data.submitter_status).toBe('completed');
     expect(data.completed_at).toEqual(expect.stringMatching(/Z$/));
     expect(data.values).toEqual([{ field: 'Client Name', value: 'Chloé Client' }]);
     expect(data.documents).toEqual([{ name: 'agreement', url: expect.stringContaining('/file/') }]);
@@ -340,7 +343,7 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
     await t.db.submitter.update({ where: { id: manager.id }, data: { declinedAt: new Date(), declineReason: 'Wrong salary figure' } });
     await emit([{ type: 'form.declined', accountId: alice.accountId, recordId: manager.id }]);
     const event = await waitForEvent('form.declined', manager.id);
-    expect(event.json.data).toMatchObject({ id: manager.id, status: 'declined', decline_reason: 'Wrong salary figure', declined_at: expect.stringMatching(/Z$/) });
+    expect(event.json.data).toMatchObject({ id: manager.id, status: 'declined', submitter_status: 'declined', decline_reason: 'Wrong salary figure', declined_at: expect.stringMatching(/Z$/) });
     expect(event.json.data.submission.status).toBe('declined');
     // No IP recorded for this one: null, as DocuSeal before the signer acts.
     await expectFormPayload(event.json.data, manager.id, { ip: null, ua: null, declineReason: 'Wrong salary figure' });
@@ -425,7 +428,7 @@ describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
     expect(body.errors).toBeUndefined();
     expect(body.data.sendTestWebhook.delivery).toEqual({ eventType: 'form.completed', recordId: latest.id, status: 'succeeded', attempts: [{ attempt: 0, statusCode: 200, error: null }] });
     const request = receiver.requests[before]!;
-    expect(request.json).toMatchObject({ event_type: 'form.completed', data: { id: latest.id, status: 'completed' } });
+    expect(request.json).toMatchObject({ event_type: 'form.completed', data: { id: latest.id, submitter_status: 'completed' } });
     expect(signatureMatches(request.headers['x-docuseal-signature'], endpoint.secret, request.body)).toBe(true);
 
     // Bob has no submitter: nothing to show.

@@ -14,8 +14,9 @@
  *
  * The form submitter payload (DocuSeal's `Submitters::SerializeForWebhook`; every field of the
  * spec's table): id, submission_id, email, phone, name, ua, ip, sent_at, opened_at, completed_at,
- * declined_at, created_at, updated_at, external_id, metadata, status (the submitter's, as
- * DocuSeal's code and OpenAPI; docs/compatibility.md), application_key, decline_reason, role,
+ * declined_at, created_at, updated_at, external_id, metadata, status (the **submission's**
+ * status, as the interface spec's Events table says; DocuSeal's code sends the submitter's, which
+ * is in `submitter_status` here; docs/compatibility.md), submitter_status, application_key, decline_reason, role,
  * preferences, values, documents, audit_log_url, submission_url, template {id, name,
  * external_id, created_at, updated_at, folder_name}, submission {id, audit_log_url,
  * combined_document_url, status, url, variables, created_at}. No slug, uuid or embed_src.
@@ -271,7 +272,9 @@ export function formSubmitterPayload(
     updated_at: base.updated_at,
     external_id: base.external_id,
     metadata: base.metadata,
-    status: base.status,
+    // The spec's Events table: "status: submission status" (it wins over DocuSeal's code, DESIGN.md).
+    status: submission.status,
+    submitter_status: base.status,
     application_key: base.application_key,
     decline_reason: extra.declineReason,
     role: base.role,
