@@ -27,6 +27,7 @@ import { createSmsSender } from './notifications/sms.ts';
 import { defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
+import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
 import { registerAttachmentUploadRoute } from './signing-form/upload-route.ts';
 
 export interface AppOptions {
@@ -101,6 +102,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     events,
   });
   const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs, events, live });
+  // Webhooks: each event's deliveries (dispatch-event), each delivery's attempts (deliver-webhook).
+  defineWebhookJobs(jobs, { db, config, logger: fastify.log, schema, contextFactory });
   const graphql = createGraphQLServer({ schema, contextFactory, logger: fastify.log, graphiql: config.graphiql });
 
   fastify.route({
@@ -135,9 +138,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
 
   registerHealthRoute(fastify, db);
   registerFileRoutes(fastify, { db, storage, signer });
+  registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize });
   // The signing form's multipart uploads (no API key), beside the JSON gateway.
   await registerAttachmentUploadRoute(fastify, { db, storage, files: signer, maxFileBytes: config.maxBodySize });
-  registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize });
   await registerRestGateway(fastify, {
     schema,
     routes: [...restRoutes, ...(options.extraRestRoutes ?? [])],
