@@ -13,7 +13,8 @@
  * 2. SQL statements per request: the same service started behind bench/pg-statement-proxy.ts,
  *    which records every statement sent to PostgreSQL (simple Query and extended-protocol Execute
  *    messages) and which pool sent it. Requests are made one at a time on a quiet service; for
- *    POST /api/submissions, the statements of the email job it enqueues are counted apart.
+ *    POST /api/submissions, the statements of the jobs it enqueues are counted apart. Then creates
+ *    under load for a few seconds, and every statement until their jobs are done, per create.
  * 3. Load: that instance is stopped and a new one started directly on the database; autocannon
  *    (in this process, loopback) runs `GET /api/user` (baseline), `GET /api/submissions?limit=100`
  *    and `POST /api/submissions` (two submitters, preserved order: the first one is emailed by a
@@ -26,7 +27,8 @@
  *
  * Env: DATABASE_URL (else an embedded PostgreSQL), BENCH_DURATION (s, default 8), BENCH_WARMUP
  * (s, default 2), BENCH_CONNECTIONS (default 20), BENCH_SEED (default 10000), BENCH_SQL_SAMPLES
- * (default 10), BENCH_DRAIN_S (default 60), BENCH_CPU_PROFILE=1 (profile the load instance with
+ * (default 10), BENCH_DRAIN_S (default 60), BENCH_PROFILE_DIR (as BENCH_CPU_PROFILE=1, and the
+ * .cpuprofile is kept there, for Chrome DevTools), BENCH_CPU_PROFILE=1 (profile the load instance with
  * --cpu-prof and print where its time went in each measured run), BENCH_SHOW_SQL=1 (print one
  * request's statements; BENCH_SQL_WIDTH characters of each, default 140).
  */
@@ -116,12 +118,19 @@ async function main(): Promise<number> {
   const statements = await countStatements(api, proxy, sql, requests);
   for (const key of ['user', 'list', 'create'] as const) print(`  ${LABELS[key].padEnd(32)} ${describeCount(statements[key])}`);
   print(`  background: the job store's scan for due jobs, ${fmt(statements.backgroundPerSecond, 1)} statements/s on an idle service`);
+  const underLoad = await countStatementsUnderLoad(counted.url, database.apiKey, proxy, sql, requests.create);
+  print(
+    `  ${LABELS.create} under load (${CONNECTIONS} connections, ${LOAD_COUNT_S} s, then its jobs): ${fmt(underLoad.perCreate, 1)} statements per create with its jobs ` +
+      `(${fmt(underLoad.servicePerCreate, 1)} on the service's pool, ${fmt(underLoad.jobStorePerCreate, 1)} on the job store's; ${underLoad.creates} creates): ` +
+      underLoad.kinds.map((k) => `${fmt(k.perCreate, 2)} ${k.kind}`).join(', '),
+  );
   await stopChild(counted.child);
   await closeProxy();
 
   print(`\n[load] autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per run`);
-  const profileDir = CPU_PROFILE ? await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-profile-')) : undefined;
-  if (profileDir) onCleanup(`remove ${profileDir}`, () => fs.rm(profileDir, { recursive: true, force: true }));
+  const keepProfileIn = process.env.BENCH_PROFILE_DIR;
+  const profileDir = keepProfileIn ? await fs.mkdir(keepProfileIn, { recursive: true }).then(() => keepProfileIn) : CPU_PROFILE ? await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-profile-')) : undefined;
+  if (profileDir && !keepProfileIn) onCleanup(`remove ${profileDir}`, () => fs.rm(profileDir, { recursive: true, force: true }));
   const signet = await startSignet(database.url, dataDir, profileDir);
   print(`  Signet pid ${signet.child.pid} directly on the database${profileDir ? ' (--cpu-prof)' : ''}`);
   const lastIdBefore = Number((await sql.query('SELECT coalesce(max(id), 0) AS id FROM submissions')).rows[0].id);
@@ -256,7 +265,7 @@ async function main(): Promise<number> {
       createReqPerSec: { target: TARGETS.createReqPerSec, value: runs.create.reqPerSec, pass: pass.create },
       listP99Ms: { target: TARGETS.listP99Ms, value: runs.list.p99Ms, pass: pass.list },
     },
-    sqlStatements: statements,
+    sqlStatements: { ...statements, createUnderLoad: underLoad },
     jobs: { backlogAfterCreate, drainS: round(drainS, 1), jobsPerSecond: round(backlogAfterCreate / Math.max(drainS, 0.001), 0), cpuUsPerJob: jobCpuUs, drained, ...delivery },
     createWithJobs: { ...withJobs, cpuOverUser: round(withJobs.cpuUsPerCreate / Math.max(base.cpuUsPerReq, 1), 2) },
     ...(profile ? { cpuProfile: profile.map((p) => ({ ...p, byOrigin: p.byOrigin.slice(0, 20), byFunction: p.byFunction.slice(0, 25) })) } : {}),
@@ -696,6 +705,47 @@ async function countStatementsDelayed(api: Api, proxy: StatementProxy, sql: pg.C
     result[request.key] = { ...best.count, samples, agreeing: best.seen, ...(overlapped ? { overlapped } : {}) };
   }
   return { ...result, backgroundPerSecond: round(backgroundPerSecond, 1) };
+}
+
+/** Seconds of create load run through the statement proxy. */
+const LOAD_COUNT_S = 3;
+
+/** What a statement is, for the under-load count: its first words, or a name for the job store's own. */
+function statementKind(s: RecordedStatement): string {
+  const text = oneLine(s.text);
+  if (s.pool === 'jobs') {
+    if (isEnqueue(s)) return 'job enqueue';
+    if (/^UPDATE "?jobs"? SET locked_at = \$1, last_modified_by = \$5/.test(text)) return 'job lock';
+    if (JOB_SAVE.test(text)) return 'job state save';
+    if (/^NOTIFY/.test(text)) return 'job NOTIFY';
+  }
+  return `${s.pool === 'jobs' ? 'job store: ' : ''}${text.slice(0, 40)}`;
+}
+
+/**
+ * Statements per create when creates come `CONNECTIONS` at a time for LOAD_COUNT_S seconds, as
+ * in the load runs, and their jobs run meanwhile and after (until none is pending): every
+ * statement either pool sent from the start of the load to the end of the jobs, per create,
+ * by kind. The job store's scans and the fills Agenda makes when notified are in it, as they
+ * are under load; the idle scan rate is small beside it (see backgroundPerSecond).
+ */
+async function countStatementsUnderLoad(baseUrl: string, apiKey: string, proxy: StatementProxy, sql: pg.Client, request: Request) {
+  await waitForJobs(sql, 10_000);
+  proxy.statements.length = 0;
+  const result = await load(baseUrl, apiKey, request, LOAD_COUNT_S);
+  await waitForJobs(sql, DRAIN_S * 1000);
+  const recorded = [...proxy.statements];
+  const creates = result.requests.total - result.non2xx - result.errors - result.timeouts;
+  const kinds = new Map<string, number>();
+  for (const s of recorded) kinds.set(statementKind(s), (kinds.get(statementKind(s)) ?? 0) + 1);
+  const per = (n: number) => round(n / Math.max(creates, 1), 2);
+  return {
+    creates,
+    perCreate: per(recorded.length),
+    servicePerCreate: per(recorded.filter((s) => s.pool === 'service').length),
+    jobStorePerCreate: per(recorded.filter((s) => s.pool === 'jobs').length),
+    kinds: [...kinds].sort((a, b) => b[1] - a[1]).map(([kind, n]) => ({ kind, perCreate: per(n) })),
+  };
 }
 
 function verbList(byVerb: VerbCounts): string {

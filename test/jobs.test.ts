@@ -10,6 +10,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createJobQueue, type JobQueue, type JobQueueOptions } from '../src/jobs/job-queue.ts';
+import { openPostgresJobStore, type JobStore } from '../src/jobs/job-store.ts';
 import { startTestApp } from './helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { diffSchemas, expectedSchemaFromDmmf, readDatabaseSchema } from './helpers/schema-diff.ts';
@@ -398,5 +399,119 @@ describe('the app and its job queue', () => {
     } finally {
       await t.close();
     }
+  });
+});
+
+describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', () => {
+  /** A store of its own on the test database, closed after the test. */
+  async function openStore() {
+    const store = await openPostgresJobStore({ connectionString: database.url, logger });
+    stores.push(store);
+    return store;
+  }
+  const stores: JobStore[] = [];
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((store) => store.close()));
+  });
+  const due = (name: string, n: number, key?: string) => ({ name, data: { payload: { n }, ...(key ? { uniqueKey: key } : {}) }, nextRunAt: new Date(Date.now() - 1000) });
+  const lockedIds = async (name: string) =>
+    (await sql<{ id: string }>('SELECT id::text AS id FROM agenda.jobs WHERE name = $1 AND locked_at IS NOT NULL ORDER BY id', [name])).map((r) => r.id).sort();
+  const ask = (store: JobStore, name: string) => store.repository.getNextJobToRun(name, new Date(Date.now() + 1000), new Date(Date.now() - 600_000), undefined, { lastModifiedBy: 'test' });
+
+  it('enqueues made together are stored with their keys and announced on Agenda’s channel, once each', async () => {
+    const queue = makeQueue();
+    const name = jobName('together');
+    const listener = new pg.Client({ connectionString: database.url });
+    await listener.connect();
+    const heard: { channel: string; payload: Record<string, unknown> }[] = [];
+    listener.on('notification', (m) => {
+      const payload = JSON.parse(m.payload ?? '{}') as Record<string, unknown>;
+      if (payload.jobName === name) heard.push({ channel: m.channel, payload });
+    });
+    await listener.query('LISTEN "agenda:jobs"');
+    await listener.query('LISTEN "agenda:jobs:state"');
+    try {
+      const runs: unknown[] = [];
+      queue.define<{ n: number }>(name, async (data) => {
+        runs.push(data.n);
+      });
+      await queue.start();
+      const ids = await Promise.all([queue.enqueue(name, { n: 1 }, { uniqueKey: 'a' }), queue.enqueue(name, { n: 2 }), queue.enqueue(name, { n: 3 }, { uniqueKey: 'a' })]);
+      expect(ids[2]).toBe(ids[0]);
+      expect(ids[1]).not.toBe(ids[0]);
+      await queue.waitForIdle();
+      await sleep(100);
+      expect(runs.sort()).toEqual([1, 2]);
+      const rows = await sql<{ id: string; data: unknown; last_finished_at: Date | null; locked_at: Date | null; next_run_at: Date | null }>(
+        'SELECT id::text AS id, data, last_finished_at, locked_at, next_run_at FROM agenda.jobs WHERE name = $1 ORDER BY data->\'payload\'->>\'n\'',
+        [name],
+      );
+      expect(rows.map((r) => [r.id, r.data])).toEqual([
+        [ids[0], { payload: { n: 1 }, uniqueKey: 'a' }],
+        [ids[1], { payload: { n: 2 } }],
+      ]);
+      // The end of each run was saved: finished, unlocked, nothing further to run.
+      for (const row of rows) expect(row).toMatchObject({ locked_at: null, next_run_at: null, last_finished_at: expect.any(Date) });
+      // One announcement per job stored (none for the key already stored); no state notifications.
+      expect(heard.map((h) => [h.channel, h.payload.jobId]).sort()).toEqual([['agenda:jobs', ids[0]], ['agenda:jobs', ids[1]]].sort());
+      expect(heard[0]!.payload).toMatchObject({ jobName: name, priority: 0, source: expect.any(String), nextRunAt: expect.any(String), timestamp: expect.any(String) });
+    } finally {
+      await listener.end();
+    }
+  });
+
+  it('locks the due jobs of a name in one statement and hands them to Agenda one by one, then “none”', async () => {
+    const store = await openStore();
+    const name = jobName('ahead');
+    const ids = await store.insertJobs!([due(name, 1), due(name, 2), due(name, 3)], 'test');
+    const first = await ask(store, name);
+    expect(first?.name).toBe(name);
+    expect(await lockedIds(name)).toEqual([...ids].sort());
+    // A job stored now is not in this batch: the batch was short, so the ask after it says none.
+    const [later] = await store.insertJobs!([due(name, 4)], 'test');
+    const handed = [String(first!._id), String((await ask(store, name))!._id), String((await ask(store, name))!._id)];
+    expect(handed.sort()).toEqual([...ids].sort());
+    expect(await ask(store, name)).toBeUndefined();
+    // The next fill asks the database again.
+    expect(String((await ask(store, name))?._id)).toBe(later);
+    expect(await ask(store, name)).toBeUndefined();
+  });
+
+  it('releaseLockedAhead() unlocks the jobs locked ahead and not handed over', async () => {
+    const store = await openStore();
+    const name = jobName('release');
+    await store.insertJobs!([due(name, 1), due(name, 2), due(name, 3)], 'test');
+    const first = await ask(store, name);
+    expect(await lockedIds(name)).toHaveLength(3);
+    await store.releaseLockedAhead();
+    expect(await lockedIds(name)).toEqual([String(first!._id)]);
+  });
+
+  it('end-of-run saves made together are written together; a missing job fails its own save only', async () => {
+    const store = await openStore();
+    const name = jobName('saves');
+    await store.insertJobs!([due(name, 1), due(name, 2)], 'test');
+    const a = (await ask(store, name))!;
+    const b = (await ask(store, name))!;
+    expect(await ask(store, name)).toBeUndefined();
+    await sql('DELETE FROM agenda.jobs WHERE id = $1', [String(b._id)]);
+    const finished = new Date();
+    const [savedA, savedB] = await Promise.allSettled([
+      store.repository.saveJobState({ ...a, lockedAt: undefined, nextRunAt: null, lastRunAt: finished, lastFinishedAt: finished }, { lastModifiedBy: 'test' }),
+      store.repository.saveJobState({ ...b, lockedAt: undefined, nextRunAt: null, lastRunAt: finished, lastFinishedAt: finished }, { lastModifiedBy: 'test' }),
+    ]);
+    expect(savedA.status).toBe('fulfilled');
+    expect(savedB.status).toBe('rejected');
+    const [row] = await sql<{ locked_at: Date | null; next_run_at: Date | null; last_finished_at: Date; last_modified_by: string }>(
+      'SELECT locked_at, next_run_at, last_finished_at, last_modified_by FROM agenda.jobs WHERE id = $1',
+      [String(a._id)],
+    );
+    expect(row).toEqual({ locked_at: null, next_run_at: null, last_finished_at: finished, last_modified_by: 'test' });
+    // The start-of-run save (a lock held) writes nothing: the lock taken by the ask stands.
+    await store.insertJobs!([due(name, 3)], 'test');
+    const c = (await ask(store, name))!;
+    await store.repository.saveJobState({ ...c, lastRunAt: new Date(), nextRunAt: null }, { lastModifiedBy: 'test' });
+    const [started] = await sql<{ next_run_at: Date | null; last_run_at: Date | null }>('SELECT next_run_at, last_run_at FROM agenda.jobs WHERE id = $1', [String(c._id)]);
+    expect(started).toEqual({ next_run_at: c.nextRunAt, last_run_at: null });
   });
 });

@@ -246,11 +246,9 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       const { agenda, store } = await connect();
       const { uniqueKey } = enqueueOptions;
       const stored: StoredData = uniqueKey === undefined ? { payload: data } : { payload: data, uniqueKey };
-      // PostgreSQL: one statement (insert unless the key is stored, and NOTIFY); MongoDB: Agenda's save.
-      if (store.insertJobs) {
-        const [id] = await store.insertJobs([{ name, data: stored, nextRunAt: at }], instanceName);
-        return id!;
-      }
+      // PostgreSQL: one statement for the jobs enqueued in this turn of the event loop (insert
+      // unless the key is stored, and NOTIFY); MongoDB: Agenda's save.
+      if (store.insertJob) return store.insertJob({ name, data: stored, nextRunAt: at }, instanceName);
       const job = agenda.create(name, stored).schedule(at);
       if (uniqueKey !== undefined) job.unique({ 'data.uniqueKey': uniqueKey }, { insertOnly: true });
       try {

@@ -30,6 +30,12 @@ export interface JobStore {
    * @returns the job ids, in the order given
    */
   insertJobs?(jobs: NewJob[], source: string): Promise<string[]>;
+  /**
+   * PostgreSQL: insertJobs for one job, batched: the jobs enqueued in the same turn of the event
+   * loop (e.g. a request's signature-request and event jobs) go in one statement.
+   * @returns the job's id (the stored one when its key was already stored)
+   */
+  insertJob?(job: NewJob, source: string): Promise<string>;
   /** Renews the lock of a running job (locked_at = now); Agenda's Job.touch() otherwise. */
   renewLock(job: Job): Promise<void>;
   /**
@@ -114,10 +120,20 @@ export async function openPostgresJobStore(options: {
   // Agenda's channel name (its config is not in the NotificationChannel type).
   const channelName = (inner.notificationChannel as { config?: { channelName?: string } } | undefined)?.config?.channelName;
   const repository = new LockAheadRepository(pool);
+  // One batch per source (instance name): the statement stores it as last_modified_by.
+  const insertBatches = new Map<string, (job: NewJob) => Promise<string>>();
   return {
     backend: connectedBackend(inner, repository, inner.notificationChannel && quietChannel(inner.notificationChannel)),
     repository,
     insertJobs: (jobs, source) => insertJobs(pool, jobs, source, channelName),
+    insertJob: (job, source) => {
+      let batch = insertBatches.get(source);
+      if (!batch) {
+        batch = batched((jobs: NewJob[]) => insertJobs(pool, jobs, source, channelName), { delayMs: 0, max: MAX_BATCH });
+        insertBatches.set(source, batch);
+      }
+      return batch(job);
+    },
     renewLock: async (job) => {
       const lockedAt = new Date();
       job.attrs.lockedAt = lockedAt;
@@ -134,8 +150,50 @@ export async function openPostgresJobStore(options: {
       );
       return new Map(result.rows.map((row) => [row.name, row.n]));
     },
-    close: () => pool.end(),
+    close: async () => {
+      await repository.flushStateSaves();
+      await pool.end();
+    },
   };
+}
+
+/** Most jobs (or job states) written by one batched statement. */
+const MAX_BATCH = 200;
+
+/**
+ * Batches calls: the items passed while a batch is open are given to `run` together, once,
+ * when it closes (after `delayMs` milliseconds from its first item; 0 = at the end of this turn
+ * of the event loop, setImmediate) or when it holds `max` items. `run` answers one result per
+ * item, in order; its failure fails every call of the batch.
+ */
+function batched<I, O>(run: (items: I[]) => Promise<O[]>, options: { delayMs: number; max: number }): ((item: I) => Promise<O>) & { flush(): Promise<void> } {
+  let open: { items: I[]; settle: { resolve(value: O): void; reject(error: unknown): void }[] } | undefined;
+  let timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
+  const close = (): Promise<void> => {
+    const batch = open;
+    if (!batch) return Promise.resolve();
+    open = undefined;
+    if (timer) {
+      if (options.delayMs > 0) clearTimeout(timer as NodeJS.Timeout);
+      else clearImmediate(timer as NodeJS.Immediate);
+      timer = undefined;
+    }
+    return run(batch.items).then(
+      (results) => batch.settle.forEach((s, i) => s.resolve(results[i]!)),
+      (error: unknown) => batch.settle.forEach((s) => s.reject(error)),
+    );
+  };
+  const call = (item: I) =>
+    new Promise<O>((resolve, reject) => {
+      if (!open) {
+        open = { items: [], settle: [] };
+        timer = options.delayMs > 0 ? setTimeout(() => void close(), options.delayMs) : setImmediate(() => void close());
+      }
+      open.items.push(item);
+      open.settle.push({ resolve, reject });
+      if (open.items.length >= options.max) void close();
+    });
+  return Object.assign(call, { flush: close });
 }
 
 /**
@@ -285,6 +343,23 @@ async function insertJobs(pool: pg.Pool, jobs: NewJob[], source: string, channel
   });
 }
 
+/**
+ * Milliseconds an end-of-run save waits for others to share its statement: a job's row stays
+ * locked that much longer (no other instance takes it meanwhile; waitForIdle counts it).
+ */
+const STATE_SAVE_DELAY_MS = 3;
+
+/** $1: the saves as JSON: the columns and values of PostgresJobRepository.saveJobState, per job. */
+const SAVE_STATES = `
+  UPDATE ${JOBS_TABLE} j
+     SET locked_at = v.locked_at, next_run_at = v.next_run_at, last_run_at = v.last_run_at, progress = v.progress,
+         fail_reason = v.fail_reason, fail_count = v.fail_count, failed_at = v.failed_at, last_finished_at = v.last_finished_at,
+         last_modified_by = v.last_modified_by
+    FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, name text, locked_at timestamptz, next_run_at timestamptz, last_run_at timestamptz,
+         progress real, fail_reason text, fail_count integer, failed_at timestamptz, last_finished_at timestamptz, last_modified_by text)
+   WHERE j.id = v.id AND j.name = v.name
+  RETURNING j.id::text AS id`;
+
 /** Jobs locked per statement when Agenda asks for the next one (see LockAheadRepository). */
 const LOCK_AHEAD = 20;
 
@@ -317,6 +392,7 @@ const LOCK_JOBS = `
  *   writes every column the start save would have. Agenda saves with a lock held only at the
  *   start of a run and from Job.touch(), which Signet does not call (JobStore.renewLock renews).
  *   What changes: while a job runs, last_run_at and next_run_at show the previous run's values.
+ * - End saves made within STATE_SAVE_DELAY_MS of each other are one UPDATE.
  */
 class LockAheadRepository extends PostgresJobRepository {
   readonly #pool: pg.Pool;
@@ -356,9 +432,41 @@ class LockAheadRepository extends PostgresJobRepository {
     return first;
   }
 
+  /** End-of-run saves, written together (see the class comment). */
+  readonly #saves = batched((saves: { job: JobParameters; lastModifiedBy: string | null }[]) => this.#saveStates(saves), { delayMs: STATE_SAVE_DELAY_MS, max: MAX_BATCH });
+
   override async saveJobState(job: JobParameters, options?: { lastModifiedBy?: string }): Promise<void> {
     if (job.lockedAt) return; // the start of a run (see the class comment)
-    await super.saveJobState(job, options);
+    if (!job._id) throw new Error('Cannot save job state without job ID');
+    const saved = await this.#saves({ job: { ...job }, lastModifiedBy: options?.lastModifiedBy ?? null });
+    if (!saved) throw new Error(`job ${String(job._id)} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`);
+  }
+
+  /** Writes the end-of-run saves waiting for their batch now (before the pool closes). */
+  flushStateSaves(): Promise<void> {
+    return this.#saves.flush();
+  }
+
+  /** PostgresJobRepository.saveJobState's UPDATE for several jobs: whether each row was there. */
+  async #saveStates(saves: { job: JobParameters; lastModifiedBy: string | null }[]): Promise<boolean[]> {
+    // One row per job: a job saved twice in a batch (not expected) keeps its last save.
+    const last = new Map(saves.map((s) => [String(s.job._id), s]));
+    const rows = [...last.values()].map(({ job, lastModifiedBy }) => ({
+      id: String(job._id),
+      name: job.name,
+      locked_at: job.lockedAt || null,
+      next_run_at: job.nextRunAt || null,
+      last_run_at: job.lastRunAt || null,
+      progress: job.progress ?? null,
+      fail_reason: job.failReason ?? null,
+      fail_count: job.failCount ?? null,
+      failed_at: job.failedAt || null,
+      last_finished_at: job.lastFinishedAt || null,
+      last_modified_by: lastModifiedBy,
+    }));
+    const { rows: updated } = await this.#pool.query<{ id: string }>({ name: 'signet_jobs_save_states', text: SAVE_STATES, values: [JSON.stringify(rows)] });
+    const found = new Set(updated.map((r) => r.id));
+    return saves.map((s) => found.has(String(s.job._id)));
   }
 
   /** Unlocks the jobs locked ahead and not handed over (as Agenda unlocks its own at stop). */
@@ -375,13 +483,17 @@ function byRunOrder(a: JobParameters, b: JobParameters): number {
   return at(a) - at(b) || (b.priority ?? 0) - (a.priority ?? 0);
 }
 
+/** Milliseconds between the first notification of a burst and the fill it starts. */
+const FILL_DELAY_MS = 2;
+
 /**
  * Agenda's notification channel with fewer statements and fills:
  * - no job state notifications (a NOTIFY per start, success and completion of every job):
  *   they re-emit Agenda's job events in other instances, and Signet listens to none;
- * - new-job notifications of one name are coalesced: while Agenda fills its queue for a name,
- *   those arriving for it wait and one fill follows (with the earliest run time among them),
- *   instead of one fill each, all racing for the same rows.
+ * - new-job notifications of one name are coalesced: a fill starts FILL_DELAY_MS after the first
+ *   one, and while Agenda fills its queue for a name, those arriving for it wait and one fill
+ *   follows (with the earliest run time among them), instead of one fill each, all racing for
+ *   the same rows.
  */
 function quietChannel(channel: NotificationChannel): NotificationChannel {
   type Notification = Parameters<Parameters<NotificationChannel['subscribe']>[0]>[0];
@@ -395,12 +507,13 @@ function quietChannel(channel: NotificationChannel): NotificationChannel {
         if (!queued || earlier(notification) < earlier(queued)) waiting.set(name, notification);
         return;
       }
-      waiting.set(name, null);
+      waiting.set(name, notification);
       try {
-        for (let next: Notification | null | undefined = notification; next; ) {
+        // A short wait first, so that jobs enqueued in a burst are locked by one statement.
+        await new Promise((resolve) => setTimeout(resolve, FILL_DELAY_MS));
+        for (let next = waiting.get(name); next; next = waiting.get(name)) {
           waiting.set(name, null);
           await handler(next);
-          next = waiting.get(name);
         }
       } finally {
         waiting.delete(name);

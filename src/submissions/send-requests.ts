@@ -77,15 +77,18 @@ async function expireSubmission(deps: Pick<SendDeps, 'db' | 'events' | 'logger'>
  * @param sending 0 for the first request; re-sends pass a new number so they are not deduplicated away
  */
 export async function enqueueRequests(queue: JobQueue, submitters: { id: number; preferences: unknown; email: string | null; phone: string | null }[], sending = 0): Promise<void> {
+  const enqueued: Promise<string>[] = [];
   for (const s of submitters) {
     const prefs = (s.preferences ?? {}) as { send_email?: boolean; send_sms?: boolean };
     if (prefs.send_email !== false && s.email) {
-      await queue.enqueue<SendRequestJob>(SEND_REQUEST_JOB, { submitterId: s.id, channel: 'email', sending }, { uniqueKey: `${s.id}:email:${sending}` });
+      enqueued.push(queue.enqueue<SendRequestJob>(SEND_REQUEST_JOB, { submitterId: s.id, channel: 'email', sending }, { uniqueKey: `${s.id}:email:${sending}` }));
     }
     if (prefs.send_sms === true && s.phone) {
-      await queue.enqueue<SendRequestJob>(SEND_REQUEST_JOB, { submitterId: s.id, channel: 'sms', sending }, { uniqueKey: `${s.id}:sms:${sending}` });
+      enqueued.push(queue.enqueue<SendRequestJob>(SEND_REQUEST_JOB, { submitterId: s.id, channel: 'sms', sending }, { uniqueKey: `${s.id}:sms:${sending}` }));
     }
   }
+  // Side by side: the job store writes jobs enqueued together in one statement.
+  await Promise.all(enqueued);
 }
 
 /**

@@ -266,16 +266,15 @@ builder.mutationField('createSubmissions', (t) =>
           download: { allowPrivate: ctx.config.downloadAllowPrivate, maxBytes: ctx.config.downloadMaxBytes, timeoutMs: ctx.config.downloadTimeout },
         },
       );
-      // After commit: the requests of who is sent now, and the expiry jobs.
-      const sendNow = created.flatMap((c) => c.sendNow);
-      if (sendNow.length > 0) await enqueueRequests(ctx.jobs, sendNow);
-      for (const c of created) {
-        await scheduleExpiry(ctx.jobs, c.id, c.expireAt);
-        // Parties created completed: their documents (and, if everyone is, the signed set).
-        for (const submitterId of c.completedIds) await enqueueCompletion(ctx.jobs, c.id, submitterId);
-      }
+      // After commit, side by side (the job store writes the jobs enqueued together in one
+      // statement): the requests of who is sent now, the expiry jobs, the documents of parties
+      // created completed (and, if everyone is, the signed set), and submission.created.
       const at = new Date();
-      await ctx.events.emit(created.map((c) => ({ type: 'submission.created' as const, accountId: account.id, recordId: c.id, at, key: `submission.created:${c.id}` })));
+      await Promise.all([
+        enqueueRequests(ctx.jobs, created.flatMap((c) => c.sendNow)),
+        ...created.flatMap((c) => [scheduleExpiry(ctx.jobs, c.id, c.expireAt), ...c.completedIds.map((submitterId) => enqueueCompletion(ctx.jobs, c.id, submitterId))]),
+        ctx.events.emit(created.map((c) => ({ type: 'submission.created' as const, accountId: account.id, recordId: c.id, at, key: `submission.created:${c.id}` }))),
+      ]);
       return { submissionIds: created.map((c) => c.id) };
     },
   }),
