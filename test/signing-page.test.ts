@@ -20,12 +20,15 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { freePort, startService } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
+
+// A browser, a PDF renderer and the completion job share two cores with other suites.
+vi.setConfig({ testTimeout: 90_000 });
 
 let t: TestApp;
 let smtp: TestSmtpServer;

@@ -107,7 +107,10 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
         const fontPt = Number.isFinite(preferred) && preferred > 0 ? preferred : Math.max(6, Math.min(12, heightPt * 0.62));
         // cqw: a percentage of the page box's width, so text scales with the page.
         box.style.fontSize = `${((fontPt / size.width) * 100).toFixed(3)}cqw`;
-        if (field.type === 'cells' && area.cellW) box.style.setProperty('--cells', String(Math.max(1, Math.round(area.w / area.cellW))));
+        if (field.type === 'cells' && area.cellW) {
+          box.classList.add('has-cells');
+          box.style.setProperty('--cells', String(Math.max(1, Math.round(area.w / area.cellW))));
+        }
       }
       page.element.append(box);
     } else {
@@ -392,8 +395,11 @@ function mountSignature(
   const show = () => {
     button.replaceChildren();
     const attachment = host.attachment(String(host.valueOf(field.uuid) ?? ''));
+    const typed = typedSignature(host.valueOf(field.uuid));
     if (attachment) {
       button.append(h('img', { src: sameOriginUrl(attachment.url), alt: `${label} (signed)` }));
+    } else if (typed) {
+      button.append(h('span', { className: 'typed-signature' }, typed));
     } else {
       button.append(h('span', {}, kind === 'initials' ? 'Initials' : 'Sign here'));
     }
@@ -516,8 +522,8 @@ function fillDisplay(host: FieldHost, field: SigningFormField, element: HTMLElem
       element.append(h('img', { src: sameOriginUrl(attachment.url), alt: label }));
     } else if (field.type === 'stamp') {
       element.append(h('span', { className: 'placeholder' }, 'Stamp (added on completion)'));
-    } else if (typeof value === 'string' && value) {
-      element.append(h('span', { className: 'typed-signature' }, value));
+    } else if (typedSignature(value)) {
+      element.append(h('span', { className: 'typed-signature' }, typedSignature(value)!));
     }
     return;
   }
@@ -538,6 +544,14 @@ function fillDisplay(host: FieldHost, field: SigningFormField, element: HTMLElem
   if (!text && field.type !== 'checkbox') span.classList.add('empty');
   // Screen readers hear the field's name before its value.
   element.append(h('span', { className: 'sr-only' }, `${label}: ${text ? '' : 'empty'}`), span);
+}
+
+/**
+ * A signature given as text through the API: stored as `text:<name>` and drawn in a script font
+ * at completion (src/signing/draw-values.ts); null for anything else.
+ */
+function typedSignature(value: unknown): string | null {
+  return typeof value === 'string' && value.startsWith('text:') ? value.slice(5) : null;
 }
 
 /** "Ada Lovelace" → "AL". */
