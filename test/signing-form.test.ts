@@ -501,3 +501,26 @@ describe('declining and refusals', () => {
     expect((await load(expired.slug)).data.signingForm.state).toBe('EXPIRED');
   });
 });
+
+describe('fields the signer does not fill', () => {
+  it('a required stamp (always readonly) does not block completion; a multiple value prefilled as a list loads and completes', async () => {
+    const created = await api('POST', '/templates/pdf', {
+      name: 'Stamp and toppings',
+      documents: [{ name: 'doc', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
+      fields: [
+        { name: 'Seal', type: 'stamp', role: 'Signer', areas: [{ x: 72, y: 72, w: 120, h: 60, page: 1 }] },
+        { name: 'Toppings', type: 'multiple', role: 'Signer', options: ['Egg', 'Ham'], areas: [{ x: 72, y: 200, w: 120, h: 24, page: 1 }] },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    const seal = created.json.fields.find((f: { name: string }) => f.name === 'Seal');
+    expect(seal.required).toBe(true);
+    const [signer] = await createSubmission(created.json.id, { submitters: [{ role: 'Signer', email: 'stamp@signer.test', values: { Toppings: ['Egg'] } }] });
+    const form = await load(signer!.slug);
+    expect(form.errors).toBeUndefined();
+    expect(form.data.signingForm.fields.find((f: { name: string }) => f.name === 'Toppings').value).toEqual(['Egg']);
+    const done = await complete(signer!.slug);
+    expect(done.errors).toBeUndefined();
+    expect(done.data.completeSigningForm.state).toBe('COMPLETED');
+  });
+});

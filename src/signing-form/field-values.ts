@@ -183,7 +183,9 @@ export function completionValues(fields: Field[], roleUuid: string, saved: Recor
       if (field.required && field.type === 'payment') {
         throw new SigningFieldError(field.uuid, `${name} requires a payment, and payments are not available on this server: the form cannot be completed`);
       }
-      if (field.required) throw new SigningFieldError(field.uuid, `${name} is required`);
+      // A readonly field (stamp, a prefilled readonly value) is not the signer's to fill: DocuSeal
+      // skips it too (reference §11: stamp, heading and strikethrough are always readonly).
+      if (field.required && !isReadonlyField(field)) throw new SigningFieldError(field.uuid, `${name} is required`);
       continue;
     }
     // Readonly values come from the template or the API, not from the signer: not the signer's to fix.

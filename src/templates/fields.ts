@@ -64,7 +64,8 @@ export const Field = z.object({
   type: z.string(),
   required: z.boolean(),
   readonly: z.boolean().optional(),
-  default_value: z.union([z.string(), z.number(), z.boolean()]).nullable().optional(),
+  /** A prefilled value: text, number, checkbox, or the chosen options of a `multiple` field. */
+  default_value: z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]).nullable().optional(),
   title: z.string().optional(),
   description: z.string().optional(),
   preferences: z.record(z.string(), z.unknown()).default({}),
