@@ -22,16 +22,18 @@ import path from 'node:path';
 import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { freePort, startService } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
+import { signatureMatches, startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
 
 // A browser, a PDF renderer and the completion job share two cores with other suites.
 vi.setConfig({ testTimeout: 90_000 });
 
 let t: TestApp;
 let smtp: TestSmtpServer;
+let receiver: Receiver;
 let alice: CreatedAccount;
 let browser: Browser;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-signing-page-'));
@@ -157,7 +159,9 @@ async function createSubmission(templateId: number, submitter: Record<string, un
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
-  t = await startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>' } });
+  receiver = await startReceiver();
+  // The webhook receiver is on loopback: allowed for this test (WEBHOOK_ALLOW_PRIVATE).
+  t = await startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>', WEBHOOK_ALLOW_PRIVATE: 'true' } });
   alice = await t.createAccount({ name: 'Acme Ltd', email: 'alice@signing-page.test' });
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true });
 });
@@ -166,6 +170,7 @@ afterAll(async () => {
   await browser?.close();
   await t?.close();
   await smtp?.close();
+  await receiver?.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -191,6 +196,15 @@ describe('the main job in a browser', () => {
     const templateId = merged.json.id;
     expect(merged.json.documents).toHaveLength(2);
     const template = (await api('GET', `/templates/${templateId}`)).json;
+
+    // The account's webhook: every form event and the submission's creation and completion.
+    const hook = await graphql(
+      t.url,
+      'mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret endpoint { id } } }',
+      { key: alice.apiKey, variables: { input: { url: `${receiver.url}/hooks`, events: ['form.viewed', 'form.started', 'form.completed', 'form.declined', 'submission.created', 'submission.completed'] } } },
+    );
+    expect(hook.body.errors).toBeUndefined();
+    const secret = hook.body.data.createWebhookEndpoint.secret as string;
 
     const created = await api('POST', '/submissions', {
       template_id: templateId,
@@ -295,6 +309,42 @@ describe('the main job in a browser', () => {
     tampered[at] = tampered[at]! ^ 0x01;
     fs.writeFileSync(path.join(tmp, 'tampered.pdf'), tampered);
     expect(pdfsig(path.join(tmp, 'tampered.pdf'))).not.toContain('Signature is Valid');
+
+    // The webhooks of this run: each event once, in the order it happened, signed, with the
+    // signer's IP and browser, the values and the signed documents.
+    type Hook = { event_type: string; timestamp: string; data: Record<string, any> };
+    const hooks = (await receiver.waitFor((r) => r.filter((x) => x.json?.data?.submission_id === submissionId || x.json?.data?.id === submissionId).length >= 8, 60_000))
+      .filter((x) => x.json?.data?.submission_id === submissionId || (x.json?.event_type.startsWith('submission.') && x.json?.data?.id === submissionId));
+    for (const request of hooks) {
+      expect(request.path).toBe('/hooks');
+      expect(signatureMatches(request.headers['x-docuseal-signature'], secret, request.body)).toBe(true);
+    }
+    // By the time each happened; events of the same millisecond in the order they cause each other.
+    const rank = ['submission.created', 'form.viewed', 'form.started', 'form.completed', 'submission.completed'];
+    const events = hooks
+      .map((x) => x.json as Hook)
+      .sort((a, b) => a.timestamp.localeCompare(b.timestamp) || rank.indexOf(a.event_type) - rank.indexOf(b.event_type));
+    const who = (e: Hook) => (e.event_type.startsWith('form.') ? (e.data.id === client.id ? 'client' : e.data.id === manager.id ? 'manager' : '?') : 'submission');
+    const sequence = events.map((e) => `${e.event_type} ${who(e)}`);
+    // The manager looked first (while waiting), once more later: one form.viewed (first open only).
+    expect(sequence).toEqual([
+      'submission.created submission',
+      'form.viewed manager',
+      'form.viewed client',
+      'form.started client',
+      'form.completed client',
+      'form.started manager',
+      'form.completed manager',
+      'submission.completed submission',
+    ]);
+    const clientCompleted = events.find((e) => e.event_type === 'form.completed' && e.data.id === client.id)!.data;
+    expect(clientCompleted).toMatchObject({ email: 'chloe@client.test', role: 'Client', ip: '127.0.0.1', submitter_status: 'completed' });
+    expect(clientCompleted.ua).toContain('Chrome');
+    expect(clientCompleted.values).toEqual(expect.arrayContaining([{ field: 'Full Name', value: 'Chloé Durand' }, { field: 'Company', value: 'Durand Consulting SARL' }]));
+    const submissionCompleted = events.at(-1)!.data;
+    expect(submissionCompleted).toMatchObject({ id: submissionId, status: 'completed' });
+    expect(submissionCompleted.documents.map((d: { name: string }) => d.name)).toEqual(['Sample', 'Form']);
+    expect(submissionCompleted.audit_log_url).toMatch(/\/file\//);
 
     // The audit log: signed, and its hashes are those of the original and the final files.
     const log = await download(done.audit_log_url, 'audit.pdf');
