@@ -25,7 +25,10 @@
  *
  * Env: DATABASE_URL (else an embedded PostgreSQL), BENCH_ENDPOINTS, BENCH_LATENCY_EVENTS,
  * BENCH_LATENCY_RATE, BENCH_BURST_EVENTS, BENCH_WARMUP_EVENTS (20), BENCH_CPU_PROFILE=1 (run the
- * service with --cpu-prof and print where its time went), BENCH_ASYNC_COMMIT=1 (the bench
+ * service with --cpu-prof and print where its time went), BENCH_STATEMENTS=1 (the service's
+ * database connections go through bench/pg-statement-proxy.ts: SQL statements per delivery in the
+ * burst, by pool and by text; the proxy's CPU is this process's, so throughput reads lower),
+ * BENCH_ASYNC_COMMIT=1 (the bench
  * database with synchronous_commit = off: how fast the pipeline is when commits do not wait for
  * the disk), BENCH_SHOW_LOG=1 (print the service's output).
  */
@@ -42,6 +45,7 @@ import { createJobQueue } from '../src/jobs/job-queue.ts';
 import { createWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
 import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
+import { startStatementProxy, type StatementProxy } from './pg-statement-proxy.ts';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
 import { envNumber, fmt, passMiss, print, round } from './util.ts';
 
@@ -53,6 +57,7 @@ const WARMUP_EVENTS = envNumber('BENCH_WARMUP_EVENTS', 20);
 const BASELINE_CONCURRENCY = 10;
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE === '1';
 const ASYNC_COMMIT = process.env.BENCH_ASYNC_COMMIT === '1';
+const STATEMENTS = process.env.BENCH_STATEMENTS === '1';
 const SIGNET_ENV = { LOG_LEVEL: 'warn', NODE_ENV: 'production', CREATE_DEV_ACCOUNT: 'false', WEBHOOK_ALLOW_PRIVATE: 'true' } as const;
 const FIXTURE = path.resolve(REPO_ROOT, '..', 'shared', 'fixtures', 'pdf', 'documenso-letter-size.pdf');
 /** How long the deliveries of a phase may take to arrive before the run counts them as lost. */
@@ -142,10 +147,16 @@ async function main(): Promise<void> {
   onCleanup(`remove ${dataDir}`, () => fs.rm(dataDir, { recursive: true, force: true }));
   const port = await freePort();
   const signetUrl = `http://127.0.0.1:${port}`;
+  let proxy: StatementProxy | undefined;
+  if (STATEMENTS) {
+    proxy = await startStatementProxy(database.url);
+    const started = proxy;
+    onCleanup('close the statement proxy', () => started.close());
+  }
   const profileDir = CPU_PROFILE ? await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-webhooks-prof-')) : undefined;
   const child = spawnNode(
     'dist/main.mjs',
-    childEnv({ ...SIGNET_ENV, DATABASE_URL: database.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }),
+    childEnv({ ...SIGNET_ENV, DATABASE_URL: proxy?.url ?? database.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }),
     profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
   );
   onCleanup(`stop Signet (pid ${child.pid})`, async () => {
@@ -222,12 +233,17 @@ async function main(): Promise<void> {
   // Throughput: a burst.
   const burstStart = receiver.arrivals.length;
   const cpuBefore = await cpuMs(child.pid);
+  if (proxy) proxy.statements.length = 0;
+  // The profile's clock (V8's, CLOCK_MONOTONIC in µs) is process.hrtime's: the burst's window in it.
+  const burstWindowUs = { from: Number(process.hrtime.bigint() / 1000n), to: Number.POSITIVE_INFINITY };
   const burstBegan = performance.now();
   for (let i = 0; i < BURST_EVENTS; i += 1) await emit();
   const emitMs = performance.now() - burstBegan;
   await waitForArrivals(burstStart + BURST_EVENTS * ENDPOINTS);
   const burstMs = receiver.arrivals.at(-1)!.at - burstBegan;
+  burstWindowUs.to = Number(process.hrtime.bigint() / 1000n);
   const signetCpuMs = (await cpuMs(child.pid)) - cpuBefore;
+  const burstStatements = proxy ? [...proxy.statements] : [];
   const burstDeliveries = BURST_EVENTS * ENDPOINTS;
   const deliveriesPerSec = burstDeliveries / (burstMs / 1000);
 
@@ -300,27 +316,48 @@ async function main(): Promise<void> {
     })}`,
   );
   if (!ok) process.exitCode = 1;
+  if (proxy) printStatements(burstStatements, burstDeliveries);
   if (process.env.BENCH_SHOW_LOG === '1') print(`service output (last 8 KB):\n${child.output()}`);
   if (profileDir) {
     await stopChild(child);
-    await printProfile(profileDir);
+    await printProfile(profileDir, burstWindowUs);
   }
 }
 
-/** Self time of the service's CPU profile by package or source file, and the top functions. */
-async function printProfile(dir: string): Promise<void> {
+/** SQL statements of the burst per delivery: by pool, and the most frequent texts (first 100 characters, whitespace folded). */
+function printStatements(statements: { pool: string; text: string }[], deliveries: number): void {
+  const byPool = new Map<string, number>();
+  const byText = new Map<string, number>();
+  for (const s of statements) {
+    byPool.set(s.pool, (byPool.get(s.pool) ?? 0) + 1);
+    const text = `${s.pool}: ${s.text.replace(/\s+/g, ' ').trim().slice(0, 100)}`;
+    byText.set(text, (byText.get(text) ?? 0) + 1);
+  }
+  print('');
+  print(`SQL statements in the burst: ${fmt(statements.length / deliveries, 2)} per delivery (${[...byPool].map(([pool, n]) => `${pool} ${fmt(n / deliveries, 2)}`).join(', ')})`);
+  for (const [text, n] of [...byText].sort((a, b) => b[1] - a[1]).slice(0, 25)) print(`  ${fmt(n / deliveries, 3).padStart(6)}  ${text}`);
+}
+
+/**
+ * Self time of the service's CPU profile by package or source file, and the top functions, for
+ * the samples taken within `window` (µs of the monotonic clock: the burst).
+ */
+async function printProfile(dir: string, window: { from: number; to: number }): Promise<void> {
   const file = (await fs.readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
   if (!file) return;
   type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number } };
-  const profile = JSON.parse(await fs.readFile(path.join(dir, file), 'utf8')) as { nodes: Node[]; samples: number[]; timeDeltas: number[] };
+  const profile = JSON.parse(await fs.readFile(path.join(dir, file), 'utf8')) as { nodes: Node[]; startTime: number; samples: number[]; timeDeltas: number[] };
   const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
   const byOrigin = new Map<string, number>();
   const byFunction = new Map<string, number>();
   let total = 0;
+  let at = profile.startTime;
   profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    at += delta;
+    if (at < window.from || at > window.to) return;
     const frame = nodes.get(id)!;
     if (frame.functionName === '(idle)') return;
-    const delta = profile.timeDeltas[i] ?? 0;
     total += delta;
     const url = frame.url;
     const origin = !url ? frame.functionName : url.startsWith('node:') ? 'node internals' : url.includes('/node_modules/') ? url.slice(url.lastIndexOf('/node_modules/') + 14).split('/').slice(0, url.includes('/node_modules/@') ? 2 : 1).join('/') : path.relative(REPO_ROOT, url.replace(/^file:\/\//, ''));
@@ -330,7 +367,7 @@ async function printProfile(dir: string): Promise<void> {
   });
   const top = (m: Map<string, number>, n: number) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n);
   print('');
-  print(`CPU profile of the service, ${fmt(total / 1000, 0)} ms busy:`);
+  print(`CPU profile of the service during the burst, ${fmt(total / 1000, 0)} ms busy (${path.join(dir, file)}, burst window ${window.from}–${window.to} µs):`);
   for (const [origin, us] of top(byOrigin, 12)) print(`  ${fmt((us / total) * 100, 1)}%  ${origin}`);
   for (const [name, us] of top(byFunction, 20)) print(`  ${fmt((us / total) * 100, 1)}%  ${name}`);
 }

@@ -6,6 +6,7 @@
  * interrupted mid-send resumed; and the request function's timeouts and address rules directly.
  */
 import http from 'node:http';
+import type net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
@@ -317,6 +318,98 @@ describe('sendWebhookRequest', { timeout: 180_000 }, () => {
     expect(pinned).toMatchObject({ ok: true, statusCode: 200, error: null });
     expect(on('/pinned').at(-1)?.json).toEqual({ pinned: true });
     expect(on('/pinned').at(-1)?.headers.host).toBe(`hooks.internal.test:${receiver.port}`);
+  });
+});
+
+describe('sendWebhookRequest: kept-alive connections', { timeout: 180_000 }, () => {
+  /** A server on every loopback address counting connections; `answer` decides per request (by its number on its connection, from 0). */
+  async function startCountingServer(answer: (requestOnConnection: number, res: http.ServerResponse) => void) {
+    const connections: { localAddress: string | undefined }[] = [];
+    const requests: { connection: number; path: string }[] = [];
+    const server = http.createServer((req, res) => {
+      const socket = req.socket as typeof req.socket & { index: number; count: number };
+      req.resume();
+      req.on('end', () => {
+        requests.push({ connection: socket.index, path: req.url ?? '' });
+        answer(socket.count++, res);
+      });
+    });
+    server.on('connection', (socket: net.Socket & { index?: number; count?: number }) => {
+      socket.index = connections.length;
+      socket.count = 0;
+      connections.push({ localAddress: socket.localAddress });
+    });
+    server.keepAliveTimeout = 30_000;
+    await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
+    const { port } = server.address() as AddressInfo;
+    return {
+      port,
+      connections,
+      requests,
+      close: () => {
+        server.closeAllConnections();
+        return new Promise<void>((resolve) => server.close(() => resolve()));
+      },
+    };
+  }
+  const send = (url: string, extra: Partial<Parameters<typeof sendWebhookRequest>[0]> = {}) =>
+    sendWebhookRequest({ url, headers: {}, body: '{}', connectTimeoutMs: 2000, responseTimeoutMs: 2000, policy: { allowPrivate: true, allowedHosts: [] }, ...extra });
+
+  it('reuses a connection to the same checked address, and opens a new one when the resolution changes; a refused one sends nothing', async () => {
+    const server = await startCountingServer((_n, res) => res.end('ok'));
+    try {
+      const url = `http://hooks.keepalive.test:${server.port}/`;
+      const policy = { allowPrivate: false, allowedHosts: ['127.0.0.0/8'] };
+      let address = '127.0.0.1';
+      const resolve = async () => [{ address, family: 4 }];
+      for (let i = 0; i < 3; i += 1) expect(await send(url, { policy, resolve })).toMatchObject({ ok: true, statusCode: 200 });
+      expect(server.connections).toHaveLength(1);
+      expect(server.requests.map((r) => r.connection)).toEqual([0, 0, 0]);
+
+      // The name now resolves elsewhere: the kept socket (to 127.0.0.1) is not used.
+      address = '127.0.0.2';
+      expect(await send(url, { policy, resolve })).toMatchObject({ ok: true, statusCode: 200 });
+      expect(server.connections.map((c) => c.localAddress)).toEqual(['127.0.0.1', '127.0.0.2']);
+      expect(server.requests.at(-1)?.connection).toBe(1);
+
+      // Then to an address the policy refuses: nothing is sent, on the kept sockets or any other.
+      address = '10.1.2.3';
+      expect((await send(url, { policy, resolve })).error).toMatch(/^Refused: hooks\.keepalive\.test resolves to 10\.1\.2\.3/);
+      expect(server.requests).toHaveLength(4);
+      expect(server.connections).toHaveLength(2);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('sends once more on a new connection when the receiver drops a kept-alive socket before answering', async () => {
+    // Every request after the first on a connection is dropped unanswered (the receiver closed it as it was reused).
+    const server = await startCountingServer((n, res) => (n === 0 ? res.end('ok') : res.socket?.destroy()));
+    try {
+      const url = `http://127.0.0.1:${server.port}/stale`;
+      expect(await send(url)).toMatchObject({ ok: true, statusCode: 200 });
+      expect(await send(url)).toMatchObject({ ok: true, statusCode: 200, responseBody: 'ok' });
+      expect(server.requests.map((r) => r.connection)).toEqual([0, 0, 1]);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('times the answer on a reused connection with the response timeout', async () => {
+    // The second request on the connection is never answered.
+    const server = await startCountingServer((n, res) => (n === 0 ? res.end('ok') : undefined));
+    try {
+      const url = `http://127.0.0.1:${server.port}/hang`;
+      expect(await send(url)).toMatchObject({ ok: true });
+      const hung = await send(url, { responseTimeoutMs: 300 });
+      expect(hung).toMatchObject({ ok: false, statusCode: null, error: 'Response timeout: no complete answer within 0.3 s of connecting' });
+      expect(server.requests.map((r) => r.connection)).toEqual([0, 0]);
+      // The timed-out socket is not reused: the next request opens a new connection.
+      expect(await send(url)).toMatchObject({ ok: true });
+      expect(server.requests.map((r) => r.connection)).toEqual([0, 0, 1]);
+    } finally {
+      await server.close();
+    }
   });
 });
 

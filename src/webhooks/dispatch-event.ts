@@ -3,8 +3,14 @@
  * into webhook deliveries (reference/docuseal-behaviour.md §9 "Fan-out").
  *
  * For the endpoints of the event's account that are enabled and subscribe to its type, it builds
- * the payload once (src/webhooks/payloads.ts), writes one webhook_deliveries row per endpoint and
- * enqueues one `deliver-webhook` job per delivery (attempt 0, unique per delivery).
+ * the payload once (src/webhooks/payloads.ts) and serialises it once, writes one
+ * webhook_deliveries row per endpoint and enqueues one `deliver-webhook` job per delivery
+ * (attempt 0, unique per delivery, carrying that serialisation), all in the same turn of the
+ * event loop, so the job queue stores them in one statement.
+ *
+ * Its own statements are plain SQL (it runs for every event): the endpoints, then one INSERT of
+ * every delivery returning the deliveries to enqueue. Only the payload goes through Prisma (the
+ * REST layer's GraphQL operation).
  *
  * Idempotent: a delivery's uuid is derived from the dispatch job's id and the endpoint's id (a
  * name-based UUID, RFC 9562 §5.5), and webhook_deliveries.uuid is unique, so a re-run of the
@@ -42,6 +48,27 @@ const SUBSCRIBED_ENDPOINTS = {
   text: `SELECT id FROM webhook_endpoints WHERE account_id = $1 AND disabled_at IS NULL AND $2 = ANY(events) ORDER BY id`,
 };
 
+/**
+ * $1 uuids, $2 endpoint ids (same order), $3 account, $4 event type, $5 record type, $6 record id,
+ * $7 payload (JSON text): inserts the deliveries not stored yet (uuid unique) and returns every
+ * delivery of the list, new (from the INSERT) or stored before (the statement's snapshot does not
+ * see the new rows, so none comes twice), by id.
+ */
+const INSERT_DELIVERIES = {
+  name: 'signet_webhook_insert_deliveries',
+  text: `
+    WITH input AS (SELECT * FROM unnest($1::uuid[], $2::int[]) AS i(uuid, endpoint_id)),
+    inserted AS (
+      INSERT INTO webhook_deliveries (uuid, account_id, endpoint_id, event_type, record_type, record_id, payload, created_at, updated_at)
+      SELECT i.uuid, $3, i.endpoint_id, $4, $5, $6, $7::jsonb, now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC' FROM input i
+      ON CONFLICT (uuid) DO NOTHING
+      RETURNING id, status, attempt_count)
+    SELECT id, status, attempt_count FROM inserted
+    UNION ALL
+    SELECT d.id, d.status, d.attempt_count FROM webhook_deliveries d JOIN input i ON i.uuid = d.uuid
+    ORDER BY id`,
+};
+
 export interface DispatchDeps {
   db: Db;
   jobs: JobQueue;
@@ -66,22 +93,13 @@ export async function dispatchEvent(deps: DispatchDeps, event: DispatchEventData
   }
   const body = JSON.stringify(payload);
   const uuids = endpoints.map((endpoint) => deliveryUuid(job.id, endpoint.id));
-  await db.webhookDelivery.createMany({
-    data: endpoints.map((endpoint, i) => ({
-      uuid: uuids[i]!,
-      accountId: event.accountId,
-      endpointId: endpoint.id,
-      eventType: event.type,
-      recordType: recordTypeOf(event.type),
-      recordId: event.recordId,
-      payload: payload as never,
-    })),
-    skipDuplicates: true,
+  const { rows: deliveries } = await sqlPool(db).query<{ id: number; status: string; attempt_count: number }>({
+    ...INSERT_DELIVERIES,
+    values: [uuids, endpoints.map((endpoint) => endpoint.id), event.accountId, event.type, recordTypeOf(event.type), event.recordId, body],
   });
-  const deliveries = await db.webhookDelivery.findMany({ where: { uuid: { in: uuids } }, select: { id: true, status: true, attemptCount: true }, orderBy: { id: 'asc' } });
-  // Side by side: each enqueue is its own round trips, and the keys differ.
+  // In one turn of the event loop: the queue stores these jobs in one statement.
   await Promise.all(
-    deliveries.filter((d) => d.status === 'pending' && d.attemptCount === 0).map((d) => enqueueAttempt(deps.jobs, { deliveryId: d.id, attempt: 0, body })),
+    deliveries.filter((d) => d.status === 'pending' && d.attempt_count === 0).map((d) => enqueueAttempt(deps.jobs, { deliveryId: d.id, attempt: 0, body })),
   );
 }
 

@@ -25,8 +25,9 @@ import { execute, Kind, parse, validate, type DocumentNode, type ExecutionResult
 import { SUBMISSION_GET_FRAGMENT, serializeSubmissionGet, type SubmissionGetData } from '../../rest-compat/serializers/submission.ts';
 import { SUBMITTER_BASE_FRAGMENT, serializeSubmitterBase, type SubmitterBaseData } from '../../rest-compat/serializers/submitter.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../rest-compat/serializers/template.ts';
-import type { Db } from '../db/client.ts';
+import { sqlPool, type Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
+import type { Account, User } from '../generated/prisma/client.ts';
 import { recordTypeOf, type EventType } from '../events/events.ts';
 import type { ContextFactory, GraphQLContext } from '../graphql/context.ts';
 import { findAppError } from '../graphql/errors.ts';
@@ -145,19 +146,59 @@ function preparedOperations(schema: GraphQLSchema): PreparedOperations {
 }
 
 /**
+ * $1 account: the account (not archived) and its first user that is not archived, in one row.
+ * Plain SQL rather than Prisma, as src/accounts/authenticate.ts: it runs for every event with
+ * endpoints. Timestamps are timestamp(3) holding UTC, read `AT TIME ZONE 'UTC'`.
+ */
+const ACCOUNT_VIEWER = {
+  name: 'signet_webhook_account_viewer',
+  text: `
+    SELECT a.id AS a_id, a.uuid AS a_uuid, a.name AS a_name, a.timezone AS a_timezone, a.locale AS a_locale,
+           a.testing AS a_testing, a.preferences AS a_preferences,
+           a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at,
+           u.id AS u_id, u.uuid AS u_uuid, u.email AS u_email, u.first_name AS u_first_name, u.last_name AS u_last_name,
+           u.role AS u_role, u.created_at AT TIME ZONE 'UTC' AS u_created_at, u.updated_at AT TIME ZONE 'UTC' AS u_updated_at
+      FROM accounts a
+      JOIN LATERAL (SELECT * FROM users WHERE account_id = a.id AND archived_at IS NULL ORDER BY id LIMIT 1) u ON true
+     WHERE a.id = $1 AND a.archived_at IS NULL`,
+};
+
+/**
  * Contexts acting for an account without a request: the service's context factory, with the
  * account's first user as the viewer (there is no API key behind it; apiKeyId 0 is no key's id).
+ * Null for an unknown or archived account, or one without a user that is not archived.
  */
 export function createAccountContexts(contextFactory: ContextFactory, db: Db): AccountContexts {
   return async (accountId) => {
-    const account = await db.account.findUnique({
-      where: { id: accountId },
-      include: { users: { where: { archivedAt: null }, orderBy: { id: 'asc' }, take: 1 } },
-    });
-    if (!account || account.archivedAt || !account.users[0]) return null;
-    const { users, ...rest } = account;
+    const { rows } = await sqlPool(db).query({ ...ACCOUNT_VIEWER, values: [accountId] });
+    const row = rows[0];
+    if (!row) return null;
+    const account: Account = {
+      id: row.a_id,
+      uuid: row.a_uuid,
+      name: row.a_name,
+      timezone: row.a_timezone,
+      locale: row.a_locale,
+      testing: row.a_testing,
+      preferences: row.a_preferences,
+      createdAt: row.a_created_at,
+      updatedAt: row.a_updated_at,
+      archivedAt: null,
+    };
+    const user: User = {
+      id: row.u_id,
+      uuid: row.u_uuid,
+      accountId: row.a_id,
+      email: row.u_email,
+      firstName: row.u_first_name,
+      lastName: row.u_last_name,
+      role: row.u_role,
+      createdAt: row.u_created_at,
+      updatedAt: row.u_updated_at,
+      archivedAt: null,
+    };
     const base = await contextFactory({ header: () => undefined });
-    return { ...base, viewer: { user: users[0]!, account: rest, apiKeyId: 0 } };
+    return { ...base, viewer: { user, account, apiKeyId: 0 } };
   };
 }
 

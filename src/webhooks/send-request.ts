@@ -6,9 +6,18 @@
  * - connect timeout (name resolution + TCP connect) and response timeout (from the connection to
  *   the end of the answer) apart;
  * - destinations that resolve to private, loopback or other non-public addresses are refused
- *   unless allowed (WEBHOOK_ALLOW_PRIVATE, WEBHOOK_ALLOWED_HOSTS). The host is resolved once,
- *   every address is checked, and the socket is opened to the checked address (pinned lookup), so
- *   a name that changes its answer between check and connection (DNS rebinding) gets nowhere.
+ *   unless allowed (WEBHOOK_ALLOW_PRIVATE, WEBHOOK_ALLOWED_HOSTS). The host is resolved once per
+ *   request, every address is checked, and the socket is opened to the checked address (pinned
+ *   lookup), so a name that changes its answer between check and connection (DNS rebinding) gets
+ *   nowhere;
+ * - connections are kept alive and reused per destination: one http/https Agent per (protocol,
+ *   checked addresses, port, TLS server name), at most AGENT_MAX_SOCKETS sockets each, idle ones
+ *   closed after AGENT_IDLE_MS (or sooner when the receiver's `Keep-Alive: timeout` says so). A
+ *   request reuses only a socket of the agent of the addresses it has just resolved and checked,
+ *   so a refused or changed resolution never reaches an old socket. The connect timeout applies
+ *   when a socket is opened (a reused one is connected already); the response timeout applies to
+ *   every request. A request whose reused socket turns out closed by the receiver (reset before
+ *   any answer: the keep-alive race) is sent once more on a new connection.
  * It never throws: every outcome is a WebhookResponse to record as an attempt.
  */
 import dns from 'node:dns';
@@ -22,6 +31,12 @@ import { isPublicAddress } from '../documents/load-file-input.ts';
 export const RESPONSE_BODY_KEPT_BYTES = 1024;
 /** Bytes read from a response at most; the rest is not waited for. */
 const RESPONSE_READ_LIMIT = 64 * 1024;
+/** Sockets per destination at most (open at once; deliver-webhook runs 10 attempts at a time). */
+export const AGENT_MAX_SOCKETS = 16;
+/** Milliseconds an idle kept-alive socket stays open (below common server keep-alive timeouts: Node 5 s, nginx 75 s). */
+export const AGENT_IDLE_MS = 4000;
+/** Destinations whose agents are kept; past this, agents without sockets are dropped first. */
+const MAX_AGENTS = 256;
 
 export interface DestinationPolicy {
   /** Any address is allowed (tests). */
@@ -151,6 +166,59 @@ async function resolveHost(
   return addresses.length > 0 ? addresses : `The host name ${host} does not resolve`;
 }
 
+/** An agent of one destination (protocol, checked addresses, port, server name) and its pinned lookup. */
+const agents = new Map<string, http.Agent>();
+
+/**
+ * The keep-alive agent for requests to `url` going to exactly `addresses` (all checked): its
+ * sockets connect only to those addresses (pinned lookup: all of them when Node tries several,
+ * autoSelectFamily; else the first).
+ */
+function agentFor(url: URL, addresses: { address: string; family: number }[]): http.Agent {
+  const https_ = url.protocol === 'https:';
+  const port = url.port || (https_ ? '443' : '80');
+  const servername = https_ ? url.hostname.replace(/^\[|\]$/g, '') : '';
+  const key = `${url.protocol}|${addresses.map((a) => a.address).join(',')}|${port}|${servername}`;
+  let agent = agents.get(key);
+  if (agent) {
+    // Most recently used last (Map order), for the eviction below.
+    agents.delete(key);
+    agents.set(key, agent);
+    return agent;
+  }
+  const options = { keepAlive: true, maxSockets: AGENT_MAX_SOCKETS, maxFreeSockets: AGENT_MAX_SOCKETS, timeout: AGENT_IDLE_MS, lookup: pinnedLookup(addresses) };
+  agent = https_ ? new https.Agent(options) : new http.Agent(options);
+  if (agents.size >= MAX_AGENTS) evictAgents();
+  agents.set(key, agent);
+  return agent;
+}
+
+/** A lookup answering only `addresses`: all of them when Node tries several (autoSelectFamily), else the first. */
+function pinnedLookup(addresses: { address: string; family: number }[]): net.LookupFunction {
+  const pinned = addresses.map((a) => ({ address: a.address, family: a.family }));
+  return ((_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+    if (lookupOptions?.all) callback(null, pinned);
+    else callback(null, pinned[0]!.address, pinned[0]!.family);
+  }) as unknown as net.LookupFunction;
+}
+
+/** Drops agents with no socket and no waiting request, least recently used first; then the oldest idle ones' sockets. */
+function evictAgents(): void {
+  const busy = (agent: http.Agent) => Object.keys(agent.sockets).length > 0 || Object.keys(agent.requests).length > 0;
+  for (const [key, agent] of agents) {
+    if (agents.size < MAX_AGENTS) return;
+    if (busy(agent)) continue;
+    agents.delete(key);
+    agent.destroy();
+  }
+}
+
+/** Closes every kept-alive webhook connection (the service's shutdown; tests). In-flight requests fail. */
+export function closeWebhookConnections(): void {
+  for (const agent of agents.values()) agent.destroy();
+  agents.clear();
+}
+
 function post(
   url: URL,
   addresses: { address: string; family: number }[],
@@ -158,13 +226,33 @@ function post(
   signal: AbortSignal,
   onConnect: () => void,
 ): Promise<{ message: http.IncomingMessage }> {
-  // Only the addresses just checked: all of them when Node tries several (autoSelectFamily), else the first.
-  const pinnedLookup = ((_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
-    if (lookupOptions?.all) callback(null, addresses.map((a) => ({ address: a.address, family: a.family })));
-    else callback(null, addresses[0]!.address, addresses[0]!.family);
-  }) as unknown as net.LookupFunction;
-  const client = url.protocol === 'https:' ? https : http;
   const body = Buffer.from(options.body, 'utf8');
+  return postOnce(url, agentFor(url, addresses), options, body, signal, onConnect).catch((error: unknown) => {
+    // The receiver closed a kept-alive socket as it was reused, before any answer: once more on a new connection.
+    if (!(error instanceof StaleSocketError) || signal.aborted) throw error instanceof StaleSocketError ? error.cause : error;
+    // A one-request agent: a new connection to the same checked addresses, closed after the answer.
+    const lookup = pinnedLookup(addresses);
+    const fresh = url.protocol === 'https:' ? new https.Agent({ keepAlive: false, lookup }) : new http.Agent({ keepAlive: false, lookup });
+    return postOnce(url, fresh, options, body, signal, onConnect);
+  });
+}
+
+/** A reused socket failed before the answer (reset, broken pipe or closed): the receiver had closed it. */
+class StaleSocketError extends Error {
+  constructor(readonly cause: unknown) {
+    super('stale kept-alive socket');
+  }
+}
+
+function postOnce(
+  url: URL,
+  agent: http.Agent,
+  options: SendWebhookRequestOptions,
+  body: Buffer,
+  signal: AbortSignal,
+  onConnect: () => void,
+): Promise<{ message: http.IncomingMessage }> {
+  const client = url.protocol === 'https:' ? https : http;
   return new Promise((resolve, reject) => {
     const request = client.request(
       {
@@ -175,18 +263,20 @@ function post(
         method: 'POST',
         auth: url.username ? `${decodeURIComponent(url.username)}:${decodeURIComponent(url.password)}` : undefined,
         headers: { ...options.headers, 'content-length': String(body.length) },
-        // A new connection per request: the address it goes to is the one just checked.
-        agent: false,
-        lookup: pinnedLookup,
+        agent,
         signal,
       },
       (message) => resolve({ message }),
     );
     request.once('socket', (socket) => {
+      // A reused socket is connected already: only a new one waits for (and is timed on) its connect.
       if (!socket.connecting) onConnect();
       else socket.once('connect', onConnect);
     });
-    request.on('error', reject);
+    request.on('error', (error: NodeJS.ErrnoException) => {
+      const stale = request.reusedSocket && !signal.aborted && (error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED');
+      reject(stale ? new StaleSocketError(error) : error);
+    });
     request.end(body);
   });
 }
