@@ -21,6 +21,7 @@
  * rebuild `data` from the record as it is then (DocuSeal re-serializes on every attempt; file URLs
  * in it are signed and expire), keeping `event_type` and `timestamp`.
  */
+import DataLoader from 'dataloader';
 import type { Config } from '../config.ts';
 import { sqlPool, type Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
@@ -87,42 +88,141 @@ interface ClaimedDelivery {
 
 /*
  * The hot path (claim, record) is plain SQL on the client's pool: one statement each instead of
- * Prisma's five round trips, for every attempt of every delivery. Timestamps are timestamp(3)
- * holding UTC, read and written `AT TIME ZONE 'UTC'` (as src/accounts/authenticate.ts).
+ * Prisma's five round trips, for every attempt of every delivery. And the claims (and the
+ * records) asked for in the same turn of the event loop go in one statement (DataLoader, flushed
+ * by setImmediate: once the I/O callbacks of this turn have run), so that under load many
+ * attempts share a statement and its commit; alone, an attempt waits for nothing. Each row is
+ * still conditional on its own delivery: one attempt's outcome never depends on another's.
+ * Timestamps are timestamp(3) holding UTC, read and written `AT TIME ZONE 'UTC'` (as
+ * src/accounts/authenticate.ts).
+ */
+
+/** Attempts claimed or recorded in one statement at most. */
+const STATEMENT_BATCH_MAX = 100;
+
+/**
+ * $1 delivery ids, $2 attempt numbers k (same order), $3 whether to return the stored payload:
+ * claims attempt k of each delivery that is pending with attempt_count = k (→ k + 1), and
+ * returns the claimed ones with their endpoint.
  */
 const CLAIM = {
-  name: 'signet_webhook_claim',
+  name: 'signet_webhook_claim_batch',
   text: `
     UPDATE webhook_deliveries d
        SET attempt_count = d.attempt_count + 1, next_attempt_at = NULL, updated_at = now() AT TIME ZONE 'UTC'
-      FROM webhook_endpoints e
-     WHERE d.id = $1 AND d.attempt_count = $2 AND d.status = 'pending' AND e.id = d.endpoint_id
-    RETURNING d.id, d.account_id, d.event_type, d.record_id, d.created_at AT TIME ZONE 'UTC' AS created_at, d.payload,
+      FROM webhook_endpoints e, unnest($1::int[], $2::int[], $3::bool[]) AS i(id, k, with_payload)
+     WHERE d.id = i.id AND d.attempt_count = i.k AND d.status = 'pending' AND e.id = d.endpoint_id
+    RETURNING d.id, i.k, d.account_id, d.event_type, d.record_id, d.created_at AT TIME ZONE 'UTC' AS created_at,
+              CASE WHEN i.with_payload THEN d.payload END AS payload,
               (SELECT a.created_at AT TIME ZONE 'UTC' FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.attempt = 0) AS first_sent_at,
               e.url, e.events, e.secret, e.previous_secret, e.previous_secret_expires_at AT TIME ZONE 'UTC' AS previous_secret_expires_at,
               e.header_name, e.header_value, e.disabled_at AT TIME ZONE 'UTC' AS disabled_at`,
 };
 
-/** Inserts the attempt (once per delivery and number) and, only if it was new, sets the delivery's state. */
+/**
+ * Per attempt (arrays in the same order): $1 delivery, $2 attempt, $3 status code, $4 duration ms,
+ * $5 error, $6 response body, $7 start, $8 the delivery's new status, $9 its next attempt time,
+ * $10 the payload sent when rebuilt (else null: unchanged). Inserts each attempt (once per
+ * delivery and number) and, only for those that were new, sets the delivery's state; returns
+ * the (delivery, attempt) pairs recorded.
+ */
 const RECORD = {
-  name: 'signet_webhook_record',
+  name: 'signet_webhook_record_batch',
   text: `
-    WITH attempt AS (
+    WITH input AS (
+      SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::timestamptz[], $10::jsonb[])
+        AS i(delivery_id, attempt, status_code, duration_ms, error, response_body, started_at, status, next_attempt_at, payload)),
+    attempt AS (
       INSERT INTO webhook_attempts (delivery_id, attempt, status_code, duration_ms, error, response_body, created_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7::timestamptz AT TIME ZONE 'UTC')
+      SELECT delivery_id, attempt, status_code, duration_ms, error, response_body, started_at AT TIME ZONE 'UTC' FROM input
       ON CONFLICT (delivery_id, attempt) DO NOTHING
-      RETURNING delivery_id)
-    UPDATE webhook_deliveries
-       SET status = $8, next_attempt_at = $9::timestamptz AT TIME ZONE 'UTC', payload = COALESCE($10::jsonb, payload), updated_at = now() AT TIME ZONE 'UTC'
-     WHERE id IN (SELECT delivery_id FROM attempt)
-    RETURNING id`,
+      RETURNING delivery_id, attempt)
+    UPDATE webhook_deliveries d
+       SET status = i.status, next_attempt_at = i.next_attempt_at AT TIME ZONE 'UTC', payload = COALESCE(i.payload, d.payload), updated_at = now() AT TIME ZONE 'UTC'
+      FROM attempt a JOIN input i ON i.delivery_id = a.delivery_id AND i.attempt = a.attempt
+     WHERE d.id = a.delivery_id
+    RETURNING d.id, i.attempt`,
 };
 
-/** Claims attempt `k` of a pending delivery (attempt_count k → k+1); null when it is not there to claim. */
-async function claimAttempt(db: Db, deliveryId: number, k: number): Promise<ClaimedDelivery | null> {
-  const { rows } = await sqlPool(db).query({ ...CLAIM, values: [deliveryId, k] });
-  const row = rows[0];
-  if (!row) return null;
+interface ClaimRequest {
+  deliveryId: number;
+  k: number;
+  /** Return the stored payload (a later attempt rebuilds from it; attempt 0 has its body). */
+  withPayload: boolean;
+}
+
+interface RecordRequest {
+  deliveryId: number;
+  attempt: number;
+  statusCode: number | null;
+  durationMs: number;
+  error: string | null;
+  responseBody: string | null;
+  startedAt: Date;
+  status: 'succeeded' | 'failed' | 'pending';
+  nextAttemptAt: Date | null;
+  /** JSON text of the payload sent, when it was rebuilt. */
+  payload: string | null;
+}
+
+interface AttemptStatements {
+  claim: DataLoader<ClaimRequest, ClaimedDelivery | null>;
+  /** Resolves true when the attempt was recorded now, false when it was recorded before. */
+  record: DataLoader<RecordRequest, boolean>;
+}
+
+const statementsByDb = new WeakMap<Db, AttemptStatements>();
+
+/** The batched claim and record statements of `db`'s pool (one pair per client). */
+function attemptStatements(db: Db): AttemptStatements {
+  let statements = statementsByDb.get(db);
+  if (statements) return statements;
+  const pool = sqlPool(db);
+  const options = { cache: false, maxBatchSize: STATEMENT_BATCH_MAX, batchScheduleFn: (run: () => void) => setImmediate(run) };
+  statements = {
+    claim: new DataLoader<ClaimRequest, ClaimedDelivery | null>(async (requests) => {
+      const { rows } = await pool.query({
+        ...CLAIM,
+        values: [requests.map((r) => r.deliveryId), requests.map((r) => r.k), requests.map((r) => r.withPayload)],
+      });
+      const claimed = new Map(rows.map((row) => [`${row.id}:${row.k}`, row]));
+      // The same attempt asked twice in one batch (two runs of one job): the first asker has it.
+      return requests.map((r) => {
+        const key = `${r.deliveryId}:${r.k}`;
+        const row = claimed.get(key);
+        claimed.delete(key);
+        return row ? claimedDelivery(row) : null;
+      });
+    }, options),
+    record: new DataLoader<RecordRequest, boolean>(async (requests) => {
+      const seen = new Set<string>();
+      // One row per (delivery, attempt): a second one in the batch finds it recorded.
+      const unique = requests.filter((r) => !seen.has(`${r.deliveryId}:${r.attempt}`) && seen.add(`${r.deliveryId}:${r.attempt}`));
+      const { rows } = await pool.query({
+        ...RECORD,
+        values: [
+          unique.map((r) => r.deliveryId),
+          unique.map((r) => r.attempt),
+          unique.map((r) => r.statusCode),
+          unique.map((r) => r.durationMs),
+          unique.map((r) => r.error),
+          unique.map((r) => r.responseBody),
+          unique.map((r) => r.startedAt.toISOString()),
+          unique.map((r) => r.status),
+          unique.map((r) => r.nextAttemptAt?.toISOString() ?? null),
+          unique.map((r) => r.payload),
+        ],
+      });
+      const recorded = new Set(rows.map((row) => `${row.id}:${row.attempt}`));
+      return requests.map((r) => recorded.delete(`${r.deliveryId}:${r.attempt}`));
+    }, options),
+  };
+  statementsByDb.set(db, statements);
+  return statements;
+}
+
+/** A claimed row of CLAIM as a ClaimedDelivery. */
+function claimedDelivery(row: Record<string, any>): ClaimedDelivery {
   return {
     id: row.id,
     accountId: row.account_id,
@@ -145,6 +245,14 @@ async function claimAttempt(db: Db, deliveryId: number, k: number): Promise<Clai
 }
 
 /**
+ * Claims attempt `k` of a pending delivery (attempt_count k → k+1); null when it is not there to
+ * claim. With `withPayload`, the claimed delivery carries its stored payload (else null).
+ */
+function claimAttempt(db: Db, deliveryId: number, k: number, withPayload: boolean): Promise<ClaimedDelivery | null> {
+  return attemptStatements(db).claim.load({ deliveryId, k, withPayload });
+}
+
+/**
  * Runs one attempt of a delivery (the job handler). Idempotent per (delivery, attempt); see the
  * module comment. Throws only for infrastructure failures (database), which the job retries.
  */
@@ -163,7 +271,7 @@ export async function deliverWebhook(deps: DeliveryDeps, job: DeliverWebhookData
  * (another run had it, or the delivery is gone or no longer pending).
  */
 export async function attempt(deps: DeliveryDeps, job: DeliverWebhookData, options: { retry: boolean }): Promise<WebhookResponse | null> {
-  const claimed = await claimAttempt(deps.db, job.deliveryId, job.attempt);
+  const claimed = await claimAttempt(deps.db, job.deliveryId, job.attempt, job.body === undefined);
   if (!claimed) return null;
   const startedAt = new Date();
   const { response, payload, final } = await send(deps, claimed, job, startedAt);
@@ -252,23 +360,20 @@ async function recordAttempt(
       nextAttemptAt = next;
     }
   }
-  const { rows } = await sqlPool(deps.db).query({
-    ...RECORD,
-    values: [
-      delivery.id,
-      k,
-      response.statusCode,
-      response.durationMs,
-      response.error,
-      response.responseBody,
-      outcome.startedAt.toISOString(),
-      status,
-      nextAttemptAt?.toISOString() ?? null,
-      outcome.payload ? JSON.stringify(outcome.payload) : null,
-    ],
+  const recorded = await attemptStatements(deps.db).record.load({
+    deliveryId: delivery.id,
+    attempt: k,
+    statusCode: response.statusCode,
+    durationMs: response.durationMs,
+    error: response.error,
+    responseBody: response.responseBody,
+    startedAt: outcome.startedAt,
+    status,
+    nextAttemptAt,
+    payload: outcome.payload ? JSON.stringify(outcome.payload) : null,
   });
   // Recorded already by another run of this attempt: its record stands.
-  if (rows.length === 0) return;
+  if (!recorded) return;
   if (status === 'pending' && nextAttemptAt) await enqueueAttempt(deps.jobs, { deliveryId: delivery.id, attempt: k + 1, ...(outcome.manual ? { manual: true } : {}) }, nextAttemptAt);
 }
 
