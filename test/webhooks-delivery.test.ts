@@ -188,6 +188,27 @@ describe('retries', { timeout: 180_000 }, () => {
     ]);
     expect(on('/after-crash')).toHaveLength(before + 1);
   });
+
+  it('attempts run at once share the claim and record statements; the same attempt run twice at once is sent once', async () => {
+    const { endpoint } = await deliverOnce(t, account, templateId, `${receiver.url}/at-once`);
+    await t.jobs.waitForIdle({ timeoutMs: 30_000 });
+    const first = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+    const make = () =>
+      t.db.webhookDelivery.create({
+        data: { accountId: account.accountId, endpointId: endpoint.id, eventType: 'template.updated', recordType: 'Template', recordId: templateId, payload: first.payload as never },
+      });
+    const [a, b] = [await make(), await make()];
+    const before = on('/at-once').length;
+    const deps: DeliveryDeps = { db: t.db, jobs: t.jobs, payloads: { build: async () => null }, config: t.config.webhooks, logger: t.app.fastify.log };
+    // In one turn of the event loop: one claim statement for the three, then one record statement.
+    await Promise.all([deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }), deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }), deliverWebhook(deps, { deliveryId: b.id, attempt: 0 })]);
+    expect(on('/at-once')).toHaveLength(before + 2);
+    for (const id of [a.id, b.id]) {
+      const done = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id }, include: { attempts: true } });
+      expect(done).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+      expect(done.attempts.map((x) => [x.attempt, x.statusCode])).toEqual([[0, 200]]);
+    }
+  });
 });
 
 describe('the 12-send cap and private addresses', { timeout: 180_000 }, () => {

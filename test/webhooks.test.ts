@@ -525,6 +525,16 @@ describe('dispatch', { timeout: 180_000 }, () => {
     await dispatchEvent(deps, event, { id: 'test-dispatch-2' });
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     expect(received('submission.expired', submission.id)).toHaveLength(before + 2);
+    // Dispatches running at once share their statements (one turn of the event loop): the same
+    // dispatch twice in one statement still makes one delivery, and two events two.
+    await Promise.all([
+      dispatchEvent(deps, event, { id: 'test-dispatch-3' }),
+      dispatchEvent(deps, event, { id: 'test-dispatch-3' }),
+      dispatchEvent(deps, event, { id: 'test-dispatch-4' }),
+    ]);
+    await t.jobs.waitForIdle({ timeoutMs: 60_000 });
+    expect(received('submission.expired', submission.id)).toHaveLength(before + 4);
+    expect(await t.db.webhookDelivery.count({ where: { eventType: 'submission.expired', recordId: submission.id, payload: { path: ['timestamp'], equals: event.at } } })).toBe(4);
   });
 
   it('sends an account’s events to that account’s endpoints only', async () => {

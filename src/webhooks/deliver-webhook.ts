@@ -21,7 +21,7 @@
  * rebuild `data` from the record as it is then (DocuSeal re-serializes on every attempt; file URLs
  * in it are signed and expire), keeping `event_type` and `timestamp`.
  */
-import DataLoader from 'dataloader';
+import type DataLoader from 'dataloader';
 import type { Config } from '../config.ts';
 import { sqlPool, type Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
@@ -31,6 +31,7 @@ import type { JobLogger, JobQueue } from '../jobs/job-queue.ts';
 import type { PayloadBuilder, WebhookPayload } from './payloads.ts';
 import { sendWebhookRequest, type SendWebhookRequestOptions, type WebhookResponse } from './send-request.ts';
 import { SIGNATURE_HEADER, signatureHeader, signingSecrets } from './signature.ts';
+import { turnBatch } from './turn-batch.ts';
 
 export const DELIVER_WEBHOOK_JOB = 'deliver-webhook';
 
@@ -89,16 +90,12 @@ interface ClaimedDelivery {
 /*
  * The hot path (claim, record) is plain SQL on the client's pool: one statement each instead of
  * Prisma's five round trips, for every attempt of every delivery. And the claims (and the
- * records) asked for in the same turn of the event loop go in one statement (DataLoader, flushed
- * by setImmediate: once the I/O callbacks of this turn have run), so that under load many
- * attempts share a statement and its commit; alone, an attempt waits for nothing. Each row is
- * still conditional on its own delivery: one attempt's outcome never depends on another's.
- * Timestamps are timestamp(3) holding UTC, read and written `AT TIME ZONE 'UTC'` (as
+ * records) asked for in the same turn of the event loop go in one statement (./turn-batch.ts), so
+ * that under load many attempts share a statement and its commit; alone, an attempt waits for
+ * nothing. Each row is still conditional on its own delivery: one attempt's outcome never depends
+ * on another's. Timestamps are timestamp(3) holding UTC, read and written `AT TIME ZONE 'UTC'` (as
  * src/accounts/authenticate.ts).
  */
-
-/** Attempts claimed or recorded in one statement at most. */
-const STATEMENT_BATCH_MAX = 100;
 
 /**
  * $1 delivery ids, $2 attempt numbers k (same order), $3 whether to return the stored payload:
@@ -178,9 +175,8 @@ function attemptStatements(db: Db): AttemptStatements {
   let statements = statementsByDb.get(db);
   if (statements) return statements;
   const pool = sqlPool(db);
-  const options = { cache: false, maxBatchSize: STATEMENT_BATCH_MAX, batchScheduleFn: (run: () => void) => setImmediate(run) };
   statements = {
-    claim: new DataLoader<ClaimRequest, ClaimedDelivery | null>(async (requests) => {
+    claim: turnBatch<ClaimRequest, ClaimedDelivery | null>(async (requests) => {
       const { rows } = await pool.query({
         ...CLAIM,
         values: [requests.map((r) => r.deliveryId), requests.map((r) => r.k), requests.map((r) => r.withPayload)],
@@ -193,8 +189,8 @@ function attemptStatements(db: Db): AttemptStatements {
         claimed.delete(key);
         return row ? claimedDelivery(row) : null;
       });
-    }, options),
-    record: new DataLoader<RecordRequest, boolean>(async (requests) => {
+    }),
+    record: turnBatch<RecordRequest, boolean>(async (requests) => {
       const seen = new Set<string>();
       // One row per (delivery, attempt): a second one in the batch finds it recorded.
       const unique = requests.filter((r) => !seen.has(`${r.deliveryId}:${r.attempt}`) && seen.add(`${r.deliveryId}:${r.attempt}`));
@@ -215,7 +211,7 @@ function attemptStatements(db: Db): AttemptStatements {
       });
       const recorded = new Set(rows.map((row) => `${row.id}:${row.attempt}`));
       return requests.map((r) => recorded.delete(`${r.deliveryId}:${r.attempt}`));
-    }, options),
+    }),
   };
   statementsByDb.set(db, statements);
   return statements;

@@ -1,0 +1,20 @@
+/**
+ * Statements shared by the webhook jobs running at the same time: the requests made in one turn
+ * of the event loop go to the database as one statement (DataLoader, scheduled with setImmediate,
+ * i.e. once the I/O callbacks of the turn have run). Under load many jobs share a statement and
+ * its commit; a job alone waits for nothing. Each caller gets its own result (or the statement's
+ * error); batch functions keep every row conditional on its own request.
+ */
+import DataLoader from 'dataloader';
+
+/** Requests in one statement at most. */
+export const TURN_BATCH_MAX = 100;
+
+/**
+ * A loader whose `load(request)` resolves with `run`'s answer for that request, `run` getting all
+ * the requests of the turn (at most TURN_BATCH_MAX, in call order; the same request may come
+ * twice) and returning one answer per request, in order. Nothing is cached.
+ */
+export function turnBatch<K, V>(run: (requests: readonly K[]) => Promise<V[]>): DataLoader<K, V> {
+  return new DataLoader<K, V>(run, { cache: false, maxBatchSize: TURN_BATCH_MAX, batchScheduleFn: (flush) => setImmediate(flush) });
+}
