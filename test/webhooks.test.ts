@@ -537,6 +537,37 @@ describe('dispatch', { timeout: 180_000 }, () => {
     expect(await t.db.webhookDelivery.count({ where: { eventType: 'submission.expired', recordId: submission.id, payload: { path: ['timestamp'], equals: event.at } } })).toBe(4);
   });
 
+  it('payloads asked for at once (one context per account and turn) each carry their own record as the REST API answers it', async () => {
+    const contextFactory = createContextFactory({
+      db: t.db,
+      config: t.config,
+      logger: t.app.fastify.log,
+      files: t.app.files.signer,
+      storage: t.app.files.storage,
+      renderer: undefined as never,
+      jobs: t.jobs,
+      events: createJobEventSink(t.jobs),
+      live: undefined as never,
+    });
+    const payloads = createPayloadBuilder({ schema, db: t.db, appUrl: t.config.appUrl, contextFor: createAccountContexts(contextFactory, t.db) });
+    const pdf = await drawPdf([{ texts: [{ text: 'Second', x: 72, y: 72 }] }]);
+    const second = await api('POST', '/templates/pdf', { name: 'Second', documents: [{ name: 'second', file: base64(pdf) }] });
+    expect(second.status, JSON.stringify(second.json)).toBe(200);
+    const submission = await t.db.submission.findFirstOrThrow({ where: { accountId: alice.accountId } });
+    const at = new Date();
+    const [first, other, ofSubmission, ofBob] = await Promise.all([
+      payloads.build({ type: 'template.updated', accountId: alice.accountId, recordId: templateId, at }),
+      payloads.build({ type: 'template.updated', accountId: alice.accountId, recordId: second.json.id, at }),
+      payloads.build({ type: 'submission.completed', accountId: alice.accountId, recordId: submission.id, at }),
+      // Another account's context: alice's template is not bob's to see.
+      payloads.build({ type: 'template.updated', accountId: bob.accountId, recordId: templateId, at }),
+    ]);
+    expect(withoutTokens(first!.data)).toEqual(withoutTokens((await api('GET', `/templates/${templateId}`)).json));
+    expect(withoutTokens(other!.data)).toEqual(withoutTokens((await api('GET', `/templates/${second.json.id}`)).json));
+    expect(withoutTokens(ofSubmission!.data)).toEqual(withoutTokens((await api('GET', `/submissions/${submission.id}`)).json));
+    expect(ofBob).toBeNull();
+  });
+
   it('sends an account’s events to that account’s endpoints only', async () => {
     const bobEndpoint = await t.db.webhookEndpoint.findFirstOrThrow({ where: { accountId: bob.accountId } });
     await t.db.webhookEndpoint.update({ where: { id: bobEndpoint.id }, data: { events: [...EVENT_TYPES] } });

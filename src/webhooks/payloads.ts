@@ -169,7 +169,10 @@ const ACCOUNT_VIEWERS = {
  * Contexts acting for an account without a request: the service's context factory, with the
  * account's first user as the viewer (there is no API key behind it; apiKeyId 0 is no key's id).
  * Null for an unknown or archived account, or one without a user that is not archived. The
- * look-ups of the events dispatched at once go in one statement (./turn-batch.ts).
+ * look-ups of the events dispatched at once go in one statement (./turn-batch.ts), and the
+ * payloads of one account asked for in the same turn of the event loop are built in one context:
+ * its per-request loaders (src/graphql/loaders.ts) then fetch for all of them at once. They read
+ * the records at the same moment, so sharing the loaders' caches changes no payload.
  */
 export function createAccountContexts(contextFactory: ContextFactory, db: Db): AccountContexts {
   const pool = sqlPool(db);
@@ -179,7 +182,9 @@ export function createAccountContexts(contextFactory: ContextFactory, db: Db): A
     for (const row of rows) found[Number(row.n) - 1] = row;
     return found;
   });
-  return async (accountId) => {
+  // The contexts asked for in this turn, by account; forgotten once the turn's I/O callbacks have run.
+  let thisTurn: Map<number, Promise<GraphQLContext | null>> | undefined;
+  const contextFor: AccountContexts = async (accountId) => {
     const row = await viewers.load(accountId);
     if (!row) return null;
     const account: Account = {
@@ -208,6 +213,21 @@ export function createAccountContexts(contextFactory: ContextFactory, db: Db): A
     };
     const base = await contextFactory({ header: () => undefined });
     return { ...base, viewer: { user, account, apiKeyId: 0 } };
+  };
+  return (accountId) => {
+    if (!thisTurn) {
+      const turn = new Map<number, Promise<GraphQLContext | null>>();
+      thisTurn = turn;
+      setImmediate(() => {
+        if (thisTurn === turn) thisTurn = undefined;
+      });
+    }
+    let context = thisTurn.get(accountId);
+    if (!context) {
+      context = contextFor(accountId);
+      thisTurn.set(accountId, context);
+    }
+    return context;
   };
 }
 
