@@ -592,8 +592,11 @@ interface StatementCount {
  * insert, the notification) or the job store's one-statement insert (src/jobs/job-store.ts).
  */
 const ENQUEUE = /^(SELECT \* FROM "jobs" WHERE name = \$1 AND data->>|INSERT INTO "jobs"|NOTIFY "agenda:jobs",)|INSERT INTO "?jobs"? \( ?id, name, priority/;
-/** Agenda's save of a job's state (at the end of a run; also at its start in Agenda's own repository). */
-const JOB_SAVE = /^UPDATE "jobs" SET locked_at = \$2, next_run_at = \$3, last_run_at/;
+/**
+ * A save of a job's state: Agenda's (at the end of a run; also at its start in Agenda's own
+ * repository) or the job store's for several jobs at once.
+ */
+const JOB_SAVE = /^UPDATE "jobs" SET locked_at = \$2, next_run_at = \$3, last_run_at|^UPDATE jobs j SET locked_at = v\.locked_at/;
 const isEnqueue = (s: RecordedStatement) => s.pool === 'jobs' && ENQUEUE.test(oneLine(s.text));
 
 /** How long jobs enqueued while statements are counted wait before running (see countStatements). */

@@ -151,6 +151,8 @@ interface Connection {
 const DEFAULT_PROCESS_EVERY_MS = 1000;
 const DEFAULT_STOP_TIMEOUT_MS = 10_000;
 const IDLE_POLL_MS = 25;
+/** Agenda's default concurrency per job name. */
+const AGENDA_DEFAULT_CONCURRENCY = 5;
 /** Agenda's own default lock lifetime (10 minutes). */
 const AGENDA_DEFAULT_LOCK_LIFETIME_MS = 600_000;
 
@@ -186,6 +188,8 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         ...(options.lockLifetimeMs ? { defaultLockLifetime: options.lockLifetimeMs } : {}),
       });
       agenda.on('error', (error: Error) => logger.error({ err: error }, 'jobs: queue error'));
+      // With a lockLimit (see register), a finished job frees a place: Agenda is asked to fill it.
+      if (store.refill) agenda.on('complete', (job: Job) => store.refill!(job.attrs.name));
       for (const [name, definition] of definitions) register(agenda, store, name, definition);
       await agenda.ready;
       return { agenda, store };
@@ -222,6 +226,9 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       },
       {
         ...(defined.concurrency ? { concurrency: defined.concurrency } : {}),
+        // Agenda locks every due job into its own queue, which it scans whole for each run
+        // (quadratic in a backlog); at most twice the concurrency here, refilled as jobs finish.
+        ...(store.refill ? { lockLimit: 2 * (defined.concurrency ?? AGENDA_DEFAULT_CONCURRENCY) } : {}),
         // Agenda counts failures from 1 (ctx.attempt = failures so far); our attempts count runs from 0.
         ...(retry ? { backoff: (ctx: { attempt: number }) => retryDelay(retry, ctx.attempt - 1) } : {}),
       },

@@ -36,6 +36,12 @@ export interface JobStore {
    * @returns the job's id (the stored one when its key was already stored)
    */
   insertJob?(job: NewJob, source: string): Promise<string>;
+  /**
+   * PostgreSQL: asks Agenda to fill its queue of jobs named `name` (as a new-job notification
+   * does, coalesced with them), e.g. when one of them finished and Agenda may lock another
+   * (see job-queue.ts, lockLimit). Absent on MongoDB. Does nothing before Agenda subscribes.
+   */
+  refill?(name: string): void;
   /** Renews the lock of a running job (locked_at = now); Agenda's Job.touch() otherwise. */
   renewLock(job: Job): Promise<void>;
   /**
@@ -122,9 +128,11 @@ export async function openPostgresJobStore(options: {
   const repository = new LockAheadRepository(pool);
   // One batch per source (instance name): the statement stores it as last_modified_by.
   const insertBatches = new Map<string, (job: NewJob) => Promise<string>>();
+  const channel = inner.notificationChannel && quietChannel(inner.notificationChannel);
   return {
-    backend: connectedBackend(inner, repository, inner.notificationChannel && quietChannel(inner.notificationChannel)),
+    backend: connectedBackend(inner, repository, channel?.channel),
     repository,
+    refill: (name) => channel?.refill(name),
     insertJobs: (jobs, source) => insertJobs(pool, jobs, source, channelName),
     insertJob: (job, source) => {
       let batch = insertBatches.get(source);
@@ -381,12 +389,13 @@ const LOCK_JOBS = `
  * Agenda's PostgreSQL repository with fewer statements per job (bench/submissions.ts, issue 4):
  *
  * - Agenda fills its queue by asking for the next job of a name, one locking UPDATE per job, until
- *   one finds none. Here one UPDATE locks up to LOCK_AHEAD due jobs (same condition and order);
- *   the first is returned and the others handed over on the next asks, and when fewer than
- *   LOCK_AHEAD came back the ask after the last one answers "none" without a statement (Agenda
- *   asks again at once, in the same fill, so no job committed meanwhile is missed: the next fill,
- *   from its NOTIFY or the scan, looks). Jobs locked ahead but not handed over when Agenda stops
- *   are unlocked by releaseLockedAhead().
+ *   one finds none (or its lockLimit is reached). Here one UPDATE locks up to LOCK_AHEAD due jobs
+ *   (same condition and order); the first is returned and the others handed over on the next
+ *   asks, and when fewer than LOCK_AHEAD came back the ask after the last one, in the same fill,
+ *   answers "none" without a statement (no job committed meanwhile is missed: the next fill, from
+ *   its NOTIFY, a refill or the scan, looks). Jobs held ahead longer than a quarter of the lock
+ *   lifetime are unlocked rather than handed over; those still held when Agenda stops are
+ *   unlocked by releaseLockedAhead().
  * - Agenda saves a job's state when a run starts (the lock, last_run_at) and when it ends. The
  *   start save is skipped: the row keeps its lock (taken by the UPDATE above), and the end save
  *   writes every column the start save would have. Agenda saves with a lock held only at the
@@ -396,8 +405,11 @@ const LOCK_JOBS = `
  */
 class LockAheadRepository extends PostgresJobRepository {
   readonly #pool: pg.Pool;
-  /** Per job name: jobs locked and not handed over yet, and whether "none" comes after them. */
-  readonly #ahead = new Map<string, { jobs: JobParameters[]; thenNone: boolean }>();
+  /**
+   * Per job name: jobs locked and not handed over yet (locked at `lockedAt`, ms), and whether the
+   * ask right after them (in the same fill: before the next turn of the event loop) gets none.
+   */
+  readonly #ahead = new Map<string, { jobs: JobParameters[]; lockedAt: number; noneNext: boolean }>();
 
   constructor(pool: pg.Pool) {
     super({ pool, tableName: JOBS_TABLE, ensureSchema: false });
@@ -407,15 +419,23 @@ class LockAheadRepository extends PostgresJobRepository {
   override async getNextJobToRun(jobName: string, nextScanAt: Date, lockDeadline: Date, now?: Date, options?: { lastModifiedBy?: string }): Promise<JobParameters | undefined> {
     const ahead = this.#ahead.get(jobName);
     if (ahead) {
-      const next = ahead.jobs.shift();
-      if (ahead.jobs.length === 0 && (next === undefined || !ahead.thenNone)) this.#ahead.delete(jobName);
-      if (next) return next;
-      return undefined; // the batch before was all there was
+      // Held a quarter of the lock lifetime already: give them back rather than hand over an old lock.
+      const lifetime = Date.now() - lockDeadline.getTime();
+      if (ahead.jobs.length > 0 && Date.now() - ahead.lockedAt > lifetime / 4) {
+        this.#ahead.delete(jobName);
+        await this.unlockJobs(ahead.jobs.map((j) => j._id!));
+      } else {
+        const next = ahead.jobs.shift();
+        if (ahead.jobs.length === 0 && (!next || !ahead.noneNext)) this.#ahead.delete(jobName);
+        if (next) return next;
+        if (ahead.noneNext) return undefined; // the batch before was all there was
+      }
     }
+    const lockTime = now ?? new Date();
     const { rows } = await this.#pool.query({
       name: 'signet_jobs_lock',
       text: LOCK_JOBS,
-      values: [now ?? new Date(), jobName, nextScanAt, lockDeadline, options?.lastModifiedBy ?? null, LOCK_AHEAD],
+      values: [lockTime, jobName, nextScanAt, lockDeadline, options?.lastModifiedBy ?? null, LOCK_AHEAD],
     });
     // rowToJob is private in the type, public in the class: Agenda's own row mapping.
     const toJob = (row: unknown) => (this as unknown as { rowToJob(row: unknown): JobParameters }).rowToJob(row);
@@ -424,10 +444,19 @@ class LockAheadRepository extends PostgresJobRepository {
     if (!first) return undefined;
     const pending = this.#ahead.get(jobName);
     if (pending) {
+      // Another fill locked a batch meanwhile: one reservoir, and no "none" (it is not known).
       pending.jobs.push(...rest);
-      pending.thenNone = pending.thenNone || jobs.length < LOCK_AHEAD;
-    } else {
-      this.#ahead.set(jobName, { jobs: rest, thenNone: jobs.length < LOCK_AHEAD });
+      pending.noneNext = false;
+      return first;
+    }
+    const entry = { jobs: rest, lockedAt: lockTime.getTime(), noneNext: jobs.length < LOCK_AHEAD };
+    if (entry.jobs.length > 0 || entry.noneNext) this.#ahead.set(jobName, entry);
+    if (entry.noneNext) {
+      // Only for this fill: a later one (a notification, the scan, a refill) looks again.
+      setImmediate(() => {
+        entry.noneNext = false;
+        if (entry.jobs.length === 0 && this.#ahead.get(jobName) === entry) this.#ahead.delete(jobName);
+      });
     }
     return first;
   }
@@ -495,8 +524,10 @@ const FILL_DELAY_MS = 2;
  *   follows (with the earliest run time among them), instead of one fill each, all racing for
  *   the same rows.
  */
-function quietChannel(channel: NotificationChannel): NotificationChannel {
+function quietChannel(channel: NotificationChannel): { channel: NotificationChannel; refill(name: string): void } {
   type Notification = Parameters<Parameters<NotificationChannel['subscribe']>[0]>[0];
+  // Agenda's subscription, coalesced; refill() goes through it too.
+  let subscribed: ((notification: Notification) => Promise<void>) | undefined;
   const subscribe: NotificationChannel['subscribe'] = (handler) => {
     const waiting = new Map<string, Notification | null>();
     const coalesced = async (notification: Notification) => {
@@ -519,9 +550,14 @@ function quietChannel(channel: NotificationChannel): NotificationChannel {
         waiting.delete(name);
       }
     };
-    return channel.subscribe(coalesced);
+    subscribed = coalesced;
+    const unsubscribe = channel.subscribe(coalesced);
+    return () => {
+      if (subscribed === coalesced) subscribed = undefined;
+      unsubscribe();
+    };
   };
-  return new Proxy(channel, {
+  const proxy = new Proxy(channel, {
     get(target, property) {
       if (property === 'publishState' || property === 'subscribeState') return undefined;
       if (property === 'subscribe') return subscribe;
@@ -529,4 +565,8 @@ function quietChannel(channel: NotificationChannel): NotificationChannel {
       return typeof value === 'function' ? value.bind(target) : value;
     },
   });
+  const refill = (name: string) => {
+    void subscribed?.({ jobId: '' as never, jobName: name, nextRunAt: null, priority: 0, timestamp: new Date() }).catch(() => undefined);
+  };
+  return { channel: proxy, refill };
 }
