@@ -126,6 +126,29 @@ describe('the create answer read back in one statement', () => {
   });
 });
 
+describe('what the create reads', () => {
+  it('a template changed since the last create is read anew (its parsed fields are kept per row version)', async () => {
+    const first = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'v1@x.test', values: { 'Full Name': 'A' } }] });
+    expect(first.json[0]).toMatchObject({ role: 'Buyer', values: [{ field: 'Full Name', value: 'A' }] });
+    expect((await api('PUT', `/templates/${templateId}`, { roles: ['Purchaser', 'Vendor'] })).status).toBe(200);
+    const renamed = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Purchaser', email: 'v2@x.test' }] });
+    expect(renamed.status, JSON.stringify(renamed.json)).toBe(200);
+    expect(renamed.json[0].role).toBe('Purchaser');
+    // A change made by any means (here plain SQL, no updated_at) is seen too.
+    await t.db.$executeRaw`UPDATE templates SET submitters = jsonb_set(submitters, '{0,name}', '"Client"') WHERE id = ${templateId}`;
+    const bySql = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Client', email: 'v3@x.test' }] });
+    expect(bySql.json[0].role).toBe('Client');
+    expect((await api('PUT', `/templates/${templateId}`, { roles: ['Buyer', 'Seller'] })).status).toBe(200);
+    const back = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'v4@x.test' }] });
+    expect(back.json[0].role).toBe('Buyer');
+    // An archived template is refused even when its fields are known.
+    const clone = await api('POST', `/templates/${templateId}/clone`, {});
+    expect((await api('POST', '/submissions', { template_id: clone.json.id, submitters: [{ email: 'c@x.test' }] })).status).toBe(200);
+    await api('DELETE', `/templates/${clone.json.id}`);
+    expect(await api('POST', '/submissions', { template_id: clone.json.id, submitters: [{ email: 'c@x.test' }] })).toEqual({ status: 422, json: { error: 'Template has been archived' } });
+  });
+});
+
 describe('what the create writes', () => {
   it('stores the submission, its parties and the api_complete_form events, all at one time', async () => {
     const { json } = await api('POST', '/submissions', {

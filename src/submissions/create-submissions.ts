@@ -64,9 +64,20 @@ export interface CreatedSubmission {
 const ATTACHMENT_TYPES = new Set(['signature', 'initials', 'image', 'stamp', 'file']);
 const SLUG_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz123456789';
 
+/** Random bytes drawn in blocks (one call to the system's generator per 4 KB, not per slug). */
+let randomPool = Buffer.alloc(0);
+let randomOffset = 0;
+
 /** A random slug (14 characters; the submitter's is the capability in its signing link). */
 export function generateSubmissionSlug(length = 14): string {
-  return Array.from(randomBytes(length), (b) => SLUG_ALPHABET[b % SLUG_ALPHABET.length]).join('');
+  if (randomOffset + length > randomPool.length) {
+    randomPool = randomBytes(Math.max(4096, length));
+    randomOffset = 0;
+  }
+  let slug = '';
+  for (let i = 0; i < length; i += 1) slug += SLUG_ALPHABET[randomPool[randomOffset + i]! % SLUG_ALPHABET.length];
+  randomOffset += length;
+  return slug;
 }
 
 /** DocuSeal's parameterized form of a field name: "First Name" → "first_name". */
@@ -87,21 +98,58 @@ interface TemplateRow {
   id: number;
   accountId: number;
   archived: boolean;
+  /** The row's version (xmin): any update of the row changes it. */
+  version: string;
+  /** Null when the version is the one asked about ($2). */
   fields: unknown;
   submitters: unknown;
   documents: { uuid: string; name: string; fileId: number }[];
 }
 
-/** The template a submission is made from: its owner, state, roles, fields and documents in order. */
+/**
+ * The template a submission is made from: its owner, state, roles, fields and documents in order.
+ * $2: the row version whose roles and fields the caller holds already (parsed): those two are
+ * then not sent again (see readTemplate).
+ */
 const READ_TEMPLATE = {
   name: 'signet_create_submission_template',
   text: `
-    SELECT t.id, t.account_id AS "accountId", t.archived_at IS NOT NULL AS archived, t.fields, t.submitters,
+    SELECT t.id, t.account_id AS "accountId", t.archived_at IS NOT NULL AS archived, t.xmin::text AS version,
+           CASE WHEN t.xmin::text = $2 THEN NULL ELSE t.fields END AS fields,
+           CASE WHEN t.xmin::text = $2 THEN NULL ELSE t.submitters END AS submitters,
            COALESCE((SELECT json_agg(json_build_object('uuid', d.uuid, 'name', d.name, 'fileId', d.file_id) ORDER BY d.position)
                        FROM template_documents d WHERE d.template_id = t.id), '[]'::json) AS documents
       FROM templates t
      WHERE t.id = $1`,
 };
+
+/** Parsed roles and fields of recently used templates, per database client, by template id. */
+const parsedTemplates = new WeakMap<Db, Map<number, { version: string; fields: Field[]; roles: Role[] }>>();
+const PARSED_TEMPLATES_KEPT = 256;
+
+/**
+ * A template's row for createSubmissions, its roles and fields parsed (templates/fields.ts). Those
+ * of the same row version as last time are not read or parsed again: a template is usually used
+ * for many submissions, and its fields are most of the work of reading it. The version is the
+ * row's xmin, which every update of the row changes, whoever makes it; owner, state and documents
+ * are read every time. The parsed arrays are shared: callers copy before changing (planSubmission).
+ */
+async function readTemplate(db: Db, templateId: number): Promise<(Omit<TemplateRow, 'fields' | 'submitters'> & { fields: Field[]; roles: Role[] }) | undefined> {
+  let cache = parsedTemplates.get(db);
+  if (!cache) parsedTemplates.set(db, (cache = new Map()));
+  const known = cache.get(templateId);
+  const { rows } = await sqlPool(db).query<TemplateRow>({ ...READ_TEMPLATE, values: [templateId, known?.version ?? null] });
+  const row = rows[0];
+  if (!row) return undefined;
+  let parsed = known && row.fields === null && row.version === known.version ? known : undefined;
+  if (!parsed) {
+    parsed = { version: row.version, fields: parseFields(row.fields), roles: parseRoles(row.submitters) };
+    cache.delete(templateId);
+    if (cache.size >= PARSED_TEMPLATES_KEPT) cache.delete(cache.keys().next().value!);
+    cache.set(templateId, parsed);
+  }
+  return { id: row.id, accountId: row.accountId, archived: row.archived, version: row.version, documents: row.documents, fields: parsed.fields, roles: parsed.roles };
+}
 
 /**
  * Creates the submissions of one request.
@@ -110,14 +158,12 @@ const READ_TEMPLATE = {
 export async function createSubmissions(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions): Promise<CreatedSubmission[]> {
   const { db } = deps;
   // One read for the tenant check and the copy (findTemplateForAccount's rule: 404, then 403).
-  const { rows: templates } = await sqlPool(db).query<TemplateRow>({ ...READ_TEMPLATE, values: [options.templateId] });
-  const template = templates[0];
+  const template = await readTemplate(db, options.templateId);
   if (!template) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
   if (template.accountId !== options.accountId) throw new AppError('FORBIDDEN');
   if (template.archived) throw new AppError('VALIDATION', 'Template has been archived');
-  const templateFields = parseFields(template.fields);
+  const { fields: templateFields, roles: templateRoles } = template;
   if (templateFields.length === 0) throw new AppError('VALIDATION', 'Template does not contain fields');
-  const templateRoles = parseRoles(template.submitters);
   const settings = options.settings;
   if (settings.replyTo && !isValidEmailList(settings.replyTo)) throw new AppError('VALIDATION', 'reply_to email is invalid');
   if (settings.bccCompleted && !isValidEmailList(settings.bccCompleted)) throw new AppError('VALIDATION', 'bcc_completed email is invalid');

@@ -54,8 +54,11 @@ export type SubmitterInput = z.infer<typeof SubmitterInput>;
 export function isValidEmailList(value: string): boolean {
   if (value.includes('<')) return true;
   const parts = value.split(/[,;/]/).map((p) => p.trim()).filter(Boolean);
-  return parts.length > 0 && parts.every((p) => z.email().safeParse(p).success);
+  return parts.length > 0 && parts.every((p) => EMAIL.safeParse(p).success);
 }
+
+/** Made once: building a zod schema costs more than checking an address with it. */
+const EMAIL = z.email();
 
 const PHONE = /^\+\d+$/;
 
