@@ -93,6 +93,8 @@ describe('sending in order', () => {
 
     const events = await t.db.submissionEvent.findMany({ where: { submitterId: employee.id } });
     expect(events.map((e) => e.eventType)).toEqual(['send_email']);
+    const sentRow = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: employee.id } });
+    expect(events[0]!.data).toEqual({ email_message_id: sentRow.id });
 
     // The first party completes through the API: the second is sent now.
     await api('PUT', `/submitters/${employee.id}`, { completed: true });
@@ -103,6 +105,12 @@ describe('sending in order', () => {
     const employerNow = (await api('GET', `/submitters/${employer.id}`)).json;
     expect(employerNow.status).toBe('sent');
     expect(employerNow.sent_at).toMatch(/Z$/);
+    // Not sent at creation: sent_at is the time the mail went out, recorded with its send_email event.
+    const employerRow = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: employer.id } });
+    expect(new Date(employerNow.sent_at).getTime()).toBe(employerRow.sentAt!.getTime());
+    expect((await t.db.submissionEvent.findMany({ where: { submitterId: employer.id } })).map((e) => [e.eventType, e.data])).toEqual([
+      ['send_email', { email_message_id: employerRow.id }],
+    ]);
     // Nothing was sent twice.
     await t.app.jobs.waitForIdle();
     expect(mailsTo('emma@example.test')).toHaveLength(1);
@@ -143,6 +151,9 @@ describe('sending in order', () => {
     const rows = await t.db.emailMessage.findMany({ where: { to: { has: 'retry@example.test' } } });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: 'sent', attemptCount: 2 });
+    // Recorded once, by the run that sent it.
+    const events = await t.db.submissionEvent.findMany({ where: { submitterId: rows[0]!.submitterId! } });
+    expect(events.map((e) => [e.eventType, e.data])).toEqual([['send_email', { email_message_id: rows[0]!.id }]]);
   });
 
   it('sends SMS through Twilio when send_sms is on, recording send_sms', async () => {
@@ -171,6 +182,9 @@ describe('sending in order', () => {
     await api('PUT', `/submitters/${json[0].id}`, { send_email: true });
     await t.app.jobs.waitForIdle();
     expect(mailsTo('again@example.test')).toHaveLength(2);
+    const rows = await t.db.emailMessage.findMany({ where: { submitterId: json[0].id }, orderBy: { id: 'asc' } });
+    const events = await t.db.submissionEvent.findMany({ where: { submitterId: json[0].id, eventType: 'send_email' }, orderBy: { id: 'asc' } });
+    expect(events.map((e) => e.data)).toEqual(rows.map((r) => ({ email_message_id: r.id })));
   });
 
   it('an expire_at that passes makes the submission expired', async () => {

@@ -294,9 +294,13 @@ const INSERT_JOBS = `
     SELECT id, name, 0, next_run_at, 'normal', data, FALSE, FALSE, $2 FROM input
     ON CONFLICT (name, (data->>'uniqueKey')) WHERE data ? 'uniqueKey' DO NOTHING
     RETURNING id
+  ), notified AS (
+    -- One announcement per job name (its earliest job): a fill takes every due job of the name.
+    SELECT pg_notify($3, first.notification) FROM (
+      SELECT DISTINCT ON (input.name) input.notification FROM inserted JOIN input ON input.id = inserted.id ORDER BY input.name, input.next_run_at
+    ) first
   )
-  SELECT inserted.id::text AS id, pg_notify($3, input.notification) IS NULL AS notified
-    FROM inserted JOIN input ON input.id = inserted.id`;
+  SELECT inserted.id::text AS id, (SELECT count(*) FROM notified) AS announced FROM inserted`;
 
 /** $1: names, $2: unique keys (pairwise): the stored jobs holding those keys. */
 const FIND_BY_KEY = `
@@ -306,9 +310,10 @@ const FIND_BY_KEY = `
 
 /**
  * JobStore.insertJobs on PostgreSQL: one statement inserts the jobs and NOTIFYs Agenda's channel
- * for each one inserted, with the payload Agenda's own publish sends (PostgresNotificationChannel
- * .serializeNotification), so every listening instance fills its queue at once. Job ids are made
- * here (random UUIDs, as the table's default) so the notification can be written before the insert.
+ * once per name of the jobs inserted (its earliest job), with the payload Agenda's own publish
+ * sends (PostgresNotificationChannel.serializeNotification), so every listening instance fills
+ * its queue of that name at once. Job ids are made here (random UUIDs, as the table's default)
+ * so the notification can be written before the insert.
  */
 async function insertJobs(pool: pg.Pool, jobs: NewJob[], source: string, channelName: string | undefined): Promise<string[]> {
   if (jobs.length === 0) return [];

@@ -176,36 +176,81 @@ const UPDATE_EMAIL_STATE = {
 };
 
 /**
+ * The record of a sent email on its submission (`$1` email id, `$2` event type, `$3` now, ISO):
+ * a `$2` event of the email's submitter with {email_message_id}, and the submitter's sent_at when
+ * unset. MARK_EMAIL_SENT_AND_RECORD does the same in the statement that marks the email sent.
+ */
+const RECORD_SENT_EMAIL = `
+  event AS (
+    INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
+    SELECT account_id, submission_id, submitter_id, $2, jsonb_build_object('email_message_id', id),
+           $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
+      FROM email WHERE submission_id IS NOT NULL
+  ), submitter AS (
+    UPDATE submitters SET sent_at = $3::timestamptz AT TIME ZONE 'UTC', updated_at = $3::timestamptz AT TIME ZONE 'UTC'
+     WHERE id = (SELECT submitter_id FROM email) AND sent_at IS NULL
+  )`;
+
+const RECORD_SENT = {
+  name: 'signet_outbox_record_sent_email',
+  text: `WITH email AS (SELECT id, account_id, submission_id, submitter_id FROM email_messages WHERE id = $1), ${RECORD_SENT_EMAIL} SELECT 1`,
+};
+
+/** UPDATE_EMAIL_STATE to 'sent' ($4 provider message id) and RECORD_SENT_EMAIL, in one statement. */
+const MARK_EMAIL_SENT_AND_RECORD = {
+  name: 'signet_outbox_mark_sent_and_record',
+  text: `
+    WITH email AS (
+      UPDATE email_messages
+         SET status = 'sent', updated_at = $3::timestamptz AT TIME ZONE 'UTC', sent_at = $3::timestamptz AT TIME ZONE 'UTC',
+             provider_message_id = $4, last_error = NULL
+       WHERE id = $1
+      RETURNING id, account_id, submission_id, submitter_id
+    ), ${RECORD_SENT_EMAIL}
+    SELECT count(*)::int AS n FROM email`,
+};
+
+/**
  * queueEmail then deliverEmail, in fewer statements for the usual case (a job's first run, the
  * key not stored yet): the row is inserted already claimed by this call (status 'sending',
  * attempt 1) and sent from `input`, with no read-back; then marked as deliverEmail marks it. A
  * stored key (a re-run, or another worker) goes through deliverEmail on the stored row, so the
  * outcomes and guarantees are deliverEmail's: at most one send per dedupe key, whoever calls.
  * Plain SQL on the pool under `deps.db` (sqlPool): a hot path (the signature request job).
+ * @param options.submissionEvent when this call sends the email: record it on its submission, a
+ *   submission event of that type for the email's submitter with {email_message_id}, and the
+ *   submitter's sent_at when unset (the signature request's `send_email`), in the statement that
+ *   marks the email sent
  * @returns the outcome (see DeliveryOutcome) and the row's id
  * @throws as queueEmail (VALIDATION) and deliverEmail (DeliveryError when the provider failed transiently)
  */
 export async function queueAndDeliverEmail(
   deps: { db: Db; mailer: Mailer } & DeliveryOptions,
   input: QueueEmailInput,
+  options: { submissionEvent?: string } = {},
 ): Promise<{ outcome: DeliveryOutcome; emailMessageId: number }> {
   if (!input.dedupeKey) throw new AppError('VALIDATION', 'dedupeKey is required');
   if (input.to.length === 0) throw new AppError('VALIDATION', 'an email needs at least one recipient in to');
   const { db, mailer } = deps;
   const pool = sqlPool(db);
+  const { submissionEvent } = options;
   const { rows } = await pool.query<{ id: number }>({ ...INSERT_CLAIMED_EMAIL, values: [JSON.stringify(input), mailer.name, new Date().toISOString()] });
   const inserted = rows[0];
   if (!inserted) {
     const { rows: stored } = await pool.query<{ id: number }>({ ...EMAIL_ID_BY_DEDUPE_KEY, values: [input.dedupeKey] });
     const id = stored[0]!.id;
-    return { outcome: await deliverEmail(deps, id), emailMessageId: id };
+    const outcome = await deliverEmail(deps, id);
+    if (outcome === 'sent' && submissionEvent) await pool.query({ ...RECORD_SENT, values: [id, submissionEvent, new Date().toISOString()] });
+    return { outcome, emailMessageId: id };
   }
   const id = inserted.id;
   const outcome = await sendClaimed<OutboxRow>(deps, {
     label: 'email',
     id,
     update: ({ status, sentAt, providerMessageId, lastError }) =>
-      pool.query({ ...UPDATE_EMAIL_STATE, values: [id, status, (sentAt ?? new Date()).toISOString(), sentAt !== undefined, providerMessageId ?? null, lastError ?? null] }),
+      status === 'sent' && submissionEvent
+        ? pool.query({ ...MARK_EMAIL_SENT_AND_RECORD, values: [id, submissionEvent, (sentAt ?? new Date()).toISOString(), providerMessageId ?? null] })
+        : pool.query({ ...UPDATE_EMAIL_STATE, values: [id, status, (sentAt ?? new Date()).toISOString(), sentAt !== undefined, providerMessageId ?? null, lastError ?? null] }),
     send: () =>
       mailer.send({
         from: input.from,

@@ -201,7 +201,7 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob): Promise<void> {
     const ownTypes = new Set(submitter.ownTypes);
     const purpose = ownTypes.size === 0 ? 'view' : ownTypes.has('signature') || ownTypes.has('initials') ? 'sign' : 'submit';
     const rendered = buildSignatureRequestEmail({ variables, message: prefs.message ?? submissionPrefs.message ?? null, purpose });
-    const { outcome, emailMessageId } = await queueAndDeliverEmail(
+    await queueAndDeliverEmail(
       { db, mailer: deps.mailer, logger: deps.logger },
       {
         accountId: submitter.accountId,
@@ -217,8 +217,9 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob): Promise<void> {
         htmlBody: rendered.html,
         provider: deps.mailer.name,
       },
+      // Recorded with the send: the send_email event and the first sent_at.
+      { submissionEvent: 'send_email' },
     );
-    if (outcome === 'sent') await recordSent(db, submitter, 'send_email', { email_message_id: emailMessageId });
     return;
   }
   if (!submitter.phone) return;
