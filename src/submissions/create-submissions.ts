@@ -59,6 +59,53 @@ export interface CreatedSubmission {
   /** Submitters created with completed: true. */
   completedIds: number[];
   expireAt: Date | null;
+  /** As stored: created_at (ISO 8601, ms, UTC). */
+  createdAt: string;
+  /** The submission's copy of the roles and fields, as stored. */
+  roles: Role[];
+  fields: Field[];
+  /** The submitters as stored, in id order (JSON columns as PostgreSQL returns them: jsonb's key order). */
+  submitters: CreatedSubmitter[];
+}
+
+/** A submitter row as INSERT_SUBMISSION stored it; timestamps ISO 8601 (ms, UTC) or null. */
+export interface CreatedSubmitter {
+  id: number;
+  submissionId: number;
+  uuid: string;
+  slug: string;
+  email: string | null;
+  name: string | null;
+  phone: string | null;
+  externalId: string | null;
+  roleUuid: string;
+  metadata: unknown;
+  preferences: unknown;
+  values: Record<string, unknown>;
+  sentAt: string | null;
+  completedAt: string | null;
+  createdAt: string;
+  updatedAt: string;
+}
+
+/** What each request's createSubmissions made, by the request's context object (see recordCreated). */
+const createdByRequest = new WeakMap<object, CreatedSubmission[]>();
+
+/**
+ * Keeps what a request created, for its adapters: the REST create routes answer from it after
+ * running the mutation in the same context (rest-compat/serializers/created-submitters.ts),
+ * instead of reading back what was just written.
+ * @param request the request's context (the GraphQL context object)
+ */
+export function recordCreated(request: object, created: CreatedSubmission[]): void {
+  createdByRequest.set(request, [...(createdByRequest.get(request) ?? []), ...created]);
+}
+
+/** The submissions `ids` this request created (recordCreated), in the order asked; undefined if one is not known. */
+export function createdInRequest(request: object, ids: number[]): CreatedSubmission[] | undefined {
+  const known = new Map((createdByRequest.get(request) ?? []).map((c) => [c.id, c]));
+  const found = ids.map((id) => known.get(id));
+  return found.every((c) => c !== undefined) ? (found as CreatedSubmission[]) : undefined;
 }
 
 const ATTACHMENT_TYPES = new Set(['signature', 'initials', 'image', 'stamp', 'file']);
@@ -202,20 +249,37 @@ export async function createSubmissions(deps: { db: Db; storage: FileStorage }, 
 
 type SubmissionPlan = Awaited<ReturnType<typeof planSubmission>>;
 
-/** A row of INSERT_SUBMISSION: one per submitter inserted. */
+/** A row of INSERT_SUBMISSION: one per submitter inserted; JSON as text (jsonb's own), timestamps as ISO text. */
 interface InsertedRow {
   submission_id: number;
   expire_at: string | null;
+  submission_created_at: string;
   id: number;
+  uuid: string;
   slug: string;
+  email: string | null;
+  name: string | null;
+  phone: string | null;
+  external_id: string | null;
+  role_uuid: string;
+  metadata: string;
+  preferences: string;
+  values: string;
+  sent_at: string | null;
+  completed_at: string | null;
+  created_at: string;
+  updated_at: string;
 }
+
+/** `timestamp(3)` (UTC) as ISO 8601, as the DateTime scalar writes it: 2026-11-21T15:54:27.000Z. */
+const iso = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
  * One submission with its submitters, the api_complete_form event of each party created
  * completed, and completed_at when every party is (reference §7.5 `completed`), in one statement
  * (plain SQL: through Prisma these were four statements in a transaction, ~0.3 ms of CPU each).
  * $1 is the JSON of submissionRow(); timestamps in it are ISO instants, stored as UTC like
- * Prisma's. Rows: one per submitter, with its id and slug (which tell the parties apart).
+ * Prisma's. Rows: one per submitter, as stored (the create answer is made from them).
  */
 const INSERT_SUBMISSION = {
   name: 'signet_create_submission',
@@ -230,7 +294,7 @@ const INSERT_SUBMISSION = {
              (j->>'expireAt')::timestamptz AT TIME ZONE 'UTC', (j->>'completedAt')::timestamptz AT TIME ZONE 'UTC',
              (j->>'now')::timestamptz AT TIME ZONE 'UTC', (j->>'now')::timestamptz AT TIME ZONE 'UTC'
         FROM input
-      RETURNING id, expire_at
+      RETURNING id, expire_at, created_at
     ),
     party AS (
       INSERT INTO submitters (account_id, submission_id, role_uuid, slug, email, name, phone, external_id, metadata, values,
@@ -242,7 +306,7 @@ const INSERT_SUBMISSION = {
              (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
         FROM input i, submission s, jsonb_array_elements(i.j->'parties') WITH ORDINALITY AS x(p, n)
        ORDER BY x.n
-      RETURNING id, slug, completed_at
+      RETURNING *
     ),
     completed_event AS (
       INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, event_timestamp, created_at)
@@ -251,7 +315,10 @@ const INSERT_SUBMISSION = {
        WHERE p.completed_at IS NOT NULL
        ORDER BY p.id
     )
-    SELECT s.id AS submission_id, to_char(s.expire_at, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS expire_at, p.id, p.slug
+    SELECT s.id AS submission_id, ${iso('s.expire_at')} AS expire_at, ${iso('s.created_at')} AS submission_created_at,
+           p.id, p.uuid::text AS uuid, p.slug, p.email, p.name, p.phone, p.external_id, p.role_uuid::text AS role_uuid,
+           p.metadata::text AS metadata, p.preferences::text AS preferences, p.values::text AS values,
+           ${iso('p.sent_at')} AS sent_at, ${iso('p.completed_at')} AS completed_at, ${iso('p.created_at')} AS created_at, ${iso('p.updated_at')} AS updated_at
       FROM submission s, party p
      ORDER BY p.id`,
 };
@@ -304,20 +371,40 @@ function submissionRow(
 
 /** What createSubmissions returns for a plan, from its INSERT_SUBMISSION rows (matched by slug). */
 function createdFrom(plan: SubmissionPlan, rows: InsertedRow[]): CreatedSubmission {
-  const ids = new Map(rows.map((r) => [r.slug, Number(r.id)]));
-  const idOf = (party: PartyPlan) => {
-    const id = ids.get(party.slug);
-    if (id === undefined) throw new Error(`createSubmissions: no row came back for a party`);
-    return id;
+  const submitters: CreatedSubmitter[] = rows.map((r) => ({
+    id: Number(r.id),
+    submissionId: Number(r.submission_id),
+    uuid: r.uuid,
+    slug: r.slug,
+    email: r.email,
+    name: r.name,
+    phone: r.phone,
+    externalId: r.external_id,
+    roleUuid: r.role_uuid,
+    metadata: JSON.parse(r.metadata) as unknown,
+    preferences: JSON.parse(r.preferences) as unknown,
+    values: JSON.parse(r.values) as Record<string, unknown>,
+    sentAt: r.sent_at,
+    completedAt: r.completed_at,
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+  }));
+  const bySlug = new Map(submitters.map((s) => [s.slug, s]));
+  const stored = (party: PartyPlan) => {
+    const row = bySlug.get(party.slug);
+    if (!row) throw new Error(`createSubmissions: no row came back for a party`);
+    return row;
   };
   return {
     id: Number(rows[0]!.submission_id),
-    submitterIds: plan.parties.map(idOf),
-    sendNow: plan.parties
-      .filter((p) => p.sendNow)
-      .map((p) => ({ id: idOf(p), preferences: p.preferences, email: p.input.email?.trim().toLowerCase() ?? null, phone: p.phone })),
-    completedIds: plan.parties.filter((p) => p.input.completed).map(idOf),
+    submitterIds: plan.parties.map((p) => stored(p).id),
+    sendNow: plan.parties.filter((p) => p.sendNow).map((p) => ({ id: stored(p).id, preferences: stored(p).preferences, email: stored(p).email, phone: stored(p).phone })),
+    completedIds: plan.parties.filter((p) => p.input.completed).map((p) => stored(p).id),
     expireAt: rows[0]!.expire_at ? new Date(rows[0]!.expire_at) : null,
+    createdAt: rows[0]!.submission_created_at,
+    roles: plan.roles,
+    fields: plan.fields,
+    submitters: submitters.sort((a, b) => a.id - b.id),
   };
 }
 

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { AppError } from '../../errors.ts';
-import { createSubmissions, type SubmissionRequest } from '../../submissions/create-submissions.ts';
+import { createSubmissions, recordCreated, type SubmissionRequest } from '../../submissions/create-submissions.ts';
 import { enqueueCompletion } from '../../signing/complete-submission.ts';
 import { enqueueRequests, scheduleExpiry } from '../../submissions/send-requests.ts';
 import { buildValues, roleName, submissionStatus, submitterStatus } from '../../submissions/status.ts';
@@ -266,6 +266,8 @@ builder.mutationField('createSubmissions', (t) =>
           download: { allowPrivate: ctx.config.downloadAllowPrivate, maxBytes: ctx.config.downloadMaxBytes, timeoutMs: ctx.config.downloadTimeout },
         },
       );
+      // For adapters answering from what was written (the REST create routes).
+      recordCreated(ctx, created);
       // After commit, side by side (the job store writes the jobs enqueued together in one
       // statement): the requests of who is sent now, the expiry jobs, the documents of parties
       // created completed (and, if everyone is, the signed set), and submission.created.
