@@ -39,7 +39,8 @@ export interface JobStore {
   /**
    * PostgreSQL: asks Agenda to fill its queue of jobs named `name` (as a new-job notification
    * does, coalesced with them), e.g. when one of them finished and Agenda may lock another
-   * (see job-queue.ts, lockLimit). Absent on MongoDB. Does nothing before Agenda subscribes.
+   * (see job-queue.ts, lockLimit); only when more may be due (jobs locked ahead, or the last
+   * lock statement full). Absent on MongoDB. Does nothing before Agenda subscribes.
    */
   refill?(name: string): void;
   /** Renews the lock of a running job (locked_at = now); Agenda's Job.touch() otherwise. */
@@ -132,7 +133,10 @@ export async function openPostgresJobStore(options: {
   return {
     backend: connectedBackend(inner, repository, channel?.channel),
     repository,
-    refill: (name) => channel?.refill(name),
+    // Only when a fill could find more: otherwise a refill would be a lock statement for nothing.
+    refill: (name) => {
+      if (repository.mayHaveMore(name)) channel?.refill(name);
+    },
     insertJobs: (jobs, source) => insertJobs(pool, jobs, source, channelName),
     insertJob: (job, source) => {
       let batch = insertBatches.get(source);
@@ -415,6 +419,8 @@ class LockAheadRepository extends PostgresJobRepository {
    * ask right after them (in the same fill: before the next turn of the event loop) gets none.
    */
   readonly #ahead = new Map<string, { jobs: JobParameters[]; lockedAt: number; noneNext: boolean }>();
+  /** Job names whose last lock statement locked as many as it could (more may be due). */
+  readonly #lastBatchFull = new Set<string>();
 
   constructor(pool: pg.Pool) {
     super({ pool, tableName: JOBS_TABLE, ensureSchema: false });
@@ -445,6 +451,8 @@ class LockAheadRepository extends PostgresJobRepository {
     // rowToJob is private in the type, public in the class: Agenda's own row mapping.
     const toJob = (row: unknown) => (this as unknown as { rowToJob(row: unknown): JobParameters }).rowToJob(row);
     const jobs = rows.map(toJob).sort(byRunOrder);
+    if (jobs.length < LOCK_AHEAD) this.#lastBatchFull.delete(jobName);
+    else this.#lastBatchFull.add(jobName);
     const [first, ...rest] = jobs;
     if (!first) return undefined;
     const pending = this.#ahead.get(jobName);
@@ -464,6 +472,15 @@ class LockAheadRepository extends PostgresJobRepository {
       });
     }
     return first;
+  }
+
+  /**
+   * Whether due jobs of `name` may be waiting for Agenda's next fill: some are locked ahead, or
+   * the last lock statement was full. When neither, every job due at the last look was handed
+   * over, and a job stored since is announced by its own notification.
+   */
+  mayHaveMore(name: string): boolean {
+    return (this.#ahead.get(name)?.jobs.length ?? 0) > 0 || this.#lastBatchFull.has(name);
   }
 
   /** End-of-run saves, written together (see the class comment). */

@@ -444,10 +444,18 @@ async function planSubmission(
   });
   if (mapped.length === 0) throw new AppError('VALIDATION', 'submitters is required');
 
-  const fields: Field[] = templateFields.map((f) => structuredClone(f));
+  // The submission's copy of the fields; a party's own are copied before its prefill changes
+  // them (the template's parsed fields are shared: see readTemplate).
+  const fields: Field[] = [...templateFields];
   const parties: PartyPlan[] = [];
   for (const { input, role, path } of mapped) {
-    const own = fields.filter((f) => f.submitter_uuid === role.uuid);
+    const changes = input.values !== undefined || input.fields !== undefined || input.readonly_fields !== undefined;
+    const own: Field[] = [];
+    fields.forEach((field, i) => {
+      if (field.submitter_uuid !== role.uuid) return;
+      if (changes) fields[i] = structuredClone(field);
+      own.push(fields[i]!);
+    });
     const { values, phone } = await applyPrefill({ download: options.download, staged }, own, input, path);
     const sendEmail = input.send_email ?? settings.sendEmail;
     const sendSms = input.send_sms ?? settings.sendSms;
