@@ -15,6 +15,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { Agenda, type Job } from 'agenda';
 import { openMongoJobStore, openPostgresJobStore, type JobLogger, type JobStore } from './job-store.ts';
+import { settleAgendaDebugColors } from './quiet-debug.ts';
 
 export type { JobLogger };
 
@@ -161,6 +162,7 @@ const AGENDA_DEFAULT_LOCK_LIFETIME_MS = 600_000;
  * See {@link JobQueue} for each operation and the module comment for the guarantees.
  */
 export function createJobQueue(options: JobQueueOptions): JobQueue {
+  settleAgendaDebugColors();
   const { logger } = options;
   const instanceName = options.name ?? `${os.hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const definitions = new Map<string, Definition>();

@@ -579,12 +579,19 @@ function quietChannel(channel: NotificationChannel): { channel: NotificationChan
       unsubscribe();
     };
   };
+  // Methods bound once (Agenda reads them, and `state`, for every job).
+  const bound = new Map<PropertyKey, { from: unknown; method: unknown }>();
   const proxy = new Proxy(channel, {
     get(target, property) {
       if (property === 'publishState' || property === 'subscribeState') return undefined;
       if (property === 'subscribe') return subscribe;
       const value = Reflect.get(target, property, target) as unknown;
-      return typeof value === 'function' ? value.bind(target) : value;
+      if (typeof value !== 'function') return value;
+      const known = bound.get(property);
+      if (known?.from === value) return known.method;
+      const method = (value as (...args: unknown[]) => unknown).bind(target);
+      bound.set(property, { from: value, method });
+      return method;
     },
   });
   const refill = (name: string) => {
