@@ -149,6 +149,44 @@ describe('what the create reads', () => {
   });
 });
 
+describe('a template used before', () => {
+  const readsTemplate = (sql: string) => /FROM templates t\s+WHERE t\.id = \$1/.test(sql);
+
+  it('is not read again while unchanged: one statement writes the submission', async () => {
+    await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'warm@x.test' }] });
+    await t.resetQueries();
+    const { status } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'known@x.test' }, { role: 'Seller', email: 's@x.test' }] });
+    expect(status).toBe(200);
+    await t.settleQueries();
+    const inRequest = t.queries.filter((q) => !/agenda|jobs/.test(q));
+    expect(inRequest.some(readsTemplate)).toBe(false);
+    expect(inRequest.filter((q) => /INSERT INTO submissions/.test(q))).toHaveLength(1);
+  });
+
+  it('a refusal judged on it as last read is judged again on the template as it is', async () => {
+    await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'warm2@x.test' }] });
+    // A field added behind the service's back (plain SQL): the request names it.
+    await t.db.$executeRaw`UPDATE templates SET fields = fields || jsonb_build_array(jsonb_build_object('uuid', gen_random_uuid()::text, 'submitter_uuid', submitters->0->>'uuid', 'name', 'Nickname', 'type', 'text', 'required', false, 'areas', '[]'::jsonb)) WHERE id = ${templateId}`;
+    try {
+      const { status, json } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'nick@x.test', fields: [{ name: 'Nickname', default_value: 'Bee' }] }] });
+      expect(status, JSON.stringify(json)).toBe(200);
+      expect(json[0].values).toEqual([{ field: 'Nickname', value: 'Bee' }]);
+      // Refusals still come, for what the template really lacks.
+      expect(await api('POST', '/submissions', { template_id: templateId, submitters: [{ email: 'x@x.test', fields: [{ name: 'Nope', default_value: 'x' }] }] })).toEqual({
+        status: 422,
+        json: { error: 'Unknown field: Nope' },
+      });
+    } finally {
+      await t.db.$executeRaw`UPDATE templates SET fields = (SELECT jsonb_agg(f) FROM jsonb_array_elements(fields) f WHERE f->>'name' <> 'Nickname') WHERE id = ${templateId}`;
+    }
+  });
+
+  it('another account’s template is refused even when known', async () => {
+    const other = await t.createAccount({ email: 'other@create-sql.test' });
+    expect((await rest(t.url, other.apiKey, 'POST', '/submissions', { template_id: templateId, submitters: [{ email: 'o@x.test' }] })).status).toBe(403);
+  });
+});
+
 describe('what the create writes', () => {
   it('stores the submission, its parties and the api_complete_form events, all at one time', async () => {
     const { json } = await api('POST', '/submissions', {
@@ -173,6 +211,9 @@ describe('what the create writes', () => {
       variables: { amount: 3 },
       preferences: { bcc_completed: 'bcc@x.test', message: { subject: 'Hello', body: 'Body {{submitter.link}}' } },
     });
+    // Its own copy of the documents, in order.
+    const documents = await t.db.templateDocument.findMany({ where: { templateId }, orderBy: { position: 'asc' } });
+    expect(submission.templateSchema).toEqual(documents.map((d) => ({ attachment_uuid: d.uuid, name: d.name, file_id: d.fileId })));
     // Everyone completed at creation: the submission is completed at the same instant.
     expect(submission.completedAt).toEqual(submission.createdAt);
     expect(submission.updatedAt).toEqual(submission.createdAt);

@@ -150,52 +150,63 @@ interface TemplateRow {
   /** Null when the version is the one asked about ($2). */
   fields: unknown;
   submitters: unknown;
-  documents: { uuid: string; name: string; fileId: number }[];
 }
 
 /**
- * The template a submission is made from: its owner, state, roles, fields and documents in order.
- * $2: the row version whose roles and fields the caller holds already (parsed): those two are
- * then not sent again (see readTemplate).
+ * The template a submission is made from: its owner, state, roles and fields. $2: the row
+ * version whose roles and fields the caller holds already (parsed): those two are then not sent
+ * again (see readTemplate). Its documents are copied by INSERT_SUBMISSION itself.
  */
 const READ_TEMPLATE = {
   name: 'signet_create_submission_template',
   text: `
     SELECT t.id, t.account_id AS "accountId", t.archived_at IS NOT NULL AS archived, t.xmin::text AS version,
            CASE WHEN t.xmin::text = $2 THEN NULL ELSE t.fields END AS fields,
-           CASE WHEN t.xmin::text = $2 THEN NULL ELSE t.submitters END AS submitters,
-           COALESCE((SELECT json_agg(json_build_object('uuid', d.uuid, 'name', d.name, 'fileId', d.file_id) ORDER BY d.position)
-                       FROM template_documents d WHERE d.template_id = t.id), '[]'::json) AS documents
+           CASE WHEN t.xmin::text = $2 THEN NULL ELSE t.submitters END AS submitters
       FROM templates t
      WHERE t.id = $1`,
 };
 
-/** Parsed roles and fields of recently used templates, per database client, by template id. */
-const parsedTemplates = new WeakMap<Db, Map<number, { version: string; fields: Field[]; roles: Role[] }>>();
-const PARSED_TEMPLATES_KEPT = 256;
+/** A template as last read: its version (xmin), owner, and roles and fields parsed. */
+interface KnownTemplate {
+  version: string;
+  accountId: number;
+  fields: Field[];
+  roles: Role[];
+}
+
+/** Recently used templates, per database client, by template id. */
+const knownTemplates = new WeakMap<Db, Map<number, KnownTemplate>>();
+const KNOWN_TEMPLATES_KEPT = 256;
+
+/** The template as last read by readTemplate on `db`, if it was (not checked against the database). */
+function knownTemplate(db: Db, templateId: number): KnownTemplate | undefined {
+  return knownTemplates.get(db)?.get(templateId);
+}
 
 /**
  * A template's row for createSubmissions, its roles and fields parsed (templates/fields.ts). Those
- * of the same row version as last time are not read or parsed again: a template is usually used
+ * of the same row version as last time are not sent or parsed again: a template is usually used
  * for many submissions, and its fields are most of the work of reading it. The version is the
- * row's xmin, which every update of the row changes, whoever makes it; owner, state and documents
- * are read every time. The parsed arrays are shared: callers copy before changing (planSubmission).
+ * row's xmin, which every update of the row changes, whoever makes it. The parsed arrays are
+ * shared: callers copy before changing (planSubmission).
  */
 async function readTemplate(db: Db, templateId: number): Promise<(Omit<TemplateRow, 'fields' | 'submitters'> & { fields: Field[]; roles: Role[] }) | undefined> {
-  let cache = parsedTemplates.get(db);
-  if (!cache) parsedTemplates.set(db, (cache = new Map()));
+  let cache = knownTemplates.get(db);
+  if (!cache) knownTemplates.set(db, (cache = new Map()));
   const known = cache.get(templateId);
   const { rows } = await sqlPool(db).query<TemplateRow>({ ...READ_TEMPLATE, values: [templateId, known?.version ?? null] });
   const row = rows[0];
-  if (!row) return undefined;
-  let parsed = known && row.fields === null && row.version === known.version ? known : undefined;
-  if (!parsed) {
-    parsed = { version: row.version, fields: parseFields(row.fields), roles: parseRoles(row.submitters) };
+  if (!row) {
     cache.delete(templateId);
-    if (cache.size >= PARSED_TEMPLATES_KEPT) cache.delete(cache.keys().next().value!);
-    cache.set(templateId, parsed);
+    return undefined;
   }
-  return { id: row.id, accountId: row.accountId, archived: row.archived, version: row.version, documents: row.documents, fields: parsed.fields, roles: parsed.roles };
+  let parsed = known && row.fields === null && row.version === known.version ? known : undefined;
+  if (!parsed) parsed = { version: row.version, accountId: row.accountId, fields: parseFields(row.fields), roles: parseRoles(row.submitters) };
+  cache.delete(templateId);
+  if (cache.size >= KNOWN_TEMPLATES_KEPT) cache.delete(cache.keys().next().value!);
+  cache.set(templateId, parsed);
+  return { id: row.id, accountId: row.accountId, archived: row.archived, version: row.version, fields: parsed.fields, roles: parsed.roles };
 }
 
 /**
@@ -204,47 +215,110 @@ async function readTemplate(db: Db, templateId: number): Promise<(Omit<TemplateR
  */
 export async function createSubmissions(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions): Promise<CreatedSubmission[]> {
   const { db } = deps;
+  // The usual request (one submission of a template used before, nothing to store) plans with the
+  // template's roles and fields as last read and writes in one statement that inserts only if the
+  // template is still that version, the caller's and not archived. Anything else (a refusal, a
+  // changed template, files to store) takes the path below, which reads the template first.
+  const known = knownTemplate(db, options.templateId);
+  if (known && known.accountId === options.accountId && known.fields.length > 0 && options.submissions.length === 1) {
+    let plan: SubmissionPlan | undefined;
+    try {
+      checkSettings(options.settings);
+      plan = await planRequest(deps, options, options.submissions[0]!, known);
+    } catch (error) {
+      // A refusal judged on the template as last read: judged again below, on the template as it is.
+      if (!(error instanceof AppError)) throw error;
+    }
+    if (plan) {
+      const created = await writeSubmission(deps, options, plan, new Date(), known.version);
+      if (created) return [created];
+    }
+  }
+
   // One read for the tenant check and the copy (findTemplateForAccount's rule: 404, then 403).
   const template = await readTemplate(db, options.templateId);
   if (!template) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
   if (template.accountId !== options.accountId) throw new AppError('FORBIDDEN');
   if (template.archived) throw new AppError('VALIDATION', 'Template has been archived');
-  const { fields: templateFields, roles: templateRoles } = template;
-  if (templateFields.length === 0) throw new AppError('VALIDATION', 'Template does not contain fields');
-  const settings = options.settings;
-  if (settings.replyTo && !isValidEmailList(settings.replyTo)) throw new AppError('VALIDATION', 'reply_to email is invalid');
-  if (settings.bccCompleted && !isValidEmailList(settings.bccCompleted)) throw new AppError('VALIDATION', 'bcc_completed email is invalid');
-  if (settings.message && settings.message.subject && !settings.message.body) throw new AppError('VALIDATION', 'body is required in `message`.');
+  if (template.fields.length === 0) throw new AppError('VALIDATION', 'Template does not contain fields');
+  checkSettings(options.settings);
 
   // Validate and plan everything before writing anything.
-  const plans: Awaited<ReturnType<typeof planSubmission>>[] = [];
-  for (const request of options.submissions) {
-    if (request.submitters.length === 0) throw new AppError('VALIDATION', 'submitters is required');
-    checkUniqueRoles(request.submitters, request.path);
-    request.submitters.forEach((s, i) => checkSubmitterContact(s, `${request.path}[${i}]`));
-    plans.push(await planSubmission(deps, options, request, templateRoles, templateFields));
-  }
+  const plans: SubmissionPlan[] = [];
+  for (const request of options.submissions) plans.push(await planRequest(deps, options, request, template));
 
-  const schema = template.documents.map((d) => ({ attachment_uuid: d.uuid, name: d.name, file_id: d.fileId }));
   const now = new Date();
-  const write = (plan: SubmissionPlan, values: Record<string, unknown>[]) => submissionRow(options, template.id, schema, plan, values, now);
-  // The usual request (one submission, no attachment to store) is one statement, atomic by itself;
-  // otherwise one transaction, which also stores the staged files (their rows roll back with it).
-  if (plans.length === 1 && plans[0]!.staged.length === 0) {
-    const plan = plans[0]!;
-    const { rows } = await sqlPool(db).query<InsertedRow>({ ...INSERT_SUBMISSION, values: [JSON.stringify(write(plan, plan.parties.map((p) => p.values)))] });
-    return [createdFrom(plan, rows)];
-  }
+  // Removed since it was read (it can only be, outright, with no submission of its own).
+  const gone = () => new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
+  if (plans.length === 1) return [(await writeSubmission(deps, options, plans[0]!, now)) ?? throwError(gone())];
+  // Several submissions: one transaction, which also stores the staged files (their rows roll back with it).
   return db.$transaction(async (tx) => {
     const created: CreatedSubmission[] = [];
     for (const plan of plans) {
       const values: Record<string, unknown>[] = [];
       for (const party of plan.parties) values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
-      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, JSON.stringify(write(plan, values)));
+      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, JSON.stringify(submissionRow(options, plan, values, now)));
+      if (rows.length === 0) throw gone();
       created.push(createdFrom(plan, rows));
     }
     return created;
   });
+}
+
+function throwError(error: Error): never {
+  throw error;
+}
+
+/** Thrown inside writeSubmission's transaction to undo it when the template changed. */
+const TEMPLATE_CHANGED = Symbol('template changed');
+
+/**
+ * Writes one planned submission: with no attachment to store, one statement (atomic by itself);
+ * otherwise a transaction that also stores the staged files (their rows roll back with it).
+ * @param templateVersion write only if the template is still that version, the caller's and
+ *   not archived (planned on the template as last read)
+ * @returns what was created, or undefined when `templateVersion` no longer holds (nothing written)
+ */
+async function writeSubmission(
+  deps: { db: Db; storage: FileStorage },
+  options: CreateSubmissionsOptions,
+  plan: SubmissionPlan,
+  now: Date,
+  templateVersion?: string,
+): Promise<CreatedSubmission | undefined> {
+  const { db } = deps;
+  if (plan.staged.length === 0) {
+    const row = submissionRow(options, plan, plan.parties.map((p) => p.values), now, templateVersion);
+    const { rows } = await sqlPool(db).query<InsertedRow>({ ...INSERT_SUBMISSION, values: [JSON.stringify(row)] });
+    return rows.length > 0 ? createdFrom(plan, rows) : undefined;
+  }
+  try {
+    return await db.$transaction(async (tx) => {
+      const values: Record<string, unknown>[] = [];
+      for (const party of plan.parties) values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
+      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, JSON.stringify(submissionRow(options, plan, values, now, templateVersion)));
+      if (rows.length === 0) throw TEMPLATE_CHANGED;
+      return createdFrom(plan, rows);
+    });
+  } catch (error) {
+    if (error === TEMPLATE_CHANGED) return undefined;
+    throw error;
+  }
+}
+
+/** The request-wide settings' checks (§7.1). @throws AppError VALIDATION */
+function checkSettings(settings: SubmissionSettings): void {
+  if (settings.replyTo && !isValidEmailList(settings.replyTo)) throw new AppError('VALIDATION', 'reply_to email is invalid');
+  if (settings.bccCompleted && !isValidEmailList(settings.bccCompleted)) throw new AppError('VALIDATION', 'bcc_completed email is invalid');
+  if (settings.message && settings.message.subject && !settings.message.body) throw new AppError('VALIDATION', 'body is required in `message`.');
+}
+
+/** One submission's checks (§7.1) and plan. @throws AppError VALIDATION */
+async function planRequest(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions, request: SubmissionRequest, template: { roles: Role[]; fields: Field[] }) {
+  if (request.submitters.length === 0) throw new AppError('VALIDATION', 'submitters is required');
+  checkUniqueRoles(request.submitters, request.path);
+  request.submitters.forEach((s, i) => checkSubmitterContact(s, `${request.path}[${i}]`));
+  return planSubmission(deps, options, request, template.roles, template.fields);
 }
 
 type SubmissionPlan = Awaited<ReturnType<typeof planSubmission>>;
@@ -279,7 +353,10 @@ const iso = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"
  * completed, and completed_at when every party is (reference §7.5 `completed`), in one statement
  * (plain SQL: through Prisma these were four statements in a transaction, ~0.3 ms of CPU each).
  * $1 is the JSON of submissionRow(); timestamps in it are ISO instants, stored as UTC like
- * Prisma's. Rows: one per submitter, as stored (the create answer is made from them).
+ * Prisma's. The submission's copy of the documents (template_schema: attachment_uuid, name,
+ * file_id, in order) is taken from the template here. With a `templateVersion`, nothing is
+ * written unless the template is still that version, the caller's and not archived. Rows: one
+ * per submitter, as stored (the create answer is made from them); none when nothing was written.
  */
 const INSERT_SUBMISSION = {
   name: 'signet_create_submission',
@@ -289,11 +366,17 @@ const INSERT_SUBMISSION = {
       INSERT INTO submissions (account_id, template_id, created_by_user_id, slug, name, source, submitters_order,
                                template_submitters, template_fields, template_schema, preferences, variables,
                                expire_at, completed_at, created_at, updated_at)
-      SELECT (j->>'accountId')::int, (j->>'templateId')::int, (j->>'userId')::int, j->>'slug', j->>'name', j->>'source', j->>'order',
-             j->'roles', j->'fields', j->'schema', j->'preferences', j->'variables',
+      SELECT (j->>'accountId')::int, t.id, (j->>'userId')::int, j->>'slug', j->>'name', j->>'source', j->>'order',
+             j->'roles', j->'fields',
+             (SELECT COALESCE(jsonb_agg(jsonb_build_object('attachment_uuid', d.uuid, 'name', d.name, 'file_id', d.file_id) ORDER BY d.position), '[]')
+                FROM template_documents d WHERE d.template_id = t.id),
+             j->'preferences', j->'variables',
              (j->>'expireAt')::timestamptz AT TIME ZONE 'UTC', (j->>'completedAt')::timestamptz AT TIME ZONE 'UTC',
              (j->>'now')::timestamptz AT TIME ZONE 'UTC', (j->>'now')::timestamptz AT TIME ZONE 'UTC'
-        FROM input
+        FROM input JOIN templates t ON t.id = (j->>'templateId')::int
+       -- Planned on the template as last read: only if it is still that version, the caller's, not archived.
+       WHERE j->>'templateVersion' IS NULL
+          OR (t.xmin::text = j->>'templateVersion' AND t.account_id = (j->>'accountId')::int AND t.archived_at IS NULL)
       RETURNING id, expire_at, created_at
     ),
     party AS (
@@ -323,19 +406,16 @@ const INSERT_SUBMISSION = {
      ORDER BY p.id`,
 };
 
-/** The JSON parameter of INSERT_SUBMISSION for one planned submission; `values` per party, files stored. */
-function submissionRow(
-  options: CreateSubmissionsOptions,
-  templateId: number,
-  schema: unknown[],
-  plan: SubmissionPlan,
-  values: Record<string, unknown>[],
-  now: Date,
-) {
+/**
+ * The JSON parameter of INSERT_SUBMISSION for one planned submission; `values` per party, files
+ * stored; `templateVersion`: write only if the template is still that version (see the statement).
+ */
+function submissionRow(options: CreateSubmissionsOptions, plan: SubmissionPlan, values: Record<string, unknown>[], now: Date, templateVersion?: string) {
   const settings = options.settings;
   return {
     accountId: options.accountId,
-    templateId,
+    templateId: options.templateId,
+    templateVersion: templateVersion ?? null,
     userId: options.userId,
     slug: generateSubmissionSlug(),
     name: settings.name ?? null,
@@ -343,7 +423,6 @@ function submissionRow(
     order: plan.order,
     roles: plan.roles,
     fields: plan.fields,
-    schema,
     preferences: {
       ...(settings.bccCompleted ? { bcc_completed: settings.bccCompleted } : {}),
       ...(settings.message ? { message: settings.message } : {}),
