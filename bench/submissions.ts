@@ -214,7 +214,11 @@ async function main(): Promise<number> {
     createOverUser: { reqPerSec: round(runs.create.reqPerSec / base.reqPerSec, 3), p99: round(runs.create.p99Ms / base.p99Ms, 2) },
     listOverUser: { reqPerSec: round(runs.list.reqPerSec / base.reqPerSec, 3), p99: round(runs.list.p99Ms / base.p99Ms, 2) },
   };
-  const pass = { create: runs.create.reqPerSec >= TARGETS.createReqPerSec, list: runs.list.p99Ms <= TARGETS.listP99Ms };
+  const pass = {
+    create: runs.create.reqPerSec >= TARGETS.createReqPerSec,
+    createWithJobs: withJobs.createsPerSecond >= TARGETS.createReqPerSec,
+    list: runs.list.p99Ms <= TARGETS.listP99Ms,
+  };
   print('\n' + '='.repeat(100));
   print(`Submissions — ${SEED} seeded submissions, ${CONNECTIONS} connections, ${DURATION_S} s runs after ${WARMUP_S} s warm-up, one Signet process, database: ${database.kind}`);
   print(`  ${'request'.padEnd(32)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)} ${'×req/s'.padStart(7)} ${'×p99'.padStart(6)}  SQL statements per request`);
@@ -231,7 +235,8 @@ async function main(): Promise<number> {
   );
   print('  (× = ratio to the baseline GET /api/user in the same run)');
   print('Targets');
-  print(`  POST /api/submissions ≥ ${TARGETS.createReqPerSec} req/s         ${fmt(runs.create.reqPerSec, 0).padStart(6)} req/s   ${passMiss(pass.create)}`);
+  print(`  POST /api/submissions ≥ ${TARGETS.createReqPerSec} req/s         ${fmt(runs.create.reqPerSec, 0).padStart(6)} req/s   ${passMiss(pass.create)}  (during the run; its jobs partly left for after)`);
+  print(`    the same, its jobs done ≥ ${TARGETS.createReqPerSec}/s     ${fmt(withJobs.createsPerSecond, 0).padStart(6)} /s      ${passMiss(pass.createWithJobs)}  (creates over the run and the drain of their jobs)`);
   print(`  GET /api/submissions?limit=100 p99 ≤ ${TARGETS.listP99Ms} ms  ${fmt(runs.list.p99Ms, 1).padStart(6)} ms      ${passMiss(pass.list)}`);
   print(`  (list, one connection at a time: p50 ${fmt(listOneConnection.p50Ms, 1)} ms, p99 ${fmt(listOneConnection.p99Ms, 1)} ms, ${fmt(listOneConnection.reqPerSec, 1)} req/s)`);
   print(
@@ -263,6 +268,7 @@ async function main(): Promise<number> {
     ratiosToUser: ratios,
     targets: {
       createReqPerSec: { target: TARGETS.createReqPerSec, value: runs.create.reqPerSec, pass: pass.create },
+      createWithJobsPerSec: { target: TARGETS.createReqPerSec, value: withJobs.createsPerSecond, pass: pass.createWithJobs },
       listP99Ms: { target: TARGETS.listP99Ms, value: runs.list.p99Ms, pass: pass.list },
     },
     sqlStatements: { ...statements, createUnderLoad: underLoad },
