@@ -177,7 +177,8 @@ async function main(): Promise<number> {
     }
   }
 
-  // The email jobs the creates enqueued (one per submission: preserved order, first party only).
+  // The jobs the creates enqueued: per submission, its first party's email (preserved order) and
+  // its submission.created event (dispatch-event, no delivery: the account has no webhook endpoint).
   print(`  job backlog right after the create run: ${backlogAfterCreate} due or running; waiting for it to drain (≤ ${DRAIN_S} s) …`);
   const drainStarted = performance.now();
   const drainCpuBefore = await cpuMs(signet.child.pid);
@@ -186,7 +187,7 @@ async function main(): Promise<number> {
     () => false,
   );
   const drainS = (performance.now() - drainStarted) / 1000;
-  // CPU of the service per email job while it runs jobs alone (the 10 ms polling included).
+  // CPU of the service per job while it runs jobs alone (this process's 10 ms polling included).
   const drainCpuMs = (await cpuMs(signet.child.pid)) - drainCpuBefore;
   const jobCpuUs = round((drainCpuMs * 1000) / Math.max(backlogAfterCreate, 1), 0);
   // Every create with the jobs it caused (all run in this process): the CPU of the measured run
@@ -240,7 +241,7 @@ async function main(): Promise<number> {
   print(`  GET /api/submissions?limit=100 p99 ≤ ${TARGETS.listP99Ms} ms  ${fmt(runs.list.p99Ms, 1).padStart(6)} ms      ${passMiss(pass.list)}`);
   print(`  (list, one connection at a time: p50 ${fmt(listOneConnection.p50Ms, 1)} ms, p99 ${fmt(listOneConnection.p99Ms, 1)} ms, ${fmt(listOneConnection.reqPerSec, 1)} req/s)`);
   print(
-    `Email jobs: ${backlogAfterCreate} due or running after the create run, drained in ${fmt(drainS, 1)} s ` +
+    `Jobs (email and event of each create): ${backlogAfterCreate} due or running after the create run, drained in ${fmt(drainS, 1)} s ` +
       `(${fmt(backlogAfterCreate / Math.max(drainS, 0.001), 0)} jobs/s, CPU ${jobCpuUs} µs per job); ${delivery.firstPartyEmails}/${delivery.submissions} first-party emails`,
   );
   if (profile) {
@@ -584,7 +585,7 @@ interface VerbCounts {
 interface StatementCount {
   /** Statements the request itself runs, by pool: the service's (Prisma and plain SQL) and the job store's (the enqueue). */
   request: { service: number; jobStore: number; byVerb: VerbCounts };
-  /** POST only: the email job it enqueues (run by the same process after the response). */
+  /** POST only: the jobs it enqueues, its email and its event (run by the same process after the response). */
   job?: { service: number; jobStore: number; byVerb: VerbCounts };
   samples: number;
   /** POST only: samples left out because the job started before the answer arrived. */
@@ -765,7 +766,7 @@ function verbList(byVerb: VerbCounts): string {
 
 function describeCount(count: StatementCount): string {
   let text = `${count.request.service + count.request.jobStore} in the request (${verbList(count.request.byVerb)}; ${count.request.jobStore} on the job store)`;
-  if (count.job) text += `; its email job: ${count.job.service} + ${count.job.jobStore} on the job store (${verbList(count.job.byVerb)})`;
+  if (count.job) text += `; its jobs (email, event): ${count.job.service} + ${count.job.jobStore} on the job store (${verbList(count.job.byVerb)})`;
   return `${text}  [${count.agreeing}/${count.samples} samples agree]`;
 }
 
