@@ -177,6 +177,8 @@ describe('retries', { timeout: 180_000 }, () => {
     const crashed = await t.db.webhookDelivery.create({
       data: { accountId: account.accountId, endpointId: endpoint.id, eventType: 'template.updated', recordType: 'Template', recordId: templateId, payload: template.payload as never, attemptCount: 1 },
     });
+    // Claimed longer ago than an attempt can take: a dead run's, not one still sending.
+    await t.db.$executeRaw`UPDATE webhook_deliveries SET updated_at = updated_at - interval '1 hour' WHERE id = ${crashed.id}`;
     const before = on('/after-crash').length;
     const deps: DeliveryDeps = { db: t.db, jobs: t.jobs, payloads: { build: async () => null }, config: t.config.webhooks, logger: t.app.fastify.log };
     await deliverWebhook(deps, { deliveryId: crashed.id, attempt: 0 });
@@ -187,6 +189,30 @@ describe('retries', { timeout: 180_000 }, () => {
       [1, 200, null],
     ]);
     expect(on('/after-crash')).toHaveLength(before + 1);
+  });
+
+  it('a second run of an attempt another run is still sending waits for its record instead of calling it interrupted', async () => {
+    const { endpoint } = await deliverOnce(t, account, templateId, `${receiver.url}/in-flight`);
+    await t.jobs.waitForIdle({ timeoutMs: 30_000 });
+    const template = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+    // Attempt 0 claimed just now by a run that is still sending (not recorded yet).
+    const claimed = await t.db.webhookDelivery.create({
+      data: { accountId: account.accountId, endpointId: endpoint.id, eventType: 'template.updated', recordType: 'Template', recordId: templateId, payload: template.payload as never, attemptCount: 1 },
+    });
+    const before = on('/in-flight').length;
+    const deps: DeliveryDeps = { db: t.db, jobs: t.jobs, payloads: { build: async () => null }, config: t.config.webhooks, logger: t.app.fastify.log };
+    const duplicate = deliverWebhook(deps, { deliveryId: claimed.id, attempt: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    // The first run records its success.
+    await t.db.$transaction([
+      t.db.webhookAttempt.create({ data: { deliveryId: claimed.id, attempt: 0, statusCode: 200, durationMs: 5 } }),
+      t.db.webhookDelivery.update({ where: { id: claimed.id }, data: { status: 'succeeded' } }),
+    ]);
+    await duplicate;
+    const done = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id: claimed.id }, include: { attempts: { orderBy: { attempt: 'asc' } } } });
+    expect(done.status).toBe('succeeded');
+    expect(done.attempts.map((a) => [a.attempt, a.statusCode, a.error])).toEqual([[0, 200, null]]);
+    expect(on('/in-flight')).toHaveLength(before);
   });
 
   it('attempts run at once share the claim and record statements; the same attempt run twice at once is sent once', async () => {

@@ -257,7 +257,10 @@ export async function deliverWebhook(deps: DeliveryDeps, job: DeliverWebhookData
   // Not claimable: gone, no longer pending, or this attempt was claimed before.
   const delivery = await deps.db.webhookDelivery.findUnique({ where: { id: job.deliveryId } });
   if (!delivery || delivery.status !== 'pending') return;
-  if (delivery.attemptCount > job.attempt) return resumeAttempt(deps, delivery, job);
+  if (delivery.attemptCount > job.attempt) {
+    const settled = await waitWhileInFlight(deps, delivery, job.attempt);
+    return settled ? resumeAttempt(deps, settled, job) : undefined;
+  }
   deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt, attemptCount: delivery.attemptCount }, 'webhook: attempt ahead of the delivery; ignored');
 }
 
@@ -374,6 +377,27 @@ async function recordAttempt(
 }
 
 /** A job found its attempt already claimed: finish what the earlier run could not. */
+/**
+ * A claim younger than the longest an attempt can take (connect + response timeouts, + 5 s) may
+ * be another run's that is still sending: two runs of one job overlap only when a lock lapsed, and
+ * calling that attempt interrupted would record a failure over its success (and send it again).
+ * Waits until it is recorded or old enough to be a dead run's.
+ * @returns the delivery to resume, or null when it is gone or no longer pending (the other run recorded it)
+ */
+async function waitWhileInFlight(deps: DeliveryDeps, delivery: WebhookDelivery, attempt: number): Promise<WebhookDelivery | null> {
+  const windowMs = deps.config.connectTimeout + deps.config.responseTimeout + 5_000;
+  let current = delivery;
+  for (;;) {
+    if (Date.now() - current.updatedAt.getTime() >= windowMs) return current;
+    const recorded = await deps.db.webhookAttempt.findUnique({ where: { deliveryId_attempt: { deliveryId: current.id, attempt } }, select: { id: true } });
+    if (!recorded) await new Promise((resolve) => setTimeout(resolve, 100));
+    const next = await deps.db.webhookDelivery.findUnique({ where: { id: current.id } });
+    if (!next || next.status !== 'pending') return null;
+    if (recorded) return next;
+    current = next;
+  }
+}
+
 async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job: DeliverWebhookData): Promise<void> {
   const attempts: Pick<WebhookAttempt, 'attempt' | 'createdAt'>[] = await deps.db.webhookAttempt.findMany({
     where: { deliveryId: delivery.id, attempt: { in: [0, job.attempt] } },
