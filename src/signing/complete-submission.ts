@@ -85,7 +85,7 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
   const { db } = deps;
   // Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
   // that an idle service need not hold (bench/README.md, idle RSS).
-  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues, drawValuesToDocument }, { signPdf, signPdfDocument }] = await Promise.all([
+  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues, drawValuesOn, loadPdfForDrawing }, { signPdf, signPdfDocument }] = await Promise.all([
     import('./audit-log.ts'),
     import('./certificates.ts'),
     import('./draw-values.ts'),
@@ -140,8 +140,9 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
             let pdf: Uint8Array;
             if (identity) {
               // The last party: drawn and signed in one parse and one save of the file.
-              const drawn = await drawValuesToDocument(drawing);
-              pdf = drawn ? await signPdfDocument(drawn, identity, { name: identity.name }) : await signPdf(drawing.pdf, identity, { name: identity.name });
+              const loaded = await loadPdfForDrawing(drawing.pdf, drawing.attachmentUuid);
+              await drawValuesOn(loaded, drawing);
+              pdf = await signPdfDocument(loaded, identity, { name: identity.name });
             } else {
               pdf = await drawValues(drawing);
             }

@@ -159,27 +159,34 @@ interface Box {
  * warm; the first call in a process ~0.6–0.9 s (JIT, font parsing). Fonts are read once per process.
  */
 export async function drawValues(input: DrawValuesInput): Promise<Uint8Array> {
-  const doc = await drawValuesToDocument(input);
+  assertTimeZone(input.timeZone ?? 'UTC');
+  const jobs = collectJobs(input);
+  // Nothing of this party on this document: the bytes stay as they are (no parse, no save).
+  if (jobs.length === 0) return input.pdf;
+  const doc = await loadPdfForDrawing(input.pdf, input.attachmentUuid);
+  await drawJobs(doc, input, jobs);
   // Fastest parse/write: blocks the event loop for tens of milliseconds, instead of yielding
   // every 50–100 objects (which made a 14-page file take ~4× longer). No object streams: faster
   // to write, ~5 % larger, and plain for the signer that appends to the file later. Form fields
   // are left as they are (no appearance regeneration, no flattening).
-  return doc ? doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY, updateFieldAppearances: false }) : input.pdf;
+  return doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY, updateFieldAppearances: false });
 }
 
 /**
- * What drawValues does, without saving: the pdf-lib document with the party's values drawn, or
- * undefined when the party has nothing on this document (`input.pdf` stays as it is). For a
- * caller that goes on with the document (signPdfDocument saves it once, signed), sparing a save
- * and a parse of the whole file. Same errors as drawValues.
+ * Draws a party's values, as drawValues does, on a document the caller has loaded with
+ * loadPdfForDrawing (`input.pdf` is not read) and goes on with: e.g. the last party's document,
+ * which signPdfDocument then saves once, signed, sparing a save and a parse of the whole file.
+ * Draws nothing when the party has nothing on this document. Same errors as drawValues.
  */
-export async function drawValuesToDocument(input: DrawValuesInput): Promise<PDFDocument | undefined> {
-  const timeZone = input.timeZone ?? 'UTC';
-  assertTimeZone(timeZone);
-  const jobs = collectJobs(input);
-  if (jobs.length === 0) return undefined;
+export async function drawValuesOn(doc: PDFDocument, input: DrawValuesInput): Promise<void> {
+  assertTimeZone(input.timeZone ?? 'UTC');
+  await drawJobs(doc, input, collectJobs(input));
+}
 
-  const doc = await loadDocument(input.pdf, input.attachmentUuid);
+/** Draws the collected jobs of a party on a loaded document (time zone already checked). */
+async function drawJobs(doc: PDFDocument, input: DrawValuesInput, jobs: DrawJob[]): Promise<void> {
+  if (jobs.length === 0) return;
+  const timeZone = input.timeZone ?? 'UTC';
   const pdfPages = doc.getPages();
   const context: DrawContext = {
     doc,
@@ -211,7 +218,6 @@ export async function drawValuesToDocument(input: DrawValuesInput): Promise<PDFD
     for (const job of pageJobs) await drawJob(context, page, areaBox(job.area, info), job);
     page.pushOperators(popGraphicsState());
   }
-  return doc;
 }
 
 interface DrawContext {
@@ -240,7 +246,12 @@ function hasValue(value: unknown): boolean {
   return true;
 }
 
-async function loadDocument(bytes: Uint8Array, attachmentUuid: string): Promise<PDFDocument> {
+/**
+ * Loads a PDF for drawValuesOn (pdf-lib, fastest parse, fontkit registered).
+ * @param attachmentUuid the document's uuid, named in the error
+ * @throws AppError VALIDATION when pdf-lib cannot read the bytes
+ */
+export async function loadPdfForDrawing(bytes: Uint8Array, attachmentUuid: string): Promise<PDFDocument> {
   let doc: PDFDocument;
   try {
     doc = await PDFDocument.load(bytes, { updateMetadata: false, parseSpeed: ParseSpeeds.Fastest });
