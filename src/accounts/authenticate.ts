@@ -35,7 +35,7 @@ const AUTHENTICATE = {
   name: 'signet_authenticate',
   text: `
     SELECT k.id AS key_id, k.last_used_at AT TIME ZONE 'UTC' AS key_last_used_at,
-           u.id AS u_id, u.uuid AS u_uuid, u.account_id AS u_account_id, u.email AS u_email,
+           u.id AS u_id, u.uuid AS u_uuid, u.email AS u_email,
            u.first_name AS u_first_name, u.last_name AS u_last_name, u.role AS u_role,
            u.created_at AT TIME ZONE 'UTC' AS u_created_at, u.updated_at AT TIME ZONE 'UTC' AS u_updated_at,
            a.id AS a_id, a.uuid AS a_uuid, a.name AS a_name, a.timezone AS a_timezone, a.locale AS a_locale,
@@ -71,18 +71,16 @@ export async function authenticate(db: Db, token: string | undefined): Promise<V
     // Fire and forget: bookkeeping must not slow or fail the request.
     pool.query({ ...TOUCH_KEY, values: [row.key_id] }).catch(() => undefined);
   }
-  const user: User = {
-    id: row.u_id,
-    uuid: row.u_uuid,
-    accountId: row.u_account_id,
-    email: row.u_email,
-    firstName: row.u_first_name,
-    lastName: row.u_last_name,
-    role: row.u_role,
-    createdAt: row.u_created_at,
-    updatedAt: row.u_updated_at,
-    archivedAt: null,
-  };
+  return { ...accountAndUserFromRow(row), apiKeyId: row.key_id };
+}
+
+/**
+ * The account and user of a row that selects them as `a_*` and `u_*` columns (id, uuid, name,
+ * timezone, locale, testing, preferences, created_at, updated_at of the account; id, uuid, email,
+ * first_name, last_name, role, created_at, updated_at of the user), neither archived: the shape
+ * AUTHENTICATE reads, shared with the webhooks' per-account viewer (src/webhooks/payloads.ts).
+ */
+export function accountAndUserFromRow(row: Record<string, any>): { account: Account; user: User } {
   const account: Account = {
     id: row.a_id,
     uuid: row.a_uuid,
@@ -95,5 +93,17 @@ export async function authenticate(db: Db, token: string | undefined): Promise<V
     updatedAt: row.a_updated_at,
     archivedAt: null,
   };
-  return { user, account, apiKeyId: row.key_id };
+  const user: User = {
+    id: row.u_id,
+    uuid: row.u_uuid,
+    accountId: row.a_id,
+    email: row.u_email,
+    firstName: row.u_first_name,
+    lastName: row.u_last_name,
+    role: row.u_role,
+    createdAt: row.u_created_at,
+    updatedAt: row.u_updated_at,
+    archivedAt: null,
+  };
+  return { account, user };
 }

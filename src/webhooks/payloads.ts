@@ -27,7 +27,7 @@ import { SUBMITTER_BASE_FRAGMENT, serializeSubmitterBase, type SubmitterBaseData
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../rest-compat/serializers/template.ts';
 import { sqlPool, type Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
-import type { Account, User } from '../generated/prisma/client.ts';
+import { accountAndUserFromRow } from '../accounts/authenticate.ts';
 import { recordTypeOf, type EventType } from '../events/events.ts';
 import type { ContextFactory, GraphQLContext } from '../graphql/context.ts';
 import { findAppError } from '../graphql/errors.ts';
@@ -187,32 +187,8 @@ export function createAccountContexts(contextFactory: ContextFactory, db: Db): A
   const contextFor: AccountContexts = async (accountId) => {
     const row = await viewers.load(accountId);
     if (!row) return null;
-    const account: Account = {
-      id: row.a_id,
-      uuid: row.a_uuid,
-      name: row.a_name,
-      timezone: row.a_timezone,
-      locale: row.a_locale,
-      testing: row.a_testing,
-      preferences: row.a_preferences,
-      createdAt: row.a_created_at,
-      updatedAt: row.a_updated_at,
-      archivedAt: null,
-    };
-    const user: User = {
-      id: row.u_id,
-      uuid: row.u_uuid,
-      accountId: row.a_id,
-      email: row.u_email,
-      firstName: row.u_first_name,
-      lastName: row.u_last_name,
-      role: row.u_role,
-      createdAt: row.u_created_at,
-      updatedAt: row.u_updated_at,
-      archivedAt: null,
-    };
     const base = await contextFactory({ header: () => undefined });
-    return { ...base, viewer: { user, account, apiKeyId: 0 } };
+    return { ...base, viewer: { ...accountAndUserFromRow(row), apiKeyId: 0 } };
   };
   return (accountId) => {
     if (!thisTurn) {
