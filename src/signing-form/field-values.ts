@@ -15,6 +15,7 @@ import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import type { Field } from '../templates/fields.ts';
+import { compileFieldPattern } from './field-pattern.ts';
 
 /** A refusal about one field: the GraphQL error carries `extensions.fieldUuid` (the page marks the field). */
 export class SigningFieldError extends AppError {
@@ -232,26 +233,13 @@ function checkCompletedValue(field: Field, value: unknown): unknown {
   }
   const pattern = typeof field.validation?.pattern === 'string' ? field.validation.pattern : '';
   if (pattern && PATTERN_TYPES.has(field.type) && typeof value !== 'object') {
-    const regexp = compilePattern(pattern);
+    const regexp = compileFieldPattern(pattern);
     if (regexp && !regexp.test(String(value))) {
       const custom = typeof field.validation?.message === 'string' && field.validation.message ? field.validation.message : undefined;
       throw new SigningFieldError(field.uuid, custom ?? `${name} is invalid`);
     }
   }
   return checked;
-}
-
-/** `^(?:pattern)$` as the HTML `pattern` attribute matches; null for a pattern JavaScript cannot compile (not the signer's fault). */
-function compilePattern(pattern: string): RegExp | null {
-  try {
-    return new RegExp(`^(?:${pattern})$`, 'u');
-  } catch {
-    try {
-      return new RegExp(`^(?:${pattern})$`);
-    } catch {
-      return null;
-    }
-  }
 }
 
 /** The stored date shapes (§11): YYYY-MM-DD (a real day), YYYY-MM, or an ISO 8601 date-time. */

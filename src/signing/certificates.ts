@@ -215,16 +215,32 @@ function openPkcs12(p12: Buffer, password: string, source: string): { certificat
     if (/password|MAC|decrypt|padding/i.test(message)) return fail('does not open with the password in SIGNING_P12_PASSWORD (wrong password?)', error);
     return fail(`is not a PKCS#12 file node-forge can read: ${message}`, error);
   }
-  const keyBag = bundle.getBags({ bagType: forge.pki.oids.pkcs8ShroudedKeyBag })[forge.pki.oids.pkcs8ShroudedKeyBag]?.[0];
-  const key = keyBag?.key as forge.pki.rsa.PrivateKey | undefined;
+  const { key, certificate } = keyAndCertificateOf(bundle);
   if (!key) return fail('holds no encrypted private key (pkcs8ShroudedKeyBag) or an unsupported key type (RSA only)');
+  if (!certificate) return fail('holds no certificate matching its private key');
+  return { certificate };
+}
+
+/**
+ * What a signer takes from an opened PKCS#12 bundle, as @signpdf/signer-p12 does: the first
+ * pkcs8ShroudedKeyBag's RSA key, every certificate, and the one whose public key matches the key.
+ * Shared by the configuration check above and the signer (sign-pdf.ts), so both accept the same
+ * bundles; each words its own errors.
+ */
+export function keyAndCertificateOf(bundle: forge.pkcs12.Pkcs12Pfx): {
+  key: forge.pki.rsa.PrivateKey | undefined;
+  certificate: forge.pki.Certificate | undefined;
+  certificates: forge.pki.Certificate[];
+} {
+  const key = bundle.getBags({ bagType: forge.pki.oids.pkcs8ShroudedKeyBag })[forge.pki.oids.pkcs8ShroudedKeyBag]?.[0]?.key as forge.pki.rsa.PrivateKey | undefined;
   const certificates = (bundle.getBags({ bagType: forge.pki.oids.certBag })[forge.pki.oids.certBag] ?? [])
     .map((bag) => bag.cert)
     .filter((cert): cert is forge.pki.Certificate => cert !== undefined);
-  const certificate = certificates.find((cert) => {
-    const publicKey = cert.publicKey as forge.pki.rsa.PublicKey;
-    return publicKey.n?.compareTo(key.n) === 0 && publicKey.e?.compareTo(key.e) === 0;
-  });
-  if (!certificate) return fail('holds no certificate matching its private key');
-  return { certificate };
+  const certificate = key
+    ? certificates.find((cert) => {
+        const publicKey = cert.publicKey as forge.pki.rsa.PublicKey;
+        return publicKey.n?.compareTo(key.n) === 0 && publicKey.e?.compareTo(key.e) === 0;
+      })
+    : undefined;
+  return { key, certificate, certificates };
 }

@@ -7,7 +7,7 @@ import { pdflibAddPlaceholder } from '@signpdf/placeholder-pdf-lib';
 import { SignPdf, SignPdfError, Signer } from '@signpdf/signpdf';
 import forge from 'node-forge';
 import { ParseSpeeds, PDFArray, PDFDict, PDFDocument, PDFName, PDFRef, PDFString } from 'pdf-lib';
-import type { SigningIdentity } from './certificates.ts';
+import { keyAndCertificateOf, type SigningIdentity } from './certificates.ts';
 
 export interface SignPdfOptions {
   /** The signature dictionary's /Name: who signs (the account name). */
@@ -121,15 +121,8 @@ function openP12(p12: Buffer, password: string): OpenedP12 {
   } catch (error) {
     throw new SignPdfError(`The PKCS#12 bundle does not open: ${(error as Error).message}`, SignPdfError.TYPE_INPUT);
   }
-  const key = bundle.getBags({ bagType: forge.pki.oids.pkcs8ShroudedKeyBag })[forge.pki.oids.pkcs8ShroudedKeyBag]?.[0]?.key as forge.pki.rsa.PrivateKey | undefined;
+  const { key, certificate, certificates } = keyAndCertificateOf(bundle);
   if (!key) throw new SignPdfError('The PKCS#12 bundle holds no RSA private key.', SignPdfError.TYPE_INPUT);
-  const certificates = (bundle.getBags({ bagType: forge.pki.oids.certBag })[forge.pki.oids.certBag] ?? [])
-    .map((bag) => bag.cert)
-    .filter((cert): cert is forge.pki.Certificate => cert !== undefined);
-  const certificate = certificates.find((cert) => {
-    const publicKey = cert.publicKey as forge.pki.rsa.PublicKey;
-    return publicKey.n?.compareTo(key.n) === 0 && publicKey.e?.compareTo(key.e) === 0;
-  });
   if (!certificate) throw new SignPdfError('Failed to find a certificate that matches the private key.', SignPdfError.TYPE_INPUT);
   const opened = { key: createPrivateKey(forge.pki.privateKeyToPem(key)), certificate, certificates };
   if (openedBundles.size >= MAX_OPENED_BUNDLES) openedBundles.clear();

@@ -3,6 +3,7 @@
  * (the server checks required fields and patterns again), and how a value is shown read-only.
  * Stored shapes follow docuseal-behaviour.md §11.
  */
+import { compileFieldPattern } from '../field-pattern.ts';
 import type { SigningFormField } from './types.ts';
 
 /** E.164: "+", a country code that does not start with 0, at most 15 digits in all (ITU-T E.164). */
@@ -38,15 +39,7 @@ export const fieldLabel = (field: SigningFormField): string => field.title?.trim
 export function patternOf(field: SigningFormField): RegExp | undefined {
   const pattern = field.validation?.pattern;
   if (typeof pattern !== 'string' || pattern === '') return undefined;
-  try {
-    return new RegExp(`^(?:${pattern})$`, 'u');
-  } catch {
-    try {
-      return new RegExp(`^(?:${pattern})$`);
-    } catch {
-      return undefined;
-    }
-  }
+  return compileFieldPattern(pattern) ?? undefined;
 }
 
 /**
