@@ -32,7 +32,7 @@
  * Env: DATABASE_URL (else an embedded PostgreSQL), BENCH_COMPLETION_RUNS, BENCH_CPU_PROFILE=1
  * (the in-process worker runs with --cpu-prof; the heaviest functions by self time are printed).
  */
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { createRequire } from 'node:module';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -40,6 +40,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import pg from 'pg';
 import type { Browser } from 'playwright-core';
+import { startWorker as startSharedWorker, type WorkerReply } from './workers.ts';
 import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
 import { envNumber, fmt, median, passMiss, print, round } from './util.ts';
@@ -109,7 +110,6 @@ function signaturePng(seed: number): Buffer {
 
 type WorkerMode = 'idle' | 'pipeline' | 'baseline';
 type WorkerRequest = { submissionId: number } | { run: number };
-type WorkerReply = { type: 'ready' } | { type: 'result'; result: unknown } | { type: 'error'; error: string };
 
 interface WorkerHandler {
   run(request: WorkerRequest): Promise<unknown>;
@@ -218,64 +218,8 @@ async function runWorker(mode: WorkerMode): Promise<void> {
   send({ type: 'ready' });
 }
 
-interface Worker {
-  pid: number;
-  call<T>(request: WorkerRequest): Promise<T>;
-  stop(): Promise<void>;
-}
-
-async function startWorker(mode: WorkerMode, env: NodeJS.ProcessEnv, nodeArgs: string[] = []): Promise<Worker> {
-  const child = spawn(process.execPath, [...nodeArgs, '--import', 'tsx', 'bench/completion.ts'], {
-    cwd: REPO_ROOT,
-    env: { ...env, [WORKER_ENV]: mode },
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
-  if (child.pid === undefined) throw new Error(`could not spawn the ${mode} worker`);
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString('utf8')).slice(-8192);
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = onCleanup(`stop the ${mode} worker (pid ${child.pid})`, () => stopWorkerProcess(child, exited));
-  const nextReply = () =>
-    new Promise<WorkerReply>((resolve, reject) => {
-      const onMessage = (reply: WorkerReply) => {
-        child.off('exit', onExit);
-        resolve(reply);
-      };
-      const onExit = (code: number | null, signal: string | null) => {
-        child.off('message', onMessage);
-        reject(new Error(`the ${mode} worker exited (code ${code}, signal ${signal}):\n${tail}`));
-      };
-      child.once('message', onMessage);
-      child.once('exit', onExit);
-    });
-  const ready = await nextReply();
-  if (ready.type !== 'ready') throw new Error(`the ${mode} worker failed to start: ${ready.type === 'error' ? ready.error : JSON.stringify(ready)}`);
-  return {
-    pid: child.pid,
-    async call<T>(request: WorkerRequest): Promise<T> {
-      const reply = nextReply();
-      child.send(request);
-      const answer = await reply;
-      if (answer.type === 'error') throw new Error(`${mode} worker: ${answer.error}`);
-      if (answer.type !== 'result') throw new Error(`${mode} worker answered ${JSON.stringify(answer)}`);
-      return answer.result as T;
-    },
-    stop,
-  };
-}
-
-async function stopWorkerProcess(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  if (child.connected) child.disconnect();
-  else child.kill('SIGTERM');
-  await exited;
-  clearTimeout(timer);
-}
+const startWorker = (mode: WorkerMode, env: NodeJS.ProcessEnv, nodeArgs: string[] = []) =>
+  startSharedWorker<WorkerRequest>('bench/completion.ts', WORKER_ENV, mode, env, nodeArgs);
 
 /** VmHWM (peak resident set) and VmRSS of a process in MB (MiB), from /proc/<pid>/status. */
 async function memoryMb(pid: number): Promise<{ hwmMb: number; rssMb: number }> {

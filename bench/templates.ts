@@ -21,13 +21,14 @@
  * Env: DATABASE_URL (else an embedded PostgreSQL), BENCH_TEMPLATE_RUNS (default 5),
  * BENCH_DOCX_RUNS (warm conversions, default 3).
  */
-import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
+import { startWorker as startSharedWorker, type WorkerReply } from './workers.ts';
 import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
 import { envNumber, median, round, fmt, passMiss, print } from './util.ts';
 
@@ -70,7 +71,6 @@ type WorkerMode = 'idle' | 'pdfjs' | 'service-path' | 'docx';
 
 type WorkerRequest = { suffix: string } | { docxPath: string; outPath: string };
 
-type WorkerReply = { type: 'ready' } | { type: 'result'; result: unknown } | { type: 'error'; error: string };
 
 interface WorkerHandler {
   run(request: WorkerRequest): Promise<unknown>;
@@ -224,69 +224,7 @@ async function runWorker(mode: WorkerMode): Promise<void> {
   send({ type: 'ready' });
 }
 
-interface Worker {
-  mode: WorkerMode;
-  pid: number;
-  call<T>(request: WorkerRequest): Promise<T>;
-  /** Disconnects and waits for the exit (SIGKILL after 30 s). */
-  stop(): Promise<void>;
-}
-
-async function startWorker(mode: WorkerMode, env: NodeJS.ProcessEnv): Promise<Worker> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/templates.ts'], {
-    cwd: REPO_ROOT,
-    env: { ...env, [WORKER_ENV]: mode },
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
-  if (child.pid === undefined) throw new Error(`could not spawn the ${mode} worker`);
-  let tail = '';
-  const keep = (chunk: Buffer) => {
-    tail = (tail + chunk.toString('utf8')).slice(-8192);
-  };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const stop = onCleanup(`stop the ${mode} worker (pid ${child.pid})`, () => stopWorkerProcess(child, exited));
-
-  const nextReply = () =>
-    new Promise<WorkerReply>((resolve, reject) => {
-      const onMessage = (reply: WorkerReply) => {
-        child.off('exit', onExit);
-        resolve(reply);
-      };
-      const onExit = (code: number | null, signal: string | null) => {
-        child.off('message', onMessage);
-        reject(new Error(`the ${mode} worker exited (code ${code}, signal ${signal}):\n${tail}`));
-      };
-      child.once('message', onMessage);
-      child.once('exit', onExit);
-    });
-
-  const ready = await nextReply();
-  if (ready.type !== 'ready') throw new Error(`the ${mode} worker failed to start: ${ready.type === 'error' ? ready.error : JSON.stringify(ready)}`);
-  return {
-    mode,
-    pid: child.pid,
-    async call<T>(request: WorkerRequest): Promise<T> {
-      const reply = nextReply();
-      child.send(request);
-      const answer = await reply;
-      if (answer.type === 'error') throw new Error(`${mode} worker: ${answer.error}`);
-      if (answer.type !== 'result') throw new Error(`${mode} worker answered ${JSON.stringify(answer)}`);
-      return answer.result as T;
-    },
-    stop,
-  };
-}
-
-async function stopWorkerProcess(child: ChildProcess, exited: Promise<void>): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const timer = setTimeout(() => child.kill('SIGKILL'), 30_000);
-  if (child.connected) child.disconnect();
-  else child.kill('SIGTERM');
-  await exited;
-  clearTimeout(timer);
-}
+const startWorker = (mode: WorkerMode, env: NodeJS.ProcessEnv) => startSharedWorker<WorkerRequest>('bench/templates.ts', WORKER_ENV, mode, env);
 
 // ---------------------------------------------------------------------------------------------
 // Memory
