@@ -37,3 +37,19 @@ export function cleanUpOnSignals(): void {
     });
   }
 }
+
+/**
+ * Runs a benchmark's main: its resolved number is the exit code; a failure prints
+ * "bench failed: <stack>", runs the clean-ups and exits 1.
+ */
+export function runBench(main: () => Promise<number>): void {
+  main()
+    .then((code) => {
+      process.exitCode = code;
+    })
+    .catch(async (error: unknown) => {
+      process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      await runCleanups();
+      process.exitCode = 1;
+    });
+}

@@ -40,7 +40,7 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
-import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
+import { cleanUpOnSignals, onCleanup, runCleanups, runBench } from './cleanup.ts';
 import { startStatementProxy, type RecordedStatement, type StatementProxy } from './pg-statement-proxy.ts';
 import { buildService, childEnv, cpuMs, freePort, type NodeChild, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
 import { envNumber, round, fmt, passMiss, print } from './util.ts';
@@ -856,12 +856,4 @@ function describeFrame(callFrame: ProfileNode['callFrame'], map: SourceMap | und
 
 
 
-main()
-  .then((code) => {
-    process.exitCode = code;
-  })
-  .catch(async (error) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    await runCleanups();
-    process.exitCode = 1;
-  });
+runBench(main);

@@ -32,7 +32,7 @@ import path from 'node:path';
 import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
-import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
+import { cleanUpOnSignals, onCleanup, runCleanups, runBench } from './cleanup.ts';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, rssMb, sleep, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
 import { envNumber, fmt, print, round } from './util.ts';
 
@@ -367,12 +367,4 @@ async function main(): Promise<number> {
   return problems.length > 0 ? 1 : 0;
 }
 
-main()
-  .then((code) => {
-    process.exitCode = code;
-  })
-  .catch(async (error) => {
-    process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    await runCleanups();
-    process.exitCode = 1;
-  });
+runBench(main);
