@@ -166,13 +166,15 @@ describe('one submission', () => {
 describe('submitters', () => {
   it('GET /submitters lists the read shape with filters; GET /submitters/{id}', async () => {
     const [x] = await createSubmission([{ role: 'Tenant', email: 'filter@example.test', name: 'Filtered', external_id: 'ext-9' }]);
+    // Its request email is sent by a job: wait for it, so the events are known (no race).
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
     const list = await api('GET', `/submitters?submission_id=${x!.submission_id}`);
     expect(list.status).toBe(200);
     expect(openApiErrors('get', '/submitters', list.json)).toEqual([]);
     expect(list.json.data.map((s: { id: number }) => s.id)).toEqual([x!.id]);
     expect(list.json.data[0]).toMatchObject({
       template: { id: templateId, name: 'Lease' },
-      submission_events: [],
+      submission_events: [{ id: expect.any(Number), submitter_id: x!.id, event_type: 'send_email', event_timestamp: expect.stringMatching(/Z$/) }],
       values: [],
       documents: [],
       external_id: 'ext-9',
