@@ -51,7 +51,8 @@ export interface RestRoute<TData = any> {
 
 /** A response body that is JSON text already: the gateway sends it as it is. */
 export class RawJson {
-  constructor(readonly text: string) {}
+  /** @param text JSON text, as a string or as its UTF-8 bytes (cheaper to send when large) */
+  constructor(readonly text: string | Buffer) {}
 }
 
 /** The context built in preParsing, for the handler. */

@@ -11,6 +11,8 @@ import { applyMigrations, computeChecksum, MIGRATIONS_DIR, scriptMatchesChecksum
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 
 const INIT = '20261121000000_init';
+/** Every migration folder, in the order they apply. */
+const ALL = (await fs.readdir(MIGRATIONS_DIR, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -57,19 +59,20 @@ interface Row {
 }
 
 describe('applyMigrations', () => {
-  it('applies the init migration once and records it as Prisma Migrate does', async () => {
+  it('applies the migrations once, in order, and records them as Prisma Migrate does', async () => {
     const db = await emptyDatabase();
     const lines: string[] = [];
 
     const first = await applyMigrations({ connectionString: db.url, log: (line) => lines.push(line) });
-    expect(first).toEqual({ applied: [INIT], alreadyApplied: [] });
-    expect(lines).toContain(`applying migration ${INIT}`);
+    expect(ALL[0]).toBe(INIT);
+    expect(first).toEqual({ applied: ALL, alreadyApplied: [] });
+    expect(lines.filter((line) => line.startsWith('applying migration '))).toEqual(ALL.map((name) => `applying migration ${name}`));
 
     const second = await applyMigrations({ connectionString: db.url });
-    expect(second).toEqual({ applied: [], alreadyApplied: [INIT] });
+    expect(second).toEqual({ applied: [], alreadyApplied: ALL });
 
-    const rows = await query<Row>(db.url, 'SELECT * FROM _prisma_migrations');
-    expect(rows).toHaveLength(1);
+    const rows = await query<Row>(db.url, 'SELECT * FROM _prisma_migrations ORDER BY migration_name');
+    expect(rows.map((r) => r.migration_name)).toEqual(ALL);
     const [row] = rows;
     const bytes = await fs.readFile(path.join(MIGRATIONS_DIR, INIT, 'migration.sql'));
     expect(row.migration_name).toBe(INIT);

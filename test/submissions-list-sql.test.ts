@@ -4,7 +4,11 @@
  * in the same order, same values, for every state a submission and a submitter can be in
  * (pending, sent, opened, completed with an audit log, declined, expired, archived), nested
  * folders, prefilled metadata, per-submitter messages (hidden from preferences) and variables.
+ * Items are kept in submission_list_items and rendered again exactly when something they show
+ * changed (each kind of write, a template/folder/user change, the passing of expire_at, another
+ * rendering), and a read never waits for a writer's lock nor stores what the writer is changing.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { serializeSubmissionListItem, SUBMISSION_LIST_FRAGMENT, type SubmissionListData } from '../rest-compat/serializers/submission.ts';
@@ -92,5 +96,133 @@ describe('GET /submissions rendered by PostgreSQL', () => {
     expect((await api('GET', '/submissions?status=declined')).json.data).toHaveLength(1);
     expect((await api('GET', '/submissions?q=ZO')).json.data).toHaveLength(1);
     expect((await api('GET', '/submissions?after=999999')).json).toEqual({ data: [], pagination: { count: 0, next: null, prev: null } });
+  });
+});
+
+interface KeptItem {
+  submission_id: number;
+  generation: string;
+  rendered_generation: string | null;
+  item: string | null;
+  xmin: string;
+}
+
+const kept = async (): Promise<Map<number, KeptItem>> => {
+  const rows = await t.db.$queryRawUnsafe<KeptItem[]>(
+    `SELECT c.submission_id, c.generation::text, c.rendered_generation::text, c.item, c.xmin::text
+       FROM submission_list_items c JOIN submissions s ON s.id = c.submission_id WHERE s.account_id = $1`,
+    alice.accountId,
+  );
+  return new Map(rows.map((row) => [row.submission_id, row]));
+};
+
+/** The list as GraphQL + the serializer make it (never from the kept items). */
+async function expectedList(): Promise<string> {
+  const { body } = await graphql(t.url, `query { submissions(limit: 100) { nodes { ...RestSubmissionList } pagination { count next prev } } } ${SUBMISSION_LIST_FRAGMENT}`, { key: alice.apiKey });
+  expect(body.errors).toBeUndefined();
+  return withoutTokens(JSON.stringify({ data: body.data.submissions.nodes.map((n: SubmissionListData) => serializeSubmissionListItem(n)), pagination: body.data.submissions.pagination }));
+}
+
+async function listed(): Promise<{ text: string; data: Record<string, any>[] }> {
+  const { status, json } = await api('GET', '/submissions?limit=100');
+  expect(status).toBe(200);
+  return { text: withoutTokens(JSON.stringify(json)), data: json.data };
+}
+
+describe('kept list items', () => {
+  it('are stored by a read and served unchanged by the next one', async () => {
+    const first = await listed();
+    const after = await kept();
+    expect(after.size).toBe(6);
+    for (const row of after.values()) {
+      expect(row.item).not.toBeNull();
+      expect(row.rendered_generation).toBe(row.generation);
+    }
+    const second = await listed();
+    expect(second.text).toBe(first.text);
+    expect(second.text).toBe(await expectedList());
+    // Served, not written again.
+    const again = await kept();
+    for (const [id, row] of again) expect(row.xmin, `item ${id} was rewritten`).toBe(after.get(id)!.xmin);
+  });
+
+  it('are rendered again after each kind of change to what they show', async () => {
+    await listed();
+    const { data } = await listed();
+    const pending = data.find((s) => s.submitters.some((x: { email: string }) => x.email === 'pending@x.test'))!;
+    const submitter = pending.submitters[0];
+
+    // A submitter (through the API), a submission (through the API), raw SQL writes to each.
+    expect((await api('PUT', `/submitters/${submitter.id}`, { name: 'Zoë Renamed' })).status).toBe(200);
+    let now = await listed();
+    expect(now.data.find((s) => s.id === pending.id)!.submitters[0].name).toBe('Zoë Renamed');
+    expect((await api('PUT', `/submissions/${pending.id}`, { name: 'Renamed submission' })).status).toBe(200);
+    now = await listed();
+    expect(now.data.find((s) => s.id === pending.id)!.name).toBe('Renamed submission');
+    await t.db.$executeRaw`UPDATE submitters SET phone = '+14155550199' WHERE id = ${submitter.id}`;
+    now = await listed();
+    expect(now.data.find((s) => s.id === pending.id)!.submitters[0].phone).toBe('+14155550199');
+    await t.db.$executeRaw`DELETE FROM submitters WHERE id = ${pending.submitters[1].id}`;
+    now = await listed();
+    expect(now.data.find((s) => s.id === pending.id)!.submitters).toHaveLength(1);
+    expect(now.text).toBe(await expectedList());
+
+    // The template's name, its folder's name, the creating user's name: every item of the account.
+    const templateId = pending.template.id;
+    expect((await api('PUT', `/templates/${templateId}`, { name: 'Nested renamed' })).status).toBe(200);
+    now = await listed();
+    expect(now.data.find((s) => s.id === pending.id)!.template.name).toBe('Nested renamed');
+    await t.db.$executeRaw`UPDATE folders SET name = 'Flats' WHERE name = 'Leases' AND account_id = ${alice.accountId}`;
+    now = await listed();
+    expect(now.data.find((s) => s.id === pending.id)!.template.folder_name).toBe('Housing / Flats / 2026');
+    await t.db.$executeRaw`UPDATE users SET first_name = 'Alicia' WHERE account_id = ${alice.accountId}`;
+    now = await listed();
+    expect(new Set(now.data.map((s) => s.created_by_user.first_name))).toEqual(new Set(['Alicia']));
+    expect(now.text).toBe(await expectedList());
+  });
+
+  it('turn expired when expire_at passes, with no write', async () => {
+    const { data } = await listed();
+    const pending = data.find((s) => s.status === 'pending')!;
+    const expireAt = new Date(Date.now() + 1500);
+    expect((await api('PUT', `/submissions/${pending.id}`, { expire_at: expireAt.toISOString() })).status).toBe(200);
+    expect((await listed()).data.find((s) => s.id === pending.id)!.status).toBe('pending');
+    expect((await listed()).data.find((s) => s.id === pending.id)!.status).toBe('pending'); // now from the kept item
+    await new Promise((resolve) => setTimeout(resolve, expireAt.getTime() - Date.now() + 50));
+    expect((await listed()).data.find((s) => s.id === pending.id)!.status).toBe('expired');
+    expect((await api('PUT', `/submissions/${pending.id}`, { expire_at: null })).status).toBe(200);
+  });
+
+  it('made by another rendering statement are rendered again', async () => {
+    const before = await listed();
+    await t.db.$executeRaw`UPDATE submission_list_items SET item = '{"stale":true}', format = 'older' WHERE submission_id IN (SELECT id FROM submissions WHERE account_id = ${alice.accountId})`;
+    const after = await listed();
+    expect(after.text).toBe(before.text);
+    for (const row of (await kept()).values()) expect(row.item).not.toContain('stale');
+  });
+
+  it("never wait for a writer's lock, nor store what it is changing", async () => {
+    const { data } = await listed();
+    const target = data[0]!;
+    await t.db.$executeRaw`UPDATE submitters SET name = 'Committed' WHERE id = ${target.submitters[0].id}`;
+    const writer = new pg.Client({ connectionString: t.database.url });
+    await writer.connect();
+    try {
+      await writer.query('BEGIN');
+      await writer.query(`UPDATE submitters SET name = 'In flight' WHERE id = $1`, [target.submitters[0].id]);
+      // The item is stale in the read's snapshot (the committed change) and its row is held by the
+      // writer: the read renders from its snapshot, answers at once (it would hang here if it
+      // waited for the lock) and stores nothing.
+      const during = await listed();
+      expect(during.data[0]!.submitters[0].name).toBe('Committed');
+      await writer.query('COMMIT');
+    } finally {
+      await writer.end();
+    }
+    const row = (await kept()).get(target.id)!;
+    expect(row.rendered_generation).not.toBe(row.generation);
+    expect((await listed()).data[0]!.submitters[0].name).toBe('In flight');
+    const stored = (await kept()).get(target.id)!;
+    expect(stored.rendered_generation).toBe(stored.generation);
   });
 });

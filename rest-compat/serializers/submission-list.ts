@@ -10,8 +10,19 @@
  * the page's `ids`); only the rendering of those ids is done here, in one statement whose rows are
  * JSON text passed through to the response unparsed. Signed file URLs need the service's secret,
  * so the few completed submissions with an audit log or combined document are patched in Node.
+ *
+ * Rendered items are kept (table `submission_list_items`, one row per submission) and rendered
+ * again only when stale: triggers bump the row's `generation` on every write to the submission,
+ * its submitters or its completed documents, and the account's `submission_list_epoch` on changes
+ * to templates, folders and users; a pending submission's item is stale from its expire_at; and
+ * `format` is a fingerprint of the statement below. Rendering ~100 items costs PostgreSQL ~5 ms,
+ * reading them back ~0.8 ms. The same statement reads the fresh items, renders the others and
+ * stores them, each only if its generation is still the one its snapshot rendered and without
+ * waiting for a row a writer holds (migration 20261121200000_submission_list_items).
  */
+import { createHash } from 'node:crypto';
 import type { GraphQLContext } from '../../src/graphql/context.ts';
+import { requireViewer } from '../../src/graphql/context.ts';
 import { sqlPool } from '../../src/db/client.ts';
 import { RawJson } from '../gateway.ts';
 
@@ -20,12 +31,24 @@ import { RawJson } from '../gateway.ts';
 const ts = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * $1: submission ids (int[]), $2: now (timestamp, UTC) for the `expired` status.
- * Key order as serializeSubmissionListItem writes them.
+ * $1: submission ids (int[]), $2: now (timestamp, UTC) for the `expired` status, $3: the
+ * account's id, $4: FORMAT. Rows ascending by id; key order as serializeSubmissionListItem
+ * writes them.
  */
 const LIST_ITEMS_SQL = `
-WITH RECURSIVE page AS (
-  SELECT s.* FROM submissions s WHERE s.id = ANY($1::int[])
+WITH RECURSIVE epoch AS (
+  SELECT a.submission_list_epoch AS value FROM accounts a WHERE a.id = $3
+), fresh AS (
+  SELECT c.submission_id AS id, c.item, c.audit_log_file_uuid AS audit_uuid, c.audit_log_filename AS audit_filename,
+         c.combined_file_uuid AS combined_uuid, c.combined_filename
+    FROM submission_list_items c
+   WHERE c.submission_id = ANY($1::int[]) AND c.item IS NOT NULL AND c.format = $4
+     AND c.rendered_generation = c.generation AND c.rendered_epoch = (SELECT value FROM epoch)
+     AND (c.stale_at IS NULL OR c.stale_at > $2::timestamp)
+), page AS (
+  SELECT s.*, c.generation AS list_generation
+    FROM submissions s JOIN submission_list_items c ON c.submission_id = s.id
+   WHERE s.id = ANY($1::int[]) AND s.id NOT IN (SELECT id FROM fresh)
 ), chain AS (
   SELECT f.id AS leaf, f.name, f.parent_folder_id, 0 AS depth
     FROM folders f WHERE f.id IN (SELECT t.folder_id FROM templates t WHERE t.id IN (SELECT template_id FROM page))
@@ -34,8 +57,9 @@ WITH RECURSIVE page AS (
     FROM chain c JOIN folders p ON p.id = c.parent_folder_id WHERE c.depth < 64
 ), folder_names AS (
   SELECT leaf, string_agg(name, ' / ' ORDER BY depth DESC) AS full_name FROM chain GROUP BY leaf
-)
-SELECT s.id,
+), rendered AS (
+  SELECT s.id, s.list_generation,
+  CASE WHEN s.completed_at IS NULL AND s.expire_at > $2::timestamp THEN s.expire_at END AS stale_at,
   json_build_object(
     'id', s.id,
     'name', COALESCE(s.name, t.name),
@@ -109,7 +133,26 @@ LEFT JOIN LATERAL (
   SELECT f.uuid::text AS uuid, f.filename FROM completed_documents cd JOIN stored_files f ON f.id = cd.file_id
    WHERE cd.submission_id = s.id AND cd.kind = 'combined' AND s.completed_at IS NOT NULL ORDER BY cd.id LIMIT 1
 ) combined ON true
-ORDER BY s.id`;
+), stored AS (
+  UPDATE submission_list_items c
+     SET item = r.item, rendered_generation = r.list_generation, rendered_epoch = (SELECT value FROM epoch),
+         format = $4, stale_at = r.stale_at,
+         audit_log_file_uuid = r.audit_uuid, audit_log_filename = r.audit_filename,
+         combined_file_uuid = r.combined_uuid, combined_filename = r.combined_filename
+    FROM rendered r
+   WHERE c.submission_id = r.id AND c.generation = r.list_generation
+     AND c.submission_id IN (
+       SELECT l.submission_id FROM submission_list_items l
+        WHERE l.submission_id IN (SELECT id FROM rendered) ORDER BY l.submission_id FOR UPDATE SKIP LOCKED)
+  RETURNING c.submission_id
+)
+SELECT id, item, audit_uuid, audit_filename, combined_uuid, combined_filename FROM fresh
+UNION ALL
+SELECT id, item, audit_uuid, audit_filename, combined_uuid, combined_filename FROM rendered
+ORDER BY id`;
+
+/** Fingerprint of the rendering: items stored by another version of this statement are rendered again. */
+const FORMAT = createHash('sha256').update(LIST_ITEMS_SQL).digest('hex').slice(0, 16);
 
 interface Row {
   id: number;
@@ -120,35 +163,42 @@ interface Row {
   combined_filename: string | null;
 }
 
+const COMMA = Buffer.from(',');
+
 /**
  * The `{data, pagination}` body of GET /submissions for the submissions `ids` (a page the
- * `submissions` GraphQL query chose, so already scoped to the caller's account), as JSON text.
- * @param ids ascending submission ids
+ * `submissions` GraphQL query chose, so already scoped to the caller's account), as UTF-8 JSON.
+ * Built as bytes: on this machine turning a ~150 KB string into the socket's bytes costs several
+ * times what copying the items' bytes once does (bench/README.md, issue 4).
+ * @param ids ascending submission ids of the viewer's account
  * @param now the time `expired` is judged at (default: now)
  */
 export async function renderSubmissionList(
-  context: Pick<GraphQLContext, 'db' | 'files'>,
+  context: Pick<GraphQLContext, 'db' | 'files' | 'viewer'>,
   ids: number[],
   pagination: { count: number; next: number | null; prev: number | null },
   now = new Date(),
 ): Promise<RawJson> {
-  const items: string[] = [];
+  const parts: Buffer[] = [Buffer.from('{"data":[')];
   if (ids.length > 0) {
+    const { account } = requireViewer(context as GraphQLContext);
     const { rows } = await sqlPool(context.db).query<Row>({
       name: 'rest_submission_list_items',
       text: LIST_ITEMS_SQL,
-      values: [ids, now.toISOString().replace('T', ' ').replace('Z', '')],
+      values: [ids, now.toISOString().replace('T', ' ').replace('Z', ''), account.id, FORMAT],
     });
-    for (const row of rows) {
+    rows.forEach((row, index) => {
+      if (index > 0) parts.push(COMMA);
       if (!row.audit_uuid && !row.combined_uuid) {
-        items.push(row.item);
-        continue;
+        parts.push(Buffer.from(row.item));
+        return;
       }
       const item = JSON.parse(row.item) as Record<string, unknown>;
       if (row.audit_uuid) item.audit_log_url = context.files.url({ uuid: row.audit_uuid, filename: row.audit_filename! });
       if (row.combined_uuid) item.combined_document_url = context.files.url({ uuid: row.combined_uuid, filename: row.combined_filename! });
-      items.push(JSON.stringify(item));
-    }
+      parts.push(Buffer.from(JSON.stringify(item)));
+    });
   }
-  return new RawJson(`{"data":[${items.join(',')}],"pagination":${JSON.stringify(pagination)}}`);
+  parts.push(Buffer.from(`],"pagination":${JSON.stringify(pagination)}}`));
+  return new RawJson(Buffer.concat(parts));
 }

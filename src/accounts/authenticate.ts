@@ -40,7 +40,7 @@ const AUTHENTICATE = {
            u.created_at AT TIME ZONE 'UTC' AS u_created_at, u.updated_at AT TIME ZONE 'UTC' AS u_updated_at,
            a.id AS a_id, a.uuid AS a_uuid, a.name AS a_name, a.timezone AS a_timezone, a.locale AS a_locale,
            a.testing AS a_testing, a.preferences AS a_preferences,
-           a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at
+           a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at, a.submission_list_epoch AS a_submission_list_epoch
       FROM api_keys k
       JOIN users u ON u.id = k.user_id
       JOIN accounts a ON a.id = u.account_id
@@ -76,7 +76,7 @@ export async function authenticate(db: Db, token: string | undefined): Promise<V
 
 /**
  * The account and user of a row that selects them as `a_*` and `u_*` columns (id, uuid, name,
- * timezone, locale, testing, preferences, created_at, updated_at of the account; id, uuid, email,
+ * timezone, locale, testing, preferences, created_at, updated_at, submission_list_epoch of the account; id, uuid, email,
  * first_name, last_name, role, created_at, updated_at of the user), neither archived: the shape
  * AUTHENTICATE reads, shared with the webhooks' per-account viewer (src/webhooks/payloads.ts).
  */
@@ -92,6 +92,7 @@ export function accountAndUserFromRow(row: Record<string, any>): { account: Acco
     createdAt: row.a_created_at,
     updatedAt: row.a_updated_at,
     archivedAt: null,
+    submissionListEpoch: BigInt(row.a_submission_list_epoch),
   };
   const user: User = {
     id: row.u_id,

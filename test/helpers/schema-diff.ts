@@ -344,8 +344,12 @@ function expectedDefault(field: DmmfField, table: string, column: string, type: 
     case 'Int':
       // ruleutils prints non-negative int4 constants bare, negative ones quoted with a cast.
       return Number(value) >= 0 ? String(value) : `'${String(value)}'::integer`;
-    case 'BigInt':
-      return `'${String(value)}'::bigint`;
+    case 'BigInt': {
+      // `DEFAULT 0` on a bigint column is an int4 constant under an implicit cast, printed as the
+      // int4 itself; only constants outside int4 are bigint constants ('…'::bigint).
+      const n = BigInt(String(value));
+      return n >= 0n && n <= 2147483647n ? String(n) : `'${String(value)}'::bigint`;
+    }
     default:
       return ANY_DEFAULT;
   }
