@@ -95,6 +95,10 @@ describe('GET /submissions rendered by PostgreSQL', () => {
     expect(page.json.pagination).toEqual({ count: 2, next: all[3], prev: all[2] });
     expect((await api('GET', '/submissions?status=declined')).json.data).toHaveLength(1);
     expect((await api('GET', '/submissions?q=ZO')).json.data).toHaveLength(1);
+    // q is a substring, not a pattern: % and _ match only themselves.
+    expect((await api('GET', '/submissions?q=%25')).json.data).toHaveLength(0);
+    expect((await api('GET', '/submissions?q=pending_x')).json.data).toHaveLength(0);
+    expect((await api('GET', '/submissions?q=pending%40x')).json.data).toHaveLength(1);
     expect((await api('GET', '/submissions?after=999999')).json).toEqual({ data: [], pagination: { count: 0, next: null, prev: null } });
   });
 });

@@ -7,6 +7,7 @@ import { parseInput } from '../../accounts/api-keys.ts';
 import type { Db } from '../../db/client.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
+import { submissionPageIds } from '../../submissions/list-ids.ts';
 import { enqueueCompletion } from '../../signing/complete-submission.ts';
 import { enqueueRequests, scheduleExpiry, sendNextParties } from '../../submissions/send-requests.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
@@ -76,16 +77,15 @@ builder.prismaObjectFields(SubmitterRef, (t) => ({
 }));
 
 /**
- * A page of a list: the filter it was asked with and the ids on it. `nodes` is loaded by a
+ * A page of a list: the ids on it. `nodes` is loaded by a
  * prismaField so that the nested selection (submitters, template, events …) becomes part of one
  * query instead of one per relation and record.
  */
-interface ListPage<W> {
-  where: W;
+interface ListPage {
   ids: number[];
 }
 
-const SubmissionListRef = builder.objectRef<ListPage<Prisma.SubmissionWhereInput>>('SubmissionList').implement({
+const SubmissionListRef = builder.objectRef<ListPage>('SubmissionList').implement({
   fields: (t) => ({
     nodes: t.prismaField({
       type: [SubmissionRef],
@@ -96,7 +96,7 @@ const SubmissionListRef = builder.objectRef<ListPage<Prisma.SubmissionWhereInput
   }),
 });
 
-const SubmitterListRef = builder.objectRef<ListPage<Prisma.SubmitterWhereInput>>('SubmitterList').implement({
+const SubmitterListRef = builder.objectRef<ListPage>('SubmitterList').implement({
   fields: (t) => ({
     nodes: t.prismaField({
       type: [SubmitterRef],
@@ -146,22 +146,20 @@ builder.queryField('submissions', (t) =>
     resolve: async (_root, raw, ctx) => {
       const { account } = requireViewer(ctx);
       const args = parseInput(SubmissionsArgs, withoutNulls(raw));
-      const now = new Date();
-      const and: Prisma.SubmissionWhereInput[] = [{ accountId: account.id }];
-      if (args.templateId !== undefined) and.push({ templateId: args.templateId });
-      if (args.slug !== undefined) and.push({ slug: args.slug });
-      if (args.q) and.push({ submitters: { some: submitterMatches(args.q) } });
-      if (args.archived !== undefined) and.push({ archivedAt: args.archived ? { not: null } : null });
-      if (args.templateFolder !== undefined) and.push({ template: { folderId: { in: await folderIdsNamed(ctx.db, ctx.loaders, account.id, args.templateFolder) } } });
-      if (args.status === 'completed') and.push({ completedAt: { not: null } });
-      if (args.status === 'declined') and.push({ completedAt: null, submitters: { some: { declinedAt: { not: null } } } });
-      if (args.status === 'expired') and.push({ completedAt: null, expireAt: { lte: now } });
-      if (args.status === 'pending') and.push({ completedAt: null, OR: [{ expireAt: null }, { expireAt: { gt: now } }] });
-      const cursor = idCursorWhere(args);
-      if (cursor) and.push({ id: cursor });
-      const where = { AND: and };
-      const rows = await ctx.db.submission.findMany({ where, orderBy: { id: 'asc' }, take: pageSize(args), select: { id: true } });
-      return { where, ids: rows.map((r) => r.id) };
+      const ids = await submissionPageIds(ctx.db, {
+        accountId: account.id,
+        templateId: args.templateId,
+        slug: args.slug,
+        q: args.q || undefined,
+        archived: args.archived,
+        folderIds: args.templateFolder !== undefined ? await folderIdsNamed(ctx.db, ctx.loaders, account.id, args.templateFolder) : undefined,
+        status: args.status,
+        after: args.after,
+        before: args.before,
+        limit: pageSize(args),
+        now: new Date(),
+      });
+      return { ids };
     },
   }),
 );
@@ -219,7 +217,7 @@ builder.queryField('submitters', (t) =>
       if (cursor) and.push({ id: cursor });
       const where = { AND: and };
       const rows = await ctx.db.submitter.findMany({ where, orderBy: { id: 'asc' }, take: pageSize(args), select: { id: true } });
-      return { where, ids: rows.map((r) => r.id) };
+      return { ids: rows.map((r) => r.id) };
     },
   }),
 );
