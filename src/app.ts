@@ -27,7 +27,7 @@ import { createSmsSender } from './notifications/sms.ts';
 import { defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
-import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
+import { defineWebhookJobs, subscribedEvents } from './webhooks/dispatch-event.ts';
 import { registerAttachmentUploadRoute } from './signing-form/upload-route.ts';
 
 export interface AppOptions {
@@ -88,7 +88,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     logger: fastify.log,
     redis: config.redisUrl ? { url: config.redisUrl, secretKeyBase: await resolveSecretKeyBase(config) } : undefined,
   });
-  const events = createJobEventSink(jobs, live);
+  const events = createJobEventSink(jobs, live, subscribedEvents(db));
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
   const mailer = createMailer(config, fastify.log);
   defineCompletionJob(jobs, { db, storage, config, events, logger: fastify.log });

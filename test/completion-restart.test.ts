@@ -23,6 +23,7 @@ import { rest } from './helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { freePort, startService, type ServiceProcess } from './helpers/processes.ts';
+import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
 let database: TestDatabase;
 let sql: pg.Pool;
@@ -147,7 +148,12 @@ const pdfsig = (file: string) => {
 describe('completion across crashes (SIGKILL)', () => {
   it('ends with one set of documents, one audit log and one form.completed per party', { timeout: 240_000 }, async () => {
     const db = createDb(database.url, { poolSize: 1 });
-    const account = await createAccount(db, { name: 'Restart Ltd', email: 'owner@restart.test', firstName: 'Ada', lastName: 'Lovelace' }).finally(() => db.$disconnect());
+    const account = await createAccount(db, { name: 'Restart Ltd', email: 'owner@restart.test', firstName: 'Ada', lastName: 'Lovelace' })
+      .then(async (created) => {
+        await subscribeToEveryEvent(db, created.accountId); // so each event is a dispatch-event job
+        return created;
+      })
+      .finally(() => db.$disconnect());
 
     // 1. Killed inside the first party's transaction (documents drawn and stored, not committed).
     let service = await startSignet('drawn:60000');

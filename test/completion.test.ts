@@ -22,6 +22,7 @@ import { sendCompletedEmails } from '../src/signing/completed-emails.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from './helpers/smtp.ts';
+import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
 let t: TestApp;
 let smtp: TestSmtpServer;
@@ -68,6 +69,7 @@ beforeAll(async () => {
   t = await startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>' } });
   sql = new pg.Pool({ connectionString: t.database.url, max: 2 });
   alice = await t.createAccount({ name: 'Ακμή Ltd', email: 'alice@completion.test' });
+  await subscribeToEveryEvent(t.db, alice.accountId);
   const { json } = await api('POST', '/templates/pdf', {
     name: 'Two-page form',
     documents: [{ name: 'form', file: base64(fixturePdf('pdfjs-form_two_pages.pdf')) }],

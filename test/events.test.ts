@@ -9,6 +9,7 @@ import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { DISPATCH_EVENT_JOB, type DispatchEventData, type EventType } from '../src/events/events.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
 let t: TestApp;
 let alice: CreatedAccount;
@@ -85,6 +86,7 @@ async function createSubmission(templateId: number, body: Record<string, unknown
 beforeAll(async () => {
   t = await startTestApp();
   alice = await t.createAccount({ name: 'Events Ltd', email: 'alice@events.test' });
+  await subscribeToEveryEvent(t.db, alice.accountId);
 });
 afterAll(async () => {
   await t?.close();
@@ -166,6 +168,28 @@ describe('template events', () => {
     const event = (await dispatched()).find((e) => e.type === 'template.created' && e.recordId === id)!;
     expect(event.accountId).toBe(alice.accountId);
     expect(Date.parse(event.at)).toBeGreaterThanOrEqual(before - 1000);
+  });
+});
+
+describe('events nobody subscribes to', () => {
+  it('make no dispatch-event job: none without an endpoint, none for a type the endpoints do not take', async () => {
+    const carol = await t.createAccount({ name: 'Carol', email: 'carol@events.test' });
+    const call = (method: string, path: string, body?: unknown) => rest(t.url, carol.apiKey, method, path, body);
+    const created = await ok(call('POST', '/templates/pdf', { name: 'Quiet', documents: [{ name: 'quiet', file: pdf() }] }));
+    const touch = () => ok(call('PUT', `/templates/${created.id}`, { name: 'Quiet' }));
+    const ofCarol = async () => (await dispatched()).filter((e) => e.accountId === carol.accountId).map((e) => e.type);
+    await touch();
+    expect(await ofCarol()).toEqual([]);
+    // An endpoint for the form events only: template events still make no job.
+    const { createWebhookEndpoint } = await import('../src/webhooks/endpoints.ts');
+    await createWebhookEndpoint(t.db, { accountId: carol.accountId, url: 'http://127.0.0.1:9/forms' });
+    await touch();
+    expect(await ofCarol()).toEqual([]);
+    // Subscribed: from now on each event is a job.
+    await createWebhookEndpoint(t.db, { accountId: carol.accountId, url: 'http://127.0.0.1:9/templates', events: ['template.updated'] });
+    await touch();
+    await touch();
+    expect(await ofCarol()).toEqual(['template.updated', 'template.updated']);
   });
 });
 

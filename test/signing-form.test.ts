@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
 let t: TestApp;
 let alice: CreatedAccount;
@@ -128,6 +129,7 @@ async function until<T>(what: string, check: () => Promise<T | undefined | null 
 beforeAll(async () => {
   t = await startTestApp();
   alice = await t.createAccount({ name: 'Acme Signing', email: 'alice@signing-form.test' });
+  await subscribeToEveryEvent(t.db, alice.accountId);
   const template = await api('POST', '/templates/pdf', {
     name: 'Service agreement',
     documents: [{ name: 'agreement', file: base64(fixturePdf('documenso-letter-size.pdf')) }],

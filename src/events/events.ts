@@ -68,13 +68,23 @@ export interface LiveEventPublisher {
  * loses none), deduplicated by `key`, whose handler (the webhooks module) delivers webhooks; and,
  * at the same time, the events published live to GraphQL subscribers (`live`, never throwing).
  * @param live the instance's LiveEvents; omitted (unit tests of other modules): jobs only
- * @throws the job store's error when it is unreachable (the live publication is still attempted)
+ * @param subscribed for each event, whether a webhook endpoint subscribes to it now
+ *   (src/webhooks/dispatch-event.ts subscribedEvents): jobs only for those, so endpoints receive
+ *   the events raised while they exist and subscribe; omitted: a job for every event
+ * @throws the job store's or the check's error when the database is unreachable (the live
+ *   publication is still attempted)
  */
-export function createJobEventSink(jobs: JobQueue, live?: LiveEventPublisher): EventSink {
+export function createJobEventSink(
+  jobs: JobQueue,
+  live?: LiveEventPublisher,
+  subscribed?: (events: readonly DomainEvent[]) => Promise<boolean[]>,
+): EventSink {
   return {
     async emit(events) {
       const enqueue = async () => {
-        for (const event of events) {
+        const wanted = subscribed ? await subscribed(events) : events.map(() => true);
+        for (const [index, event] of events.entries()) {
+          if (!wanted[index]) continue;
           const data: DispatchEventData = { type: event.type, accountId: event.accountId, recordId: event.recordId, at: event.at.toISOString() };
           await jobs.enqueue(DISPATCH_EVENT_JOB, data, event.key ? { uniqueKey: event.key } : {});
         }

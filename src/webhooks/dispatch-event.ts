@@ -134,6 +134,19 @@ function dispatchStatements(db: Db): DispatchStatements {
   return statements;
 }
 
+/**
+ * For each event, whether an enabled endpoint of its account subscribes to its type now: the
+ * service enqueues a `dispatch-event` job only for those (createJobEventSink's `subscribed`), so
+ * an account without webhooks costs no job per event. The checks of one turn of the event loop
+ * share one statement (the dispatch's own endpoint lookup).
+ */
+export function subscribedEvents(db: Db): (events: readonly { accountId: number; type: string }[]) => Promise<boolean[]> {
+  return async (events) => (await dispatchStatements(db).endpoints.loadMany(events)).map((ids) => {
+    if (ids instanceof Error) throw ids;
+    return ids.length > 0;
+  });
+}
+
 export interface DispatchDeps {
   db: Db;
   jobs: JobQueue;

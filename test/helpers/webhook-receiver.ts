@@ -108,3 +108,15 @@ export function signatureMatches(header: string | string[] | undefined, secret: 
     return given.length === expected.length && timingSafeEqual(given, expected);
   });
 }
+
+/**
+ * Gives an account a webhook endpoint subscribed to every event type, so that each event it
+ * raises is a persisted `dispatch-event` job (the service enqueues none for an event nobody
+ * subscribes to: src/events/events.ts). The URL is a closed loopback port that the default
+ * configuration refuses (private address), so deliveries fail at once and wait for a retry.
+ */
+export async function subscribeToEveryEvent(db: import('../../src/db/client.ts').Db, accountId: number): Promise<void> {
+  const { createWebhookEndpoint } = await import('../../src/webhooks/endpoints.ts');
+  const { EVENT_TYPES } = await import('../../src/events/events.ts');
+  await createWebhookEndpoint(db, { accountId, url: 'http://127.0.0.1:9/every-event', events: [...EVENT_TYPES] });
+}
