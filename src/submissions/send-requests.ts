@@ -40,16 +40,9 @@ export interface SendDeps {
 /** Retry after base (SEND_RETRY_BASE_MS, 30 s), then twice as long each time, capped at an hour; 10 runs in all. */
 const sendRetry = (baseMs: number) => ({ maxAttempts: 10, delayMs: (attempt: number) => Math.min(2 ** attempt * baseMs, 3_600_000) });
 
-/**
- * Requests sent at once per instance. A send is a few short statements and one provider call, so
- * it mostly waits: with Agenda's default of 5 an instance drained ~380 requests/s while its CPU
- * was a third busy (bench:submissions, issue 4).
- */
-const SEND_CONCURRENCY = 20;
-
 /** Registers the submission jobs on a queue (every instance that should run them). */
 export function defineSubmissionJobs(queue: JobQueue, deps: SendDeps): void {
-  queue.define<SendRequestJob>(SEND_REQUEST_JOB, (job) => sendRequest(deps, job), { retry: sendRetry(deps.config.sendRetryBase), concurrency: SEND_CONCURRENCY });
+  queue.define<SendRequestJob>(SEND_REQUEST_JOB, (job) => sendRequest(deps, job), { retry: sendRetry(deps.config.sendRetryBase) });
   queue.define<{ submissionId: number; expireAt: string }>(EXPIRE_SUBMISSION_JOB, (job) => expireSubmission(deps, job));
 }
 
