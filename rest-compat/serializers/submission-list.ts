@@ -22,6 +22,7 @@
  * 20261121200000_submission_list_items).
  */
 import { createHash } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
 import type { GraphQLContext } from '../../src/graphql/context.ts';
 import { requireViewer } from '../../src/graphql/context.ts';
 import { sqlPool } from '../../src/db/client.ts';
@@ -145,23 +146,62 @@ SELECT id, item, audit_uuid, audit_filename, combined_uuid, combined_filename FR
 /** Fingerprint of the rendering: items stored by another version of this statement are rendered again. */
 const FORMAT = createHash('sha256').update(LIST_ITEMS_SQL).digest('hex').slice(0, 16);
 
-/**
- * The kept items of $1 (submission ids) still current at $2 (now), for account $3 and format $4.
- * A separate statement because it is cheap to plan: PostgreSQL plans the rendering statement
- * afresh for most executions (~3 ms here), and a page whose items are all current skips it.
- */
-const FRESH_ITEMS_SQL = `
-SELECT c.submission_id AS id, c.item, c.audit_log_file_uuid AS audit_uuid, c.audit_log_filename AS audit_filename,
-       c.combined_file_uuid AS combined_uuid, c.combined_filename
-  FROM submission_list_items c
- WHERE c.submission_id = ANY($1::int[]) AND c.item IS NOT NULL AND c.format = $4
+/** Conditions for a kept item of $1 (ids) to be current at $2 (now) for account $3 and format $4. */
+const CURRENT = `
+c.submission_id = ANY($1::int[]) AND c.item IS NOT NULL AND c.format = $4
    AND c.rendered_generation = c.generation
    AND c.rendered_epoch = (SELECT a.submission_list_epoch FROM accounts a WHERE a.id = $3)
    AND (c.stale_at IS NULL OR c.stale_at > $2::timestamp)`;
 
+/**
+ * A kept item's version: its row version (xmin, new at every write of the row) with the
+ * generation it was rendered at. Two readings with the same version have the same item text.
+ */
+const VERSION = `c.xmin::text || ':' || c.rendered_generation::text`;
+
+/**
+ * The current kept items of a page, without their text: the service has most of them in memory
+ * already (see `itemBytes`). A separate statement from the rendering because it is cheap to plan:
+ * PostgreSQL plans the rendering statement afresh for most executions (~3 ms here), and a page
+ * whose items are all current skips it.
+ */
+const CURRENT_VERSIONS_SQL = `
+SELECT c.submission_id AS id, ${VERSION} AS version,
+       c.audit_log_file_uuid AS audit_uuid, c.audit_log_filename AS audit_filename,
+       c.combined_file_uuid AS combined_uuid, c.combined_filename
+  FROM submission_list_items c
+ WHERE ${CURRENT}`;
+
+/** The text of current kept items the service does not hold yet (same parameters). */
+const CURRENT_ITEMS_SQL = `
+SELECT c.submission_id AS id, ${VERSION} AS version, c.item,
+       c.audit_log_file_uuid AS audit_uuid, c.audit_log_filename AS audit_filename,
+       c.combined_file_uuid AS combined_uuid, c.combined_filename
+  FROM submission_list_items c
+ WHERE ${CURRENT}`;
+
+/**
+ * Item bytes by "<submission id>@<version>", per database (an LRU of at most 64 MB, ~40,000
+ * items): a page whose items are all held costs one small statement and one copy of its bytes,
+ * not decoding ~150 KB from PostgreSQL and encoding it again. A database never reuses a version,
+ * so an entry is either exact or never asked for again.
+ */
+const itemBytesByPool = new WeakMap<object, LRUCache<string, Buffer>>();
+function itemBytesOf(pool: object): LRUCache<string, Buffer> {
+  let cache = itemBytesByPool.get(pool);
+  if (!cache) {
+    cache = new LRUCache<string, Buffer>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (bytes) => bytes.length + 64 });
+    itemBytesByPool.set(pool, cache);
+  }
+  return cache;
+}
+
 interface Row {
   id: number;
-  item: string;
+  /** The kept item's version (VERSION); absent from the rendering's rows. */
+  version?: string;
+  /** Absent from CURRENT_VERSIONS_SQL's rows. */
+  item?: string;
   audit_uuid: string | null;
   audit_filename: string | null;
   combined_uuid: string | null;
@@ -188,28 +228,47 @@ export async function renderSubmissionList(
   if (ids.length > 0) {
     const { account } = requireViewer(context as GraphQLContext);
     const pool = sqlPool(context.db);
-    const at = now.toISOString().replace('T', ' ').replace('Z', '');
-    const fresh = await pool.query<Row>({ name: 'rest_submission_list_fresh', text: FRESH_ITEMS_SQL, values: [ids, at, account.id, FORMAT] });
-    let rows = fresh.rows;
-    if (rows.length < ids.length) {
-      const found = new Set(rows.map((row) => row.id));
-      const missing = ids.filter((id) => !found.has(id));
-      const rendered = await pool.query<Row>({ name: 'rest_submission_list_items', text: LIST_ITEMS_SQL, values: [missing, at, account.id, FORMAT] });
-      rows = [...rows, ...rendered.rows];
-    }
-    const order = new Map(ids.map((id, index) => [id, index]));
-    rows.sort((a, b) => order.get(a.id)! - order.get(b.id)!);
-    rows.forEach((row, index) => {
-      if (index > 0) parts.push(COMMA);
-      if (!row.audit_uuid && !row.combined_uuid) {
-        parts.push(Buffer.from(row.item));
-        return;
+    const itemBytes = itemBytesOf(pool);
+    const values = [ids, now.toISOString().replace('T', ' ').replace('Z', ''), account.id, FORMAT];
+    const rows = (await pool.query<Row>({ name: 'rest_submission_list_versions', text: CURRENT_VERSIONS_SQL, values })).rows;
+    const unheld = rows.filter((row) => !itemBytes.has(`${row.id}@${row.version}`)).map((row) => row.id);
+    const texts = new Map<number, Row>();
+    if (unheld.length > 0) {
+      const fetched = await pool.query<Row>({ name: 'rest_submission_list_current', text: CURRENT_ITEMS_SQL, values: [unheld, ...values.slice(1)] });
+      for (const row of fetched.rows) {
+        itemBytes.set(`${row.id}@${row.version}`, Buffer.from(row.item!));
+        texts.set(row.id, row);
       }
-      const item = JSON.parse(row.item) as Record<string, unknown>;
+    }
+    // Current in the first statement: held, or just fetched (possibly a newer current version).
+    const ready = new Map<number, { row: Row; bytes: Buffer }>();
+    for (const row of rows) {
+      const latest = texts.get(row.id) ?? row;
+      const bytes = itemBytes.get(`${latest.id}@${latest.version}`);
+      if (bytes) ready.set(row.id, { row: latest, bytes });
+    }
+    const missing = ids.filter((id) => !ready.has(id));
+    if (missing.length > 0) {
+      const rendered = await pool.query<Row>({ name: 'rest_submission_list_items', text: LIST_ITEMS_SQL, values: [missing, ...values.slice(1)] });
+      for (const row of rendered.rows) ready.set(row.id, { row, bytes: Buffer.from(row.item!) });
+    }
+    let first = true;
+    for (const id of ids) {
+      const entry = ready.get(id);
+      if (!entry) continue; // gone since the page was chosen
+      if (!first) parts.push(COMMA);
+      first = false;
+      const { row, bytes } = entry;
+      if (!row.audit_uuid && !row.combined_uuid) {
+        parts.push(bytes);
+        continue;
+      }
+      // Signed file URLs are minted per request: patch the item's text.
+      const item = JSON.parse(bytes.toString()) as Record<string, unknown>;
       if (row.audit_uuid) item.audit_log_url = context.files.url({ uuid: row.audit_uuid, filename: row.audit_filename! });
       if (row.combined_uuid) item.combined_document_url = context.files.url({ uuid: row.combined_uuid, filename: row.combined_filename! });
       parts.push(Buffer.from(JSON.stringify(item)));
-    });
+    }
   }
   parts.push(Buffer.from(`],"pagination":${JSON.stringify(pagination)}}`));
   return new RawJson(Buffer.concat(parts));
