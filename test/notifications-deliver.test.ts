@@ -240,6 +240,39 @@ describe('queueAndDeliverEmail', () => {
     expect(smtp.messages).toHaveLength(2);
   });
 
+  it('through the outbox with a submission event: one statement stores it sent, its event and sent_at; the same columns as through a provider', async () => {
+    const outbox = createMailer({ sendgridApiKey: undefined, sendgridApiUrl: 'https://api.sendgrid.com', smtpUrl: undefined }, quiet);
+    expect(outbox.name).toBe('outbox');
+    const template = await db.template.create({ data: { accountId, slug: `t-${keys}`, name: 'T' } });
+    const submission = await db.submission.create({ data: { accountId, templateId: template.id, slug: `s-${keys}` } });
+    const roleUuid = '9b2f4c1e-1111-4a2b-8c3d-000000000001';
+    const submitter = await db.submitter.create({ data: { accountId, submissionId: submission.id, roleUuid, slug: `x-${keys}`, email: 'ann@example.test' } });
+    const input = emailInput({ submissionId: submission.id, submitterId: submitter.id, provider: 'outbox' });
+    const statements: string[] = [];
+    const counted = createDb(database.url, { poolSize: 1, onQuery: (sql) => statements.push(sql) });
+    try {
+      const first = await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, { submissionEvent: 'send_email' });
+      expect(first.outcome).toBe('sent');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      expect(statements).toHaveLength(1);
+      const stored = await db.emailMessage.findUniqueOrThrow({ where: { id: first.emailMessageId } });
+      expect(stored).toMatchObject({ status: 'sent', attemptCount: 1, lastError: null, provider: 'outbox', providerMessageId: null, submitterId: submitter.id });
+      expect(stored.sentAt!.getTime()).toBe(stored.createdAt.getTime());
+      const events = await db.submissionEvent.findMany({ where: { submitterId: submitter.id } });
+      expect(events.map((e) => [e.eventType, e.data])).toEqual([['send_email', { email_message_id: stored.id }]]);
+      expect((await db.submitter.findUniqueOrThrow({ where: { id: submitter.id } })).sentAt?.getTime()).toBe(stored.sentAt!.getTime());
+      // What the claimed-then-marked path stores for the same message.
+      const twoStep = await queueAndDeliverEmail({ db, mailer: { ...outbox, name: 'smtp' } }, { ...input, dedupeKey: `${input.dedupeKey}:two-step` }, { submissionEvent: 'send_email' });
+      const other = await db.emailMessage.findUniqueOrThrow({ where: { id: twoStep.emailMessageId } });
+      expect(comparable(stored)).toEqual({ ...comparable(other), provider: 'outbox' });
+      // Again: stored already, nothing new.
+      expect(await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, { submissionEvent: 'send_email' })).toEqual({ outcome: 'already-sent', emailMessageId: stored.id });
+      expect(await db.submissionEvent.count({ where: { submitterId: submitter.id } })).toBe(2);
+    } finally {
+      await counted.$disconnect();
+    }
+  });
+
   it('concurrent calls with one dedupe key, from two instances, store one row and send once', async () => {
     const input = emailInput();
     const results = await Promise.all([db, otherDb, db, otherDb].map((client) => queueAndDeliverEmail({ db: client, mailer }, input)));

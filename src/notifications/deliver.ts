@@ -211,12 +211,37 @@ const MARK_EMAIL_SENT_AND_RECORD = {
 };
 
 /**
+ * INSERT_CLAIMED_EMAIL and MARK_EMAIL_SENT_AND_RECORD in one statement, for the outbox mailer,
+ * whose sending is the storing ($1 input JSON, $2 submission event type, $3 now ISO): the row
+ * inserted already sent, its event and the submitter's sent_at. Nothing when the key is stored.
+ */
+const INSERT_SENT_OUTBOX_EMAIL_AND_RECORD = {
+  name: 'signet_outbox_insert_sent_and_record',
+  text: `
+    WITH email AS (
+      INSERT INTO email_messages (account_id, submission_id, submitter_id, kind, dedupe_key, from_address, to_addresses, cc_addresses,
+                                  bcc_addresses, reply_to, subject, text_body, html_body, provider, status, attempt_count, sent_at,
+                                  created_at, updated_at)
+      SELECT (j->>'accountId')::int, (j->>'submissionId')::int, (j->>'submitterId')::int, j->>'kind', j->>'dedupeKey', j->>'from',
+             ARRAY(SELECT jsonb_array_elements_text(j->'to')), ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'cc', '[]'))),
+             ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'bcc', '[]'))), j->>'replyTo', j->>'subject', j->>'textBody', j->>'htmlBody',
+             'outbox', 'sent', 1, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
+        FROM (SELECT $1::jsonb AS j) input
+      ON CONFLICT (dedupe_key) DO NOTHING
+      RETURNING id, account_id, submission_id, submitter_id
+    ), ${RECORD_SENT_EMAIL}
+    SELECT id FROM email`,
+};
+
+/**
  * queueEmail then deliverEmail, in fewer statements for the usual case (a job's first run, the
  * key not stored yet): the row is inserted already claimed by this call (status 'sending',
  * attempt 1) and sent from `input`, with no read-back; then marked as deliverEmail marks it. A
  * stored key (a re-run, or another worker) goes through deliverEmail on the stored row, so the
  * outcomes and guarantees are deliverEmail's: at most one send per dedupe key, whoever calls.
- * Plain SQL on the pool under `deps.db` (sqlPool): a hot path (the signature request job).
+ * Plain SQL on the pool under `deps.db` (sqlPool): a hot path (the signature request job). With
+ * the outbox mailer and a submission event, storing is sending: one statement inserts the row
+ * sent and records it (INSERT_SENT_OUTBOX_EMAIL_AND_RECORD), then the outbox logs it.
  * @param options.submissionEvent when this call sends the email: record it on its submission, a
  *   submission event of that type for the email's submitter with {email_message_id}, and the
  *   submitter's sent_at when unset (the signature request's `send_email`), in the statement that
@@ -234,6 +259,14 @@ export async function queueAndDeliverEmail(
   const { db, mailer } = deps;
   const pool = sqlPool(db);
   const { submissionEvent } = options;
+  if (mailer.name === 'outbox' && submissionEvent) {
+    // The outbox's sending is the storing: one statement, then its log line.
+    const { rows: stored } = await pool.query<{ id: number }>({ ...INSERT_SENT_OUTBOX_EMAIL_AND_RECORD, values: [JSON.stringify(input), submissionEvent, new Date().toISOString()] });
+    if (stored[0]) {
+      await mailer.send({ from: input.from, to: input.to, cc: input.cc ?? [], bcc: input.bcc ?? [], replyTo: input.replyTo ?? undefined, subject: input.subject, text: input.textBody, html: input.htmlBody ?? undefined });
+      return { outcome: 'sent', emailMessageId: stored[0].id };
+    }
+  }
   const { rows } = await pool.query<{ id: number }>({ ...INSERT_CLAIMED_EMAIL, values: [JSON.stringify(input), mailer.name, new Date().toISOString()] });
   const inserted = rows[0];
   if (!inserted) {
