@@ -34,6 +34,27 @@ describe('authenticate', () => {
     }
   });
 
+  it('look-ups made in one turn share one statement; each caller gets its own viewer or null', async () => {
+    const one = await createAccount(db, { name: 'One', email: 'one@example.test' });
+    const two = await createAccount(db, { name: 'Two', email: 'two@example.test' });
+    const statements: string[] = [];
+    const counted = createDb(database.url, { poolSize: 1, onQuery: (sql) => statements.push(sql) });
+    try {
+      // Warm the keys' last use so that only look-ups are counted.
+      await authenticate(counted, one.apiKey);
+      await authenticate(counted, two.apiKey);
+      await new Promise((r) => setTimeout(r, 100));
+      statements.length = 0;
+      const viewers = await Promise.all([one.apiKey, two.apiKey, 'sgt_unknown', one.apiKey].map((key) => authenticate(counted, key)));
+      expect(viewers.map((v) => v?.account.name ?? null)).toEqual(['One', 'Two', null, 'One']);
+      expect(viewers.map((v) => v?.apiKeyId ?? null)).toEqual([one.apiKeyId, two.apiKeyId, null, one.apiKeyId]);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(statements).toHaveLength(1);
+    } finally {
+      await counted.$disconnect();
+    }
+  });
+
   it('records last use, at most once a minute', async () => {
     const created = await createAccount(db, { name: 'Used', email: 'used@example.test' });
     const before = Date.now();

@@ -2,7 +2,10 @@
  * Resolving an API key to the caller (user + account). DocuSeal reads `X-Auth-Token`
  * (reference/docuseal-behaviour.md §2); we also accept `Authorization: Bearer <key>`.
  */
+import type DataLoader from 'dataloader';
+import type pg from 'pg';
 import { sqlPool, type Db } from '../db/client.ts';
+import { turnBatch } from '../db/turn-batch.ts';
 import type { Account, User } from '../generated/prisma/client.ts';
 import { hashApiKey } from './api-keys.ts';
 
@@ -25,27 +28,30 @@ export function apiKeyFromHeaders(get: (name: string) => string | null | undefin
 }
 
 /**
- * The key, its user and its account in one round trip. Plain SQL (a named, server-prepared
- * statement) rather than Prisma: it runs on every request, and Prisma's per-query overhead was
- * most of the REST gateway's CPU time (bench/README.md). Timestamps are `timestamp(3)` holding
+ * The keys ($1, token hashes), each with its user and account, in one round trip: the look-ups
+ * of the requests that arrive in the same turn of the event loop share it (src/db/turn-batch.ts;
+ * under load a statement per request was a large part of a request's cost, bench/README.md
+ * issue 4). Row `n` answers the n-th hash. Plain SQL (a named, server-prepared statement) rather
+ * than Prisma: it runs on every request, and Prisma's per-query overhead was most of the REST
+ * gateway's CPU time (bench/README.md). Timestamps are `timestamp(3)` holding
  * UTC, so they are read `AT TIME ZONE 'UTC'` to come back as exact instants whatever the
  * process time zone.
  */
 const AUTHENTICATE = {
-  name: 'signet_authenticate',
+  name: 'signet_authenticate_batch',
   text: `
-    SELECT k.id AS key_id, k.last_used_at AT TIME ZONE 'UTC' AS key_last_used_at,
+    SELECT i.n, k.id AS key_id, k.last_used_at AT TIME ZONE 'UTC' AS key_last_used_at,
            u.id AS u_id, u.uuid AS u_uuid, u.email AS u_email,
            u.first_name AS u_first_name, u.last_name AS u_last_name, u.role AS u_role,
            u.created_at AT TIME ZONE 'UTC' AS u_created_at, u.updated_at AT TIME ZONE 'UTC' AS u_updated_at,
            a.id AS a_id, a.uuid AS a_uuid, a.name AS a_name, a.timezone AS a_timezone, a.locale AS a_locale,
            a.testing AS a_testing, a.preferences AS a_preferences,
            a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at, a.submission_list_epoch AS a_submission_list_epoch
-      FROM api_keys k
+      FROM unnest($1::text[]) WITH ORDINALITY AS i(token_hash, n)
+      JOIN api_keys k ON k.token_hash = i.token_hash
       JOIN users u ON u.id = k.user_id
       JOIN accounts a ON a.id = u.account_id
-     WHERE k.token_hash = $1
-       AND k.revoked_at IS NULL
+     WHERE k.revoked_at IS NULL
        AND u.archived_at IS NULL
        AND a.archived_at IS NULL`,
 };
@@ -55,6 +61,23 @@ const TOUCH_KEY = {
   text: `UPDATE api_keys SET last_used_at = now() AT TIME ZONE 'UTC' WHERE id = $1`,
 };
 
+type KeyRow = Record<string, any>;
+const lookupsByPool = new WeakMap<pg.Pool, DataLoader<string, KeyRow | null>>();
+
+/** The pool's batched key look-up: token hash → its row, or null. */
+function keyLookups(pool: pg.Pool): DataLoader<string, KeyRow | null> {
+  let loader = lookupsByPool.get(pool);
+  if (!loader) {
+    loader = turnBatch<string, KeyRow | null>(async (hashes) => {
+      const { rows } = await pool.query({ ...AUTHENTICATE, values: [hashes] });
+      const byIndex = new Map(rows.map((row) => [Number(row.n), row]));
+      return hashes.map((_hash, index) => byIndex.get(index + 1) ?? null);
+    });
+    lookupsByPool.set(pool, loader);
+  }
+  return loader;
+}
+
 /**
  * Looks up the caller of an API key.
  * @returns the viewer, or null when the key is unknown, revoked, or its user or account is archived
@@ -62,8 +85,7 @@ const TOUCH_KEY = {
 export async function authenticate(db: Db, token: string | undefined): Promise<Viewer | null> {
   if (!token || token.length > 512) return null;
   const pool = sqlPool(db);
-  const { rows } = await pool.query({ ...AUTHENTICATE, values: [hashApiKey(token)] });
-  const row = rows[0];
+  const row = await keyLookups(pool).load(hashApiKey(token));
   if (!row) return null;
   const now = Date.now();
   const lastUsedAt: Date | null = row.key_last_used_at;

@@ -31,7 +31,7 @@ import type { JobLogger, JobQueue } from '../jobs/job-queue.ts';
 import type { PayloadBuilder, WebhookPayload } from './payloads.ts';
 import { sendWebhookRequest, type SendWebhookRequestOptions, type WebhookResponse } from './send-request.ts';
 import { SIGNATURE_HEADER, signatureHeader, signingSecrets } from './signature.ts';
-import { turnBatch } from './turn-batch.ts';
+import { turnBatch } from '../db/turn-batch.ts';
 
 export const DELIVER_WEBHOOK_JOB = 'deliver-webhook';
 
@@ -90,7 +90,7 @@ interface ClaimedDelivery {
 /*
  * The hot path (claim, record) is plain SQL on the client's pool: one statement each instead of
  * Prisma's five round trips, for every attempt of every delivery. And the claims (and the
- * records) asked for in the same turn of the event loop go in one statement (./turn-batch.ts), so
+ * records) asked for in the same turn of the event loop go in one statement (src/db/turn-batch.ts), so
  * that under load many attempts share a statement and its commit; alone, an attempt waits for
  * nothing. Each row is still conditional on its own delivery: one attempt's outcome never depends
  * on another's. Timestamps are timestamp(3) holding UTC, read and written `AT TIME ZONE 'UTC'` (as

@@ -10,7 +10,7 @@
  *
  * Its own statements are plain SQL (it runs for every event): the endpoints, then one INSERT of
  * every delivery returning the deliveries to enqueue; those of the dispatches running at once go
- * in one statement each (./turn-batch.ts). Only the payload goes through Prisma (the REST layer's
+ * in one statement each (src/db/turn-batch.ts). Only the payload goes through Prisma (the REST layer's
  * GraphQL operation).
  *
  * Idempotent: a delivery's uuid is derived from the dispatch job's id and the endpoint's id (a
@@ -28,7 +28,7 @@ import type { ContextFactory } from '../graphql/context.ts';
 import type { JobLogger, JobQueue, JobRun } from '../jobs/job-queue.ts';
 import { defineDeliverWebhookJob, enqueueAttempt, type DeliveryDeps } from './deliver-webhook.ts';
 import { createAccountContexts, createPayloadBuilder, type PayloadBuilder } from './payloads.ts';
-import { turnBatch } from './turn-batch.ts';
+import { turnBatch } from '../db/turn-batch.ts';
 
 /** Namespace of delivery uuids (a fixed random UUID). */
 const DELIVERY_NAMESPACE = Buffer.from('5b0c3f0e9a6d4e2f8c1b7a3d2e4f6a81', 'hex');
@@ -107,7 +107,7 @@ interface DispatchStatements {
 
 const statementsByDb = new WeakMap<Db, DispatchStatements>();
 
-/** The dispatch's statements on `db`'s pool, those of the jobs running at once in one statement each (./turn-batch.ts). */
+/** The dispatch's statements on `db`'s pool, those of the jobs running at once in one statement each (src/db/turn-batch.ts). */
 function dispatchStatements(db: Db): DispatchStatements {
   let statements = statementsByDb.get(db);
   if (statements) return statements;

@@ -31,7 +31,7 @@ import { accountAndUserFromRow } from '../accounts/authenticate.ts';
 import { recordTypeOf, type EventType } from '../events/events.ts';
 import type { ContextFactory, GraphQLContext } from '../graphql/context.ts';
 import { findAppError } from '../graphql/errors.ts';
-import { turnBatch } from './turn-batch.ts';
+import { turnBatch } from '../db/turn-batch.ts';
 
 export interface WebhookPayload {
   event_type: string;
@@ -169,7 +169,7 @@ const ACCOUNT_VIEWERS = {
  * Contexts acting for an account without a request: the service's context factory, with the
  * account's first user as the viewer (there is no API key behind it; apiKeyId 0 is no key's id).
  * Null for an unknown or archived account, or one without a user that is not archived. The
- * look-ups of the events dispatched at once go in one statement (./turn-batch.ts), and the
+ * look-ups of the events dispatched at once go in one statement (src/db/turn-batch.ts), and the
  * payloads of one account asked for in the same turn of the event loop are built in one context:
  * its per-request loaders (src/graphql/loaders.ts) then fetch for all of them at once. They read
  * the records at the same moment, so sharing the loaders' caches changes no payload.

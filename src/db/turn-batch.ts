@@ -1,8 +1,9 @@
 /**
- * Statements shared by the webhook jobs running at the same time: the requests made in one turn
+ * Statements shared by the requests and jobs running at the same time (API key look-ups, webhook
+ * dispatch and delivery bookkeeping): the requests made in one turn
  * of the event loop go to the database as one statement (DataLoader, scheduled with setImmediate,
- * i.e. once the I/O callbacks of the turn have run). Under load many jobs share a statement and
- * its commit; a job alone waits for nothing. Each caller gets its own result (or the statement's
+ * i.e. once the I/O callbacks of the turn have run). Under load many callers share a statement
+ * (and its commit); a caller alone waits for nothing. Each caller gets its own result (or the statement's
  * error); batch functions keep every row conditional on its own request.
  */
 import DataLoader from 'dataloader';
