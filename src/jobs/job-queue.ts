@@ -159,6 +159,12 @@ const DEFAULT_STOP_TIMEOUT_MS = 10_000;
 const IDLE_POLL_MS = 25;
 /** Agenda's default concurrency per job name. */
 const AGENDA_DEFAULT_CONCURRENCY = 5;
+/**
+ * Jobs running at once in an instance, all names together (Agenda's default is 20). Above the
+ * sum of the per-name concurrencies (signature requests 10, webhook deliveries 10, dispatch 5,
+ * completion 2, the others 5 each), so that one busy kind never holds the others back.
+ */
+const MAX_CONCURRENCY = 64;
 /** Agenda's own default lock lifetime (10 minutes). */
 const AGENDA_DEFAULT_LOCK_LIFETIME_MS = 600_000;
 
@@ -192,6 +198,7 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         backend: store.backend,
         name: instanceName,
         processEvery: options.processEvery ?? DEFAULT_PROCESS_EVERY_MS,
+        maxConcurrency: MAX_CONCURRENCY,
         ...(options.lockLifetimeMs ? { defaultLockLifetime: options.lockLifetimeMs } : {}),
       });
       agenda.on('error', (error: Error) => logger.error({ err: error }, 'jobs: queue error'));

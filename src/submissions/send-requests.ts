@@ -40,9 +40,16 @@ export interface SendDeps {
 /** Retry after base (SEND_RETRY_BASE_MS, 30 s), then twice as long each time, capped at an hour; 10 runs in all. */
 const sendRetry = (baseMs: number) => ({ maxAttempts: 10, delayMs: (attempt: number) => Math.min(2 ** attempt * baseMs, 3_600_000) });
 
+/**
+ * Requests sent at once per instance. A send is two short statements and a provider call, so it
+ * mostly waits: with Agenda's default of 5 an instance drained ~440 requests/s with its CPU two
+ * thirds idle; 10 drained ~600/s (bench:submissions, issue 4). 20 made each send cost more CPU.
+ */
+const SEND_CONCURRENCY = 10;
+
 /** Registers the submission jobs on a queue (every instance that should run them). */
 export function defineSubmissionJobs(queue: JobQueue, deps: SendDeps): void {
-  queue.define<SendRequestJob>(SEND_REQUEST_JOB, (job) => sendRequest(deps, job), { retry: sendRetry(deps.config.sendRetryBase) });
+  queue.define<SendRequestJob>(SEND_REQUEST_JOB, (job) => sendRequest(deps, job), { retry: sendRetry(deps.config.sendRetryBase), concurrency: SEND_CONCURRENCY });
   queue.define<{ submissionId: number; expireAt: string }>(EXPIRE_SUBMISSION_JOB, (job) => expireSubmission(deps, job));
 }
 
