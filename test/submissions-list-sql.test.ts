@@ -12,6 +12,8 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { serializeSubmissionListItem, SUBMISSION_LIST_FRAGMENT, type SubmissionListData } from '../rest-compat/serializers/submission.ts';
+import { renderSubmissionList } from '../rest-compat/serializers/submission-list.ts';
+import type { GraphQLContext } from '../src/graphql/context.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
@@ -203,6 +205,20 @@ describe('kept list items', () => {
     const after = await listed();
     expect(after.text).toBe(before.text);
     for (const row of (await kept()).values()) expect(row.item).not.toContain('stale');
+  });
+
+  it('pages asked for in one turn share the statement that reads their versions; each gets its own items', async () => {
+    const { data } = await listed();
+    const ids: number[] = data.map((s) => s.id);
+    const context = { db: t.db, files: t.app.files.signer, viewer: { account: { id: alice.accountId } } } as unknown as GraphQLContext;
+    const pages = [ids.slice(0, 2), ids.slice(1, 5), ids];
+    const alone = await Promise.all(pages.map(async (page) => ((await renderSubmissionList(context, page, { count: page.length, next: null, prev: null })).text as Buffer).toString()));
+    await t.resetQueries();
+    const together = await Promise.all(pages.map((page) => renderSubmissionList(context, page, { count: page.length, next: null, prev: null })));
+    await t.settleQueries();
+    expect(together.map((body) => withoutTokens((body.text as Buffer).toString()))).toEqual(alone.map(withoutTokens));
+    expect(together.map((body) => JSON.parse((body.text as Buffer).toString()).data.map((s: { id: number }) => s.id))).toEqual(pages);
+    expect(t.queries.filter((sql) => sql.includes('c.xmin::text'))).toHaveLength(1);
   });
 
   it("never wait for a writer's lock, nor store what it is changing", async () => {

@@ -25,7 +25,9 @@ import { createHash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { GraphQLContext } from '../../src/graphql/context.ts';
 import { requireViewer } from '../../src/graphql/context.ts';
+import type DataLoader from 'dataloader';
 import { sqlPool } from '../../src/db/client.ts';
+import { turnBatch } from '../../src/db/turn-batch.ts';
 import { RawJson } from '../gateway.ts';
 
 
@@ -210,6 +212,43 @@ interface Row {
 
 const COMMA = Buffer.from(',');
 
+interface VersionsRequest {
+  accountId: number;
+  ids: number[];
+  /** `now` as the statements take it (UTC, no zone). */
+  at: string;
+}
+
+const versionLookupsByPool = new WeakMap<object, DataLoader<VersionsRequest, Row[]>>();
+
+/**
+ * The pool's CURRENT_VERSIONS_SQL, shared by the pages asked for in one turn of the event loop
+ * (src/db/turn-batch.ts): one statement per account over the union of their ids, judged at the
+ * latest `now` among them (a few milliseconds apart; an item expiring in between is only
+ * rendered again a little early). Each request gets the rows of its own ids.
+ */
+function versionLookups(pool: import('pg').Pool): DataLoader<VersionsRequest, Row[]> {
+  let loader = versionLookupsByPool.get(pool);
+  if (!loader) {
+    loader = turnBatch<VersionsRequest, Row[]>(async (requests) => {
+      const byAccount = new Map<number, VersionsRequest[]>();
+      for (const request of requests) byAccount.set(request.accountId, [...(byAccount.get(request.accountId) ?? []), request]);
+      const rowsById = new Map<number, Row>();
+      await Promise.all(
+        [...byAccount].map(async ([accountId, group]) => {
+          const ids = [...new Set(group.flatMap((request) => request.ids))];
+          const at = group.map((request) => request.at).sort().at(-1)!;
+          const { rows } = await pool.query<Row>({ name: 'rest_submission_list_versions', text: CURRENT_VERSIONS_SQL, values: [ids, at, accountId, FORMAT] });
+          for (const row of rows) rowsById.set(row.id, row);
+        }),
+      );
+      return requests.map((request) => request.ids.flatMap((id) => rowsById.get(id) ?? []));
+    });
+    versionLookupsByPool.set(pool, loader);
+  }
+  return loader;
+}
+
 /**
  * The `{data, pagination}` body of GET /submissions for the submissions `ids` (a page the
  * `submissions` GraphQL query chose, so already scoped to the caller's account), as UTF-8 JSON.
@@ -230,7 +269,7 @@ export async function renderSubmissionList(
     const pool = sqlPool(context.db);
     const itemBytes = itemBytesOf(pool);
     const values = [ids, now.toISOString().replace('T', ' ').replace('Z', ''), account.id, FORMAT];
-    const rows = (await pool.query<Row>({ name: 'rest_submission_list_versions', text: CURRENT_VERSIONS_SQL, values })).rows;
+    const rows = await versionLookups(pool).load({ accountId: account.id, ids, at: values[1] as string });
     const unheld = rows.filter((row) => !itemBytes.has(`${row.id}@${row.version}`)).map((row) => row.id);
     const texts = new Map<number, Row>();
     if (unheld.length > 0) {
