@@ -161,7 +161,7 @@ const IDLE_POLL_MS = 25;
 const AGENDA_DEFAULT_CONCURRENCY = 5;
 /**
  * Jobs running at once in an instance, all names together (Agenda's default is 20). Above the
- * sum of the per-name concurrencies (signature requests 10, webhook deliveries 10, dispatch 5,
+ * sum of the per-name concurrencies (signature requests 10, webhook deliveries 20, dispatch 10,
  * completion 2, the others 5 each), so that one busy kind never holds the others back.
  */
 const MAX_CONCURRENCY = 64;

@@ -199,8 +199,9 @@ export function defineWebhookJobs(
   const { db, logger } = options;
   const payloads = createPayloadBuilder({ schema: options.schema, db, appUrl: options.config.appUrl, contextFor: createAccountContexts(options.contextFactory, db) });
   const deliveryDeps: DeliveryDeps = { db, jobs, payloads, config: options.config.webhooks, logger };
+  // 10 at once: a dispatch waits for its payload and two statements; at 5 a burst of events queued here (bench:webhooks).
   jobs.define<DispatchEventData>(DISPATCH_EVENT_JOB, (event, run) => dispatchEvent({ db, jobs, payloads, logger }, event, run), {
-    concurrency: 5,
+    concurrency: 10,
     retry: { maxAttempts: 5, delayMs: (attempt) => 2 ** attempt * 1000 },
   });
   defineDeliverWebhookJob(deliveryDeps);
