@@ -31,8 +31,8 @@ import { isPublicAddress } from '../documents/load-file-input.ts';
 export const RESPONSE_BODY_KEPT_BYTES = 1024;
 /** Bytes read from a response at most; the rest is not waited for. */
 const RESPONSE_READ_LIMIT = 64 * 1024;
-/** Sockets per destination at most (open at once; deliver-webhook runs 10 attempts at a time). */
-export const AGENT_MAX_SOCKETS = 16;
+/** Sockets per destination at most (open at once): deliver-webhook runs DELIVER_CONCURRENCY (20) attempts at a time. */
+export const AGENT_MAX_SOCKETS = 20;
 /** Milliseconds an idle kept-alive socket stays open (below common server keep-alive timeouts: Node 5 s, nginx 75 s). */
 export const AGENT_IDLE_MS = 4000;
 /** Destinations whose agents are kept; past this, agents without sockets are dropped first. */
