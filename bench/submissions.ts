@@ -241,7 +241,7 @@ async function main(): Promise<number> {
   print(`  GET /api/submissions?limit=100 p99 ≤ ${TARGETS.listP99Ms} ms  ${fmt(runs.list.p99Ms, 1).padStart(6)} ms      ${passMiss(pass.list)}`);
   print(`  (list, one connection at a time: p50 ${fmt(listOneConnection.p50Ms, 1)} ms, p99 ${fmt(listOneConnection.p99Ms, 1)} ms, ${fmt(listOneConnection.reqPerSec, 1)} req/s)`);
   print(
-    `Jobs (email and event of each create): ${backlogAfterCreate} due or running after the create run, drained in ${fmt(drainS, 1)} s ` +
+    `Jobs (each create's first-party email; no event job: the bench account has no webhook endpoint): ${backlogAfterCreate} due or running after the create run, drained in ${fmt(drainS, 1)} s ` +
       `(${fmt(backlogAfterCreate / Math.max(drainS, 0.001), 0)} jobs/s, CPU ${jobCpuUs} µs per job); ${delivery.firstPartyEmails}/${delivery.submissions} first-party emails`,
   );
   if (profile) {
@@ -766,7 +766,7 @@ function verbList(byVerb: VerbCounts): string {
 
 function describeCount(count: StatementCount): string {
   let text = `${count.request.service + count.request.jobStore} in the request (${verbList(count.request.byVerb)}; ${count.request.jobStore} on the job store)`;
-  if (count.job) text += `; its jobs (email, event): ${count.job.service} + ${count.job.jobStore} on the job store (${verbList(count.job.byVerb)})`;
+  if (count.job) text += `; its job (the email): ${count.job.service} + ${count.job.jobStore} on the job store (${verbList(count.job.byVerb)})`;
   return `${text}  [${count.agreeing}/${count.samples} samples agree]`;
 }
 
