@@ -44,6 +44,7 @@ import { startWorker as startSharedWorker, type WorkerReply } from './workers.ts
 import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
 import { envNumber, fmt, median, passMiss, print, round } from './util.ts';
+import { summarizeCpuProfiles } from './profile.ts';
 
 const RUNS = envNumber('BENCH_COMPLETION_RUNS', 5);
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE === '1';
@@ -549,37 +550,9 @@ async function timed<T extends object>(pid: number, fn: () => Promise<T>): Promi
   return { ms, ...result, cpuMs: (await cpuMs(pid)) - cpuBefore };
 }
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number };
-  children?: number[];
-}
-
-/** Self time by function and by origin (package, src file, node internals) of the .cpuprofile files in `dir`. */
+/** Self time by function and by origin of every .cpuprofile in `dir`, all samples (bench/profile.ts). */
 async function summarizeProfile(dir: string) {
-  const byFunction = new Map<string, number>();
-  const byOrigin = new Map<string, number>();
-  let totalMs = 0;
-  for (const file of await fs.readdir(dir)) {
-    if (!file.endsWith('.cpuprofile')) continue;
-    const profile = JSON.parse(await fs.readFile(path.join(dir, file), 'utf8')) as { nodes: ProfileNode[]; samples: number[]; timeDeltas: number[] };
-    const nodes = new Map(profile.nodes.map((n) => [n.id, n]));
-    for (const [i, id] of profile.samples.entries()) {
-      const node = nodes.get(id)!;
-      const name = node.callFrame.functionName || '(anonymous)';
-      if (name === '(idle)') continue;
-      const ms = (profile.timeDeltas[i] ?? 0) / 1000;
-      const url = node.callFrame.url;
-      const origin = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(url)?.[1] ?? /\/(src|bench)\/.*/.exec(url)?.[0].slice(1) ?? (url || name);
-      const where = `${name} (${origin}${url ? `:${node.callFrame.lineNumber + 1}` : ''})`;
-      byFunction.set(where, (byFunction.get(where) ?? 0) + ms);
-      byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + ms);
-      totalMs += ms;
-    }
-  }
-  const rank = (map: Map<string, number>) =>
-    [...map].sort((a, b) => b[1] - a[1]).map(([name, ms]) => ({ name, ms: round(ms, 1), percent: round((100 * ms) / Math.max(totalMs, 1), 1) }));
-  return { totalMs: round(totalMs, 0), byOrigin: rank(byOrigin), byFunction: rank(byFunction) };
+  return (await summarizeCpuProfiles(dir, [undefined]))?.[0];
 }
 
 async function tempDir(prefix: string): Promise<string> {

@@ -35,8 +35,6 @@
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import { SourceMap } from 'node:module';
-import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
@@ -44,6 +42,7 @@ import { cleanUpOnSignals, onCleanup, runCleanups, runBench } from './cleanup.ts
 import { startStatementProxy, type RecordedStatement, type StatementProxy } from './pg-statement-proxy.ts';
 import { buildService, childEnv, cpuMs, freePort, type NodeChild, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
 import { envNumber, round, fmt, passMiss, print } from './util.ts';
+import { monotonicUs, summarizeCpuProfiles } from './profile.ts';
 
 const DURATION_S = envNumber('BENCH_DURATION', 8);
 const WARMUP_S = envNumber('BENCH_WARMUP', 2);
@@ -778,11 +777,6 @@ function shortCount(count: StatementCount): string {
 // ---------------------------------------------------------------------------------------------
 // CPU profile summary
 
-interface ProfileNode {
-  id: number;
-  callFrame: { functionName: string; url: string; lineNumber: number; columnNumber: number };
-}
-
 /** A measured run, in microseconds of CLOCK_MONOTONIC (V8's profile clock on Linux, and process.hrtime's). */
 interface Phase {
   key: Key;
@@ -790,62 +784,10 @@ interface Phase {
   endUs: number;
 }
 
-const monotonicUs = () => Number(process.hrtime.bigint() / 1000n);
-
-/**
- * Self time of the profile in `dir` (the one .cpuprofile node wrote at exit) during each phase,
- * grouped by origin (an npm package, Node's internals, or Signet's own source file: dist/main.mjs
- * mapped back through its source map) and by function. Idle time is left out.
- */
+/** Self time of the load instance's profile during each phase (bench/profile.ts). */
 async function summarizeProfile(dir: string, phases: Phase[]) {
-  const file = (await fs.readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
-  if (!file) return undefined;
-  const profile = JSON.parse(await fs.readFile(path.join(dir, file), 'utf8')) as { nodes: ProfileNode[]; startTime: number; samples: number[]; timeDeltas: number[] };
-  const map = await fs
-    .readFile(path.join(REPO_ROOT, 'dist', 'main.mjs.map'), 'utf8')
-    .then((text) => new SourceMap(JSON.parse(text)))
-    .catch(() => undefined);
-  const frames = new Map(profile.nodes.map((n) => [n.id, describeFrame(n.callFrame, map)]));
-
-  return phases.map((phase) => {
-    const byOrigin = new Map<string, number>();
-    const byFunction = new Map<string, number>();
-    let total = 0;
-    let at = profile.startTime;
-    profile.samples.forEach((id, i) => {
-      const delta = profile.timeDeltas[i] ?? 0;
-      at += delta;
-      const frame = frames.get(id)!;
-      if (at < phase.startUs || at > phase.endUs || frame.idle) return;
-      total += delta;
-      byOrigin.set(frame.origin, (byOrigin.get(frame.origin) ?? 0) + delta);
-      byFunction.set(frame.name, (byFunction.get(frame.name) ?? 0) + delta);
-    });
-    const rank = (m: Map<string, number>) =>
-      [...m.entries()].sort((a, b) => b[1] - a[1]).map(([name, us]) => ({ name, percent: round((us / Math.max(total, 1)) * 100, 1) }));
-    return { key: phase.key, totalMs: round(total / 1000, 0), byOrigin: rank(byOrigin), byFunction: rank(byFunction) };
-  });
-}
-
-function describeFrame(callFrame: ProfileNode['callFrame'], map: SourceMap | undefined): { origin: string; name: string; idle: boolean } {
-  const { functionName, url, lineNumber, columnNumber } = callFrame;
-  let origin: string;
-  let where = url;
-  if (!url) origin = functionName; // (garbage collector), (program), (idle)
-  else if (url.startsWith('node:')) origin = 'node internals';
-  else if (url.includes('/node_modules/')) {
-    const inPackage = url.slice(url.lastIndexOf('/node_modules/') + '/node_modules/'.length);
-    origin = inPackage.split('/').slice(0, inPackage.startsWith('@') ? 2 : 1).join('/');
-    where = `${inPackage}:${lineNumber + 1}`;
-  } else if (url.endsWith('dist/main.mjs') && map) {
-    const entry = map.findEntry(lineNumber, columnNumber) as { originalSource?: string; originalLine?: number };
-    // Sources are relative to dist/ in the map (or file:// URLs once resolved).
-    const original = entry.originalSource;
-    const source = original ? path.relative(REPO_ROOT, original.startsWith('file://') ? fileURLToPath(original) : path.resolve(REPO_ROOT, 'dist', original)) : 'dist/main.mjs';
-    origin = source.startsWith('src/generated') ? 'src/generated (Prisma client)' : source;
-    where = `${source}:${(entry.originalLine ?? 0) + 1}`;
-  } else origin = path.relative(REPO_ROOT, url.replace(/^file:\/\//, ''));
-  return { origin, name: `${functionName || '(anonymous)'}  ${where}`.trim(), idle: functionName === '(idle)' };
+  const summaries = await summarizeCpuProfiles(dir, phases.map((phase) => ({ from: phase.startUs, to: phase.endUs })));
+  return summaries?.map((summary, i) => ({ key: phases[i]!.key, ...summary }));
 }
 
 // ---------------------------------------------------------------------------------------------

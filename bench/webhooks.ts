@@ -50,6 +50,7 @@ import { startStatementProxy, type StatementProxy } from './pg-statement-proxy.t
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
 import { envNumber, fmt, passMiss, print, round } from './util.ts';
 import { DELIVER_CONCURRENCY } from '../src/webhooks/deliver-webhook.ts';
+import { monotonicUs, summarizeCpuProfiles, type ProfileWindow } from './profile.ts';
 
 const ENDPOINTS = envNumber('BENCH_ENDPOINTS', 5);
 const LATENCY_EVENTS = envNumber('BENCH_LATENCY_EVENTS', 40);
@@ -255,13 +256,13 @@ async function main(): Promise<void> {
   const cpuBefore = await cpuMs(child.pid);
   if (proxy) proxy.statements.length = 0;
   // The profile's clock (V8's, CLOCK_MONOTONIC in µs) is process.hrtime's: the burst's window in it.
-  const burstWindowUs = { from: Number(process.hrtime.bigint() / 1000n), to: Number.POSITIVE_INFINITY };
+  const burstWindowUs = { from: monotonicUs(), to: Number.POSITIVE_INFINITY };
   const burstBegan = performance.now();
   for (let i = 0; i < BURST_EVENTS; i += 1) await emit();
   const emitMs = performance.now() - burstBegan;
   await waitForArrivals(burstStart + BURST_EVENTS * ENDPOINTS);
   const burstMs = receiver.arrivals.at(-1)!.at - burstBegan;
-  burstWindowUs.to = Number(process.hrtime.bigint() / 1000n);
+  burstWindowUs.to = monotonicUs();
   const signetCpuMs = (await cpuMs(child.pid)) - cpuBefore;
   const burstStatements = proxy ? [...proxy.statements] : [];
   const burstDeliveries = BURST_EVENTS * ENDPOINTS;
@@ -353,36 +354,15 @@ function printStatements(statements: { pool: string; text: string }[], deliverie
 
 /**
  * Self time of the service's CPU profile by package or source file, and the top functions, for
- * the samples taken within `window` (µs of the monotonic clock: the burst).
+ * the samples taken within `window` (µs of the monotonic clock: the burst; bench/profile.ts).
  */
-async function printProfile(dir: string, window: { from: number; to: number }): Promise<void> {
-  const file = (await fs.readdir(dir)).find((f) => f.endsWith('.cpuprofile'));
-  if (!file) return;
-  type Node = { id: number; callFrame: { functionName: string; url: string; lineNumber: number } };
-  const profile = JSON.parse(await fs.readFile(path.join(dir, file), 'utf8')) as { nodes: Node[]; startTime: number; samples: number[]; timeDeltas: number[] };
-  const nodes = new Map(profile.nodes.map((n) => [n.id, n.callFrame]));
-  const byOrigin = new Map<string, number>();
-  const byFunction = new Map<string, number>();
-  let total = 0;
-  let at = profile.startTime;
-  profile.samples.forEach((id, i) => {
-    const delta = profile.timeDeltas[i] ?? 0;
-    at += delta;
-    if (at < window.from || at > window.to) return;
-    const frame = nodes.get(id)!;
-    if (frame.functionName === '(idle)') return;
-    total += delta;
-    const url = frame.url;
-    const origin = !url ? frame.functionName : url.startsWith('node:') ? 'node internals' : url.includes('/node_modules/') ? url.slice(url.lastIndexOf('/node_modules/') + 14).split('/').slice(0, url.includes('/node_modules/@') ? 2 : 1).join('/') : path.relative(REPO_ROOT, url.replace(/^file:\/\//, ''));
-    byOrigin.set(origin, (byOrigin.get(origin) ?? 0) + delta);
-    const name = `${frame.functionName || '(anonymous)'} ${origin}:${frame.lineNumber + 1}`;
-    byFunction.set(name, (byFunction.get(name) ?? 0) + delta);
-  });
-  const top = (m: Map<string, number>, n: number) => [...m.entries()].sort((a, b) => b[1] - a[1]).slice(0, n);
+async function printProfile(dir: string, window: ProfileWindow): Promise<void> {
+  const [summary] = (await summarizeCpuProfiles(dir, [window])) ?? [];
+  if (!summary) return;
   print('');
-  print(`CPU profile of the service during the burst, ${fmt(total / 1000, 0)} ms busy (${path.join(dir, file)}, burst window ${window.from}–${window.to} µs):`);
-  for (const [origin, us] of top(byOrigin, 12)) print(`  ${fmt((us / total) * 100, 1)}%  ${origin}`);
-  for (const [name, us] of top(byFunction, 20)) print(`  ${fmt((us / total) * 100, 1)}%  ${name}`);
+  print(`CPU profile of the service during the burst, ${fmt(summary.totalMs, 0)} ms busy (${dir}, burst window ${window.from}–${window.to} µs):`);
+  for (const row of summary.byOrigin.slice(0, 12)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);
+  for (const row of summary.byFunction.slice(0, 20)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);
 }
 
 main()
