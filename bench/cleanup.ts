@@ -2,6 +2,10 @@
  * Cleanup for the benchmarks: every resource registers its undo step as soon as it exists; the
  * steps run in reverse order at the end, on failure, and on Ctrl-C.
  */
+import fs from 'node:fs/promises';
+import os from 'node:os';
+import path from 'node:path';
+
 const cleanups: { label: string; step: () => Promise<void> }[] = [];
 
 /** Registers an undo step; the returned function runs it now (and not again at the end). */
@@ -48,8 +52,20 @@ export function runBench(main: () => Promise<number>): void {
       process.exitCode = code;
     })
     .catch(async (error: unknown) => {
-      process.stderr.write(`bench failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+      process.stderr.write(`bench failed: ${describeError(error)}\n`);
       await runCleanups();
       process.exitCode = 1;
     });
+}
+
+/** An error's stack (or message), or the thrown value as text. */
+export function describeError(error: unknown): string {
+  return error instanceof Error ? (error.stack ?? error.message) : String(error);
+}
+
+/** A new directory under the OS temp dir (`prefix` + random), removed at cleanup. */
+export async function tempDir(prefix: string): Promise<string> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
+  onCleanup(`remove ${dir}`, () => fs.rm(dir, { recursive: true, force: true }));
+  return dir;
 }

@@ -40,8 +40,8 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import pg from 'pg';
 import type { Browser } from 'playwright-core';
-import { startWorker as startSharedWorker, type WorkerReply } from './workers.ts';
-import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
+import { runWorkerOrBench, startWorker as startSharedWorker, type WorkerReply } from './workers.ts';
+import { describeError, onCleanup, runCleanups, tempDir } from './cleanup.ts';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
 import { envNumber, fmt, median, passMiss, print, round } from './util.ts';
 import { summarizeCpuProfiles } from './profile.ts';
@@ -210,7 +210,7 @@ async function runWorker(mode: WorkerMode): Promise<void> {
   process.on('message', (request: WorkerRequest) => {
     handler.run(request).then(
       (result) => send({ type: 'result', result }),
-      (error: unknown) => send({ type: 'error', error: describe(error) }),
+      (error: unknown) => send({ type: 'error', error: describeError(error) }),
     );
   });
   process.once('disconnect', () => {
@@ -374,7 +374,7 @@ async function main(): Promise<number> {
     }
   }
   if (signet.child.exited()) problems.push(`the Signet server exited:\n${signet.child.output()}`);
-  await checkOutput(sql, dataDir, checkedSubmission!, texts.map((t) => t.value)).catch((error: unknown) => problems.push(`output check: ${describe(error)}`));
+  await checkOutput(sql, dataDir, checkedSubmission!, texts.map((t) => t.value)).catch((error: unknown) => problems.push(`output check: ${describeError(error)}`));
 
   const signetPeak = await memoryMb(signet.child.pid);
   const pipelinePeak = await memoryMb(pipeline.pid);
@@ -555,35 +555,7 @@ async function summarizeProfile(dir: string) {
   return (await summarizeCpuProfiles(dir, [undefined]))?.[0];
 }
 
-async function tempDir(prefix: string): Promise<string> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
-  onCleanup(`remove ${dir}`, () => fs.rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
-}
-
-const workerMode = process.env[WORKER_ENV] as WorkerMode | undefined;
-if (workerMode) {
-  runWorker(workerMode).catch((error: unknown) => {
-    process.send?.({ type: 'error', error: describe(error) } satisfies WorkerReply);
-    process.exitCode = 1;
-    process.disconnect?.();
-  });
-} else {
-  cleanUpOnSignals();
-  main()
-    .then((code) => {
-      process.exitCode = code;
-    })
-    .catch(async (error: unknown) => {
-      process.stderr.write(`bench failed: ${describe(error)}\n`);
-      await runCleanups();
-      process.exitCode = 1;
-    });
-}
+runWorkerOrBench<WorkerMode>(WORKER_ENV, runWorker, main);
 
 /** Chromium for the click-to-confirmation timing (BENCH_CHROMIUM, else Debian's), or null when there is none. */
 async function launchChromium(): Promise<Browser | null> {

@@ -28,8 +28,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
-import { startWorker as startSharedWorker, type WorkerReply } from './workers.ts';
-import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
+import { runWorkerOrBench, startWorker as startSharedWorker, type WorkerReply } from './workers.ts';
+import { describeError, onCleanup, runCleanups, tempDir } from './cleanup.ts';
 import { envNumber, median, round, fmt, passMiss, print } from './util.ts';
 
 const TEMPLATE_RUNS = envNumber('BENCH_TEMPLATE_RUNS', 5);
@@ -214,7 +214,7 @@ async function runWorker(mode: WorkerMode): Promise<void> {
   process.on('message', (request: WorkerRequest) => {
     handler.run(request).then(
       (result) => send({ type: 'result', result }),
-      (error: unknown) => send({ type: 'error', error: describe(error) }),
+      (error: unknown) => send({ type: 'error', error: describeError(error) }),
     );
   });
   // The parent disconnects when it is done (after reading this process's VmHWM).
@@ -597,38 +597,4 @@ async function checkDocxPdf(pdf: Buffer): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 
-async function tempDir(prefix: string): Promise<string> {
-  const dir = await fs.mkdtemp(path.join(os.tmpdir(), prefix));
-  onCleanup(`remove ${dir}`, () => fs.rm(dir, { recursive: true, force: true }));
-  return dir;
-}
-
-
-
-
-
-
-
-function describe(error: unknown): string {
-  return error instanceof Error ? (error.stack ?? error.message) : String(error);
-}
-
-const workerMode = process.env[WORKER_ENV] as WorkerMode | undefined;
-if (workerMode) {
-  runWorker(workerMode).catch((error: unknown) => {
-    process.send?.({ type: 'error', error: describe(error) } satisfies WorkerReply);
-    process.exitCode = 1;
-    process.disconnect?.();
-  });
-} else {
-  cleanUpOnSignals();
-  main()
-    .then((code) => {
-      process.exitCode = code;
-    })
-    .catch(async (error: unknown) => {
-      process.stderr.write(`bench failed: ${describe(error)}\n`);
-      await runCleanups();
-      process.exitCode = 1;
-    });
-}
+runWorkerOrBench<WorkerMode>(WORKER_ENV, runWorker, main);

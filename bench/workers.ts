@@ -8,7 +8,7 @@
  * `{type: 'result', result}` or `{type: 'error', error}`.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { onCleanup } from './cleanup.ts';
+import { cleanUpOnSignals, describeError, onCleanup, runBench } from './cleanup.ts';
 import { REPO_ROOT } from './processes.ts';
 
 export type WorkerReply = { type: 'ready' } | { type: 'result'; result: unknown } | { type: 'error'; error: string };
@@ -87,4 +87,23 @@ async function stopWorkerProcess(child: ChildProcess, exited: Promise<void>): Pr
   else child.kill('SIGTERM');
   await exited;
   clearTimeout(timer);
+}
+
+/**
+ * The entry of a bench script that is also its own workers' program: in a worker (`modeEnv` set)
+ * runs `runWorker(mode)`, which answers over IPC (a failure is sent as `{type: 'error'}` and the
+ * worker exits 1); otherwise cleans up on signals and runs `main` (runBench).
+ */
+export function runWorkerOrBench<Mode extends string>(modeEnv: string, runWorker: (mode: Mode) => Promise<void>, main: () => Promise<number>): void {
+  const mode = process.env[modeEnv] as Mode | undefined;
+  if (mode) {
+    runWorker(mode).catch((error: unknown) => {
+      process.send?.({ type: 'error', error: describeError(error) } satisfies WorkerReply);
+      process.exitCode = 1;
+      process.disconnect?.();
+    });
+    return;
+  }
+  cleanUpOnSignals();
+  runBench(main);
 }
