@@ -16,7 +16,7 @@ import { sqlPool, type Db, type Prisma } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { EmailMessage, SmsMessage } from '../generated/prisma/client.ts';
 import { DeliveryError, type NotificationLogger } from './delivery-error.ts';
-import type { EmailAttachment, Mailer } from './mailer.ts';
+import type { EmailAttachment, Mailer, OutgoingEmail } from './mailer.ts';
 import type { SmsSender } from './sms.ts';
 
 export type DeliveryStatus = 'queued' | 'sending' | 'sent' | 'failed';
@@ -128,19 +128,19 @@ export async function deliverEmail(
     find: () => table.findUnique({ where: { id: emailMessageId } }),
     update: (data) => table.update({ where: { id: emailMessageId }, data, select: { id: true } }),
     send: async (row) =>
-      mailer.send({
-        from: row.from,
-        to: row.to,
-        cc: row.cc,
-        bcc: row.bcc,
-        replyTo: row.replyTo ?? undefined,
-        subject: row.subject,
-        text: row.textBody,
-        html: row.htmlBody ?? undefined,
-        ...(deps.attachments ? { attachments: await deps.attachments() } : {}),
-      }),
+      mailer.send({ ...outgoingEmail(row), ...(deps.attachments ? { attachments: await deps.attachments() } : {}) }),
   });
 }
+
+/**
+ * The columns of a new email_messages row that come from `j` (QueueEmailInput as JSON, `$1`),
+ * and their values: the INSERTs below add provider, status, attempt and times.
+ */
+const NEW_EMAIL_COLUMNS = `account_id, submission_id, submitter_id, kind, dedupe_key, from_address, to_addresses, cc_addresses,
+                           bcc_addresses, reply_to, subject, text_body, html_body`;
+const NEW_EMAIL_VALUES = `(j->>'accountId')::int, (j->>'submissionId')::int, (j->>'submitterId')::int, j->>'kind', j->>'dedupeKey', j->>'from',
+           ARRAY(SELECT jsonb_array_elements_text(j->'to')), ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'cc', '[]'))),
+           ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'bcc', '[]'))), j->>'replyTo', j->>'subject', j->>'textBody', j->>'htmlBody'`;
 
 /**
  * `$1`: the email as JSON (QueueEmailInput's keys), `$2`: the mailer's name, `$3`: now (ISO).
@@ -150,11 +150,8 @@ export async function deliverEmail(
 const INSERT_CLAIMED_EMAIL = {
   name: 'signet_outbox_insert_claimed_email',
   text: `
-    INSERT INTO email_messages (account_id, submission_id, submitter_id, kind, dedupe_key, from_address, to_addresses, cc_addresses,
-                                bcc_addresses, reply_to, subject, text_body, html_body, provider, status, attempt_count, created_at, updated_at)
-    SELECT (j->>'accountId')::int, (j->>'submissionId')::int, (j->>'submitterId')::int, j->>'kind', j->>'dedupeKey', j->>'from',
-           ARRAY(SELECT jsonb_array_elements_text(j->'to')), ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'cc', '[]'))),
-           ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'bcc', '[]'))), j->>'replyTo', j->>'subject', j->>'textBody', j->>'htmlBody',
+    INSERT INTO email_messages (${NEW_EMAIL_COLUMNS}, provider, status, attempt_count, created_at, updated_at)
+    SELECT ${NEW_EMAIL_VALUES},
            $2, 'sending', 1, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
       FROM (SELECT $1::jsonb AS j) input
     ON CONFLICT (dedupe_key) DO NOTHING
@@ -219,12 +216,8 @@ const INSERT_SENT_OUTBOX_EMAIL_AND_RECORD = {
   name: 'signet_outbox_insert_sent_and_record',
   text: `
     WITH email AS (
-      INSERT INTO email_messages (account_id, submission_id, submitter_id, kind, dedupe_key, from_address, to_addresses, cc_addresses,
-                                  bcc_addresses, reply_to, subject, text_body, html_body, provider, status, attempt_count, sent_at,
-                                  created_at, updated_at)
-      SELECT (j->>'accountId')::int, (j->>'submissionId')::int, (j->>'submitterId')::int, j->>'kind', j->>'dedupeKey', j->>'from',
-             ARRAY(SELECT jsonb_array_elements_text(j->'to')), ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'cc', '[]'))),
-             ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'bcc', '[]'))), j->>'replyTo', j->>'subject', j->>'textBody', j->>'htmlBody',
+      INSERT INTO email_messages (${NEW_EMAIL_COLUMNS}, provider, status, attempt_count, sent_at, created_at, updated_at)
+      SELECT ${NEW_EMAIL_VALUES},
              'outbox', 'sent', 1, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
         FROM (SELECT $1::jsonb AS j) input
       ON CONFLICT (dedupe_key) DO NOTHING
@@ -232,6 +225,20 @@ const INSERT_SENT_OUTBOX_EMAIL_AND_RECORD = {
     ), ${RECORD_SENT_EMAIL}
     SELECT id FROM email`,
 };
+
+/** The message a mailer sends for a stored or to-be-stored email. */
+function outgoingEmail(email: Pick<QueueEmailInput, 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'subject' | 'textBody' | 'htmlBody'>): OutgoingEmail {
+  return {
+    from: email.from,
+    to: email.to,
+    cc: email.cc ?? [],
+    bcc: email.bcc ?? [],
+    replyTo: email.replyTo ?? undefined,
+    subject: email.subject,
+    text: email.textBody,
+    html: email.htmlBody ?? undefined,
+  };
+}
 
 /**
  * queueEmail then deliverEmail, in fewer statements for the usual case (a job's first run, the
@@ -259,23 +266,24 @@ export async function queueAndDeliverEmail(
   const { db, mailer } = deps;
   const pool = sqlPool(db);
   const { submissionEvent } = options;
-  if (mailer.name === 'outbox' && submissionEvent) {
-    // The outbox's sending is the storing: one statement, then its log line.
-    const { rows: stored } = await pool.query<{ id: number }>({ ...INSERT_SENT_OUTBOX_EMAIL_AND_RECORD, values: [JSON.stringify(input), submissionEvent, new Date().toISOString()] });
-    if (stored[0]) {
-      await mailer.send({ from: input.from, to: input.to, cc: input.cc ?? [], bcc: input.bcc ?? [], replyTo: input.replyTo ?? undefined, subject: input.subject, text: input.textBody, html: input.htmlBody ?? undefined });
-      return { outcome: 'sent', emailMessageId: stored[0].id };
-    }
-  }
-  const { rows } = await pool.query<{ id: number }>({ ...INSERT_CLAIMED_EMAIL, values: [JSON.stringify(input), mailer.name, new Date().toISOString()] });
-  const inserted = rows[0];
-  if (!inserted) {
+  /** The row the key already has (a re-run, or another worker): deliverEmail's outcome on it. */
+  const deliverStored = async () => {
     const { rows: stored } = await pool.query<{ id: number }>({ ...EMAIL_ID_BY_DEDUPE_KEY, values: [input.dedupeKey] });
     const id = stored[0]!.id;
     const outcome = await deliverEmail(deps, id);
     if (outcome === 'sent' && submissionEvent) await pool.query({ ...RECORD_SENT, values: [id, submissionEvent, new Date().toISOString()] });
     return { outcome, emailMessageId: id };
+  };
+  if (mailer.name === 'outbox' && submissionEvent) {
+    // The outbox's sending is the storing: one statement, then its log line.
+    const { rows: stored } = await pool.query<{ id: number }>({ ...INSERT_SENT_OUTBOX_EMAIL_AND_RECORD, values: [JSON.stringify(input), submissionEvent, new Date().toISOString()] });
+    if (!stored[0]) return deliverStored();
+    await mailer.send(outgoingEmail(input));
+    return { outcome: 'sent', emailMessageId: stored[0].id };
   }
+  const { rows } = await pool.query<{ id: number }>({ ...INSERT_CLAIMED_EMAIL, values: [JSON.stringify(input), mailer.name, new Date().toISOString()] });
+  const inserted = rows[0];
+  if (!inserted) return deliverStored();
   const id = inserted.id;
   const outcome = await sendClaimed<OutboxRow>(deps, {
     label: 'email',
@@ -284,17 +292,7 @@ export async function queueAndDeliverEmail(
       status === 'sent' && submissionEvent
         ? pool.query({ ...MARK_EMAIL_SENT_AND_RECORD, values: [id, submissionEvent, (sentAt ?? new Date()).toISOString(), providerMessageId ?? null] })
         : pool.query({ ...UPDATE_EMAIL_STATE, values: [id, status, (sentAt ?? new Date()).toISOString(), sentAt !== undefined, providerMessageId ?? null, lastError ?? null] }),
-    send: () =>
-      mailer.send({
-        from: input.from,
-        to: input.to,
-        cc: input.cc ?? [],
-        bcc: input.bcc ?? [],
-        replyTo: input.replyTo ?? undefined,
-        subject: input.subject,
-        text: input.textBody,
-        html: input.htmlBody ?? undefined,
-      }),
+    send: () => mailer.send(outgoingEmail(input)),
   }, { id, status: 'sending', attemptCount: 1 });
   return { outcome, emailMessageId: id };
 }
