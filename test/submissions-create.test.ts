@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { openApiErrors } from './helpers/openapi.ts';
-import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { base64, buyerSellerTemplateBody, fixturePdf } from './helpers/pdfs.ts';
 
 let t: TestApp;
 let alice: CreatedAccount;
@@ -22,19 +22,7 @@ beforeAll(async () => {
   t = await startTestApp();
   alice = await t.createAccount({ email: 'alice@submissions.test' });
   bob = await t.createAccount({ email: 'bob@submissions.test' });
-  const area = (y: number) => [{ x: 72, y, w: 150, h: 24, page: 1 }];
-  const { json } = await api('POST', '/templates/pdf', {
-    name: 'Purchase',
-    documents: [{ name: 'purchase', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
-    fields: [
-      { name: 'Full Name', role: 'Buyer', areas: area(72) },
-      { name: 'Phone', type: 'phone', role: 'Buyer', required: false, areas: area(110) },
-      { name: 'Amount', type: 'number', role: 'Buyer', areas: area(150) },
-      { name: 'Agree', type: 'checkbox', role: 'Buyer', areas: area(190) },
-      { name: 'Seller Signature', type: 'signature', role: 'Seller', areas: area(300) },
-      { name: 'Stamp Image', type: 'image', role: 'Seller', required: false, areas: area(340) },
-    ],
-  });
+  const { json } = await api('POST', '/templates/pdf', buyerSellerTemplateBody('Purchase', 'purchase'));
   templateId = json.id;
 });
 afterAll(async () => {

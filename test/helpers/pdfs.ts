@@ -37,3 +37,23 @@ export async function drawPdf(pages: { size?: [number, number]; texts?: DrawnTex
 }
 
 export const base64 = (bytes: Uint8Array) => Buffer.from(bytes).toString('base64');
+
+/**
+ * A POST /templates/pdf body with roles Buyer (name, optional phone, amount, agree checkbox) and
+ * Seller (signature, optional stamp image) on documenso-letter-size.pdf: the create tests' template.
+ */
+export function buyerSellerTemplateBody(name: string, documentName: string): Record<string, unknown> {
+  const area = (y: number) => [{ x: 72, y, w: 150, h: 24, page: 1 }];
+  return {
+    name,
+    documents: [{ name: documentName, file: base64(fixturePdf('documenso-letter-size.pdf')) }],
+    fields: [
+      { name: 'Full Name', role: 'Buyer', areas: area(72) },
+      { name: 'Phone', type: 'phone', role: 'Buyer', required: false, areas: area(110) },
+      { name: 'Amount', type: 'number', role: 'Buyer', areas: area(150) },
+      { name: 'Agree', type: 'checkbox', role: 'Buyer', areas: area(190) },
+      { name: 'Seller Signature', type: 'signature', role: 'Seller', areas: area(300) },
+      { name: 'Stamp Image', type: 'image', role: 'Seller', required: false, areas: area(340) },
+    ],
+  };
+}
