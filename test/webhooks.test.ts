@@ -496,21 +496,26 @@ describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
   });
 });
 
+/** A payload builder on the test app's database and contexts, as the service builds its own. */
+function payloadBuilder() {
+  const contextFactory = createContextFactory({
+    db: t.db,
+    config: t.config,
+    logger: t.app.fastify.log,
+    files: t.app.files.signer,
+    storage: t.app.files.storage,
+    renderer: undefined as never,
+    jobs: t.jobs,
+    events: createJobEventSink(t.jobs),
+    live: undefined as never,
+  });
+  return createPayloadBuilder({ schema, db: t.db, appUrl: t.config.appUrl, contextFor: createAccountContexts(contextFactory, t.db) });
+}
+
 describe('dispatch', { timeout: 180_000 }, () => {
   it('is idempotent: running the same dispatch again creates and sends nothing more', async () => {
     const submission = await t.db.submission.findFirstOrThrow({ where: { accountId: alice.accountId } });
-    const contextFactory = createContextFactory({
-      db: t.db,
-      config: t.config,
-      logger: t.app.fastify.log,
-      files: t.app.files.signer,
-      storage: t.app.files.storage,
-      renderer: undefined as never,
-      jobs: t.jobs,
-      events: createJobEventSink(t.jobs),
-      live: undefined as never,
-    });
-    const payloads = createPayloadBuilder({ schema, db: t.db, appUrl: t.config.appUrl, contextFor: createAccountContexts(contextFactory, t.db) });
+    const payloads = payloadBuilder();
     const deps = { db: t.db, jobs: t.jobs, payloads, logger: t.app.fastify.log };
     const event = { type: 'submission.expired' as EventType, accountId: alice.accountId, recordId: submission.id, at: new Date().toISOString() };
     const before = received('submission.expired', submission.id).length;
@@ -538,18 +543,7 @@ describe('dispatch', { timeout: 180_000 }, () => {
   });
 
   it('payloads asked for at once (one context per account and turn) each carry their own record as the REST API answers it', async () => {
-    const contextFactory = createContextFactory({
-      db: t.db,
-      config: t.config,
-      logger: t.app.fastify.log,
-      files: t.app.files.signer,
-      storage: t.app.files.storage,
-      renderer: undefined as never,
-      jobs: t.jobs,
-      events: createJobEventSink(t.jobs),
-      live: undefined as never,
-    });
-    const payloads = createPayloadBuilder({ schema, db: t.db, appUrl: t.config.appUrl, contextFor: createAccountContexts(contextFactory, t.db) });
+    const payloads = payloadBuilder();
     const pdf = await drawPdf([{ texts: [{ text: 'Second', x: 72, y: 72 }] }]);
     const second = await api('POST', '/templates/pdf', { name: 'Second', documents: [{ name: 'second', file: base64(pdf) }] });
     expect(second.status, JSON.stringify(second.json)).toBe(200);
