@@ -27,7 +27,7 @@ import type { GraphQLContext } from '../../src/graphql/context.ts';
 import { requireViewer } from '../../src/graphql/context.ts';
 import type DataLoader from 'dataloader';
 import { sqlPool } from '../../src/db/client.ts';
-import { turnBatch } from '../../src/db/turn-batch.ts';
+import { perClient, turnBatch } from '../../src/db/turn-batch.ts';
 import { RawJson } from '../gateway.ts';
 
 
@@ -188,15 +188,9 @@ SELECT c.submission_id AS id, ${VERSION} AS version, c.item,
  * not decoding ~150 KB from PostgreSQL and encoding it again. A database never reuses a version,
  * so an entry is either exact or never asked for again.
  */
-const itemBytesByPool = new WeakMap<object, LRUCache<string, Buffer>>();
-function itemBytesOf(pool: object): LRUCache<string, Buffer> {
-  let cache = itemBytesByPool.get(pool);
-  if (!cache) {
-    cache = new LRUCache<string, Buffer>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (bytes) => bytes.length + 64 });
-    itemBytesByPool.set(pool, cache);
-  }
-  return cache;
-}
+const itemBytesOf = perClient(
+  (_pool: object) => new LRUCache<string, Buffer>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (bytes) => bytes.length + 64 }),
+);
 
 interface Row {
   id: number;
@@ -219,35 +213,28 @@ interface VersionsRequest {
   at: string;
 }
 
-const versionLookupsByPool = new WeakMap<object, DataLoader<VersionsRequest, Row[]>>();
-
 /**
  * The pool's CURRENT_VERSIONS_SQL, shared by the pages asked for in one turn of the event loop
  * (src/db/turn-batch.ts): one statement per account over the union of their ids, judged at the
  * latest `now` among them (a few milliseconds apart; an item expiring in between is only
  * rendered again a little early). Each request gets the rows of its own ids.
  */
-function versionLookups(pool: import('pg').Pool): DataLoader<VersionsRequest, Row[]> {
-  let loader = versionLookupsByPool.get(pool);
-  if (!loader) {
-    loader = turnBatch<VersionsRequest, Row[]>(async (requests) => {
-      const byAccount = new Map<number, VersionsRequest[]>();
-      for (const request of requests) byAccount.set(request.accountId, [...(byAccount.get(request.accountId) ?? []), request]);
-      const rowsById = new Map<number, Row>();
-      await Promise.all(
-        [...byAccount].map(async ([accountId, group]) => {
-          const ids = [...new Set(group.flatMap((request) => request.ids))];
-          const at = group.map((request) => request.at).sort().at(-1)!;
-          const { rows } = await pool.query<Row>({ name: 'rest_submission_list_versions', text: CURRENT_VERSIONS_SQL, values: [ids, at, accountId, FORMAT] });
-          for (const row of rows) rowsById.set(row.id, row);
-        }),
-      );
-      return requests.map((request) => request.ids.flatMap((id) => rowsById.get(id) ?? []));
-    });
-    versionLookupsByPool.set(pool, loader);
-  }
-  return loader;
-}
+const versionLookups = perClient((pool: import('pg').Pool): DataLoader<VersionsRequest, Row[]> =>
+  turnBatch<VersionsRequest, Row[]>(async (requests) => {
+    const byAccount = new Map<number, VersionsRequest[]>();
+    for (const request of requests) byAccount.set(request.accountId, [...(byAccount.get(request.accountId) ?? []), request]);
+    const rowsById = new Map<number, Row>();
+    await Promise.all(
+      [...byAccount].map(async ([accountId, group]) => {
+        const ids = [...new Set(group.flatMap((request) => request.ids))];
+        const at = group.map((request) => request.at).sort().at(-1)!;
+        const { rows } = await pool.query<Row>({ name: 'rest_submission_list_versions', text: CURRENT_VERSIONS_SQL, values: [ids, at, accountId, FORMAT] });
+        for (const row of rows) rowsById.set(row.id, row);
+      }),
+    );
+    return requests.map((request) => request.ids.flatMap((id) => rowsById.get(id) ?? []));
+  }),
+);
 
 /**
  * The `{data, pagination}` body of GET /submissions for the submissions `ids` (a page the

@@ -5,7 +5,7 @@
 import type DataLoader from 'dataloader';
 import type pg from 'pg';
 import { sqlPool, type Db } from '../db/client.ts';
-import { turnBatch } from '../db/turn-batch.ts';
+import { perClient, turnBatch } from '../db/turn-batch.ts';
 import type { Account, User } from '../generated/prisma/client.ts';
 import { hashApiKey } from './api-keys.ts';
 
@@ -62,21 +62,14 @@ const TOUCH_KEY = {
 };
 
 type KeyRow = Record<string, any>;
-const lookupsByPool = new WeakMap<pg.Pool, DataLoader<string, KeyRow | null>>();
-
 /** The pool's batched key look-up: token hash → its row, or null. */
-function keyLookups(pool: pg.Pool): DataLoader<string, KeyRow | null> {
-  let loader = lookupsByPool.get(pool);
-  if (!loader) {
-    loader = turnBatch<string, KeyRow | null>(async (hashes) => {
-      const { rows } = await pool.query({ ...AUTHENTICATE, values: [hashes] });
-      const byIndex = new Map(rows.map((row) => [Number(row.n), row]));
-      return hashes.map((_hash, index) => byIndex.get(index + 1) ?? null);
-    });
-    lookupsByPool.set(pool, loader);
-  }
-  return loader;
-}
+const keyLookups = perClient((pool: pg.Pool): DataLoader<string, KeyRow | null> =>
+  turnBatch<string, KeyRow | null>(async (hashes) => {
+    const { rows } = await pool.query({ ...AUTHENTICATE, values: [hashes] });
+    const byIndex = new Map(rows.map((row) => [Number(row.n), row]));
+    return hashes.map((_hash, index) => byIndex.get(index + 1) ?? null);
+  }),
+);
 
 /**
  * Looks up the caller of an API key.

@@ -8,6 +8,7 @@
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { sqlPool, type Db } from '../db/client.ts';
+import { perClient } from '../db/turn-batch.ts';
 import { loadFileInput } from '../documents/load-file-input.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
@@ -176,12 +177,12 @@ interface KnownTemplate {
 }
 
 /** Recently used templates, per database client, by template id. */
-const knownTemplates = new WeakMap<Db, Map<number, KnownTemplate>>();
+const knownTemplates = perClient((_db: Db) => new Map<number, KnownTemplate>());
 const KNOWN_TEMPLATES_KEPT = 256;
 
 /** The template as last read by readTemplate on `db`, if it was (not checked against the database). */
 function knownTemplate(db: Db, templateId: number): KnownTemplate | undefined {
-  return knownTemplates.get(db)?.get(templateId);
+  return knownTemplates(db).get(templateId);
 }
 
 /**
@@ -192,8 +193,7 @@ function knownTemplate(db: Db, templateId: number): KnownTemplate | undefined {
  * shared: callers copy before changing (planSubmission).
  */
 async function readTemplate(db: Db, templateId: number): Promise<(Omit<TemplateRow, 'fields' | 'submitters'> & { fields: Field[]; roles: Role[] }) | undefined> {
-  let cache = knownTemplates.get(db);
-  if (!cache) knownTemplates.set(db, (cache = new Map()));
+  const cache = knownTemplates(db);
   const known = cache.get(templateId);
   const { rows } = await sqlPool(db).query<TemplateRow>({ ...READ_TEMPLATE, values: [templateId, known?.version ?? null] });
   const row = rows[0];

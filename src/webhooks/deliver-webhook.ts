@@ -31,7 +31,7 @@ import type { JobLogger, JobQueue } from '../jobs/job-queue.ts';
 import type { PayloadBuilder, WebhookPayload } from './payloads.ts';
 import { sendWebhookRequest, type SendWebhookRequestOptions, type WebhookResponse } from './send-request.ts';
 import { SIGNATURE_HEADER, signatureHeader, signingSecrets } from './signature.ts';
-import { turnBatch } from '../db/turn-batch.ts';
+import { perClient, turnBatch } from '../db/turn-batch.ts';
 
 export const DELIVER_WEBHOOK_JOB = 'deliver-webhook';
 
@@ -168,14 +168,10 @@ interface AttemptStatements {
   record: DataLoader<RecordRequest, boolean>;
 }
 
-const statementsByDb = new WeakMap<Db, AttemptStatements>();
-
 /** The batched claim and record statements of `db`'s pool (one pair per client). */
-function attemptStatements(db: Db): AttemptStatements {
-  let statements = statementsByDb.get(db);
-  if (statements) return statements;
+const attemptStatements = perClient((db: Db): AttemptStatements => {
   const pool = sqlPool(db);
-  statements = {
+  return {
     claim: turnBatch<ClaimRequest, ClaimedDelivery | null>(async (requests) => {
       const { rows } = await pool.query({
         ...CLAIM,
@@ -213,9 +209,7 @@ function attemptStatements(db: Db): AttemptStatements {
       return requests.map((r) => recorded.delete(`${r.deliveryId}:${r.attempt}`));
     }),
   };
-  statementsByDb.set(db, statements);
-  return statements;
-}
+});
 
 /** A claimed row of CLAIM as a ClaimedDelivery. */
 function claimedDelivery(row: Record<string, any>): ClaimedDelivery {

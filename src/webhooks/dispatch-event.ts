@@ -28,7 +28,7 @@ import type { ContextFactory } from '../graphql/context.ts';
 import type { JobLogger, JobQueue, JobRun } from '../jobs/job-queue.ts';
 import { defineDeliverWebhookJob, enqueueAttempt, type DeliveryDeps } from './deliver-webhook.ts';
 import { createAccountContexts, createPayloadBuilder, type PayloadBuilder } from './payloads.ts';
-import { turnBatch } from '../db/turn-batch.ts';
+import { perClient, turnBatch } from '../db/turn-batch.ts';
 
 /** Namespace of delivery uuids (a fixed random UUID). */
 const DELIVERY_NAMESPACE = Buffer.from('5b0c3f0e9a6d4e2f8c1b7a3d2e4f6a81', 'hex');
@@ -105,14 +105,10 @@ interface DispatchStatements {
   deliveries: DataLoader<NewDelivery[], StoredDelivery[]>;
 }
 
-const statementsByDb = new WeakMap<Db, DispatchStatements>();
-
 /** The dispatch's statements on `db`'s pool, those of the jobs running at once in one statement each (src/db/turn-batch.ts). */
-function dispatchStatements(db: Db): DispatchStatements {
-  let statements = statementsByDb.get(db);
-  if (statements) return statements;
+const dispatchStatements = perClient((db: Db): DispatchStatements => {
   const pool = sqlPool(db);
-  statements = {
+  return {
     endpoints: turnBatch(async (events) => {
       const { rows } = await pool.query<{ n: string; id: number }>({ ...SUBSCRIBED_ENDPOINTS, values: [events.map((e) => e.accountId), events.map((e) => e.type)] });
       const ids = events.map((): number[] => []);
@@ -130,9 +126,7 @@ function dispatchStatements(db: Db): DispatchStatements {
       return lists.map((list) => list.map((d) => byUuid.get(d.uuid)).filter((d): d is StoredDelivery => d !== undefined).sort((a, b) => a.id - b.id));
     }),
   };
-  statementsByDb.set(db, statements);
-  return statements;
-}
+});
 
 /**
  * For each event, whether an enabled endpoint of its account subscribes to its type now: the
