@@ -199,6 +199,16 @@ describe('kept list items', () => {
     expect((await api('PUT', `/submissions/${pending.id}`, { expire_at: null })).status).toBe(200);
   });
 
+  it('a submission without its kept row is still listed (rendered every time)', async () => {
+    const before = await listed();
+    const id = before.data[0]!.id;
+    await t.db.$executeRaw`DELETE FROM submission_list_items WHERE submission_id = ${id}`;
+    expect((await listed()).text).toBe(before.text);
+    expect((await listed()).text).toBe(before.text);
+    await t.db.$executeRaw`INSERT INTO submission_list_items (submission_id) VALUES (${id})`;
+    expect((await listed()).text).toBe(before.text);
+  });
+
   it('made by another rendering statement are rendered again', async () => {
     const before = await listed();
     await t.db.$executeRaw`UPDATE submission_list_items SET item = '{"stale":true}', format = 'older' WHERE submission_id IN (SELECT id FROM submissions WHERE account_id = ${alice.accountId})`;

@@ -43,8 +43,9 @@ const LIST_ITEMS_SQL = `
 WITH RECURSIVE epoch AS (
   SELECT a.submission_list_epoch AS value FROM accounts a WHERE a.id = $3
 ), page AS (
-  SELECT s.*, c.generation AS list_generation
-    FROM submissions s JOIN submission_list_items c ON c.submission_id = s.id
+  -- LEFT: a submission without its row (not made by the trigger) is still listed, just not kept.
+  SELECT s.*, COALESCE(c.generation, 0) AS list_generation
+    FROM submissions s LEFT JOIN submission_list_items c ON c.submission_id = s.id
    WHERE s.id = ANY($1::int[])
 ), chain AS (
   SELECT f.id AS leaf, f.name, f.parent_folder_id, 0 AS depth
@@ -252,7 +253,7 @@ export async function renderSubmissionList(
 ): Promise<RawJson> {
   const parts: Buffer[] = [Buffer.from('{"data":[')];
   if (ids.length > 0) {
-    const { account } = requireViewer(context as GraphQLContext);
+    const { account } = requireViewer(context);
     const pool = sqlPool(context.db);
     const itemBytes = itemBytesOf(pool);
     const values = [ids, now.toISOString().replace('T', ' ').replace('Z', ''), account.id, FORMAT];

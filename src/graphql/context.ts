@@ -95,7 +95,7 @@ export function createContextFactory(deps: {
  * The caller, or an UNAUTHENTICATED error (REST: 401 `{"error":"Not authenticated"}`).
  * @throws AppError UNAUTHENTICATED
  */
-export function requireViewer(ctx: GraphQLContext): Viewer {
+export function requireViewer(ctx: Pick<GraphQLContext, 'viewer'>): Viewer {
   if (!ctx.viewer) throw new AppError('UNAUTHENTICATED');
   return ctx.viewer;
 }
