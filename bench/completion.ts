@@ -40,7 +40,7 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import pg from 'pg';
 import type { Browser } from 'playwright-core';
-import { runWorkerOrBench, startWorker as startSharedWorker, type WorkerReply } from './workers.ts';
+import { runWorkerOrBench, startWorker as startSharedWorker, type WorkerHandler as SharedWorkerHandler } from './workers.ts';
 import { describeError, onCleanup, runCleanups, tempDir } from './cleanup.ts';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
 import { envNumber, fmt, median, passMiss, print, round } from './util.ts';
@@ -112,10 +112,7 @@ function signaturePng(seed: number): Buffer {
 type WorkerMode = 'idle' | 'pipeline' | 'baseline';
 type WorkerRequest = { submissionId: number } | { run: number };
 
-interface WorkerHandler {
-  run(request: WorkerRequest): Promise<unknown>;
-  close(): Promise<void>;
-}
+type WorkerHandler = SharedWorkerHandler<WorkerRequest>;
 
 export interface PipelineRun {
   ms: number;
@@ -203,21 +200,6 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
 }
 
 const silentLogger = { debug() {}, info() {}, warn() {}, error() {} };
-
-async function runWorker(mode: WorkerMode): Promise<void> {
-  const send = (reply: WorkerReply) => process.send!(reply);
-  const handler = await createWorkerHandler(mode);
-  process.on('message', (request: WorkerRequest) => {
-    handler.run(request).then(
-      (result) => send({ type: 'result', result }),
-      (error: unknown) => send({ type: 'error', error: describeError(error) }),
-    );
-  });
-  process.once('disconnect', () => {
-    void handler.close().finally(() => process.exit(0));
-  });
-  send({ type: 'ready' });
-}
 
 const startWorker = (mode: WorkerMode, env: NodeJS.ProcessEnv, nodeArgs: string[] = []) =>
   startSharedWorker<WorkerRequest>('bench/completion.ts', WORKER_ENV, mode, env, nodeArgs);
@@ -555,7 +537,7 @@ async function summarizeProfile(dir: string) {
   return (await summarizeCpuProfiles(dir, [undefined]))?.[0];
 }
 
-runWorkerOrBench<WorkerMode>(WORKER_ENV, runWorker, main);
+runWorkerOrBench<WorkerMode, WorkerRequest>(WORKER_ENV, createWorkerHandler, main);
 
 /** Chromium for the click-to-confirmation timing (BENCH_CHROMIUM, else Debian's), or null when there is none. */
 async function launchChromium(): Promise<Browser | null> {

@@ -28,8 +28,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
-import { runWorkerOrBench, startWorker as startSharedWorker, type WorkerReply } from './workers.ts';
-import { describeError, onCleanup, runCleanups, tempDir } from './cleanup.ts';
+import { runWorkerOrBench, startWorker as startSharedWorker, type WorkerHandler as SharedWorkerHandler } from './workers.ts';
+import { onCleanup, runCleanups, tempDir } from './cleanup.ts';
 import { envNumber, median, round, fmt, passMiss, print } from './util.ts';
 
 const TEMPLATE_RUNS = envNumber('BENCH_TEMPLATE_RUNS', 5);
@@ -72,10 +72,7 @@ type WorkerMode = 'idle' | 'pdfjs' | 'service-path' | 'docx';
 type WorkerRequest = { suffix: string } | { docxPath: string; outPath: string };
 
 
-interface WorkerHandler {
-  run(request: WorkerRequest): Promise<unknown>;
-  close(): Promise<void>;
-}
+type WorkerHandler = SharedWorkerHandler<WorkerRequest>;
 
 export interface PdfjsRun {
   ms: number;
@@ -207,22 +204,6 @@ function suffixOf(request: WorkerRequest): string {
 }
 
 const silentLogger = { debug() {}, info() {}, warn() {}, error() {} };
-
-async function runWorker(mode: WorkerMode): Promise<void> {
-  const send = (reply: WorkerReply) => process.send!(reply);
-  const handler = await createWorkerHandler(mode);
-  process.on('message', (request: WorkerRequest) => {
-    handler.run(request).then(
-      (result) => send({ type: 'result', result }),
-      (error: unknown) => send({ type: 'error', error: describeError(error) }),
-    );
-  });
-  // The parent disconnects when it is done (after reading this process's VmHWM).
-  process.once('disconnect', () => {
-    void handler.close().finally(() => process.exit(0));
-  });
-  send({ type: 'ready' });
-}
 
 const startWorker = (mode: WorkerMode, env: NodeJS.ProcessEnv) => startSharedWorker<WorkerRequest>('bench/templates.ts', WORKER_ENV, mode, env);
 
@@ -597,4 +578,4 @@ async function checkDocxPdf(pdf: Buffer): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 
-runWorkerOrBench<WorkerMode>(WORKER_ENV, runWorker, main);
+runWorkerOrBench<WorkerMode, WorkerRequest>(WORKER_ENV, createWorkerHandler, main);

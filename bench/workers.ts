@@ -89,21 +89,48 @@ async function stopWorkerProcess(child: ChildProcess, exited: Promise<void>): Pr
   clearTimeout(timer);
 }
 
+/** What a worker does with each request, and how it ends. */
+export interface WorkerHandler<Request> {
+  run(request: Request): Promise<unknown>;
+  close(): Promise<void>;
+}
+
 /**
  * The entry of a bench script that is also its own workers' program: in a worker (`modeEnv` set)
- * runs `runWorker(mode)`, which answers over IPC (a failure is sent as `{type: 'error'}` and the
- * worker exits 1); otherwise cleans up on signals and runs `main` (runBench).
+ * sets up `createHandler(mode)`, says `ready`, answers each request with `{type: 'result'}` or
+ * `{type: 'error'}`, and closes and exits when the parent disconnects (after reading its VmHWM);
+ * a failure to set up is sent as an error and the worker exits 1. Otherwise cleans up on signals
+ * and runs `main` (runBench).
  */
-export function runWorkerOrBench<Mode extends string>(modeEnv: string, runWorker: (mode: Mode) => Promise<void>, main: () => Promise<number>): void {
+export function runWorkerOrBench<Mode extends string, Request>(
+  modeEnv: string,
+  createHandler: (mode: Mode) => Promise<WorkerHandler<Request>>,
+  main: () => Promise<number>,
+): void {
   const mode = process.env[modeEnv] as Mode | undefined;
-  if (mode) {
-    runWorker(mode).catch((error: unknown) => {
+  if (!mode) {
+    cleanUpOnSignals();
+    runBench(main);
+    return;
+  }
+  const send = (reply: WorkerReply) => process.send!(reply);
+  createHandler(mode).then(
+    (handler) => {
+      process.on('message', (request: Request) => {
+        handler.run(request).then(
+          (result) => send({ type: 'result', result }),
+          (error: unknown) => send({ type: 'error', error: describeError(error) }),
+        );
+      });
+      process.once('disconnect', () => {
+        void handler.close().finally(() => process.exit(0));
+      });
+      send({ type: 'ready' });
+    },
+    (error: unknown) => {
       process.send?.({ type: 'error', error: describeError(error) } satisfies WorkerReply);
       process.exitCode = 1;
       process.disconnect?.();
-    });
-    return;
-  }
-  cleanUpOnSignals();
-  runBench(main);
+    },
+  );
 }
