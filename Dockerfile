@@ -19,7 +19,9 @@ RUN node scripts/build.mjs
 RUN mkdir -p /data && chown node:node /data
 USER node
 
-ENV PORT=3000 DATA_DIR=/data
+# NODE_ENV=production as `npm start` sets it: GraphiQL and GraphQL introspection off
+# (docs/security.md "GraphQL limits").
+ENV PORT=3000 DATA_DIR=/data NODE_ENV=production
 EXPOSE 3000
 
 # The command `npm start` ends with, without npm in between, so `docker stop`'s SIGTERM goes

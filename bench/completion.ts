@@ -131,7 +131,7 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
       return { run: async () => ({}), close: async () => {} };
 
     case 'pipeline': {
-      const [{ loadConfig }, { createDb }, { createLocalStorage }, { createJobQueue }, { createJobEventSink }, { completeSubmission }] = await Promise.all([
+      const [{ loadConfig }, { createDb }, { createLocalStorage }, { createJobQueue }, { createSideEffects }, { completeSubmission }] = await Promise.all([
         import('../src/config.ts'),
         import('../src/db/client.ts'),
         import('../src/documents/storage.ts'),
@@ -145,7 +145,7 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
       const storage = createLocalStorage(path.join(config.dataDir, 'files'));
       // A real queue on the bench database, never started: enqueue() writes the job rows.
       const jobs = createJobQueue({ connectionString: config.databaseUrl, logger: silentLogger });
-      const deps = { db, storage, config, events: createJobEventSink(jobs), jobs, logger: silentLogger };
+      const deps = { db, storage, config, effects: createSideEffects({ db, jobs }), logger: silentLogger };
       return {
         async close() {
           await jobs.stop();

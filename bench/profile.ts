@@ -10,7 +10,7 @@ import { SourceMap } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { REPO_ROOT } from './processes.ts';
-import { round } from './util.ts';
+import { fmt, print, round } from './util.ts';
 
 /** A window in microseconds of CLOCK_MONOTONIC: V8's profile clock on Linux, and process.hrtime's. */
 export interface ProfileWindow {
@@ -107,4 +107,17 @@ function describeFrame(callFrame: ProfileNode['callFrame'], map: SourceMap | und
     where = `${origin}:${lineNumber + 1}`;
   }
   return { origin, name: `${functionName || '(anonymous)'}  ${where}`.trim(), idle: functionName === '(idle)' };
+}
+
+/**
+ * Prints self time of the service's CPU profile by package or source file, and the top functions,
+ * for the samples taken within `window` (µs of the monotonic clock), named `what` ("the burst").
+ */
+export async function printProfile(dir: string, window: ProfileWindow, what: string): Promise<void> {
+  const [summary] = (await summarizeCpuProfiles(dir, [window])) ?? [];
+  if (!summary) return;
+  print('');
+  print(`CPU profile of the service during ${what}, ${fmt(summary.totalMs, 0)} ms busy (${dir}, window ${window.from}–${window.to} µs):`);
+  for (const row of summary.byOrigin.slice(0, 12)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);
+  for (const row of summary.byFunction.slice(0, 20)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);
 }

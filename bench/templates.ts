@@ -125,13 +125,14 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
     }
 
     case 'service-path': {
-      const [{ loadConfig }, { createDb }, { createLocalStorage }, { createRenderer }, { preparePdfDocuments }, { saveTemplate }] = await Promise.all([
+      const [{ loadConfig }, { createDb }, { createLocalStorage }, { createRenderer }, { preparePdfDocuments }, { saveTemplate }, { createSideEffects }] = await Promise.all([
         import('../src/config.ts'),
         import('../src/db/client.ts'),
         import('../src/documents/storage.ts'),
         import('../src/rendering/renderer.ts'),
         import('../src/templates/prepare-documents.ts'),
         import('../src/templates/save-template.ts'),
+        import('../src/events/events.ts'),
       ]);
       const config = loadConfig();
       if (!config.databaseUrl) throw new Error('the service-path worker needs DATABASE_URL');
@@ -154,7 +155,8 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
           const documents = await preparePdfDocuments({ config, renderer }, [{ name: 'tracemonkey.pdf', file }]);
           const prepared = performance.now();
           await saveTemplate(
-            { db, storage },
+            // As in the service: template.created is recorded in the outbox (no endpoint here, so no job).
+            { db, storage, effects: createSideEffects({ db, jobs: { relayOutbox: () => undefined } }) },
             {
               accountId,
               userId,

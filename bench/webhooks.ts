@@ -9,7 +9,7 @@
  *    bench database; one template made through the API; BENCH_ENDPOINTS (5) endpoints subscribed
  *    to template.updated, each on its own path of one receiver in this process (node:http,
  *    answering 200 at once).
- * 2. Events are raised as the services raise them: createJobEventSink(...).emit() from this
+ * 2. Events are raised as the services raise them: createSideEffects(...).emit() from this
  *    process, one persisted dispatch-event job per event, which the service runs (dispatch →
  *    deliveries → one deliver-webhook job each → POST).
  *    - Latency: BENCH_LATENCY_EVENTS (40) events at BENCH_LATENCY_RATE (5) events/s; for every
@@ -41,7 +41,7 @@ import os from 'node:os';
 import path from 'node:path';
 import pino from 'pino';
 import { createDb } from '../src/db/client.ts';
-import { createJobEventSink } from '../src/events/events.ts';
+import { createSideEffects } from '../src/events/events.ts';
 import { createJobQueue } from '../src/jobs/job-queue.ts';
 import { createWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
@@ -50,7 +50,7 @@ import { startStatementProxy, type StatementProxy } from './pg-statement-proxy.t
 import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
 import { envNumber, fmt, passMiss, print, round } from './util.ts';
 import { DELIVER_CONCURRENCY } from '../src/webhooks/deliver-webhook.ts';
-import { monotonicUs, summarizeCpuProfiles, type ProfileWindow } from './profile.ts';
+import { monotonicUs, printProfile } from './profile.ts';
 
 const ENDPOINTS = envNumber('BENCH_ENDPOINTS', 5);
 const LATENCY_EVENTS = envNumber('BENCH_LATENCY_EVENTS', 40);
@@ -160,7 +160,7 @@ async function main(): Promise<void> {
   }
   const queue = createJobQueue({ connectionString: database.url, logger: pino({ level: 'silent' }) });
   onCleanup('close the event queue', () => queue.stop());
-  const sink = createJobEventSink(queue);
+  const sink = createSideEffects({ db, jobs: queue });
   const receiver = await startReceiver();
   onCleanup('stop the receiver', receiver.close);
 
@@ -334,7 +334,7 @@ async function main(): Promise<void> {
   if (process.env.BENCH_SHOW_LOG === '1') print(`service output (last 8 KB):\n${child.output()}`);
   if (profileDir) {
     await stopChild(child);
-    await printProfile(profileDir, burstWindowUs);
+    await printProfile(profileDir, burstWindowUs, 'the burst');
   }
 }
 
@@ -350,19 +350,6 @@ function printStatements(statements: { pool: string; text: string }[], deliverie
   print('');
   print(`SQL statements in the burst: ${fmt(statements.length / deliveries, 2)} per delivery (${[...byPool].map(([pool, n]) => `${pool} ${fmt(n / deliveries, 2)}`).join(', ')})`);
   for (const [text, n] of [...byText].sort((a, b) => b[1] - a[1]).slice(0, 25)) print(`  ${fmt(n / deliveries, 3).padStart(6)}  ${text}`);
-}
-
-/**
- * Self time of the service's CPU profile by package or source file, and the top functions, for
- * the samples taken within `window` (µs of the monotonic clock: the burst; bench/profile.ts).
- */
-async function printProfile(dir: string, window: ProfileWindow): Promise<void> {
-  const [summary] = (await summarizeCpuProfiles(dir, [window])) ?? [];
-  if (!summary) return;
-  print('');
-  print(`CPU profile of the service during the burst, ${fmt(summary.totalMs, 0)} ms busy (${dir}, burst window ${window.from}–${window.to} µs):`);
-  for (const row of summary.byOrigin.slice(0, 12)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);
-  for (const row of summary.byFunction.slice(0, 20)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);
 }
 
 main()

@@ -3,11 +3,15 @@
  * Controller-style errors are `{"error": message}`; errors DocuSeal lets escape to its exception
  * app are `{"status": code}`.
  */
+import type { FastifyReply } from 'fastify';
 import type { AppError, ErrorCode } from '../src/errors.ts';
+import { retryAfterSecondsOf } from '../src/graphql/errors.ts';
 
 export interface RestErrorResponse {
   status: number;
   body: Record<string, unknown>;
+  /** Extra response headers (`Retry-After` on a database outage). */
+  headers?: Record<string, string>;
 }
 
 const BODIES: Record<ErrorCode, (error: AppError) => RestErrorResponse> = {
@@ -23,9 +27,20 @@ const BODIES: Record<ErrorCode, (error: AppError) => RestErrorResponse> = {
   UNAVAILABLE: (e) => ({ status: 503, body: { error: e.message } }),
 };
 
-/** The DocuSeal response for an expected error. */
+/**
+ * The DocuSeal response for an expected error; with `Retry-After` when the error gives a retry
+ * delay (a database outage: 503 `{"error":"Service unavailable, please try again later"}`).
+ */
 export function restErrorFor(error: AppError): RestErrorResponse {
-  return BODIES[error.code](error);
+  const response = BODIES[error.code](error);
+  const retryAfter = retryAfterSecondsOf(error);
+  return retryAfter === undefined ? response : { ...response, headers: { 'retry-after': String(retryAfter) } };
+}
+
+/** Sends an error response as JSON (`application/json; charset=utf-8`), with its headers. */
+export function sendRestError(reply: FastifyReply, response: RestErrorResponse): FastifyReply {
+  if (response.headers) reply.headers(response.headers);
+  return reply.code(response.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(response.body));
 }
 
 /** Unexpected failures: the cause is logged, never shown. */

@@ -10,6 +10,8 @@
  * - bodies are parsed as JSON whatever the Content-Type; malformed JSON → 422 `{"error":"JSON parse error: ..."}`
  * - missing/bad key → 401 `{"error":"Not authenticated"}`
  * - unknown route → 404 `{"status":404}`; body over the limit → 413 `{"error": ...}`
+ * - database down → 503 `{"error":"Service unavailable, please try again later"}` with
+ *   `Retry-After` (src/db/unavailable.ts), cause logged
  * - unexpected errors → 500 `{"status":500}`, cause logged
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -17,7 +19,7 @@ import { execute, type DocumentNode, type ExecutionResult, type GraphQLSchema, K
 import { AppError } from '../src/errors.ts';
 import type { ContextFactory, GraphQLContext } from '../src/graphql/context.ts';
 import { findAppError, isGraphQLOwnError } from '../src/graphql/errors.ts';
-import { INTERNAL_ERROR, restErrorFor, ROUTE_NOT_FOUND, type RestErrorResponse } from './errors.ts';
+import { INTERNAL_ERROR, restErrorFor, ROUTE_NOT_FOUND, sendRestError } from './errors.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -110,23 +112,23 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
         }
       });
 
-      api.setNotFoundHandler((_request, reply) => send(reply, ROUTE_NOT_FOUND));
+      api.setNotFoundHandler((_request, reply) => sendRestError(reply, ROUTE_NOT_FOUND));
 
       api.setErrorHandler((error, request, reply) => {
         // DocuSeal routes first: an unknown route is a 404 even when its body would not parse.
-        if (request.is404) return send(reply, ROUTE_NOT_FOUND);
+        if (request.is404) return sendRestError(reply, ROUTE_NOT_FOUND);
         const appError = findAppError(error);
-        if (appError) return send(reply, restErrorFor(appError));
+        if (appError) return sendAppError(request, reply, appError);
         const code = (error as { code?: string }).code;
         if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
           const limitMb = Math.round((options.bodyLimit / 1024 / 1024) * 10) / 10;
-          return send(reply, restErrorFor(new AppError('PAYLOAD_TOO_LARGE', `Request body is too large (limit ${limitMb} MB)`)));
+          return sendRestError(reply, restErrorFor(new AppError('PAYLOAD_TOO_LARGE', `Request body is too large (limit ${limitMb} MB)`)));
         }
         if (code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
-          return send(reply, restErrorFor(new AppError('BAD_REQUEST', (error as Error).message)));
+          return sendRestError(reply, restErrorFor(new AppError('BAD_REQUEST', (error as Error).message)));
         }
         request.log.error({ err: error }, 'unexpected error in a REST route');
-        return send(reply, INTERNAL_ERROR);
+        return sendRestError(reply, INTERNAL_ERROR);
       });
 
       for (const entry of prepared) {
@@ -138,7 +140,7 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
             const context = await options.contextFactory({ header: (name) => headerValue(request, name), ip: request.ip });
             contexts.set(request, context);
             if (!entry.route.public && !context.viewer) {
-              await send(reply, restErrorFor(new AppError('UNAUTHENTICATED')));
+              await sendRestError(reply, restErrorFor(new AppError('UNAUTHENTICATED')));
             }
             return payload;
           },
@@ -171,16 +173,16 @@ async function handle(entry: PreparedRoute, request: FastifyRequest, reply: Fast
 
   if (result.errors?.length) {
     const appError = result.errors.map(findAppError).find((e) => e !== undefined);
-    if (appError) return send(reply, restErrorFor(appError));
+    if (appError) return sendAppError(request, reply, appError);
     const own = result.errors.find(isGraphQLOwnError);
     if (own) {
       // Variables the request made that GraphQL refuses (e.g. "abc" for an Int): bad input, not a
       // failure of ours; routes should have said it better in variables(), so note it.
       request.log.warn({ err: own, operation: entry.operationName }, 'REST request rejected by GraphQL variable coercion');
-      return send(reply, restErrorFor(new AppError('VALIDATION', own.message)));
+      return sendRestError(reply, restErrorFor(new AppError('VALIDATION', own.message)));
     }
     request.log.error({ err: result.errors[0]?.originalError ?? result.errors[0], operation: entry.operationName }, 'unexpected error in a REST route');
-    return send(reply, INTERNAL_ERROR);
+    return sendRestError(reply, INTERNAL_ERROR);
   }
   const body = await route.serialize(result.data, restRequest);
   reply.code(route.status ?? 200).header('content-type', 'application/json; charset=utf-8');
@@ -192,6 +194,8 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
   return Array.isArray(value) ? value[0] : value;
 }
 
-function send(reply: FastifyReply, response: RestErrorResponse) {
-  return reply.code(response.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(response.body));
+/** The DocuSeal response for an AppError; the cause of an outage (503) is logged, not shown. */
+function sendAppError(request: FastifyRequest, reply: FastifyReply, appError: AppError) {
+  if (appError.code === 'UNAVAILABLE' && appError.cause) request.log.warn({ err: appError.cause }, 'REST request failed: service unavailable');
+  return sendRestError(reply, restErrorFor(appError));
 }

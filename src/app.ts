@@ -13,6 +13,8 @@ import { createContextFactory } from './graphql/context.ts';
 import { schema } from './graphql/schema/index.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './graphql/server.ts';
 import { registerHealthRoute } from './http/health.ts';
+import { registerErrorHandler } from './http/errors.ts';
+import { registerCors } from './http/cors.ts';
 import { registerFileRoutes } from './documents/file-routes.ts';
 import { registerSigningPageRoutes } from './signing-form/page-routes.ts';
 import { createFileUrlSigner, type FileUrlSigner } from './documents/file-urls.ts';
@@ -20,14 +22,15 @@ import { resolveSecretKeyBase } from './documents/secret-key.ts';
 import { createLocalStorage, type FileStorage } from './documents/storage.ts';
 import { createRenderer, type Renderer } from './rendering/renderer.ts';
 import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
-import { createJobEventSink } from './events/events.ts';
+import { createSideEffects, type SideEffects } from './events/events.ts';
 import { createLiveEvents, type LiveEvents } from './events/pubsub.ts';
+import { createCredentialSessions } from './accounts/credential-sessions.ts';
 import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
 import { defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
-import { defineWebhookJobs, subscribedEvents } from './webhooks/dispatch-event.ts';
+import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
 import { registerAttachmentUploadRoute } from './signing-form/upload-route.ts';
 
 export interface AppOptions {
@@ -59,6 +62,8 @@ export interface App {
   jobs: JobQueue;
   /** Live events for GraphQL subscriptions (in process, or through Redis with REDIS_URL). */
   live: LiveEvents;
+  /** Changes with side effects (the outbox; what services get as ctx.effects). */
+  effects: SideEffects;
   /** Starts the job queue, then listens on config.host:config.port (0 = any free port); resolves to the base URL. */
   start(options?: { port?: number; host?: string }): Promise<string>;
   /**
@@ -81,6 +86,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
     return503OnClosing: true,
   });
 
+  // Before any route: CORS for /api, /graphql and /file, from CORS_ORIGINS only (src/http/cors.ts).
+  await registerCors(fastify, { origins: config.corsOrigins });
+
   const renderer = options.renderer ?? createRenderer(config, fastify.log);
   const jobs = options.jobs ?? defaultJobQueue(config, fastify.log);
   const live = await createLiveEvents({
@@ -88,10 +96,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
     logger: fastify.log,
     redis: config.redisUrl ? { url: config.redisUrl, secretKeyBase: await resolveSecretKeyBase(config) } : undefined,
   });
-  const events = createJobEventSink(jobs, live, subscribedEvents(db));
+  // Changes with side effects: jobs and events written in the change's transaction (the outbox).
+  const effects = createSideEffects({ db, jobs, live });
+  // WebSockets and SSE streams end when the credential they opened with is revoked, on every instance.
+  const sessions = createCredentialSessions({ db, live, logger: fastify.log, recheckMs: config.credentialsRecheck });
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
   const mailer = createMailer(config, fastify.log);
-  defineCompletionJob(jobs, { db, storage, config, events, logger: fastify.log });
+  defineCompletionJob(jobs, { db, storage, config, effects, logger: fastify.log });
   defineCompletedEmailsJob(jobs, { db, storage, mailer, config, logger: fastify.log });
   defineSubmissionJobs(jobs, {
     db,
@@ -99,16 +110,25 @@ export async function buildApp(options: AppOptions): Promise<App> {
     smsSender: createSmsSender(config, fastify.log),
     config,
     logger: fastify.log,
-    events,
+    effects,
   });
-  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs, events, live });
+  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs, effects, live });
   // Webhooks: each event's deliveries (dispatch-event), each delivery's attempts (deliver-webhook).
   defineWebhookJobs(jobs, { db, config, logger: fastify.log, schema, contextFactory });
-  const graphql = createGraphQLServer({ schema, contextFactory, logger: fastify.log, graphiql: config.graphiql });
+  const graphql = createGraphQLServer({
+    schema,
+    contextFactory,
+    logger: fastify.log,
+    graphiql: config.graphiql,
+    introspection: config.graphql.introspection,
+    limits: config.graphql.limits,
+    sessions,
+  });
 
   fastify.route({
     url: GRAPHQL_PATH,
-    method: ['GET', 'POST', 'OPTIONS'],
+    // OPTIONS (CORS preflights) is answered by src/http/cors.ts.
+    method: ['GET', 'POST'],
     handler: async (request, reply) => {
       const response = await graphql.yoga.handleNodeRequestAndResponse(request, reply, { ip: request.ip });
       response.headers.forEach((value, key) => {
@@ -136,11 +156,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
     });
   });
 
+  // Errors of the routes below that the REST gateway and GraphQL do not map themselves.
+  registerErrorHandler(fastify);
   registerHealthRoute(fastify, db);
   registerFileRoutes(fastify, { db, storage, signer });
   registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize });
   // The signing form's multipart uploads (no API key), beside the JSON gateway.
-  await registerAttachmentUploadRoute(fastify, { db, storage, files: signer, maxFileBytes: config.maxBodySize });
+  await registerAttachmentUploadRoute(fastify, { db, storage, files: signer, maxFileBytes: config.maxBodySize, images: config.images });
   await registerRestGateway(fastify, {
     schema,
     routes: [...restRoutes, ...(options.extraRestRoutes ?? [])],
@@ -154,6 +176,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     files: { storage, signer },
     jobs,
     live,
+    effects,
     async start(listen = {}) {
       await jobs.start();
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
@@ -175,6 +198,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
         }
         // After the HTTP server (requests in flight may enqueue), before the database (jobs use it).
         await jobs.stop({ timeoutMs: config.shutdownTimeout });
+        sessions.close();
         await live.close();
         await renderer.close();
         await db.$disconnect();

@@ -12,6 +12,13 @@ const boolFromEnv = z
 
 const intFromEnv = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 
+/**
+ * Highest accepted GRAPHQL_(ANONYMOUS_)MAX_TOKENS: a document of N tokens nests up to N lists,
+ * and graphql-js's parser, being recursive, overflows the stack from about 1,800 nested lists
+ * (Node 20, a cold process); this leaves that much room again for the stack below the parser.
+ */
+const GRAPHQL_TOKENS_CEILING = 1000;
+
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: intFromEnv(0, 65535).default(3000),
@@ -28,6 +35,25 @@ const EnvSchema = z.object({
   MAX_BODY_SIZE_MB: z.coerce.number().positive().max(1024).default(50),
   /** GraphiQL at GET /graphql; on by default outside production. */
   GRAPHIQL: boolFromEnv.optional(),
+  /** GraphQL introspection (`__schema`, `__type`); on by default outside production. */
+  GRAPHQL_INTROSPECTION: boolFromEnv.optional(),
+  /**
+   * Limits of one GraphQL operation with a valid API key (src/graphql/limits.ts); the ANONYMOUS_
+   * ones below apply without one and may not exceed these.
+   */
+  GRAPHQL_MAX_TOKENS: intFromEnv(1, GRAPHQL_TOKENS_CEILING).default(1000),
+  GRAPHQL_MAX_DEPTH: intFromEnv(1, 100).default(12),
+  GRAPHQL_MAX_ALIASES: intFromEnv(0, 10_000).default(50),
+  GRAPHQL_MAX_DIRECTIVES: intFromEnv(0, 10_000).default(50),
+  GRAPHQL_MAX_COST: intFromEnv(1, 10_000_000).default(5000),
+  /** Largest serialized result, in megabytes. */
+  GRAPHQL_MAX_RESPONSE_MB: z.coerce.number().positive().max(1024).default(20),
+  GRAPHQL_ANONYMOUS_MAX_TOKENS: intFromEnv(1, GRAPHQL_TOKENS_CEILING).default(500),
+  GRAPHQL_ANONYMOUS_MAX_DEPTH: intFromEnv(1, 100).default(6),
+  GRAPHQL_ANONYMOUS_MAX_ALIASES: intFromEnv(0, 10_000).default(10),
+  GRAPHQL_ANONYMOUS_MAX_DIRECTIVES: intFromEnv(0, 10_000).default(10),
+  GRAPHQL_ANONYMOUS_MAX_COST: intFromEnv(1, 10_000_000).default(1000),
+  GRAPHQL_ANONYMOUS_MAX_RESPONSE_MB: z.coerce.number().positive().max(1024).default(2),
   /** Seconds SIGTERM waits for in-flight requests before closing anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(10),
   /** Create a development account and print its API key on the first start (empty database). */
@@ -52,10 +78,20 @@ const EnvSchema = z.object({
   RENDER_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(60),
   /** Conversions run at once per instance. */
   RENDER_CONCURRENCY: z.coerce.number().int().min(1).max(16).default(2),
+  /** Largest total a DOCX (ZIP) may inflate to, in megabytes, checked before conversion (zip bombs). */
+  DOCX_MAX_UNCOMPRESSED_MB: z.coerce.number().positive().max(4096).default(100),
+  /** Most entries a DOCX (ZIP) may hold, checked before conversion. */
+  DOCX_MAX_ENTRIES: intFromEnv(1, 65_535).default(2000),
+  /** Address space (virtual memory) allowed to each local LibreOffice process, in megabytes; 0: no limit. */
+  SOFFICE_MAX_MEMORY_MB: z.coerce.number().int().min(0).max(1_048_576).default(2048),
+  /** Largest image value (signature, initials, image, stamp), in megabytes. */
+  IMAGE_MAX_MB: z.coerce.number().positive().max(1024).default(10),
+  /** Most pixels (width × height) of an image value, in megapixels. */
+  IMAGE_MAX_MEGAPIXELS: z.coerce.number().positive().max(1000).default(25),
   /** Jobs on MongoDB (Agenda's mongo backend) instead of the service's PostgreSQL. */
   JOBS_MONGODB_URL: z.string().min(1).optional(),
   /** Seconds before a job held by an instance that stopped (crash, kill) runs on another (running jobs renew their lock). */
-  JOBS_LOCK_LIFETIME_SECONDS: z.coerce.number().positive().max(86_400).default(600),
+  JOBS_LOCK_LIFETIME_SECONDS: z.coerce.number().positive().max(86_400).default(30),
   /** Sender of every email ("Signet <no-reply@example.com>"). */
   MAIL_FROM: z.string().min(3).default('Signet <no-reply@signet.local>'),
   /** Send email through SendGrid with this API key. */
@@ -79,7 +115,7 @@ const EnvSchema = z.object({
   /**
    * Tests only (refused unless NODE_ENV=test): `<point>:<ms>` makes the completion job sleep at a
    * point so that a test can kill the process there; points: `drawn` (documents stored, transaction
-   * not committed), `committed` (committed, events not emitted). See src/signing/complete-submission.ts.
+   * not committed), `committed` (committed, with its events). See src/signing/complete-submission.ts.
    */
   TEST_PAUSE_COMPLETION: z
     .string()
@@ -101,9 +137,36 @@ const EnvSchema = z.object({
   WEBHOOK_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(8),
   /** Time allowed for a webhook receiver's whole answer once connected, in seconds. */
   WEBHOOK_RESPONSE_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(15),
+  /** Comma-separated origins (`https://app.example.com`) allowed to call /api, /graphql and /file from a browser; `*` for any. Unset: none. */
+  CORS_ORIGINS: z
+    .string()
+    .transform((value, ctx) => {
+      const origins: string[] = [];
+      for (const entry of value.split(',').map((o) => o.trim()).filter(Boolean)) {
+        const origin = parseOrigin(entry);
+        if (origin === undefined) ctx.addIssue({ code: 'custom', message: `"${entry}" is not an origin (scheme://host[:port], http or https, no path) or *` });
+        else origins.push(origin);
+      }
+      return [...new Set(origins)];
+    })
+    .optional(),
+  /** Seconds between checks that the API keys of open subscriptions (WebSocket, SSE) are still valid; a revocation through Signet closes them at once. */
+  CREDENTIALS_RECHECK_SECONDS: z.coerce.number().positive().max(3600).default(10),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
+
+/** A browser origin as browsers send it (`https://app.example.com`, default port left out), `*`, or undefined when `entry` is neither. */
+function parseOrigin(entry: string): string | undefined {
+  if (entry === '*') return '*';
+  try {
+    const url = new URL(entry);
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash) return undefined;
+    return url.pathname === '/' ? url.origin : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 export interface Config {
   nodeEnv: Env['NODE_ENV'];
@@ -117,6 +180,12 @@ export interface Config {
   /** Bytes. */
   maxBodySize: number;
   graphiql: boolean;
+  graphql: {
+    /** `__schema` and `__type` answered (GRAPHQL_INTROSPECTION). */
+    introspection: boolean;
+    /** Limits of one operation, with a valid API key and without (docs/security.md "GraphQL limits"). */
+    limits: { authenticated: GraphQLLimits; anonymous: GraphQLLimits };
+  };
   /** Milliseconds. */
   shutdownTimeout: number;
   createDevAccount: boolean;
@@ -135,6 +204,12 @@ export interface Config {
   /** Milliseconds. */
   renderTimeout: number;
   renderConcurrency: number;
+  /** Checked before a DOCX is converted (src/rendering/office-document.ts). */
+  docxLimits: { maxUncompressedBytes: number; maxEntries: number };
+  /** Bytes of address space for each local soffice (`ulimit -v`); undefined: no limit. */
+  sofficeMaxMemory: number | undefined;
+  /** Image values (signature, initials, image, stamp): checked before they are stored (src/signing-form/signature-image.ts). */
+  images: { maxBytes: number; maxPixels: number };
   jobsMongodbUrl: string | undefined;
   /** Milliseconds. */
   jobsLockLifetime: number;
@@ -163,6 +238,26 @@ export interface Config {
     /** Milliseconds. */
     responseTimeout: number;
   };
+  /** Origins allowed cross-origin access (CORS_ORIGINS), as browsers send them; `['*']`: any; empty: none. */
+  corsOrigins: string[];
+  /** Milliseconds between checks of the API keys behind open subscriptions (CREDENTIALS_RECHECK_SECONDS). */
+  credentialsRecheck: number;
+}
+
+/** Limits of one GraphQL operation, checked by src/graphql/limits.ts (GraphQL Armor's units). */
+export interface GraphQLLimits {
+  /** Lexical tokens of the document (names, punctuation, values). */
+  maxTokens: number;
+  /** Nesting of fields in an operation (fragments do not count as a level). */
+  maxDepth: number;
+  /** Aliased fields in an operation, `__typename` included. */
+  maxAliases: number;
+  /** Directives (`@include`, `@skip`, …) in an operation. */
+  maxDirectives: number;
+  /** GraphQL Armor's cost: 1 per scalar field, 2 per object field, × 1.5 per level of nesting. */
+  maxCost: number;
+  /** Bytes of the serialized result (JSON, UTF-8). */
+  maxResponseBytes: number;
 }
 
 /** Thrown when an environment variable has a value the service cannot use. */
@@ -187,6 +282,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError('Invalid configuration: TEST_PAUSE_COMPLETION: only allowed with NODE_ENV=test');
   }
   const [pausePoint, pauseMs] = e.TEST_PAUSE_COMPLETION?.split(':') ?? [];
+  const graphqlLimits = graphqlLimitsFromEnv(e);
   return {
     nodeEnv: e.NODE_ENV,
     port: e.PORT,
@@ -198,6 +294,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     logLevel: e.LOG_LEVEL,
     maxBodySize: Math.floor(e.MAX_BODY_SIZE_MB * 1024 * 1024),
     graphiql: e.GRAPHIQL ?? e.NODE_ENV !== 'production',
+    graphql: { introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production', limits: graphqlLimits },
     shutdownTimeout: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
     createDevAccount: e.CREATE_DEV_ACCOUNT ?? true,
     secretKeyBase: e.SECRET_KEY_BASE,
@@ -210,6 +307,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sofficePath: e.SOFFICE_PATH,
     renderTimeout: e.RENDER_TIMEOUT_SECONDS * 1000,
     renderConcurrency: e.RENDER_CONCURRENCY,
+    docxLimits: { maxUncompressedBytes: Math.floor(e.DOCX_MAX_UNCOMPRESSED_MB * 1024 * 1024), maxEntries: e.DOCX_MAX_ENTRIES },
+    sofficeMaxMemory: e.SOFFICE_MAX_MEMORY_MB === 0 ? undefined : e.SOFFICE_MAX_MEMORY_MB * 1024 * 1024,
+    images: { maxBytes: Math.floor(e.IMAGE_MAX_MB * 1024 * 1024), maxPixels: Math.floor(e.IMAGE_MAX_MEGAPIXELS * 1_000_000) },
     jobsMongodbUrl: e.JOBS_MONGODB_URL,
     jobsLockLifetime: Math.round(e.JOBS_LOCK_LIFETIME_SECONDS * 1000),
     mailFrom: e.MAIL_FROM,
@@ -233,5 +333,38 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       connectTimeout: Math.round(e.WEBHOOK_CONNECT_TIMEOUT_SECONDS * 1000),
       responseTimeout: Math.round(e.WEBHOOK_RESPONSE_TIMEOUT_SECONDS * 1000),
     },
+    corsOrigins: e.CORS_ORIGINS ?? [],
+    credentialsRecheck: Math.round(e.CREDENTIALS_RECHECK_SECONDS * 1000),
   };
+}
+
+/**
+ * The GraphQL limits of both tiers from GRAPHQL_MAX_* and GRAPHQL_ANONYMOUS_MAX_*.
+ * @throws ConfigError when an anonymous limit exceeds its authenticated one (anonymous callers
+ *   get tighter limits: issue 12 §1, DESIGN.md "limits")
+ */
+function graphqlLimitsFromEnv(e: Env): Config['graphql']['limits'] {
+  const tier = (prefix: 'GRAPHQL_' | 'GRAPHQL_ANONYMOUS_'): GraphQLLimits => ({
+    maxTokens: e[`${prefix}MAX_TOKENS`],
+    maxDepth: e[`${prefix}MAX_DEPTH`],
+    maxAliases: e[`${prefix}MAX_ALIASES`],
+    maxDirectives: e[`${prefix}MAX_DIRECTIVES`],
+    maxCost: e[`${prefix}MAX_COST`],
+    maxResponseBytes: Math.floor(e[`${prefix}MAX_RESPONSE_MB`] * 1024 * 1024),
+  });
+  const authenticated = tier('GRAPHQL_');
+  const anonymous = tier('GRAPHQL_ANONYMOUS_');
+  const names: Record<keyof GraphQLLimits, string> = {
+    maxTokens: 'MAX_TOKENS',
+    maxDepth: 'MAX_DEPTH',
+    maxAliases: 'MAX_ALIASES',
+    maxDirectives: 'MAX_DIRECTIVES',
+    maxCost: 'MAX_COST',
+    maxResponseBytes: 'MAX_RESPONSE_MB',
+  };
+  const over = (Object.keys(names) as (keyof GraphQLLimits)[])
+    .filter((key) => anonymous[key] > authenticated[key])
+    .map((key) => `GRAPHQL_ANONYMOUS_${names[key]}: must not exceed GRAPHQL_${names[key]}`);
+  if (over.length > 0) throw new ConfigError(`Invalid configuration: ${over.join('; ')}`);
+  return { authenticated, anonymous };
 }

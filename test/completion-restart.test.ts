@@ -2,9 +2,9 @@
  * A crash or restart at any step of the completion pipeline (issue "Signing") ends with exactly
  * one set of documents and one form.completed event per party: the service runs as a real child
  * process (dist/main.mjs) on one database and one DATA_DIR, and is killed with SIGKILL inside the
- * completion job's transaction (first party), between its commit and its events, and inside the
- * last party's transaction (signing); each restart picks the job up once its lock lifetime
- * (JOBS_LOCK_LIFETIME_SECONDS, 10 s here) has passed.
+ * completion job's transaction (first party), right after its commit (its events were recorded
+ * by that transaction: the outbox), and inside the last party's transaction (signing); each
+ * restart picks the job up once its lock lifetime (JOBS_LOCK_LIFETIME_SECONDS, 10 s here) has passed.
  *
  * Also: the job queue's lock renewal, which lets the lock lifetime be that short without a long
  * run being cancelled or run twice.
@@ -48,21 +48,23 @@ describe('lock renewal', () => {
     const logger = pino({ level: 'silent' });
     const queues: JobQueue[] = [];
     const runs: string[] = [];
+    // The lifetime is short, but not so short that a busy machine delaying the renewal timer by a
+    // few hundred milliseconds would look like a dead instance (renewed every third of it).
     for (const name of ['first', 'second']) {
-      const queue = createJobQueue({ connectionString: database.url, logger, processEvery: 50, lockLifetimeMs: 300, name });
+      const queue = createJobQueue({ connectionString: database.url, logger, processEvery: 50, lockLifetimeMs: 1000, name });
       queue.define('slow', async () => {
         runs.push(name);
-        await sleep(1500);
+        await sleep(5000);
       });
       queues.push(queue);
     }
     try {
       await queues[0]!.start();
       await queues[0]!.enqueue('slow', {});
-      for (let i = 0; i < 100 && runs.length === 0; i += 1) await sleep(20);
+      await waitFor('the first instance to start the run', async () => runs.length > 0, 10_000);
       // The second instance starts while the first runs: five lock lifetimes pass meanwhile.
       await queues[1]!.start();
-      await queues[0]!.waitForIdle({ timeoutMs: 10_000 });
+      await queues[0]!.waitForIdle({ timeoutMs: 20_000 });
       expect(runs).toEqual(['first']);
       const { rows } = await sql.query(`SELECT fail_count, last_finished_at FROM agenda.jobs WHERE name = 'slow'`);
       expect(rows).toHaveLength(1);
@@ -124,13 +126,18 @@ async function documentRows(submissionId: number): Promise<Array<{ submitter_id:
   return rows;
 }
 
-/** dispatch-event jobs per event key for these records (every form.completed / submission.completed row, keyed or not). */
+/**
+ * dispatch-event jobs per event key for these records (every form.completed / submission.completed
+ * row, keyed or not), in the job store or still in the outbox (recorded, not relayed yet).
+ */
 async function eventRows(submissionId: number, submitterIds: number[]): Promise<Record<string, number>> {
   const { rows } = await sql.query(
-    `SELECT coalesce(data->>'uniqueKey', '(no key)') AS key, count(*)::int AS n FROM agenda.jobs
-      WHERE name = 'dispatch-event'
-        AND ((data->'payload'->>'type' = 'form.completed' AND (data->'payload'->>'recordId')::int = ANY($2))
-          OR (data->'payload'->>'type' = 'submission.completed' AND (data->'payload'->>'recordId')::int = $1))
+    `SELECT coalesce(key, '(no key)') AS key, count(*)::int AS n FROM (
+       SELECT data->>'uniqueKey' AS key, data->'payload' AS event FROM agenda.jobs WHERE name = 'dispatch-event'
+       UNION ALL
+       SELECT unique_key, data FROM outbox WHERE name = 'dispatch-event') recorded
+      WHERE (event->>'type' = 'form.completed' AND (event->>'recordId')::int = ANY($2))
+         OR (event->>'type' = 'submission.completed' AND (event->>'recordId')::int = $1)
       GROUP BY 1`,
     [submissionId, submitterIds],
   );
@@ -187,18 +194,18 @@ describe('completion across crashes (SIGKILL)', () => {
     expect(await documentRows(submissionId)).toEqual([]);
     expect(await eventRows(submissionId, parties)).toEqual({});
 
-    // 2. Restarted: the job runs again once its lock has expired; killed after its commit,
-    //    before its events.
+    // 2. Restarted: the job runs again once its lock has expired; killed right after its commit,
+    //    which recorded form.completed with the documents.
     service = await startSignet('committed:60000');
     await pausedAt(service, 'committed');
     expect(await documentRows(submissionId)).toEqual([{ submitter_id: client!.id, kind: 'document', n: 1 }]);
-    expect(await eventRows(submissionId, parties)).toEqual({});
+    expect(await eventRows(submissionId, parties)).toEqual({ [`form.completed:${client!.id}`]: 1 });
     await kill(service);
 
-    // 3. Restarted: the job runs again, draws nothing, emits the lost form.completed. Then the
-    //    last party completes, and the service is killed inside that party's transaction.
+    // 3. Restarted: the job runs again and draws nothing, and form.completed is still there once.
+    //    Then the last party completes, and the service is killed inside that party's transaction.
     service = await startSignet('drawn:60000');
-    await waitFor('the lost form.completed', async () => (await eventRows(submissionId, parties))[`form.completed:${client!.id}`] === 1);
+    await waitFor('the form.completed event', async () => (await eventRows(submissionId, parties))[`form.completed:${client!.id}`] === 1);
     const put = await api('PUT', `/submitters/${manager!.id}`, { completed: true, values: { 'Manager Name': 'Анна Иванова' } });
     expect(put.status, JSON.stringify(put.json)).toBe(200);
     await pausedAt(service, 'drawn');

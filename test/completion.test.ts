@@ -15,7 +15,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import pg from 'pg';
-import { createJobEventSink } from '../src/events/events.ts';
+import { createSideEffects } from '../src/events/events.ts';
 import { createMailer } from '../src/notifications/mailer.ts';
 import { completeSubmission, type CompletionDeps } from '../src/signing/complete-submission.ts';
 import { sendCompletedEmails } from '../src/signing/completed-emails.ts';
@@ -196,9 +196,9 @@ describe('completion through the API', () => {
     const mails = smtp.messages.length;
     expect(mailsTo('c2@example.test')).toHaveLength(1);
 
-    const deps: CompletionDeps = { db: t.db, storage: t.app.files.storage, config: t.config, events: createJobEventSink(t.app.jobs), jobs: t.app.jobs };
+    const deps: CompletionDeps = { db: t.db, storage: t.app.files.storage, config: t.config, effects: createSideEffects({ db: t.db, jobs: t.app.jobs }) };
     await completeSubmission(deps, submissionId);
-    await completeSubmission(deps, submissionId, { submitterId: submitterIds[1] });
+    await completeSubmission(deps, submissionId);
     const emailDeps = { db: t.db, storage: t.app.files.storage, mailer: createMailer(t.config, console), config: t.config, logger: console };
     await sendCompletedEmails(emailDeps, submissionId);
     await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });

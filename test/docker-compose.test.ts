@@ -130,13 +130,16 @@ describe('Dockerfile', () => {
   });
 
   it('builds and runs what `npm start` does', () => {
-    // "node scripts/build.mjs && exec node ... dist/main.mjs": the image builds at build time
-    // and runs the exec'd command directly, so SIGTERM reaches node.
+    // "node scripts/build.mjs && NODE_ENV=${NODE_ENV:-production} exec node ... dist/main.mjs":
+    // the image builds at build time, sets the same NODE_ENV and runs the exec'd command
+    // directly, so SIGTERM reaches node.
     const start = (JSON.parse(read('package.json')) as { scripts: { start: string } }).scripts.start;
     const [build, run] = start.split(' && ');
     expect(dockerfile).toContain(`RUN ${build}`);
+    const [, nodeEnv, exec] = /^NODE_ENV=\$\{NODE_ENV:-(\w+)\} (exec .*)$/.exec(run) ?? [];
+    expect(dockerfile).toMatch(new RegExp(`^ENV .*\\bNODE_ENV=${nodeEnv}\\b`, 'm'));
     const cmd = /^CMD (\[.*\])$/m.exec(dockerfile)?.[1];
     expect(cmd, 'Dockerfile has no exec-form CMD').toBeDefined();
-    expect(`exec ${(JSON.parse(cmd!) as string[]).join(' ')}`).toBe(run);
+    expect(`exec ${(JSON.parse(cmd!) as string[]).join(' ')}`).toBe(exec);
   });
 });

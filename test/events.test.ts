@@ -32,12 +32,14 @@ async function dispatched(): Promise<DispatchedEvent[]> {
 }
 
 /**
- * The events of the given types that `action` raised, as "type:recordId", sorted. Resolves after
- * the call's response: events are emitted before the response is sent.
+ * The events of the given types that `action` raised, as "type:recordId", sorted. Events are
+ * recorded (in the outbox) before the response is sent; they are read once relayed into jobs.
  */
 async function raisedBy(types: EventType[], action: () => Promise<unknown>): Promise<string[]> {
+  await t.outboxRelayed();
   const before = new Set((await dispatched()).map((e) => e.jobId));
   await action();
+  await t.outboxRelayed();
   return (await dispatched())
     .filter((e) => !before.has(e.jobId) && types.includes(e.type))
     .map((e) => `${e.type}:${e.recordId}`)
@@ -165,6 +167,7 @@ describe('template events', () => {
   it('records the account and the time of each event', async () => {
     const before = Date.now();
     const id = await createTemplate();
+    await t.outboxRelayed();
     const event = (await dispatched()).find((e) => e.type === 'template.created' && e.recordId === id)!;
     expect(event.accountId).toBe(alice.accountId);
     expect(Date.parse(event.at)).toBeGreaterThanOrEqual(before - 1000);
@@ -177,7 +180,10 @@ describe('events nobody subscribes to', () => {
     const call = (method: string, path: string, body?: unknown) => rest(t.url, carol.apiKey, method, path, body);
     const created = await ok(call('POST', '/templates/pdf', { name: 'Quiet', documents: [{ name: 'quiet', file: pdf() }] }));
     const touch = () => ok(call('PUT', `/templates/${created.id}`, { name: 'Quiet' }));
-    const ofCarol = async () => (await dispatched()).filter((e) => e.accountId === carol.accountId).map((e) => e.type);
+    const ofCarol = async () => {
+      await t.outboxRelayed();
+      return (await dispatched()).filter((e) => e.accountId === carol.accountId).map((e) => e.type);
+    };
     await touch();
     expect(await ofCarol()).toEqual([]);
     // An endpoint for the form events only: template events still make no job.

@@ -24,7 +24,7 @@ describe('createFileUrlSigner', () => {
     const match = /^https:\/\/sign\.example\.test\/file\/([^/]+)\/(.+)$/.exec(url);
     expect(match).not.toBeNull();
     expect(match![2]).toBe('Vertrag%20M%C3%A4rz%20%231.pdf');
-    expect(signer.verify(match![1], NOW)).toEqual({ ok: true, uuid: UUID });
+    expect(signer.verify(match![1], NOW)).toEqual({ ok: true, uuid: UUID, expiresAt: NOW + 40 * 60_000 });
   });
 
   it('carries the uuid, purpose "blob" and the expiry in unix seconds (default 40 minutes)', () => {
@@ -123,11 +123,34 @@ describe('GET/HEAD /file/:token/:filename', () => {
     expect(response.headers.get('content-type')).toBe('application/pdf');
     expect(response.headers.get('content-length')).toBe('1000');
     expect(response.headers.get('content-disposition')).toBe(`inline; filename="Vertrag M_rz.pdf"; filename*=UTF-8''Vertrag%20M%C3%A4rz.pdf`);
-    expect(response.headers.get('cache-control')).toMatch(/^public\b.*max-age=31536000/);
+    // Private (an account's document), and fresh no longer than the URL's 40 minutes.
+    const cacheControl = response.headers.get('cache-control')!;
+    expect(cacheControl).toMatch(/^private, max-age=\d+, immutable$/);
+    const maxAge = Number(/max-age=(\d+)/.exec(cacheControl)![1]);
+    expect(maxAge).toBeGreaterThan(40 * 60 - 5);
+    expect(maxAge).toBeLessThanOrEqual(40 * 60);
     expect(response.headers.get('x-robots-tag')).toBe('noindex');
-    expect(response.headers.get('access-control-allow-origin')).toBe('*');
+    // No CORS without CORS_ORIGINS (test/cors.test.ts covers allowed origins).
+    expect(response.headers.get('access-control-allow-origin')).toBeNull();
     expect(response.headers.get('accept-ranges')).toBe('bytes');
     expect(response.headers.get('x-content-type-options')).toBe('nosniff');
+  });
+
+  it("caches a URL's file no longer than the URL is valid, privately, and answers other origins without CORS", async () => {
+    // A URL with 90 s left (signed 40 minutes ago less 90 s): max-age is the time left, never more.
+    const signed = t.app.files.signer.url(pdf, { now: Date.now() - (40 * 60 - 90) * 1000 });
+    for (const method of ['GET', 'HEAD']) {
+      const response = await fetchSigned(signed, { method, headers: { origin: 'https://evil.example' } });
+      expect(response.status).toBe(200);
+      const cacheControl = response.headers.get('cache-control')!;
+      expect(cacheControl).toMatch(/^private, max-age=\d+, immutable$/);
+      const maxAge = Number(/max-age=(\d+)/.exec(cacheControl)![1]);
+      expect(maxAge).toBeGreaterThanOrEqual(80);
+      expect(maxAge).toBeLessThanOrEqual(90);
+      expect(response.headers.get('access-control-allow-origin')).toBeNull();
+      expect(response.headers.get('access-control-allow-credentials')).toBeNull();
+      await response.arrayBuffer();
+    }
   });
 
   it('ignores the filename part of the path', async () => {

@@ -61,9 +61,9 @@ describe('authentication', () => {
     expect(token.startsWith(apiKey.prefix)).toBe(true);
     expect((await graphql(t.url, VIEWER, { key: token })).body.data.viewer.user.id).toBe(alice.userId);
 
-    // Bob cannot revoke Alice's key: it does not exist for him.
+    // Bob cannot revoke Alice's key: another account's record, FORBIDDEN as everywhere (test/cross-account.test.ts).
     const foreign = await graphql(t.url, `mutation { revokeApiKey(input: {id: ${apiKey.id}}) { apiKey { id } } }`, { key: bob.apiKey });
-    expect(foreign.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect(foreign.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     expect((await graphql(t.url, VIEWER, { key: token })).body.data.viewer.user.id).toBe(alice.userId);
 
     const revoked = await graphql(t.url, `mutation { revokeApiKey(input: {id: ${apiKey.id}}) { apiKey { id revokedAt } } }`, { key: alice.apiKey });

@@ -38,15 +38,33 @@ describe('masked errors', () => {
   });
 
   it('hides the cause of an unexpected error and logs it', async () => {
-    const t = await startTestApp({ databaseUrl: `postgresql://postgres@127.0.0.1:${await closedPort()}/nothing` });
+    const t = await startTestApp();
     apps.push(t);
+    // A table missing from the database: a failure of ours, not of the request.
+    await t.db.$executeRawUnsafe('ALTER TABLE api_keys RENAME TO api_keys_elsewhere');
     const { body } = await graphql(t.url, '{ viewer { user { id } } }', { key: 'sgt_anything' });
     const text = JSON.stringify(body);
-    expect(body.errors?.[0]?.message).toBe('Unexpected error.');
-    expect(text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres/i);
+    expect(body.errors?.[0]).toMatchObject({ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    expect(text).not.toMatch(/api_keys|relation|postgres/i);
     const logged = t.logs.filter((line) => line.level === 50);
     expect(logged).toHaveLength(1);
-    expect(JSON.stringify(logged[0])).toMatch(/ECONNREFUSED|reach database server/);
+    expect(JSON.stringify(logged[0])).toMatch(/api_keys/);
+  });
+
+  it('a database outage is UNAVAILABLE (503, Retry-After), its cause logged, not shown', async () => {
+    const t = await startTestApp({ databaseUrl: `postgresql://postgres@127.0.0.1:${await closedPort()}/nothing` });
+    apps.push(t);
+    const response = await fetch(`${t.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-auth-token': 'sgt_anything' },
+      body: JSON.stringify({ query: '{ viewer { user { id } } }' }),
+    });
+    expect(response.status).toBe(503);
+    expect(response.headers.get('retry-after')).toBe('5');
+    const text = await response.text();
+    expect(JSON.parse(text).errors[0]).toEqual({ message: 'Service unavailable, please try again later', extensions: { code: 'UNAVAILABLE', details: { retryAfterSeconds: 5 } } });
+    expect(text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres/i);
+    expect(JSON.stringify(t.logs)).toMatch(/ECONNREFUSED|reach database server/);
   });
 
   it('keeps AppError messages with extensions.code, masks everything else', () => {

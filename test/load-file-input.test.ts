@@ -149,7 +149,7 @@ describe('URLs', () => {
     const refused = { allowPrivate: false };
     for (const url of [`${server.url}/x.pdf`, `http://localhost:${server.port}/x.pdf`, `http://[::1]:${server.port}/x.pdf`, `http://2130706433:${server.port}/x.pdf`, 'http://10.1.2.3/x.pdf', 'http://169.254.169.254/latest/meta-data/']) {
       const error = await failure(url, refused);
-      expect(error.message, url).toBe(`Error loading: ${url} (${FIELD}). Can't download from localhost or a private network address.`);
+      expect(error.message, url).toBe(`Error loading: ${url} (${FIELD}). Can't download from this host: it is not a public address, or its name does not resolve.`);
     }
     expect(server.requests).toEqual([]);
   });
@@ -164,9 +164,13 @@ describe('URLs', () => {
     const resolve = async (host: string) => (cases[host] ?? []).map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
     for (const host of Object.keys(cases)) {
       const error = await failure(`https://${host}/file.pdf`, { allowPrivate: false, resolve });
-      expect(error.message).toContain("Can't download from localhost or a private network address.");
+      expect(error.message).toContain("Can't download from this host: it is not a public address, or its name does not resolve.");
     }
-    expect((await failure('https://nowhere.example.test/file.pdf', { resolve })).message).toContain('The host name nowhere.example.test does not resolve.');
+    // A name that does not resolve gets the very same answer as a private one: downloads do not
+    // tell a caller which internal names exist.
+    const unresolved = (await failure('https://nowhere.example.test/file.pdf', { resolve })).message;
+    const privateName = (await failure('https://ten.example.test/file.pdf', { allowPrivate: false, resolve })).message;
+    expect(unresolved.replace('nowhere', 'ten')).toBe(privateName);
   });
 
   it('connects to the address it checked, whatever the name resolves to later (no DNS rebinding)', async () => {
@@ -207,7 +211,7 @@ describe('URLs', () => {
 
     for (const path of ['/to-private', '/to-metadata', '/to-v6']) {
       const error = await failure(`${server.url}${path}`, onlyThisServer);
-      expect(error.message).toBe(`Error loading: ${server.url}${path} (${FIELD}). Can't download from localhost or a private network address.`);
+      expect(error.message).toBe(`Error loading: ${server.url}${path} (${FIELD}). Can't download from this host: it is not a public address, or its name does not resolve.`);
     }
     expect((await failure(`${server.url}/to-ftp`, onlyThisServer)).message).toContain('Only http and https URLs are allowed.');
 
@@ -232,10 +236,10 @@ describe('URLs', () => {
       const timer = setInterval(() => res.write('x'), 50);
       res.on('close', () => clearInterval(timer));
     });
-    const started = Date.now();
+    // The body never ends: only a timer over the whole download can end this (a timer on the
+    // headers or on idle sockets would wait for ever), so the answer itself is the proof.
     const error = await failure(`${server.url}/trickle`, { timeoutMs: 400 });
     expect(error.message).toContain('No complete answer within 0.4 seconds.');
-    expect(Date.now() - started).toBeLessThan(1500);
   });
 
   it('aborts a body that grows past maxBytes while streaming', async () => {
@@ -264,12 +268,10 @@ describe('URLs', () => {
   it('refuses a declared Content-Length over maxBytes without reading the body', async () => {
     const server = await serve((_req, res) => {
       res.writeHead(200, { 'content-length': String(10 * 1024 * 1024) });
-      res.write('x'); // and then nothing: only the header can end this quickly
+      res.write('x'); // and then nothing: reading the body would end in a timeout, not this message
     });
-    const started = Date.now();
     const error = await failure(`${server.url}/big.pdf`, { maxBytes: 1024 * 1024, timeoutMs: 5000 });
     expect(error.message).toContain('The file is larger than 1 MB.');
-    expect(Date.now() - started).toBeLessThan(1000);
   });
 
   it('turns a non-2xx answer into 422 "Error loading" with the status', async () => {

@@ -172,6 +172,35 @@ describe('deliverEmail', () => {
     expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'sent', attemptCount: 2 });
   });
 
+  it('a row its own job left sending (that run died) is claimed again at once by the job; another claimant waits', async () => {
+    // The first run (job-1) claimed the row, then died before the provider answered.
+    const row = await queueEmail(db, emailInput());
+    await db.$executeRaw`UPDATE email_messages SET status = 'sending', attempt_count = 1, claimed_by = 'job-1', updated_at = now() WHERE id = ${row.id}`;
+    expect(await deliverEmail({ db, mailer, claimant: 'job-2' }, row.id)).toBe('in-progress');
+    expect(smtp.messages).toHaveLength(0);
+    expect(await deliverEmail({ db, mailer, claimant: 'job-1' }, row.id)).toBe('sent');
+    await smtp.waitForMessages(1);
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'sent', attemptCount: 2, claimedBy: 'job-1' });
+  });
+
+  it('every send of one row carries the same Message-ID, made from its dedupe key', async () => {
+    const input = emailInput();
+    const row = await queueEmail(db, input);
+    expect(await deliverEmail({ db, mailer }, row.id)).toBe('sent');
+    // A send that reached the provider but was never marked sent (a crash): the row is sent again.
+    await db.$executeRaw`UPDATE email_messages SET status = 'queued' WHERE id = ${row.id}`;
+    expect(await deliverEmail({ db, mailer }, row.id)).toBe('sent');
+    await smtp.waitForMessages(2);
+    const ids = smtp.messages.map((m) => m.parsed.messageId);
+    expect(ids[0]).toMatch(/^<[0-9a-f]{32}@signet\.test>$/);
+    expect(ids[1]).toBe(ids[0]);
+    // Another row, another id.
+    const other = await queueAndDeliverEmail({ db, mailer }, emailInput());
+    expect(other.outcome).toBe('sent');
+    await smtp.waitForMessages(3);
+    expect(smtp.messages[2]!.parsed.messageId).not.toBe(ids[0]);
+  });
+
   it('with the outbox mailer the row is marked sent and the message only logged', async () => {
     const lines: string[] = [];
     const logger: NotificationLogger = { ...quiet, info: (_obj, msg) => void lines.push(msg ?? '') };

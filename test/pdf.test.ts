@@ -204,9 +204,9 @@ describe('inspectPdf', () => {
     await expectValidation(inspectPdf(new Uint8Array(), 'documents[0]'), /^documents\[0\] is empty$/);
     const random = Uint8Array.from({ length: 4096 }, (_, i) => (i * 7919 + 13) % 251);
     await expectValidation(inspectPdf(random, 'documents[1]'), /^documents\[1\] is not a PDF/);
-    await expectValidation(inspectPdf(Buffer.concat([Buffer.from('%PDF-1.7\n'), random]), 'junk.pdf'), /^junk\.pdf is not a readable PDF/);
+    await expectValidation(inspectPdf(Buffer.concat([Buffer.from('%PDF-1.7\n'), random]), 'junk.pdf'), /^junk\.pdf is not a valid PDF: its structure cannot be parsed/);
     const tracemonkey = fixturePdf('pdfjs-tracemonkey.pdf');
-    await expectValidation(inspectPdf(tracemonkey.subarray(0, tracemonkey.length >> 1), 'half.pdf'), /^half\.pdf is a damaged PDF/);
+    await expectValidation(inspectPdf(tracemonkey.subarray(0, tracemonkey.length >> 1), 'half.pdf'), /^half\.pdf is not a valid PDF: it is damaged/);
 
     const letter = new mupdf.PDFDocument(fixturePdf('documenso-letter-size.pdf'));
     const locked = letter.saveToBuffer('encrypt=aes-256,user-password=secret,owner-password=owner').asUint8Array().slice();

@@ -23,7 +23,7 @@ import {
   type PaperSize,
   type Renderer,
 } from '../src/rendering/renderer.ts';
-import { makeDocx } from './fixtures/rendering/make-docx.ts';
+import { makeDocx, makeZip } from './fixtures/rendering/make-docx.ts';
 import { pdfLinkUris, pdfPageSizes, pdfPageTexts, pdfWords, type Word } from './fixtures/rendering/poppler.ts';
 
 const logger = pino({ level: 'silent' });
@@ -392,8 +392,15 @@ describe('DOCX', () => {
     }
   });
 
-  it('refuses a ZIP that LibreOffice cannot read with 422', async () => {
+  it('refuses a ZIP that is no archive with 422, before LibreOffice', async () => {
     const error = await rejection(renderer.docxToPdf({ docx: Buffer.from('PK\u0003\u0004garbage-garbage'), filename: 'broken.docx' }));
+    expect(error.status).toBe(422);
+    expect(error.message).toMatch(/^broken\.docx is not a valid DOCX archive: /);
+  });
+
+  it('refuses a ZIP that LibreOffice cannot read with 422', async () => {
+    const docx = makeZip([['word/document.xml', 'this is not XML <<<'], ['notes.txt', 'hello']]);
+    const error = await rejection(renderer.docxToPdf({ docx, filename: 'broken.docx' }));
     expect(error.status).toBe(422);
     expect(error.message).toMatch(/broken\.docx could not be converted/);
   }, 60_000);

@@ -109,6 +109,7 @@ const events = (submitterId: number, eventType?: string) =>
 
 /** The persisted dispatch-event jobs of one event type about one record (src/events/events.ts). */
 async function dispatchJobs(type: string, recordId: number): Promise<{ uniqueKey?: string }[]> {
+  await t.outboxRelayed();
   const rows = await t.db.$queryRawUnsafe<{ data: { payload: { type: string; recordId: number }; uniqueKey?: string } }[]>(
     `SELECT data FROM agenda.jobs WHERE name = 'dispatch-event'`,
   );

@@ -11,6 +11,8 @@
  *   by the server; a phone-sized touch screen; embedding in an iframe on another origin;
  * - every test: no request leaves the service's origin, no Content-Security-Policy violation, no
  *   uncaught page error.
+ * The page is checked only with web-first assertions (expectInPage, test/helpers/browser.ts), which
+ * wait for the page to show what is expected: nothing is read right after an action.
  */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -19,10 +21,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Page } from 'playwright-core';
+import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { freePort, startService } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
@@ -56,7 +59,7 @@ let extraOrigins: string[] = [];
 async function openBrowserPage(options: BrowserContextOptions = {}): Promise<Watched> {
   const context = await browser.newContext(options);
   const page = await context.newPage();
-  page.setDefaultTimeout(20_000);
+  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
   const watched: Watched = { context, page, requests: [], problems: [] };
   page.on('request', (request) => watched.requests.push(request.url()));
   page.on('console', (message) => {
@@ -90,10 +93,17 @@ afterEach(async (context) => {
   extraOrigins = [];
 });
 
+/** The message shown at a field: the last element its input's aria-describedby names. */
+async function errorOf(input: Locator): Promise<Locator> {
+  const ids = (await input.getAttribute('aria-describedby'))?.split(' ') ?? [];
+  expect(ids.length, 'the input names its message in aria-describedby').toBeGreaterThan(0);
+  return input.page().locator(`#${ids.at(-1)}`);
+}
+
 /** Waits until the page shows the form (its fields are on the pages). */
 async function waitForForm(page: Page): Promise<void> {
   await page.locator('.action-bar').waitFor();
-  await page.locator('.page[data-rendered="true"]').first().waitFor({ timeout: 20_000 });
+  await page.locator('.page[data-rendered="true"]').first().waitFor();
 }
 
 /** Draws a zigzag on a canvas with the mouse (pointer events as a real mouse makes them). */
@@ -230,8 +240,8 @@ describe('the main job in a browser', () => {
       const { page } = await openBrowserPage();
       await page.goto(manager.embed_src);
       await waitForForm(page);
-      await expect.poll(() => page.locator('.notice.waiting').textContent()).toBe('Waiting for Client to complete the form.');
-      expect(await page.locator('#complete-button').isDisabled()).toBe(true);
+      await expectInPage(page.locator('.notice.waiting')).toHaveText('Waiting for Client to complete the form.');
+      await expectInPage(page.locator('#complete-button')).toBeDisabled();
     }
 
     // The first party fills in the page opened from the email.
@@ -239,7 +249,7 @@ describe('the main job in a browser', () => {
       const { page } = await openBrowserPage();
       await page.goto(clientLink!);
       await waitForForm(page);
-      await expect.poll(() => page.locator('.page').count()).toBe(3);
+      await expectInPage(page.locator('.page')).toHaveCount(3);
       await page.getByRole('textbox', { name: 'Full Name (required)' }).fill('Chloé Durand');
       await page.getByRole('textbox', { name: 'Company (required)' }).fill('Durand Consulting SARL');
       await page.getByRole('button', { name: 'Client Signature (required)' }).click();
@@ -265,10 +275,10 @@ describe('the main job in a browser', () => {
       const { page } = await openBrowserPage();
       await page.goto(managerLink!);
       await waitForForm(page);
-      await expect.poll(() => page.locator('.notice.waiting').isHidden()).toBe(true);
+      await expectInPage(page.locator('.notice.waiting')).toBeHidden();
       // The client's values are shown, read-only.
-      await expect.poll(() => page.locator('.field.other[data-field-name="Full Name"]').textContent()).toContain('Chloé Durand');
-      await expect.poll(() => page.locator('.field.other[data-field-name="Client Signature"] img').count()).toBe(1);
+      await expectInPage(page.locator('.field.other[data-field-name="Full Name"]')).toContainText('Chloé Durand');
+      await expectInPage(page.locator('.field.other[data-field-name="Client Signature"] img')).toHaveCount(1);
       await page.getByRole('textbox', { name: 'Manager Name (required)' }).fill('Max Müller');
       await page.getByRole('textbox', { name: 'Manager Title (required)' }).fill('Head of Procurement');
       await page.getByRole('button', { name: 'Manager Signature (required)' }).click();
@@ -280,7 +290,7 @@ describe('the main job in a browser', () => {
       await page.locator('#complete-button').click();
       await page.getByText('Thank you! You have completed the form.').waitFor();
       // The page polls until the completion job has produced the signed copies.
-      await expect.poll(() => page.locator('a.download-link').count(), { timeout: 60_000 }).toBe(2);
+      await expectInPage(page.locator('a.download-link')).toHaveCount(2, { timeout: 60_000 });
       const href = await page.locator('a.download-link').first().getAttribute('href');
       expect(href).toMatch(/^\/file\//);
     }
@@ -400,16 +410,16 @@ describe('filling the form', () => {
     await drawWithMouse(page, 'dialog.signature-dialog canvas.signature-canvas');
     await page.getByRole('button', { name: 'Apply signature' }).click();
     await page.locator('.type-signature button img').waitFor();
-    await expect.poll(() => page.locator('.status').textContent()).toBe('All changes saved.');
+    await expectInPage(page.locator('.status')).toHaveText('All changes saved.');
     expect(await savedValues(submitter.id)).toMatchObject({ Name: 'Grace Hopper', Agree: true, Size: 'M', Signature: expect.any(String) });
 
     await page.reload();
     await waitForForm(page);
-    expect(await page.getByRole('textbox', { name: 'Name (required)' }).inputValue()).toBe('Grace Hopper');
-    expect(await page.getByRole('checkbox', { name: 'Agree (required)' }).isChecked()).toBe(true);
-    expect(await page.getByRole('combobox', { name: 'Size (required)' }).inputValue()).toBe('M');
+    await expectInPage(page.getByRole('textbox', { name: 'Name (required)' })).toHaveValue('Grace Hopper');
+    await expectInPage(page.getByRole('checkbox', { name: 'Agree (required)' })).toBeChecked();
+    await expectInPage(page.getByRole('combobox', { name: 'Size (required)' })).toHaveValue('M');
     await page.locator('.type-signature button img').waitFor();
-    expect(await page.locator('.progress').textContent()).toBe('4 of 5 required fields filled');
+    await expectInPage(page.locator('.progress')).toHaveText('4 of 5 required fields filled');
     // Nothing completed by saving.
     expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toBeNull();
   });
@@ -435,18 +445,18 @@ describe('filling the form', () => {
     await page.locator('.type-signature button img').waitFor();
 
     await page.locator('#complete-button').click();
-    const error = page.locator(`#${await zip.getAttribute('aria-describedby')}`);
-    await expect.poll(() => error.textContent()).toBe('Enter the 5-digit ZIP code');
-    expect(await error.isVisible()).toBe(true);
-    expect(await zip.getAttribute('aria-invalid')).toBe('true');
-    await expect.poll(() => zip.evaluate((el) => el === document.activeElement)).toBe(true);
-    expect(await page.locator('.alert').textContent()).toBe('Enter the 5-digit ZIP code');
+    const error = await errorOf(zip);
+    await expectInPage(error).toHaveText('Enter the 5-digit ZIP code');
+    await expectInPage(error).toBeVisible();
+    await expectInPage(zip).toHaveAttribute('aria-invalid', 'true');
+    await expectInPage(zip).toBeFocused();
+    await expectInPage(page.locator('.alert')).toHaveText('Enter the 5-digit ZIP code');
     expect(completions).toEqual([]);
     expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toBeNull();
 
     // Corrected, the message goes away as the signer types, and the form completes.
     await zip.fill('12345');
-    await expect.poll(() => error.isVisible()).toBe(false);
+    await expectInPage(error).toBeHidden();
     await page.locator('#complete-button').click();
     await page.getByText('Thank you! You have completed the form.').waitFor();
     expect(completions).toHaveLength(1);
@@ -471,10 +481,10 @@ describe('filling the form', () => {
     await page.getByRole('button', { name: 'Apply signature' }).click();
     await page.locator('.type-signature button img').waitFor();
     await page.locator('#complete-button').click();
-    const error = page.locator(`#${(await phone.getAttribute('aria-describedby'))!.split(' ').at(-1)}`);
-    await expect.poll(() => error.textContent()).toMatch(/^Phone is invalid/);
-    expect(await phone.getAttribute('aria-invalid')).toBe('true');
-    expect(await phone.inputValue()).toBe('+10000000000');
+    const error = await errorOf(phone);
+    await expectInPage(error).toHaveText(/^Phone is invalid/);
+    await expectInPage(phone).toHaveAttribute('aria-invalid', 'true');
+    await expectInPage(phone).toHaveValue('+10000000000');
     expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toBeNull();
   });
 
@@ -490,7 +500,7 @@ describe('filling the form', () => {
     await dialog.getByLabel('Reason').fill('The price is wrong.');
     await dialog.getByRole('button', { name: 'Decline' }).click();
     await page.getByRole('heading', { name: 'Form has been declined.' }).waitFor();
-    expect(await page.locator('main input, main select, main textarea, main button').count()).toBe(0);
+    await expectInPage(page.locator('main input, main select, main textarea, main button')).toHaveCount(0);
     const row = await t.db.submitter.findUniqueOrThrow({ where: { id: submitter.id } });
     expect(row.declinedAt).not.toBeNull();
     expect(row.declineReason).toBe('The price is wrong.');
@@ -510,7 +520,7 @@ describe('forms that are not open, and unknown links', () => {
     const { page } = await openBrowserPage();
     await page.goto(submitter.embed_src);
     await page.getByRole('heading', { name: 'Form has been archived.' }).waitFor();
-    expect(await page.locator('main input, main select, main textarea, main button').count()).toBe(0);
+    await expectInPage(page.locator('main input, main select, main textarea, main button')).toHaveCount(0);
   });
 
   it('an expired submission shows DocuSeal’s message and no inputs', async () => {
@@ -519,7 +529,7 @@ describe('forms that are not open, and unknown links', () => {
     const { page } = await openBrowserPage();
     await page.goto(submitter.embed_src);
     await page.getByRole('heading', { name: 'Form has been expired.' }).waitFor();
-    expect(await page.locator('main input, main select, main textarea, main button').count()).toBe(0);
+    await expectInPage(page.locator('main input, main select, main textarea, main button')).toHaveCount(0);
   });
 
   it('a completed form says so and offers the signed copies', async () => {
@@ -527,8 +537,8 @@ describe('forms that are not open, and unknown links', () => {
     const { page } = await openBrowserPage();
     await page.goto(submitter.embed_src);
     await page.getByRole('heading', { name: 'Form has been completed already.' }).waitFor();
-    expect(await page.locator('main input, main select, main textarea').count()).toBe(0);
-    await expect.poll(() => page.locator('a.download-link').count(), { timeout: 60_000 }).toBe(1);
+    await expectInPage(page.locator('main input, main select, main textarea')).toHaveCount(0);
+    await expectInPage(page.locator('a.download-link')).toHaveCount(1, { timeout: 60_000 });
     const href = (await page.locator('a.download-link').getAttribute('href'))!;
     const response = await page.request.get(new URL(href, t.url).href);
     expect(response.headers()['content-type']).toBe('application/pdf');
@@ -572,7 +582,7 @@ describe('every field type', () => {
 
     await page.getByRole('textbox', { name: 'Name (required)' }).fill('Ada Lovelace');
     // The second area of the same field shows the value.
-    await expect.poll(() => page.locator('.field.mirror[data-field-name="Name"]').textContent()).toContain('Ada Lovelace');
+    await expectInPage(page.locator('.field.mirror[data-field-name="Name"]')).toContainText('Ada Lovelace');
     const age = page.getByRole('spinbutton', { name: 'Age (required)' });
     await age.fill('36');
     // {{date}}: today, in a native date input the signer may change.
@@ -581,40 +591,45 @@ describe('every field type', () => {
       const d = new Date();
       return `${d.getFullYear()}-${String(d.getMonth() + 1).padStart(2, '0')}-${String(d.getDate()).padStart(2, '0')}`;
     });
-    expect(await date.inputValue()).toBe(today);
+    await expectInPage(date).toHaveValue(today);
     await page.getByRole('checkbox', { name: 'Agree (required)' }).check();
     await page.getByRole('radio', { name: 'Color: Blue' }).check();
     await page.getByRole('combobox', { name: 'Size (required)' }).selectOption('L');
     await page.getByRole('button', { name: 'Toppings (required)' }).click();
     await page.getByRole('checkbox', { name: 'Cheese' }).check();
     await page.getByRole('checkbox', { name: 'Ham' }).check();
+    // Each tick is recorded as it is made (in the options' order), not only once the dialog closes.
+    await expectInPage(field('Toppings')).toContainText('Ham, Cheese');
     await page.getByRole('button', { name: 'Done' }).click();
-    expect(await field('Toppings').textContent()).toContain('Ham, Cheese');
+    await expectInPage(page.getByRole('dialog')).toHaveCount(0);
+    await expectInPage(page.getByRole('button', { name: 'Toppings (required)' })).toBeFocused();
+    await expectInPage(field('Toppings')).toContainText('Ham, Cheese');
     await page.getByRole('textbox', { name: 'Code (required)' }).fill('AB12');
     const phone = page.getByRole('textbox', { name: 'Phone (required)' });
     // Not in international format: refused in the browser.
     await phone.fill('020 7946 0958');
     await page.locator('#complete-button').click();
-    const phoneError = page.locator(`#${(await phone.getAttribute('aria-describedby'))!.split(' ').at(-1)}`);
-    await expect.poll(() => phoneError.textContent()).toMatch(/^Enter the number in international format/);
+    const phoneError = await errorOf(phone);
+    await expectInPage(phoneError).toHaveText(/^Enter the number in international format/);
     await phone.fill('+44 20 7946 0958');
     await phone.blur();
-    expect(await phone.inputValue()).toBe('+442079460958');
+    await expectInPage(phone).toHaveValue('+442079460958');
 
     // Uploads: a dangerous extension is refused by the server, with its message at the field.
-    await field('Attachments').locator('input[type="file"]').setInputFiles({ name: 'setup.exe', mimeType: 'application/octet-stream', buffer: Buffer.from('MZ') });
-    await expect.poll(() => page.locator('.field-error:not([hidden])').allTextContents()).toContain("File type '.exe' is not allowed.");
-    await field('Attachments').locator('input[type="file"]').setInputFiles([
+    const attachments = field('Attachments').locator('input[type="file"]');
+    await attachments.setInputFiles({ name: 'setup.exe', mimeType: 'application/octet-stream', buffer: Buffer.from('MZ') });
+    await expectInPage(await errorOf(attachments)).toHaveText("File type '.exe' is not allowed.");
+    await attachments.setInputFiles([
       { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') },
       { name: 'more.txt', mimeType: 'text/plain', buffer: Buffer.from('world') },
     ]);
-    await expect.poll(() => field('Attachments').textContent()).toBe('notes.txt, more.txt');
+    await expectInPage(field('Attachments')).toHaveText('notes.txt, more.txt');
     await field('Photo').locator('input[type="file"]').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: await inkPng('Photo') });
     await field('Photo').locator('img').waitFor();
 
     // Initials typed (suggested from the name), signature uploaded as an image.
     await page.getByRole('button', { name: 'Initials (required)' }).click();
-    expect(await page.getByLabel('Type your initials').inputValue()).toBe('AL');
+    await expectInPage(page.getByLabel('Type your initials')).toHaveValue('AL');
     await page.getByRole('tab', { name: 'Type' }).click();
     await page.getByRole('button', { name: 'Apply initials' }).click();
     await field('Initials').locator('img').waitFor();
@@ -625,10 +640,10 @@ describe('every field type', () => {
     await field('Signature').locator('img').waitFor();
 
     // Display-only: the stamp, the payment note, the readonly prefilled value.
-    expect(await field('Stamp').locator('input, button, select, textarea').count()).toBe(0);
-    expect(await field('Fee').textContent()).toContain('Payments are not configured');
-    expect(await page.locator('.field[data-field-name="Reference"]').textContent()).toContain('REF-42');
-    expect(await page.locator('.field[data-field-name="Reference"] input').count()).toBe(0);
+    await expectInPage(field('Stamp').locator('input, button, select, textarea')).toHaveCount(0);
+    await expectInPage(field('Fee')).toContainText('Payments are not configured');
+    await expectInPage(page.locator('.field[data-field-name="Reference"]')).toContainText('REF-42');
+    await expectInPage(page.locator('.field[data-field-name="Reference"] input')).toHaveCount(0);
 
     await page.locator('#complete-button').click();
     await page.getByText('Thank you! You have completed the form.').waitFor();
@@ -662,7 +677,7 @@ describe('every field type', () => {
     await waitForForm(page);
     await page.getByRole('textbox', { name: 'Name (required)' }).fill('Payer');
     await page.locator('#complete-button').click();
-    await expect.poll(() => page.locator('.alert').textContent()).toContain('Payments are not configured');
+    await expectInPage(page.locator('.alert')).toContainText('Payments are not configured');
     expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toBeNull();
   });
 });
@@ -705,24 +720,25 @@ describe('devices and embedding', () => {
     const { page } = await openBrowserPage();
     await page.goto(submitter.embed_src);
     await waitForForm(page);
-    const focused = () => page.evaluate(() => document.activeElement?.getAttribute('aria-label') ?? document.activeElement?.textContent ?? '');
+    const name = page.getByRole('textbox', { name: 'Name (required)', exact: true });
+    const signature = page.getByRole('button', { name: 'Signature (required)', exact: true });
     await page.keyboard.press('Tab');
-    expect(await focused()).toBe('Name (required)');
+    await expectInPage(name).toBeFocused();
     await page.keyboard.type('Keyboard User');
     await page.keyboard.press('Tab');
-    expect(await focused()).toBe('Signature (required)');
+    await expectInPage(signature).toBeFocused();
     await page.keyboard.press('Enter');
     // In the dialog: the tabs, arrow keys to "Type", the name is suggested, Enter applies.
-    expect(await focused()).toBe('Draw');
+    await expectInPage(page.getByRole('tab', { name: 'Draw', exact: true })).toBeFocused();
     await page.keyboard.press('ArrowRight');
-    expect(await page.getByLabel('Type your name').evaluate((el) => el === document.activeElement)).toBe(true);
-    expect(await page.getByLabel('Type your name').inputValue()).toBe('Keyboard User');
+    await expectInPage(page.getByLabel('Type your name')).toBeFocused();
+    await expectInPage(page.getByLabel('Type your name')).toHaveValue('Keyboard User');
     await page.keyboard.press('Enter');
     await page.locator('.type-signature button img').waitFor();
-    expect(await focused()).toBe('Signature (required)');
+    await expectInPage(signature).toBeFocused();
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
-    expect(await focused()).toBe('Complete');
+    await expectInPage(page.getByRole('button', { name: 'Complete', exact: true })).toBeFocused();
     await page.keyboard.press('Enter');
     await page.getByText('Thank you! You have completed the form.').waitFor();
     expect(await savedValues(submitter.id)).toMatchObject({ Name: 'Keyboard User' });
@@ -745,7 +761,7 @@ describe('devices and embedding', () => {
       const { page } = await openBrowserPage();
       await page.goto(`${embedding}/`);
       const frame = page.frameLocator('iframe');
-      await frame.locator('.page[data-rendered="true"]').first().waitFor({ timeout: 20_000 });
+      await frame.locator('.page[data-rendered="true"]').first().waitFor();
       await frame.getByRole('textbox', { name: 'Name (required)' }).fill('Framed Signer');
       await frame.getByRole('button', { name: 'Signature (required)' }).click();
       await frame.getByRole('tab', { name: 'Type' }).click();
@@ -800,6 +816,8 @@ describe('what the page loads', () => {
     const { page } = watched;
     await page.goto(submitter.embed_src);
     await waitForForm(page);
+    // Chromium reports the refusal on the console too; that message reaches us on its own schedule.
+    const refusalLogged = page.waitForEvent('console', (message) => /inline script/i.test(message.text()));
     const ran = await page.evaluate(async () => {
       const violation = new Promise<string>((resolve) => document.addEventListener('securitypolicyviolation', (e) => resolve(e.violatedDirective), { once: true }));
       const script = document.createElement('script');
@@ -808,6 +826,7 @@ describe('what the page loads', () => {
       return { directive: await violation, injected: (window as { injected?: boolean }).injected ?? false };
     });
     expect(ran).toEqual({ directive: 'script-src-elem', injected: false });
+    await refusalLogged;
     // The refusal this test provoked is the only one.
     expect(watched.problems.filter((p) => !/inline script/i.test(p))).toEqual([]);
     watched.problems.length = 0;
@@ -836,7 +855,8 @@ describe('what the page loads', () => {
       await page.goto(link);
       await waitForForm(page);
       await page.getByRole('textbox', { name: 'Name (required)' }).waitFor();
-      expect(assets).toEqual(
+      // Responses are reported as they come (pdf.js's worker from its own thread).
+      await expect.poll(() => assets, { timeout: PAGE_TIMEOUT_MS }).toEqual(
         expect.arrayContaining([
           '200 /s-assets/form.css',
           '200 /s-assets/form.js',

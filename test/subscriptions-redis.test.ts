@@ -20,7 +20,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { createJobEventSink, type EventSink, type EventType } from '../src/events/events.ts';
+import { type EventType, type SideEffects } from '../src/events/events.ts';
 import { ACCOUNT_EVENTS_TOPIC, createLiveEvents, redisChannelPrefix, type LiveEvents } from '../src/events/pubsub.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
@@ -36,7 +36,7 @@ let b: ServiceProcess;
 let redis: Redis;
 let alice: CreatedAccount;
 let bob: CreatedAccount;
-let sinkA: EventSink;
+let sinkA: SideEffects;
 const clients: Client[] = [];
 const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-redis-b-'));
 
@@ -101,7 +101,7 @@ beforeAll(async () => {
   redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
   await redis.connect(); // the local Redis must answer (../shared/DESIGN.md: it runs on developer and CI machines)
   a = await startTestApp({ env: { REDIS_URL, SECRET_KEY_BASE: SECRET } });
-  sinkA = createJobEventSink(a.jobs, a.app.live);
+  sinkA = a.app.effects;
   b = await startService({
     DATABASE_URL: a.database.url,
     DATA_DIR: dataDir,

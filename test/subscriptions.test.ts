@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { createJobEventSink, type EventSink, type EventType } from '../src/events/events.ts';
+import { type EventType, type SideEffects } from '../src/events/events.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { subscribeSse, subscribeWs, until, wsClient, type Feed } from './helpers/subscriptions.ts';
@@ -19,8 +19,8 @@ import { subscribeSse, subscribeWs, until, wsClient, type Feed } from './helpers
 let t: TestApp;
 let alice: CreatedAccount;
 let bob: CreatedAccount;
-/** The service's own event sink (what ctx.events is): dispatch-event jobs and live events. */
-let sink: EventSink;
+/** The service's own side effects (what ctx.effects is): dispatch-event jobs and live events. */
+let sink: SideEffects;
 const clients: Client[] = [];
 
 interface Party {
@@ -97,7 +97,7 @@ async function closeAll(...feeds: Feed[]) {
 
 beforeAll(async () => {
   t = await startTestApp();
-  sink = createJobEventSink(t.jobs, t.app.live);
+  sink = t.app.effects;
   alice = await t.createAccount({ name: 'Alice Ltd', email: 'alice@subscriptions.test' });
   bob = await t.createAccount({ name: 'Bob GmbH', email: 'bob@subscriptions.test' });
   T1 = await createTemplate(alice, 'Lease');

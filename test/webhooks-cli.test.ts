@@ -5,7 +5,6 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { createJobEventSink } from '../src/events/events.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, drawPdf } from './helpers/pdfs.ts';
 import { runSignet } from './helpers/processes.ts';
@@ -98,7 +97,7 @@ describe('signet webhook', { timeout: 180_000 }, () => {
       fields: [{ name: 'Name', role: 'Signer', areas: [{ x: 72, y: 120, w: 200, h: 20, page: 1 }] }],
     });
     expect(template.status).toBe(200);
-    await createJobEventSink(t.jobs).emit([{ type: 'template.updated', accountId: account.accountId, recordId: template.json.id, at: new Date() }]);
+    await t.app.effects.emit([{ type: 'template.updated', accountId: account.accountId, recordId: template.json.id, at: new Date() }]);
     const requests = await receiver.waitFor((r) => r.some((x) => x.json?.event_type === 'template.updated'));
     const request = requests.find((x) => x.json?.event_type === 'template.updated')!;
     expect(request.json.data.id).toBe(template.json.id);

@@ -7,7 +7,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type CreatedAccount } from '../src/accounts/create-account.ts';
 import { createDb, type Db } from '../src/db/client.ts';
-import { createJobEventSink } from '../src/events/events.ts';
+import { createSideEffects } from '../src/events/events.ts';
 import { createJobQueue, type JobQueue } from '../src/jobs/job-queue.ts';
 import { createWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { rest } from './helpers/app.ts';
@@ -66,7 +66,7 @@ describe('restart while a delivery waits for its retry', () => {
     const { endpoint } = await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/restart`, events: ['template.updated'] });
     receiver.respond((_request, index) => (index === 0 ? { status: 500, body: 'not yet' } : { status: 200, body: 'ok' }));
     // The event as a service raises it: a persisted dispatch-event job, run by the service.
-    await createJobEventSink(queue).emit([{ type: 'template.updated', accountId: account.accountId, recordId: template.json.id, at: new Date() }]);
+    await createSideEffects({ db, jobs: queue }).emit([{ type: 'template.updated', accountId: account.accountId, recordId: template.json.id, at: new Date() }]);
 
     await receiver.waitFor((requests) => requests.length === 1);
     const waiting = await until('the retry to be scheduled', async () => {

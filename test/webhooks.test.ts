@@ -12,7 +12,7 @@ import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { createJobEventSink, EVENT_TYPES, type DomainEvent, type EventType } from '../src/events/events.ts';
+import { EVENT_TYPES, type DomainEvent, type EventType } from '../src/events/events.ts';
 import { createContextFactory } from '../src/graphql/context.ts';
 import { schema } from '../src/graphql/schema/index.ts';
 import { dispatchEvent } from '../src/webhooks/dispatch-event.ts';
@@ -39,7 +39,7 @@ const CREATE = /* GraphQL */ `
 `;
 
 /** Emits events as the services do (one dispatch-event job each). */
-const emit = (events: Omit<DomainEvent, 'at'>[]) => createJobEventSink(t.app.jobs).emit(events.map((e) => ({ ...e, at: new Date() })));
+const emit = (events: Omit<DomainEvent, 'at'>[]) => t.app.effects.emit(events.map((e) => ({ ...e, at: new Date() })));
 
 /** The requests for event `type` about record `id`. */
 const received = (type: string, id: number) => receiver.requests.filter((r) => r.json?.event_type === type && r.json?.data?.id === id);
@@ -506,7 +506,7 @@ function payloadBuilder() {
     storage: t.app.files.storage,
     renderer: undefined as never,
     jobs: t.jobs,
-    events: createJobEventSink(t.jobs),
+    effects: t.app.effects,
     live: undefined as never,
   });
   return createPayloadBuilder({ schema, db: t.db, appUrl: t.config.appUrl, contextFor: createAccountContexts(contextFactory, t.db) });

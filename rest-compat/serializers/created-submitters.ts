@@ -79,6 +79,6 @@ export async function readCreatedSubmissions(
       });
     }
   }
-  const submissions = created.map((c) => ({ id: c.id, expireAt: c.expireAt?.toISOString() ?? null, createdAt: c.createdAt }));
+  const submissions = created.map((c) => ({ id: c.id, expireAt: c.expireAt, createdAt: c.createdAt }));
   return { submissions, submitters };
 }

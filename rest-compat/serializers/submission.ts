@@ -30,6 +30,7 @@ export const SUBMISSION_GET_FRAGMENT = /* GraphQL */ `
     submitters { ...RestSubmitterBase values documents { name url } }
     events { id submitterId eventType eventTimestamp }
     documents { name url }
+    completionError { message failedAt }
   }
   ${SUBMITTER_BASE_FRAGMENT}
 `;
@@ -58,6 +59,7 @@ export interface SubmissionGetData extends Omit<SubmissionListData, 'submitters'
   submitters: (SubmitterBaseData & { values: unknown; documents: { name: string; url: string }[] })[];
   events: EventData[];
   documents: { name: string; url: string }[];
+  completionError: { message: string; failedAt: string } | null;
 }
 
 function base(s: Omit<SubmissionListData, 'submitters'>) {
@@ -105,5 +107,7 @@ export function serializeSubmissionGet(s: SubmissionGetData, options: { withEven
     documents: s.documents,
     // Required by DocuSeal's OpenAPI for this response although its code never fills it (§14.11).
     metadata: {},
+    // Signet extension (docs/compatibility.md): why the signed documents could not be produced.
+    completion_error: s.completionError ? { message: s.completionError.message, failed_at: s.completionError.failedAt } : null,
   };
 }

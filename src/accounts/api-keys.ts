@@ -7,6 +7,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
+import type { LiveEvents } from '../events/pubsub.ts';
+import { formatPath, limitMessage, MAX_LENGTH } from '../limits.ts';
 
 /** Tokens look like `sgt_` + 43 base64url characters (256 random bits). */
 const TOKEN_PREFIX = 'sgt_';
@@ -48,7 +50,7 @@ export function generateApiKey(): { token: string; tokenHash: string; prefix: st
 
 export const CreateApiKeyInput = z.object({
   userId: z.number().int().positive(),
-  name: z.string().trim().min(1).max(100).default('default'),
+  name: z.string().trim().min(1).max(MAX_LENGTH.name).default('default'),
 });
 
 /**
@@ -73,18 +75,25 @@ export async function createApiKey(
 }
 
 /**
- * Revokes a key; later requests with it get 401. Revoking twice keeps the first revocation time.
- * @param options.accountId when given, the key must belong to that account (else NOT_FOUND)
- * @throws AppError NOT_FOUND when no such key
+ * Revokes a key; later requests with it get 401 (on every instance: key look-ups are not cached),
+ * and, once `options.live` has announced it, every WebSocket and SSE stream opened with it closes
+ * on every instance (src/accounts/credential-sessions.ts; without the announcement, at their next
+ * periodic check). Revoking twice keeps the first revocation time (and announces it again).
+ * @param options.accountId when given, the key must belong to that account (else FORBIDDEN, as
+ *   every record of another account: docs/security.md "Credentials, CORS and file URLs")
+ * @param options.live the live-event transport that announces the revocation to every instance
+ * @throws AppError NOT_FOUND ("API key <id> not found") when no such key; FORBIDDEN
  */
-export async function revokeApiKey(db: Pick<Db, 'apiKey'>, options: { keyId: number; accountId?: number }): Promise<ApiKeySummary> {
-  const key = await db.apiKey.findFirst({
-    where: { id: options.keyId, ...(options.accountId !== undefined ? { accountId: options.accountId } : {}) },
-    select: summarySelect,
-  });
+export async function revokeApiKey(
+  db: Pick<Db, 'apiKey'>,
+  options: { keyId: number; accountId?: number; live?: Pick<LiveEvents, 'publishRevocation'> },
+): Promise<ApiKeySummary> {
+  const key = await db.apiKey.findUnique({ where: { id: options.keyId }, select: summarySelect });
   if (!key) throw new AppError('NOT_FOUND', `API key ${options.keyId} not found`);
-  if (key.revokedAt) return key;
-  return db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() }, select: summarySelect });
+  if (options.accountId !== undefined && key.accountId !== options.accountId) throw new AppError('FORBIDDEN');
+  const revoked = key.revokedAt ? key : await db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() }, select: summarySelect });
+  await options.live?.publishRevocation({ apiKeyIds: [key.id] });
+  return revoked;
 }
 
 /** Every key of an account, oldest first, revoked ones included. */
@@ -94,12 +103,17 @@ export function listApiKeys(db: Pick<Db, 'apiKey'>, options: { accountId: number
 
 /**
  * Parses input with a zod schema; failures become AppError VALIDATION naming the first bad path
- * in DocuSeal's wording ("<message> in `<path>`.").
+ * in DocuSeal's wording ("<message> in `<path>`."), or for a limit (src/limits.ts) "<path> is too
+ * long (maximum is N characters)." with `details: {path, maximum}`.
+ * @param options.at where the input sits in the request ("fields[2]", "submitters"): paths start there
  */
-export function parseInput<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+export function parseInput<S extends z.ZodType>(schema: S, input: unknown, options: { at?: string } = {}): z.output<S> {
   const parsed = schema.safeParse(input);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  const where = issue.path.length ? ` in \`${issue.path.join('.')}\`` : '';
-  throw new AppError('VALIDATION', `${issue.message}${where}.`, { details: { path: issue.path } });
+  const path = formatPath(issue.path, options.at);
+  const limit = limitMessage(issue, path || 'input');
+  if (limit) throw new AppError('VALIDATION', limit.message, { details: { path, maximum: limit.maximum } });
+  const where = path ? ` in \`${path}\`` : '';
+  throw new AppError('VALIDATION', `${issue.message}${where}.`, { details: { path } });
 }

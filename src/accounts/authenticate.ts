@@ -62,7 +62,11 @@ const TOUCH_KEY = {
 };
 
 type KeyRow = Record<string, any>;
-/** The pool's batched key look-up: token hash → its row, or null. */
+/**
+ * The pool's batched key look-up: token hash → its row, or null. Batched, never cached (turnBatch
+ * keeps no results): a key revoked, or whose user or account is archived, fails on its very next
+ * request on every instance (docs/security.md "A revoked key ends at once, everywhere").
+ */
 const keyLookups = perClient((pool: pg.Pool): DataLoader<string, KeyRow | null> =>
   turnBatch<string, KeyRow | null>(async (hashes) => {
     const { rows } = await pool.query({ ...AUTHENTICATE, values: [hashes] });

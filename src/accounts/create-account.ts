@@ -5,13 +5,15 @@ import { z } from 'zod';
 import type { Db } from '../db/client.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { AppError } from '../errors.ts';
+import { MAX_LENGTH } from '../limits.ts';
 import { generateApiKey, parseInput } from './api-keys.ts';
 
+/** Sizes: src/limits.ts. */
 export const CreateAccountInput = z.object({
-  name: z.string().trim().min(1, 'name is required').max(200),
-  email: z.string().trim().toLowerCase().pipe(z.email('email is invalid')),
-  firstName: z.string().trim().max(100).optional(),
-  lastName: z.string().trim().max(100).optional(),
+  name: z.string().trim().min(1, 'name is required').max(MAX_LENGTH.name),
+  email: z.string().trim().max(MAX_LENGTH.email).toLowerCase().pipe(z.email('email is invalid')),
+  firstName: z.string().trim().max(MAX_LENGTH.name).optional(),
+  lastName: z.string().trim().max(MAX_LENGTH.name).optional(),
 });
 
 export interface CreatedAccount {

@@ -5,9 +5,10 @@
  * stderr, nothing written), 1 unexpected failure.
  */
 import { parseArgs } from 'node:util';
+import type { FastifyBaseLogger } from 'fastify';
 import { createApiKey, listApiKeys, revokeApiKey } from '../accounts/api-keys.ts';
 import { createAccount } from '../accounts/create-account.ts';
-import { ConfigError, loadConfig } from '../config.ts';
+import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createDb, type Db } from '../db/client.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
@@ -23,7 +24,9 @@ Commands:
   api-key create --user-id N [--name LABEL]
       Creates an API key for a user. Prints {"id":..,"accountId":..,"userId":..,"name":"..","apiKey":"..."}
   api-key revoke --key-id N
-      Revokes an API key. Prints {"id":..,"revokedAt":"..."}
+      Revokes an API key. Prints {"id":..,"revokedAt":"..."}. Requests with it get 401 at once; the
+      service's WebSockets and SSE streams opened with it close at once with REDIS_URL set,
+      otherwise within CREDENTIALS_RECHECK_SECONDS.
   api-key list --account-id N
       Prints the account's keys (never the tokens) as a JSON array.
   webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]
@@ -46,7 +49,7 @@ type Flags = Record<string, string | boolean | undefined>;
 interface Command {
   options: Record<string, { type: 'string' }>;
   required: string[];
-  run(db: Db, flags: Flags): Promise<unknown>;
+  run(db: Db, flags: Flags, config: Config): Promise<unknown>;
 }
 
 const COMMANDS: Record<string, Command> = {
@@ -74,9 +77,16 @@ const COMMANDS: Record<string, Command> = {
   'api-key revoke': {
     options: { 'key-id': { type: 'string' } },
     required: ['key-id'],
-    async run(db, flags) {
-      const key = await revokeApiKey(db, { keyId: positiveInt(flags, 'key-id') });
-      return { id: key.id, revokedAt: key.revokedAt };
+    async run(db, flags, config) {
+      // With Redis the running instances hear of it at once (as from the API); without, at their
+      // next check. Loaded only then: the live-events module brings graphql-yoga, slow to load.
+      const live = config.redisUrl ? await connectLiveEvents(db, config, config.redisUrl) : undefined;
+      try {
+        const key = await revokeApiKey(db, { keyId: positiveInt(flags, 'key-id'), live });
+        return { id: key.id, revokedAt: key.revokedAt };
+      } finally {
+        await live?.close();
+      }
     },
   },
   'webhook add': {
@@ -126,6 +136,17 @@ const COMMANDS: Record<string, Command> = {
   },
 };
 
+/** The live-event transport through Redis, to announce a revocation to the running instances. */
+async function connectLiveEvents(db: Db, config: Config, redisUrl: string) {
+  const [{ default: pino }, { resolveSecretKeyBase }, { createLiveEvents }] = await Promise.all([
+    import('pino'),
+    import('../documents/secret-key.ts'),
+    import('../events/pubsub.ts'),
+  ]);
+  const logger = pino({ level: 'warn' }, pino.destination(2)) as unknown as FastifyBaseLogger;
+  return createLiveEvents({ db, logger, redis: { url: redisUrl, secretKeyBase: await resolveSecretKeyBase(config) } });
+}
+
 function positiveInt(flags: Flags, name: string): number {
   const raw = String(flags[name]);
   if (!/^[1-9]\d{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new UsageError(`--${name} must be a positive integer, got "${raw}"`);
@@ -144,7 +165,7 @@ export async function runCli(argv: string[], io: { out: (line: string) => void; 
     return first ? 0 : 2;
   }
 
-  let run: (db: Db) => Promise<unknown>;
+  let run: (db: Db, config: Config) => Promise<unknown>;
   let migrateOnly = false;
   try {
     if (first === 'migrate') {
@@ -160,7 +181,7 @@ export async function runCli(argv: string[], io: { out: (line: string) => void; 
       if (missing.length > 0) throw new UsageError(`Missing ${missing.map((m) => `--${m}`).join(', ')}`);
       // Validate numeric flags before touching the database.
       for (const name of Object.keys(command.options)) if ((name === 'id' || name.endsWith('-id')) && values[name] !== undefined) positiveInt(values, name);
-      run = (db) => command.run(db, values);
+      run = (db, config) => command.run(db, values, config);
     }
   } catch (error) {
     const message = error instanceof UsageError ? error.message : (error as Error).message;
@@ -190,7 +211,7 @@ export async function runCli(argv: string[], io: { out: (line: string) => void; 
       io.out(JSON.stringify({ applied }));
       return 0;
     }
-    io.out(JSON.stringify(await run(db)));
+    io.out(JSON.stringify(await run(db, config)));
     return 0;
   } catch (error) {
     if (isAppError(error)) {

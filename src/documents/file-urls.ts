@@ -18,7 +18,8 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 /** Well above any real token; longer input is refused before any work. */
 const MAX_TOKEN_LENGTH = 512;
 
-export type FileUrlVerification = { ok: true; uuid: string } | { ok: false; reason: 'expired' | 'invalid' };
+/** A valid token's file and expiry (ms since the epoch: the token's whole second), or why it is refused. */
+export type FileUrlVerification = { ok: true; uuid: string; expiresAt: number } | { ok: false; reason: 'expired' | 'invalid' };
 
 export interface FileUrlSigner {
   /**
@@ -81,7 +82,7 @@ export function createFileUrlSigner(options: { appUrl: string; secret: string; t
       const { id, pur, exp } = (claims ?? {}) as { id?: unknown; pur?: unknown; exp?: unknown };
       if (pur !== PURPOSE || typeof id !== 'string' || !UUID_PATTERN.test(id) || typeof exp !== 'number' || !Number.isInteger(exp)) return invalid;
       if (exp * 1000 <= now) return { ok: false, reason: 'expired' };
-      return { ok: true, uuid: id };
+      return { ok: true, uuid: id, expiresAt: exp * 1000 };
     },
   };
 }

@@ -183,6 +183,13 @@ async function download(value: string, options: LoadFileInputOptions): Promise<L
   }
 }
 
+/**
+ * One answer for a name that does not resolve and for one that resolves to a private address, so
+ * that a caller cannot use document downloads to learn which internal names exist (issue 12 §4,
+ * like the webhook refusal in src/webhooks/send-request.ts).
+ */
+const NOT_PUBLIC = "Can't download from this host: it is not a public address, or its name does not resolve.";
+
 async function resolveAllowed(url: URL, options: LoadFileInputOptions, fail: (reason: string) => AppError): Promise<ResolvedAddress> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: ResolvedAddress[];
@@ -194,12 +201,12 @@ async function resolveAllowed(url: URL, options: LoadFileInputOptions, fail: (re
     } catch {
       addresses = [];
     }
-    if (addresses.length === 0) throw fail(`The host name ${host} does not resolve.`);
+    if (addresses.length === 0) throw fail(NOT_PUBLIC);
   }
   const allowed = options.isAllowedAddress ?? ((address: string) => options.allowPrivate || isPublicAddress(address));
   // Every address must pass: which one a client would pick is not ours to guess.
   if (!addresses.every((entry) => allowed(entry.address))) {
-    throw fail("Can't download from localhost or a private network address.");
+    throw fail(NOT_PUBLIC);
   }
   return addresses[0];
 }

@@ -14,6 +14,7 @@
  */
 import type { PDFDocument, PDFObject, PDFPage } from 'mupdf';
 import { AppError } from '../errors.ts';
+import { readWithPdfLib } from './pdf-lib-worker.ts';
 
 type Mupdf = typeof import('mupdf');
 let mupdfModule: Promise<Mupdf> | undefined;
@@ -89,8 +90,8 @@ const MAX_PREVIEW_HEIGHT_PX = 20_000;
  *
  * `label` names the document in messages ("documents[0]", a file name). Throws
  * `AppError('VALIDATION')` (422) when the bytes are empty, are not a PDF (no `%PDF-` header in the
- * first 1024 bytes, as PDF readers accept, or nothing parsable), are damaged so that no page can be
- * read, are encrypted with a user password, or hold no pages.
+ * first 1024 bytes, as PDF readers accept), are encrypted with a user password, or hold no pages;
+ * and `<label> is not a valid PDF: …` when nothing is parsable or a page cannot be loaded.
  */
 export async function inspectPdf(bytes: Uint8Array, label: string): Promise<PdfInfo> {
   const mupdf = await loadMupdf();
@@ -101,7 +102,7 @@ export async function inspectPdf(bytes: Uint8Array, label: string): Promise<PdfI
     if (pageCount === 0) {
       throw new AppError(
         'VALIDATION',
-        repaired ? `${label} is a damaged PDF (truncated or corrupt): no pages could be read` : `${label} is a PDF with no pages`,
+        repaired ? `${label} is not a valid PDF: it is damaged (truncated or corrupt) and no page can be read` : `${label} is a PDF with no pages`,
       );
     }
     const pages: PdfPageInfo[] = [];
@@ -110,7 +111,7 @@ export async function inspectPdf(bytes: Uint8Array, label: string): Promise<PdfI
       try {
         page = doc.loadPage(index);
       } catch (error) {
-        throw new AppError('VALIDATION', `${label} is a damaged PDF: page ${index + 1} cannot be read`, { cause: error });
+        throw new AppError('VALIDATION', `${label} is not a valid PDF: page ${index + 1} cannot be read`, { cause: error });
       }
       try {
         pages.push(readPageGeometry(page));
@@ -121,6 +122,8 @@ export async function inspectPdf(bytes: Uint8Array, label: string): Promise<PdfI
     const encryption = doc.getMetaData('encryption'); // e.g. "Standard V2 R3 128-bit RC4", or "None"
     const encrypted = encryption !== undefined && encryption !== '' && encryption !== 'None';
     return { pageCount, pages, encrypted, repaired };
+  } catch (error) {
+    throw invalidPdf(label, error);
   } finally {
     doc.destroy();
   }
@@ -175,6 +178,8 @@ export async function renderPagePng(bytes: Uint8Array, pageIndex: number, widthP
     } finally {
       page.destroy();
     }
+  } catch (error) {
+    throw invalidPdf('The document', error);
   } finally {
     doc.destroy();
   }
@@ -195,9 +200,62 @@ export async function rewritePdf(bytes: Uint8Array, label: string): Promise<Uint
     } finally {
       buffer.destroy();
     }
+  } catch (error) {
+    throw invalidPdf(label, error);
   } finally {
     doc.destroy();
   }
+}
+
+/**
+ * A PDF upload as it will be stored, checked the way every later step reads it (issue 12, "Broken
+ * inputs → 4xx"): mupdf must open it and load every page (`inspectPdf`); a file mupdf had to
+ * repair, or that is encrypted with an owner password only, is rewritten (`rewritePdf`) and the
+ * rewrite must load every page again, as many as before (a truncated file can read as one page
+ * whose object is gone once the broken tail is dropped: "cycle in page tree").
+ * Pass the bytes finally kept (after text tags are removed) to `assertPdfEditable`.
+ * @param label names the document in messages ("documents[0]")
+ * @returns the bytes to keep (the input itself when it needed no rewrite) and their pages
+ * @throws AppError VALIDATION (422) as `inspectPdf`, and `<label> is not a valid PDF: …` when the
+ *   rewrite cannot be read
+ */
+export async function readUploadedPdf(bytes: Uint8Array, label: string): Promise<{ pdf: Uint8Array; info: PdfInfo }> {
+  const info = await inspectPdf(bytes, label);
+  if (!info.encrypted && !info.repaired) return { pdf: bytes, info };
+  const pdf = await rewritePdf(bytes, label);
+  let rewritten: PdfInfo;
+  try {
+    rewritten = await inspectPdf(pdf, label);
+  } catch (error) {
+    throw invalidPdf(label, error);
+  }
+  if (rewritten.pageCount !== info.pageCount) {
+    throw new AppError('VALIDATION', `${label} is not a valid PDF: ${info.pageCount} page(s) are listed but ${rewritten.pageCount} can be read`);
+  }
+  return { pdf, info: rewritten };
+}
+
+/**
+ * Checks that pdf-lib, which draws the values and signs at completion (src/signing/draw-values.ts,
+ * sign-pdf.ts), reads the PDF and finds `pageCount` pages in its page tree: what mupdf accepts
+ * pdf-lib may not, and a document that cannot be drawn on must be refused now, not fail every
+ * completion later. Costs one parse (~30 ms for a 1 MB, 14-page file), on a worker thread
+ * (src/documents/pdf-lib-worker.ts: the event loop stays free, a read is bounded in time and memory).
+ * @throws AppError VALIDATION `<label> is not a valid PDF: …`
+ */
+export async function assertPdfEditable(bytes: Uint8Array, label: string, pageCount: number): Promise<void> {
+  const reading = await readWithPdfLib(bytes);
+  if ('error' in reading) throw new AppError('VALIDATION', `${label} is not a valid PDF: ${reading.error.slice(0, 200) || 'it cannot be read'}`);
+  if (reading.pageCount !== pageCount) {
+    throw new AppError('VALIDATION', `${label} is not a valid PDF: its page tree holds ${reading.pageCount} page(s) where ${pageCount} can be read`);
+  }
+}
+
+/** AppErrors pass; anything a PDF library threw becomes `<label> is not a valid PDF: <reason>` (422). */
+export function invalidPdf(label: string, error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
+  return new AppError('VALIDATION', `${label} is not a valid PDF: ${reason.slice(0, 200) || 'it cannot be read'}`, { cause: error });
 }
 
 /**
@@ -328,7 +386,7 @@ export function openPdf(mupdf: Mupdf, bytes: Uint8Array, label: string): PDFDocu
   try {
     doc = new mupdf.PDFDocument(bytes);
   } catch (error) {
-    throw new AppError('VALIDATION', `${label} is not a readable PDF: its structure could not be parsed`, { cause: error });
+    throw new AppError('VALIDATION', `${label} is not a valid PDF: its structure cannot be parsed`, { cause: error });
   }
   if (doc.needsPassword()) {
     doc.destroy();

@@ -11,7 +11,7 @@
 import type { PDFPage, Quad, Rect } from 'mupdf';
 import { AppError } from '../errors.ts';
 import { TAG_FIELD_TYPES } from '../templates/fields.ts';
-import { loadMupdf, openPdf, readPageGeometry, type PdfPageInfo } from './pdf.ts';
+import { invalidPdf, loadMupdf, openPdf, readPageGeometry, type PdfPageInfo } from './pdf.ts';
 
 /** Field types a tag may name: the template field types plus `datenow` (src/templates/fields.ts). */
 export const TEXT_TAG_TYPES = TAG_FIELD_TYPES;
@@ -262,7 +262,8 @@ export interface TextTagsResult {
  *   applied too on pages that carry tags.
  *
  * Throws `AppError('VALIDATION')` naming `options.label` for an unreadable, encrypted or empty
- * PDF (as `inspectPdf`), and naming the tag and page for a tag `parseTextTag` refuses or a repeated
+ * PDF (as `inspectPdf`) or a page mupdf cannot load (`<label> is not a valid PDF: …`), and
+ * naming the tag and page for a tag `parseTextTag` refuses or a repeated
  * name with another type.
  */
 export async function extractTextTags(bytes: Uint8Array, options: { label: string }): Promise<TextTagsResult> {
@@ -311,6 +312,9 @@ export async function extractTextTags(bytes: Uint8Array, options: { label: strin
     } finally {
       buffer.destroy();
     }
+  } catch (error) {
+    // mupdf's own errors (a page it cannot load: "cycle in page tree") are the document's fault.
+    throw invalidPdf(label, error);
   } finally {
     doc.destroy();
   }

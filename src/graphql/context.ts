@@ -11,7 +11,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import type { Renderer } from '../rendering/renderer.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
-import type { EventSink } from '../events/events.ts';
+import type { SideEffects } from '../events/events.ts';
 import type { LiveEvents } from '../events/pubsub.ts';
 
 /** Signed URLs for stored files (`/file/<token>/<filename>`, expiring). */
@@ -24,10 +24,10 @@ export interface GraphQLContext {
   files: FileUrls;
   storage: FileStorage;
   renderer: Renderer;
-  /** Background jobs: enqueue side effects after the transaction commits. */
+  /** Background jobs (the queue; side effects of a change are recorded through `effects`). */
   jobs: JobQueue;
-  /** Domain events (webhooks, subscriptions): emit after the transaction commits. */
-  events: EventSink;
+  /** Changes with side effects: jobs and domain events recorded in the change's transaction. */
+  effects: SideEffects;
   /** Live events of the caller's account, for GraphQL subscriptions (src/events/pubsub.ts). */
   live: LiveEvents;
   /** Per-request batch loaders (one query for many parents). */
@@ -60,7 +60,7 @@ export function createContextFactory(deps: {
   storage: FileStorage;
   renderer: Renderer;
   jobs: JobQueue;
-  events: EventSink;
+  effects: SideEffects;
   live: LiveEvents;
 }): ContextFactory {
   return async (request) => {
@@ -79,7 +79,7 @@ export function createContextFactory(deps: {
       storage: deps.storage,
       renderer: deps.renderer,
       jobs: deps.jobs,
-      events: deps.events,
+      effects: deps.effects,
       live: deps.live,
       loaders: createLoaders(deps.db),
       config: deps.config,

@@ -1,19 +1,35 @@
 /**
  * How errors leave the GraphQL API: AppErrors keep their message and carry `extensions.code`;
- * GraphQL's own errors (syntax, validation) pass as they are; anything else is logged with its
- * cause and replaced by "Unexpected error." (Yoga maskedErrors).
+ * a database outage becomes AppError UNAVAILABLE, answered with HTTP 503 and `Retry-After`
+ * (src/db/unavailable.ts); GraphQL's own errors (syntax, validation) pass as they are; anything
+ * else is logged with its cause and replaced by "Unexpected error." (Yoga maskedErrors).
  */
 import { GraphQLError } from 'graphql';
-import { isAppError } from '../errors.ts';
+import { type AppError, isAppError } from '../errors.ts';
+import { databaseUnavailableError, isDatabaseUnavailable } from '../db/unavailable.ts';
 
-/** The first AppError in an error's cause chain (GraphQL wraps resolver errors in `originalError`). */
-export function findAppError(error: unknown): import('../errors.ts').AppError | undefined {
+/**
+ * The AppError an error stands for: the first AppError in its cause chain (GraphQL wraps
+ * resolver errors in `originalError`), else UNAVAILABLE when it is a database outage
+ * (isDatabaseUnavailable), else undefined (an unexpected error). Every adapter (REST gateway,
+ * GraphQL masking, Fastify's error handler) maps errors through this.
+ */
+export function findAppError(error: unknown): AppError | undefined {
   let current: unknown = error;
   for (let depth = 0; current && depth < 5; depth += 1) {
     if (isAppError(current)) return current;
     current = (current as { originalError?: unknown }).originalError ?? (current as { cause?: unknown }).cause;
   }
-  return undefined;
+  return isDatabaseUnavailable(error) ? databaseUnavailableError(error) : undefined;
+}
+
+/**
+ * Seconds after which a client may retry (`Retry-After`), for an AppError that says so in
+ * `details.retryAfterSeconds` (a database outage); undefined otherwise.
+ */
+export function retryAfterSecondsOf(error: AppError): number | undefined {
+  const seconds = error.details?.retryAfterSeconds;
+  return typeof seconds === 'number' && Number.isFinite(seconds) && seconds >= 0 ? Math.ceil(seconds) : undefined;
 }
 
 /**
@@ -32,14 +48,25 @@ export function isGraphQLOwnError(error: unknown): boolean {
  * Yoga's maskError: keeps AppErrors (with `extensions.code`) and GraphQL's own errors, masks the
  * rest as "Unexpected error." with code INTERNAL_SERVER_ERROR. Yoga logs every error this
  * replaces, with its cause; errors returned unchanged are expected ones and not logged.
+ * An AppError with a retry delay (a database outage: UNAVAILABLE) also sets the HTTP answer:
+ * its status (503) and `Retry-After`, through Yoga's `extensions.http`, which Yoga removes from
+ * the body; Yoga logs the outage it replaces (src/graphql/server.ts: as a warning).
  */
 export function createMaskError() {
   return (error: unknown, message: string): Error => {
     const appError = findAppError(error);
     const gqlError = error instanceof GraphQLError ? error : undefined;
     if (appError) {
-      if (gqlError && gqlError.extensions?.code === appError.code) return gqlError;
-      return new GraphQLError(appError.message, { nodes: gqlError?.nodes, path: gqlError?.path, extensions: appError.extensions });
+      const retryAfter = retryAfterSecondsOf(appError);
+      if (retryAfter === undefined) {
+        if (gqlError && gqlError.extensions?.code === appError.code) return gqlError;
+        return new GraphQLError(appError.message, { nodes: gqlError?.nodes, path: gqlError?.path, extensions: appError.extensions });
+      }
+      return new GraphQLError(appError.message, {
+        nodes: gqlError?.nodes,
+        path: gqlError?.path,
+        extensions: { ...appError.extensions, http: { status: appError.status, headers: { 'Retry-After': String(retryAfter) } } },
+      });
     }
     if (isGraphQLOwnError(error)) return error as GraphQLError;
     if (gqlError && gqlError.originalError instanceof GraphQLError) return gqlError;

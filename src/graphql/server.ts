@@ -1,17 +1,24 @@
 /**
  * GraphQL over HTTP (graphql-yoga: POST/GET, GraphiQL, SSE) and over WebSocket (graphql-ws),
- * sharing one envelope so plugins and context are the same on both.
+ * sharing one envelope so plugins, limits (src/graphql/limits.ts) and context are the same on
+ * both. The caller's context is built before the document is parsed, because the limits depend on
+ * whether the caller has a valid API key.
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
-import type { GraphQLSchema } from 'graphql';
 import { useServer } from 'graphql-ws/use/ws';
+import { type DocumentNode, GraphQLError, type GraphQLSchema } from 'graphql';
 import { createYoga, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
-import type { ContextFactory, GraphQLContext } from './context.ts';
+import type { Config } from '../config.ts';
+import type { ContextFactory, GraphQLContext, RequestInfo } from './context.ts';
 import { createMaskError } from './errors.ts';
+import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { isLiveEvent } from '../events/pubsub.ts';
 import { useSharedSubscriptionResults } from './shared-subscription-results.ts';
+import type { CredentialSessions } from '../accounts/credential-sessions.ts';
+import { trackWebSocket, useCredentialRevocation } from './connections.ts';
+import { useGraphQLLimits } from './limits.ts';
 
 export interface GraphQLServer {
   yoga: YogaServerInstance<YogaServerContext, GraphQLContext>;
@@ -30,51 +37,84 @@ export interface YogaServerContext {
   /** Present for graphql-ws operations. */
   upgradeRequest?: IncomingMessage;
   connectionParams?: Record<string, unknown>;
+  /** The caller's context, built before parsing (the limits depend on the caller); Yoga's context. */
+  graphqlContext?: GraphQLContext;
 }
 
 /**
  * Builds Yoga and the graphql-ws server for a schema.
  * @param options.graphiql serve GraphiQL on GET /graphql from a browser
+ * @param options.introspection answer `__schema` / `__type` (config.graphql.introspection)
+ * @param options.limits limits of one operation, with a valid API key and without (config.graphql.limits)
  */
 export function createGraphQLServer(options: {
   schema: GraphQLSchema;
   contextFactory: ContextFactory;
   logger: FastifyBaseLogger;
   graphiql: boolean;
+  /** Open sessions by credential: WebSockets and SSE streams end when theirs is revoked (src/graphql/connections.ts). */
+  sessions?: CredentialSessions;
+  introspection: boolean;
+  limits: Config['graphql']['limits'];
 }): GraphQLServer {
   const { logger } = options;
+  const loggedErrors = new WeakSet<Error>();
+  const buildContext = (initial: YogaServerContext, request = initial.request): Promise<GraphQLContext> => {
+    const upgrade = initial.upgradeRequest;
+    const info: RequestInfo = {
+      header: (name) => (request ? request.headers.get(name) : (upgrade?.headers[name] as string | undefined)),
+      ip: initial.ip ?? upgrade?.socket.remoteAddress,
+      connectionParams: initial.connectionParams,
+    };
+    return options.contextFactory(info);
+  };
   const yoga = createYoga<YogaServerContext, GraphQLContext>({
     schema: options.schema,
     graphqlEndpoint: GRAPHQL_PATH,
     graphiql: options.graphiql ? { title: 'Signet GraphQL', subscriptionsProtocol: 'WS' } : false,
     landingPage: false,
+    // CORS is src/http/cors.ts's (an allow-list); Yoga's default would echo any origin with credentials.
+    cors: false,
     logging: {
       debug: (...args) => logger.debug(args.map(String).join(' ')),
       info: (...args) => logger.info(args.map(String).join(' ')),
       warn: (...args) => logger.warn(args.map(String).join(' ')),
-      // Yoga logs here the cause of every error it masks.
-      error: (...args) =>
-        args[0] instanceof Error
-          ? logger.error({ err: args[0] }, 'unexpected error in a GraphQL operation')
-          : logger.error(args.map(String).join(' ')),
+      // Yoga logs here the cause of every error it masks or maps (a database outage: a warning).
+      // An error raised before execution (the context, built in onParams) reaches this twice, from
+      // Yoga's maskError wrapper and from its handleError (graphql-yoga 5): each is logged once.
+      error: (...args) => {
+        const [error] = args;
+        if (!(error instanceof Error)) return logger.error(args.map(String).join(' '));
+        if (loggedErrors.has(error)) return;
+        loggedErrors.add(error);
+        if (isDatabaseUnavailable(error)) logger.warn({ err: error }, 'GraphQL operation failed: service unavailable');
+        else logger.error({ err: error }, 'unexpected error in a GraphQL operation');
+      },
     },
     maskedErrors: { maskError: createMaskError() },
-    // One execution per live event and operation for all of a caller's identical subscriptions.
+    // useGraphQLLimits caches parsed and validated documents per tier of caller instead.
+    parserAndValidationCache: false,
     plugins: [
+      {
+        // Before parsing: which limits apply depends on the caller. Errors (a database outage)
+        // reach Yoga's error handling as they would from the context factory.
+        async onParams({ context, request }) {
+          (context as YogaServerContext).graphqlContext ??= await buildContext(context as YogaServerContext, request);
+        },
+      },
+      useGraphQLLimits({
+        limits: options.limits,
+        introspection: options.introspection,
+        isAuthenticated: (context) => Boolean((context as YogaServerContext | undefined)?.graphqlContext?.viewer),
+      }),
+      // One execution per live event and operation for all of a caller's identical subscriptions.
       useSharedSubscriptionResults<GraphQLContext>({
         isShared: isLiveEvent,
         callerKey: (ctx) => (ctx.viewer ? `${ctx.viewer.account.id}:${ctx.viewer.user.id}` : undefined),
       }),
+      ...(options.sessions ? [useCredentialRevocation(options.sessions)] : []),
     ],
-    context: async (initial) => {
-      const upgrade = initial.upgradeRequest;
-      return options.contextFactory({
-        header: (name) =>
-          initial.request ? initial.request.headers.get(name) : (upgrade?.headers[name] as string | undefined),
-        ip: initial.ip ?? upgrade?.socket.remoteAddress,
-        connectionParams: initial.connectionParams,
-      });
-    },
+    context: (initial) => initial.graphqlContext ?? buildContext(initial),
   });
 
   const webSocketServer = new WebSocketServer({ noServer: true });
@@ -83,13 +123,20 @@ export function createGraphQLServer(options: {
       execute: (args: any) => args.rootValue.execute(args),
       subscribe: (args: any) => args.rootValue.subscribe(args),
       onSubscribe: async (ctx, _id, payload) => {
-        const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
-          upgradeRequest: ctx.extra.request,
-          connectionParams: ctx.connectionParams,
-        } as YogaServerContext);
-        const document = parse(payload.query);
+        const initial: YogaServerContext = { upgradeRequest: ctx.extra.request, connectionParams: ctx.connectionParams };
+        initial.graphqlContext = await buildContext(initial);
+        if (options.sessions) trackWebSocket(options.sessions, ctx.extra.socket, initial.graphqlContext.viewer);
+        const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped(initial);
+        let document: DocumentNode;
+        try {
+          document = parse(payload.query);
+        } catch (error) {
+          // A syntax error or a limit (tokens) answers this operation; the socket stays open.
+          if (error instanceof GraphQLError) return [withoutHttpExtensions(error)];
+          throw error;
+        }
         const errors = validate(schema, document);
-        if (errors.length > 0) return errors;
+        if (errors.length > 0) return errors.map(withoutHttpExtensions);
         return {
           schema,
           operationName: payload.operationName,
@@ -111,4 +158,21 @@ export function createGraphQLServer(options: {
       await new Promise<void>((resolve) => webSocketServer.close(() => resolve()));
     },
   };
+}
+
+/**
+ * The error without `extensions.http`: Yoga notes there how an HTTP answer carries the error
+ * (its status) and removes it from HTTP bodies; graphql-ws sends errors as they are.
+ */
+function withoutHttpExtensions(error: GraphQLError): GraphQLError {
+  if (!error.extensions || !('http' in error.extensions)) return error;
+  const { http: _http, ...extensions } = error.extensions;
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions,
+  });
 }

@@ -4,12 +4,21 @@
  *
  * Jobs are persisted, so a restart loses none; several instances may share the store and each
  * job runs on one of them at a time (Agenda locks it). Side effects leave the service through
- * jobs enqueued after the transaction commits.
+ * jobs recorded in the transaction that causes them (the outbox, src/jobs/outbox.ts), which
+ * relayOutbox() moves into the store once it has committed, and every scan moves what a crash
+ * left behind. A job locked by an instance that died is taken back once its lock lifetime (30 s
+ * by default; a running job renews its lock every third of it) has passed.
  *
  * Handlers must be idempotent. A job can run more than once: when an instance dies (or stop()
  * times out) while running it, another instance runs it again once the lock is released or has
  * expired; a retry after a failure runs the whole handler again. Record what was done (e.g. a
  * sent_at column, a delivery row) and check it first.
+ *
+ * A failure is permanent or transient (issue 12: "a job that cannot succeed stops, records why").
+ * An AppError of a client-error code (VALIDATION, NOT_FOUND, … — bad data, which another run
+ * would meet again) is permanent: the job stops at once. Anything else (the database or a
+ * provider down, a timeout) is transient and retried per the definition's bounded policy. When a
+ * job gives up, either way, the definition's `onGiveUp` records why where users can see it.
  *
  * On PostgreSQL the store keeps Agenda's statements few (src/jobs/job-store.ts): the jobs enqueued
  * in one turn of the event loop are one INSERT (with one NOTIFY per name), due jobs are locked up
@@ -19,6 +28,10 @@
 import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { Agenda, type Job } from 'agenda';
+import pg from 'pg';
+import { countOutbox, deleteOutboxRows, lockOutboxRows, relayOutbox, type OutboxTables } from '../db/queries/outbox.ts';
+import { AppError } from '../errors.ts';
+import { logOutageOnce } from '../db/unavailable.ts';
 import { openMongoJobStore, openPostgresJobStore, type JobLogger, type JobStore } from './job-store.ts';
 import { settleAgendaDebugColors } from './quiet-debug.ts';
 
@@ -49,11 +62,27 @@ export interface RetryPolicy {
   delayMs: (attempt: number) => number | null;
 }
 
-export interface DefineJobOptions {
+export interface DefineJobOptions<T = unknown> {
   /** Runs of this job at once per instance (default 5). */
   concurrency?: number;
-  /** Default: one run, no retry. */
+  /** Default: one run, no retry. Permanent failures (isPermanentJobError) are never retried. */
   retry?: RetryPolicy;
+  /**
+   * Called once when the job gives up: after a permanent failure, or a transient one on the last
+   * attempt the retry policy allows. Records the reason where users see it (the completion job:
+   * the submission's completion_error and a `fail_completion` event). Its own failure is logged,
+   * not thrown: the job has failed either way.
+   */
+  onGiveUp?: (data: T, failure: JobFailure) => Promise<void>;
+}
+
+/** Why a job gave up. */
+export interface JobFailure {
+  error: unknown;
+  /** The run that failed last, 0-based. */
+  attempt: number;
+  /** True for bad data (isPermanentJobError), false when the retries ran out. */
+  permanent: boolean;
 }
 
 export interface EnqueueOptions {
@@ -79,7 +108,7 @@ export interface JobQueue {
    * Registers the handler of jobs named `name` on this instance (before or after start()).
    * Every instance that should run such jobs defines it; one without it leaves them to others.
    */
-  define<T>(name: string, handler: JobHandler<T>, options?: DefineJobOptions): void;
+  define<T>(name: string, handler: JobHandler<T>, options?: DefineJobOptions<T>): void;
   /**
    * Stores a job to run at `options.at` (default now) and resolves to its id. Works whether or
    * not this queue is started: any started instance that defined `name` runs it.
@@ -103,8 +132,16 @@ export interface JobQueue {
    */
   stop(options?: { timeoutMs?: number }): Promise<void>;
   /**
-   * Resolves once no job is running or due (within `withinMs`) in the store, whatever its name
-   * and whichever instance runs it. For tests: enqueue, waitForIdle(), then check the effects.
+   * Moves the jobs recorded in the outbox (src/jobs/outbox.ts) into the store now: call it once
+   * the transaction that recorded them has committed. The calls of one turn of the event loop
+   * share one statement; whatever this leaves (a failure is logged, not thrown) the next scan
+   * moves. Any instance moves any row, so a row is moved once whoever calls.
+   */
+  relayOutbox(): void;
+  /**
+   * Resolves once no job is running or due (within `withinMs`) in the store, and the outbox is
+   * empty, whatever its name and whichever instance runs it. For tests: enqueue, waitForIdle(),
+   * then check the effects.
    * @throws Error after `timeoutMs`, naming the jobs still pending (and those of them this queue does not define)
    */
   waitForIdle(options?: WaitForIdleOptions): Promise<void>;
@@ -120,16 +157,17 @@ export interface JobQueueOptions {
   /**
    * Milliseconds between scans for due jobs (default 1000). On PostgreSQL a job enqueued for
    * now starts at once (LISTEN/NOTIFY); the scan finds scheduled jobs and retries, which run
-   * on time when their delay exceeds this interval and at the next scan otherwise.
+   * on time when their delay exceeds this interval and at the next scan otherwise. The outbox
+   * is scanned as often (rows a crash left between a commit and its relayOutbox()).
    */
   processEvery?: number;
   /** This instance's name, stored on the jobs it locks (default: host:pid:random). */
   name?: string;
   /**
-   * Milliseconds after which a lock is considered abandoned (default 10 minutes;
-   * JOBS_LOCK_LIFETIME_SECONDS): a job locked by an instance that died runs elsewhere after this
-   * long. While a handler runs, its instance renews the lock every third of this, so a run may
-   * last longer than the lifetime without being cancelled or run twice.
+   * Milliseconds after which a lock is considered abandoned (default 30 s;
+   * JOBS_LOCK_LIFETIME_SECONDS): a job locked by an instance that died runs elsewhere (or on the
+   * restarted instance) after this long. While a handler runs, its instance renews the lock every
+   * third of this, so a run may last longer than the lifetime without being cancelled or run twice.
    */
   lockLifetimeMs?: number;
   /** Default of stop()'s timeoutMs, in milliseconds (default 10,000). */
@@ -146,12 +184,14 @@ interface StoredData {
 
 interface Definition {
   handler: JobHandler<never>;
-  options: DefineJobOptions;
+  options: DefineJobOptions<never>;
 }
 
 interface Connection {
   agenda: Agenda;
   store: JobStore;
+  /** The pool the outbox statements run on: the store's (PostgreSQL), else one of the queue's own. */
+  outboxPool: pg.Pool;
 }
 
 const DEFAULT_PROCESS_EVERY_MS = 1000;
@@ -165,8 +205,13 @@ const AGENDA_DEFAULT_CONCURRENCY = 5;
  * completion 2, the others 5 each), so that one busy kind never holds the others back.
  */
 const MAX_CONCURRENCY = 64;
-/** Agenda's own default lock lifetime (10 minutes). */
-const AGENDA_DEFAULT_LOCK_LIFETIME_MS = 600_000;
+/**
+ * Default lock lifetime: work a dead instance held is taken back within this (issue 12: within a
+ * minute of a restart), at the cost of one renewal per running job every 10 s.
+ */
+const DEFAULT_LOCK_LIFETIME_MS = 30_000;
+/** Outbox rows moved per statement. */
+const OUTBOX_BATCH = 500;
 
 /**
  * Creates a job queue; nothing connects until start(), enqueue(), cancel() or waitForIdle().
@@ -179,7 +224,9 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
   const definitions = new Map<string, Definition>();
   // The lock renewal of each run in progress; stop() ends it before releasing the job.
   const keepAlives = new Map<Job, KeepAlive>();
-  const lockLifetimeMs = options.lockLifetimeMs ?? AGENDA_DEFAULT_LOCK_LIFETIME_MS;
+  const lockLifetimeMs = options.lockLifetimeMs ?? DEFAULT_LOCK_LIFETIME_MS;
+  const processEvery = options.processEvery ?? DEFAULT_PROCESS_EVERY_MS;
+  const outboxTable = outboxTableOf(options.connectionString);
   let connection: Promise<Connection> | undefined;
   // start() and stop() run one after the other, in call order.
   let lifecycle: Promise<unknown> = Promise.resolve();
@@ -197,16 +244,19 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       const agenda = new Agenda({
         backend: store.backend,
         name: instanceName,
-        processEvery: options.processEvery ?? DEFAULT_PROCESS_EVERY_MS,
+        processEvery,
         maxConcurrency: MAX_CONCURRENCY,
-        ...(options.lockLifetimeMs ? { defaultLockLifetime: options.lockLifetimeMs } : {}),
+        defaultLockLifetime: lockLifetimeMs,
       });
-      agenda.on('error', (error: Error) => logger.error({ err: error }, 'jobs: queue error'));
+      // Scans fail every processEvery while the database is away: logged once per outage interval then.
+      const logQueueError = logOutageOnce((object, message) => logger.error(object, message));
+      agenda.on('error', (error: Error) => logQueueError(error, 'jobs: queue error'));
       // With a lockLimit (see register), a finished job frees a place: Agenda is asked to fill it.
       if (store.refill) agenda.on('complete', (job: Job) => store.refill!(job.attrs.name));
       for (const [name, definition] of definitions) register(agenda, store, name, definition);
       await agenda.ready;
-      return { agenda, store };
+      const outboxPool = store.pool ?? ownOutboxPool(options.connectionString, logger);
+      return { agenda, store, outboxPool };
     })();
     // A failed attempt is not kept: the next call tries again.
     connection.catch(() => {
@@ -227,10 +277,17 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         try {
           await handler(job.attrs.data?.payload as never, { attempt, id });
         } catch (error) {
-          const delay = retryDelay(retry, attempt);
-          const context = { err: error, job: name, jobId: id, attempt };
-          if (delay === null) logger.error(context, `job ${name} failed (attempt ${attempt + 1}); giving up`);
-          else logger.warn({ ...context, retryInMs: delay }, `job ${name} failed (attempt ${attempt + 1}); retrying`);
+          const permanent = isPermanentJobError(error);
+          const delay = permanent ? null : retryDelay(retry, attempt);
+          const context = { err: error, job: name, jobId: id, attempt, permanent };
+          if (delay === null) {
+            logger.error(context, `job ${name} failed (attempt ${attempt + 1}${permanent ? ', permanently' : ''}); giving up`);
+            await defined.onGiveUp?.(job.attrs.data?.payload as never, { error, attempt, permanent }).catch((recordError: unknown) =>
+              logger.error({ err: recordError, job: name, jobId: id }, `job ${name}: could not record why it gave up`),
+            );
+          } else {
+            logger.warn({ ...context, retryInMs: delay }, `job ${name} failed (attempt ${attempt + 1}); retrying`);
+          }
           throw error;
         } finally {
           // Before Agenda records the outcome: a renewal landing after it would lock the job again.
@@ -244,18 +301,59 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         // (quadratic in a backlog); at most twice the concurrency here, refilled as jobs finish.
         ...(store.refill ? { lockLimit: 2 * (defined.concurrency ?? AGENDA_DEFAULT_CONCURRENCY) } : {}),
         // Agenda counts failures from 1 (ctx.attempt = failures so far); our attempts count runs from 0.
-        ...(retry ? { backoff: (ctx: { attempt: number }) => retryDelay(retry, ctx.attempt - 1) } : {}),
+        ...(retry ? { backoff: (ctx: { attempt: number; error: unknown }) => (isPermanentJobError(ctx.error) ? null : retryDelay(retry, ctx.attempt - 1)) } : {}),
       },
     );
   };
 
-  return {
+  /** Moves the outbox into the store until a statement finds less than a full batch. */
+  const moveOutbox = async (): Promise<void> => {
+    const { store, outboxPool } = await connect();
+    for (;;) {
+      const moved = store.relayOutbox
+        ? await store.relayOutbox(outboxTable, OUTBOX_BATCH, instanceName)
+        : await relayThroughQueue(outboxPool, outboxTable, (name, data, at, uniqueKey) => queue.enqueue(name, data, { at, uniqueKey }));
+      if (moved < OUTBOX_BATCH) return;
+    }
+  };
+  // A relay fails at every scan while the database is away: logged once per outage interval then.
+  const logRelayError = logOutageOnce((object, message) => logger.warn(object, message));
+  // One relay at a time per instance; calls meanwhile ask for one more after it (which sees
+  // every row committed before it starts), and the calls of one turn share a run.
+  let relayRun: Promise<void> | undefined;
+  let relayScheduled = false;
+  let relayAgain = false;
+  const relay = (): void => {
+    if (relayRun) {
+      relayAgain = true;
+      return;
+    }
+    if (relayScheduled) return;
+    relayScheduled = true;
+    setImmediate(() => {
+      relayScheduled = false;
+      relayRun = moveOutbox()
+        .catch((error: unknown) => logRelayError(error, 'jobs: could not move the outbox into the job store; the next scan will'))
+        .finally(() => {
+          relayRun = undefined;
+          if (relayAgain) {
+            relayAgain = false;
+            relay();
+          }
+        });
+    });
+  };
+  let sweep: NodeJS.Timeout | undefined;
+
+  const queue: JobQueue = {
+    relayOutbox: relay,
+
     define(name, handler, defineOptions = {}) {
       const retry = defineOptions.retry;
       if (retry && !(Number.isInteger(retry.maxAttempts) && retry.maxAttempts >= 1)) {
         throw new TypeError(`job ${name}: retry.maxAttempts must be an integer ≥ 1`);
       }
-      const definition: Definition = { handler: handler as JobHandler<never>, options: defineOptions };
+      const definition: Definition = { handler: handler as JobHandler<never>, options: defineOptions as DefineJobOptions<never> };
       definitions.set(name, definition);
       // Already connected: register now too (a connection in progress registers every definition).
       void connection?.then(({ agenda, store }) => register(agenda, store, name, definition)).catch(() => undefined);
@@ -294,6 +392,10 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       return serially(async () => {
         const { agenda } = await connect();
         await agenda.start();
+        // The outbox rows a crash left (committed, never relayed): now, then at every scan.
+        sweep ??= setInterval(relay, processEvery);
+        sweep.unref();
+        relay();
       });
     },
 
@@ -303,7 +405,9 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         if (!current) return;
         const opened = await current.catch(() => undefined);
         if (!opened) return;
-        const { agenda, store } = opened;
+        const { agenda, store, outboxPool } = opened;
+        clearInterval(sweep);
+        sweep = undefined;
         const running = runningJobsOf(agenda);
         // Stops the scans and unlocks the jobs locked but not started; runs in progress go on.
         await agenda.stop(false);
@@ -325,26 +429,95 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
           }
         }
         connection = undefined;
+        // A relay in flight ends before the pools close (what it leaves, the next start moves).
+        while (relayRun || relayScheduled) await (relayRun ?? sleep(1));
         await store.close();
+        if (outboxPool !== store.pool) await outboxPool.end();
       });
     },
 
     async waitForIdle(waitOptions = {}) {
       const timeoutMs = waitOptions.timeoutMs ?? 10_000;
       const withinMs = waitOptions.withinMs ?? 0;
-      const { store } = await connect();
+      const { store, outboxPool } = await connect();
       const deadline = Date.now() + timeoutMs;
       for (;;) {
+        // The outbox first: a row moved meanwhile is then counted as a job (a move is one statement).
+        const { rows } = await outboxPool.query<{ n: number }>(countOutbox(outboxTable));
         const pending = await store.countPending(withinMs);
+        if (rows[0]!.n > 0) {
+          pending.set('outbox', rows[0]!.n);
+          relay();
+        }
         if (pending.size === 0) return;
         if (Date.now() >= deadline) {
-          const list = [...pending].map(([name, n]) => `${name} ×${n}${definitions.has(name) ? '' : ' (not defined on this queue)'}`);
+          const list = [...pending].map(([name, n]) => `${name} ×${n}${definitions.has(name) || name === 'outbox' ? '' : ' (not defined on this queue)'}`);
           throw new Error(`waitForIdle: jobs still running or due after ${timeoutMs} ms: ${list.join(', ')}`);
         }
         await sleep(IDLE_POLL_MS);
       }
     },
   };
+  return queue;
+}
+
+/**
+ * The outbox table of the service's database, schema-qualified and quoted: in the schema Prisma
+ * puts its tables in (the URL's `?schema=`, default public; src/db/migrate.ts reads it the same way).
+ */
+function outboxTableOf(connectionString: string): string {
+  let schema = 'public';
+  try {
+    schema = new URL(connectionString).searchParams.get('schema') || 'public';
+  } catch {
+    // key=value form: the default schema
+  }
+  return `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier('outbox')}`;
+}
+
+/** A small pool for the outbox when the jobs live outside PostgreSQL (MongoDB). */
+function ownOutboxPool(connectionString: string, logger: JobLogger): pg.Pool {
+  const pool = new pg.Pool({ connectionString, max: 2, connectionTimeoutMillis: 5000 });
+  pool.on('error', (error) => logger.warn({ err: error }, 'jobs: idle PostgreSQL connection of the outbox lost'));
+  return pool;
+}
+
+/**
+ * The outbox relay for a store without its own (MongoDB): in one PostgreSQL transaction, locks a
+ * batch of rows, stores their jobs through `enqueue` (Agenda's save; a row without a key gets
+ * `outbox:<id>`, so that a batch stored again after a failure before the commit makes no second
+ * job), deletes the rows and commits.
+ * @returns the rows moved
+ */
+async function relayThroughQueue(
+  pool: pg.Pool,
+  outboxTable: string,
+  enqueue: (name: string, data: unknown, at: Date, uniqueKey: string) => Promise<string>,
+): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<{ id: string; name: string; data: unknown; uniqueKey: string | null; runAt: Date }>(lockOutboxRows(outboxTable), [OUTBOX_BATCH]);
+    for (const row of rows) await enqueue(row.name, row.data, row.runAt, row.uniqueKey ?? `outbox:${row.id}`);
+    if (rows.length > 0) await client.query(deleteOutboxRows(outboxTable), [rows.map((r) => r.id)]);
+    await client.query('COMMIT');
+    return rows.length;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * Whether a job's error is permanent — bad data that another run would meet again — so the job
+ * stops instead of retrying: an AppError whose code answers a client error (4xx: VALIDATION,
+ * NOT_FOUND, FORBIDDEN, BAD_REQUEST, PAYLOAD_TOO_LARGE, UNAUTHENTICATED), except RATE_LIMITED.
+ * Everything else — UNAVAILABLE, database and network errors, anything unexpected — is transient.
+ */
+export function isPermanentJobError(error: unknown): boolean {
+  return error instanceof AppError && error.status >= 400 && error.status < 500 && error.code !== 'RATE_LIMITED';
 }
 
 /** Milliseconds before the run after failed run `attempt` (0-based), or null when that was the last. */

@@ -8,6 +8,8 @@ import type { AgendaBackend, Job, JobParameters, JobRepository, NotificationChan
 import { PostgresBackend, PostgresJobRepository } from '@agendajs/postgres-backend';
 import pg from 'pg';
 import type { BaseLogger } from 'pino';
+import { relayOutbox } from '../db/queries/outbox.ts';
+import { logOutageOnce } from '../db/unavailable.ts';
 
 /** The part of a pino logger (or Fastify's) the jobs use. */
 export type JobLogger = Pick<BaseLogger, 'error' | 'warn' | 'info' | 'debug'>;
@@ -43,6 +45,15 @@ export interface JobStore {
    * lock statement full). Absent on MongoDB. Does nothing before Agenda subscribes.
    */
   refill?(name: string): void;
+  /**
+   * PostgreSQL: moves up to `limit` rows of the outbox table `outboxTable` (schema-qualified,
+   * quoted) into the store and announces them, in one statement (src/db/queries/outbox.ts
+   * relayOutbox). Absent on MongoDB (the queue moves them through Agenda, src/jobs/job-queue.ts).
+   * @returns the rows moved
+   */
+  relayOutbox?(outboxTable: string, limit: number, source: string): Promise<number>;
+  /** PostgreSQL: the pool, for the outbox statements of the queue (a count of the rows left). */
+  pool?: pg.Pool;
   /** Renews the lock of a running job (locked_at = now); Agenda's Job.touch() otherwise. */
   renewLock(job: Job): Promise<void>;
   /**
@@ -102,7 +113,10 @@ export async function openPostgresJobStore(options: {
   // `logging` stays off); a repository of its own creates the jobs table below, under the lock.
   const inner = new PostgresBackend({ pool, tableName: JOBS_TABLE, ensureSchema: false });
   // The LISTEN channel reconnects by itself; an 'error' event without a listener would throw.
-  inner.notificationChannel?.on('error', (error: Error) => options.logger.warn({ err: error }, 'jobs: LISTEN connection error'));
+  // It retries every 100 ms while the database is away: logged once per outage interval then.
+  const logListenError = logOutageOnce((object, message) => options.logger.warn(object, message));
+  inner.notificationChannel?.on('error', (error: Error) => logListenError(error, 'jobs: LISTEN connection error'));
+  const listening = inner.notificationChannel && closableChannel(inner.notificationChannel);
   try {
     const client = await pool.connect();
     try {
@@ -130,9 +144,18 @@ export async function openPostgresJobStore(options: {
   // One batch per source (instance name): the statement stores it as last_modified_by.
   const insertBatches = new Map<string, (job: NewJob) => Promise<string>>();
   const channel = inner.notificationChannel && quietChannel(inner.notificationChannel);
+  const jobsTable = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(JOBS_TABLE)}`;
   return {
     backend: connectedBackend(inner, repository, channel?.channel),
     repository,
+    pool,
+    relayOutbox: async (outboxTable, limit, source) => {
+      const { rows } = await pool.query<{ moved: number }>({
+        ...relayOutbox({ jobs: jobsTable, outbox: outboxTable }),
+        values: [limit, source, channelName ?? 'signet:jobs:unheard'],
+      });
+      return rows[0]?.moved ?? 0;
+    },
     // Only when a fill could find more: otherwise a refill would be a lock statement for nothing.
     refill: (name) => {
       if (repository.mayHaveMore(name)) channel?.refill(name);
@@ -164,6 +187,8 @@ export async function openPostgresJobStore(options: {
     },
     close: async () => {
       await repository.flushStateSaves();
+      // Before the pool's end(), which waits for the LISTEN connection, however late it came.
+      await listening?.close();
       await pool.end();
     },
   };
@@ -264,6 +289,31 @@ function connectedBackend(inner: AgendaBackend, repository: JobRepository, notif
     ownsConnection: false,
     connect: async () => undefined,
     disconnect: async () => undefined,
+  };
+}
+
+/**
+ * Makes the LISTEN channel closable for good. After a lost connection it reconnects by itself
+ * (every 100 ms while the database is away, each attempt waiting up to the pool's connection
+ * timeout); an attempt still under way when Agenda disconnects the channel at stop() would
+ * complete afterwards and hold its connection forever, and the pool's end() would wait for it
+ * forever: a stop() shortly after an outage never finished (test/database-outage.test.ts).
+ * Once close() is called, no attempt starts, and one that completes lets its connection go.
+ */
+function closableChannel(channel: NotificationChannel): { close(): Promise<void> } {
+  let closed = false;
+  const connect = channel.connect.bind(channel);
+  // The channel's reconnect timer calls this.connect(): this own property, not the prototype's.
+  channel.connect = async () => {
+    if (closed) return;
+    await connect();
+    if (closed) await channel.disconnect();
+  };
+  return {
+    async close() {
+      closed = true;
+      await channel.disconnect();
+    },
   };
 }
 

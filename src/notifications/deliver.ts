@@ -11,7 +11,15 @@
  * writes rows and enqueues jobs; sending happens here, once per row.
  *
  * Row statuses: 'queued' → 'sending' → 'sent' | 'failed' (| back to 'queued' for a retry).
+ *
+ * A row left 'sending' by a worker that died is taken back after the lease, or at once by a later
+ * run of the job that claimed it (`claimant`: the job's id; a job runs on one instance at a time,
+ * so its later run knows the earlier one is gone). The one case where a message can go out twice
+ * is a death between the provider accepting it and the row being marked sent; the message then
+ * carries the same Message-ID both times (RFC 5322 §3.6.4, made from the dedupe key), which is
+ * how mail systems recognise a repeated message.
  */
+import { createHash } from 'node:crypto';
 import { sqlPool, type Db, type Prisma } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { EmailMessage, SmsMessage } from '../generated/prisma/client.ts';
@@ -41,6 +49,11 @@ export interface DeliveryOptions {
    * if the dead worker's send had in fact gone through: the one case where at-least-once wins.
    */
   leaseMs?: number;
+  /**
+   * Who claims the row: the job run's id (JobRun.id). A row this claimant left 'sending' (an
+   * earlier run of the same job, on an instance that died) is claimed again at once.
+   */
+  claimant?: string;
 }
 
 const DEFAULT_MAX_ATTEMPTS = 12;
@@ -122,14 +135,32 @@ export async function deliverEmail(
     id: emailMessageId,
     claim: (staleBefore) =>
       table.updateMany({
-        where: { id: emailMessageId, OR: [{ status: 'queued' }, { status: 'sending', updatedAt: { lt: staleBefore } }] },
-        data: { status: 'sending', attemptCount: { increment: 1 }, provider: mailer.name },
+        where: { id: emailMessageId, OR: claimableWhere(staleBefore, deps.claimant) },
+        data: { status: 'sending', attemptCount: { increment: 1 }, provider: mailer.name, claimedBy: deps.claimant ?? null },
       }),
     find: () => table.findUnique({ where: { id: emailMessageId } }),
     update: (data) => table.update({ where: { id: emailMessageId }, data, select: { id: true } }),
     send: async (row) =>
       mailer.send({ ...outgoingEmail(row), ...(deps.attachments ? { attachments: await deps.attachments() } : {}) }),
   });
+}
+
+/** Rows a claim may take: queued, or left 'sending' longer than the lease, or by this claimant. */
+function claimableWhere(staleBefore: Date, claimant: string | undefined) {
+  return [
+    { status: 'queued' },
+    { status: 'sending', updatedAt: { lt: staleBefore } },
+    ...(claimant ? [{ status: 'sending', claimedBy: claimant }] : []),
+  ];
+}
+
+/**
+ * The Message-ID of an email (RFC 5322 §3.6.4), the same on every send of one outbox row: made
+ * from its dedupe key, at the sender's domain.
+ */
+export function messageIdFor(dedupeKey: string, from: string): string {
+  const domain = /@([^\s>]+)>?\s*$/.exec(from)?.[1] ?? 'signet.local';
+  return `<${createHash('sha256').update(dedupeKey).digest('hex').slice(0, 32)}@${domain}>`;
 }
 
 /**
@@ -143,16 +174,16 @@ const NEW_EMAIL_VALUES = `(j->>'accountId')::int, (j->>'submissionId')::int, (j-
            ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'bcc', '[]'))), j->>'replyTo', j->>'subject', j->>'textBody', j->>'htmlBody'`;
 
 /**
- * `$1`: the email as JSON (QueueEmailInput's keys), `$2`: the mailer's name, `$3`: now (ISO).
+ * `$1`: the email as JSON (QueueEmailInput's keys), `$2`: the mailer's name, `$3`: now (ISO), `$4`: the claimant.
  * Stores the row already claimed ('sending', first attempt) unless its dedupe key is stored;
  * returns it only when inserted. Columns and defaults as queueEmail's through Prisma.
  */
 const INSERT_CLAIMED_EMAIL = {
   name: 'signet_outbox_insert_claimed_email',
   text: `
-    INSERT INTO email_messages (${NEW_EMAIL_COLUMNS}, provider, status, attempt_count, created_at, updated_at)
+    INSERT INTO email_messages (${NEW_EMAIL_COLUMNS}, provider, status, attempt_count, claimed_by, created_at, updated_at)
     SELECT ${NEW_EMAIL_VALUES},
-           $2, 'sending', 1, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
+           $2, 'sending', 1, $4, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
       FROM (SELECT $1::jsonb AS j) input
     ON CONFLICT (dedupe_key) DO NOTHING
     RETURNING id`,
@@ -227,8 +258,9 @@ const INSERT_SENT_OUTBOX_EMAIL_AND_RECORD = {
 };
 
 /** The message a mailer sends for a stored or to-be-stored email. */
-function outgoingEmail(email: Pick<QueueEmailInput, 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'subject' | 'textBody' | 'htmlBody'>): OutgoingEmail {
+function outgoingEmail(email: Pick<QueueEmailInput, 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'subject' | 'textBody' | 'htmlBody'> & { dedupeKey: string | null }): OutgoingEmail {
   return {
+    ...(email.dedupeKey ? { messageId: messageIdFor(email.dedupeKey, email.from) } : {}),
     from: email.from,
     to: email.to,
     cc: email.cc ?? [],
@@ -281,7 +313,7 @@ export async function queueAndDeliverEmail(
     await mailer.send(outgoingEmail(input));
     return { outcome: 'sent', emailMessageId: stored[0].id };
   }
-  const { rows } = await pool.query<{ id: number }>({ ...INSERT_CLAIMED_EMAIL, values: [JSON.stringify(input), mailer.name, new Date().toISOString()] });
+  const { rows } = await pool.query<{ id: number }>({ ...INSERT_CLAIMED_EMAIL, values: [JSON.stringify(input), mailer.name, new Date().toISOString(), deps.claimant ?? null] });
   const inserted = rows[0];
   if (!inserted) return deliverStored();
   const id = inserted.id;
@@ -355,8 +387,8 @@ export async function deliverSms(
     id: smsMessageId,
     claim: (staleBefore) =>
       table.updateMany({
-        where: { id: smsMessageId, OR: [{ status: 'queued' }, { status: 'sending', updatedAt: { lt: staleBefore } }] },
-        data: { status: 'sending', attemptCount: { increment: 1 }, provider: smsSender.name },
+        where: { id: smsMessageId, OR: claimableWhere(staleBefore, deps.claimant) },
+        data: { status: 'sending', attemptCount: { increment: 1 }, provider: smsSender.name, claimedBy: deps.claimant ?? null },
       }),
     find: () => table.findUnique({ where: { id: smsMessageId } }),
     update: (data) => table.update({ where: { id: smsMessageId }, data, select: { id: true } }),

@@ -21,6 +21,11 @@ const { MailService } = sendgridMail as unknown as { MailService: new () => type
  * `Name <a@b.c>`. `bcc` goes into the envelope only, never into a header.
  */
 export interface OutgoingEmail {
+  /**
+   * The Message-ID header (RFC 5322 §3.6.4, with its angle brackets), the same on every send of
+   * one stored email (src/notifications/deliver.ts messageIdFor); SMTP only (SendGrid sets its own).
+   */
+  messageId?: string;
   from: string;
   to: string[];
   cc?: string[];
@@ -119,6 +124,7 @@ export function createSmtpMailer(smtpUrl: string, timeouts: MailerTimeouts = {})
       const recipients = withDistinctRecipients(message);
       try {
         const info = await transport.sendMail({
+          ...(message.messageId ? { messageId: message.messageId } : {}),
           from: message.from,
           to: recipients.to,
           cc: recipients.cc.length ? recipients.cc : undefined,

@@ -12,7 +12,7 @@ import { AppError } from '../errors.ts';
 import { prepareHtml, type Margins } from './html-document.ts';
 import { readFieldAreas } from './html-field-tags.ts';
 import { formatSeconds } from './limits.ts';
-import { assertOfficeDocument, officeExtension } from './office-document.ts';
+import { officeExtension } from './office-document.ts';
 import type { DocxToPdfInput, HtmlFieldTag, HtmlToPdfInput, RenderLogger, Renderer } from './types.ts';
 
 export interface GotenbergRendererOptions {
@@ -60,12 +60,11 @@ export class GotenbergRenderer implements Renderer {
 
   /**
    * Converts a DOCX with Gotenberg's LibreOffice: file `document.docx` (or .doc/.odt/.rtf by the
-   * filename's extension) and exportFormFields=false, so content controls stay text.
-   * @throws AppError VALIDATION for bytes that are no office document or a 4xx answer;
-   *   UNAVAILABLE as for htmlToPdf.
+   * filename's extension) and exportFormFields=false, so content controls stay text. The bytes
+   * were checked by createRenderer (assertOfficeDocument: no zip bomb reaches Gotenberg).
+   * @throws AppError VALIDATION for a 4xx answer; UNAVAILABLE as for htmlToPdf.
    */
   async docxToPdf(input: DocxToPdfInput): Promise<Buffer> {
-    assertOfficeDocument(input.docx, input.filename);
     const form = new FormData();
     form.append('files', new Blob([new Uint8Array(input.docx)]), `document.${officeExtension(input.filename)}`);
     form.append('exportFormFields', 'false');

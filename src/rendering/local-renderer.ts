@@ -16,7 +16,7 @@ import { pathToFileURL } from 'node:url';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { AppError } from '../errors.ts';
 import { prepareHtml } from './html-document.ts';
-import { assertOfficeDocument, officeExtension } from './office-document.ts';
+import { officeExtension } from './office-document.ts';
 import { readFieldAreas } from './html-field-tags.ts';
 import { formatSeconds, withDeadline } from './limits.ts';
 import type { DocxToPdfInput, HtmlFieldTag, HtmlToPdfInput, RenderLogger, Renderer } from './types.ts';
@@ -52,6 +52,12 @@ export interface LocalRendererOptions {
   chromiumPath?: string | undefined;
   /** SOFFICE_PATH: a path or a name; default: soffice, libreoffice on PATH. */
   sofficePath?: string | undefined;
+  /**
+   * SOFFICE_MAX_MEMORY_MB in bytes: the address space (`ulimit -v`) of each soffice process and
+   * its children; undefined: no limit. A second wall behind the archive checks of
+   * office-document.ts: a document that still needs more memory fails with a 422.
+   */
+  sofficeMaxMemory?: number | undefined;
   /** Deadline per conversion, in milliseconds. */
   timeout: number;
   logger: RenderLogger;
@@ -134,15 +140,14 @@ export class LocalRenderer implements Renderer {
 
   /**
    * Converts a DOCX (or .doc/.odt/.rtf, by the filename's extension) with LibreOffice; see
-   * Renderer.docxToPdf. The soffice process group is killed at the deadline and the temporary
-   * files removed either way.
-   * @throws AppError VALIDATION when the bytes are not an office document or LibreOffice makes no
-   *   PDF of them; UNAVAILABLE when LibreOffice is missing or too slow.
+   * Renderer.docxToPdf; the bytes were checked by createRenderer (assertOfficeDocument). The
+   * soffice process group is killed at the deadline and the temporary files removed either way.
+   * @throws AppError VALIDATION when LibreOffice makes no PDF of the bytes (or runs out of the
+   *   memory SOFFICE_MAX_MEMORY_MB allows); UNAVAILABLE when LibreOffice is missing or too slow.
    */
   async docxToPdf(input: DocxToPdfInput): Promise<Buffer> {
     this.assertOpen();
     const extension = officeExtension(input.filename);
-    assertOfficeDocument(input.docx, input.filename);
     const soffice = await this.findSoffice();
     const profile = this.idleProfiles.pop() ?? (await this.newProfile());
     let profileHealthy = false;
@@ -170,8 +175,17 @@ export class LocalRenderer implements Renderer {
       profileHealthy = true;
       const pdf = await fs.readFile(path.join(outDir, 'document.pdf')).catch(() => undefined);
       if (!pdf || pdf.subarray(0, 5).toString('latin1') !== '%PDF-') {
-        this.options.logger.warn({ filename: input.filename, code: run.code, stderr: run.stderr }, 'soffice made no PDF');
-        throw new AppError('VALIDATION', `${input.filename || 'The document'} could not be converted to PDF; is it a valid Word document?`);
+        this.options.logger.warn({ filename: input.filename, code: run.code, signal: run.signal, stderr: run.stderr }, 'soffice made no PDF');
+        const name = input.filename || 'The document';
+        const limit = this.options.sofficeMaxMemory;
+        if (limit !== undefined && ranOutOfMemory(run)) {
+          throw new AppError(
+            'VALIDATION',
+            `${name} could not be converted to PDF: LibreOffice ran out of memory (limit ${Math.round(limit / 1024 / 1024)} MB, SOFFICE_MAX_MEMORY_MB).`,
+            { details: { limit: 'SOFFICE_MAX_MEMORY_MB', maxBytes: limit } },
+          );
+        }
+        throw new AppError('VALIDATION', `${name} could not be converted to PDF; is it a valid Word document?`);
       }
       this.options.logger.debug({ ms: Math.round(performance.now() - started), bytes: pdf.length }, 'docx converted');
       return pdf;
@@ -315,13 +329,22 @@ export class LocalRenderer implements Renderer {
     await fs.rm(dir, { recursive: true, force: true }).catch(() => {});
   }
 
-  /** Runs soffice in its own process group, killed (with its children) at the deadline. */
-  private runSoffice(executable: string, args: string[]): Promise<{ code: number | null; stderr: string }> {
+  /**
+   * Runs soffice in its own process group, killed (with its children) at the deadline, under
+   * `ulimit -v` when sofficeMaxMemory is set: a shell sets the limit and execs soffice, so the
+   * limit holds for soffice and every process it starts (oosplash, soffice.bin).
+   */
+  private runSoffice(executable: string, args: string[]): Promise<SofficeRun> {
     const timeout = this.options.timeout;
+    const limit = this.options.sofficeMaxMemory;
+    const [command, commandArgs] =
+      limit === undefined
+        ? [executable, args]
+        : ['/bin/sh', ['-c', 'ulimit -v "$1" || exit 125; shift; exec "$@"', 'signet-soffice', String(Math.floor(limit / 1024)), executable, ...args]];
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
-        child = spawn(executable, args, {
+        child = spawn(command, commandArgs, {
           detached: true,
           stdio: ['ignore', 'ignore', 'pipe'],
           env: { ...process.env, SAL_USE_VCLPLUGIN: 'svp' },
@@ -345,7 +368,7 @@ export class LocalRenderer implements Renderer {
         this.children.delete(child);
         reject(new AppError('UNAVAILABLE', `LibreOffice (${executable}) could not start: ${error.message}`, { cause: error }));
       });
-      child.once('close', (code) => {
+      child.once('close', (code, signal) => {
         clearTimeout(timer);
         this.children.delete(child);
         if (timedOut) {
@@ -353,11 +376,28 @@ export class LocalRenderer implements Renderer {
         } else if (this.closed) {
           reject(new AppError('UNAVAILABLE', 'The renderer is shut down.'));
         } else {
-          resolve({ code, stderr: stderr.trim() });
+          resolve({ code, signal, stderr: stderr.trim() });
         }
       });
     });
   }
+}
+
+interface SofficeRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stderr: string;
+}
+
+/**
+ * Signs that soffice hit its address-space limit rather than a bad document: an allocation or a
+ * library mapping refused (glibc, the dynamic loader, C++'s bad_alloc), or an abort/crash signal.
+ * LibreOffice sometimes reports the refusal only as "source file could not be loaded", which a
+ * corrupt file gives too; that case keeps the generic message.
+ */
+function ranOutOfMemory(run: SofficeRun): boolean {
+  if (run.signal === 'SIGABRT' || run.signal === 'SIGSEGV' || run.signal === 'SIGBUS') return true;
+  return /bad_alloc|out of memory|cannot allocate memory|failed to map segment/i.test(run.stderr);
 }
 
 function killGroup(child: ChildProcess): void {

@@ -12,7 +12,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
 import { AppError } from '../errors.ts';
 import { findSignerBySlug, formStateOf } from './form-state.ts';
-import { isBlankImage, toDrawableImage, UnreadableImageError } from './signature-image.ts';
+import { imageKindOf, readDrawableImage, UnreadableImageError, type ImageLimits } from './signature-image.ts';
 
 /**
  * Extensions refused for any upload, as DocuSeal refuses its list of ~90 ("File type '.exe' is
@@ -72,17 +72,21 @@ const extensionOf = (filename: string) => (filename.includes('.') ? filename.spl
 
 /**
  * Stores a signer's upload.
- * @param input.type signature/initials: a PNG/JPEG (other readable images become PNG) with ink;
- *   image: any readable image, kept as PNG or JPEG; file or none: any file of an allowed type
+ * @param deps.images IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS, for signature, initials and image uploads
+ * @param input.type signature/initials: an image with ink; image: any readable image; both kept as
+ *   the completion draws them (readDrawableImage: JPEG as sent, anything else as PNG); file or none:
+ *   any file of an allowed type, whose declared type is kept unless it claims PNG or JPEG and the
+ *   bytes are not one (then application/octet-stream: only real images may be drawn)
  * @param input.contentType the part's declared MIME type (used for `file` uploads only)
  * @returns DocuSeal's body `{uuid, created_at, url, filename, content_type}`
  * @throws AppError NOT_FOUND (unknown slug); VALIDATION "Form has been archived." (for every form
  *   that is not OPEN, as DocuSeal), "File type '.exe' is not allowed.", "signature is empty",
  *   "signature error, try to sign on another device" (an undecodable signature), "file is empty",
- *   an unknown `type`, an unreadable image
+ *   an unknown `type`, "image is not a readable image file", "<type> is larger than 10 MB
+ *   (IMAGE_MAX_MB)" / "<type> is W × H pixels, over 25 megapixels (IMAGE_MAX_MEGAPIXELS)"
  */
 export async function createSigningFormAttachment(
-  deps: { db: Db; storage: FileStorage; files: Pick<FileUrlSigner, 'url'> },
+  deps: { db: Db; storage: FileStorage; files: Pick<FileUrlSigner, 'url'>; images: ImageLimits },
   input: { slug: string; type?: string | undefined; filename?: string | undefined; contentType?: string | undefined; bytes: Uint8Array },
 ): Promise<CreatedAttachment> {
   const signer = await findUploadingSigner(deps.db, input.slug);
@@ -98,17 +102,25 @@ export async function createSigningFormAttachment(
   let bytes = input.bytes;
   let contentType = /^[\w.+-]+\/[\w.+-]+$/.test(input.contentType ?? '') ? input.contentType!.toLowerCase() : 'application/octet-stream';
   if (type === 'signature' || type === 'initials' || type === 'image') {
+    let image;
     try {
-      if (type !== 'image' && (await isBlankImage(bytes))) throw new AppError('VALIDATION', 'signature is empty');
-      const image = await toDrawableImage(bytes);
-      bytes = image.bytes;
-      contentType = `image/${image.kind}`;
-      const wanted = image.kind === 'png' ? 'png' : extension === 'jpeg' ? 'jpeg' : 'jpg';
-      if (extensionOf(filename) !== wanted) filename = `${filename.replace(/\.[^.]*$/, '') || type}.${wanted}`;
+      image = await readDrawableImage(bytes, deps.images, { checkInk: type !== 'image' });
     } catch (error) {
       if (!(error instanceof UnreadableImageError)) throw error;
+      if (error.reason === 'too-large') throw new AppError('VALIDATION', `${type} ${error.message}`, { details: { field: type } });
       throw new AppError('VALIDATION', type === 'image' ? 'image is not a readable image file' : 'signature error, try to sign on another device');
     }
+    if (image.hasInk === false) throw new AppError('VALIDATION', 'signature is empty');
+    bytes = image.bytes;
+    contentType = `image/${image.kind}`;
+    const wanted = image.kind === 'png' ? 'png' : extension === 'jpeg' ? 'jpeg' : 'jpg';
+    if (extensionOf(filename) !== wanted) filename = `${filename.replace(/\.[^.]*$/, '') || type}.${wanted}`;
+  } else if (contentType === 'image/png' || contentType === 'image/jpeg') {
+    // A file said to be a PNG or JPEG could be named as an image field's value (field-values.ts
+    // checkAttachments goes by this type): it keeps the type only if it is one.
+    const kind = imageKindOf(bytes);
+    const drawable = `image/${kind}` === contentType && (await readDrawableImage(bytes, deps.images).then(() => true, () => false));
+    if (!drawable) contentType = 'application/octet-stream';
   }
   if (!filename) filename = 'file';
 

@@ -3,8 +3,8 @@
  * as PUT /submitters `completed: true` does (src/submissions/submission-actions.ts) but recording
  * `complete_form` with the signer's IP and user agent (reference/docuseal-behaviour.md §6): the
  * values, completed_at, ip and ua on the submitter, the event, and the submission's completed_at
- * when every party has completed. After commit, as the API path does
- * (src/graphql/schema/submission-queries.ts): the completion pipeline (which emits
+ * when every party has completed; and in the same transaction, as the API path does
+ * (src/submissions/submission-actions.ts): the completion pipeline's job (which raises
  * form.completed) and the requests of the next parties in order.
  *
  * Concurrency: the submission and submitter rows are locked (lockSignerForm) and completed_at is
@@ -12,11 +12,11 @@
  */
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { enqueueCompletion } from '../signing/complete-submission.ts';
-import { sendNextParties } from '../submissions/send-requests.ts';
+import { completionJob } from '../signing/complete-submission.ts';
+import { nextPartyJobs } from '../submissions/send-requests.ts';
 import { parseFields } from '../templates/fields.ts';
 import { checkAttachments, checkSentValues, completionValues } from './field-values.ts';
-import { mergeValues, recordStart, trackingData, type SignerRequest, type SigningFormDeps } from './form-events.ts';
+import { formStarted, mergeValues, recordStart, trackingData, type SignerRequest, type SigningFormDeps } from './form-events.ts';
 import { assertFormOpen, findSignerBySlug, FORM_STATE_MESSAGES, lockSignerForm, waitingForRole } from './form-state.ts';
 import { buildSigningFormView, type SigningFormView } from './load-signing-form.ts';
 
@@ -34,7 +34,7 @@ export async function completeSigningForm(deps: SigningFormDeps, request: Signer
   const now = new Date();
   assertFormOpen({ submitter: found, submission: found.submission }, now);
 
-  const { signer, started } = await db.$transaction(async (tx) => {
+  const signer = await deps.effects.transaction(async (tx, effects) => {
     const signer = await lockSignerForm(tx, found);
     const form = { submitter: signer, submission: signer.submission };
     assertFormOpen(form, now);
@@ -65,22 +65,15 @@ export async function completeSigningForm(deps: SigningFormDeps, request: Signer
     });
     const pending = await tx.submitter.count({ where: { submissionId: signer.submissionId, completedAt: null } });
     if (pending === 0) await tx.submission.update({ where: { id: signer.submissionId }, data: { completedAt: now }, select: { id: true } });
+    if (started) effects.events.push(formStarted(signer, now));
+    effects.jobs.push(completionJob(signer.submissionId, signer.id), ...(await nextPartyJobs(tx, signer.submissionId)));
     return {
-      signer: {
-        ...signer,
-        values: values as Prisma.JsonValue,
-        completedAt: now,
-        openedAt: signer.openedAt ?? now,
-        submission: { ...signer.submission, completedAt: pending === 0 ? now : signer.submission.completedAt },
-      },
-      started,
+      ...signer,
+      values: values as Prisma.JsonValue,
+      completedAt: now,
+      openedAt: signer.openedAt ?? now,
+      submission: { ...signer.submission, completedAt: pending === 0 ? now : signer.submission.completedAt },
     };
   });
-
-  if (started) {
-    await deps.events.emit([{ type: 'form.started', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.started:${signer.id}` }]);
-  }
-  await enqueueCompletion(deps.jobs, signer.submissionId, signer.id);
-  await sendNextParties(db, deps.jobs, signer.submissionId);
   return buildSigningFormView(deps, signer, now);
 }

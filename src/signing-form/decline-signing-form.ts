@@ -3,22 +3,26 @@
  * `decline_form` event with `{reason, ip, ua}` (reference/docuseal-behaviour.md §6) and
  * form.declined. DocuSeal lets a signer decline whatever the order, so do we.
  */
+import { checkText, MAX_LENGTH } from '../limits.ts';
 import { trackingData, type SignerRequest, type SigningFormDeps } from './form-events.ts';
 import { assertFormOpen, findSignerBySlug, lockSignerForm } from './form-state.ts';
 import { buildSigningFormView, type SigningFormView } from './load-signing-form.ts';
 
 /**
- * @param request.reason free text (trimmed; an empty one is stored as no reason, as DocuSeal accepts it)
- * @throws AppError NOT_FOUND for an unknown slug; VALIDATION with DocuSeal's message when the form is not OPEN
+ * @param request.reason free text (trimmed; an empty one is stored as no reason, as DocuSeal accepts
+ *   it), at most MAX_LENGTH.text characters (src/limits.ts)
+ * @throws AppError NOT_FOUND for an unknown slug; VALIDATION with DocuSeal's message when the form
+ *   is not OPEN, "reason is too long (maximum is 10000 characters)."
  */
 export async function declineSigningForm(deps: SigningFormDeps, request: SignerRequest & { reason: string }): Promise<SigningFormView> {
   const { db } = deps;
+  checkText(request.reason, MAX_LENGTH.text, 'reason');
   const found = await findSignerBySlug(db, request.slug);
   const now = new Date();
   assertFormOpen({ submitter: found, submission: found.submission }, now);
   const reason = request.reason.trim();
 
-  const signer = await db.$transaction(async (tx) => {
+  const signer = await deps.effects.transaction(async (tx, effects) => {
     const signer = await lockSignerForm(tx, found);
     assertFormOpen({ submitter: signer, submission: signer.submission }, now);
     await tx.submitter.update({ where: { id: signer.id }, data: { declinedAt: now, declineReason: reason || null }, select: { id: true } });
@@ -32,6 +36,7 @@ export async function declineSigningForm(deps: SigningFormDeps, request: SignerR
         data: { reason, ...trackingData(request) },
       },
     });
+    effects.events.push({ type: 'form.declined', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.declined:${signer.id}` });
     return {
       ...signer,
       declinedAt: now,
@@ -39,6 +44,5 @@ export async function declineSigningForm(deps: SigningFormDeps, request: SignerR
     };
   });
 
-  await deps.events.emit([{ type: 'form.declined', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.declined:${signer.id}` }]);
   return buildSigningFormView(deps, signer, now);
 }

@@ -8,12 +8,15 @@
  * On completion every own field is checked: required ones must have a value, text values must
  * match `validation.pattern`, and each value must make sense for its type (§11 "Stored value
  * formats"). DocuSeal checks only `required` on the server; the rest is our addition
- * (docs/compatibility.md "Signing form").
+ * (docs/compatibility.md "Signing form"). Sizes (src/limits.ts, docs/security.md "Input limits"):
+ * a text value of at most MAX_LENGTH.text characters, a multiple value of at most
+ * MAX_ITEMS.options options, and a party's values at most MAX_JSON.values together.
  */
 import { isValidPhoneNumber, parsePhoneNumberFromString } from 'libphonenumber-js';
 import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
+import { checkJson, MAX_ITEMS, MAX_JSON, MAX_LENGTH, tooLongMessage, tooManyMessage } from '../limits.ts';
 import type { Field } from '../templates/fields.ts';
 import { compileFieldPattern } from './field-pattern.ts';
 
@@ -86,6 +89,7 @@ function checkKind(field: Field, raw: unknown): unknown {
   const fail = (what: string): never => {
     throw new SigningFieldError(field.uuid, `${name} ${what}`);
   };
+  checkValueSize(field, raw);
   switch (field.type) {
     case 'payment':
       // Nothing can be paid here (docs/compatibility.md "Signing form").
@@ -109,6 +113,36 @@ function checkKind(field: Field, raw: unknown): unknown {
       }
       return typeof raw === 'string' ? raw : fail('must be text');
   }
+}
+
+/**
+ * What is wrong with a field value's size (src/limits.ts: text at most MAX_LENGTH.text characters,
+ * a list at most MAX_ITEMS.options entries of that length), as a message about `subject` (the
+ * field's name, or the value's path in a request), or undefined.
+ */
+export function valueSizeMessage(value: unknown, subject: string): string | undefined {
+  if (typeof value === 'string') return value.length > MAX_LENGTH.text ? tooLongMessage(subject, MAX_LENGTH.text) : undefined;
+  if (!Array.isArray(value)) return undefined;
+  if (value.length > MAX_ITEMS.options) return tooManyMessage(subject, MAX_ITEMS.options);
+  return value.some((item) => typeof item === 'string' && item.length > MAX_LENGTH.text) ? tooLongMessage(subject, MAX_LENGTH.text) : undefined;
+}
+
+/**
+ * A signer's value's size (valueSizeMessage), checked before anything else looks at the value.
+ * @throws SigningFieldError VALIDATION "<name> is too long (maximum is N characters)." /
+ *   "<name> has too many entries (maximum is N)."
+ */
+export function checkValueSize(field: Field, value: unknown): void {
+  const message = valueSizeMessage(value, displayName(field));
+  if (message) throw new SigningFieldError(field.uuid, message);
+}
+
+/**
+ * All values of a party together, as they will be stored: at most MAX_JSON.values.
+ * @throws AppError VALIDATION "values is too large (maximum is 65536 characters as JSON)."
+ */
+export function checkValuesSize(values: Record<string, unknown>, path = 'values'): void {
+  checkJson(values, MAX_JSON.values, path);
 }
 
 /** The attachment uuids values name, per field uuid. */
@@ -168,11 +202,14 @@ export async function checkAttachments(
  * empty (the form shows defaults as values, so they are what the signer agreed to; `{{date}}`
  * becomes the completion date when drawn), with numbers as numbers and phones in E.164.
  * Every own field is checked: required ones filled, text matching `validation.pattern` (the
- * whole value, as the HTML `pattern` attribute DocuSeal's form uses), values sensible for the type.
+ * whole value, as the HTML `pattern` attribute DocuSeal's form uses, run on RE2: field-pattern.ts),
+ * values sensible for the type and within their size (checkValueSize, checkValuesSize).
  * @throws SigningFieldError VALIDATION with the field's `validation.message`, "<name> is required"
- *   or "<name> is invalid" (and a clearer message where the type says more)
+ *   or "<name> is invalid" (and a clearer message where the type says more), "<name> is too long
+ *   (maximum is N characters)."; AppError VALIDATION "values is too large …"
  */
 export function completionValues(fields: Field[], roleUuid: string, saved: Record<string, unknown>): Record<string, unknown> {
+  checkValuesSize(saved);
   const values = { ...saved };
   for (const field of fields.filter((f) => f.submitter_uuid === roleUuid)) {
     if (!hasValue(field, values[field.uuid]) && field.default_value !== undefined && field.default_value !== null && field.default_value !== '') {
@@ -197,6 +234,7 @@ export function completionValues(fields: Field[], roleUuid: string, saved: Recor
 }
 
 function checkCompletedValue(field: Field, value: unknown): unknown {
+  checkValueSize(field, value);
   const name = displayName(field);
   const invalid = (detail: string): never => {
     throw new SigningFieldError(field.uuid, `${name} is invalid: ${detail}`);

@@ -4,16 +4,16 @@
  * `SubmissionEvents.create_with_tracking_data`; reference/docuseal-behaviour.md §6), and the
  * first-save bookkeeping (start_form once, §6).
  */
-import type { EventSink } from '../events/events.ts';
+import type { DomainEvent, SideEffects } from '../events/events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import type { JobQueue } from '../jobs/job-queue.ts';
 import type { LoadSigningFormDeps } from './load-signing-form.ts';
 
 export interface SigningFormDeps extends LoadSigningFormDeps {
-  /** Domain events (form.viewed, form.started, form.declined), emitted after commit. */
-  events: EventSink;
-  /** The completion pipeline and the next party's requests are enqueued here after a completion. */
-  jobs: JobQueue;
+  /**
+   * The form's changes and what they cause (form.viewed, form.started, form.declined; after a
+   * completion, the completion pipeline and the next party's requests), in one transaction.
+   */
+  effects: SideEffects;
 }
 
 /** Who acts on a form: the slug (the capability) and where the request came from. */
@@ -21,6 +21,11 @@ export interface SignerRequest {
   slug: string;
   ip?: string | undefined;
   userAgent?: string | undefined;
+}
+
+/** form.started of a signer (once per signer: key `form.started:<id>`). */
+export function formStarted(signer: { id: number; accountId: number }, at: Date): DomainEvent {
+  return { type: 'form.started', accountId: signer.accountId, recordId: signer.id, at, key: `form.started:${signer.id}` };
 }
 
 /** `{ip, ua}` for an event's data, leaving out what is unknown. */

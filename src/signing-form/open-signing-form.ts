@@ -19,20 +19,17 @@ export async function openSigningForm(deps: SigningFormDeps, request: SignerRequ
   const now = new Date();
   if (formStateOf({ submitter: found, submission: found.submission }, now) !== 'OPEN') return buildSigningFormView(deps, found, now);
 
-  const { signer, firstOpen } = await db.$transaction(async (tx) => {
+  const signer = await deps.effects.transaction(async (tx, effects) => {
     const signer = await lockSignerForm(tx, found);
-    if (formStateOf({ submitter: signer, submission: signer.submission }, now) !== 'OPEN') return { signer, firstOpen: false };
+    if (formStateOf({ submitter: signer, submission: signer.submission }, now) !== 'OPEN') return signer;
     // Under the row lock, so of two first opens at once only one sees no earlier view.
     const earlierViews = await tx.submissionEvent.count({ where: { submitterId: signer.id, eventType: 'view_form' } });
     await tx.submissionEvent.create({
       data: { accountId: signer.accountId, submissionId: signer.submissionId, submitterId: signer.id, eventType: 'view_form', eventTimestamp: now, data: trackingData(request) },
     });
     await tx.submitter.update({ where: { id: signer.id }, data: { openedAt: now }, select: { id: true } });
-    return { signer: { ...signer, openedAt: now }, firstOpen: earlierViews === 0 };
+    if (earlierViews === 0) effects.events.push({ type: 'form.viewed', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.viewed:${signer.id}` });
+    return { ...signer, openedAt: now };
   });
-
-  if (firstOpen) {
-    await deps.events.emit([{ type: 'form.viewed', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.viewed:${signer.id}` }]);
-  }
   return buildSigningFormView(deps, signer, now);
 }

@@ -6,8 +6,8 @@
  */
 import { parseFields } from '../templates/fields.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { checkAttachments, checkSentValues } from './field-values.ts';
-import { mergeValues, recordStart, type SignerRequest, type SigningFormDeps } from './form-events.ts';
+import { checkAttachments, checkSentValues, checkValuesSize } from './field-values.ts';
+import { formStarted, mergeValues, recordStart, type SignerRequest, type SigningFormDeps } from './form-events.ts';
 import { assertFormOpen, findSignerBySlug, lockSignerForm } from './form-state.ts';
 import { buildSigningFormView, type SigningFormView } from './load-signing-form.ts';
 
@@ -15,7 +15,8 @@ import { buildSigningFormView, type SigningFormView } from './load-signing-form.
  * @param request.values field uuid → value (null clears one)
  * @throws AppError NOT_FOUND for an unknown slug; VALIDATION "Form has been completed already." /
  *   "declined." / "archived." / "expired."; SigningFieldError VALIDATION "Missing field" /
- *   "Invalid field" / "Read-only field", a value of the wrong kind, an attachment not this signer's
+ *   "Invalid field" / "Read-only field", a value of the wrong kind or too long, an attachment not
+ *   this signer's; AppError VALIDATION when the values together are too large (src/limits.ts)
  */
 export async function saveSigningFormValues(deps: SigningFormDeps, request: SignerRequest & { values: unknown }): Promise<SigningFormView> {
   const { db } = deps;
@@ -23,22 +24,20 @@ export async function saveSigningFormValues(deps: SigningFormDeps, request: Sign
   const now = new Date();
   assertFormOpen({ submitter: found, submission: found.submission }, now);
 
-  const { signer, started } = await db.$transaction(async (tx) => {
+  const signer = await deps.effects.transaction(async (tx, effects) => {
     const signer = await lockSignerForm(tx, found);
     assertFormOpen({ submitter: signer, submission: signer.submission }, now);
     const fields = parseFields(signer.submission.templateFields);
     const sent = checkSentValues(fields, signer.roleUuid, request.values);
     await checkAttachments(tx, signer, fields, sent, (signer.values ?? {}) as Record<string, unknown>);
-    if (Object.keys(sent).length === 0) return { signer, started: false };
+    if (Object.keys(sent).length === 0) return signer;
     const values = mergeValues(signer.values, sent);
+    checkValuesSize(values);
     const started = await recordStart(tx, signer, request, now);
     const openedAt = signer.openedAt ?? now;
     await tx.submitter.update({ where: { id: signer.id }, data: { values: values as Prisma.InputJsonValue, openedAt }, select: { id: true } });
-    return { signer: { ...signer, values: values as Prisma.JsonValue, openedAt }, started };
+    if (started) effects.events.push(formStarted(signer, now));
+    return { ...signer, values: values as Prisma.JsonValue, openedAt };
   });
-
-  if (started) {
-    await deps.events.emit([{ type: 'form.started', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.started:${signer.id}` }]);
-  }
   return buildSigningFormView(deps, signer, now);
 }

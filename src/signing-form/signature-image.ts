@@ -1,13 +1,20 @@
 /**
- * Reading uploaded images: whether a drawn signature has any ink (DocuSeal refuses a blank one,
- * "signature is empty", reference/docuseal-behaviour.md §1.1) and turning images the completion
- * pipeline cannot draw (it takes PNG and JPEG, src/signing/draw-values.ts) into PNG. Decoding is
- * mupdf's (WASM, already used for PDFs; loaded on first use).
+ * Image values — signatures, initials, images, stamps — checked and made drawable before they are
+ * stored, whichever way they come (a signer's upload, a `values`/`default_value` of the API; issue
+ * 12 "Broken inputs → 4xx"): a junk value must be a 422 naming the field at the door, not a
+ * completion that can never draw it.
+ *
+ * Decoding is mupdf's (WASM, already used for PDFs; loaded on first use): its image decoders read
+ * PNG, JPEG, GIF, BMP, TIFF, PNM … and fail fast on damaged data. pdf-lib, which draws the images
+ * at completion (src/signing/draw-values.ts), is not used to check PNGs: its PNG decoder is slow
+ * (2.5 s for 12 megapixels, on the event loop) and never returns on some damaged files (a PNG cut
+ * in half, a corrupt IDAT). So a PNG is kept as mupdf re-encodes it from the decoded pixels, and
+ * pdf-lib only ever embeds PNGs that mupdf wrote; a JPEG is kept as sent (pdf-lib embeds its bytes
+ * without decoding them, after reading its frame header, which is checked here with pdf-lib).
  */
+import type { Config } from '../config.ts';
 import { loadMupdf } from '../documents/pdf.ts';
 
-/** Larger images are refused before decoding (a small compressed file can expand to gigabytes). */
-const MAX_PIXELS = 40_000_000;
 /**
  * How much darker than its background a pixel must be to count as ink, in 0..255 of
  * `alpha - value` (premultiplied): white and transparent pixels are 0, black ink 255. Leaves out
@@ -17,6 +24,17 @@ const INK_THRESHOLD = 48;
 
 export type ImageKind = 'png' | 'jpeg';
 
+/** IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS (src/config.ts). */
+export interface ImageLimits {
+  /** Largest image file, in bytes. */
+  maxBytes: number;
+  /** Most pixels, width × height. */
+  maxPixels: number;
+}
+
+/** The limits of the configuration. */
+export const imageLimits = (config: Pick<Config, 'images'>): ImageLimits => config.images;
+
 /** PNG or JPEG by magic bytes, else null. */
 export function imageKindOf(bytes: Uint8Array): ImageKind | null {
   if (bytes.length >= 8 && bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47) return 'png';
@@ -24,43 +42,107 @@ export function imageKindOf(bytes: Uint8Array): ImageKind | null {
   return null;
 }
 
-/** The image could not be decoded, or is too large to. */
+/**
+ * The image could not be decoded (`reason` "unreadable") or is over a limit ("too-large"). The
+ * message is user-safe and says which limit ("… over 25 megapixels (IMAGE_MAX_MEGAPIXELS)").
+ */
 export class UnreadableImageError extends Error {
   override name = 'UnreadableImageError';
+  constructor(
+    readonly reason: 'unreadable' | 'too-large',
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
 }
 
-type Mupdf = Awaited<ReturnType<typeof loadMupdf>>;
+/** An image value as it will be stored and drawn. */
+export interface DrawableImage {
+  /** PNG (re-encoded by mupdf) or JPEG (as sent). */
+  bytes: Uint8Array;
+  kind: ImageKind;
+  /** Pixels. */
+  width: number;
+  height: number;
+  /** Whether any pixel is ink (see INK_THRESHOLD); computed only when asked for (`checkInk`). */
+  hasInk?: boolean;
+}
 
-async function decode(bytes: Uint8Array): Promise<{ mupdf: Mupdf; pixmap: InstanceType<Mupdf['Pixmap']> }> {
+/**
+ * Checks an image value and returns it as the completion will draw it.
+ * - over `limits.maxBytes` bytes, or `limits.maxPixels` pixels as its header says (checked before
+ *   the pixels are decoded): "too-large";
+ * - not an image mupdf decodes completely, or a JPEG whose frame header pdf-lib cannot read:
+ *   "unreadable";
+ * - JPEG: the bytes as sent; anything else (PNG, GIF, BMP, TIFF …): PNG written by mupdf from the
+ *   decoded pixels (alpha kept).
+ * @param options.checkInk also tell whether the image has ink (a signature pad left blank has none)
+ * @throws UnreadableImageError
+ */
+export async function readDrawableImage(bytes: Uint8Array, limits: ImageLimits, options: { checkInk?: boolean } = {}): Promise<DrawableImage> {
+  if (bytes.length > limits.maxBytes) {
+    throw new UnreadableImageError('too-large', `is larger than ${formatMb(limits.maxBytes)} MB (IMAGE_MAX_MB)`);
+  }
   const mupdf = await loadMupdf();
-  let image: InstanceType<Mupdf['Image']> | undefined;
+  let image: InstanceType<typeof mupdf.Image> | undefined;
+  let pixmap: InstanceType<typeof mupdf.Pixmap> | undefined;
   try {
-    image = new mupdf.Image(bytes);
-    if (image.getWidth() * image.getHeight() > MAX_PIXELS) throw new UnreadableImageError(`image over ${MAX_PIXELS} pixels`);
-    return { mupdf, pixmap: image.toPixmap() };
-  } catch (error) {
-    if (error instanceof UnreadableImageError) throw error;
-    throw new UnreadableImageError('not a readable image', { cause: error });
+    try {
+      image = new mupdf.Image(bytes);
+    } catch (error) {
+      const kind = imageKindOf(bytes);
+      throw new UnreadableImageError('unreadable', kind ? `is a damaged image: not a readable ${kind.toUpperCase()}` : 'is not an image (PNG or JPEG)', { cause: error });
+    }
+    const width = image.getWidth();
+    const height = image.getHeight();
+    if (width * height > limits.maxPixels) {
+      throw new UnreadableImageError('too-large', `is ${width} × ${height} pixels, over ${limits.maxPixels / 1_000_000} megapixels (IMAGE_MAX_MEGAPIXELS)`);
+    }
+    try {
+      pixmap = image.toPixmap();
+    } catch (error) {
+      throw new UnreadableImageError('unreadable', 'is a damaged image: its pixels cannot be decoded', { cause: error });
+    }
+    const hasInk = options.checkInk ? pixmapHasInk(mupdf, pixmap) : undefined;
+    const kind = imageKindOf(bytes);
+    if (kind === 'jpeg') {
+      await assertJpegEmbeddable(bytes);
+      return { bytes, kind, width, height, ...(hasInk === undefined ? {} : { hasInk }) };
+    }
+    return { bytes: pixmap.asPNG().slice(), kind: 'png', width, height, ...(hasInk === undefined ? {} : { hasInk }) };
   } finally {
+    pixmap?.destroy();
     image?.destroy();
   }
 }
 
-/**
- * True when no pixel of the image is ink: fully transparent, white, or both (what an untouched
- * signature canvas exports).
- * @throws UnreadableImageError when the bytes are no image mupdf can decode, or one over 40 Mpx
- */
-export async function isBlankImage(bytes: Uint8Array): Promise<boolean> {
-  const { mupdf, pixmap: decoded } = await decode(bytes);
-  let pixmap = decoded;
+/** pdf-lib reads a JPEG's frame header (size, colour space) to embed it; refuse what it cannot read. */
+async function assertJpegEmbeddable(bytes: Uint8Array): Promise<void> {
+  const { PDFDocument } = await import('pdf-lib');
   try {
-    const colorants = pixmap.getNumberOfComponents() - pixmap.getAlpha();
-    // Gray and RGB read as "lower is darker"; anything else (CMYK, indexed) is converted first.
-    if (colorants !== 1 && colorants !== 3) {
-      pixmap = decoded.convertToColorSpace(mupdf.ColorSpace.DeviceRGB, true);
-      decoded.destroy();
-    }
+    await (await PDFDocument.create()).embedJpg(ownBuffer(bytes));
+  } catch (error) {
+    throw new UnreadableImageError('unreadable', 'is a damaged JPEG image', { cause: error });
+  }
+}
+
+/**
+ * The bytes in an array of their own: pdf-lib's JPEG reader reads `bytes.buffer` from offset 0,
+ * so a view into a larger buffer (Node's pooled Buffers) reads as "SOI not found in JPEG".
+ */
+export function ownBuffer(bytes: Uint8Array): Uint8Array {
+  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
+}
+
+type Mupdf = Awaited<ReturnType<typeof loadMupdf>>;
+
+/** True when some pixel is ink: darker than its background by INK_THRESHOLD (gray and RGB read directly, others converted). */
+function pixmapHasInk(mupdf: Mupdf, decoded: InstanceType<Mupdf['Pixmap']>): boolean {
+  const colorants = decoded.getNumberOfComponents() - decoded.getAlpha();
+  // Gray and RGB read as "lower is darker"; anything else (CMYK, indexed) is converted first.
+  const pixmap = colorants === 1 || colorants === 3 ? decoded : decoded.convertToColorSpace(mupdf.ColorSpace.DeviceRGB, true);
+  try {
     const n = pixmap.getNumberOfComponents();
     const hasAlpha = pixmap.getAlpha() === 1;
     const stride = pixmap.getStride();
@@ -70,26 +152,15 @@ export async function isBlankImage(bytes: Uint8Array): Promise<boolean> {
     for (let y = 0; y < height; y += 1) {
       for (let x = 0, i = y * stride; x < width; x += 1, i += n) {
         const alpha = hasAlpha ? pixels[i + n - 1] : 255;
-        for (let c = 0; c < n - (hasAlpha ? 1 : 0); c += 1) if (alpha - pixels[i + c] > INK_THRESHOLD) return false;
+        for (let c = 0; c < n - (hasAlpha ? 1 : 0); c += 1) if (alpha - pixels[i + c] > INK_THRESHOLD) return true;
       }
     }
-    return true;
+    return false;
   } finally {
-    pixmap.destroy();
+    if (pixmap !== decoded) pixmap.destroy();
   }
 }
 
-/**
- * Checks that the bytes decode as an image; any image mupdf reads (GIF, BMP, TIFF …) is returned
- * as PNG, PNG and JPEG unchanged.
- * @throws UnreadableImageError when the bytes are no image mupdf can decode, or one over 40 Mpx
- */
-export async function toDrawableImage(bytes: Uint8Array): Promise<{ bytes: Uint8Array; kind: ImageKind }> {
-  const kind = imageKindOf(bytes);
-  const { pixmap } = await decode(bytes);
-  try {
-    return kind ? { bytes, kind } : { bytes: pixmap.asPNG().slice(), kind: 'png' };
-  } finally {
-    pixmap.destroy();
-  }
+function formatMb(bytes: number): string {
+  return String(Math.round((bytes / 1024 / 1024) * 10) / 10);
 }

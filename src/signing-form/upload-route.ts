@@ -6,13 +6,15 @@
  * gateway's DocuSeal bodies (`{"error": ...}`).
  */
 import multipart from '@fastify/multipart';
-import type { FastifyInstance, FastifyReply } from 'fastify';
-import { INTERNAL_ERROR, restErrorFor, type RestErrorResponse } from '../../rest-compat/errors.ts';
+import type { FastifyInstance } from 'fastify';
+import { INTERNAL_ERROR, restErrorFor, sendRestError as send } from '../../rest-compat/errors.ts';
 import type { Db } from '../db/client.ts';
 import type { FileUrlSigner } from '../documents/file-urls.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
+import { findAppError } from '../graphql/errors.ts';
 import { createSigningFormAttachment, findUploadingSigner } from './attachments.ts';
+import type { ImageLimits } from './signature-image.ts';
 
 export const ATTACHMENTS_PATH = '/api/attachments';
 
@@ -22,6 +24,8 @@ export interface UploadRouteDeps {
   files: Pick<FileUrlSigner, 'url'>;
   /** Largest accepted file in bytes (the service's MAX_BODY_SIZE_MB, config.maxBodySize). */
   maxFileBytes: number;
+  /** IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS, for signature, initials and image uploads (signature-image.ts). */
+  images: ImageLimits;
 }
 
 /** Text fields DocuSeal's form sends (submitter_slug, type, remember_signature, t …); more is refused. */
@@ -37,7 +41,9 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
     });
 
     scope.setErrorHandler((error, request, reply) => {
-      if (error instanceof AppError) return send(reply, restErrorFor(error));
+      // An AppError, or a database outage (503 with Retry-After).
+      const appError = findAppError(error);
+      if (appError) return send(reply, restErrorFor(appError));
       const code = (error as { code?: string }).code ?? '';
       if (code === 'FST_REQ_FILE_TOO_LARGE') {
         const limitMb = Math.round((deps.maxFileBytes / 1024 / 1024) * 10) / 10;
@@ -84,8 +90,4 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
       return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(created));
     });
   });
-}
-
-function send(reply: FastifyReply, response: RestErrorResponse) {
-  return reply.code(response.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(response.body));
 }

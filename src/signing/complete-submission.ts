@@ -9,15 +9,12 @@
  * that made them, so a crash leaves either all of them or none (stored bytes without rows are
  * harmless: storage is content-addressed).
  *
- * Events (reference §10.1 step 6), after the transaction that made them commits:
- * `form.completed` when a party's documents exist (key `form.completed:<submitterId>`), then
- * `submission.completed` when the submission is completed (key `submission.completed:<id>`),
- * with the completed emails' job (src/signing/completed-emails.ts). A run also ends by emitting
- * again its own party's events that it did not emit itself (that party's form.completed, and
- * submission.completed when that party completed last): webhook dispatch is deduplicated by key,
- * so a run after a crash between a commit and its events emits them then, and never twice. (Live
- * subscribers may see such a re-emitted event again: src/events/pubsub.ts.)
- * test/completion-restart.test.ts kills the service at both points.
+ * Events (reference §10.1 step 6), recorded by the transaction that made what they announce
+ * (the outbox, src/jobs/outbox.ts), so that a crash can neither lose them nor send them twice:
+ * `form.completed` with a party's documents (key `form.completed:<submitterId>`), then
+ * `submission.completed` with the audit log (key `submission.completed:<id>`) and the completed
+ * emails' job (src/signing/completed-emails.ts). test/completion-restart.test.ts kills the
+ * service inside the transaction and right after its commit.
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
@@ -25,10 +22,12 @@ import type { Db } from '../db/client.ts';
 import type { PdfPageInfo } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
-import type { DomainEvent, EventSink } from '../events/events.ts';
-import type { JobLogger, JobQueue } from '../jobs/job-queue.ts';
+import type { DomainEvent, SideEffects } from '../events/events.ts';
+import { AppError } from '../errors.ts';
+import type { JobFailure, JobLogger, JobQueue } from '../jobs/job-queue.ts';
+import type { OutboxJob } from '../jobs/outbox.ts';
 import { parseFields, parseRoles } from '../templates/fields.ts';
-import { enqueueCompletedEmails } from './completed-emails.ts';
+import { completedEmailsJob } from './completed-emails.ts';
 import type { ImageFile } from './draw-values.ts';
 
 export const COMPLETE_SUBMISSION_JOB = 'complete-submission';
@@ -37,19 +36,9 @@ export interface CompletionDeps {
   db: Db;
   storage: FileStorage;
   config: Pick<Config, 'signingP12Path' | 'signingP12Password' | 'testPauseCompletion'>;
-  /** Where form.completed and submission.completed go (createJobEventSink in the service). */
-  events: EventSink;
-  /** Where the completed emails' job is enqueued. */
-  jobs: Pick<JobQueue, 'enqueue'>;
+  /** Each step's transaction, with form.completed, submission.completed and the completed emails' job in it. */
+  effects: Pick<SideEffects, 'transaction'>;
   logger?: Pick<JobLogger, 'warn'>;
-}
-
-/** What one transaction of the pipeline did: whether it produced something, and the events to emit once it committed. */
-interface Step {
-  progressed: boolean;
-  events: DomainEvent[];
-  /** The submission is completed: its completed emails are due. */
-  completed: boolean;
 }
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -60,28 +49,68 @@ export interface CompletionJobData {
   submitterId?: number;
 }
 
-/** Registers the completion job on a queue. */
-export function defineCompletionJob(queue: JobQueue, deps: Omit<CompletionDeps, 'jobs'>): void {
-  queue.define<CompletionJobData>(COMPLETE_SUBMISSION_JOB, ({ submissionId, submitterId }) => completeSubmission({ ...deps, jobs: queue }, submissionId, { submitterId }), {
+/**
+ * Registers the completion job on a queue. A permanent failure (an AppError VALIDATION or
+ * NOT_FOUND: a document or image it can never draw) stops it at once; others (the database,
+ * storage) are retried 5 times in all, 5, 10, 20 and 40 s apart. Either way, when it gives up it
+ * records why on the submission (recordCompletionFailure).
+ */
+export function defineCompletionJob(queue: JobQueue, deps: CompletionDeps): void {
+  queue.define<CompletionJobData>(COMPLETE_SUBMISSION_JOB, ({ submissionId }) => completeSubmission(deps, submissionId), {
     concurrency: 2,
-    retry: { maxAttempts: 5, delayMs: (attempt) => 2 ** attempt * 5_000 },
+    retry: { maxAttempts: COMPLETION_MAX_ATTEMPTS, delayMs: (attempt) => 2 ** attempt * 5_000 },
+    onGiveUp: (data, failure) => recordCompletionFailure(deps, data, failure),
   });
 }
 
-/** Enqueues the pipeline after a party completed (after commit); idempotent per party. */
-export async function enqueueCompletion(queue: JobQueue, submissionId: number, submitterId: number): Promise<void> {
-  await queue.enqueue<CompletionJobData>(COMPLETE_SUBMISSION_JOB, { submissionId, submitterId }, { uniqueKey: `${submissionId}:${submitterId}` });
+/** Runs of the completion job in all after transient failures (docs/security.md "Documents and images"). */
+export const COMPLETION_MAX_ATTEMPTS = 5;
+
+/** The event type of a completion that gave up (a Signet event; docs/compatibility.md). */
+export const FAIL_COMPLETION_EVENT = 'fail_completion';
+
+/**
+ * Records why the completion of a submission gave up, where users see it: the submission's
+ * `completion_error` and `completion_failed_at` (GraphQL `Submission.completionError`, REST
+ * `completion_error` of GET /submissions/{id}) and a `fail_completion` submission event whose
+ * `data.reason` says the same (GraphQL events), for the party whose completion started the job.
+ * The reason is the AppError's message (user-safe: "field \"Stamp\": the image … cannot be read");
+ * for other errors a generic sentence, the details going to the log only.
+ */
+export async function recordCompletionFailure(deps: Pick<CompletionDeps, 'db'>, data: CompletionJobData, failure: JobFailure): Promise<void> {
+  const reason = failure.error instanceof AppError
+    ? failure.error.message
+    : `The signed documents could not be produced after ${failure.attempt + 1} attempts (an internal error); the service logs say why.`;
+  const submission = await deps.db.submission.findUnique({ where: { id: data.submissionId }, select: { accountId: true } });
+  if (!submission) return;
+  const failedAt = new Date();
+  await deps.db.$transaction([
+    deps.db.submission.update({ where: { id: data.submissionId }, data: { completionError: reason, completionFailedAt: failedAt } }),
+    deps.db.submissionEvent.create({
+      data: {
+        accountId: submission.accountId,
+        submissionId: data.submissionId,
+        submitterId: data.submitterId ?? null,
+        eventType: FAIL_COMPLETION_EVENT,
+        eventTimestamp: failedAt,
+        data: { reason, permanent: failure.permanent, attempts: failure.attempt + 1 },
+      },
+    }),
+  ]);
+}
+
+/** The pipeline's job after a party completed, recorded by the completing transaction; one per party. */
+export function completionJob(submissionId: number, submitterId: number): OutboxJob {
+  return { name: COMPLETE_SUBMISSION_JOB, data: { submissionId, submitterId } satisfies CompletionJobData, uniqueKey: `${submissionId}:${submitterId}` };
 }
 
 /**
  * Produces whatever is missing for a submission: documents of completed parties, then (all
- * completed) the signed final documents and audit log; emits the events of what it made after
- * each commit, and at the end those of `options.submitterId` that it did not emit (all parties'
- * when absent), for a run after a crash (see the module comment).
- * @param options.submitterId the party whose completion this run is for
+ * completed) the signed final documents and audit log, each step in one transaction with the
+ * events of what it made (see the module comment).
  * @throws the database's, storage's or PDF libraries' errors (the job retries; nothing is half-written)
  */
-export async function completeSubmission(deps: CompletionDeps, submissionId: number, options: { submitterId?: number | undefined } = {}): Promise<void> {
+export async function completeSubmission(deps: CompletionDeps, submissionId: number): Promise<void> {
   const { db } = deps;
   // Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
   // that an idle service need not hold (bench/README.md, idle RSS).
@@ -95,10 +124,9 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
   let identityPromise: ReturnType<typeof loadSigningIdentity> | undefined;
   const identityFor = (account: { id: number; name: string }) =>
     (identityPromise ??= loadSigningIdentity({ db, config: deps.config }, { accountId: account.id, signerName: account.name }));
-  const emitted = new Set<string>();
   for (;;) {
-    const step: Step = await db.$transaction(
-      async (tx) => {
+    const progressed = await deps.effects.transaction(
+      async (tx, effects) => {
         await tx.$executeRaw`SELECT pg_advisory_xact_lock(7301006, ${submissionId})`;
         const submission = await tx.submission.findUniqueOrThrow({
           where: { id: submissionId },
@@ -158,19 +186,16 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
               data: { accountId: submission.accountId, submissionId, submitterId: next.id, fileId: stored.id, kind: 'document', name: doc.name, sha256: stored.sha256, position },
             });
           }
+          // A run that makes progress ends an earlier failure (the data was fixed, or it was transient).
+          if (submission.completionError !== null) await tx.submission.update({ where: { id: submissionId }, data: { completionError: null, completionFailedAt: null } });
+          effects.events.push(formCompleted(submission.accountId, next));
           await testPause(deps, 'drawn', { submissionId, submitterId: next.id });
-          return { progressed: true, events: [formCompleted(submission.accountId, next)], completed: false };
+          return true;
         }
 
+        // Nothing left to make.
         const hasAuditLog = submission.completedDocuments.some((d) => d.kind === 'audit_log');
-        if (!everyoneDone || hasAuditLog) {
-          // Nothing left to make: this run's party's events, which a crash after their commit may have lost.
-          const mine = (s: { id: number }) => options.submitterId === undefined || s.id === options.submitterId;
-          const events = completed.filter((s) => done.has(s.id) && mine(s)).map((s) => formCompleted(submission.accountId, s));
-          const finished = hasAuditLog && submission.completedAt !== null;
-          if (finished && mine(completed.at(-1)!)) events.push(submissionCompleted(submission.accountId, submissionId, submission.completedAt!));
-          return { progressed: false, events: events.filter((e) => !emitted.has(e.key!)), completed: finished };
-        }
+        if (!everyoneDone || hasAuditLog) return false;
 
         // Everyone has completed and every party's documents exist: the audit log, then done.
         const last = completed.at(-1)!;
@@ -209,18 +234,19 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
           data: { accountId: submission.accountId, submissionId, submitterId: null, fileId: stored.id, kind: 'audit_log', name: 'Audit Log', sha256: sha256(signed), position: 0 },
         });
         const completedAt = submission.completedAt ?? last.completedAt ?? new Date();
-        if (!submission.completedAt) await tx.submission.update({ where: { id: submissionId }, data: { completedAt } });
+        if (!submission.completedAt || submission.completionError !== null) {
+          await tx.submission.update({ where: { id: submissionId }, data: { completedAt, completionError: null, completionFailedAt: null } });
+        }
+        effects.events.push(submissionCompleted(submission.accountId, submissionId, completedAt));
+        effects.jobs.push(completedEmailsJob(submissionId));
         await testPause(deps, 'drawn', { submissionId, auditLog: true });
-        return { progressed: true, events: [submissionCompleted(submission.accountId, submissionId, completedAt)], completed: true };
+        return true;
       },
       { timeout: 120_000, maxWait: 60_000 },
     );
-    // After commit: what this step made is there for good; now its events and emails.
-    if (step.progressed) await testPause(deps, 'committed', { submissionId });
-    if (step.events.length > 0) await deps.events.emit(step.events);
-    for (const event of step.events) emitted.add(event.key!);
-    if (step.completed) await enqueueCompletedEmails(deps.jobs, submissionId);
-    if (!step.progressed) return;
+    if (!progressed) return;
+    // Committed, with its events and emails: a kill here must lose nothing (completion-restart test).
+    await testPause(deps, 'committed', { submissionId });
   }
 }
 

@@ -25,8 +25,9 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
+import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverEmail, queueEmail } from '../notifications/deliver.ts';
-import type { NotificationLogger } from '../notifications/delivery-error.ts';
+import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
 import type { EmailAttachment, Mailer } from '../notifications/mailer.ts';
 import { renderMessageBody, renderTemplateText, type MessageVariables } from '../notifications/message-templates.ts';
 
@@ -48,14 +49,14 @@ export interface CompletedEmailDeps {
 
 /** Registers the completed emails' job: retried as signature requests are (SEND_RETRY_BASE_MS, doubling, 10 runs). */
 export function defineCompletedEmailsJob(queue: JobQueue, deps: CompletedEmailDeps): void {
-  queue.define<{ submissionId: number }>(SEND_COMPLETED_EMAILS_JOB, ({ submissionId }) => sendCompletedEmails(deps, submissionId), {
+  queue.define<{ submissionId: number }>(SEND_COMPLETED_EMAILS_JOB, ({ submissionId }, run) => sendCompletedEmails(deps, submissionId, { claimant: run.id }), {
     retry: { maxAttempts: 10, delayMs: (attempt) => Math.min(2 ** attempt * deps.config.sendRetryBase, 3_600_000) },
   });
 }
 
-/** Enqueues the completed emails of a submission (after the commit that completed it); once per submission. */
-export async function enqueueCompletedEmails(queue: Pick<JobQueue, 'enqueue'>, submissionId: number): Promise<void> {
-  await queue.enqueue(SEND_COMPLETED_EMAILS_JOB, { submissionId }, { uniqueKey: String(submissionId) });
+/** The completed emails' job of a submission, recorded by the transaction that completed it; once per submission. */
+export function completedEmailsJob(submissionId: number): OutboxJob {
+  return { name: SEND_COMPLETED_EMAILS_JOB, data: { submissionId }, uniqueKey: String(submissionId) };
 }
 
 interface PlannedAttachment {
@@ -68,9 +69,11 @@ interface PlannedAttachment {
 /**
  * Queues and delivers the completed emails of a completed submission (see the module comment);
  * does nothing for a submission that is not completed or has no audit log yet.
- * @throws DeliveryError when a provider failed transiently (the job retries; sent messages are not sent again)
+ * @param options.claimant the job's id (deliverEmail's claimant)
+ * @throws DeliveryError when a provider failed transiently, or another worker holds a message
+ *   (the job retries; sent messages are not sent again)
  */
-export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId: number): Promise<void> {
+export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId: number, options: { claimant?: string } = {}): Promise<void> {
   const { db } = deps;
   const submission = await db.submission.findUnique({
     where: { id: submissionId },
@@ -193,7 +196,8 @@ export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId
   let failure: unknown;
   for (const row of rows) {
     try {
-      await deliverEmail({ db, mailer: deps.mailer, logger: deps.logger, attachments }, row.id);
+      const outcome = await deliverEmail({ db, mailer: deps.mailer, logger: deps.logger, attachments, claimant: options.claimant }, row.id);
+      if (outcome === 'in-progress') throw new DeliveryError('another worker is sending this message; retrying later', { retryable: true, provider: deps.mailer.name });
     } catch (error) {
       failure ??= error;
     }

@@ -25,6 +25,7 @@ import {
 } from 'pdf-lib';
 import { displayToUserMatrix, type PdfPageInfo } from '../documents/pdf.ts';
 import { AppError } from '../errors.ts';
+import { imageKindOf, ownBuffer, readDrawableImage, type ImageLimits } from '../signing-form/signature-image.ts';
 import type { Area, Field } from '../templates/fields.ts';
 import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
 import { formatDate, formatNumber, maskText } from './format-values.ts';
@@ -69,6 +70,12 @@ const SIZE_STEP = 0.25;
 const LINE_SPACING = 1.2;
 /** Gap between the area's edge and text (DocuSeal's TEXT_LEFT_MARGIN / TEXT_TOP_MARGIN, points). */
 const TEXT_PADDING = 1;
+
+/**
+ * Images are checked against IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS when they are stored; drawing
+ * re-reads PNGs with only this bound on memory (a 100-megapixel RGBA image is 400 MB).
+ */
+const DRAWING_LIMITS: ImageLimits = { maxBytes: Number.POSITIVE_INFINITY, maxPixels: 100_000_000 };
 
 /** Field types whose value is an image file (or `text:<typed signature>`). */
 const IMAGE_TYPES = new Set(['signature', 'initials', 'image', 'stamp', 'kba']);
@@ -553,8 +560,13 @@ async function embedImage(context: DrawContext, uuid: string, field: Field): Pro
   // The bytes decide, not the declared type: uploads are often labelled loosely.
   let image: PDFImage;
   try {
-    if (bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47) image = await context.doc.embedPng(bytes);
-    else if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) image = await context.doc.embedJpg(bytes);
+    const kind = imageKindOf(bytes);
+    if (kind === 'png') {
+      // pdf-lib's PNG decoder never returns on some damaged files: it only gets PNGs mupdf wrote
+      // from the pixels it decoded (as image values are stored since issue 12; files stored before
+      // it, or as plain files, may not be).
+      image = await context.doc.embedPng((await readDrawableImage(bytes, DRAWING_LIMITS)).bytes);
+    } else if (kind === 'jpeg') image = await context.doc.embedJpg(ownBuffer(bytes));
     else throw new AppError('VALIDATION', `field "${field.name}": the image ${uuid} (${file.contentType}) is neither PNG nor JPEG`);
   } catch (error) {
     if (error instanceof AppError) throw error;

@@ -4,17 +4,28 @@
  * documents, prefill values (§7.5), decide who is sent the request now (§7.3), mark `completed`
  * parties (api_complete_form). One transaction for all submissions of a request.
  *
- * Sending (emails, SMS) and expiry are jobs enqueued after the transaction commits.
+ * What a creation causes is written by the same statement (the outbox, src/jobs/outbox.ts): the
+ * requests of who is sent now (emails, SMS), the expiry, the documents of parties created
+ * completed, and submission.created. The ids are drawn from their sequences first (one statement
+ * for the creates of a turn), so these jobs are made here, by the same functions as everywhere.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import { sqlPool, type Db } from '../db/client.ts';
-import { perClient } from '../db/turn-batch.ts';
+import { selectOutboxRows } from '../db/queries/outbox.ts';
+import { perClient, turnBatch } from '../db/turn-batch.ts';
 import { loadFileInput } from '../documents/load-file-input.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
 import { AppError } from '../errors.ts';
+import { effectJobs, noEffects, type Effects, type SideEffects } from '../events/events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
+import { outboxRows } from '../jobs/outbox.ts';
+import { completionJob } from '../signing/complete-submission.ts';
+import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../signing-form/signature-image.ts';
+import { checkFieldPattern } from '../signing-form/field-pattern.ts';
+import { checkValuesSize, valueSizeMessage } from '../signing-form/field-values.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
+import { expiryJobs, requestJobs } from './send-requests.ts';
 import { checkSubmitterContact, checkUniqueRoles, isValidEmailList, type FieldConfig, type SubmitterInput } from './submitter-input.ts';
 
 export type SubmittersOrder = 'preserved' | 'random';
@@ -49,17 +60,16 @@ export interface CreateSubmissionsOptions {
   submissions: SubmissionRequest[];
   /** Downloads for attachment values (`default_value` / `values` of signature, image, …). */
   download: { allowPrivate: boolean; maxBytes: number; timeoutMs: number };
+  /** Limits of image values (signature, initials, image, stamp): IMAGE_MAX_MB, IMAGE_MAX_MEGAPIXELS. */
+  images: ImageLimits;
 }
 
 export interface CreatedSubmission {
   id: number;
   /** Submitter ids in request order. */
   submitterIds: number[];
-  /** Submitters to contact now (sent_at set at creation), with what enqueueRequests needs. */
-  sendNow: { id: number; preferences: unknown; email: string | null; phone: string | null }[];
-  /** Submitters created with completed: true. */
-  completedIds: number[];
-  expireAt: Date | null;
+  /** As stored: expire_at (ISO 8601, ms, UTC) or null. */
+  expireAt: string | null;
   /** As stored: created_at (ISO 8601, ms, UTC). */
   createdAt: string;
   /** The submission's copy of the roles and fields, as stored. */
@@ -209,11 +219,18 @@ async function readTemplate(db: Db, templateId: number): Promise<(Omit<TemplateR
   return { id: row.id, accountId: row.accountId, archived: row.archived, version: row.version, fields: parsed.fields, roles: parsed.roles };
 }
 
+/** What createSubmissions needs: the database, file storage, and where its effects go once committed. */
+export interface CreateDeps {
+  db: Db;
+  storage: FileStorage;
+  effects: Pick<SideEffects, 'committed'>;
+}
+
 /**
- * Creates the submissions of one request.
+ * Creates the submissions of one request, with what they cause (see the module comment).
  * @throws AppError NOT_FOUND / FORBIDDEN (template), VALIDATION with DocuSeal's messages (§7.1)
  */
-export async function createSubmissions(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions): Promise<CreatedSubmission[]> {
+export async function createSubmissions(deps: CreateDeps, options: CreateSubmissionsOptions): Promise<CreatedSubmission[]> {
   const { db } = deps;
   // The usual request (one submission of a template used before, nothing to store) plans with the
   // template's roles and fields as last read and writes in one statement that inserts only if the
@@ -252,17 +269,24 @@ export async function createSubmissions(deps: { db: Db; storage: FileStorage }, 
   const gone = () => new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
   if (plans.length === 1) return [(await writeSubmission(deps, options, plans[0]!, now)) ?? throwError(gone())];
   // Several submissions: one transaction, which also stores the staged files (their rows roll back with it).
-  return db.$transaction(async (tx) => {
+  const ids = await Promise.all(plans.map((plan) => allocateIds(db, plan.parties.length)));
+  const all = noEffects();
+  const created = await db.$transaction(async (tx) => {
     const created: CreatedSubmission[] = [];
-    for (const plan of plans) {
+    for (const [i, plan] of plans.entries()) {
       const values: Record<string, unknown>[] = [];
       for (const party of plan.parties) values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
-      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, JSON.stringify(submissionRow(options, plan, values, now)));
+      const row = submissionRow(options, plan, values, now, ids[i]!);
+      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, row.json);
       if (rows.length === 0) throw gone();
       created.push(createdFrom(plan, rows));
+      all.jobs.push(...row.effects.jobs);
+      all.events.push(...row.effects.events);
     }
     return created;
   });
+  await deps.effects.committed(all);
+  return created;
 }
 
 function throwError(error: Error): never {
@@ -279,31 +303,87 @@ const TEMPLATE_CHANGED = Symbol('template changed');
  *   not archived (planned on the template as last read)
  * @returns what was created, or undefined when `templateVersion` no longer holds (nothing written)
  */
-async function writeSubmission(
-  deps: { db: Db; storage: FileStorage },
-  options: CreateSubmissionsOptions,
-  plan: SubmissionPlan,
-  now: Date,
-  templateVersion?: string,
-): Promise<CreatedSubmission | undefined> {
+async function writeSubmission(deps: CreateDeps, options: CreateSubmissionsOptions, plan: SubmissionPlan, now: Date, templateVersion?: string): Promise<CreatedSubmission | undefined> {
   const { db } = deps;
+  const ids = await allocateIds(db, plan.parties.length);
   if (plan.staged.length === 0) {
-    const row = submissionRow(options, plan, plan.parties.map((p) => p.values), now, templateVersion);
-    const { rows } = await sqlPool(db).query<InsertedRow>({ ...INSERT_SUBMISSION, values: [JSON.stringify(row)] });
-    return rows.length > 0 ? createdFrom(plan, rows) : undefined;
+    const row = submissionRow(options, plan, plan.parties.map((p) => p.values), now, ids, templateVersion);
+    const { rows } = await sqlPool(db).query<InsertedRow>({ ...INSERT_SUBMISSION, values: [row.json] });
+    if (rows.length === 0) return undefined;
+    await deps.effects.committed(row.effects);
+    return createdFrom(plan, rows);
   }
   try {
-    return await db.$transaction(async (tx) => {
+    let effects: Effects = noEffects();
+    const created = await db.$transaction(async (tx) => {
       const values: Record<string, unknown>[] = [];
       for (const party of plan.parties) values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
-      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, JSON.stringify(submissionRow(options, plan, values, now, templateVersion)));
+      const row = submissionRow(options, plan, values, now, ids, templateVersion);
+      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, row.json);
       if (rows.length === 0) throw TEMPLATE_CHANGED;
+      effects = row.effects;
       return createdFrom(plan, rows);
     });
+    await deps.effects.committed(effects);
+    return created;
   } catch (error) {
     if (error === TEMPLATE_CHANGED) return undefined;
     throw error;
   }
+}
+
+/** Ids drawn for one submission before it is written: its own and its parties', in party order. */
+interface SubmissionIds {
+  submissionId: number;
+  submitterIds: number[];
+}
+
+/**
+ * $1 submissions, $2 submitters: that many new ids from each table's sequence (the ids INSERT
+ * would have taken; an id drawn for a write that then does not happen is skipped, as a rolled
+ * back insert's is).
+ */
+const DRAW_IDS = {
+  name: 'signet_create_submission_ids',
+  text: `
+    SELECT ARRAY(SELECT nextval('submissions_id_seq')::int FROM generate_series(1, $1::int)) AS submissions,
+           ARRAY(SELECT nextval('submitters_id_seq')::int FROM generate_series(1, $2::int)) AS submitters`,
+};
+
+/** The creates of one turn of the event loop draw their ids in one statement (src/db/turn-batch.ts). */
+const idDraws = perClient((db: Db) =>
+  turnBatch(async (parties: readonly number[]) => {
+    const total = parties.reduce((sum, n) => sum + n, 0);
+    const { rows } = await sqlPool(db).query<{ submissions: number[]; submitters: number[] }>({ ...DRAW_IDS, values: [parties.length, total] });
+    const { submissions, submitters } = rows[0]!;
+    let next = 0;
+    return parties.map((n, i): SubmissionIds => {
+      const submitterIds = submitters.slice(next, next + n);
+      next += n;
+      return { submissionId: submissions[i]!, submitterIds };
+    });
+  }),
+);
+
+/** Draws the ids of one submission with `parties` submitters. */
+function allocateIds(db: Db, parties: number): Promise<SubmissionIds> {
+  return idDraws(db).load(parties);
+}
+
+/**
+ * What a planned submission causes (see the module comment): the requests of who is sent now,
+ * its expiry, the documents of parties created completed, and submission.created.
+ */
+function creationEffects(accountId: number, ids: SubmissionIds, parties: { sendNow: boolean; completed: boolean; preferences: unknown; email: string | null; phone: string | null }[], expireAt: Date | null | undefined, now: Date): Effects {
+  const submissionId = ids.submissionId;
+  return {
+    jobs: [
+      ...requestJobs(parties.flatMap((p, i) => (p.sendNow ? [{ id: ids.submitterIds[i]!, preferences: p.preferences, email: p.email, phone: p.phone }] : []))),
+      ...expiryJobs(submissionId, expireAt),
+      ...parties.flatMap((p, i) => (p.completed ? [completionJob(submissionId, ids.submitterIds[i]!)] : [])),
+    ],
+    events: [{ type: 'submission.created', accountId, recordId: submissionId, at: now, key: `submission.created:${submissionId}` }],
+  };
 }
 
 /** The request-wide settings' checks (§7.1). @throws AppError VALIDATION */
@@ -363,10 +443,10 @@ const INSERT_SUBMISSION = {
   text: `
     WITH input AS (SELECT $1::jsonb AS j),
     submission AS (
-      INSERT INTO submissions (account_id, template_id, created_by_user_id, slug, name, source, submitters_order,
+      INSERT INTO submissions (id, account_id, template_id, created_by_user_id, slug, name, source, submitters_order,
                                template_submitters, template_fields, template_schema, preferences, variables,
                                expire_at, completed_at, created_at, updated_at)
-      SELECT (j->>'accountId')::int, t.id, (j->>'userId')::int, j->>'slug', j->>'name', j->>'source', j->>'order',
+      SELECT (j->>'id')::int, (j->>'accountId')::int, t.id, (j->>'userId')::int, j->>'slug', j->>'name', j->>'source', j->>'order',
              j->'roles', j->'fields',
              (SELECT COALESCE(jsonb_agg(jsonb_build_object('attachment_uuid', d.uuid, 'name', d.name, 'file_id', d.file_id) ORDER BY d.position), '[]')
                 FROM template_documents d WHERE d.template_id = t.id),
@@ -380,9 +460,9 @@ const INSERT_SUBMISSION = {
       RETURNING id, expire_at, created_at
     ),
     party AS (
-      INSERT INTO submitters (account_id, submission_id, role_uuid, slug, email, name, phone, external_id, metadata, values,
+      INSERT INTO submitters (id, account_id, submission_id, role_uuid, slug, email, name, phone, external_id, metadata, values,
                               preferences, order_index, sent_at, completed_at, created_at, updated_at)
-      SELECT (i.j->>'accountId')::int, s.id, (p->>'roleUuid')::uuid, p->>'slug', p->>'email', p->>'name', p->>'phone', p->>'externalId',
+      SELECT (p->>'id')::int, (i.j->>'accountId')::int, s.id, (p->>'roleUuid')::uuid, p->>'slug', p->>'email', p->>'name', p->>'phone', p->>'externalId',
              p->'metadata', p->'values', p->'preferences', (p->>'orderIndex')::int,
              CASE WHEN (p->>'sendNow')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
              CASE WHEN (p->>'completed')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
@@ -397,6 +477,12 @@ const INSERT_SUBMISSION = {
         FROM input i, submission s, party p
        WHERE p.completed_at IS NOT NULL
        ORDER BY p.id
+    ),
+    outbox AS (
+      -- What the creation causes (the outbox), written only with the submission.
+      INSERT INTO outbox (name, data, unique_key, run_at)
+      SELECT * FROM (${selectOutboxRows("(SELECT j->'outbox' FROM input)")}) effect
+       WHERE EXISTS (SELECT 1 FROM submission)
     )
     SELECT s.id AS submission_id, ${iso('s.expire_at')} AS expire_at, ${iso('s.created_at')} AS submission_created_at,
            p.id, p.uuid::text AS uuid, p.slug, p.email, p.name, p.phone, p.external_id, p.role_uuid::text AS role_uuid,
@@ -407,12 +493,30 @@ const INSERT_SUBMISSION = {
 };
 
 /**
- * The JSON parameter of INSERT_SUBMISSION for one planned submission; `values` per party, files
- * stored; `templateVersion`: write only if the template is still that version (see the statement).
+ * The JSON parameter of INSERT_SUBMISSION for one planned submission (`json`), with the effects
+ * it writes into the outbox; `values` per party, files stored; `ids` drawn by allocateIds;
+ * `templateVersion`: write only if the template is still that version (see the statement).
  */
-function submissionRow(options: CreateSubmissionsOptions, plan: SubmissionPlan, values: Record<string, unknown>[], now: Date, templateVersion?: string) {
+function submissionRow(options: CreateSubmissionsOptions, plan: SubmissionPlan, values: Record<string, unknown>[], now: Date, ids: SubmissionIds, templateVersion?: string): { json: string; effects: Effects } {
   const settings = options.settings;
-  return {
+  const parties = plan.parties.map((party, i) => ({
+    id: ids.submitterIds[i]!,
+    roleUuid: party.role.uuid,
+    slug: party.slug,
+    email: party.input.email?.trim().toLowerCase() ?? null,
+    name: party.input.name ?? null,
+    phone: party.phone,
+    externalId: party.input.external_id ?? null,
+    metadata: party.input.metadata ?? {},
+    values: values[i],
+    preferences: party.preferences,
+    orderIndex: party.group,
+    sendNow: party.sendNow,
+    completed: party.input.completed === true,
+  }));
+  const effects = creationEffects(options.accountId, ids, parties, settings.expireAt, now);
+  const row = {
+    id: ids.submissionId,
     accountId: options.accountId,
     templateId: options.templateId,
     templateVersion: templateVersion ?? null,
@@ -431,21 +535,10 @@ function submissionRow(options: CreateSubmissionsOptions, plan: SubmissionPlan, 
     expireAt: settings.expireAt?.toISOString() ?? null,
     completedAt: plan.parties.every((p) => p.input.completed) ? now.toISOString() : null,
     now: now.toISOString(),
-    parties: plan.parties.map((party, i) => ({
-      roleUuid: party.role.uuid,
-      slug: party.slug,
-      email: party.input.email?.trim().toLowerCase() ?? null,
-      name: party.input.name ?? null,
-      phone: party.phone,
-      externalId: party.input.external_id ?? null,
-      metadata: party.input.metadata ?? {},
-      values: values[i],
-      preferences: party.preferences,
-      orderIndex: party.group,
-      sendNow: party.sendNow,
-      completed: party.input.completed === true,
-    })),
+    parties,
+    outbox: outboxRows(effectJobs(effects), now),
   };
+  return { json: JSON.stringify(row), effects };
 }
 
 /** What createSubmissions returns for a plan, from its INSERT_SUBMISSION rows (matched by slug). */
@@ -477,9 +570,7 @@ function createdFrom(plan: SubmissionPlan, rows: InsertedRow[]): CreatedSubmissi
   return {
     id: Number(rows[0]!.submission_id),
     submitterIds: plan.parties.map((p) => stored(p).id),
-    sendNow: plan.parties.filter((p) => p.sendNow).map((p) => ({ id: stored(p).id, preferences: stored(p).preferences, email: stored(p).email, phone: stored(p).phone })),
-    completedIds: plan.parties.filter((p) => p.input.completed).map((p) => stored(p).id),
-    expireAt: rows[0]!.expire_at ? new Date(rows[0]!.expire_at) : null,
+    expireAt: rows[0]!.expire_at,
     createdAt: rows[0]!.submission_created_at,
     roles: plan.roles,
     fields: plan.fields,
@@ -535,7 +626,7 @@ async function planSubmission(
       if (changes) fields[i] = structuredClone(field);
       own.push(fields[i]!);
     });
-    const { values, phone } = await applyPrefill({ download: options.download, staged }, own, input, path);
+    const { values, phone } = await applyPrefill({ download: options.download, images: options.images, staged }, own, input, path);
     const sendEmail = input.send_email ?? settings.sendEmail;
     const sendSms = input.send_sms ?? settings.sendSms;
     const replyTo = input.reply_to ?? settings.replyTo;
@@ -582,10 +673,13 @@ async function planSubmission(
  * default values (an unknown field with a value is an error only without `values`), and
  * `readonly_fields`. The first phone value becomes the party's phone. Mutates `own` (the
  * submission's copy of the party's fields): non-attachment values become their default_value.
+ * Sizes (src/limits.ts): each value as a signer's (field-values.ts valueSizeMessage), all values
+ * together as stored (checkValuesSize); a `validation_pattern` must run on RE2 (field-pattern.ts).
  * @returns the stored values (by field uuid) and the phone
+ * @throws AppError VALIDATION naming the value ("submitters[0].values.Comment is too long …")
  */
 export async function applyPrefill(
-  context: { download: CreateSubmissionsOptions['download']; staged: StagedFile[] },
+  context: Pick<CreateSubmissionsOptions, 'download' | 'images'> & { staged: StagedFile[] },
   own: Field[],
   input: Pick<SubmitterInput, 'values' | 'fields' | 'readonly_fields' | 'phone'>,
   path: string,
@@ -594,13 +688,16 @@ export async function applyPrefill(
   const values: Record<string, unknown> = { ...existing };
   let phone = input.phone ? input.phone.replace(/[^\d+]/g, '') : null;
 
-  const prefill = async (field: Field, raw: unknown, where: string) => {
+  // `at`: the value's path for size messages ("submitters[0].values.Comment").
+  const prefill = async (field: Field, raw: unknown, where: string, at: string) => {
     if (raw === undefined || raw === null) return;
     if (ATTACHMENT_TYPES.has(field.type)) {
       values[field.uuid] = await attachmentValue(context.staged, context, raw, field, where);
       return;
     }
     const value = normalizeValue(field, raw);
+    const tooLarge = valueSizeMessage(value, at);
+    if (tooLarge) throw new AppError('VALIDATION', tooLarge, { details: { path: at } });
     if (field.type === 'phone' && phone === null && typeof value === 'string') {
       phone = value.replace(/[^\d+]/g, '');
       return;
@@ -610,7 +707,7 @@ export async function applyPrefill(
   };
 
   for (const [key, raw] of Object.entries(input.values ?? {})) {
-    for (const field of own.filter((f) => matchesField(f, key))) await prefill(field, raw, `values.${key} in \`${path}\``);
+    for (const field of own.filter((f) => matchesField(f, key))) await prefill(field, raw, `values.${key} in \`${path}\``, `${path}.values.${key}`);
   }
   for (const [i, config] of (input.fields ?? []).entries()) {
     const matches = own.filter((f) => matchesField(f, config.uuid ?? config.name ?? ''));
@@ -619,12 +716,17 @@ export async function applyPrefill(
       if (raw !== undefined && !input.values) throw new AppError('VALIDATION', `Unknown field: ${config.name ?? config.uuid}`);
       continue;
     }
+    const at = `${path}.fields[${i}]`;
+    if (config.validation_pattern !== undefined) checkFieldPattern(config.validation_pattern, `${at}.validation_pattern`);
+    else checkFieldPattern(config.validation?.pattern, `${at}.validation.pattern`);
     for (const field of matches) {
       applyFieldConfig(field, config);
-      await prefill(field, raw, `fields[${i}] in \`${path}\``);
+      await prefill(field, raw, `fields[${i}] in \`${path}\``, `${at}.${config.default_value !== undefined ? 'default_value' : 'value'}`);
     }
   }
   for (const name of input.readonly_fields ?? []) for (const field of own.filter((f) => matchesField(f, name))) field.readonly = true;
+  // All of the party's values together, as they will be stored (files as placeholders, then uuids).
+  checkValuesSize(values, `${path}.values`);
   return { values, phone };
 }
 
@@ -673,15 +775,22 @@ export interface StagedFile {
 /** Placeholder values stand for staged files until the transaction stores them. */
 const STAGED_PREFIX = 'staged-file:';
 
+/** Types whose value the completion draws as an image (src/signing/draw-values.ts): checked as images here. */
+const DRAWN_IMAGE_TYPES = new Set(['signature', 'initials', 'image', 'stamp']);
+
 /**
  * A signature/image/… value given as base64, a data URL or an http(s) URL: loaded now (errors are
  * 422s before anything is written), stored later by storeStagedFiles inside the transaction.
- * Short text for a signature or initials is kept as typed text (§7.5).
+ * Short text for a signature or initials is kept as typed text (§7.5). A value the completion
+ * draws must be an image within IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS; it is kept as it will be
+ * drawn (readDrawableImage: JPEG as sent, anything else as PNG). `file` values are any file.
+ * @throws AppError VALIDATION "<where> is not an image (PNG or JPEG)." and the other reasons of
+ *   readDrawableImage ("… is 9000 × 9000 pixels, over 25 megapixels (IMAGE_MAX_MEGAPIXELS).")
  */
-async function attachmentValue(staged: StagedFile[], options: Pick<CreateSubmissionsOptions, 'download'>, raw: unknown, field: Field, where: string): Promise<string | string[]> {
+async function attachmentValue(staged: StagedFile[], options: Pick<CreateSubmissionsOptions, 'download' | 'images'>, raw: unknown, field: Field, where: string): Promise<string | string[]> {
   if (field.type === 'file' && Array.isArray(raw)) {
     const tokens: string[] = [];
-    for (const item of raw) tokens.push((await attachmentValue(staged, options, item, { ...field, type: 'image' }, where)) as string);
+    for (const item of raw) tokens.push((await attachmentValue(staged, options, item, field, where)) as string);
     return tokens;
   }
   if (typeof raw !== 'string' || raw === '') throw new AppError('VALIDATION', `Invalid ${field.type} value`);
@@ -690,13 +799,16 @@ async function attachmentValue(staged: StagedFile[], options: Pick<CreateSubmiss
     return `text:${raw}`;
   }
   const loaded = await loadFileInput(raw, { field: where, ...options.download });
+  let file = { bytes: loaded.bytes, filename: loaded.filename ?? `${field.type}-${randomUUID()}`, contentType: loaded.contentType ?? 'application/octet-stream' };
+  if (DRAWN_IMAGE_TYPES.has(field.type)) {
+    const image = await readDrawableImage(loaded.bytes, options.images).catch((error: unknown) => {
+      if (error instanceof UnreadableImageError) throw new AppError('VALIDATION', `${where} ${error.message}.`, { details: { field: field.name, reason: error.reason } });
+      throw error;
+    });
+    file = { bytes: Buffer.from(image.bytes), filename: `${file.filename.replace(/\.(png|jpe?g)$/i, '')}.${image.kind === 'png' ? 'png' : 'jpg'}`, contentType: `image/${image.kind}` };
+  }
   const token = `${STAGED_PREFIX}${staged.length}:${randomUUID()}`;
-  staged.push({
-    token,
-    bytes: loaded.bytes,
-    filename: loaded.filename ?? `${field.type}-${randomUUID()}`,
-    contentType: loaded.contentType ?? 'application/octet-stream',
-  });
+  staged.push({ token, ...file });
   return token;
 }
 

@@ -1,18 +1,20 @@
 /**
  * Sending signature requests, in order (reference/docuseal-behaviour.md §7.3–7.4):
- * - `send-signature-request` jobs, one per submitter, channel and sending, enqueued after the
- *   creating transaction commits; each renders the message, stores it in the outbox (deduplicated)
- *   and delivers it once (src/notifications/deliver.ts), then records `send_email` / `send_sms`
- *   and `sent_at`. Provider failures are retried by the job; they never fail the API call.
+ * - `send-signature-request` jobs, one per submitter, channel and sending, recorded by the
+ *   transaction that decides the sending (requestJobs: the job outbox, src/jobs/outbox.ts); each
+ *   renders the message, stores it in the email/SMS outbox (deduplicated) and delivers it once
+ *   (src/notifications/deliver.ts), then records `send_email` / `send_sms` and `sent_at`.
+ *   Provider failures are retried by the job; they never fail the API call.
  * - When a party completes, the next group in order is sent its requests.
  * - `expire-submission` jobs at `expire_at`.
  */
 import type { Config } from '../config.ts';
-import { sqlPool, type Db } from '../db/client.ts';
-import type { EventSink } from '../events/events.ts';
+import { sqlPool, type Db, type Prisma } from '../db/client.ts';
+import type { SideEffects } from '../events/events.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
+import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverSms, queueAndDeliverEmail, queueSms } from '../notifications/deliver.ts';
-import type { NotificationLogger } from '../notifications/delivery-error.ts';
+import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import { buildSignatureRequestEmail, buildSignatureRequestSms, type MessageVariables } from '../notifications/message-templates.ts';
 import type { SmsSender } from '../notifications/sms.ts';
@@ -34,7 +36,7 @@ export interface SendDeps {
   config: Pick<Config, 'appUrl' | 'mailFrom' | 'sendRetryBase'>;
   logger: NotificationLogger;
   /** Raises submission.expired (the expiry job). */
-  events: EventSink;
+  effects: Pick<SideEffects, 'emit'>;
 }
 
 /** Retry after base (SEND_RETRY_BASE_MS, 30 s), then twice as long each time, capped at an hour; 10 runs in all. */
@@ -49,7 +51,7 @@ const SEND_CONCURRENCY = 10;
 
 /** Registers the submission jobs on a queue (every instance that should run them). */
 export function defineSubmissionJobs(queue: JobQueue, deps: SendDeps): void {
-  queue.define<SendRequestJob>(SEND_REQUEST_JOB, (job) => sendRequest(deps, job), { retry: sendRetry(deps.config.sendRetryBase), concurrency: SEND_CONCURRENCY });
+  queue.define<SendRequestJob>(SEND_REQUEST_JOB, (job, run) => sendRequest(deps, job, run.id), { retry: sendRetry(deps.config.sendRetryBase), concurrency: SEND_CONCURRENCY });
   queue.define<{ submissionId: number; expireAt: string }>(EXPIRE_SUBMISSION_JOB, (job) => expireSubmission(deps, job));
 }
 
@@ -59,7 +61,7 @@ export function defineSubmissionJobs(queue: JobQueue, deps: SendDeps): void {
  * only if nothing changed meanwhile. Reference §6 ("Webhook event triggers"): skipped if the
  * submission or its template is archived, anyone declined, it is completed, or expire_at moved.
  */
-async function expireSubmission(deps: Pick<SendDeps, 'db' | 'events' | 'logger'>, job: { submissionId: number; expireAt: string }): Promise<void> {
+async function expireSubmission(deps: Pick<SendDeps, 'db' | 'effects' | 'logger'>, job: { submissionId: number; expireAt: string }): Promise<void> {
   const submission = await deps.db.submission.findUnique({
     where: { id: job.submissionId },
     select: {
@@ -74,52 +76,55 @@ async function expireSubmission(deps: Pick<SendDeps, 'db' | 'events' | 'logger'>
   if (!submission || submission.archivedAt || submission.template.archivedAt || submission.completedAt) return;
   if (submission.submitters.length > 0 || submission.expireAt?.toISOString() !== job.expireAt) return;
   deps.logger.info({ submissionId: job.submissionId }, 'submission expired');
-  await deps.events.emit([
+  await deps.effects.emit([
     { type: 'submission.expired', accountId: submission.accountId, recordId: job.submissionId, at: new Date(), key: `submission.expired:${job.submissionId}` },
   ]);
 }
 
 /**
- * Enqueues the requests of these submitters on every channel they chose (after commit).
+ * The request jobs of these submitters, on every channel they chose (the one rule of who is sent
+ * what: email unless `send_email` is false, SMS when `send_sms` is true, each only with an
+ * address), to record in the transaction that decides the sending.
  * @param sending 0 for the first request; re-sends pass a new number so they are not deduplicated away
  */
-export async function enqueueRequests(queue: JobQueue, submitters: { id: number; preferences: unknown; email: string | null; phone: string | null }[], sending = 0): Promise<void> {
-  const enqueued: Promise<string>[] = [];
+export function requestJobs(submitters: readonly { id: number; preferences: unknown; email: string | null; phone: string | null }[], sending = 0): OutboxJob[] {
+  const jobs: OutboxJob[] = [];
   for (const s of submitters) {
     const prefs = (s.preferences ?? {}) as { send_email?: boolean; send_sms?: boolean };
-    if (prefs.send_email !== false && s.email) {
-      enqueued.push(queue.enqueue<SendRequestJob>(SEND_REQUEST_JOB, { submitterId: s.id, channel: 'email', sending }, { uniqueKey: `${s.id}:email:${sending}` }));
-    }
-    if (prefs.send_sms === true && s.phone) {
-      enqueued.push(queue.enqueue<SendRequestJob>(SEND_REQUEST_JOB, { submitterId: s.id, channel: 'sms', sending }, { uniqueKey: `${s.id}:sms:${sending}` }));
-    }
+    const job = (channel: SendRequestJob['channel']): OutboxJob => ({
+      name: SEND_REQUEST_JOB,
+      data: { submitterId: s.id, channel, sending } satisfies SendRequestJob,
+      uniqueKey: `${s.id}:${channel}:${sending}`,
+    });
+    if (prefs.send_email !== false && s.email) jobs.push(job('email'));
+    if (prefs.send_sms === true && s.phone) jobs.push(job('sms'));
   }
-  // Side by side: the job store writes jobs enqueued together in one statement.
-  await Promise.all(enqueued);
+  return jobs;
 }
 
 /**
- * After a party completed: the parties of the next group in order that have not been contacted
- * are sent their requests (§7.3). `random` submissions sent everyone at creation.
+ * After a party completed, read in the completing transaction: the request jobs of the parties
+ * of the next group in order that have not been contacted (§7.3). `random` submissions sent
+ * everyone at creation.
  */
-export async function sendNextParties(db: Db, queue: JobQueue, submissionId: number): Promise<void> {
-  const submission = await db.submission.findUnique({
+export async function nextPartyJobs(tx: Pick<Prisma.TransactionClient, 'submission'>, submissionId: number): Promise<OutboxJob[]> {
+  const submission = await tx.submission.findUnique({
     where: { id: submissionId },
     select: { submittersOrder: true, archivedAt: true, submitters: { select: { id: true, orderIndex: true, completedAt: true, declinedAt: true, sentAt: true, preferences: true, email: true, phone: true } } },
   });
-  if (!submission || submission.archivedAt) return;
+  if (!submission || submission.archivedAt) return [];
   const pending = submission.submitters.filter((s) => !s.completedAt && !s.declinedAt);
-  if (pending.length === 0) return;
+  if (pending.length === 0) return [];
   const group = Math.min(...pending.map((s) => s.orderIndex));
   const next = pending.filter((s) => s.orderIndex === group && !s.sentAt);
-  await enqueueRequests(queue, next);
+  return requestJobs(next);
 }
 
-/** Schedules the expiry job of a submission (idempotent per expiry time). */
-export async function scheduleExpiry(queue: JobQueue, submissionId: number, expireAt: Date | null): Promise<void> {
-  if (!expireAt) return;
+/** The expiry job of a submission (one per expiry time), to record with the change that sets it; none without one. */
+export function expiryJobs(submissionId: number, expireAt: Date | null | undefined): OutboxJob[] {
+  if (!expireAt) return [];
   const at = expireAt.toISOString();
-  await queue.enqueue(EXPIRE_SUBMISSION_JOB, { submissionId, expireAt: at }, { at: expireAt, uniqueKey: `${submissionId}:${at}` });
+  return [{ name: EXPIRE_SUBMISSION_JOB, data: { submissionId, expireAt: at }, at: expireAt, uniqueKey: `${submissionId}:${at}` }];
 }
 
 /**
@@ -176,8 +181,13 @@ interface RequestRow {
   parties: { id: number; slug: string; email: string | null; name: string | null; phone: string | null }[];
 }
 
-/** One request to one submitter on one channel; idempotent (outbox dedupe key + delivery claim). */
-async function sendRequest(deps: SendDeps, job: SendRequestJob): Promise<void> {
+/**
+ * One request to one submitter on one channel; idempotent (outbox dedupe key + delivery claim).
+ * @param runId the job's id: the delivery's claimant (a later run of this job takes back a
+ *   message its dead earlier run left 'sending')
+ * @throws DeliveryError (retryable) when the provider failed, or another worker holds the message
+ */
+async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): Promise<void> {
   const { db } = deps;
   const { rows } = await sqlPool(db).query<RequestRow>({ ...READ_REQUEST, values: [job.submitterId] });
   const submitter = rows[0];
@@ -208,8 +218,8 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob): Promise<void> {
     const ownTypes = new Set(submitter.ownTypes);
     const purpose = ownTypes.size === 0 ? 'view' : ownTypes.has('signature') || ownTypes.has('initials') ? 'sign' : 'submit';
     const rendered = buildSignatureRequestEmail({ variables, message: prefs.message ?? submissionPrefs.message ?? null, purpose });
-    await queueAndDeliverEmail(
-      { db, mailer: deps.mailer, logger: deps.logger },
+    const { outcome } = await queueAndDeliverEmail(
+      { db, mailer: deps.mailer, logger: deps.logger, claimant: runId },
       {
         accountId: submitter.accountId,
         submissionId: submitter.submissionId,
@@ -227,6 +237,7 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob): Promise<void> {
       // Recorded with the send: the send_email event and the first sent_at.
       { submissionEvent: 'send_email' },
     );
+    if (outcome === 'in-progress') throw inProgress('email');
     return;
   }
   if (!submitter.phone) return;
@@ -240,8 +251,17 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob): Promise<void> {
     body: buildSignatureRequestSms({ variables }),
     provider: deps.smsSender.name,
   });
-  const result = await deliverSms({ db, smsSender: deps.smsSender, logger: deps.logger }, row.id);
+  const result = await deliverSms({ db, smsSender: deps.smsSender, logger: deps.logger, claimant: runId }, row.id);
+  if (result === 'in-progress') throw inProgress('sms');
   if (result === 'sent') await recordSent(db, submitter, 'send_sms', { sms_message_id: row.id });
+}
+
+/**
+ * Another worker holds the message (claimed within its lease): the job runs again later rather
+ * than end with the message unsent, should that worker have died.
+ */
+function inProgress(provider: string): DeliveryError {
+  return new DeliveryError('another worker is sending this message; retrying later', { retryable: true, provider });
 }
 
 /**

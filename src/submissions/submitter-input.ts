@@ -6,46 +6,76 @@
  */
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
+import { jsonObject, list, MAX_ITEMS, MAX_JSON, MAX_LENGTH, record, text } from '../limits.ts';
+
+// Sizes: src/limits.ts (docs/security.md "Input limits"). Values (`values`, `default_value`) are
+// measured once matched to their field (create-submissions.ts applyPrefill): an attachment's
+// value is a file, checked as one.
 
 export const FieldConfig = z.object({
-  name: z.string().optional(),
-  uuid: z.string().optional(),
+  name: text(MAX_LENGTH.name).optional(),
+  uuid: text(MAX_LENGTH.name).optional(),
   default_value: z.unknown().optional(),
   value: z.unknown().optional(),
   readonly: z.boolean().optional(),
   required: z.boolean().optional(),
-  title: z.string().optional(),
-  description: z.string().optional(),
-  validation_pattern: z.string().optional(),
-  invalid_message: z.string().optional(),
-  validation: z.record(z.string(), z.unknown()).optional(),
-  preferences: z.record(z.string(), z.unknown()).optional(),
+  title: text(MAX_LENGTH.label).optional(),
+  description: text(MAX_LENGTH.text).optional(),
+  validation_pattern: text(MAX_LENGTH.pattern).optional(),
+  invalid_message: text(MAX_LENGTH.label).optional(),
+  validation: jsonObject(MAX_JSON.preferences).optional(),
+  preferences: jsonObject(MAX_JSON.preferences).optional(),
 });
 export type FieldConfig = z.infer<typeof FieldConfig>;
 
-export const MessageInput = z.object({ subject: z.string().optional(), body: z.string().optional() });
+export const MessageInput = z.object({ subject: text(MAX_LENGTH.label).optional(), body: text(MAX_LENGTH.messageBody).optional() });
 
 export const SubmitterInput = z.object({
-  uuid: z.string().optional(),
-  role: z.string().optional(),
-  email: z.string().optional(),
-  name: z.string().optional(),
-  phone: z.string().optional(),
-  values: z.record(z.string(), z.unknown()).optional(),
-  external_id: z.string().optional(),
+  uuid: text(MAX_LENGTH.name).optional(),
+  role: text(MAX_LENGTH.name).optional(),
+  email: text(MAX_LENGTH.email).optional(),
+  name: text(MAX_LENGTH.name).optional(),
+  phone: text(MAX_LENGTH.phone).optional(),
+  /** By field uuid or name: at most MAX_ITEMS.fields keys of at most MAX_LENGTH.name characters. */
+  values: record(MAX_ITEMS.fields, MAX_LENGTH.name).optional(),
+  external_id: text(MAX_LENGTH.externalId).optional(),
   completed: z.boolean().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: jsonObject(MAX_JSON.metadata).optional(),
   send_email: z.boolean().optional(),
   send_sms: z.boolean().optional(),
-  completed_redirect_url: z.string().optional(),
-  reply_to: z.string().optional(),
+  completed_redirect_url: text(MAX_LENGTH.url).optional(),
+  reply_to: text(MAX_LENGTH.email).optional(),
   message: MessageInput.optional(),
-  fields: z.array(FieldConfig).optional(),
-  readonly_fields: z.array(z.string()).optional(),
+  fields: list(FieldConfig, MAX_ITEMS.fields).optional(),
+  readonly_fields: list(text(MAX_LENGTH.name), MAX_ITEMS.fields).optional(),
   order: z.number().int().optional(),
   index: z.number().int().optional(),
 });
 export type SubmitterInput = z.infer<typeof SubmitterInput>;
+
+/** A create request's settings for all its submitters (GraphQL `CreateSubmissionsInput` in DocuSeal's keys). */
+export const SubmissionSettingsInput = z.object({
+  completed_redirect_url: text(MAX_LENGTH.url).optional(),
+  bcc_completed: text(MAX_LENGTH.email).optional(),
+  reply_to: text(MAX_LENGTH.email).optional(),
+  message: MessageInput.optional(),
+  name: text(MAX_LENGTH.name).optional(),
+  variables: jsonObject(MAX_JSON.metadata).optional(),
+});
+
+/** What PUT /submitters/{id} (GraphQL `updateSubmitter`) may change, in DocuSeal's keys. */
+export const SubmitterChanges = SubmitterInput.pick({
+  name: true,
+  email: true,
+  phone: true,
+  values: true,
+  external_id: true,
+  completed_redirect_url: true,
+  reply_to: true,
+  message: true,
+  fields: true,
+  readonly_fields: true,
+});
 
 /**
  * DocuSeal's email check: split on `,` `;` `/` and validate each address (values with `<` skip

@@ -10,6 +10,8 @@ import { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
 import { pointsToFractions, type PdfPage } from '../documents/pdf.ts';
 import { AppError } from '../errors.ts';
+import { checkItems, checkJson, checkText, jsonObject, list, MAX_ITEMS, MAX_JSON, MAX_LENGTH, text } from '../limits.ts';
+import { checkFieldPattern } from '../signing-form/field-pattern.ts';
 import { DEFAULT_ROLE_NAME, FIELD_TYPES, OPTION_FIELD_TYPES, type Area, type Field, type Role } from './fields.ts';
 
 /** A document as the template will keep it: its attachment uuid and its pages as displayed. */
@@ -37,23 +39,27 @@ const RequestArea = z.object({
   w: z.number({ error: 'w must be a number' }),
   h: z.number({ error: 'h must be a number' }),
   page: z.number({ error: 'page must be a number' }).int('page must be an integer'),
-  option: z.string().optional(),
+  option: text(MAX_LENGTH.label).optional(),
 });
 
-/** A field of a create request (`fields[]`, or `documents[].fields[]`). */
+/**
+ * A field of a create request (`fields[]`, or `documents[].fields[]`). Sizes: src/limits.ts;
+ * `validation.pattern` is checked by buildFields (field-pattern.ts).
+ */
 export const RequestField = z.object({
-  name: z.string({ error: 'name is required' }).trim().min(1, 'name is required'),
-  type: z.string().trim().optional(),
-  role: z.string().trim().min(1, 'role must not be empty').optional(),
+  name: z.string({ error: 'name is required' }).trim().min(1, 'name is required').max(MAX_LENGTH.name),
+  // A token (checked against FIELD_TYPES); the name limit keeps the refusal message short.
+  type: z.string().trim().max(MAX_LENGTH.name).optional(),
+  role: z.string().trim().min(1, 'role must not be empty').max(MAX_LENGTH.name).optional(),
   required: z.boolean().optional(),
   readonly: z.boolean().optional(),
-  default_value: z.union([z.string(), z.number(), z.boolean()]).optional(),
-  title: z.string().optional(),
-  description: z.string().optional(),
-  options: z.array(z.union([z.string(), z.number()]).transform(String)).optional(),
-  validation: z.record(z.string(), z.unknown()).optional(),
-  preferences: z.record(z.string(), z.unknown()).optional(),
-  areas: z.array(RequestArea).optional(),
+  default_value: z.union([text(MAX_LENGTH.text), z.number(), z.boolean()]).optional(),
+  title: text(MAX_LENGTH.label).optional(),
+  description: text(MAX_LENGTH.text).optional(),
+  options: list(z.union([text(MAX_LENGTH.label), z.number()]).transform(String), MAX_ITEMS.options).optional(),
+  validation: jsonObject(MAX_JSON.preferences).optional(),
+  preferences: jsonObject(MAX_JSON.preferences).optional(),
+  areas: list(RequestArea, MAX_ITEMS.areas).optional(),
 });
 export type RequestField = z.input<typeof RequestField>;
 
@@ -74,7 +80,9 @@ export interface RequestFieldGroup {
  *   pages across all documents in order (page 1 = first page of the first document).
  * @throws AppError VALIDATION naming the field (`fields[2]`, `documents[0].fields[1].areas[0]`) for a
  *   missing name, an unknown type, a page out of range, an area off the page, options on a type without
- *   them, an area option that is not one of the field's options
+ *   them, an area option that is not one of the field's options, a `validation.pattern` RE2 cannot
+ *   run (field-pattern.ts), and a size over src/limits.ts: a string, more than MAX_ITEMS.fields
+ *   fields or MAX_ITEMS.roles roles, fields larger than MAX_JSON.templateFields together
  */
 export function buildFields(input: {
   documents: DocumentLayout[];
@@ -100,12 +108,17 @@ export function buildFields(input: {
     return role.uuid;
   };
 
+  // Counted before any is parsed: a request with a million fields is refused at once.
+  for (const group of input.requestFields) checkItems(group.fields, MAX_ITEMS.fields, group.path);
   const fields: Field[] = [];
   const tagKey = new Map<string, Field>();
   input.tagged.forEach((documentFields, documentIndex) => {
     const document = input.documents[documentIndex]!;
     for (const tagged of documentFields) {
-      where = `${input.taggedLabels?.[documentIndex] ?? `documents[${documentIndex}]`}: ${tagged.name || tagged.type}`;
+      const label = input.taggedLabels?.[documentIndex] ?? `documents[${documentIndex}]`;
+      checkText(tagged.name, MAX_LENGTH.name, `${label}: a field tag's name`);
+      checkText(tagged.role, MAX_LENGTH.name, `${label}: a field tag's role`);
+      where = `${label}: ${tagged.name || tagged.type}`;
       const submitterUuid = roleUuid(tagged.role);
       const areas: Area[] = tagged.areas.map((a) => ({ ...a, attachment_uuid: document.uuid }));
       const key = `${tagged.name}\u0000${tagged.type}\u0000${submitterUuid}`;
@@ -136,6 +149,7 @@ export function buildFields(input: {
       const path = `${group.path}[${index}]`;
       where = path;
       const parsed = parseFieldAt(raw, path);
+      checkFieldPattern(parsed.validation?.pattern, `${path}.validation.pattern`);
       const type = parsed.type || 'text';
       if (!(FIELD_TYPES as readonly string[]).includes(type)) {
         throw new AppError('VALIDATION', `type "${type}" is not supported in \`${path}\`. Use one of: ${FIELD_TYPES.join(', ')}.`);
@@ -166,25 +180,28 @@ export function buildFields(input: {
   }
 
   if (roles.length === 0) roles.push({ name: DEFAULT_ROLE_NAME, uuid: randomUUID() });
+  checkTemplateFieldsSize(fields, roles);
   return { roles, fields };
+}
+
+/**
+ * A template's fields and roles as they will be stored (src/limits.ts): at most MAX_ITEMS.fields
+ * fields and MAX_ITEMS.roles roles, and MAX_JSON.templateFields of JSON together (every
+ * submission copies them).
+ * @throws AppError VALIDATION "fields has too many entries (maximum is 500).", "roles …",
+ *   "fields is too large (maximum is 1000000 characters as JSON)."
+ */
+export function checkTemplateFieldsSize(fields: Field[], roles: Role[]): void {
+  checkItems(fields, MAX_ITEMS.fields, 'fields');
+  checkItems(roles, MAX_ITEMS.roles, 'roles');
+  checkJson(fields, MAX_JSON.templateFields, 'fields');
 }
 
 function parseFieldAt(raw: unknown, path: string): z.output<typeof RequestField> {
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw new AppError('VALIDATION', `\`${path}\` must be an object.`);
   }
-  try {
-    return parseInput(RequestField, raw);
-  } catch (error) {
-    if (error instanceof AppError) {
-      // parseInput names the path inside the field; prefix the field's own path.
-      const inner = (error.details?.path as (string | number)[] | undefined) ?? [];
-      const where = [path, ...inner.map((p) => (typeof p === 'number' ? `[${p}]` : `.${p}`))].join('').replace(/\.\[/g, '[');
-      const message = error.message.replace(/ in `[^`]*`\.$/, '').replace(/\.$/, '');
-      throw new AppError('VALIDATION', `${message} in \`${where}\`.`);
-    }
-    throw error;
-  }
+  return parseInput(RequestField, raw, { at: path });
 }
 
 function toStoredArea(

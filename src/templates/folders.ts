@@ -5,17 +5,27 @@
  */
 import type { Prisma } from '../generated/prisma/client.ts';
 import { AppError } from '../errors.ts';
+import { checkText, MAX_ITEMS, MAX_LENGTH } from '../limits.ts';
 
 export const DEFAULT_FOLDER_NAME = 'Default';
 const SEPARATOR = ' / ';
 
 type Tx = Prisma.TransactionClient;
 
-/** Splits a full name into its parts; 422 for an empty part. */
+/**
+ * Splits a full name into its parts (src/limits.ts: at most MAX_LENGTH.folderName characters,
+ * MAX_ITEMS.folderLevels levels of MAX_LENGTH.name).
+ * @throws AppError VALIDATION for an empty part, or "folder_name is too long …" / "folder_name has
+ *   too many levels (maximum is 10)."
+ */
 export function folderPath(fullName: string): string[] {
+  checkText(fullName, MAX_LENGTH.folderName, 'folder_name');
   const parts = fullName.split(SEPARATOR).map((part) => part.trim());
-  if (parts.some((part) => part === '' || part.length > 255)) {
+  if (parts.some((part) => part === '' || part.length > MAX_LENGTH.name)) {
     throw new AppError('VALIDATION', `folder_name "${fullName}" is not a valid folder name.`);
+  }
+  if (parts.length > MAX_ITEMS.folderLevels) {
+    throw new AppError('VALIDATION', `folder_name has too many levels (maximum is ${MAX_ITEMS.folderLevels}).`, { details: { path: 'folder_name', maximum: MAX_ITEMS.folderLevels } });
   }
   return parts;
 }

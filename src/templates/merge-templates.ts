@@ -6,29 +6,33 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
+import { checkItems, list, MAX_ITEMS, MAX_LENGTH, text } from '../limits.ts';
+import { checkTemplateFieldsSize } from './build-fields.ts';
 import type { Db } from '../db/client.ts';
+import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields, parseRoles, type Field, type Role } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
 import { generateSlug } from './save-template.ts';
 
+/** Sizes: src/limits.ts; the merged template's fields and documents too (at most what one template may hold). */
 export const MergeTemplatesInput = z.object({
-  templateIds: z.array(z.number().int()).min(2, 'template_ids must list at least 2 templates'),
-  name: z.string().trim().min(1).max(255).optional(),
-  folderName: z.string().optional(),
-  externalId: z.string().optional(),
+  templateIds: list(z.number().int(), MAX_ITEMS.templateIds).min(2, 'template_ids must list at least 2 templates'),
+  name: z.string().trim().min(1).max(MAX_LENGTH.name).optional(),
+  folderName: text(MAX_LENGTH.folderName).optional(),
+  externalId: text(MAX_LENGTH.externalId).optional(),
   sharedLink: z.boolean().optional(),
-  roles: z.array(z.string().trim().min(1, 'roles must not contain empty names')).optional(),
+  roles: list(z.string().trim().min(1, 'roles must not contain empty names').max(MAX_LENGTH.name), MAX_ITEMS.roles).optional(),
 });
 
 /**
  * @returns the new template's id
- * @throws AppError VALIDATION (fewer than 2 ids), NOT_FOUND / FORBIDDEN for any id
+ * @throws AppError VALIDATION (fewer than 2 ids, sizes over src/limits.ts), NOT_FOUND / FORBIDDEN for any id
  */
-export async function mergeTemplates(db: Db, actor: { accountId: number; userId: number }, input: z.input<typeof MergeTemplatesInput>): Promise<number> {
+export async function mergeTemplates(deps: TemplateChangeDeps, actor: { accountId: number; userId: number }, input: z.input<typeof MergeTemplatesInput>): Promise<number> {
   const options = parseInput(MergeTemplatesInput, input);
-  return db.$transaction(async (tx) => {
+  return deps.effects.transaction(async (tx, effects) => {
     for (const id of options.templateIds) await findTemplateForAccount(tx, { id, accountId: actor.accountId });
     const sources = await tx.template.findMany({
       where: { id: { in: options.templateIds } },
@@ -69,6 +73,8 @@ export async function mergeTemplates(db: Db, actor: { accountId: number; userId:
       if (roles[i]) roles[i] = { ...roles[i]!, name };
       else roles.push({ name, uuid: randomUUID() });
     });
+    checkTemplateFieldsSize(fields, roles);
+    checkItems(documents, MAX_ITEMS.documents, 'documents');
     const folderId =
       options.folderName !== undefined
         ? (await findOrCreateFolder(tx, { accountId: actor.accountId, authorId: actor.userId, fullName: options.folderName })).id
@@ -93,6 +99,7 @@ export async function mergeTemplates(db: Db, actor: { accountId: number; userId:
       data: documents.map((d, position) => ({ uuid: d.uuid, templateId: template.id, fileId: d.fileId, name: d.name, position })),
     });
     await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: template.id, userId: actor.userId, eventType: 'template.created' } });
+    effects.events.push(...templateEvents(actor.accountId, template.id, ['template.created']));
     return template.id;
   });
 }

@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { loadFileInput } from '../documents/load-file-input.ts';
-import { inspectPdf, rewritePdf } from '../documents/pdf.ts';
+import { assertPdfEditable, readUploadedPdf } from '../documents/pdf.ts';
 import { extractTextTags } from '../documents/text-tags.ts';
 import { AppError } from '../errors.ts';
 import type { HtmlFieldTag, PaperSize, Renderer } from '../rendering/renderer.ts';
@@ -57,13 +57,26 @@ function htmlTagged(fields: HtmlFieldTag[]): TaggedField[] {
   });
 }
 
-/** A PDF's bytes to a PreparedDocument: pages read, text tags found and removed. */
+/**
+ * A PDF's bytes to a PreparedDocument: read and checked (readUploadedPdf: a repaired or
+ * owner-password file is kept as a clean rewrite), text tags found and removed, and the bytes
+ * kept checked with pdf-lib, which draws on them at completion (assertPdfEditable, on a worker).
+ */
 async function fromPdf(original: Uint8Array, name: string, label: string, extraTagged: TaggedField[] = []): Promise<PreparedDocument> {
-  const { pages, encrypted, repaired } = await inspectPdf(original, label);
-  // Owner-password-only encryption and repaired structure both stop pdf-lib from editing the
-  // file later (the completion pipeline draws on it): keep a clean rewrite instead.
-  const pdf = encrypted || repaired ? await rewritePdf(original, label) : original;
-  const tags = await extractTextTags(pdf, { label });
+  const { pdf, info } = await readUploadedPdf(original, label);
+  const { pages } = info;
+  // pdf-lib reads the file on its worker while mupdf scans it for text tags here.
+  const editable = assertPdfEditable(pdf, label, pages.length);
+  let tags: Awaited<ReturnType<typeof extractTextTags>>;
+  try {
+    tags = await extractTextTags(pdf, { label });
+  } catch (error) {
+    editable.catch(() => {});
+    throw error;
+  }
+  await editable;
+  // Tags found: the bytes kept are mupdf's rewrite without them, and those are what pdf-lib will draw on.
+  if (tags.pdf !== pdf) await assertPdfEditable(tags.pdf, label, pages.length);
   const tagged: TaggedField[] = tags.fields.map((f) => ({
     name: f.name,
     type: f.type,

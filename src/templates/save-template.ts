@@ -8,7 +8,11 @@
  * template event (file bytes go to content-addressed storage, harmless if it rolls back).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { parseInput } from '../accounts/api-keys.ts';
 import type { Db } from '../db/client.ts';
+import { list, MAX_ITEMS, MAX_LENGTH, text } from '../limits.ts';
+import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import { renderPagePng, type PdfPage } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
@@ -41,6 +45,32 @@ export interface SaveTemplateInput {
 
 const SLUG_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz123456789';
 
+/**
+ * The sizes of a create request's own parts (src/limits.ts), checked before its documents are
+ * loaded or converted: name, external id, folder name, the number of documents and their names,
+ * the number of fields. (Each field is checked by buildFields; each document's bytes by the
+ * document checks.) Keys are the GraphQL input's; messages name DocuSeal's (`external_id`).
+ */
+const TemplateRequest = z.object({
+  name: text(MAX_LENGTH.name).nullish(),
+  externalId: text(MAX_LENGTH.externalId).nullish(),
+  folderName: text(MAX_LENGTH.folderName).nullish(),
+  documents: list(
+    z.object({ name: text(MAX_LENGTH.name).nullish(), fields: list(z.unknown(), MAX_ITEMS.fields).nullish() }),
+    MAX_ITEMS.documents,
+  ).nullish(),
+  fields: list(z.unknown(), MAX_ITEMS.fields).nullish(),
+});
+
+/**
+ * Checks a template create request's sizes (TemplateRequest) before any work on its documents.
+ * @throws AppError VALIDATION "name is too long (maximum is 255 characters).",
+ *   "documents has too many entries (maximum is 50).", …
+ */
+export function checkTemplateRequest(input: z.input<typeof TemplateRequest>): void {
+  parseInput(TemplateRequest, input);
+}
+
 /** A 14-character slug like DocuSeal's ("opaKWh8WWTAcVG"). */
 export function generateSlug(): string {
   const bytes = randomBytes(14);
@@ -48,14 +78,15 @@ export function generateSlug(): string {
 }
 
 /**
- * Saves a template. Validation errors (AppError VALIDATION naming the field) are raised before
- * anything is stored.
+ * Saves a template. Validation errors (AppError VALIDATION naming the field; sizes: src/limits.ts)
+ * are raised before anything is stored.
  * @returns the template id and whether it was created (false: updated through externalId)
  */
 export async function saveTemplate(
-  deps: { db: Db; storage: FileStorage },
+  deps: TemplateChangeDeps & { storage: FileStorage },
   input: SaveTemplateInput,
 ): Promise<{ templateId: number; created: boolean }> {
+  checkTemplateRequest({ name: input.name, externalId: input.externalId, folderName: input.folderName });
   const layouts = input.documents.map((doc) => ({ uuid: randomUUID(), pages: doc.pages }));
   const { roles, fields } = buildFields({
     documents: layouts,
@@ -68,7 +99,7 @@ export async function saveTemplate(
   for (const doc of input.documents) staged.push(await stageDocument(deps.db, input.accountId, doc));
 
   const schema = input.documents.map((doc, i) => ({ attachment_uuid: layouts[i]!.uuid, name: doc.name }));
-  return deps.db.$transaction(async (tx) => {
+  return deps.effects.transaction(async (tx, effects) => {
     const files: { id: number }[] = [];
     for (const doc of staged) files.push(await storeStagedDocument(tx, deps.storage, input.accountId, doc));
     const existing = input.externalId
@@ -128,6 +159,7 @@ export async function saveTemplate(
         eventType: existing ? 'template.updated' : 'template.created',
       },
     });
+    effects.events.push(...templateEvents(input.accountId, templateId, [existing ? 'template.updated' : 'template.created']));
     return { templateId, created: !existing };
   });
 }

@@ -1,46 +1,49 @@
 /**
  * The small template operations: update (name, folder, roles, archived), archive, clone
- * (reference/docuseal-behaviour.md §8.2). Each writes its template event in the same transaction.
+ * (reference/docuseal-behaviour.md §8.2). Each writes its template event row, and records its
+ * template.* domain events (webhooks, subscriptions: reference §6), in the same transaction.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
-import type { Db } from '../db/client.ts';
+import { list, MAX_ITEMS, MAX_LENGTH, text } from '../limits.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields, parseRoles, parseSchema } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
 import { generateSlug } from './save-template.ts';
+import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 
 interface Actor {
   accountId: number;
   userId: number;
 }
 
+/** Sizes: src/limits.ts. */
 export const UpdateTemplateInput = z.object({
-  name: z.string().trim().min(1, 'name must not be empty').max(255).optional(),
-  folderName: z.string().optional(),
-  externalId: z.string().nullable().optional(),
+  name: z.string().trim().min(1, 'name must not be empty').max(MAX_LENGTH.name).optional(),
+  folderName: text(MAX_LENGTH.folderName).optional(),
+  externalId: text(MAX_LENGTH.externalId).nullable().optional(),
   sharedLink: z.boolean().optional(),
   /** Renames roles by position; a longer list appends roles (DocuSeal §8.2). */
-  roles: z.array(z.string().trim().min(1, 'roles must not contain empty names')).optional(),
+  roles: list(z.string().trim().min(1, 'roles must not contain empty names').max(MAX_LENGTH.name), MAX_ITEMS.roles).optional(),
   archived: z.boolean().optional(),
 });
 
 /**
- * Updates a template. `archived: true` archives, `false` restores.
- * @returns id, the new updated_at, and `archived`: whether this call archived it (it was not
- *   archived before), for template.archived (reference §6: PUT archived:true when it changes)
+ * Updates a template. `archived: true` archives, `false` restores. Raises template.updated, and
+ * template.archived when this call archived it (reference §6: PUT archived:true when it changes).
+ * @returns id, the new updated_at, and `archived`: whether this call archived it (it was not archived before)
  * @throws AppError NOT_FOUND / FORBIDDEN / VALIDATION
  */
 export async function updateTemplate(
-  db: Db,
+  deps: TemplateChangeDeps,
   actor: Actor,
   id: number,
   input: z.input<typeof UpdateTemplateInput>,
 ): Promise<{ id: number; updatedAt: Date; archived: boolean }> {
   const changes = parseInput(UpdateTemplateInput, input);
-  return db.$transaction(async (tx) => {
+  return deps.effects.transaction(async (tx, effects) => {
     await findTemplateForAccount(tx, { id, accountId: actor.accountId });
     const template = await tx.template.findUniqueOrThrow({ where: { id }, select: { submitters: true, archivedAt: true } });
     const data: Prisma.TemplateUpdateInput = {};
@@ -68,17 +71,21 @@ export async function updateTemplate(
     data.updatedAt = new Date();
     const updated = await tx.template.update({ where: { id }, data, select: { id: true, updatedAt: true } });
     await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType } });
-    return { ...updated, archived: eventType === 'template.archived' };
+    const archived = eventType === 'template.archived';
+    effects.events.push(...templateEvents(actor.accountId, id, archived ? ['template.updated', 'template.archived'] : ['template.updated']));
+    return { ...updated, archived };
   });
 }
 
 /**
  * Archives a template (DELETE /templates/{id}); archiving twice keeps the first time.
+ * template.archived is raised on every call.
  * @throws AppError NOT_FOUND / FORBIDDEN
  */
-export async function archiveTemplate(db: Db, actor: Actor, id: number): Promise<{ id: number; archivedAt: Date }> {
-  return db.$transaction(async (tx) => {
+export async function archiveTemplate(deps: TemplateChangeDeps, actor: Actor, id: number): Promise<{ id: number; archivedAt: Date }> {
+  return deps.effects.transaction(async (tx, effects) => {
     const template = await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    effects.events.push(...templateEvents(actor.accountId, id, ['template.archived']));
     if (template.archivedAt) return { id, archivedAt: template.archivedAt };
     const archived = await tx.template.update({ where: { id }, data: { archivedAt: new Date() }, select: { id: true, archivedAt: true } });
     await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType: 'template.archived' } });
@@ -86,12 +93,13 @@ export async function archiveTemplate(db: Db, actor: Actor, id: number): Promise
   });
 }
 
+/** Sizes: src/limits.ts. */
 export const CloneTemplateInput = z.object({
-  name: z.string().trim().min(1, 'name must not be empty').max(255).optional(),
-  folderName: z.string().optional(),
-  externalId: z.string().optional(),
+  name: z.string().trim().min(1, 'name must not be empty').max(MAX_LENGTH.name).optional(),
+  folderName: text(MAX_LENGTH.folderName).optional(),
+  externalId: text(MAX_LENGTH.externalId).optional(),
   /** Renames document i (DocuSeal §8.2). */
-  documentNames: z.array(z.string().trim().min(1).nullable()).optional(),
+  documentNames: list(z.string().trim().min(1).max(MAX_LENGTH.name).nullable(), MAX_ITEMS.documents).optional(),
 });
 
 /**
@@ -100,9 +108,9 @@ export const CloneTemplateInput = z.object({
  * @returns the new template's id
  * @throws AppError NOT_FOUND / FORBIDDEN / VALIDATION
  */
-export async function cloneTemplate(db: Db, actor: Actor, id: number, input: z.input<typeof CloneTemplateInput>): Promise<number> {
+export async function cloneTemplate(deps: TemplateChangeDeps, actor: Actor, id: number, input: z.input<typeof CloneTemplateInput>): Promise<number> {
   const options = parseInput(CloneTemplateInput, input);
-  return db.$transaction(async (tx) => {
+  return deps.effects.transaction(async (tx, effects) => {
     await findTemplateForAccount(tx, { id, accountId: actor.accountId });
     const source = await tx.template.findUniqueOrThrow({
       where: { id },
@@ -161,6 +169,7 @@ export async function cloneTemplate(db: Db, actor: Actor, id: number, input: z.i
       })),
     });
     await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: clone.id, userId: actor.userId, eventType: 'template.created' } });
+    effects.events.push(...templateEvents(actor.accountId, clone.id, ['template.created']));
     return clone.id;
   });
 }

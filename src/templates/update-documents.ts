@@ -7,17 +7,19 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Db } from '../db/client.ts';
+import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import type { PdfPage } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { buildFields } from './build-fields.ts';
+import { checkItems, MAX_ITEMS, MAX_LENGTH } from '../limits.ts';
+import { buildFields, checkTemplateFieldsSize } from './build-fields.ts';
 import { parseFields, parseRoles, type Field } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { stageDocument, storeStagedDocument, type PreparedDocument, type StagedDocument } from './save-template.ts';
 
 export const DocumentOperation = z.object({
-  name: z.string().trim().optional(),
+  name: z.string().trim().max(MAX_LENGTH.name).optional(),
   /** Base64 or URL of a PDF or DOCX; loaded by the caller into `prepared`. */
   file: z.string().optional(),
   html: z.string().optional(),
@@ -49,7 +51,7 @@ interface WorkingDocument {
  *   or removing the last document
  */
 export async function updateTemplateDocuments(
-  deps: { db: Db; storage: FileStorage },
+  deps: TemplateChangeDeps & { storage: FileStorage },
   actor: { accountId: number; userId: number },
   id: number,
   operations: PreparedOperation[],
@@ -122,6 +124,8 @@ export async function updateTemplateDocuments(
     fields.push(...tagged);
   });
   if (docs.length === 0) throw new AppError('VALIDATION', 'A template needs at least one document.');
+  checkItems(docs, MAX_ITEMS.documents, 'documents');
+  checkTemplateFieldsSize(fields, roles);
 
   let final = docs;
   if (options.merge && docs.length > 1) {
@@ -139,7 +143,7 @@ export async function updateTemplateDocuments(
   // Render previews of new documents, then write everything in one transaction.
   const staged = new Map<WorkingDocument, StagedDocument>();
   for (const doc of final) if (doc.prepared) staged.set(doc, await stageDocument(deps.db, actor.accountId, doc.prepared));
-  await deps.db.$transaction(async (tx) => {
+  await deps.effects.transaction(async (tx, effects) => {
     for (const [doc, stage] of staged) doc.fileId = (await storeStagedDocument(tx, deps.storage, actor.accountId, stage)).id;
     await tx.templateDocument.deleteMany({ where: { templateId: id } });
     await tx.templateDocument.createMany({
@@ -154,6 +158,7 @@ export async function updateTemplateDocuments(
       },
     });
     await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType: 'template.updated' } });
+    effects.events.push(...templateEvents(actor.accountId, id, ['template.updated']));
   });
 }
 

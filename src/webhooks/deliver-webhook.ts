@@ -14,8 +14,8 @@
  *    `failed`. Persisted, so a restart loses no retry; the job's unique key (`<id>:<k>`) makes
  *    re-enqueueing harmless.
  * A job that finds its attempt claimed but not recorded (the process died mid-send) records it as
- * interrupted and goes on with the schedule: the receiver may get that event twice, never zero
- * times (consumers must be idempotent, as with DocuSeal).
+ * interrupted and sends the next attempt at once (the receiver did not fail; we did): the receiver
+ * may get that event twice, never zero times (consumers must be idempotent, as with DocuSeal).
  *
  * The body of the first attempt is the one the dispatch built (passed in the job); later attempts
  * rebuild `data` from the record as it is then (DocuSeal re-serializes on every attempt; file URLs
@@ -25,9 +25,10 @@ import type DataLoader from 'dataloader';
 import type { Config } from '../config.ts';
 import { sqlPool, type Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
-import type { EventType } from '../events/events.ts';
+import type { EventType, SideEffects } from '../events/events.ts';
 import type { WebhookAttempt, WebhookDelivery, WebhookEndpoint } from '../generated/prisma/client.ts';
 import type { JobLogger, JobQueue } from '../jobs/job-queue.ts';
+import type { OutboxJob } from '../jobs/outbox.ts';
 import type { PayloadBuilder, WebhookPayload } from './payloads.ts';
 import { sendWebhookRequest, type SendWebhookRequestOptions, type WebhookResponse } from './send-request.ts';
 import { SIGNATURE_HEADER, signatureHeader, signingSecrets } from './signature.ts';
@@ -311,6 +312,8 @@ async function send(
     policy: { allowPrivate: deps.config.allowPrivate, allowedHosts: deps.config.allowedHosts },
     resolve: deps.resolve,
   });
+  // The account sees only "Webhook request failed" (src/webhooks/send-request.ts); the reason is for operators.
+  if (response.detail) deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt, reason: response.detail }, 'webhook request failed');
   return { response, payload, final: false };
 }
 
@@ -340,14 +343,15 @@ async function rebuildPayload(deps: DeliveryDeps, delivery: Pick<ClaimedDelivery
 async function recordAttempt(
   deps: DeliveryDeps,
   delivery: Pick<ClaimedDelivery, 'id' | 'createdAt' | 'firstSentAt'>,
-  outcome: { attempt: number; startedAt: Date; response: WebhookResponse; payload: WebhookPayload | null; retry: boolean; manual?: boolean | undefined },
+  outcome: { attempt: number; startedAt: Date; response: WebhookResponse; payload: WebhookPayload | null; retry: boolean; manual?: boolean | undefined; retryNow?: boolean },
 ): Promise<void> {
   const { response, attempt: k } = outcome;
   let status: 'succeeded' | 'failed' | 'pending' = response.ok ? 'succeeded' : 'failed';
   let nextAttemptAt: Date | null = null;
   if (!response.ok && outcome.retry && k + 1 < MAX_SENDS) {
     const firstSentAt = k === 0 ? outcome.startedAt : (delivery.firstSentAt ?? delivery.createdAt);
-    const next = new Date(Date.now() + retryDelayMs(k, deps.config.retryBase));
+    // An attempt our own crash interrupted is no failure of the receiver's: the next one goes now.
+    const next = new Date(Date.now() + (outcome.retryNow ? 0 : retryDelayMs(k, deps.config.retryBase)));
     if (next.getTime() - firstSentAt.getTime() <= retryWindowMs(deps.config.retryBase)) {
       status = 'pending';
       nextAttemptAt = next;
@@ -407,7 +411,7 @@ async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job:
       responseBody: null,
     };
     const firstSentAt = attempts.find((a) => a.attempt === 0)?.createdAt ?? null;
-    await recordAttempt(deps, { id: delivery.id, createdAt: delivery.createdAt, firstSentAt }, { attempt: job.attempt, startedAt: new Date(), response, payload: null, retry: true, manual: job.manual });
+    await recordAttempt(deps, { id: delivery.id, createdAt: delivery.createdAt, firstSentAt }, { attempt: job.attempt, startedAt: new Date(), response, payload: null, retry: true, retryNow: true, manual: job.manual });
     return;
   }
   // Recorded, but the next attempt may not have been enqueued: enqueueing again is harmless.
@@ -416,9 +420,15 @@ async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job:
   }
 }
 
-/** Enqueues one attempt (unique per delivery and attempt). */
+/** The job of one attempt (unique per delivery and attempt), due at `at` (default now). */
+export function attemptJob(data: DeliverWebhookData, at?: Date): OutboxJob {
+  return { name: DELIVER_WEBHOOK_JOB, data, uniqueKey: `${data.deliveryId}:${data.attempt}`, ...(at ? { at } : {}) };
+}
+
+/** Enqueues one attempt from a running job (the dispatch, an earlier attempt): attemptJob, straight into the store. */
 export function enqueueAttempt(jobs: JobQueue, data: DeliverWebhookData, at?: Date): Promise<string> {
-  return jobs.enqueue<DeliverWebhookData>(DELIVER_WEBHOOK_JOB, data, { uniqueKey: `${data.deliveryId}:${data.attempt}`, ...(at ? { at } : {}) });
+  const job = attemptJob(data, at);
+  return jobs.enqueue<DeliverWebhookData>(job.name, data, { uniqueKey: job.uniqueKey!, ...(at ? { at } : {}) });
 }
 
 /**
@@ -429,21 +439,24 @@ export function enqueueAttempt(jobs: JobQueue, data: DeliverWebhookData, at?: Da
  * @returns the new delivery (pending; the send runs as a job right away)
  * @throws AppError NOT_FOUND / FORBIDDEN for an unknown or another account's delivery; VALIDATION when the endpoint is disabled
  */
-export async function redeliverWebhook(deps: Pick<DeliveryDeps, 'db' | 'jobs'>, options: { deliveryId: number; accountId: number }): Promise<WebhookDelivery> {
+export async function redeliverWebhook(deps: { db: Db; effects: Pick<SideEffects, 'transaction'> }, options: { deliveryId: number; accountId: number }): Promise<WebhookDelivery> {
   const original = await findDeliveryForAccount(deps.db, { id: options.deliveryId, accountId: options.accountId });
   if (original.endpoint.disabledAt) throw new AppError('VALIDATION', `Webhook endpoint ${original.endpointId} is disabled; enable it to redeliver`);
-  const copy = await deps.db.webhookDelivery.create({
-    data: {
-      accountId: original.accountId,
-      endpointId: original.endpointId,
-      eventType: original.eventType,
-      recordType: original.recordType,
-      recordId: original.recordId,
-      payload: original.payload as never,
-    },
+  // The copy and its first attempt's job in one transaction (the outbox): a crash loses neither.
+  return deps.effects.transaction(async (tx, effects) => {
+    const copy = await tx.webhookDelivery.create({
+      data: {
+        accountId: original.accountId,
+        endpointId: original.endpointId,
+        eventType: original.eventType,
+        recordType: original.recordType,
+        recordId: original.recordId,
+        payload: original.payload as never,
+      },
+    });
+    effects.jobs.push(attemptJob({ deliveryId: copy.id, attempt: 0, manual: true }));
+    return copy;
   });
-  await enqueueAttempt(deps.jobs, { deliveryId: copy.id, attempt: 0, manual: true });
-  return copy;
 }
 
 /**

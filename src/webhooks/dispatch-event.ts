@@ -1,6 +1,6 @@
 /**
- * The `dispatch-event` job (src/events/events.ts enqueues one per domain event): turns an event
- * into webhook deliveries (reference/docuseal-behaviour.md §9 "Fan-out").
+ * The `dispatch-event` job (src/events/events.ts records one per domain event, in the change's
+ * transaction, when an endpoint of the account subscribes to it): turns an event into webhook deliveries (reference/docuseal-behaviour.md §9 "Fan-out").
  *
  * For the endpoints of the event's account that are enabled and subscribe to its type, it builds
  * the payload once (src/webhooks/payloads.ts) and serialises it once, writes one
@@ -127,19 +127,6 @@ const dispatchStatements = perClient((db: Db): DispatchStatements => {
     }),
   };
 });
-
-/**
- * For each event, whether an enabled endpoint of its account subscribes to its type now: the
- * service enqueues a `dispatch-event` job only for those (createJobEventSink's `subscribed`), so
- * an account without webhooks costs no job per event. The checks of one turn of the event loop
- * share one statement (the dispatch's own endpoint lookup).
- */
-export function subscribedEvents(db: Db): (events: readonly { accountId: number; type: string }[]) => Promise<boolean[]> {
-  return async (events) => (await dispatchStatements(db).endpoints.loadMany(events)).map((ids) => {
-    if (ids instanceof Error) throw ids;
-    return ids.length > 0;
-  });
-}
 
 export interface DispatchDeps {
   db: Db;

@@ -15,6 +15,7 @@ import { parseInput } from '../accounts/api-keys.ts';
 import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import { EVENT_TYPES, type EventType } from '../events/events.ts';
+import { MAX_ITEMS, MAX_LENGTH } from '../limits.ts';
 import type { WebhookEndpoint } from '../generated/prisma/client.ts';
 
 /** Events an endpoint gets when none are given (DocuSeal's default: the form.* events). */
@@ -24,9 +25,6 @@ export const DEFAULT_WEBHOOK_EVENTS: readonly EventType[] = EVENT_TYPES.filter((
 export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
 
 export const SECRET_PREFIX = 'whsec_';
-
-/** Longest accepted endpoint URL, in characters. */
-const MAX_URL_LENGTH = 2048;
 
 /** Headers Signet sets itself, which a custom header may not replace (X-Docuseal-Signature may: as DocuSeal, it then replaces the signature). */
 const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'user-agent', 'connection', 'transfer-encoding', 'te', 'upgrade', 'keep-alive', 'expect', 'trailer']);
@@ -47,11 +45,12 @@ const summarySelect = {
   disabledAt: true,
 } as const;
 
+// Sizes: src/limits.ts (URL, header name and value, the number of events).
 const UrlSchema = z
   .string({ message: 'url is required' })
   .trim()
   .min(1, 'url is required')
-  .max(MAX_URL_LENGTH, `url is longer than ${MAX_URL_LENGTH} characters`)
+  .max(MAX_LENGTH.url)
   .refine((value) => {
     try {
       const url = new URL(value);
@@ -62,7 +61,8 @@ const UrlSchema = z
   }, 'url must be an http or https URL');
 
 const EventsSchema = z
-  .array(z.string(), { message: 'events must be a list of event types' })
+  .array(z.string().max(MAX_LENGTH.filter), { message: 'events must be a list of event types' })
+  .max(MAX_ITEMS.events)
   .transform((events) => [...new Set(events.map((e) => e.trim()))])
   .superRefine((events, ctx) => {
     if (events.length === 0) ctx.addIssue({ code: 'custom', message: 'events must name at least one event type' });
@@ -76,14 +76,14 @@ const HeaderNameSchema = z
   .string()
   .trim()
   .min(1, 'headerName must not be empty')
-  .max(256, 'headerName is too long')
+  .max(MAX_LENGTH.headerName)
   .regex(/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/, 'headerName is not a valid HTTP header name')
   .refine((name) => !RESERVED_HEADERS.has(name.toLowerCase()), 'headerName names a header Signet sets itself');
 
 /** Visible ASCII and spaces/tabs, no line breaks (RFC 9110 field-value). */
 const HeaderValueSchema = z
   .string()
-  .max(4096, 'headerValue is too long')
+  .max(MAX_LENGTH.headerValue)
   .regex(/^[\t\x20-\x7e\x80-\xff]*$/, 'headerValue may not contain line breaks or control characters');
 
 const EndpointFields = z.object({

@@ -19,6 +19,13 @@
  *   every request. A request whose reused socket turns out closed by the receiver (reset before
  *   any answer: the keep-alive race) is sent once more on a new connection.
  * It never throws: every outcome is a WebhookResponse to record as an attempt.
+ *
+ * What the account is told (the attempt's `error`, shown by the API and sendTestWebhook) never
+ * says how the network answered: a destination that is refused, does not resolve, refuses the
+ * connection, times out or fails TLS is one and the same WEBHOOK_REQUEST_FAILED, so that a
+ * webhook URL cannot be used to learn which internal names resolve, to what, or which ports
+ * answer (issue 12 §4). The reason is in `detail`, for the server log only. An HTTP answer is the
+ * receiver's own and is reported (`HTTP 500 Internal Server Error`).
  */
 import dns from 'node:dns';
 import http from 'node:http';
@@ -26,6 +33,9 @@ import https from 'node:https';
 import net from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { isPublicAddress } from '../documents/load-file-input.ts';
+
+/** The account's view of every failure without an HTTP answer (see the module comment). */
+export const WEBHOOK_REQUEST_FAILED = 'Webhook request failed';
 
 /** Bytes of the response body kept on the attempt ("first bytes of the response"). */
 export const RESPONSE_BODY_KEPT_BYTES = 1024;
@@ -65,8 +75,17 @@ export interface WebhookResponse {
   statusCode: number | null;
   /** Milliseconds from the start (resolution included) to the end or the failure. */
   durationMs: number;
-  /** Why it failed (refused destination, timeout, connection error, `HTTP 500 …`), or null on success. */
+  /**
+   * Why it failed as the account may see it: `HTTP 500 …` for an answer, WEBHOOK_REQUEST_FAILED
+   * for anything else (refused destination, resolution, connection, timeout, TLS); null on success.
+   */
   error: string | null;
+  /**
+   * The reason behind WEBHOOK_REQUEST_FAILED (`Refused: <host> resolves to <address>…`, `Connect
+   * timeout…`, `Connection refused`…), for the server log only: never stored on the attempt nor
+   * shown to the account. Absent otherwise.
+   */
+  detail?: string;
   /** The first RESPONSE_BODY_KEPT_BYTES of the body as text, or null when there was none. */
   responseBody: string | null;
 }
@@ -76,6 +95,8 @@ export async function sendWebhookRequest(options: SendWebhookRequestOptions): Pr
   const started = performance.now();
   const done = (result: Omit<WebhookResponse, 'durationMs'>): WebhookResponse => ({ ...result, durationMs: Math.round(performance.now() - started) });
   const failed = (error: string, statusCode: number | null = null, responseBody: string | null = null) => done({ ok: false, statusCode, error, responseBody });
+  /** No answer: the account sees WEBHOOK_REQUEST_FAILED, the log gets why. */
+  const unreached = (detail: string) => ({ ...failed(WEBHOOK_REQUEST_FAILED), detail });
 
   let url: URL;
   try {
@@ -91,10 +112,10 @@ export async function sendWebhookRequest(options: SendWebhookRequestOptions): Pr
   try {
     const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
     const resolved = await resolveHost(host, options.resolve, controller.signal);
-    if (typeof resolved === 'string') return failed(controller.signal.aborted ? connectTimeoutMessage(options.connectTimeoutMs) : resolved);
+    if (typeof resolved === 'string') return unreached(controller.signal.aborted ? connectTimeoutMessage(options.connectTimeoutMs) : resolved);
     const refused = resolved.find((entry) => !isAllowed(host, entry.address, options.policy));
     if (refused) {
-      return failed(
+      return unreached(
         `Refused: ${host} resolves to ${refused.address}, a private, loopback or otherwise non-public address (allow it with WEBHOOK_ALLOWED_HOSTS, or WEBHOOK_ALLOW_PRIVATE for tests)`,
       );
     }
@@ -115,9 +136,9 @@ export async function sendWebhookRequest(options: SendWebhookRequestOptions): Pr
     return done({ ok: true, statusCode: status, error: null, responseBody: text });
   } catch (error) {
     if (controller.signal.aborted) {
-      return failed(phase === 'connect' ? connectTimeoutMessage(options.connectTimeoutMs) : `Response timeout: no complete answer within ${seconds(options.responseTimeoutMs)} of connecting`);
+      return unreached(phase === 'connect' ? connectTimeoutMessage(options.connectTimeoutMs) : `Response timeout: no complete answer within ${seconds(options.responseTimeoutMs)} of connecting`);
     }
-    return failed(connectionFailure(error));
+    return unreached(connectionFailure(error));
   } finally {
     clearTimeout(timer);
   }

@@ -33,6 +33,11 @@ export interface TestApp {
   settleQueries(): Promise<void>;
   /** settleQueries(), then forgets the statements so far. */
   resetQueries(): Promise<void>;
+  /**
+   * Resolves once the outbox is empty: the jobs (and events) recorded so far are in the job
+   * store (agenda.jobs). The relay runs right after each commit, so this is usually at once.
+   */
+  outboxRelayed(timeoutMs?: number): Promise<void>;
   /** Creates an account with a user and an API key. */
   createAccount(overrides?: { name?: string; email?: string; firstName?: string; lastName?: string }): Promise<CreatedAccount>;
   close(): Promise<void>;
@@ -44,6 +49,8 @@ let sequence = 0;
  * Starts the service on 127.0.0.1 on a free port.
  * @param options.env extra configuration variables (e.g. MAX_BODY_SIZE_MB)
  * @param options.databaseUrl use this URL for the service's db instead of the test database (e.g. an unreachable one)
+ * @param options.viaDatabaseUrl the URL the service (its db and job queue) uses for the test database's URL,
+ *   e.g. the same database through a TCP proxy (test/helpers/tcp-proxy.ts); the returned `db` connects directly
  * @param options.storage, options.signer passed to buildApp (default: built from config)
  * DATA_DIR is a new temporary directory, removed by close(), unless options.env sets it.
  * The job queue runs on the test database with fast polling; close() stops it with the app.
@@ -53,6 +60,7 @@ export async function startTestApp(
     env?: Record<string, string>;
     extraRestRoutes?: RestRoute[];
     databaseUrl?: string;
+    viaDatabaseUrl?: (testDatabaseUrl: string) => string;
     storage?: FileStorage;
     signer?: FileUrlSigner;
   } = {},
@@ -60,14 +68,15 @@ export async function startTestApp(
   const database = await createTestDatabase();
   const queries: string[] = [];
   const logs: Record<string, unknown>[] = [];
-  const db = createDb(options.databaseUrl ?? database.url, { onQuery: (sql) => queries.push(sql) });
+  const serviceDatabaseUrl = options.viaDatabaseUrl?.(database.url);
+  const db = createDb(options.databaseUrl ?? serviceDatabaseUrl ?? database.url, { onQuery: (sql) => queries.push(sql) });
   const dataDir = options.env?.DATA_DIR ? undefined : await fs.mkdtemp(path.join(os.tmpdir(), 'signet-test-data-'));
   // Known before listening, so that links the app makes (APP_URL) point at this server.
   const port = await findFreePort();
   const config = loadConfig({
     NODE_ENV: 'test',
     LOG_LEVEL: 'info',
-    DATABASE_URL: database.url,
+    DATABASE_URL: serviceDatabaseUrl ?? database.url,
     DATA_DIR: dataDir,
     APP_URL: `http://127.0.0.1:${port}`,
     ...options.env,
@@ -79,7 +88,7 @@ export async function startTestApp(
     },
   });
   const logger = pino({ level: 'info' }, stream);
-  const jobs = createJobQueue({ connectionString: database.url, logger, processEvery: 50 });
+  const jobs = createJobQueue({ connectionString: serviceDatabaseUrl ?? database.url, logger, processEvery: 50 });
   const app = await buildApp({
     config,
     db,
@@ -90,7 +99,7 @@ export async function startTestApp(
     signer: options.signer,
   });
   const url = await app.start({ port, host: '127.0.0.1' });
-  const setupDb = options.databaseUrl ? createDb(database.url) : db;
+  const setupDb = options.databaseUrl || serviceDatabaseUrl ? createDb(database.url) : db;
   const settleQueries = async () => {
     for (let seen = -1; seen !== queries.length; ) {
       seen = queries.length;
@@ -110,6 +119,15 @@ export async function startTestApp(
     async resetQueries() {
       await settleQueries();
       queries.length = 0;
+    },
+    async outboxRelayed(timeoutMs = 10_000) {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        const [{ n }] = await setupDb.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM outbox`;
+        if (n === 0) return;
+        if (Date.now() > deadline) throw new Error(`outboxRelayed: ${n} outbox rows after ${timeoutMs} ms`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      }
     },
     createAccount: (overrides = {}) => {
       sequence += 1;

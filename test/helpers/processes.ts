@@ -60,12 +60,14 @@ export function buildService(): Promise<void> {
 /**
  * Starts the service as `npm start` does (build, then `node dist/main.mjs`) and waits until
  * /health answers 200 and the banner is out (or it exits).
+ * @param root the project folder to run `dist/main.mjs` from (default: this one, built first);
+ *   another one is a copy of this one with dist/ already in it
  */
-export async function startService(env: Record<string, string | undefined>, timeoutMs = 60_000): Promise<ServiceProcess> {
-  await buildService();
+export async function startService(env: Record<string, string | undefined>, timeoutMs = 60_000, root = ROOT): Promise<ServiceProcess> {
+  if (root === ROOT) await buildService();
   const port = Number(env.PORT ?? (await freePort()));
-  const child = spawn(process.execPath, ['--enable-source-maps', path.join(ROOT, 'dist', 'main.mjs')], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist', 'main.mjs')], {
+    cwd: root,
     env: childEnv({ LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' }),
   });
   let output = '';

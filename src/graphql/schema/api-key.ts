@@ -66,11 +66,12 @@ const RevokeApiKeyPayload = builder.objectRef<{ apiKey: ApiKey }>('RevokeApiKeyP
 builder.mutationField('revokeApiKey', (t) =>
   t.field({
     type: RevokeApiKeyPayload,
-    description: "Revokes one of the account's API keys; requests with it then fail with UNAUTHENTICATED.",
+    description:
+      "Revokes one of the account's API keys: requests with it then fail with UNAUTHENTICATED, and the WebSockets (closed with 4403) and SSE streams opened with it end, on every instance.",
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
-      const revoked = await revokeApiKey(ctx.db, { keyId: input.id, accountId: account.id });
+      const revoked = await revokeApiKey(ctx.db, { keyId: input.id, accountId: account.id, live: ctx.live });
       return { apiKey: await ctx.db.apiKey.findUniqueOrThrow({ where: { id: revoked.id } }) };
     },
   }),

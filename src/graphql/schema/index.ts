@@ -9,6 +9,7 @@ import './api-key.ts';
 import './submission.ts';
 import './signing-form.ts';
 import './submission-queries.ts';
+import './submission-completion.ts';
 import './subscriptions.ts';
 import './template.ts';
 import './template-mutations.ts';

@@ -142,7 +142,7 @@ const SigningFormRef = builder.objectRef<SigningFormView>('SigningForm').impleme
 });
 
 /** The services' dependencies and the signer's request, from the context (no API key involved). */
-const depsOf = (ctx: GraphQLContext): SigningFormDeps => ({ db: ctx.db, files: ctx.files, events: ctx.events, jobs: ctx.jobs });
+const depsOf = (ctx: GraphQLContext): SigningFormDeps => ({ db: ctx.db, files: ctx.files, effects: ctx.effects });
 const requestOf = (ctx: GraphQLContext, slug: string): SignerRequest => ({ slug, ip: ctx.ip, userAgent: ctx.userAgent });
 
 builder.queryField('signingForm', (t) =>

@@ -5,11 +5,11 @@
 import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
 import type { Db } from '../../db/client.ts';
+import { MAX_LENGTH, text } from '../../limits.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
+import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { submissionPageIds } from '../../submissions/list-ids.ts';
-import { enqueueCompletion } from '../../signing/complete-submission.ts';
-import { enqueueRequests, scheduleExpiry, sendNextParties } from '../../submissions/send-requests.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
@@ -106,13 +106,14 @@ const SubmitterListRef = builder.objectRef<ListPage>('SubmitterList').implement(
   }),
 });
 
+/** Filters: at most MAX_LENGTH.filter characters, a folder name MAX_LENGTH.folderName (src/limits.ts). */
 const SubmissionsArgs = PageArgs.extend({
   templateId: z.number().int().optional(),
-  q: z.string().optional(),
-  templateFolder: z.string().optional(),
+  q: text(MAX_LENGTH.filter).optional(),
+  templateFolder: text(MAX_LENGTH.folderName).optional(),
   status: z.enum(['pending', 'completed', 'declined', 'expired'], { error: 'status must be one of pending, completed, declined, expired' }).optional(),
   archived: z.boolean().optional(),
-  slug: z.string().optional(),
+  slug: text(MAX_LENGTH.filter).optional(),
 });
 
 /** Submitters matching `q` on name, email or phone (case-insensitive substring). */
@@ -146,6 +147,8 @@ builder.queryField('submissions', (t) =>
     resolve: async (_root, raw, ctx) => {
       const { account } = requireViewer(ctx);
       const args = parseInput(SubmissionsArgs, withoutNulls(raw));
+      // A filter id names a record like any other: another account's is FORBIDDEN, an unknown one NOT_FOUND (docs/security.md).
+      if (args.templateId !== undefined) await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id });
       const ids = await submissionPageIds(ctx.db, {
         accountId: account.id,
         templateId: args.templateId,
@@ -179,9 +182,9 @@ builder.queryField('submission', (t) =>
 const SubmittersArgs = PageArgs.extend({
   submissionId: z.number().int().optional(),
   templateId: z.number().int().optional(),
-  q: z.string().optional(),
-  externalId: z.string().optional(),
-  slug: z.string().optional(),
+  q: text(MAX_LENGTH.filter).optional(),
+  externalId: text(MAX_LENGTH.filter).optional(),
+  slug: text(MAX_LENGTH.filter).optional(),
   completedAfter: z.date().optional(),
   completedBefore: z.date().optional(),
 });
@@ -205,6 +208,9 @@ builder.queryField('submitters', (t) =>
     resolve: async (_root, raw, ctx) => {
       const { account } = requireViewer(ctx);
       const args = parseInput(SubmittersArgs, withoutNulls(raw));
+      // Filter ids are checked as in `submissions`.
+      if (args.submissionId !== undefined) await findSubmissionForAccount(ctx.db, { id: args.submissionId, accountId: account.id });
+      if (args.templateId !== undefined) await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id });
       const and: Prisma.SubmitterWhereInput[] = [{ accountId: account.id }];
       if (args.submissionId !== undefined) and.push({ submissionId: args.submissionId });
       if (args.templateId !== undefined) and.push({ submission: { templateId: args.templateId } });
@@ -256,14 +262,11 @@ builder.mutationField('updateSubmission', (t) =>
     args: { input: t.arg({ type: UpdateSubmissionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      const updated = await updateSubmission(ctx.db, { accountId: account.id, userId: user.id }, input.id, {
+      await updateSubmission(ctx, { accountId: account.id, userId: user.id }, input.id, {
         ...(input.name !== undefined && input.name !== null ? { name: input.name } : {}),
         ...(input.clearExpireAt ? { expireAt: null } : input.expireAt ? { expireAt: input.expireAt } : {}),
         ...(input.archived !== undefined && input.archived !== null ? { archived: input.archived } : {}),
       });
-      if (input.expireAt) await scheduleExpiry(ctx.jobs, input.id, input.expireAt);
-      // Only when this call archived it (reference §7.7).
-      if (updated.archived) await ctx.events.emit([{ type: 'submission.archived', accountId: account.id, recordId: input.id, at: new Date() }]);
       return { id: input.id };
     },
   }),
@@ -275,9 +278,7 @@ builder.mutationField('archiveSubmission', (t) =>
     args: { input: t.arg({ type: builder.inputType('ArchiveSubmissionInput', { fields: (f) => ({ id: f.int({ required: true }) }) }), required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      await archiveSubmission(ctx.db, { accountId: account.id, userId: user.id }, input.id);
-      // On every call, even when already archived (reference §7.8).
-      await ctx.events.emit([{ type: 'submission.archived', accountId: account.id, recordId: input.id, at: new Date() }]);
+      await archiveSubmission(ctx, { accountId: account.id, userId: user.id }, input.id);
       return { id: input.id };
     },
   }),
@@ -315,7 +316,7 @@ builder.mutationField('updateSubmitter', (t) =>
       const { account, user } = requireViewer(ctx);
       const { id, values, fields, message, ...rest } = withoutNulls(input as Record<string, unknown>) as Record<string, unknown> & { id: number };
       await updateSubmitter(
-        { db: ctx.db, storage: ctx.storage },
+        ctx,
         { accountId: account.id, userId: user.id },
         id,
         {
@@ -325,18 +326,8 @@ builder.mutationField('updateSubmitter', (t) =>
           ...(message ? { message: message as { subject?: string; body?: string } } : {}),
         },
         { allowPrivate: ctx.config.downloadAllowPrivate, maxBytes: ctx.config.downloadMaxBytes, timeoutMs: ctx.config.downloadTimeout },
+        ctx.config.images,
       );
-      // After commit: a completion sends the next party in order; send_email/send_sms true re-sends.
-      const submitter = await ctx.db.submitter.findUniqueOrThrow({ where: { id }, select: { id: true, submissionId: true, preferences: true, email: true, phone: true, completedAt: true } });
-      if (rest.completed === true) {
-        await enqueueCompletion(ctx.jobs, submitter.submissionId, id);
-        await sendNextParties(ctx.db, ctx.jobs, submitter.submissionId);
-      }
-      else if (rest.sendEmail === true || rest.sendSms === true) {
-        const sends = await ctx.db.submissionEvent.count({ where: { submitterId: id, eventType: { in: ['send_email', 'send_sms'] } } });
-        const prefs = { ...((submitter.preferences ?? {}) as Record<string, unknown>), send_email: rest.sendEmail === true, send_sms: rest.sendSms === true };
-        await enqueueRequests(ctx.jobs, [{ ...submitter, preferences: prefs }], sends + 1);
-      }
       return { id };
     },
   }),

@@ -7,10 +7,9 @@ import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { AppError } from '../../errors.ts';
 import { createSubmissions, recordCreated, type SubmissionRequest } from '../../submissions/create-submissions.ts';
-import { enqueueCompletion } from '../../signing/complete-submission.ts';
-import { enqueueRequests, scheduleExpiry } from '../../submissions/send-requests.ts';
 import { buildValues, roleName, submissionStatus, submitterStatus } from '../../submissions/status.ts';
-import { SubmitterInput } from '../../submissions/submitter-input.ts';
+import { checkItems, MAX_ITEMS } from '../../limits.ts';
+import { SubmissionSettingsInput, SubmitterInput } from '../../submissions/submitter-input.ts';
 import { parseFields, parseRoles } from '../../templates/fields.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
@@ -182,8 +181,11 @@ const Order = z.enum(['preserved', 'random'], { error: 'order must be one of pre
 
 type SubmitterGraphQLInput = Record<string, unknown> & { fields?: Record<string, unknown>[] | null; message?: Record<string, unknown> | null };
 
-/** GraphQL's camelCase submitter input as the request shape the service validates (DocuSeal keys). */
-function toSubmitterInput(raw: SubmitterGraphQLInput): z.infer<typeof SubmitterInput> {
+/**
+ * GraphQL's camelCase submitter input as the request shape the service validates (DocuSeal keys).
+ * @param at where it is in the request, for messages ("submitters[0]")
+ */
+function toSubmitterInput(raw: SubmitterGraphQLInput, at: string): z.infer<typeof SubmitterInput> {
   const s = withoutNulls(raw) as Record<string, unknown> & { fields?: Record<string, unknown>[]; message?: Record<string, unknown> };
   return parseInput(
     SubmitterInput,
@@ -220,6 +222,7 @@ function toSubmitterInput(raw: SubmitterGraphQLInput): z.infer<typeof SubmitterI
         });
       }),
     }),
+    { at },
   );
 }
 
@@ -232,19 +235,36 @@ builder.mutationField('createSubmissions', (t) =>
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
       const order = input.order ? parseInput(Order, input.order) : 'preserved';
+      // Sizes (src/limits.ts) before anything else: counts first, then each part.
+      if (input.emailsMode) checkItems(input.submitters, MAX_ITEMS.submissions, 'emails');
+      else checkItems(input.submitters, MAX_ITEMS.submitters, 'submitters');
+      checkItems(input.moreSubmissions, MAX_ITEMS.submissions - 1, 'submissions');
+      parseInput(
+        SubmissionSettingsInput,
+        withoutNulls({
+          completed_redirect_url: input.completedRedirectUrl,
+          bcc_completed: input.bccCompleted,
+          reply_to: input.replyTo,
+          message: input.message ? withoutNulls(input.message) : undefined,
+          name: input.name,
+          variables: input.variables,
+        }),
+      );
       if (input.message && !input.message.body && input.message.subject) throw new AppError('VALIDATION', 'body is required in `message`.');
-      const submitters = input.submitters.map((s) => toSubmitterInput(s as SubmitterGraphQLInput));
+      const submitters = input.submitters.map((s, i) => toSubmitterInput(s as SubmitterGraphQLInput, `${input.emailsMode ? 'emails' : 'submitters'}[${i}]`));
       const submissions: SubmissionRequest[] = input.emailsMode
         ? submitters.map((s) => ({ submitters: [{ ...s, role: undefined, uuid: undefined }], path: 'submitters' }))
         : [
             { submitters, path: 'submitters' },
-            ...(input.moreSubmissions ?? []).map((group, i) => ({
-              submitters: group.submitters.map((s) => toSubmitterInput(s as SubmitterGraphQLInput)),
-              path: `submissions[${i + 1}].submitters`,
-            })),
+            ...(input.moreSubmissions ?? []).map((group, i) => {
+              const path = `submissions[${i + 1}].submitters`;
+              checkItems(group.submitters, MAX_ITEMS.submitters, path);
+              return { submitters: group.submitters.map((s, j) => toSubmitterInput(s as SubmitterGraphQLInput, `${path}[${j}]`)), path };
+            }),
           ];
+      // The requests, expiry, completions and submission.created are written with the submissions.
       const created = await createSubmissions(
-        { db: ctx.db, storage: ctx.storage },
+        ctx,
         {
           accountId: account.id,
           userId: user.id,
@@ -264,19 +284,11 @@ builder.mutationField('createSubmissions', (t) =>
           },
           submissions,
           download: { allowPrivate: ctx.config.downloadAllowPrivate, maxBytes: ctx.config.downloadMaxBytes, timeoutMs: ctx.config.downloadTimeout },
+          images: ctx.config.images,
         },
       );
       // For adapters answering from what was written (the REST create routes).
       recordCreated(ctx, created);
-      // After commit, side by side (the job store writes the jobs enqueued together in one
-      // statement): the requests of who is sent now, the expiry jobs, the documents of parties
-      // created completed (and, if everyone is, the signed set), and submission.created.
-      const at = new Date();
-      await Promise.all([
-        enqueueRequests(ctx.jobs, created.flatMap((c) => c.sendNow)),
-        ...created.flatMap((c) => [scheduleExpiry(ctx.jobs, c.id, c.expireAt), ...c.completedIds.map((submitterId) => enqueueCompletion(ctx.jobs, c.id, submitterId))]),
-        ctx.events.emit(created.map((c) => ({ type: 'submission.created' as const, accountId: account.id, recordId: c.id, at, key: `submission.created:${c.id}` }))),
-      ]);
       return { submissionIds: created.map((c) => c.id) };
     },
   }),

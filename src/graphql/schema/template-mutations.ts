@@ -9,9 +9,9 @@ import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { mergeTemplates } from '../../templates/merge-templates.ts';
 import { prepareChangedDocument, prepareDocxDocuments, prepareHtmlDocuments, preparePdfDocuments } from '../../templates/prepare-documents.ts';
 import { DocumentOperation, updateTemplateDocuments, type PreparedOperation } from '../../templates/update-documents.ts';
-import { saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
+import { checkItems, MAX_ITEMS } from '../../limits.ts';
+import { checkTemplateRequest, saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
 import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/template-actions.ts';
-import type { EventType } from '../../events/events.ts';
 import { builder } from '../builder.ts';
 import { requireViewer, type GraphQLContext } from '../context.ts';
 import { TemplateRef, withoutNulls } from './template.ts';
@@ -126,13 +126,6 @@ function fieldGroups(input: { documents: { fields?: FieldInputShape[] | null }[]
   return groups;
 }
 
-/** Raises template events after commit (reference §6: template.created, .updated, .archived). */
-async function emitTemplateEvents(ctx: GraphQLContext, templateId: number, types: EventType[]): Promise<void> {
-  const { account } = requireViewer(ctx);
-  const at = new Date();
-  await ctx.events.emit(types.map((type) => ({ type, accountId: account.id, recordId: templateId, at })));
-}
-
 async function save(
   ctx: GraphQLContext,
   documents: PreparedDocument[],
@@ -140,8 +133,8 @@ async function save(
   requestFields: RequestFieldGroup[],
 ) {
   const { account, user } = requireViewer(ctx);
-  const { templateId, created } = await saveTemplate(
-    { db: ctx.db, storage: ctx.storage },
+  const { templateId } = await saveTemplate(
+    ctx,
     {
       accountId: account.id,
       userId: user.id,
@@ -154,8 +147,6 @@ async function save(
       requestFields,
     },
   );
-  // An existing template with the external_id had its documents replaced: an update.
-  await emitTemplateEvents(ctx, templateId, [created ? 'template.created' : 'template.updated']);
   return { id: templateId };
 }
 
@@ -166,6 +157,7 @@ builder.mutationField('createTemplateFromPdf', (t) =>
     args: { input: t.arg({ type: CreateFromFileInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
+      checkTemplateRequest(input);
       const documents = await preparePdfDocuments({ config: ctx.config, renderer: ctx.renderer }, input.documents);
       return save(ctx, documents, input, fieldGroups(input));
     },
@@ -179,6 +171,7 @@ builder.mutationField('createTemplateFromDocx', (t) =>
     args: { input: t.arg({ type: CreateFromFileInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
+      checkTemplateRequest(input);
       const documents = await prepareDocxDocuments({ config: ctx.config, renderer: ctx.renderer }, input.documents);
       return save(ctx, documents, input, fieldGroups(input));
     },
@@ -192,6 +185,7 @@ builder.mutationField('createTemplateFromHtml', (t) =>
     args: { input: t.arg({ type: CreateFromHtmlInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
+      checkTemplateRequest(input);
       const name = input.name?.trim() || crypto.randomUUID();
       const documents = await prepareHtmlDocuments(
         { config: ctx.config, renderer: ctx.renderer },
@@ -228,9 +222,8 @@ builder.mutationField('updateTemplate', (t) =>
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
       const { id, ...changes } = input;
-      const updated = await updateTemplate(ctx.db, { accountId: account.id, userId: user.id }, id, withoutNulls(changes));
       // template.updated on every call, even without a change; template.archived when this archived it.
-      await emitTemplateEvents(ctx, id, updated.archived ? ['template.updated', 'template.archived'] : ['template.updated']);
+      await updateTemplate(ctx, { accountId: account.id, userId: user.id }, id, withoutNulls(changes));
       return { id };
     },
   }),
@@ -247,9 +240,8 @@ builder.mutationField('archiveTemplate', (t) =>
     args: { input: t.arg({ type: ArchiveTemplateInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      await archiveTemplate(ctx.db, { accountId: account.id, userId: user.id }, input.id);
+      await archiveTemplate(ctx, { accountId: account.id, userId: user.id }, input.id);
       // On every call, as DocuSeal's DELETE /templates/{id} (reference §6, §8.2).
-      await emitTemplateEvents(ctx, input.id, ['template.archived']);
       return { id: input.id };
     },
   }),
@@ -272,8 +264,7 @@ builder.mutationField('cloneTemplate', (t) =>
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
       const { id, ...options } = input;
-      const cloneId = await cloneTemplate(ctx.db, { accountId: account.id, userId: user.id }, id, withoutNulls(options));
-      await emitTemplateEvents(ctx, cloneId, ['template.created']);
+      const cloneId = await cloneTemplate(ctx, { accountId: account.id, userId: user.id }, id, withoutNulls(options));
       return { id: cloneId };
     },
   }),
@@ -306,18 +297,18 @@ builder.mutationField('updateTemplateDocuments', (t) =>
     args: { input: t.arg({ type: UpdateDocumentsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
+      checkItems(input.documents, MAX_ITEMS.documents, 'documents');
       await findTemplateForAccount(ctx.db, { id: input.id, accountId: account.id });
       const operations: PreparedOperation[] = [];
       for (const [i, raw] of input.documents.entries()) {
-        const op = parseInput(DocumentOperation, withoutNulls(raw));
+        const op = parseInput(DocumentOperation, withoutNulls(raw), { at: `documents[${i}]` });
         operations.push(
           op.remove ? op : { ...op, prepared: await prepareChangedDocument({ config: ctx.config, renderer: ctx.renderer }, op, i) },
         );
       }
-      await updateTemplateDocuments({ db: ctx.db, storage: ctx.storage }, { accountId: account.id, userId: user.id }, input.id, operations, {
+      await updateTemplateDocuments(ctx, { accountId: account.id, userId: user.id }, input.id, operations, {
         merge: input.merge ?? false,
       });
-      await emitTemplateEvents(ctx, input.id, ['template.updated']);
       return { id: input.id };
     },
   }),
@@ -341,8 +332,7 @@ builder.mutationField('mergeTemplates', (t) =>
     args: { input: t.arg({ type: MergeInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      const id = await mergeTemplates(ctx.db, { accountId: account.id, userId: user.id }, withoutNulls(input));
-      await emitTemplateEvents(ctx, id, ['template.created']);
+      const id = await mergeTemplates(ctx, { accountId: account.id, userId: user.id }, withoutNulls(input));
       return { id };
     },
   }),

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { AppError } from '../../errors.ts';
+import { MAX_LENGTH, text } from '../../limits.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { parseFields, parseRoles, parseSchema, type Area, type Field, type Role, type SchemaDocument } from '../../templates/fields.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
@@ -138,12 +139,13 @@ export const TemplateListRef = builder
     }),
   });
 
+/** Filters are at most MAX_LENGTH.filter characters, a folder name MAX_LENGTH.folderName (src/limits.ts). */
 const TemplatesArgs = PageArgs.extend({
-  q: z.string().optional(),
-  externalId: z.string().optional(),
-  folder: z.string().optional(),
+  q: text(MAX_LENGTH.filter).optional(),
+  externalId: text(MAX_LENGTH.filter).optional(),
+  folder: text(MAX_LENGTH.folderName).optional(),
   archived: z.boolean().optional(),
-  slug: z.string().optional(),
+  slug: text(MAX_LENGTH.filter).optional(),
 });
 
 builder.queryField('templates', (t) =>

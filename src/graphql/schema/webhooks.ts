@@ -6,6 +6,7 @@
 import type { GraphQLResolveInfo } from 'graphql';
 import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
+import { MAX_LENGTH, text } from '../../limits.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { idCursorWhere, PageArgs, pageSize } from '../../util/pagination.ts';
 import { findDeliveryForAccount, redeliverWebhook, type DeliveryDeps } from '../../webhooks/deliver-webhook.ts';
@@ -19,6 +20,10 @@ import {
 } from '../../webhooks/endpoints.ts';
 import { createPayloadBuilder } from '../../webhooks/payloads.ts';
 import { sendTestWebhook } from '../../webhooks/send-test-webhook.ts';
+import { AppError } from '../../errors.ts';
+import type { Db } from '../../db/client.ts';
+import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
+import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { builder } from '../builder.ts';
 import { requireViewer, type GraphQLContext } from '../context.ts';
 import { withoutNulls } from './template.ts';
@@ -26,7 +31,7 @@ import { withoutNulls } from './template.ts';
 const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 
 const DeliveryFilter = PageArgs.extend({
-  eventType: z.string().optional(),
+  eventType: text(MAX_LENGTH.filter).optional(),
   status: z.enum(DELIVERY_STATUSES, { error: `status must be one of ${DELIVERY_STATUSES.join(', ')}` }).optional(),
   recordType: z.enum(['Submitter', 'Submission', 'Template'], { error: 'recordType must be one of Submitter, Submission, Template' }).optional(),
   recordId: z.number().int().optional(),
@@ -43,6 +48,31 @@ function deliveryWhere(args: DeliveryFilter): Prisma.WebhookDeliveryWhereInput {
     ...(args.recordId !== undefined ? { recordId: args.recordId } : {}),
     ...(cursor ? { id: cursor } : {}),
   };
+}
+
+/**
+ * The tenant check of the `recordId` filter, as for every id a caller names (docs/security.md):
+ * with `recordType`, that record; without, a record of any type with that id (the account's own
+ * in one type is enough).
+ * @throws AppError FORBIDDEN when the id names only other accounts' records; NOT_FOUND ("<Type> <id> not found", "Record <id> not found") when none
+ */
+async function checkEventRecord(db: Db, options: { recordType?: 'Submitter' | 'Submission' | 'Template'; recordId: number; accountId: number }): Promise<void> {
+  const finders = {
+    Submitter: () => findSubmitterForAccount(db, { id: options.recordId, accountId: options.accountId }),
+    Submission: () => findSubmissionForAccount(db, { id: options.recordId, accountId: options.accountId }),
+    Template: () => findTemplateForAccount(db, { id: options.recordId, accountId: options.accountId }),
+  };
+  if (options.recordType) {
+    await finders[options.recordType]();
+    return;
+  }
+  const outcomes = await Promise.allSettled(Object.values(finders).map((find) => find()));
+  if (outcomes.some((o) => o.status === 'fulfilled')) return;
+  const codes = outcomes.map((o) => (o.status === 'rejected' && o.reason instanceof AppError ? o.reason.code : undefined));
+  if (codes.includes('FORBIDDEN')) throw new AppError('FORBIDDEN');
+  const unexpected = outcomes.find((o) => o.status === 'rejected' && !(o.reason instanceof AppError));
+  if (unexpected) throw (unexpected as PromiseRejectedResult).reason;
+  throw new AppError('NOT_FOUND', `Record ${options.recordId} not found`);
 }
 
 export const WebhookAttemptRef = builder.prismaObject('WebhookAttempt', {
@@ -154,6 +184,7 @@ builder.queryField('webhookDeliveries', (t) =>
       const { endpointId, ...rest } = withoutNulls(raw);
       const filter = parseInput(DeliveryFilter, rest);
       if (endpointId !== undefined) await findWebhookEndpoint(ctx.db, { id: endpointId, accountId: account.id });
+      if (filter.recordId !== undefined) await checkEventRecord(ctx.db, { recordType: filter.recordType, recordId: filter.recordId, accountId: account.id });
       return ctx.db.webhookDelivery.findMany({
         ...query,
         where: { accountId: account.id, ...(endpointId !== undefined ? { endpointId } : {}), ...deliveryWhere(filter) },
@@ -308,7 +339,7 @@ builder.mutationField('redeliverWebhook', (t) =>
     args: { input: t.arg({ type: RedeliverWebhookInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
-      const delivery = await redeliverWebhook({ db: ctx.db, jobs: ctx.jobs }, { deliveryId: input.deliveryId, accountId: account.id });
+      const delivery = await redeliverWebhook(ctx, { deliveryId: input.deliveryId, accountId: account.id });
       return { id: delivery.id };
     },
   }),

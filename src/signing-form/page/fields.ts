@@ -332,7 +332,10 @@ function mountInput(
   }
 }
 
-/** A multiple-choice field without option areas: a button that opens a list of checkboxes. */
+/**
+ * A multiple-choice field without option areas: a button that opens a list of checkboxes. Each
+ * tick is recorded and saved as it is made, so the button shows the choice before Done closes.
+ */
 function mountMultipleChooser(
   host: FieldHost,
   field: SigningFormField,
@@ -357,6 +360,15 @@ function mountMultipleChooser(
       const input = h('input', { type: 'checkbox', value: option.value, checked: current.has(option.value) });
       return { input, row: h('label', { className: 'choice' }, input, ` ${option.value}`) };
     });
+    // Each tick is recorded as it happens (as option-area checkboxes are), not when the dialog's
+    // close event arrives: that event is a task queued after Done, so the summary and the values
+    // would lag the click.
+    const record = () => {
+      host.setValue(field.uuid, boxes.filter((b) => b.input.checked).map((b) => b.input.value), { immediate: true });
+      show();
+      onChange();
+    };
+    for (const { input } of boxes) input.addEventListener('change', record);
     const done = h('button', { type: 'submit', className: 'button primary' }, 'Done');
     const form = h(
       'form',
@@ -368,10 +380,6 @@ function mountMultipleChooser(
     dialog.append(form);
     document.body.append(dialog);
     dialog.addEventListener('close', () => {
-      const chosen = boxes.filter((b) => b.input.checked).map((b) => b.input.value);
-      host.setValue(field.uuid, chosen, { immediate: true });
-      show();
-      onChange();
       dialog.remove();
       button.focus();
     });

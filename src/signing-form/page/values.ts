@@ -3,7 +3,7 @@
  * (the server checks required fields and patterns again), and how a value is shown read-only.
  * Stored shapes follow docuseal-behaviour.md §11.
  */
-import { compileFieldPattern } from '../field-pattern.ts';
+import { compileFieldPattern, type FieldPattern } from '../field-pattern.ts';
 import type { SigningFormField } from './types.ts';
 
 /** E.164: "+", a country code that does not start with 0, at most 15 digits in all (ITU-T E.164). */
@@ -33,10 +33,11 @@ export function isFilled(field: SigningFormField, value: unknown): boolean {
 export const fieldLabel = (field: SigningFormField): string => field.title?.trim() || field.name || field.type;
 
 /**
- * A text field's validation pattern as a RegExp matching the whole value (as the HTML `pattern`
- * attribute does, which DocuSeal's form uses); undefined when there is none or it does not compile.
+ * A text field's validation pattern matching the whole value (as the HTML `pattern` attribute
+ * does, which DocuSeal's form uses), on RE2 as on the server (field-pattern.ts); undefined when
+ * there is none or it cannot be used.
  */
-export function patternOf(field: SigningFormField): RegExp | undefined {
+export function patternOf(field: SigningFormField): FieldPattern | undefined {
   const pattern = field.validation?.pattern;
   if (typeof pattern !== 'string' || pattern === '') return undefined;
   return compileFieldPattern(pattern) ?? undefined;

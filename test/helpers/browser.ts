@@ -1,0 +1,29 @@
+/**
+ * Web-first assertions for the browser tests: `await expectInPage(locator).toHaveText('…')` asks
+ * the page again and again until the condition holds or the timeout runs out, so a test never
+ * reads the page between an action and the page's answer to it.
+ *
+ * Library: Playwright's own `expect` from `@playwright/test` (same version as `playwright-core`,
+ * no browser download; it drives Debian's /usr/bin/chromium through the locators we pass). It is
+ * the reference implementation of these assertions: it retries inside the page on every animation
+ * frame, re-resolves the locator each time, and its failure names the locator, the expected and
+ * the last received value and the call log. Vitest's `expect` stays for plain values; this one is
+ * only for locators and pages (`toHaveText`, `toContainText`, `toHaveValue`, `toHaveCount`,
+ * `toBeVisible`, `toBeHidden`, `toBeChecked`, `toBeDisabled`, `toBeFocused`, `toHaveAttribute`,
+ * `toHaveURL`, … and `.not`).
+ *
+ * Rule: after an action (click, fill, check, key press, navigation), assert on the page through
+ * this, never with `expect(await locator.textContent())`; no fixed sleeps.
+ */
+import { expect as playwrightExpect } from '@playwright/test';
+
+/**
+ * How long a web-first assertion keeps asking, in milliseconds: the page's own default action
+ * timeout in these tests. A browser, a PDF renderer and the completion job share two cores with
+ * other suites, so Playwright's 5 s default is too short for a busy machine; a wait that holds
+ * ends at once, so a longer timeout costs nothing when the test passes.
+ */
+export const PAGE_TIMEOUT_MS = 20_000;
+
+/** Playwright's `expect`, waiting up to PAGE_TIMEOUT_MS (or `{ timeout }` per assertion). */
+export const expectInPage = playwrightExpect.configure({ timeout: PAGE_TIMEOUT_MS });
