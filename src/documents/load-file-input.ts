@@ -112,21 +112,30 @@ export function isPublicAddress(address: string): boolean {
   return parsed.range() === 'unicast';
 }
 
+const BASE64_TEXT = /^[A-Za-z0-9+/_-]*={0,2}$/;
+const BASE64_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/';
+
+/**
+ * Strict base64 (RFC 4648 section 4, or the URL-safe alphabet of section 5; padding optional,
+ * whitespace ignored): one regular-expression scan and one decode, no copy of the text unless it
+ * holds whitespace (an upload is megabytes; bench/abuse.ts measures this under load).
+ * @throws AppError VALIDATION naming `options.field`: empty, not base64, or over `maxBytes`
+ */
 function decodeBase64(text: string, options: LoadFileInputOptions): Buffer {
-  const compact = text.replace(/\s+/g, '');
+  const plain = BASE64_TEXT.test(text);
+  const compact = plain ? text : text.replace(/\s+/g, '');
   if (compact === '') throw invalid(options.field, 'is required');
-  const unpadded = compact.replace(/={1,2}$/, '');
-  const padded = unpadded.length !== compact.length;
-  if (!/^[A-Za-z0-9+/_-]+$/.test(unpadded) || unpadded.length % 4 === 1 || (padded && compact.length % 4 !== 0)) {
-    throw invalid(options.field, 'is not valid base64 or an http(s) URL');
-  }
-  if (Math.floor((unpadded.length * 3) / 4) > options.maxBytes) throw invalid(options.field, `is larger than ${formatBytes(options.maxBytes)}`);
-  const bytes = Buffer.from(unpadded, 'base64');
-  // Node skips characters it cannot place; the round trip catches that and non-zero spare bits.
-  if (bytes.toString('base64').replace(/=+$/, '') !== unpadded.replace(/-/g, '+').replace(/_/g, '/')) {
-    throw invalid(options.field, 'is not valid base64 or an http(s) URL');
-  }
-  return bytes;
+  const notBase64 = () => invalid(options.field, 'is not valid base64 or an http(s) URL');
+  if (!plain && !BASE64_TEXT.test(compact)) throw notBase64();
+  const padding = compact.endsWith('==') ? 2 : compact.endsWith('=') ? 1 : 0;
+  const length = compact.length - padding;
+  if (length === 0 || length % 4 === 1 || (padding > 0 && compact.length % 4 !== 0)) throw notBase64();
+  // The last character's spare bits must be zero (RFC 4648 section 3.5): 4 of them after 2
+  // characters of a group, 2 after 3. Node would silently drop them.
+  const last = BASE64_ALPHABET.indexOf(compact[length - 1].replace('-', '+').replace('_', '/'));
+  if ((length % 4 === 2 && (last & 0xf) !== 0) || (length % 4 === 3 && (last & 0x3) !== 0)) throw notBase64();
+  if (Math.floor((length * 3) / 4) > options.maxBytes) throw invalid(options.field, `is larger than ${formatBytes(options.maxBytes)}`);
+  return Buffer.from(compact, 'base64');
 }
 
 async function download(value: string, options: LoadFileInputOptions): Promise<LoadedFile> {
