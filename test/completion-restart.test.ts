@@ -22,7 +22,7 @@ import { createJobQueue, type JobQueue } from '../src/jobs/job-queue.ts';
 import { rest } from './helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
-import { freePort, startService, type ServiceProcess } from './helpers/processes.ts';
+import { freePort, startService, testServiceEnv, type ServiceProcess } from './helpers/processes.ts';
 import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
 let database: TestDatabase;
@@ -91,13 +91,7 @@ async function waitFor<T>(what: string, check: () => Promise<T | undefined | fal
 async function startSignet(pause?: string): Promise<ServiceProcess> {
   const port = await freePort();
   const service = await startService({
-    NODE_ENV: 'test',
-    DATABASE_URL: database.url,
-    DATA_DIR: path.join(tmp, 'data'),
-    PORT: String(port),
-    APP_URL: `http://127.0.0.1:${port}`,
-    CREATE_DEV_ACCOUNT: 'false',
-    LOG_LEVEL: 'warn',
+    ...testServiceEnv({ databaseUrl: database.url, dataDir: path.join(tmp, 'data'), port }),
     // A killed instance's jobs run again after 10 s instead of 10 minutes. Not shorter: the lock
     // is renewed by a timer, which cannot fire while PDF work holds the event loop (seconds on a
     // loaded machine), and a lock that lapses meanwhile lets the job start a second time, which

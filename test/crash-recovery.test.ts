@@ -28,7 +28,7 @@ import { createWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { rest } from './helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
-import { freePort, startService, type ServiceProcess } from './helpers/processes.ts';
+import { freePort, startService, testServiceEnv, type ServiceProcess } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
 
@@ -73,14 +73,8 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** The service on the shared database, DATA_DIR and port, as `npm start` runs it. */
 async function startSignet(): Promise<ServiceProcess> {
   const service = await startService({
-    NODE_ENV: 'test',
-    DATABASE_URL: database.url,
-    DATA_DIR: path.join(tmp, 'data'),
-    PORT: String(port),
-    APP_URL: `http://127.0.0.1:${port}`,
+    ...testServiceEnv({ databaseUrl: database.url, dataDir: path.join(tmp, 'data'), port }),
     SECRET_KEY_BASE: 'crash-test-secret-key-base-0123456789abcdef',
-    CREATE_DEV_ACCOUNT: 'false',
-    LOG_LEVEL: 'warn',
     SMTP_URL: smtp.url,
     MAIL_FROM,
     // A send that failed because the process died is retried soon (the schedule is not under test).

@@ -27,7 +27,7 @@ import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
-import { freePort, startService } from './helpers/processes.ts';
+import { freePort, startService, testServiceEnv } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { signatureMatches, startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
 
@@ -834,15 +834,7 @@ describe('what the page loads', () => {
 
   it('the bundled service (npm start) serves the page, its script, pdf.js and the font', async () => {
     const port = await freePort();
-    const service = await startService({
-      NODE_ENV: 'test',
-      DATABASE_URL: t.database.url,
-      DATA_DIR: t.config.dataDir,
-      PORT: String(port),
-      APP_URL: `http://127.0.0.1:${port}`,
-      CREATE_DEV_ACCOUNT: 'false',
-      LOG_LEVEL: 'warn',
-    });
+    const service = await startService(testServiceEnv({ databaseUrl: t.database.url, dataDir: t.config.dataDir, port }));
     try {
       const submitter = await createSubmission(templateId);
       const link = `${service.url}/s/${submitter.slug}`;

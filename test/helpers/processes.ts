@@ -58,6 +58,22 @@ export function buildService(): Promise<void> {
 }
 
 /**
+ * The environment of a service a test starts on its own database and DATA_DIR (NODE_ENV test, no
+ * development account, warnings only, APP_URL on `port`); a test adds what it checks.
+ */
+export function testServiceEnv(options: { databaseUrl: string; dataDir: string; port: number }): Record<string, string> {
+  return {
+    NODE_ENV: 'test',
+    DATABASE_URL: options.databaseUrl,
+    DATA_DIR: options.dataDir,
+    PORT: String(options.port),
+    APP_URL: `http://127.0.0.1:${options.port}`,
+    CREATE_DEV_ACCOUNT: 'false',
+    LOG_LEVEL: 'warn',
+  };
+}
+
+/**
  * Starts the service as `npm start` does (build, then `node dist/main.mjs`) and waits until
  * /health answers 200 and the banner is out (or it exits).
  * @param root the project folder to run `dist/main.mjs` from (default: this one, built first);
