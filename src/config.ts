@@ -56,7 +56,12 @@ const EnvSchema = z.object({
   GRAPHQL_ANONYMOUS_MAX_RESPONSE_MB: z.coerce.number().positive().max(1024).default(2),
   /** Seconds SIGTERM waits for in-flight requests before closing anyway. */
   SHUTDOWN_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(10),
-  /** Create a development account and print its API key on the first start (empty database). */
+  /**
+   * Create a development account and print its API key on the first start (empty database).
+   * Default (devAccountByDefault): on, except in production on an external database
+   * (NODE_ENV=production with DATABASE_URL, as docker-compose.yml), where a key in the logs
+   * would be a working credential; there only CREATE_DEV_ACCOUNT=true creates it.
+   */
   CREATE_DEV_ACCOUNT: boolFromEnv.optional(),
   /** Signs file URLs. Set the same value on every instance; otherwise one is generated under DATA_DIR. */
   SECRET_KEY_BASE: z.string().min(32).optional(),
@@ -260,6 +265,17 @@ export interface GraphQLLimits {
   maxResponseBytes: number;
 }
 
+/**
+ * Whether the first start creates the development account when CREATE_DEV_ACCOUNT is unset: yes
+ * with the embedded database (no DATABASE_URL: one machine, the README quick start, which `npm
+ * start` runs with NODE_ENV=production and must still hand out a key offline) and outside
+ * production; no for NODE_ENV=production with DATABASE_URL (a deploy such as docker-compose.yml),
+ * which must not print a working key into its logs unless asked for.
+ */
+function devAccountByDefault(e: Pick<Env, 'NODE_ENV' | 'DATABASE_URL'>): boolean {
+  return e.NODE_ENV !== 'production' || e.DATABASE_URL === undefined;
+}
+
 /** Thrown when an environment variable has a value the service cannot use. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -296,7 +312,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphiql: e.GRAPHIQL ?? e.NODE_ENV !== 'production',
     graphql: { introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production', limits: graphqlLimits },
     shutdownTimeout: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
-    createDevAccount: e.CREATE_DEV_ACCOUNT ?? true,
+    createDevAccount: e.CREATE_DEV_ACCOUNT ?? devAccountByDefault(e),
     secretKeyBase: e.SECRET_KEY_BASE,
     fileUrlTtl: e.FILE_URLS_EXPIRE_MINUTES * 60_000,
     downloadAllowPrivate: e.DOWNLOAD_ALLOW_PRIVATE ?? false,

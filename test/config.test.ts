@@ -24,6 +24,17 @@ describe('loadConfig', () => {
     expect(config).toMatchObject({ port: 8080, appUrl: 'https://sign.example.com', databaseUrl: undefined, graphiql: false, maxBodySize: 5 * 1024 * 1024 });
   });
 
+  it('creates the development account by default, except in production on an external database', () => {
+    // The README quick start: `npm start` (NODE_ENV=production) on the embedded database.
+    expect(loadConfig({ NODE_ENV: 'production' }).createDevAccount).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'development', DATABASE_URL: 'postgresql://localhost/signet' }).createDevAccount).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'postgresql://localhost/signet' }).createDevAccount).toBe(true);
+    // A deploy (docker-compose.yml): no key in the logs unless asked for.
+    expect(loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgresql://db/signet' }).createDevAccount).toBe(false);
+    expect(loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgresql://db/signet', CREATE_DEV_ACCOUNT: 'true' }).createDevAccount).toBe(true);
+    expect(loadConfig({ NODE_ENV: 'production', CREATE_DEV_ACCOUNT: 'false' }).createDevAccount).toBe(false);
+  });
+
   it('names every invalid variable', () => {
     expect(() => loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud' })).toThrow(ConfigError);
     expect(() => loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud' })).toThrow(/PORT.*LOG_LEVEL|LOG_LEVEL.*PORT/);

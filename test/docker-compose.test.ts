@@ -96,6 +96,11 @@ describe('docker-compose.yml', () => {
     for (const entry of signet!.ports!) expect(containerPort(entry)).toBe(config.port);
   });
 
+  it('creates no development account, so no working key lands in the logs, and says how to make one', () => {
+    expect(loadConfig(environmentOf(signet!)).createDevAccount).toBe(false);
+    expect(read('docker-compose.yml')).toContain('docker compose exec signet npx signet account create');
+  });
+
   it('keeps DATA_DIR on a named volume', () => {
     const env = environmentOf(signet!);
     const mount = signet!.volumes?.find((v) => (typeof v === 'string' ? v.split(':')[1] : v.target) === env.DATA_DIR);
