@@ -1,8 +1,8 @@
 /**
- * GraphQL over HTTP (graphql-yoga: POST/GET, GraphiQL, SSE) and over WebSocket (graphql-ws),
- * sharing one envelope so plugins, limits (src/graphql/limits.ts) and context are the same on
- * both. The caller's context is built before the document is parsed, because the limits depend on
- * whether the caller has a valid API key.
+ * GraphQL over HTTP (graphql-yoga: POST/GET, GraphiQL with its assets served by Signet, SSE) and
+ * over WebSocket (graphql-ws), sharing one envelope so plugins, limits (src/graphql/limits.ts)
+ * and context are the same on both. The caller's context is built before the document is parsed,
+ * because the limits depend on whether the caller has a valid API key.
  */
 import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
@@ -19,6 +19,7 @@ import { useSharedSubscriptionResults } from './shared-subscription-results.ts';
 import type { CredentialSessions } from '../accounts/credential-sessions.ts';
 import { trackWebSocket, useCredentialRevocation } from './connections.ts';
 import { useGraphQLLimits } from './limits.ts';
+import { renderOfflineGraphiQL } from './graphiql.ts';
 
 export interface GraphQLServer {
   yoga: YogaServerInstance<YogaServerContext, GraphQLContext>;
@@ -72,6 +73,8 @@ export function createGraphQLServer(options: {
     schema: options.schema,
     graphqlEndpoint: GRAPHQL_PATH,
     graphiql: options.graphiql ? { title: 'Signet GraphQL', subscriptionsProtocol: 'WS' } : false,
+    // GraphiQL's assets come from Signet, not a CDN: it works offline (src/graphql/graphiql.ts).
+    renderGraphiQL: renderOfflineGraphiQL,
     landingPage: false,
     // CORS is src/http/cors.ts's (an allow-list); Yoga's default would echo any origin with credentials.
     cors: false,
