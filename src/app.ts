@@ -1,7 +1,7 @@
 /**
  * Assembles the HTTP service: Fastify hosting GraphQL (Yoga + graphql-ws on /graphql), the
- * DocuSeal REST gateway (/api) and /health. Returns `{ fastify, start, stop }`; src/main.ts
- * only starts it.
+ * DocuSeal REST gateway (/api), /health and `GET /` (the service, its version and links).
+ * Returns `{ fastify, start, stop }`; src/main.ts only starts it.
  */
 import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
@@ -13,6 +13,7 @@ import { createContextFactory } from './graphql/context.ts';
 import { schema } from './graphql/schema/index.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './graphql/server.ts';
 import { registerHealthRoute } from './http/health.ts';
+import { registerServiceIndexRoute } from './http/service-index.ts';
 import { registerErrorHandler } from './http/errors.ts';
 import { registerCors } from './http/cors.ts';
 import { registerFileRoutes } from './documents/file-routes.ts';
@@ -159,6 +160,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // Errors of the routes below that the REST gateway and GraphQL do not map themselves.
   registerErrorHandler(fastify);
   registerHealthRoute(fastify, db);
+  registerServiceIndexRoute(fastify, { graphiql: config.graphiql });
   registerFileRoutes(fastify, { db, storage, signer });
   registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize });
   // The signing form's multipart uploads (no API key), beside the JSON gateway.

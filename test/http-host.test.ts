@@ -1,11 +1,15 @@
 /**
- * The HTTP host: GraphiQL in development only, masked unexpected GraphQL errors, graceful stop.
+ * The HTTP host: GraphiQL in development only, `GET /` naming the service and its links, masked
+ * unexpected GraphQL errors, graceful stop.
  */
+import fs from 'node:fs';
+import path from 'node:path';
 import { freePort as closedPort } from './helpers/processes.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { RestRoute } from '../rest-compat/gateway.ts';
 import { AppError } from '../src/errors.ts';
 import { createMaskError } from '../src/graphql/errors.ts';
+import { PROJECT_ROOT } from '../src/paths.ts';
 import { GraphQLError } from 'graphql';
 import { graphql, startTestApp, type TestApp } from './helpers/app.ts';
 
@@ -126,6 +130,50 @@ describe('GraphQL over SSE', () => {
     const data = /^data: (.+)$/m.exec(text)?.[1];
     expect(JSON.parse(data!)).toEqual({ data: { viewer: { user: { email: 'sse@example.test' } } } });
     expect(text).toContain('event: complete');
+  });
+});
+
+describe('GET /', () => {
+  const version = (JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+
+  it('names the service and its version, and links to /graphql, /api, /health and the docs', async () => {
+    const dev = await startTestApp({ env: { NODE_ENV: 'development' } });
+    const prod = await startTestApp({ env: { NODE_ENV: 'production' } });
+    apps.push(dev, prod);
+    const response = await fetch(`${dev.url}/`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^application\/json/);
+    const index = (await response.json()) as any;
+    expect(index).toMatchObject({
+      service: 'Signet',
+      version,
+      links: { graphql: '/graphql', graphiql: '/graphql', api: '/api', health: '/health' },
+      docs: { readme: 'README.md', pages: 'docs/', graphqlSchema: 'schema.graphql' },
+    });
+    // The docs are paths in Signet's repository: each exists.
+    for (const doc of Object.values(index.docs as Record<string, string>)) expect(fs.existsSync(path.join(PROJECT_ROOT, doc)), doc).toBe(true);
+    // Every link answers (GraphiQL to a browser; /api is the REST API's base, its routes below it).
+    expect((await fetch(`${dev.url}/health`)).status).toBe(200);
+    expect((await fetch(`${dev.url}/graphql`, { headers: { accept: 'text/html' } })).status).toBe(200);
+
+    // In production GraphiQL is off: no link to it.
+    const inProduction = (await (await fetch(`${prod.url}/`)).json()) as any;
+    expect(inProduction.version).toBe(version);
+    expect(inProduction.links).toEqual({ graphql: '/graphql', api: '/api', health: '/health' });
+  });
+
+  it('is a small page with the same links for a browser (Accept: text/html first)', async () => {
+    const t = await startTestApp({ env: { NODE_ENV: 'development' } });
+    apps.push(t);
+    const response = await fetch(`${t.url}/`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await response.text();
+    expect(html).toContain(`Signet ${version}`);
+    for (const href of ['/graphql', '/health']) expect(html).toContain(`href="${href}"`);
+    expect(html).toContain('<code>/api</code>');
+    // curl's */* and an API client's application/json get the JSON.
+    expect((await fetch(`${t.url}/`, { headers: { accept: '*/*' } })).headers.get('content-type')).toMatch(/^application\/json/);
   });
 });
 

@@ -24,8 +24,8 @@ export function registerErrorHandler(app: FastifyInstance): void {
   });
 }
 
-/** A browser navigating to a page (the signing form) asks for HTML first. */
-function wantsHtml(request: FastifyRequest): boolean {
+/** A browser navigating to a page (the signing form, `GET /`) asks for HTML first. */
+export function wantsHtml(request: FastifyRequest): boolean {
   const accept = request.headers.accept ?? '';
   return request.method === 'GET' && /^\s*text\/html\b/.test(accept);
 }
