@@ -8,6 +8,7 @@
  */
 import fs from 'node:fs';
 import path from 'node:path';
+import { buildSchema, isEnumType, isObjectType, parse, print, validate } from 'graphql';
 import { describe, expect, it } from 'vitest';
 import { USAGE } from '../src/cli/main.ts';
 import { fencedBlocks, withoutFences } from './helpers/markdown.ts';
@@ -121,6 +122,52 @@ function checkSignetCommand(words: string[], commands: Map<string, string>): str
   return undefined;
 }
 
+const SCHEMA = buildSchema(fs.readFileSync(path.join(ROOT, 'schema.graphql'), 'utf8'));
+
+/**
+ * The GraphQL a page quotes (```graphql blocks, and the queries its curl and JavaScript examples
+ * send: `"query": "…"`, `query: '…'`) checked against schema.graphql: operations must validate;
+ * an excerpt of the schema (type and enum definitions) must name the schema's types, fields (with
+ * their types) and values.
+ */
+function graphqlProblems(doc: string, markdown: string): { operations: number; wrong: string[] } {
+  const wrong: string[] = [];
+  let operations = 0;
+  const sources = fencedBlocks(markdown).filter((b) => b.info === 'graphql').map((b) => b.body);
+  for (const match of markdown.matchAll(/"query":\s*"((?:[^"\\]|\\.)*)"|\bquery:\s*'([^']*)'/g)) {
+    sources.push(match[1] !== undefined ? JSON.parse(`"${match[1]}"`) : match[2]!);
+  }
+  for (const source of sources) {
+    const document = parse(source);
+    if (document.definitions.every((d) => d.kind === 'OperationDefinition' || d.kind === 'FragmentDefinition')) {
+      operations++;
+      for (const error of validate(SCHEMA, document)) wrong.push(`${doc}: ${error.message}`);
+      continue;
+    }
+    for (const definition of document.definitions) {
+      if (definition.kind !== 'ObjectTypeDefinition' && definition.kind !== 'EnumTypeDefinition') continue;
+      const name = definition.name.value;
+      const actual = SCHEMA.getType(name);
+      if (definition.kind === 'ObjectTypeDefinition') {
+        const fields = isObjectType(actual) ? actual.getFields() : undefined;
+        if (!fields) wrong.push(`${doc}: type ${name} is not in schema.graphql`);
+        for (const field of fields ? (definition.fields ?? []) : []) {
+          const real = fields![field.name.value];
+          if (!real) wrong.push(`${doc}: ${name}.${field.name.value} is not in schema.graphql`);
+          else if (String(real.type) !== print(field.type)) wrong.push(`${doc}: ${name}.${field.name.value} is ${real.type}, not ${print(field.type)}`);
+        }
+      } else {
+        const values = isEnumType(actual) ? actual.getValues().map((v) => v.name) : undefined;
+        if (!values) wrong.push(`${doc}: enum ${name} is not in schema.graphql`);
+        for (const value of values ? (definition.values ?? []) : []) {
+          if (!values!.includes(value.name.value)) wrong.push(`${doc}: ${name}.${value.name.value} is not in schema.graphql`);
+        }
+      }
+    }
+  }
+  return { operations, wrong };
+}
+
 describe('docs', () => {
   it('links only to files and headings that exist in the repository', () => {
     const broken: string[] = [];
@@ -176,7 +223,8 @@ describe('docs', () => {
     let quoted = 0;
     for (const doc of DOCS) {
       for (const code of quotedCode(fs.readFileSync(path.join(ROOT, doc), 'utf8'))) {
-        for (const match of code.matchAll(/\bnpm run ([\w:.-]+)/g)) {
+        for (const match of code.matchAll(/\bnpm run ([\w:.-]+)(\*?)/g)) {
+          if (match[2]) continue; // `npm run bench:*`: a family, not a script
           quoted++;
           if (!scripts.includes(match[1]!)) unknown.push(`${doc}: npm run ${match[1]}`);
         }
@@ -209,6 +257,18 @@ describe('docs', () => {
     expect(wrong).toEqual([]);
   });
 
+  it('quotes GraphQL that schema.graphql answers: operations valid, excerpts of the schema true', () => {
+    const wrong: string[] = [];
+    let operations = 0;
+    for (const doc of DOCS) {
+      const found = graphqlProblems(doc, fs.readFileSync(path.join(ROOT, doc), 'utf8'));
+      operations += found.operations;
+      wrong.push(...found.wrong);
+    }
+    expect(operations).toBeGreaterThan(5);
+    expect(wrong).toEqual([]);
+  });
+
   it('finds a broken link, a missing anchor and an unknown command when there is one', () => {
     // The checks above pass only if they can fail: each helper against a known bad case.
     expect(checkLink('README.md', 'docs/nowhere.md')).toMatch(/does not exist/);
@@ -221,5 +281,12 @@ describe('docs', () => {
     expect(checkSignetCommand(['api-key', 'create', '--user-id', '1'], commands)).toBeUndefined();
     expect(checkSignetCommand(['api-key', 'create', '--account-id', '1'], commands)).toMatch(/takes no --account-id/);
     expect(checkSignetCommand(['template', 'list'], commands)).toMatch(/no command/);
+    const bad = '```graphql\n{ viewer { nickname } }\n```\n```graphql\ntype SigningForm { slug: Int! }\nenum SigningFormState { OPEN, PAUSED }\n```\n';
+    expect(graphqlProblems('x.md', `${bad}curl -d '{"query": "{ templatez { id } }"}'`).wrong).toEqual([
+      expect.stringMatching(/Cannot query field "nickname"/),
+      expect.stringMatching(/SigningForm.slug is String!, not Int!/),
+      expect.stringMatching(/SigningFormState.PAUSED is not in schema/),
+      expect.stringMatching(/Cannot query field "templatez"/),
+    ]);
   });
 });
