@@ -62,6 +62,8 @@ const CPU_PROFILE = process.env.BENCH_CPU_PROFILE === '1';
 const ASYNC_COMMIT = process.env.BENCH_ASYNC_COMMIT === '1';
 const STATEMENTS = process.env.BENCH_STATEMENTS === '1';
 const SIGNET_ENV = { LOG_LEVEL: 'warn', NODE_ENV: 'production', CREATE_DEV_ACCOUNT: 'false', WEBHOOK_ALLOW_PRIVATE: 'true' } as const;
+/** Endpoints on the loopback receiver are added as the service allows them (WEBHOOK_ALLOW_PRIVATE above). */
+const LOOPBACK_ALLOWED = { policy: { allowPrivate: true, allowedHosts: [] }, timeoutMs: 2000 };
 const FIXTURE = path.resolve(REPO_ROOT, '..', 'shared', 'fixtures', 'pdf', 'documenso-letter-size.pdf');
 /** How long the deliveries of a phase may take to arrive before the run counts them as lost. */
 const ARRIVAL_TIMEOUT_MS = 120_000;
@@ -200,7 +202,7 @@ async function main(): Promise<void> {
   const account = await db.user.findFirstOrThrow({ where: { email: database.user.email }, select: { accountId: true } });
   const secrets = new Map<string, string>();
   for (let i = 0; i < ENDPOINTS; i += 1) {
-    const { secret } = await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/hook/${i}`, events: ['template.updated'] });
+    const { secret } = await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/hook/${i}`, events: ['template.updated'], destination: LOOPBACK_ALLOWED });
     secrets.set(`/hook/${i}`, secret);
   }
   print(`Signet ${signetUrl}; ${ENDPOINTS} endpoints on ${receiver.url}; template ${template.id}`);

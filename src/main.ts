@@ -6,7 +6,7 @@
  * embedded PostgreSQL).
  */
 import pino from 'pino';
-import { ensureDevelopmentAccount } from './accounts/development-account.ts';
+import { DEVELOPMENT_ACCOUNT, ensureDevelopmentAccount, findDevelopmentUser } from './accounts/development-account.ts';
 import { buildApp } from './app.ts';
 import { ConfigError, loadConfig } from './config.ts';
 import { createDb } from './db/client.ts';
@@ -28,6 +28,8 @@ async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger,
   cleanups.push({ name: 'database client', run: () => db.$disconnect() });
   // Before listening, so that the key printed below works from the first request.
   const dev = config.createDevAccount ? await ensureDevelopmentAccount(db) : null;
+  // A restart: the key was printed on the first start only; say how to replace a lost one.
+  const existingDev = config.createDevAccount && !dev ? await findDevelopmentUser(db) : null;
 
   const jobs = createJobQueue({ connectionString: database.url, mongodbUrl: config.jobsMongodbUrl, logger, lockLifetimeMs: config.jobsLockLifetime });
   const app = await buildApp({ config, db, logger, jobs });
@@ -49,8 +51,24 @@ async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger,
       `  curl -H "X-Auth-Token: ${dev.apiKey}" ${publicUrl}/api/user`,
       '',
     );
+  } else if (existingDev) {
+    lines.push(
+      '',
+      `The development account (${DEVELOPMENT_ACCOUNT.email}, user ${existingDev.userId}) exists; its API key was shown on the first start only.`,
+      'Lost it? Make a new key (from this folder, with the environment of the service: DATABASE_URL, DATA_DIR):',
+      '',
+      `  ${lostKeyCommand(existingDev.userId)}`,
+      '',
+      '(`npx signet user list` lists the users, `npx signet api-key list --account-id N` their keys.)',
+      '',
+    );
   }
   process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+/** The exact command that makes a new API key for `userId` (the CLI, as README "API keys" runs it). */
+function lostKeyCommand(userId: number): string {
+  return `npx signet api-key create --user-id ${userId}`;
 }
 
 function main(): void {

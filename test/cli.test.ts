@@ -138,3 +138,104 @@ describe('signet api-key', () => {
     expect(missingKey.stderr).toContain('API key 99999 not found');
   });
 });
+
+describe('signet account list, signet user list', () => {
+  it('print every account and user as one JSON array, archived ones marked, never a key', async () => {
+    const created = jsonLine((await runSignet(['account', 'create', '--name', 'Beta', '--email', 'owner@beta.test', '--first-name', 'Bea'], env)).stdout);
+    await db.account.update({ where: { id: created.accountId }, data: { archivedAt: new Date('2026-11-20T10:00:00.000Z') } });
+    await db.user.update({ where: { id: created.userId }, data: { archivedAt: new Date('2026-11-20T10:00:00.000Z') } });
+
+    const accounts = await runSignet(['account', 'list'], env);
+    expect(accounts.code, accounts.stderr).toBe(0);
+    const listedAccounts = jsonLine(accounts.stdout);
+    const stored = await db.account.findMany({ orderBy: { id: 'asc' }, include: { _count: { select: { users: true } } } });
+    expect(listedAccounts).toEqual(
+      stored.map((a) => ({ id: a.id, name: a.name, testing: a.testing, createdAt: a.createdAt.toISOString(), archivedAt: a.archivedAt?.toISOString() ?? null, userCount: a._count.users })),
+    );
+    expect(listedAccounts.find((a: { id: number }) => a.id === created.accountId)).toMatchObject({ name: 'Beta', archivedAt: '2026-11-20T10:00:00.000Z', userCount: 1 });
+
+    const users = await runSignet(['user', 'list'], env);
+    expect(users.code, users.stderr).toBe(0);
+    const listedUsers = jsonLine(users.stdout);
+    expect(listedUsers.map((u: { id: number }) => u.id)).toEqual((await db.user.findMany({ orderBy: { id: 'asc' } })).map((u) => u.id));
+    expect(listedUsers.find((u: { id: number }) => u.id === created.userId)).toEqual({
+      id: created.userId,
+      accountId: created.accountId,
+      email: 'owner@beta.test',
+      firstName: 'Bea',
+      lastName: null,
+      role: 'admin',
+      createdAt: expect.stringMatching(/^\d{4}-\d\d-\d\dT.*Z$/),
+      archivedAt: '2026-11-20T10:00:00.000Z',
+    });
+
+    const ofAcme = await runSignet(['user', 'list', '--account-id', String(listedAccounts[0].id)], env);
+    expect(jsonLine(ofAcme.stdout).map((u: { email: string }) => u.email)).toEqual(['owner@acme.test']);
+    expect(jsonLine((await runSignet(['user', 'list', '--account-id', '99999'], env)).stdout)).toEqual([]);
+
+    // No secret of any kind: neither a token nor a stored hash.
+    const hashes = (await db.apiKey.findMany()).map((k) => k.tokenHash);
+    for (const output of [accounts.stdout, users.stdout]) {
+      expect(output).not.toMatch(/sgt_|hash|secret/i);
+      for (const hash of hashes) expect(output).not.toContain(hash);
+    }
+  });
+
+  it('exit 2 on bad arguments', async () => {
+    for (const [args, message] of [
+      [['user', 'list', '--account-id', 'x'], /--account-id must be a positive integer/],
+      [['account', 'list', 'extra'], /Unexpected argument "extra"/],
+      [['user', 'list', '--email', 'a@b.test'], /Unknown option '--email'/],
+    ] as const) {
+      const result = await runSignet([...args], env);
+      expect(result.code, args.join(' ')).toBe(2);
+      expect(result.stdout).toBe('');
+      expect(result.stderr).toMatch(message);
+      expect(result.stderr).toContain('Usage: signet');
+    }
+  });
+});
+
+describe('signet help', () => {
+  // A database that does not exist: help must not need one.
+  const nowhere = { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/nowhere' };
+
+  it('<command> --help, -h and `help <command>` print that command\'s usage on stdout and exit 0', async () => {
+    const cases: [string[], string, string[]][] = [
+      [['api-key', '--help'], 'Usage: signet api-key <create|revoke|list> [options]', ['api-key create --user-id N', 'api-key revoke --key-id N', 'api-key list --account-id N']],
+      [['api-key', '-h'], 'Usage: signet api-key <create|revoke|list> [options]', ['api-key create --user-id N']],
+      [['help', 'api-key'], 'Usage: signet api-key <create|revoke|list> [options]', ['api-key revoke --key-id N']],
+      [['api-key', 'create', '--help'], 'Usage: signet api-key create --user-id N [--name LABEL]', ['Creates an API key for a user']],
+      [['api-key', 'create', '--user-id', 'abc', '-h'], 'Usage: signet api-key create --user-id N [--name LABEL]', ['shown only this once']],
+      [['help', 'api-key', 'create'], 'Usage: signet api-key create --user-id N [--name LABEL]', ['Creates an API key for a user']],
+      [['account', '--help'], 'Usage: signet account <create|list> [options]', ['account create --name NAME', 'account list']],
+      [['account', 'list', '-h'], 'Usage: signet account list', ['Prints every account']],
+      [['user', 'list', '--help'], 'Usage: signet user list [--account-id N]', ['signet api-key create --user-id <id>']],
+      [['webhook', 'add', '--help'], 'Usage: signet webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]', ['WEBHOOK_ALLOWED_HOSTS']],
+      [['help', 'migrate'], 'Usage: signet migrate', ['Applies pending database migrations']],
+      [['migrate', '--help'], 'Usage: signet migrate', ['Applies pending database migrations']],
+      [['--help'], 'Usage: signet <command> [options]', ['api-key create', 'user list', 'account list', 'signet <command> --help']],
+      [['help'], 'Usage: signet <command> [options]', ['webhook add']],
+    ];
+    for (const [args, head, contains] of cases) {
+      const result = await runSignet(args, nowhere);
+      expect(result.code, `${args.join(' ')}: ${result.stderr}`).toBe(0);
+      expect(result.stderr).toBe('');
+      expect(result.stdout.split('\n')[0], args.join(' ')).toBe(head);
+      for (const text of contains) expect(result.stdout, args.join(' ')).toContain(text);
+    }
+    // One command's usage names only that command.
+    const one = await runSignet(['api-key', 'create', '--help'], nowhere);
+    expect(one.stdout).not.toMatch(/api-key revoke|webhook add/);
+  });
+
+  it('an unknown command or a group without its command exits 2 with a message and the usage', async () => {
+    const unknown = await runSignet(['help', 'nope'], nowhere);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stdout).toBe('');
+    expect(unknown.stderr).toMatch(/^signet: Unknown command "nope"/);
+    const group = await runSignet(['api-key'], nowhere);
+    expect(group.code).toBe(2);
+    expect(group.stderr).toMatch(/^signet: "api-key" needs a command\n\nUsage: signet api-key <create\|revoke\|list> \[options\]/);
+  });
+});

@@ -30,7 +30,7 @@ import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { freePort, startService, testServiceEnv, type ServiceProcess } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
-import { startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
+import { ANY_DESTINATION, startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
 
 const MAIL_FROM = 'Signet <no-reply@crash.test>';
 const CREATES = 120;
@@ -55,7 +55,7 @@ beforeAll(async () => {
   smtp = await startSmtpServer();
   receiver = await startReceiver();
   account = await createAccount(db, { name: 'Crash Ltd', email: 'owner@crash.test', firstName: 'Ada', lastName: 'Lovelace' });
-  await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/hooks`, events: [...EVENT_TYPES] });
+  await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/hooks`, events: [...EVENT_TYPES], destination: ANY_DESTINATION });
   port = await freePort();
 });
 

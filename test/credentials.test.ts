@@ -5,8 +5,8 @@
  * them; other keys' sessions stay open; the key gets 401 at once. With REDIS_URL, a revocation on
  * one instance closes the sessions on another (a real `node dist/main.mjs` on the same database),
  * also when made with the CLI. A key revoked (or a user archived) behind the service's back ends
- * its sessions at the next periodic check. And webhook test errors do not tell what a destination
- * resolved to.
+ * its sessions at the next periodic check. And neither adding a webhook URL nor a test delivery
+ * tells what a destination resolved to.
  *
  * The instances whose closing is measured check credentials only hourly
  * (CREDENTIALS_RECHECK_SECONDS=3600), so a close within 1 s is the announcement's doing.
@@ -22,12 +22,19 @@ import WebSocket from 'ws';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { revokeApiKey } from '../src/accounts/api-keys.ts';
 import { CREDENTIAL_REVOCATIONS_TOPIC, redisChannelPrefix } from '../src/events/pubsub.ts';
+import { WEBHOOK_DESTINATION_REFUSED } from '../src/webhooks/send-request.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { runSignet, startService, type ServiceProcess } from './helpers/processes.ts';
 import { type Feed, subscribeSse, subscribeWs, until, type SubscriptionResult } from './helpers/subscriptions.ts';
 
 const FORM_EVENTS = 'subscription { formEvents { eventType submitter { id } } }';
+/** Webhook destinations the default configuration refuses, for different reasons. */
+const REFUSED_DESTINATIONS = [
+  'http://localhost:9/hook', // a name that resolves to a loopback address
+  'http://10.255.255.1/hook', // a private address
+  'http://no-such-host.invalid/hook', // a name that does not resolve
+];
 /** An hour: no periodic check interferes with what these tests time. */
 const NO_RECHECK = { CREDENTIALS_RECHECK_SECONDS: '3600' };
 
@@ -198,20 +205,39 @@ describe('one instance', () => {
     expect(result.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
   });
 
+  it('webhook URLs that delivery would refuse are refused as they are added, in one message for every cause', async () => {
+    const CREATE = 'mutation ($url: String!) { createWebhookEndpoint(input: {url: $url}) { endpoint { id } } }';
+    const answers: unknown[] = [];
+    for (const url of REFUSED_DESTINATIONS) {
+      const { body } = await graphql(t.url, CREATE, { key: alice.apiKey, variables: { url } });
+      expect(body.data?.createWebhookEndpoint ?? null, url).toBeNull();
+      answers.push({ message: body.errors?.[0]?.message, extensions: body.errors?.[0]?.extensions });
+    }
+    expect(answers).toEqual(REFUSED_DESTINATIONS.map(() => ({ message: WEBHOOK_DESTINATION_REFUSED, extensions: { code: 'VALIDATION', details: { path: ['url'] } } })));
+    expect(JSON.stringify(answers)).not.toMatch(/127\.0\.0\.1|::1|10\.255|loopback/i);
+
+    // A URL changed to one of them likewise, and the endpoint keeps its URL.
+    const public_ = await t.db.webhookEndpoint.create({ data: { accountId: alice.accountId, url: 'https://hooks.example.com/x', events: ['form.viewed'], secret: 'whsec_test' } });
+    for (const url of REFUSED_DESTINATIONS) {
+      const { body } = await graphql(t.url, 'mutation ($id: Int!, $url: String!) { updateWebhookEndpoint(input: {id: $id, url: $url}) { endpoint { id } } }', {
+        key: alice.apiKey,
+        variables: { id: public_.id, url },
+      });
+      expect(body.errors?.[0]?.message, url).toBe(WEBHOOK_DESTINATION_REFUSED);
+    }
+    expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: public_.id } })).url).toBe('https://hooks.example.com/x');
+    await t.db.webhookEndpoint.delete({ where: { id: public_.id } });
+  });
+
   it('webhook test errors say only "Webhook request failed", whatever the destination resolved to (logged in full)', async () => {
-    const destinations = [
-      'http://localhost:9/hook', // a name that resolves to a loopback address
-      'http://10.255.255.1/hook', // a private address
-      'http://no-such-host.invalid/hook', // a name that does not resolve
-    ];
     const errors: unknown[] = [];
-    for (const url of destinations) {
-      const created = await graphql(t.url, 'mutation ($url: String!) { createWebhookEndpoint(input: {url: $url}) { endpoint { id } } }', { key: alice.apiKey, variables: { url } });
-      expect(created.body.errors).toBeUndefined();
+    for (const url of REFUSED_DESTINATIONS) {
+      // Stored as it was added before its name changed (or before this check existed): delivery checks again.
+      const created = await t.db.webhookEndpoint.create({ data: { accountId: alice.accountId, url, events: ['form.viewed'], secret: 'whsec_test' } });
       const { body } = await graphql(
         t.url,
         'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id status attempts { statusCode error responseBody } } } }',
-        { key: alice.apiKey, variables: { id: created.body.data.createWebhookEndpoint.endpoint.id } },
+        { key: alice.apiKey, variables: { id: created.id } },
       );
       expect(body.errors, url).toBeUndefined();
       const { delivery } = body.data.sendTestWebhook;
@@ -220,7 +246,7 @@ describe('one instance', () => {
       // The reason is for operators: in the server log with the delivery.
       expect(t.logs.find((l) => l.msg === 'webhook request failed' && l.deliveryId === delivery.id)?.reason, url).toMatch(/Refused: .* resolves to|does not resolve/);
     }
-    expect(errors).toEqual(destinations.map(() => [{ statusCode: null, error: 'Webhook request failed', responseBody: null }]));
+    expect(errors).toEqual(REFUSED_DESTINATIONS.map(() => [{ statusCode: null, error: 'Webhook request failed', responseBody: null }]));
     expect(JSON.stringify(errors)).not.toMatch(/127\.0\.0\.1|::1|10\.255|resolve|private|loopback/i);
   });
 });

@@ -39,7 +39,8 @@ async function createTemplate(account: CreatedAccount, name: string): Promise<nu
 }
 
 beforeAll(async () => {
-  t = await startTestApp();
+  // Alice's webhook endpoint points at a closed loopback port, which adding a URL refuses unless allowed.
+  t = await startTestApp({ env: { WEBHOOK_ALLOWED_HOSTS: '127.0.0.1' } });
   alice = await t.createAccount({ name: 'Alice' });
   bob = await t.createAccount({ name: 'Bob' });
   const template = await createTemplate(alice, 'Alice form');
@@ -50,7 +51,7 @@ beforeAll(async () => {
     submitters: [{ role: 'Client', email: 'client@alice.test', name: 'Client' }],
   });
   expect(created.status, JSON.stringify(created.json)).toBe(200);
-  const endpoint = await graphql(t.url, 'mutation { createWebhookEndpoint(input: {url: "https://hooks.alice.example/x"}) { endpoint { id } } }', { key: alice.apiKey });
+  const endpoint = await graphql(t.url, 'mutation { createWebhookEndpoint(input: {url: "http://127.0.0.1:9/alice"}) { endpoint { id } } }', { key: alice.apiKey });
   expect(endpoint.body.errors).toBeUndefined();
   const endpointId = endpoint.body.data.createWebhookEndpoint.endpoint.id as number;
   const delivery = await t.db.webhookDelivery.create({
@@ -232,7 +233,7 @@ describe("another account's id → 403, an unknown id → 404, everywhere", () =
     expect(await t.db.submission.findUniqueOrThrow({ where: { id: mine.submission } })).toMatchObject({ archivedAt: null, name: null });
     expect(await t.db.submitter.findUniqueOrThrow({ where: { id: mine.submitter } })).toMatchObject({ name: 'Client', completedAt: null });
     const endpoint = await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: mine.endpoint } });
-    expect(endpoint).toMatchObject({ url: 'https://hooks.alice.example/x', previousSecret: null });
+    expect(endpoint).toMatchObject({ url: 'http://127.0.0.1:9/alice', previousSecret: null });
     expect(await t.db.webhookDelivery.count({ where: { accountId: alice.accountId } })).toBe(1);
     expect(await t.db.apiKey.findUniqueOrThrow({ where: { id: mine.apiKey } })).toMatchObject({ revokedAt: null });
     expect(await t.db.template.count({ where: { accountId: bob.accountId } })).toBe(1);

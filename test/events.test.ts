@@ -9,7 +9,7 @@ import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { DISPATCH_EVENT_JOB, type DispatchEventData, type EventType } from '../src/events/events.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
-import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
+import { ANY_DESTINATION, subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
 let t: TestApp;
 let alice: CreatedAccount;
@@ -188,11 +188,11 @@ describe('events nobody subscribes to', () => {
     expect(await ofCarol()).toEqual([]);
     // An endpoint for the form events only: template events still make no job.
     const { createWebhookEndpoint } = await import('../src/webhooks/endpoints.ts');
-    await createWebhookEndpoint(t.db, { accountId: carol.accountId, url: 'http://127.0.0.1:9/forms' });
+    await createWebhookEndpoint(t.db, { accountId: carol.accountId, url: 'http://127.0.0.1:9/forms', destination: ANY_DESTINATION });
     await touch();
     expect(await ofCarol()).toEqual([]);
     // Subscribed: from now on each event is a job.
-    await createWebhookEndpoint(t.db, { accountId: carol.accountId, url: 'http://127.0.0.1:9/templates', events: ['template.updated'] });
+    await createWebhookEndpoint(t.db, { accountId: carol.accountId, url: 'http://127.0.0.1:9/templates', events: ['template.updated'], destination: ANY_DESTINATION });
     await touch();
     await touch();
     expect(await ofCarol()).toEqual(['template.updated', 'template.updated']);

@@ -16,7 +16,7 @@ import { createWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { isAllowed, sendWebhookRequest } from '../src/webhooks/send-request.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, drawPdf } from './helpers/pdfs.ts';
-import { startReceiver, type ReceivedRequest, type Receiver } from './helpers/webhook-receiver.ts';
+import { ANY_DESTINATION, startReceiver, type ReceivedRequest, type Receiver } from './helpers/webhook-receiver.ts';
 
 const BASE_MS = 50;
 let t: TestApp;
@@ -38,7 +38,7 @@ async function createTemplate(app: TestApp, owner: CreatedAccount): Promise<numb
 
 /** An endpoint for template.updated on `url`, and one template.updated event for it. */
 async function deliverOnce(app: TestApp, owner: CreatedAccount, template: number, url: string) {
-  const { endpoint, secret } = await createWebhookEndpoint(app.db, { accountId: owner.accountId, url, events: ['template.updated'] });
+  const { endpoint, secret } = await createWebhookEndpoint(app.db, { accountId: owner.accountId, url, events: ['template.updated'], destination: ANY_DESTINATION });
   await app.app.effects.emit([{ type: 'template.updated' as EventType, accountId: owner.accountId, recordId: template, at: new Date() }]);
   const delivery = await waitForDelivery(app, endpoint.id);
   return { endpoint, secret, delivery };

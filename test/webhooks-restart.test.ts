@@ -14,7 +14,7 @@ import { rest } from './helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { base64, drawPdf } from './helpers/pdfs.ts';
 import { startService, type ServiceProcess } from './helpers/processes.ts';
-import { startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
+import { ANY_DESTINATION, startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
 
 /** First retry 8 s after the failed first send: time enough to kill and restart in between, even on a busy machine. */
 const BASE_MS = 8000;
@@ -63,7 +63,7 @@ describe('restart while a delivery waits for its retry', () => {
     });
     expect(template.status, JSON.stringify(template.json)).toBe(200);
 
-    const { endpoint } = await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/restart`, events: ['template.updated'] });
+    const { endpoint } = await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/restart`, events: ['template.updated'], destination: ANY_DESTINATION });
     receiver.respond((_request, index) => (index === 0 ? { status: 500, body: 'not yet' } : { status: 200, body: 'ok' }));
     // The event as a service raises it: a persisted dispatch-event job, run by the service.
     await createSideEffects({ db, jobs: queue }).emit([{ type: 'template.updated', accountId: account.accountId, recordId: template.json.id, at: new Date() }]);

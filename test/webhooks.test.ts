@@ -16,6 +16,7 @@ import { EVENT_TYPES, type DomainEvent, type EventType } from '../src/events/eve
 import { createContextFactory } from '../src/graphql/context.ts';
 import { schema } from '../src/graphql/schema/index.ts';
 import { dispatchEvent } from '../src/webhooks/dispatch-event.ts';
+import { WEBHOOK_DESTINATION_REFUSED } from '../src/webhooks/send-request.ts';
 import { createAccountContexts, createPayloadBuilder } from '../src/webhooks/payloads.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, drawPdf } from './helpers/pdfs.ts';
@@ -83,13 +84,14 @@ afterAll(async () => {
 
 describe('endpoints', { timeout: 180_000 }, () => {
   it('are created with a whsec_ secret shown once and the form.* events by default; listing never shows the secret', async () => {
-    const { body } = await gql(CREATE, { input: { url: 'https://hooks.example.com/docuseal' } });
+    const url = `${receiver.url}/hooks/defaults`;
+    const { body } = await gql(CREATE, { input: { url } });
     expect(body.errors).toBeUndefined();
     const created = body.data.createWebhookEndpoint;
     expect(created.secret).toMatch(/^whsec_[A-Za-z0-9_-]{32}$/);
     expect(created.endpoint).toEqual({
       id: expect.any(Number),
-      url: 'https://hooks.example.com/docuseal',
+      url,
       events: ['form.viewed', 'form.started', 'form.completed', 'form.declined'],
       headerName: null,
       headerValue: null,
@@ -129,6 +131,17 @@ describe('endpoints', { timeout: 180_000 }, () => {
       expect(body.errors?.[0]?.message).toMatch(message);
     }
     expect(await t.db.webhookEndpoint.count()).toBe(before);
+  });
+
+  it('refuse a URL delivery would refuse, in its words: a name that does not resolve, even with WEBHOOK_ALLOW_PRIVATE', async () => {
+    const before = await t.db.webhookEndpoint.count();
+    const created = await gql(CREATE, { input: { url: 'https://hooks.no-such-host.invalid/x' } });
+    expect(created.body.errors?.[0]).toMatchObject({ message: WEBHOOK_DESTINATION_REFUSED, extensions: { code: 'VALIDATION' } });
+    expect(await t.db.webhookEndpoint.count()).toBe(before);
+    const UPDATE = 'mutation ($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { endpoint { url } } }';
+    const updated = await gql(UPDATE, { input: { id: endpoint.id, url: 'https://hooks.no-such-host.invalid/x' } });
+    expect(updated.body.errors?.[0]).toMatchObject({ message: WEBHOOK_DESTINATION_REFUSED, extensions: { code: 'VALIDATION' } });
+    expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } })).url).toBe(`${receiver.url}/hooks/alice`);
   });
 
   it('are updated (URL, events, header, enabled) and deleted; a disabled endpoint gets no deliveries', async () => {

@@ -26,3 +26,17 @@ export async function ensureDevelopmentAccount(db: Db): Promise<CreatedAccount |
     return insertAccount(tx, CreateAccountInput.parse(DEVELOPMENT_ACCOUNT));
   });
 }
+
+/**
+ * The development account's user (DEVELOPMENT_ACCOUNT.email), while it and its account are not
+ * archived: on a restart the banner names it, so that a lost development key can be replaced
+ * (`signet api-key create --user-id <id>`).
+ * @returns its user and account ids, or null
+ */
+export async function findDevelopmentUser(db: Db): Promise<{ userId: number; accountId: number } | null> {
+  const user = await db.user.findFirst({
+    where: { email: DEVELOPMENT_ACCOUNT.email, archivedAt: null, account: { archivedAt: null } },
+    select: { id: true, accountId: true },
+  });
+  return user ? { userId: user.id, accountId: user.accountId } : null;
+}

@@ -8,38 +8,13 @@ import { parseArgs } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import { createApiKey, listApiKeys, revokeApiKey } from '../accounts/api-keys.ts';
 import { createAccount } from '../accounts/create-account.ts';
+import { listAccounts, listUsers } from '../accounts/list-accounts.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createDb, type Db } from '../db/client.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { isAppError } from '../errors.ts';
-import { createWebhookEndpoint, listWebhookEndpoints, removeWebhookEndpoint } from '../webhooks/endpoints.ts';
-
-export const USAGE = `Usage: signet <command> [options]
-
-Commands:
-  account create --name NAME --email EMAIL [--first-name F] [--last-name L]
-      Creates an account, its first user and an API key.
-      Prints {"accountId":1,"userId":1,"apiKey":"..."}
-  api-key create --user-id N [--name LABEL]
-      Creates an API key for a user. Prints {"id":..,"accountId":..,"userId":..,"name":"..","apiKey":"..."}
-  api-key revoke --key-id N
-      Revokes an API key. Prints {"id":..,"revokedAt":"..."}. Requests with it get 401 at once; the
-      service's WebSockets and SSE streams opened with it close at once with REDIS_URL set,
-      otherwise within CREDENTIALS_RECHECK_SECONDS.
-  api-key list --account-id N
-      Prints the account's keys (never the tokens) as a JSON array.
-  webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]
-      Adds a webhook endpoint (default events: form.viewed, form.started, form.completed, form.declined).
-      Prints {"id":..,"url":"..","events":[..],"secret":"whsec_..."}; the secret is shown only this once.
-  webhook list --account-id N
-      Prints the account's webhook endpoints (never the secrets) as a JSON array.
-  webhook remove --id N
-      Removes a webhook endpoint and its deliveries. Prints {"id":..}.
-  migrate
-      Applies pending database migrations. Prints {"applied":[...]}.
-
-Configuration comes from the environment as for the service (DATABASE_URL, DATA_DIR, ...).`;
+import { createWebhookEndpoint, listWebhookEndpoints, removeWebhookEndpoint, webhookDestinationCheck } from '../webhooks/endpoints.ts';
 
 /** Bad command line: usage on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -47,13 +22,22 @@ class UsageError extends Error {}
 type Flags = Record<string, string | boolean | undefined>;
 
 interface Command {
+  /** The command line after `signet`, options included (`api-key create --user-id N [--name LABEL]`). */
+  synopsis: string;
+  /** What it does and prints, one or more lines. */
+  description: string;
   options: Record<string, { type: 'string' }>;
   required: string[];
+  /** Only applies migrations (they are applied before every other command too). */
+  migrateOnly?: true;
   run(db: Db, flags: Flags, config: Config): Promise<unknown>;
 }
 
+/** The commands by name (`<group> <action>`, or one word), in the order the usage lists them. */
 const COMMANDS: Record<string, Command> = {
   'account create': {
+    synopsis: 'account create --name NAME --email EMAIL [--first-name F] [--last-name L]',
+    description: 'Creates an account, its first user and an API key.\nPrints {"accountId":1,"userId":1,"apiKey":"..."}; the key is shown only this once.',
     options: { name: { type: 'string' }, email: { type: 'string' }, 'first-name': { type: 'string' }, 'last-name': { type: 'string' } },
     required: ['name', 'email'],
     async run(db, flags) {
@@ -66,7 +50,28 @@ const COMMANDS: Record<string, Command> = {
       return { accountId: created.accountId, userId: created.userId, apiKey: created.apiKey };
     },
   },
+  'account list': {
+    synopsis: 'account list',
+    description: 'Prints every account (archived ones too) as a JSON array:\n[{"id":1,"name":"..","testing":false,"createdAt":"..","archivedAt":null,"userCount":1}, ...]',
+    options: {},
+    required: [],
+    async run(db) {
+      return listAccounts(db);
+    },
+  },
+  'user list': {
+    synopsis: 'user list [--account-id N]',
+    description:
+      'Prints every user (archived ones too), or the account\'s, as a JSON array (never a key):\n[{"id":1,"accountId":1,"email":"..","firstName":"..","lastName":"..","role":"admin","createdAt":"..","archivedAt":null}, ...]\nA lost key is replaced with `signet api-key create --user-id <id>`.',
+    options: { 'account-id': { type: 'string' } },
+    required: [],
+    async run(db, flags) {
+      return listUsers(db, { accountId: flags['account-id'] === undefined ? undefined : positiveInt(flags, 'account-id') });
+    },
+  },
   'api-key create': {
+    synopsis: 'api-key create --user-id N [--name LABEL]',
+    description: 'Creates an API key for a user (`signet user list` shows the ids).\nPrints {"id":..,"accountId":..,"userId":..,"name":"..","apiKey":"..."}; the key is shown only this once.',
     options: { 'user-id': { type: 'string' }, name: { type: 'string' } },
     required: ['user-id'],
     async run(db, flags) {
@@ -75,6 +80,9 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'api-key revoke': {
+    synopsis: 'api-key revoke --key-id N',
+    description:
+      'Revokes an API key. Prints {"id":..,"revokedAt":"..."}. Requests with it get 401 at once; the\nservice\'s WebSockets and SSE streams opened with it close at once with REDIS_URL set,\notherwise within CREDENTIALS_RECHECK_SECONDS.',
     options: { 'key-id': { type: 'string' } },
     required: ['key-id'],
     async run(db, flags, config) {
@@ -89,10 +97,22 @@ const COMMANDS: Record<string, Command> = {
       }
     },
   },
+  'api-key list': {
+    synopsis: 'api-key list --account-id N',
+    description: 'Prints the account\'s keys (never the tokens) as a JSON array.',
+    options: { 'account-id': { type: 'string' } },
+    required: ['account-id'],
+    async run(db, flags) {
+      return listApiKeys(db, { accountId: positiveInt(flags, 'account-id') });
+    },
+  },
   'webhook add': {
+    synopsis: 'webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]',
+    description:
+      'Adds a webhook endpoint (default events: form.viewed, form.started, form.completed, form.declined).\nThe URL\'s host must resolve to public addresses (or be allowed by WEBHOOK_ALLOWED_HOSTS or\nWEBHOOK_ALLOW_PRIVATE), as for every delivery.\nPrints {"id":..,"url":"..","events":[..],"secret":"whsec_..."}; the secret is shown only this once.',
     options: { 'account-id': { type: 'string' }, url: { type: 'string' }, events: { type: 'string' }, 'header-name': { type: 'string' }, 'header-value': { type: 'string' } },
     required: ['account-id', 'url'],
-    async run(db, flags) {
+    async run(db, flags, config) {
       const events = flags.events === undefined ? undefined : String(flags.events).split(',').map((e) => e.trim()).filter(Boolean);
       const { endpoint, secret } = await createWebhookEndpoint(db, {
         accountId: positiveInt(flags, 'account-id'),
@@ -100,11 +120,14 @@ const COMMANDS: Record<string, Command> = {
         events,
         headerName: flags['header-name'] as string | undefined,
         headerValue: flags['header-value'] as string | undefined,
+        destination: webhookDestinationCheck(config),
       });
       return { id: endpoint.id, url: endpoint.url, events: endpoint.events, secret };
     },
   },
   'webhook list': {
+    synopsis: 'webhook list --account-id N',
+    description: 'Prints the account\'s webhook endpoints (never the secrets) as a JSON array.',
     options: { 'account-id': { type: 'string' } },
     required: ['account-id'],
     async run(db, flags) {
@@ -121,20 +144,54 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'webhook remove': {
+    synopsis: 'webhook remove --id N',
+    description: 'Removes a webhook endpoint and its deliveries. Prints {"id":..}.',
     options: { id: { type: 'string' } },
     required: ['id'],
     async run(db, flags) {
       return removeWebhookEndpoint(db, { id: positiveInt(flags, 'id') });
     },
   },
-  'api-key list': {
-    options: { 'account-id': { type: 'string' } },
-    required: ['account-id'],
-    async run(db, flags) {
-      return listApiKeys(db, { accountId: positiveInt(flags, 'account-id') });
+  migrate: {
+    synopsis: 'migrate',
+    description: 'Applies pending database migrations. Prints {"applied":[...]}.',
+    options: {},
+    required: [],
+    migrateOnly: true,
+    async run() {
+      return undefined;
     },
   },
 };
+
+const CONFIGURATION_NOTE = 'Configuration comes from the environment as for the service (DATABASE_URL, DATA_DIR, ...).';
+
+function describeCommand(command: Command): string {
+  return `  ${command.synopsis}\n${command.description.replace(/^/gm, '      ')}`;
+}
+
+export const USAGE = `Usage: signet <command> [options]
+
+Commands:
+${Object.values(COMMANDS).map(describeCommand).join('\n')}
+
+signet <command> --help (or -h, or signet help <command>) prints one command's usage.
+${CONFIGURATION_NOTE}`;
+
+/** The usage of the commands named by `words` (`api-key create`, or a group: `api-key`), or undefined for none. */
+function usageOf(words: string[]): string | undefined {
+  const name = words.join(' ');
+  const matching = Object.entries(COMMANDS).filter(([key]) => key === name || (words.length === 1 && key.startsWith(`${name} `)));
+  if (matching.length === 0) return undefined;
+  if (matching.length === 1) {
+    const [, command] = matching[0]!;
+    return `Usage: signet ${command.synopsis}\n\n${command.description.replace(/^/gm, '  ')}\n\n${CONFIGURATION_NOTE}`;
+  }
+  const head = `Usage: signet ${name} <${matching.map(([key]) => key.split(' ')[1]).join('|')}> [options]`;
+  return `${head}\n\n${matching.map(([, command]) => describeCommand(command)).join('\n')}\n\n${CONFIGURATION_NOTE}`;
+}
+
+const isHelpFlag = (arg: string | undefined) => arg === '--help' || arg === '-h';
 
 /** The live-event transport through Redis, to announce a revocation to the running instances. */
 async function connectLiveEvents(db: Db, config: Config, redisUrl: string) {
@@ -160,32 +217,61 @@ function positiveInt(flags: Flags, name: string): number {
  */
 export async function runCli(argv: string[], io: { out: (line: string) => void; err: (line: string) => void }): Promise<number> {
   const [first, second, ...rest] = argv;
-  if (!first || first === 'help' || first === '--help' || first === '-h') {
-    (first ? io.out : io.err)(USAGE);
-    return first ? 0 : 2;
+  if (!first || first === 'help' || isHelpFlag(first)) {
+    if (!first) {
+      io.err(USAGE);
+      return 2;
+    }
+    // `signet help`, `signet --help`, `signet help api-key [create]`.
+    const topic = first === 'help' ? argv.slice(1) : [];
+    if (topic.length === 0) {
+      io.out(USAGE);
+      return 0;
+    }
+    const usage = usageOf(topic);
+    if (usage) {
+      io.out(usage);
+      return 0;
+    }
+    io.err(`signet: Unknown command "${topic.join(' ')}"\n\n${USAGE}`);
+    return 2;
   }
 
   let run: (db: Db, config: Config) => Promise<unknown>;
   let migrateOnly = false;
   try {
-    if (first === 'migrate') {
-      if (second !== undefined) throw new UsageError(`migrate takes no arguments, got "${[second, ...rest].join(' ')}"`);
-      migrateOnly = true;
-      run = async () => undefined;
-    } else {
-      const command = COMMANDS[`${first} ${second ?? ''}`];
-      if (!command) throw new UsageError(`Unknown command "${[first, second].filter(Boolean).join(' ')}"`);
-      const { values, positionals } = parseArgs({ args: rest, options: command.options, allowPositionals: true, strict: true });
-      if (positionals.length > 0) throw new UsageError(`Unexpected argument "${positionals[0]}"`);
-      const missing = command.required.filter((name) => values[name] === undefined || values[name] === '');
-      if (missing.length > 0) throw new UsageError(`Missing ${missing.map((m) => `--${m}`).join(', ')}`);
-      // Validate numeric flags before touching the database.
-      for (const name of Object.keys(command.options)) if ((name === 'id' || name.endsWith('-id')) && values[name] !== undefined) positiveInt(values, name);
-      run = (db, config) => command.run(db, values, config);
+    // `signet api-key --help`, `signet api-key`: the group's commands.
+    if (!COMMANDS[first] && (second === undefined || isHelpFlag(second))) {
+      const usage = usageOf([first]);
+      if (usage && second !== undefined) {
+        io.out(usage);
+        return 0;
+      }
+      if (usage) {
+        io.err(`signet: "${first}" needs a command\n\n${usage}`);
+        return 2;
+      }
     }
+    const name = COMMANDS[first] ? first : `${first} ${second ?? ''}`;
+    const command = COMMANDS[name];
+    if (!command) throw new UsageError(`Unknown command "${[first, second].filter(Boolean).join(' ')}"`);
+    const args = COMMANDS[first] ? argv.slice(1) : rest;
+    if (args.some(isHelpFlag)) {
+      io.out(usageOf(name.split(' '))!);
+      return 0;
+    }
+    const { values, positionals } = parseArgs({ args, options: command.options, allowPositionals: true, strict: true });
+    if (positionals.length > 0) throw new UsageError(`Unexpected argument "${positionals[0]}"`);
+    const missing = command.required.filter((option) => values[option] === undefined || values[option] === '');
+    if (missing.length > 0) throw new UsageError(`Missing ${missing.map((m) => `--${m}`).join(', ')}`);
+    // Validate numeric flags before touching the database.
+    for (const option of Object.keys(command.options)) if ((option === 'id' || option.endsWith('-id')) && values[option] !== undefined) positiveInt(values, option);
+    migrateOnly = command.migrateOnly === true;
+    run = (db, config) => command.run(db, values, config);
   } catch (error) {
     const message = error instanceof UsageError ? error.message : (error as Error).message;
-    io.err(`signet: ${message}\n\n${USAGE}`);
+    const known = COMMANDS[first] ? [first] : [first, second ?? ''];
+    io.err(`signet: ${message}\n\n${usageOf(known) ?? usageOf([first]) ?? USAGE}`);
     return 2;
   }
 

@@ -8,6 +8,9 @@
  * - Rotating keeps the old secret valid for 24 hours (PREVIOUS_SECRET_TTL_MS): deliveries in that
  *   window carry a signature with each secret (src/webhooks/signature.ts).
  * - Default events: the four form.* events, as DocuSeal.
+ * - A URL that delivery would refuse (its host resolves to a private, loopback or other non-public
+ *   address that the configuration does not allow, or does not resolve) is refused as it is added
+ *   or changed, in delivery's words (WEBHOOK_DESTINATION_REFUSED, src/webhooks/send-request.ts).
  */
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
@@ -17,6 +20,8 @@ import { AppError } from '../errors.ts';
 import { EVENT_TYPES, type EventType } from '../events/events.ts';
 import { MAX_ITEMS, MAX_LENGTH } from '../limits.ts';
 import type { WebhookEndpoint } from '../generated/prisma/client.ts';
+import type { Config } from '../config.ts';
+import { checkWebhookDestination, WEBHOOK_DESTINATION_REFUSED, type CheckWebhookDestinationOptions } from './send-request.ts';
 
 /** Events an endpoint gets when none are given (DocuSeal's default: the form.* events). */
 export const DEFAULT_WEBHOOK_EVENTS: readonly EventType[] = EVENT_TYPES.filter((type) => type.startsWith('form.'));
@@ -108,19 +113,32 @@ export interface CreateWebhookEndpointOptions {
   /** Custom header sent with every delivery (both or neither of name and value). */
   headerName?: string | null;
   headerValue?: string | null;
+  /** The destination policy deliveries use (webhookDestinationCheck(config)): the URL must pass it. */
+  destination: CheckWebhookDestinationOptions;
+}
+
+/**
+ * The destination check of the configuration's deliveries (WEBHOOK_ALLOW_PRIVATE,
+ * WEBHOOK_ALLOWED_HOSTS; resolving within WEBHOOK_CONNECT_TIMEOUT_SECONDS), for the `destination`
+ * option of createWebhookEndpoint and updateWebhookEndpoint.
+ */
+export function webhookDestinationCheck(config: Pick<Config, 'webhooks'>): CheckWebhookDestinationOptions {
+  const { allowPrivate, allowedHosts, connectTimeout } = config.webhooks;
+  return { policy: { allowPrivate, allowedHosts }, timeoutMs: connectTimeout };
 }
 
 /**
  * Creates an endpoint with a new secret.
  * @returns the endpoint (without secrets) and the secret, which is shown this once
- * @throws AppError VALIDATION for a bad URL, an unknown or empty event list, a bad header;
- *   NOT_FOUND for an unknown account
+ * @throws AppError VALIDATION for a bad URL (WEBHOOK_DESTINATION_REFUSED for one delivery would
+ *   refuse), an unknown or empty event list, a bad header; NOT_FOUND for an unknown account
  */
 export async function createWebhookEndpoint(db: Db, options: CreateWebhookEndpointOptions): Promise<{ endpoint: WebhookEndpointSummary; secret: string }> {
   const input = parseInput(EndpointFields, dropNulls({ url: options.url, events: options.events, headerName: options.headerName, headerValue: options.headerValue }));
   const header = headerPair(input.headerName, input.headerValue, undefined);
   const account = await db.account.findUnique({ where: { id: options.accountId }, select: { id: true, archivedAt: true } });
   if (!account || account.archivedAt) throw new AppError('NOT_FOUND', `Account ${options.accountId} not found`);
+  await ensureDeliverable(input.url, options.destination);
   const secret = generateWebhookSecret();
   const endpoint = await db.webhookEndpoint.create({
     data: {
@@ -157,12 +175,15 @@ export interface UpdateWebhookEndpointOptions {
   accountId: number;
   /** Each given key changes; null headerName/headerValue remove the custom header. */
   changes: { url?: string | null; events?: string[] | null; headerName?: string | null; headerValue?: string | null; enabled?: boolean | null };
+  /** As for createWebhookEndpoint: a new URL must pass it. */
+  destination: CheckWebhookDestinationOptions;
 }
 
 /**
  * Changes an endpoint's URL, events, custom header or enabled state. A disabled endpoint gets no
  * new deliveries, and its pending ones stop at their next attempt.
- * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION as for create (a header needs both name and value)
+ * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION as for create (a header needs both name and
+ *   value; a new URL delivery would refuse: WEBHOOK_DESTINATION_REFUSED)
  */
 export async function updateWebhookEndpoint(db: Db, options: UpdateWebhookEndpointOptions): Promise<WebhookEndpointSummary> {
   const existing = await findWebhookEndpoint(db, options);
@@ -174,6 +195,7 @@ export async function updateWebhookEndpoint(db: Db, options: UpdateWebhookEndpoi
   });
   const headerGiven = changes.headerName !== undefined || changes.headerValue !== undefined;
   const header = headerGiven ? headerPair(input.headerName, input.headerValue, existing) : undefined;
+  if (input.url !== undefined && input.url !== existing.url) await ensureDeliverable(input.url, options.destination);
   return db.webhookEndpoint.update({
     where: { id: existing.id },
     data: {
@@ -216,6 +238,12 @@ export async function rotateWebhookSecret(
     select: summarySelect,
   });
   return { endpoint, secret };
+}
+
+/** @throws AppError VALIDATION WEBHOOK_DESTINATION_REFUSED when delivery would refuse `url` (the reason stays on the server). */
+async function ensureDeliverable(url: string, destination: CheckWebhookDestinationOptions): Promise<void> {
+  const refused = await checkWebhookDestination(url, destination);
+  if (refused) throw new AppError('VALIDATION', WEBHOOK_DESTINATION_REFUSED, { details: { path: ['url'] } });
 }
 
 /** The custom header after a change: both name and value, or neither. */

@@ -114,11 +114,7 @@ export async function sendWebhookRequest(options: SendWebhookRequestOptions): Pr
     const resolved = await resolveHost(host, options.resolve, controller.signal);
     if (typeof resolved === 'string') return unreached(controller.signal.aborted ? connectTimeoutMessage(options.connectTimeoutMs) : resolved);
     const refused = resolved.find((entry) => !isAllowed(host, entry.address, options.policy));
-    if (refused) {
-      return unreached(
-        `Refused: ${host} resolves to ${refused.address}, a private, loopback or otherwise non-public address (allow it with WEBHOOK_ALLOWED_HOSTS, or WEBHOOK_ALLOW_PRIVATE for tests)`,
-      );
-    }
+    if (refused) return unreached(refusedDetail(host, refused.address));
     const response = await post(url, resolved, options, controller.signal, () => {
       // Connected: the response timeout starts now.
       phase = 'response';
@@ -142,6 +138,54 @@ export async function sendWebhookRequest(options: SendWebhookRequestOptions): Pr
   } finally {
     clearTimeout(timer);
   }
+}
+
+/**
+ * What the account is told when a webhook URL is refused as it is added or changed (src/webhooks/
+ * endpoints.ts): delivery's own words (WEBHOOK_REQUEST_FAILED) with the one reason that covers both
+ * a non-public address and a name that does not resolve, so that adding URLs cannot be used to
+ * learn which internal names resolve either (issue 12 §4).
+ */
+export const WEBHOOK_DESTINATION_REFUSED = `${WEBHOOK_REQUEST_FAILED}: the URL's host is not a public address, or its name does not resolve, so every delivery to it would be refused (an operator may allow it with WEBHOOK_ALLOWED_HOSTS)`;
+
+export interface CheckWebhookDestinationOptions {
+  policy: DestinationPolicy;
+  /** Milliseconds allowed for resolving the host (the connect timeout of a delivery). */
+  timeoutMs: number;
+  /** Resolves a host name; default dns.lookup(all). Tests inject fakes. */
+  resolve?: SendWebhookRequestOptions['resolve'];
+}
+
+/**
+ * Whether a delivery to `url` would pass the destination check of sendWebhookRequest: the host
+ * resolves (within `timeoutMs`) and every address it resolves to is allowed (isAllowed). Sends
+ * nothing. A name's answer may change later: delivery checks again every time.
+ * @param url an http(s) URL (validated by the caller)
+ * @returns null when allowed; otherwise why not, for the server log only (the account is told
+ *   WEBHOOK_DESTINATION_REFUSED)
+ */
+export async function checkWebhookDestination(url: string, options: CheckWebhookDestinationOptions): Promise<string | null> {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return 'Invalid URL';
+  }
+  const host = parsed.hostname.replace(/^\[|\]$/g, '').toLowerCase();
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(), options.timeoutMs);
+  try {
+    const resolved = await resolveHost(host, options.resolve, controller.signal);
+    if (typeof resolved === 'string') return controller.signal.aborted ? `The host name ${host} did not resolve within ${seconds(options.timeoutMs)}` : resolved;
+    const refused = resolved.find((entry) => !isAllowed(host, entry.address, options.policy));
+    return refused ? refusedDetail(host, refused.address) : null;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+function refusedDetail(host: string, address: string): string {
+  return `Refused: ${host} resolves to ${address}, a private, loopback or otherwise non-public address (allow it with WEBHOOK_ALLOWED_HOSTS, or WEBHOOK_ALLOW_PRIVATE for tests)`;
 }
 
 /**

@@ -110,13 +110,21 @@ export function signatureMatches(header: string | string[] | undefined, secret: 
 }
 
 /**
+ * The `destination` option of createWebhookEndpoint for a test's loopback receiver: every address
+ * allowed, as WEBHOOK_ALLOW_PRIVATE=true allows it (src/webhooks/endpoints.ts refuses, as it is
+ * added, a URL delivery would refuse).
+ */
+export const ANY_DESTINATION = { policy: { allowPrivate: true, allowedHosts: [] as string[] }, timeoutMs: 2000 };
+
+/**
  * Gives an account a webhook endpoint subscribed to every event type, so that each event it
  * raises is a persisted `dispatch-event` job (the service enqueues none for an event nobody
  * subscribes to: src/events/events.ts). The URL is a closed loopback port that the default
- * configuration refuses (private address), so deliveries fail at once and wait for a retry.
+ * configuration refuses (private address), so deliveries fail at once and wait for a retry; it is
+ * added as WEBHOOK_ALLOW_PRIVATE would let it be (ANY_DESTINATION).
  */
 export async function subscribeToEveryEvent(db: import('../../src/db/client.ts').Db, accountId: number): Promise<void> {
   const { createWebhookEndpoint } = await import('../../src/webhooks/endpoints.ts');
   const { EVENT_TYPES } = await import('../../src/events/events.ts');
-  await createWebhookEndpoint(db, { accountId, url: 'http://127.0.0.1:9/every-event', events: [...EVENT_TYPES] });
+  await createWebhookEndpoint(db, { accountId, url: 'http://127.0.0.1:9/every-event', events: [...EVENT_TYPES], destination: ANY_DESTINATION });
 }

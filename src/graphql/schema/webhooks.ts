@@ -17,6 +17,7 @@ import {
   removeWebhookEndpoint,
   rotateWebhookSecret,
   updateWebhookEndpoint,
+  webhookDestinationCheck,
 } from '../../webhooks/endpoints.ts';
 import { createPayloadBuilder } from '../../webhooks/payloads.ts';
 import { sendTestWebhook } from '../../webhooks/send-test-webhook.ts';
@@ -250,7 +251,7 @@ builder.mutationField('createWebhookEndpoint', (t) =>
     args: { input: t.arg({ type: CreateWebhookEndpointInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
-      const { endpoint, secret } = await createWebhookEndpoint(ctx.db, { accountId: account.id, ...input });
+      const { endpoint, secret } = await createWebhookEndpoint(ctx.db, { accountId: account.id, ...input, destination: webhookDestinationCheck(ctx.config) });
       return { id: endpoint.id, secret };
     },
   }),
@@ -274,7 +275,7 @@ builder.mutationField('updateWebhookEndpoint', (t) =>
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
       const { id, ...changes } = input;
-      const endpoint = await updateWebhookEndpoint(ctx.db, { id, accountId: account.id, changes });
+      const endpoint = await updateWebhookEndpoint(ctx.db, { id, accountId: account.id, changes, destination: webhookDestinationCheck(ctx.config) });
       return { id: endpoint.id };
     },
   }),
