@@ -1,7 +1,8 @@
 /**
- * `npm start` with no DATABASE_URL: embedded PostgreSQL under DATA_DIR, migrations, a development
- * account and its key printed once on the very first start; the CLI joins the running cluster;
- * SIGTERM stops everything; a restart keeps the data. Run as root (CI), this also proves the
+ * `npm start` with no DATABASE_URL (NODE_ENV=production, as `npm start` sets it): embedded
+ * PostgreSQL under DATA_DIR, migrations, a development account and its key printed once on the
+ * very first start; the CLI joins the running cluster; SIGTERM stops everything; a restart keeps
+ * the data and says how to replace a lost key. Run as root (CI), this also proves the
  * embedded server runs as the `postgres` user, and that it starts from a clone in a private
  * folder (mode 700, as /root is), whose node_modules the `postgres` user cannot reach.
  */
@@ -16,6 +17,8 @@ import { buildService, childEnv, ROOT, runSignet, startService, type ServiceProc
 
 let dataDir: string;
 let service: ServiceProcess | undefined;
+/** As `npm start` runs it when NODE_ENV is unset. */
+const NPM_START = { NODE_ENV: 'production' };
 
 beforeAll(async () => {
   dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'signet-embedded-'));
@@ -30,7 +33,7 @@ describe('embedded PostgreSQL start', () => {
   let devKey: string;
 
   it('first start: creates the cluster, migrates, prints a development key once with a curl example', async () => {
-    service = await startService({ DATA_DIR: dataDir });
+    service = await startService({ ...NPM_START, DATA_DIR: dataDir });
     const output = service.output();
     const key = /^\s+(sgt_[A-Za-z0-9_-]{43})$/m.exec(output)?.[1];
     expect(key, output).toBeDefined();
@@ -64,11 +67,13 @@ describe('embedded PostgreSQL start', () => {
     expect(existsSync(path.join(dataDir, 'postgres', 'postmaster.pid'))).toBe(false);
   });
 
-  it('restart keeps the data and prints no new key', async () => {
-    service = await startService({ DATA_DIR: dataDir });
+  it('restart keeps the data, prints no new key, and names the command that replaces a lost one', async () => {
+    service = await startService({ ...NPM_START, DATA_DIR: dataDir });
     expect(service.output()).not.toMatch(/sgt_/);
     const response = await fetch(`${service.url}/api/user`, { headers: { 'X-Auth-Token': devKey } });
     expect(response.status).toBe(200);
+    const { id } = (await response.json()) as { id: number };
+    expect(service.output()).toMatch(new RegExp(`^  npx signet api-key create --user-id ${id}$`, 'm'));
     expect(await service.stop()).toBe(0);
     service = undefined;
   });
