@@ -9,7 +9,8 @@
  *   unless allowed (WEBHOOK_ALLOW_PRIVATE, WEBHOOK_ALLOWED_HOSTS). The host is resolved once per
  *   request, every address is checked, and the socket is opened to the checked address (pinned
  *   lookup), so a name that changes its answer between check and connection (DNS rebinding) gets
- *   nowhere;
+ *   nowhere. checkWebhookDestination runs the same resolution and check when a URL is added or
+ *   changed (src/webhooks/endpoints.ts), so that a URL every delivery would refuse is refused then;
  * - connections are kept alive and reused per destination: one http/https Agent per (protocol,
  *   checked addresses, port, TLS server name), at most AGENT_MAX_SOCKETS sockets each, idle ones
  *   closed after AGENT_IDLE_MS (or sooner when the receiver's `Keep-Alive: timeout` says so). A
