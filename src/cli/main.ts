@@ -2,7 +2,9 @@
  * The `signet` CLI, on the same configuration as the service (embedded PostgreSQL under
  * DATA_DIR, or DATABASE_URL). Results go to stdout as exactly one JSON line; diagnostics to
  * stderr. Exit codes: 0 success, 2 bad arguments or rejected input (usage or message on
- * stderr, nothing written), 1 unexpected failure.
+ * stderr, nothing written), 1 unexpected failure. `signet <command> --help` (or `-h`, or
+ * `signet help <command>`; a group such as `api-key` lists its commands) prints that usage on
+ * stdout and exits 0 without opening the database. Arguments are parsed by node:util parseArgs.
  */
 import { parseArgs } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
