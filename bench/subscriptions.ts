@@ -49,7 +49,7 @@ const CONNECT_BATCH = 50;
 
 const SUBSCRIPTION = /* GraphQL */ `
   subscription Bench($id: Int!) {
-    submissionUpdated(id: $id) { id archivedAt status submitters { id email status completedAt } }
+    submissionUpdated(id: $id) { eventType timestamp submitter { id } submission { id archivedAt status submitters { id email status completedAt } } }
   }
 `;
 
@@ -189,7 +189,7 @@ async function connectGraphqlSubscribers(url: string, apiKey: string, submission
               next: (result) => {
                 if (result.errors) reject(new Error(JSON.stringify(result.errors)));
                 onData(result.data);
-                record(index, (result.data as { submissionUpdated: { archivedAt: string } }).submissionUpdated.archivedAt);
+                record(index, (result.data as { submissionUpdated: { submission: { archivedAt: string } } }).submissionUpdated.submission.archivedAt);
               },
               error: (error) => reject(error instanceof Error ? error : new Error(JSON.stringify(error))),
               complete: () => undefined,

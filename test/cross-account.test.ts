@@ -154,7 +154,7 @@ const GRAPHQL_CASES: GraphQLCase[] = [
   { field: 'sendTestWebhook', query: 'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id } } }', variables: (i) => ({ id: i.endpoint }) },
   { field: 'redeliverWebhook', query: 'mutation ($id: Int!) { redeliverWebhook(input: {deliveryId: $id}) { delivery { id } } }', variables: (i) => ({ id: i.delivery }) },
   { field: 'revokeApiKey', query: 'mutation ($id: Int!) { revokeApiKey(input: {id: $id}) { apiKey { id } } }', variables: (i) => ({ id: i.apiKey }) },
-  { field: 'submissionUpdated', query: 'subscription ($id: Int!) { submissionUpdated(id: $id) { id } }', variables: (i) => ({ id: i.submission }), subscription: true },
+  { field: 'submissionUpdated', query: 'subscription ($id: Int!) { submissionUpdated(id: $id) { eventType } }', variables: (i) => ({ id: i.submission }), subscription: true },
   { field: 'formEvents', query: 'subscription ($id: Int) { formEvents(templateId: $id) { eventType } }', variables: (i) => ({ id: i.template }), subscription: true },
   { field: 'formEvents', query: 'subscription ($id: Int) { formEvents(submissionId: $id) { eventType } }', variables: (i) => ({ id: i.submission }), subscription: true },
 ];

@@ -51,7 +51,7 @@ const FORM_EVENTS = /* GraphQL */ `
   subscription { formEvents { eventType submitter { id email } submission { id } } }
 `;
 const SUBMISSION_UPDATED = /* GraphQL */ `
-  subscription ($id: Int!) { submissionUpdated(id: $id) { id archivedAt } }
+  subscription ($id: Int!) { submissionUpdated(id: $id) { eventType submitter { id } submission { id archivedAt } } }
 `;
 
 const channel = (account: CreatedAccount, secret = SECRET) => `${redisChannelPrefix(secret)}${ACCOUNT_EVENTS_TOPIC}:${account.accountId}`;
@@ -150,7 +150,15 @@ describe('two instances, one database, one Redis', () => {
     await redisSubscribers(alice, 2);
     const archived = await rest(b.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`);
     expect(archived.status).toBe(200);
-    for (const feed of [onA, onB]) expect((await feed.nextData()).submissionUpdated).toEqual({ id: submissionId, archivedAt: archived.json.archived_at });
+    for (const feed of [onA, onB]) {
+      expect((await feed.nextData()).submissionUpdated).toEqual({ eventType: 'submission.archived', submitter: null, submission: { id: submissionId, archivedAt: archived.json.archived_at } });
+    }
+    // Once each, not once from Redis and once in process: a later event of the submission comes next.
+    await emitOnA(alice, 'form.viewed', aliceParties[1]!.id);
+    for (const feed of [onA, onB]) {
+      expect((await feed.nextData()).submissionUpdated).toMatchObject({ eventType: 'form.viewed', submitter: { id: aliceParties[1]!.id } });
+      expect(feed.count).toBe(2);
+    }
     onA.close();
     onB.close();
     await redisSubscribers(alice, 0);

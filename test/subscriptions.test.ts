@@ -48,7 +48,7 @@ const FORM_EVENTS = /* GraphQL */ `
 `;
 const SUBMISSION_UPDATED = /* GraphQL */ `
   subscription SubmissionUpdated($id: Int!) {
-    submissionUpdated(id: $id) { id archivedAt status submitters { id completedAt } }
+    submissionUpdated(id: $id) { eventType timestamp submitter { id } submission { id archivedAt status submitters { id completedAt } } }
   }
 `;
 
@@ -203,16 +203,17 @@ describe('submissionUpdated', () => {
     const archived = await rest(t.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`);
     expect(archived.status).toBe(200);
     const first = (await feed.nextData()).submissionUpdated;
-    expect(first).toMatchObject({ id: submissionId, archivedAt: archived.json.archived_at });
-    // A submitter event (emitted the way services do) brings the submission again, as it is now.
+    expect(first).toMatchObject({ eventType: 'submission.archived', timestamp: archived.json.archived_at, submitter: null, submission: { id: submissionId, archivedAt: archived.json.archived_at } });
+    // A submitter event (emitted the way services do) names its submitter and brings the submission again, as it is now.
     await emit(alice, 'form.viewed', S3[1]!.id);
-    expect((await feed.nextData()).submissionUpdated.id).toBe(submissionId);
+    expect((await feed.nextData()).submissionUpdated).toMatchObject({ eventType: 'form.viewed', submitter: { id: S3[1]!.id }, submission: { id: submissionId } });
     // Restored with PUT, then archived again with PUT archived:true: one event (the change).
     expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: false })).status).toBe(200);
     expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: true })).status).toBe(200);
     const again = (await feed.nextData()).submissionUpdated;
-    expect(again.archivedAt).not.toBeNull();
-    expect(again.archivedAt).not.toBe(first.archivedAt);
+    expect(again.eventType).toBe('submission.archived');
+    expect(again.submission.archivedAt).not.toBeNull();
+    expect(again.submission.archivedAt).not.toBe(first.submission.archivedAt);
     expect(feed.count).toBe(3);
     feed.close();
     await listening(alice, 0);
@@ -225,10 +226,42 @@ describe('submissionUpdated', () => {
     const put = await rest(t.url, alice.apiKey, 'PUT', `/submitters/${client1!.id}`, { completed: true, values: { 'Client Name': 'Ada' } });
     expect(put.status, JSON.stringify(put.json)).toBe(200);
     // The completion job emits form.completed once the party's documents are made.
-    let update = (await feed.nextData(60_000)).submissionUpdated;
-    while (!update.submitters.find((s: { id: number }) => s.id === client1!.id).completedAt) update = (await feed.nextData(60_000)).submissionUpdated;
-    expect(update.id).toBe(client1!.submission_id);
+    const update = (await feed.nextData(60_000)).submissionUpdated;
+    expect(update).toMatchObject({ eventType: 'form.completed', submitter: { id: client1!.id }, submission: { id: client1!.submission_id, status: 'pending' } });
+    expect(update.submission.submitters.find((s: { id: number }) => s.id === client1!.id).completedAt).not.toBeNull();
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
+    feed.close();
+    await listening(alice, 0);
+  });
+
+  it('one message per event, saying which event and which submitter: two completions and an archive, in order, no duplicates', async () => {
+    const [first, second] = await createSubmission(alice, T2, 'sequence');
+    const submissionId = first!.submission_id;
+    const SEQUENCE = 'subscription ($id: Int!) { submissionUpdated(id: $id) { eventType submitter { id } submission { id status } } }';
+    const feed = subscribeWs(client(alice.apiKey), SEQUENCE, { id: submissionId });
+    await listening(alice, 1);
+    for (const party of [first!, second!]) {
+      const put = await rest(t.url, alice.apiKey, 'PUT', `/submitters/${party.id}`, { completed: true });
+      expect(put.status, JSON.stringify(put.json)).toBe(200);
+      // The completion job raises form.completed (and, after the last party, submission.completed).
+      await t.jobs.waitForIdle({ timeoutMs: 60_000 });
+    }
+    expect((await rest(t.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`)).status).toBe(200);
+    // Events are published in order: everything before the archive has arrived once it has.
+    const messages = [];
+    for (;;) {
+      const message = (await feed.nextData(60_000)).submissionUpdated;
+      messages.push(message);
+      if (message.eventType === 'submission.archived') break;
+    }
+    const submission = (status: string) => ({ id: submissionId, status });
+    expect(messages).toEqual([
+      { eventType: 'form.completed', submitter: { id: first!.id }, submission: submission('pending') },
+      { eventType: 'form.completed', submitter: { id: second!.id }, submission: submission('completed') },
+      { eventType: 'submission.completed', submitter: null, submission: submission('completed') },
+      { eventType: 'submission.archived', submitter: null, submission: submission('completed') },
+    ]);
+    expect(new Set(messages.map((m) => JSON.stringify(m))).size).toBe(messages.length);
     feed.close();
     await listening(alice, 0);
   });
@@ -241,10 +274,10 @@ describe('submissionUpdated', () => {
     await listening(bob, 1);
     const archived = await rest(t.url, bob.apiKey, 'DELETE', `/submissions/${submissionId}`);
     expect(archived.status).toBe(200);
-    expect((await feed.nextData()).submissionUpdated).toMatchObject({ id: submissionId, archivedAt: archived.json.archived_at });
+    expect((await feed.nextData()).submissionUpdated).toMatchObject({ eventType: 'submission.archived', submitter: null, submission: { id: submissionId, archivedAt: archived.json.archived_at } });
     // DELETE again: submission.archived every time (reference §7.8).
     const second = await rest(t.url, bob.apiKey, 'DELETE', `/submissions/${submissionId}`);
-    expect((await feed.nextData()).submissionUpdated).toMatchObject({ id: submissionId, archivedAt: second.json.archived_at });
+    expect((await feed.nextData()).submissionUpdated).toMatchObject({ eventType: 'submission.archived', submission: { id: submissionId, archivedAt: second.json.archived_at } });
     feed.close();
     await listening(bob, 0);
   });

@@ -8,8 +8,14 @@
  * database with the caller's account in the query, when the event arrives (so it returns the
  * state after the event). Subscribers on one instance that receive the same event with the same
  * selection share one load.
+ *
+ * Each published event is one message, and the message says which event it is (`eventType`,
+ * `timestamp`, the `submitter` it is about): completing a submission's last party raises two
+ * events (that party's form.completed, then submission.completed) that load the same submission,
+ * so without them a `submissionUpdated` subscriber saw two identical messages.
  */
 import { AppError } from '../../errors.ts';
+import { EVENT_TYPES, recordTypeOf } from '../../events/events.ts';
 import type { LiveEvent } from '../../events/pubsub.ts';
 import { findSubmissionForAccount } from '../../submissions/find.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
@@ -57,29 +63,58 @@ function loadSubmission(ctx: GraphQLContext, event: LiveEvent, query: object) {
   });
 }
 
-const FORM_EVENT_TYPES = ['form.viewed', 'form.started', 'form.completed', 'form.declined'];
+/**
+ * The submitter an event is about, with the subscriber's selection.
+ * @throws AppError NOT_FOUND when it was deleted meanwhile
+ */
+function loadSubmitter(ctx: GraphQLContext, event: LiveEvent, submitterId: number, query: object) {
+  const accountId = requireViewer(ctx).account.id;
+  return loadOnce(event, `submitter:${accountId}:${submitterId}:${JSON.stringify(query)}`, async () => {
+    const submitter = await ctx.db.submitter.findFirst({ ...query, where: { id: submitterId, accountId } });
+    if (!submitter) throw new AppError('NOT_FOUND', `Submitter ${submitterId} not found`);
+    return submitter;
+  });
+}
+
+/** Events about a submitter (form.*), and those about a submission or one of its submitters (form.*, submission.*). */
+const FORM_EVENT_TYPES: readonly string[] = EVENT_TYPES.filter((type) => recordTypeOf(type) === 'Submitter');
+const SUBMISSION_EVENT_TYPES: readonly string[] = EVENT_TYPES.filter((type) => recordTypeOf(type) !== 'Template');
 
 const FormEventRef = builder.objectRef<LiveEvent>('FormEvent').implement({
   description: "Something a submitter did in the signing form, or that completed the submitter's part.",
   fields: (t) => ({
-    eventType: t.exposeString('type', { description: 'form.viewed, form.started, form.completed or form.declined.' }),
+    eventType: t.exposeString('type', { description: `${FORM_EVENT_TYPES.join(', ')}.` }),
     timestamp: t.field({ type: 'DateTime', description: 'When it happened.', resolve: (event) => new Date(event.at) }),
     submitter: t.prismaField({
       type: SubmitterRef,
       description: 'The submitter, as it is after the event.',
-      resolve: (query, event, _args, ctx) => {
-        const accountId = requireViewer(ctx).account.id;
-        const id = event.submitterId!;
-        return loadOnce(event, `submitter:${accountId}:${id}:${JSON.stringify(query)}`, async () => {
-          const submitter = await ctx.db.submitter.findFirst({ ...query, where: { id, accountId } });
-          if (!submitter) throw new AppError('NOT_FOUND', `Submitter ${id} not found`);
-          return submitter;
-        });
-      },
+      resolve: (query, event, _args, ctx) => loadSubmitter(ctx, event, event.submitterId!, query),
     }),
     submission: t.prismaField({
       type: SubmissionRef,
       description: "The submitter's submission, as it is after the event.",
+      resolve: (query, event, _args, ctx) => loadSubmission(ctx, event, query),
+    }),
+  }),
+});
+
+const SubmissionUpdateRef = builder.objectRef<LiveEvent>('SubmissionUpdate').implement({
+  description:
+    'Something that happened to a submission or to one of its submitters: which event, when, the submitter it is about (null for an event about the whole submission), and the submission after it. One message per event.',
+  fields: (t) => ({
+    eventType: t.exposeString('type', {
+      description: `${SUBMISSION_EVENT_TYPES.join(', ')}: form.* events are about one submitter, submission.* events about the whole submission.`,
+    }),
+    timestamp: t.field({ type: 'DateTime', description: 'When it happened.', resolve: (event) => new Date(event.at) }),
+    submitter: t.prismaField({
+      type: SubmitterRef,
+      nullable: true,
+      description: 'The submitter the event is about (form.* events), as it is after the event; null for submission.* events.',
+      resolve: (query, event, _args, ctx) => (event.submitterId === null ? null : loadSubmitter(ctx, event, event.submitterId, query)),
+    }),
+    submission: t.prismaField({
+      type: SubmissionRef,
+      description: 'The submission, as it is after the event.',
       resolve: (query, event, _args, ctx) => loadSubmission(ctx, event, query),
     }),
   }),
@@ -116,19 +151,19 @@ builder.subscriptionField('formEvents', (t) =>
 );
 
 builder.subscriptionField('submissionUpdated', (t) =>
-  t.prismaField({
-    type: SubmissionRef,
+  t.field({
+    type: SubmissionUpdateRef,
     description:
-      'The submission, each time something happens to it or to one of its submitters (form.*, submission.* events), as it is after that.',
+      'Each event about the submission or one of its submitters (form.*, submission.*), once, as it happens: its type, time and submitter, and the submission as it is after it.',
     args: { id: t.arg.int({ required: true }) },
     subscribe: async (_root, { id }, ctx) => {
       const { account } = requireViewer(ctx);
       await findSubmissionForAccount(ctx.db, { id, accountId: account.id });
       return ctx.live.subscribe(account.id, (event) => event.submissionId === id);
     },
-    resolve: (query, event: LiveEvent, _args, ctx) => {
+    resolve: (event, _args, ctx) => {
       freshLoaders(ctx);
-      return loadSubmission(ctx, event, query);
+      return event;
     },
   }),
 );
