@@ -288,7 +288,8 @@ describe('queueAndDeliverEmail', () => {
       expect(stored).toMatchObject({ status: 'sent', attemptCount: 1, lastError: null, provider: 'outbox', providerMessageId: null, submitterId: submitter.id });
       expect(stored.sentAt!.getTime()).toBe(stored.createdAt.getTime());
       const events = await db.submissionEvent.findMany({ where: { submitterId: submitter.id } });
-      expect(events.map((e) => [e.eventType, e.data])).toEqual([['send_email', { email_message_id: stored.id }]]);
+      // Provider 'outbox': kept, nothing left the service (the audit log says so).
+      expect(events.map((e) => [e.eventType, e.data])).toEqual([['send_email', { email_message_id: stored.id, provider: 'outbox', attempt: 1, to: input.to[0] }]]);
       expect((await db.submitter.findUniqueOrThrow({ where: { id: submitter.id } })).sentAt?.getTime()).toBe(stored.sentAt!.getTime());
       // What the claimed-then-marked path stores for the same message.
       const twoStep = await queueAndDeliverEmail({ db, mailer: { ...outbox, name: 'smtp' } }, { ...input, dedupeKey: `${input.dedupeKey}:two-step` }, { submissionEvent: 'send_email' });

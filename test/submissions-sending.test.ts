@@ -94,7 +94,8 @@ describe('sending in order', () => {
     const events = await t.db.submissionEvent.findMany({ where: { submitterId: employee.id } });
     expect(events.map((e) => e.eventType)).toEqual(['send_email']);
     const sentRow = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: employee.id } });
-    expect(events[0]!.data).toEqual({ email_message_id: sentRow.id });
+    // Which provider took it, on which attempt, to whom (the audit log prints it).
+    expect(events[0]!.data).toEqual({ email_message_id: sentRow.id, provider: 'smtp', attempt: 1, to: 'emma@example.test' });
 
     // The first party completes through the API: the second is sent now.
     await api('PUT', `/submitters/${employee.id}`, { completed: true });
@@ -109,7 +110,7 @@ describe('sending in order', () => {
     const employerRow = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: employer.id } });
     expect(new Date(employerNow.sent_at).getTime()).toBe(employerRow.sentAt!.getTime());
     expect((await t.db.submissionEvent.findMany({ where: { submitterId: employer.id } })).map((e) => [e.eventType, e.data])).toEqual([
-      ['send_email', { email_message_id: employerRow.id }],
+      ['send_email', { email_message_id: employerRow.id, provider: 'smtp', attempt: 1, to: 'boss@example.test' }],
     ]);
     // Nothing was sent twice.
     await t.app.jobs.waitForIdle();
@@ -151,9 +152,34 @@ describe('sending in order', () => {
     const rows = await t.db.emailMessage.findMany({ where: { to: { has: 'retry@example.test' } } });
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: 'sent', attemptCount: 2 });
-    // Recorded once, by the run that sent it.
-    const events = await t.db.submissionEvent.findMany({ where: { submitterId: rows[0]!.submitterId! } });
-    expect(events.map((e) => [e.eventType, e.data])).toEqual([['send_email', { email_message_id: rows[0]!.id }]]);
+    // The failed attempt is recorded as failed and retried, then the send by the run that made it.
+    const events = await t.db.submissionEvent.findMany({ where: { submitterId: rows[0]!.submitterId! }, orderBy: { id: 'asc' } });
+    expect(events.map((e) => [e.eventType, e.data])).toEqual([
+      [
+        'fail_email',
+        { email_message_id: rows[0]!.id, provider: 'smtp', attempt: 1, to: 'retry@example.test', error: expect.stringContaining('451 Try again later'), max_attempts: 10, retrying: true },
+      ],
+      ['send_email', { email_message_id: rows[0]!.id, provider: 'smtp', attempt: 2, to: 'retry@example.test' }],
+    ]);
+    // REST lists both, under DocuSeal's item shape.
+    const submitter = (await api('GET', `/submitters/${rows[0]!.submitterId}`)).json;
+    expect(submitter.submission_events.map((e: { event_type: string }) => e.event_type)).toEqual(['fail_email', 'send_email']);
+  });
+
+  it('a refused email is recorded as failed and not retried, with no send_email', async () => {
+    smtp.rejectNext(550, 'Mailbox unavailable');
+    const { json } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Employee', email: 'refused@example.test' }] });
+    await t.app.jobs.waitForIdle({ timeoutMs: 10_000 });
+    expect(mailsTo('refused@example.test')).toHaveLength(0);
+    const row = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: json[0].id } });
+    expect(row).toMatchObject({ status: 'failed', attemptCount: 1 });
+    const events = await t.db.submissionEvent.findMany({ where: { submitterId: json[0].id } });
+    expect(events.map((e) => [e.eventType, e.data])).toEqual([
+      [
+        'fail_email',
+        { email_message_id: row.id, provider: 'smtp', attempt: 1, to: 'refused@example.test', error: expect.stringContaining('550 Mailbox unavailable'), max_attempts: 10, retrying: false },
+      ],
+    ]);
   });
 
   it('sends SMS through Twilio when send_sms is on, recording send_sms', async () => {
@@ -172,7 +198,7 @@ describe('sending in order', () => {
     expect(request!.form.get('From')).toBe('+15550000000');
     expect(request!.form.get('Body')).toContain(json[0].embed_src);
     const events = await t.db.submissionEvent.findMany({ where: { submitterId: json[0].id } });
-    expect(events.map((e) => e.eventType)).toEqual(['send_sms']);
+    expect(events.map((e) => [e.eventType, e.data])).toEqual([['send_sms', { sms_message_id: expect.any(Number), provider: 'twilio', attempt: 1, to: '+15551234567' }]]);
   });
 
   it('re-sends the request on PUT /submitters/{id} with send_email true', async () => {
@@ -184,7 +210,7 @@ describe('sending in order', () => {
     expect(mailsTo('again@example.test')).toHaveLength(2);
     const rows = await t.db.emailMessage.findMany({ where: { submitterId: json[0].id }, orderBy: { id: 'asc' } });
     const events = await t.db.submissionEvent.findMany({ where: { submitterId: json[0].id, eventType: 'send_email' }, orderBy: { id: 'asc' } });
-    expect(events.map((e) => e.data)).toEqual(rows.map((r) => ({ email_message_id: r.id })));
+    expect(events.map((e) => e.data)).toEqual(rows.map((r) => ({ email_message_id: r.id, provider: 'smtp', attempt: 1, to: 'again@example.test' })));
   });
 
   it('an expire_at that passes makes the submission expired', async () => {

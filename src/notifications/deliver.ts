@@ -23,6 +23,7 @@ import { createHash } from 'node:crypto';
 import { sqlPool, type Db, type Prisma } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { EmailMessage, SmsMessage } from '../generated/prisma/client.ts';
+import { markFailedAndRecord, markSentAndRecord, messageReturning, recordSentCtes, type NotificationChannel } from '../db/queries/notification-events.ts';
 import { DeliveryError, type NotificationLogger } from './delivery-error.ts';
 import type { EmailAttachment, Mailer, OutgoingEmail } from './mailer.ts';
 import type { SmsSender } from './sms.ts';
@@ -128,9 +129,17 @@ export async function deliverEmail(
   deps: { db: Pick<Db, 'emailMessage'>; mailer: Mailer; attachments?: () => Promise<EmailAttachment[]> } & DeliveryOptions,
   emailMessageId: number,
 ): Promise<DeliveryOutcome> {
+  return deliverOnce<EmailMessage>(deps, emailTable(deps, emailMessageId));
+}
+
+/** deliverEmail's claim, read, update and send of one email_messages row, through Prisma. */
+function emailTable(
+  deps: { db: Pick<Db, 'emailMessage'>; mailer: Mailer; attachments?: () => Promise<EmailAttachment[]> } & DeliveryOptions,
+  emailMessageId: number,
+): OutboxTable<EmailMessage> {
   const { db, mailer } = deps;
   const table = db.emailMessage;
-  return deliverOnce<EmailMessage>(deps, {
+  return {
     label: 'email',
     id: emailMessageId,
     claim: (staleBefore) =>
@@ -142,7 +151,52 @@ export async function deliverEmail(
     update: (data) => table.update({ where: { id: emailMessageId }, data, select: { id: true } }),
     send: async (row) =>
       mailer.send({ ...outgoingEmail(row), ...(deps.attachments ? { attachments: await deps.attachments() } : {}) }),
-  });
+  };
+}
+
+/**
+ * The submission events that record a message's delivery, written by the statement that stores
+ * its outcome on the row (src/db/queries/notification-events.ts gives their data). Only for a
+ * message of a submission; none by default.
+ */
+export interface DeliveryEvents {
+  /**
+   * When this call sends the message (or, with the outbox, keeps it): an event of this type
+   * (`send_email`, `send_sms`) with the provider and attempt, and the submitter's sent_at when unset.
+   */
+  submissionEvent?: string;
+  /** When an attempt fails: an event of this type (`fail_email`, `fail_sms`) with the error and whether it will be retried. */
+  failureEvent?: string;
+}
+
+const RECORDING = {
+  email: { sent: markSentAndRecord('email'), failed: markFailedAndRecord('email') },
+  sms: { sent: markSentAndRecord('sms'), failed: markFailedAndRecord('sms') },
+} as const;
+
+/**
+ * An outbox table's `update` that records `events` with the outcome (sent, or a failed attempt)
+ * in the same statement, and otherwise does what `plain` does.
+ */
+function recordingUpdate(
+  pool: ReturnType<typeof sqlPool>,
+  channel: NotificationChannel,
+  id: number,
+  events: DeliveryEvents,
+  options: DeliveryOptions,
+  plain: OutboxTable<OutboxRow>['update'],
+): OutboxTable<OutboxRow>['update'] {
+  return async (data) => {
+    const now = (data.sentAt ?? new Date()).toISOString();
+    if (data.status === 'sent' && events.submissionEvent) {
+      return pool.query({ ...RECORDING[channel].sent, values: [id, events.submissionEvent, now, data.providerMessageId ?? null] });
+    }
+    if ((data.status === 'queued' || data.status === 'failed') && data.lastError != null && events.failureEvent) {
+      const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
+      return pool.query({ ...RECORDING[channel].failed, values: [id, events.failureEvent, now, data.status, data.lastError, maxAttempts] });
+    }
+    return plain(data);
+  };
 }
 
 /** Rows a claim may take: queued, or left 'sending' longer than the lease, or by this claimant. */
@@ -204,57 +258,23 @@ const UPDATE_EMAIL_STATE = {
 };
 
 /**
- * The record of a sent email on its submission (`$1` email id, `$2` event type, `$3` now, ISO):
- * a `$2` event of the email's submitter with {email_message_id}, and the submitter's sent_at when
- * unset. MARK_EMAIL_SENT_AND_RECORD does the same in the statement that marks the email sent.
- */
-const RECORD_SENT_EMAIL = `
-  event AS (
-    INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
-    SELECT account_id, submission_id, submitter_id, $2, jsonb_build_object('email_message_id', id),
-           $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
-      FROM email WHERE submission_id IS NOT NULL
-  ), submitter AS (
-    UPDATE submitters SET sent_at = $3::timestamptz AT TIME ZONE 'UTC', updated_at = $3::timestamptz AT TIME ZONE 'UTC'
-     WHERE id = (SELECT submitter_id FROM email) AND sent_at IS NULL
-  )`;
-
-const RECORD_SENT = {
-  name: 'signet_outbox_record_sent_email',
-  text: `WITH email AS (SELECT id, account_id, submission_id, submitter_id FROM email_messages WHERE id = $1), ${RECORD_SENT_EMAIL} SELECT 1`,
-};
-
-/** UPDATE_EMAIL_STATE to 'sent' ($4 provider message id) and RECORD_SENT_EMAIL, in one statement. */
-const MARK_EMAIL_SENT_AND_RECORD = {
-  name: 'signet_outbox_mark_sent_and_record',
-  text: `
-    WITH email AS (
-      UPDATE email_messages
-         SET status = 'sent', updated_at = $3::timestamptz AT TIME ZONE 'UTC', sent_at = $3::timestamptz AT TIME ZONE 'UTC',
-             provider_message_id = $4, last_error = NULL
-       WHERE id = $1
-      RETURNING id, account_id, submission_id, submitter_id
-    ), ${RECORD_SENT_EMAIL}
-    SELECT count(*)::int AS n FROM email`,
-};
-
-/**
- * INSERT_CLAIMED_EMAIL and MARK_EMAIL_SENT_AND_RECORD in one statement, for the outbox mailer,
+ * INSERT_CLAIMED_EMAIL and markSentAndRecord('email') in one statement, for the outbox mailer,
  * whose sending is the storing ($1 input JSON, $2 submission event type, $3 now ISO): the row
- * inserted already sent, its event and the submitter's sent_at. Nothing when the key is stored.
+ * inserted already sent (provider 'outbox': kept, not sent), its event and the submitter's
+ * sent_at. Nothing when the key is stored.
  */
 const INSERT_SENT_OUTBOX_EMAIL_AND_RECORD = {
   name: 'signet_outbox_insert_sent_and_record',
   text: `
-    WITH email AS (
+    WITH message AS (
       INSERT INTO email_messages (${NEW_EMAIL_COLUMNS}, provider, status, attempt_count, sent_at, created_at, updated_at)
       SELECT ${NEW_EMAIL_VALUES},
              'outbox', 'sent', 1, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
         FROM (SELECT $1::jsonb AS j) input
       ON CONFLICT (dedupe_key) DO NOTHING
-      RETURNING id, account_id, submission_id, submitter_id
-    ), ${RECORD_SENT_EMAIL}
-    SELECT id FROM email`,
+      RETURNING ${messageReturning('email')}
+    ), ${recordSentCtes('email')}
+    SELECT id FROM message`,
 };
 
 /** The message a mailer sends for a stored or to-be-stored email. */
@@ -281,17 +301,15 @@ function outgoingEmail(email: Pick<QueueEmailInput, 'from' | 'to' | 'cc' | 'bcc'
  * Plain SQL on the pool under `deps.db` (sqlPool): a hot path (the signature request job). With
  * the outbox mailer and a submission event, storing is sending: one statement inserts the row
  * sent and records it (INSERT_SENT_OUTBOX_EMAIL_AND_RECORD), then the outbox logs it.
- * @param options.submissionEvent when this call sends the email: record it on its submission, a
- *   submission event of that type for the email's submitter with {email_message_id}, and the
- *   submitter's sent_at when unset (the signature request's `send_email`), in the statement that
- *   marks the email sent
+ * @param options the submission events recorded with the outcome, in the statement that stores it
+ *   on the row (DeliveryEvents: the signature request's `send_email` and `fail_email`)
  * @returns the outcome (see DeliveryOutcome) and the row's id
  * @throws as queueEmail (VALIDATION) and deliverEmail (DeliveryError when the provider failed transiently)
  */
 export async function queueAndDeliverEmail(
   deps: { db: Db; mailer: Mailer } & DeliveryOptions,
   input: QueueEmailInput,
-  options: { submissionEvent?: string } = {},
+  options: DeliveryEvents = {},
 ): Promise<{ outcome: DeliveryOutcome; emailMessageId: number }> {
   if (!input.dedupeKey) throw new AppError('VALIDATION', 'dedupeKey is required');
   if (input.to.length === 0) throw new AppError('VALIDATION', 'an email needs at least one recipient in to');
@@ -302,8 +320,8 @@ export async function queueAndDeliverEmail(
   const deliverStored = async () => {
     const { rows: stored } = await pool.query<{ id: number }>({ ...EMAIL_ID_BY_DEDUPE_KEY, values: [input.dedupeKey] });
     const id = stored[0]!.id;
-    const outcome = await deliverEmail(deps, id);
-    if (outcome === 'sent' && submissionEvent) await pool.query({ ...RECORD_SENT, values: [id, submissionEvent, new Date().toISOString()] });
+    const table = emailTable(deps, id);
+    const outcome = await deliverOnce<EmailMessage>(deps, { ...table, update: recordingUpdate(pool, 'email', id, options, deps, table.update) });
     return { outcome, emailMessageId: id };
   };
   if (mailer.name === 'outbox' && submissionEvent) {
@@ -320,10 +338,8 @@ export async function queueAndDeliverEmail(
   const outcome = await sendClaimed<OutboxRow>(deps, {
     label: 'email',
     id,
-    update: ({ status, sentAt, providerMessageId, lastError }) =>
-      status === 'sent' && submissionEvent
-        ? pool.query({ ...MARK_EMAIL_SENT_AND_RECORD, values: [id, submissionEvent, (sentAt ?? new Date()).toISOString(), providerMessageId ?? null] })
-        : pool.query({ ...UPDATE_EMAIL_STATE, values: [id, status, (sentAt ?? new Date()).toISOString(), sentAt !== undefined, providerMessageId ?? null, lastError ?? null] }),
+    update: recordingUpdate(pool, 'email', id, options, deps, ({ status, sentAt, providerMessageId, lastError }) =>
+      pool.query({ ...UPDATE_EMAIL_STATE, values: [id, status, (sentAt ?? new Date()).toISOString(), sentAt !== undefined, providerMessageId ?? null, lastError ?? null] })),
     send: () => mailer.send(outgoingEmail(input)),
   }, { id, status: 'sending', attemptCount: 1 });
   return { outcome, emailMessageId: id };
@@ -374,14 +390,18 @@ export async function queueSms(db: Pick<Prisma.TransactionClient, 'smsMessage'>,
 
 /**
  * Sends one queued SMS at most once (as deliverEmail).
+ * @param events the submission events recorded with the outcome (DeliveryEvents: the signature
+ *   request's `send_sms` and `fail_sms`), in the statement that stores it on the row
  * @throws DeliveryError (retryable) when the provider failed transiently; AppError NOT_FOUND
  */
 export async function deliverSms(
-  deps: { db: Pick<Db, 'smsMessage'>; smsSender: SmsSender } & DeliveryOptions,
+  deps: { db: Db; smsSender: SmsSender } & DeliveryOptions,
   smsMessageId: number,
+  events: DeliveryEvents = {},
 ): Promise<DeliveryOutcome> {
   const { db, smsSender } = deps;
   const table = db.smsMessage;
+  const update: OutboxTable<SmsMessage>['update'] = (data) => table.update({ where: { id: smsMessageId }, data, select: { id: true } });
   return deliverOnce<SmsMessage>(deps, {
     label: 'SMS',
     id: smsMessageId,
@@ -391,7 +411,7 @@ export async function deliverSms(
         data: { status: 'sending', attemptCount: { increment: 1 }, provider: smsSender.name, claimedBy: deps.claimant ?? null },
       }),
     find: () => table.findUnique({ where: { id: smsMessageId } }),
-    update: (data) => table.update({ where: { id: smsMessageId }, data, select: { id: true } }),
+    update: events.submissionEvent || events.failureEvent ? recordingUpdate(sqlPool(db), 'sms', smsMessageId, events, deps, update) : update,
     send: (row) => smsSender.send({ to: row.to, from: row.from ?? undefined, body: row.body }),
   });
 }

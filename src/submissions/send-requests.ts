@@ -3,7 +3,8 @@
  * - `send-signature-request` jobs, one per submitter, channel and sending, recorded by the
  *   transaction that decides the sending (requestJobs: the job outbox, src/jobs/outbox.ts); each
  *   renders the message, stores it in the email/SMS outbox (deduplicated) and delivers it once
- *   (src/notifications/deliver.ts), then records `send_email` / `send_sms` and `sent_at`.
+ *   (src/notifications/deliver.ts), recording `send_email` / `send_sms` and `sent_at` with the
+ *   send, and `fail_email` / `fail_sms` with each failed attempt (src/db/queries/notification-events.ts).
  *   Provider failures are retried by the job; they never fail the API call.
  * - When a party completes, the next group in order is sent its requests.
  * - `expire-submission` jobs at `expire_at`.
@@ -39,8 +40,18 @@ export interface SendDeps {
   effects: Pick<SideEffects, 'emit'>;
 }
 
+/**
+ * Runs of a request job in all. Delivery gives a message up after as many attempts, so the last
+ * failed attempt is recorded as given up (`fail_email` with `retrying: false`), not as retried.
+ */
+const SEND_MAX_ATTEMPTS = 10;
+
 /** Retry after base (SEND_RETRY_BASE_MS, 30 s), then twice as long each time, capped at an hour; 10 runs in all. */
-const sendRetry = (baseMs: number) => ({ maxAttempts: 10, delayMs: (attempt: number) => Math.min(2 ** attempt * baseMs, 3_600_000) });
+const sendRetry = (baseMs: number) => ({ maxAttempts: SEND_MAX_ATTEMPTS, delayMs: (attempt: number) => Math.min(2 ** attempt * baseMs, 3_600_000) });
+
+/** What a request's delivery records on the submission (src/db/queries/notification-events.ts). */
+const EMAIL_EVENTS = { submissionEvent: 'send_email', failureEvent: 'fail_email' } as const;
+const SMS_EVENTS = { submissionEvent: 'send_sms', failureEvent: 'fail_sms' } as const;
 
 /**
  * Requests sent at once per instance. A send is two short statements and a provider call, so it
@@ -219,7 +230,7 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
     const purpose = ownTypes.size === 0 ? 'view' : ownTypes.has('signature') || ownTypes.has('initials') ? 'sign' : 'submit';
     const rendered = buildSignatureRequestEmail({ variables, message: prefs.message ?? submissionPrefs.message ?? null, purpose });
     const { outcome } = await queueAndDeliverEmail(
-      { db, mailer: deps.mailer, logger: deps.logger, claimant: runId },
+      { db, mailer: deps.mailer, logger: deps.logger, claimant: runId, maxAttempts: SEND_MAX_ATTEMPTS },
       {
         accountId: submitter.accountId,
         submissionId: submitter.submissionId,
@@ -234,8 +245,8 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
         htmlBody: rendered.html,
         provider: deps.mailer.name,
       },
-      // Recorded with the send: the send_email event and the first sent_at.
-      { submissionEvent: 'send_email' },
+      // Recorded with each outcome: the send_email event and the first sent_at, or fail_email.
+      EMAIL_EVENTS,
     );
     if (outcome === 'in-progress') throw inProgress('email');
     return;
@@ -251,9 +262,8 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
     body: buildSignatureRequestSms({ variables }),
     provider: deps.smsSender.name,
   });
-  const result = await deliverSms({ db, smsSender: deps.smsSender, logger: deps.logger, claimant: runId }, row.id);
+  const result = await deliverSms({ db, smsSender: deps.smsSender, logger: deps.logger, claimant: runId, maxAttempts: SEND_MAX_ATTEMPTS }, row.id, SMS_EVENTS);
   if (result === 'in-progress') throw inProgress('sms');
-  if (result === 'sent') await recordSent(db, submitter, 'send_sms', { sms_message_id: row.id });
 }
 
 /**
@@ -262,24 +272,4 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
  */
 function inProgress(provider: string): DeliveryError {
   return new DeliveryError('another worker is sending this message; retrying later', { retryable: true, provider });
-}
-
-/**
- * The send_email / send_sms event and, on the first request, sent_at: one statement (atomic by
- * itself). $1 account, $2 submission, $3 submitter, $4 event type, $5 data, $6 now (ISO).
- */
-const RECORD_SENT = {
-  name: 'signet_send_request_record',
-  text: `
-    WITH event AS (
-      INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
-      VALUES ($1, $2, $3, $4, $5::jsonb, $6::timestamptz AT TIME ZONE 'UTC', $6::timestamptz AT TIME ZONE 'UTC')
-    )
-    UPDATE submitters SET sent_at = $6::timestamptz AT TIME ZONE 'UTC', updated_at = $6::timestamptz AT TIME ZONE 'UTC'
-     WHERE id = $3 AND sent_at IS NULL`,
-};
-
-async function recordSent(db: Db, submitter: { id: number; accountId: number; submissionId: number }, eventType: string, data: Record<string, unknown>) {
-  const values = [submitter.accountId, submitter.submissionId, submitter.id, eventType, JSON.stringify(data), new Date().toISOString()];
-  await sqlPool(db).query({ ...RECORD_SENT, values });
 }

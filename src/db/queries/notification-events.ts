@@ -1,0 +1,84 @@
+/**
+ * The SQL that records what happened to a submission's email or SMS on the submission itself
+ * (issue 13, "The audit log tells the truth"): each statement changes the outbox row
+ * (email_messages / sms_messages, src/notifications/deliver.ts) and writes the submission event
+ * that says so in one statement, so that a crash can lose neither without the other.
+ *
+ * Event data (a submission event of the message's submitter; docs/compatibility.md, "Delivery
+ * events"):
+ * - the sent event (`send_email`, `send_sms`): `{email_message_id | sms_message_id, provider,
+ *   attempt, to}`. `provider` is the one that took it: `smtp`, `sendgrid`, `twilio`, or `outbox`
+ *   when none is configured and the message was only kept (nothing left the service).
+ * - the failed event (`fail_email`, `fail_sms`): the same keys plus `error` (the provider's
+ *   message, at most 500 characters), `max_attempts` and `retrying` (true when the row went back to
+ *   'queued' for another attempt, false when it was given up).
+ *
+ * Times: `$3` is now as an ISO string, stored AT TIME ZONE 'UTC' (timestamp(3) columns hold UTC).
+ */
+
+/** The recipient and message-id key of each outbox table, for the event data. */
+const TABLES = {
+  email: { table: 'email_messages', idKey: 'email_message_id', recipient: 'to_addresses[1]' },
+  sms: { table: 'sms_messages', idKey: 'sms_message_id', recipient: 'to_number' },
+} as const;
+
+export type NotificationChannel = keyof typeof TABLES;
+
+/** The columns a CTE named `message` returns for recordSentCtes (RETURNING or SELECT list). */
+export const messageReturning = (channel: NotificationChannel) =>
+  `id, account_id, submission_id, submitter_id, provider, attempt_count, ${TABLES[channel].recipient} AS recipient`;
+
+/**
+ * The sent event of the row in the CTE `message` (`$2` event type, `$3` now) and the submitter's
+ * sent_at when unset, as CTEs to follow it.
+ */
+export const recordSentCtes = (channel: NotificationChannel) => `
+  event AS (
+    INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
+    SELECT account_id, submission_id, submitter_id, $2,
+           jsonb_build_object('${TABLES[channel].idKey}', id, 'provider', provider, 'attempt', attempt_count, 'to', recipient),
+           $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
+      FROM message WHERE submission_id IS NOT NULL
+  ), submitter AS (
+    UPDATE submitters SET sent_at = $3::timestamptz AT TIME ZONE 'UTC', updated_at = $3::timestamptz AT TIME ZONE 'UTC'
+     WHERE id = (SELECT submitter_id FROM message) AND sent_at IS NULL
+  )`;
+
+/**
+ * `$1` id, `$2` sent event type, `$3` now, `$4` provider message id: marks the row sent and
+ * records its sent event and the submitter's sent_at. Returns `n`, 1 when the row exists.
+ */
+export const markSentAndRecord = (channel: NotificationChannel) => ({
+  name: `signet_${channel}_mark_sent_and_record`,
+  text: `
+    WITH message AS (
+      UPDATE ${TABLES[channel].table}
+         SET status = 'sent', updated_at = $3::timestamptz AT TIME ZONE 'UTC', sent_at = $3::timestamptz AT TIME ZONE 'UTC',
+             provider_message_id = $4, last_error = NULL
+       WHERE id = $1
+      RETURNING ${messageReturning(channel)}
+    ), ${recordSentCtes(channel)}
+    SELECT count(*)::int AS n FROM message`,
+});
+
+/**
+ * `$1` id, `$2` failed event type, `$3` now, `$4` status ('queued' to retry, 'failed' when given
+ * up), `$5` the error, `$6` attempts allowed: stores the outcome of a failed attempt on the row
+ * and records it as a failed event (see the module comment).
+ */
+export const markFailedAndRecord = (channel: NotificationChannel) => ({
+  name: `signet_${channel}_mark_failed_and_record`,
+  text: `
+    WITH message AS (
+      UPDATE ${TABLES[channel].table}
+         SET status = $4, updated_at = $3::timestamptz AT TIME ZONE 'UTC', last_error = $5
+       WHERE id = $1
+      RETURNING ${messageReturning(channel)}
+    )
+    INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
+    SELECT account_id, submission_id, submitter_id, $2,
+           jsonb_build_object('${TABLES[channel].idKey}', id, 'provider', provider, 'attempt', attempt_count, 'to', recipient,
+                              'error', left($5, 500), 'max_attempts', $6::int, 'retrying', $4 = 'queued'),
+           $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
+      FROM message WHERE submission_id IS NOT NULL`,
+});
