@@ -143,8 +143,9 @@ describe('POST /submissions', () => {
 
   it('refuses archived templates, templates without fields, other accounts’ and unknown ones', async () => {
     const empty = await api('POST', '/templates/pdf', { name: 'Empty', documents: [{ name: 'e', file: base64(fixturePdf('documenso-letter-size.pdf')) }] });
+    // DocuSeal's message first (a client matching it by its start still does), then which template.
     expect((await api('POST', '/submissions', { template_id: empty.json.id, submitters: [{ email: 'a@example.test' }] })).json).toEqual({
-      error: 'Template does not contain fields',
+      error: `Template does not contain fields: template ${empty.json.id} ("Empty") has no fields to fill in or sign; add fields to it before creating submissions.`,
     });
     const archived = await api('POST', `/templates/${templateId}/clone`, {});
     await api('DELETE', `/templates/${archived.json.id}`);

@@ -113,7 +113,7 @@ function fileTemplateInput(request: RestRequest) {
 }
 
 interface TemplatePayloadData {
-  [mutation: string]: { template: TemplateData };
+  [mutation: string]: { template: TemplateData; warnings: { code: string; message: string }[] };
 }
 
 function createRoute(path: string, mutation: string, inputType: string, variables: RestRoute['variables']): RestRoute<TemplatePayloadData> {
@@ -122,12 +122,16 @@ function createRoute(path: string, mutation: string, inputType: string, variable
     path,
     operation: /* GraphQL */ `
       mutation Rest${mutation[0]!.toUpperCase()}${mutation.slice(1)}($input: ${inputType}!) {
-        ${mutation}(input: $input) { template { ...RestTemplate } }
+        ${mutation}(input: $input) { template { ...RestTemplate } warnings { code message } }
       }
       ${TEMPLATE_FRAGMENT}
     `,
     variables,
-    serialize: (data) => serializeTemplate(data[mutation]!.template),
+    // DocuSeal's template, plus `warnings` (a key DocuSeal's clients ignore) only when there are some.
+    serialize: (data) => {
+      const { template, warnings } = data[mutation]!;
+      return { ...serializeTemplate(template), ...(warnings.length > 0 ? { warnings } : {}) };
+    },
   };
 }
 

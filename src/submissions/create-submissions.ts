@@ -24,6 +24,7 @@ import { completionJob } from '../signing/complete-submission.ts';
 import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../signing-form/signature-image.ts';
 import { checkFieldPattern } from '../signing-form/field-pattern.ts';
 import { checkValuesSize, valueSizeMessage } from '../signing-form/field-values.ts';
+import { noFieldsError } from '../templates/template-warnings.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
 import { expiryJobs, requestJobs } from './send-requests.ts';
 import { checkSubmitterContact, checkUniqueRoles, isValidEmailList, type FieldConfig, type SubmitterInput } from './submitter-input.ts';
@@ -228,7 +229,8 @@ export interface CreateDeps {
 
 /**
  * Creates the submissions of one request, with what they cause (see the module comment).
- * @throws AppError NOT_FOUND / FORBIDDEN (template), VALIDATION with DocuSeal's messages (§7.1)
+ * @throws AppError NOT_FOUND / FORBIDDEN (template), VALIDATION with DocuSeal's messages (§7.1);
+ *   a template without fields: VALIDATION noFieldsError (src/templates/template-warnings.ts)
  */
 export async function createSubmissions(deps: CreateDeps, options: CreateSubmissionsOptions): Promise<CreatedSubmission[]> {
   const { db } = deps;
@@ -257,7 +259,11 @@ export async function createSubmissions(deps: CreateDeps, options: CreateSubmiss
   if (!template) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
   if (template.accountId !== options.accountId) throw new AppError('FORBIDDEN');
   if (template.archived) throw new AppError('VALIDATION', 'Template has been archived');
-  if (template.fields.length === 0) throw new AppError('VALIDATION', 'Template does not contain fields');
+  if (template.fields.length === 0) {
+    // The name only for the message: the usual path does not read it.
+    const { name } = await db.template.findUniqueOrThrow({ where: { id: template.id }, select: { name: true } });
+    throw noFieldsError({ id: template.id, name });
+  }
   checkSettings(options.settings);
 
   // Validate and plan everything before writing anything.

@@ -12,6 +12,7 @@ import { DocumentOperation, updateTemplateDocuments, type PreparedOperation } fr
 import { checkItems, MAX_ITEMS } from '../../limits.ts';
 import { checkTemplateRequest, saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
 import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/template-actions.ts';
+import { TEMPLATE_WARNING_CODES, templateWarnings, type TemplateWarning } from '../../templates/template-warnings.ts';
 import { builder } from '../builder.ts';
 import { requireViewer, type GraphQLContext } from '../context.ts';
 import { TemplateRef, withoutNulls } from './template.ts';
@@ -82,11 +83,24 @@ const CreateFromHtmlInput = builder.inputType('CreateTemplateFromHtmlInput', {
   }),
 });
 
+const TemplateWarningRef = builder.objectRef<TemplateWarning>('TemplateWarning').implement({
+  description: 'Something about an accepted template to know before using it.',
+  fields: (t) => ({
+    code: t.exposeString('code', { description: `${TEMPLATE_WARNING_CODES.join(', ')}.` }),
+    message: t.exposeString('message'),
+  }),
+});
+
 const TemplatePayload = builder.objectRef<{ id: number }>('TemplatePayload').implement({
   fields: (t) => ({
     template: t.prismaField({
       type: TemplateRef,
       resolve: (query, payload, _args, ctx) => ctx.db.template.findUniqueOrThrow({ ...query, where: { id: payload.id } }),
+    }),
+    warnings: t.field({
+      type: [TemplateWarningRef],
+      description: 'What the template lacks to be used, as it is after the change: TEMPLATE_HAS_NO_FIELDS when it has no fields (a submission from it would be refused). [] when none.',
+      resolve: async (payload, _args, ctx) => templateWarnings(await ctx.db.template.findUniqueOrThrow({ where: { id: payload.id }, select: { fields: true } })),
     }),
   }),
 });
