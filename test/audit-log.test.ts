@@ -1,4 +1,4 @@
-/** The audit log PDF, read back with poppler's pdftotext and pdfinfo. */
+/** The audit log PDF, read back with poppler's pdftotext, pdfinfo and pdfimages. */
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
@@ -6,8 +6,11 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { type AuditLogParty, buildAuditLog, type BuildAuditLogInput } from '../src/signing/audit-log.ts';
+import { listAuditLogValues } from '../src/signing/audit-log-values.ts';
+import type { Field } from '../src/templates/fields.ts';
 import { generateSelfSignedPkcs12 } from '../src/signing/certificates.ts';
 import { signPdf } from '../src/signing/sign-pdf.ts';
+import { strokeJpeg, strokePng } from './helpers/images.ts';
 import { fixturePdf } from './helpers/pdfs.ts';
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -191,6 +194,236 @@ describe('buildAuditLog', () => {
     for (const timeZone of ['Mars/Olympus_Mons', 'UTC', 'Etc/UTC']) {
       const text = textOf(await buildAuditLog(input({ timeZone })));
       expect(text).toContain('Generated at 2026-11-21T10:15:30Z Documents');
+    }
+  });
+});
+
+/** pdfimages -list of a PDF: its image rows (not soft masks) with page, width and height. */
+async function listImages(pdf: Uint8Array): Promise<{ page: number; type: string; width: number; height: number; object: number }[]> {
+  const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'signet-audit-images-'));
+  try {
+    await fs.writeFile(path.join(dir, 'log.pdf'), pdf);
+    const lines = execFileSync('pdfimages', ['-list', path.join(dir, 'log.pdf')]).toString().trim().split('\n').slice(2);
+    return lines.map((line) => {
+      const cells = line.trim().split(/\s+/);
+      return { page: Number(cells[0]), type: cells[2]!, width: Number(cells[3]), height: Number(cells[4]), object: Number(cells[10]) };
+    });
+  } finally {
+    await fs.rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('buildAuditLog: what happened to each email and SMS', () => {
+  const at = (minute: number) => new Date(Date.UTC(2026, 10, 21, 9, minute));
+  const party = (events: AuditLogParty['events']): AuditLogParty => ({ role: 'Signer', name: 'Ann', email: 'ann@example.test', events });
+
+  it('says "kept, not sent" for the outbox, names the provider that sent, and prints failures with their error and whether they are retried', async () => {
+    const events: AuditLogParty['events'] = [
+      { type: 'send_email', at: at(0), data: { email_message_id: 1, provider: 'outbox', attempt: 1, to: 'ann@example.test' } },
+      { type: 'send_sms', at: at(1), data: { sms_message_id: 2, provider: 'outbox', attempt: 1, to: '+15551234567' } },
+      {
+        type: 'fail_email',
+        at: at(2),
+        data: { email_message_id: 3, provider: 'smtp', attempt: 1, max_attempts: 10, retrying: true, error: 'Message failed: 451 Try again later', to: 'ann@example.test' },
+      },
+      { type: 'send_email', at: at(3), data: { email_message_id: 3, provider: 'smtp', attempt: 2, to: 'ann@example.test' } },
+      { type: 'send_email', at: at(4), data: { email_message_id: 4, provider: 'sendgrid', attempt: 1, to: 'ann@example.test' } },
+      { type: 'fail_email', at: at(5), data: { email_message_id: 5, provider: 'sendgrid', attempt: 1, max_attempts: 10, retrying: false, error: 'The to address is invalid', to: 'ann@example.test' } },
+      { type: 'fail_sms', at: at(6), data: { sms_message_id: 6, provider: 'twilio', attempt: 10, max_attempts: 10, retrying: false, error: 'HTTP 503', to: '+15551234567' } },
+      { type: 'send_sms', at: at(7), data: { sms_message_id: 7, provider: 'twilio', attempt: 1, to: '+15551234567' } },
+      // Recorded before delivery events carried their outcome: DocuSeal's sentence.
+      { type: 'send_email', at: at(8), data: { email_message_id: 8 } },
+      { type: 'fail_completion', at: at(9), data: { reason: 'field "Stamp": the image cannot be read' } },
+    ];
+
+    const text = textOf(await buildAuditLog(input({ parties: [party(events)] })));
+
+    expect(text).toContain(
+      'Events ' +
+        '2026-11-21T09:00:00Z Email to ann@example.test kept, not sent: no email provider configured (send_email) ' +
+        '2026-11-21T09:01:00Z SMS to +15551234567 kept, not sent: no SMS provider configured (send_sms) ' +
+        '2026-11-21T09:02:00Z Email to ann@example.test via SMTP failed (attempt 1 of 10): Message failed: 451 Try again later; will be retried (fail_email) ' +
+        '2026-11-21T09:03:00Z Email sent to ann@example.test via SMTP on attempt 2 (send_email) ' +
+        '2026-11-21T09:04:00Z Email sent to ann@example.test via SendGrid (send_email) ' +
+        '2026-11-21T09:05:00Z Email to ann@example.test via SendGrid failed (attempt 1 of 10): The to address is invalid; refused, not retried (fail_email) ' +
+        '2026-11-21T09:06:00Z SMS to +15551234567 via Twilio failed (attempt 10 of 10): HTTP 503; given up (fail_sms) ' +
+        '2026-11-21T09:07:00Z SMS sent to +15551234567 via Twilio (send_sms) ' +
+        '2026-11-21T09:08:00Z Email sent (send_email) ' +
+        '2026-11-21T09:09:00Z Completion failed: field "Stamp": the image cannot be read (fail_completion)',
+    );
+    expect(text).not.toMatch(/Email sent[^(]*\(send_email\) 2026-11-21T09:01/);
+  });
+});
+
+describe('listAuditLogValues', () => {
+  const role = 'role-a';
+  const other = 'role-b';
+  const field = (uuid: string, type: string, extra: Partial<Field> = {}): Field => ({
+    uuid,
+    submitter_uuid: role,
+    name: uuid,
+    type,
+    required: false,
+    preferences: {},
+    areas: [],
+    ...extra,
+  });
+
+  it('lists the party’s fields with a value in template order, formatted as on the documents, as DocuSeal’s audit log', () => {
+    const fields: Field[] = [
+      field('Other', 'text', { submitter_uuid: other }),
+      field('Name', 'text', { title: 'Full name' }),
+      field('Heading', 'heading'),
+      field('Born', 'date', { preferences: { format: 'DD MMMM YYYY' } }),
+      field('Amount', 'number', { preferences: { format: 'usd' } }),
+      field('Agree', 'checkbox'),
+      field('Unticked', 'checkbox'),
+      field('Empty', 'text'),
+      field('Colours', 'multiple'),
+      field('Card', 'text', { preferences: { mask: 4 } }),
+      field('', 'signature'),
+      field('Sign again', 'signature'),
+      field('Initials', 'initials'),
+      field('Typed', 'signature', { submitter_uuid: role }),
+      field('Upload', 'file'),
+      field('Notes', 'text'),
+    ];
+    const signature = new Uint8Array([1, 2, 3]);
+    const files = new Map([
+      ['sig-1', { filename: 'signature.png', contentType: 'image/png', bytes: signature }],
+      ['ini-1', { filename: 'initials.png', contentType: 'image/png', bytes: signature }],
+      ['doc-1', { filename: 'passport.pdf', contentType: 'application/pdf' }],
+    ]);
+    const values = {
+      Other: 'not this party',
+      Name: 'Ελένη Παπαδοπούλου',
+      Heading: 'x',
+      Born: '1990-04-07',
+      Amount: 1234.5,
+      Agree: true,
+      Unticked: false,
+      Empty: '   ',
+      Colours: ['Red', 'Blue'],
+      Card: '4111 1111 1111 1111',
+      '': 'sig-1',
+      'Sign again': 'sig-1',
+      Initials: 'ini-1',
+      Typed: 'text:Eleni P',
+      Upload: ['doc-1'],
+      Notes: 'first line\nsecond line',
+    };
+
+    const list = listAuditLogValues(fields, role, values, files, { timeZone: 'Europe/Athens' });
+
+    expect(list).toEqual([
+      { name: 'Full name', type: 'text', text: 'Ελένη Παπαδοπούλου' },
+      { name: 'Born', type: 'date', text: '07 April 1990' },
+      { name: 'Amount', type: 'number', text: '$1,234.50' },
+      { name: 'Agree', type: 'checkbox', text: 'True' },
+      { name: 'Colours', type: 'multiple', text: 'Red, Blue' },
+      { name: 'Card', type: 'text', text: '4111 XXXX XXXX XXXX' },
+      // Two signature fields holding one image: one entry, named after both (the first has no name: "Signature Field 1").
+      { name: 'Signature Field 1, Sign again', type: 'signature', image: { uuid: 'sig-1', file: { bytes: signature, contentType: 'image/png' } } },
+      { name: 'Initials', type: 'initials', image: { uuid: 'ini-1', file: { bytes: signature, contentType: 'image/png' } } },
+      { name: 'Typed', type: 'signature', typed: 'Eleni P' },
+      { name: 'Upload', type: 'file', text: 'passport.pdf' },
+      { name: 'Notes', type: 'text', text: 'first line\nsecond line' },
+    ]);
+  });
+});
+
+describe('buildAuditLog: each party’s values, signatures and initials', () => {
+  it('prints every value under its field name and shows the signature and initials as images, each stored image embedded once', async () => {
+    const signature = await strokePng(300, 100);
+    const initials = await strokePng(120, 60);
+    const photo = await strokeJpeg(200, 150);
+    const sig = { uuid: '11111111-1111-4111-8111-111111111111', file: { bytes: signature, contentType: 'image/png' } };
+    const parties: AuditLogParty[] = [
+      {
+        role: 'First Party',
+        name: 'Ελένη Παπαδοπούλου',
+        email: 'eleni@example.test',
+        events: [],
+        values: [
+          { name: 'Full name', type: 'text', text: 'Ελένη Παπαδοπούλου' },
+          { name: 'Signature, Second signature', type: 'signature', image: sig },
+          { name: 'Initials', type: 'initials', image: { uuid: '22222222-2222-4222-8222-222222222222', file: { bytes: initials, contentType: 'image/png' } } },
+          { name: 'Photo', type: 'image', image: { uuid: '33333333-3333-4333-8333-333333333333', file: { bytes: photo, contentType: 'image/jpeg' } } },
+        ],
+      },
+      {
+        role: 'Second Party',
+        name: 'Иван',
+        email: 'ivan@example.test',
+        events: [],
+        values: [
+          { name: 'Typed signature', type: 'signature', typed: 'Иван Петров' },
+          // The same stored file again (a copied value): still one image object.
+          { name: 'Witness', type: 'signature', image: sig },
+          { name: 'Broken', type: 'image', image: { uuid: '44444444-4444-4444-8444-444444444444', file: { bytes: new Uint8Array([1, 2, 3]), contentType: 'image/png' } } },
+        ],
+      },
+    ];
+
+    const pdf = await buildAuditLog(input({ parties }));
+    const text = textOf(pdf);
+
+    expect(text).toContain('First Party Name Ελένη Παπαδοπούλου Email eleni@example.test');
+    expect(text).toContain('Values FULL NAME Ελένη Παπαδοπούλου SIGNATURE, SECOND SIGNATURE INITIALS PHOTO ');
+    expect(text).toContain('Values TYPED SIGNATURE Иван Петров WITNESS BROKEN Image not readable Events None');
+    const images = (await listImages(pdf)).filter((image) => image.type === 'image');
+    // Each stored image once: the signature shown twice is one object drawn twice.
+    expect(images.map((image) => `${image.width}x${image.height}`).sort()).toEqual(['120x60', '200x150', '300x100', '300x100']);
+    expect(new Set(images.map((image) => image.object)).size).toBe(3);
+    // The signature keeps its transparency (a soft mask), as DocuSeal's PNGs do.
+    expect((await listImages(pdf)).some((image) => image.type === 'smask' && image.width === 300)).toBe(true);
+  });
+
+  it('breaks a value of several KB over pages, keeping every word in order and its line breaks, and stays validly signed', async () => {
+    const words = Array.from({ length: 1500 }, (_, i) => `word${i}`);
+    const paragraphs = [words.slice(0, 700).join(' '), '', words.slice(700).join(' ')].join('\n');
+    expect(paragraphs.length).toBeGreaterThan(10_000);
+    const parties: AuditLogParty[] = [
+      {
+        role: 'Signer',
+        name: 'Long Answer',
+        events: [{ type: 'complete_form', at: new Date('2026-11-21T10:00:00Z') }],
+        values: [
+          { name: 'Statement', type: 'text', text: paragraphs },
+          { name: 'Signature', type: 'signature', image: { uuid: '55555555-5555-4555-8555-555555555555', file: { bytes: await strokePng(600, 200), contentType: 'image/png' } } },
+        ],
+      },
+    ];
+    const { p12 } = await generateSelfSignedPkcs12('pw', new Date());
+    const signed = await signPdf(await buildAuditLog(input({ parties })), { p12, password: 'pw' }, { name: 'Acme' });
+    const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'signet-audit-long-'));
+    try {
+      const file = path.join(dir, 'audit.pdf');
+      await fs.writeFile(file, signed);
+      const pages = Number(/Pages:\s+(\d+)/.exec(pdfinfo(signed))![1]);
+      expect(pages).toBeGreaterThanOrEqual(3);
+      const text = textOf(signed);
+      // Every word, in order, across the page breaks (footers in between).
+      const positions = words.map((word) => text.indexOf(` ${word} `));
+      expect(positions.every((p) => p > 0)).toBe(true);
+      expect(positions).toEqual([...positions].sort((a, b) => a - b));
+      // Nothing drawn off the page: every word's box lies inside the page (pdftotext -bbox).
+      const boxes = execFileSync('pdftotext', ['-bbox', file, '-']).toString();
+      const page = /<page width="([\d.]+)" height="([\d.]+)">/.exec(boxes)!;
+      for (const [, xMin, yMin, xMax, yMax] of boxes.matchAll(/<word xMin="([\d.-]+)" yMin="([\d.-]+)" xMax="([\d.-]+)" yMax="([\d.-]+)">/g)) {
+        expect(Number(xMin)).toBeGreaterThanOrEqual(0);
+        expect(Number(yMin)).toBeGreaterThanOrEqual(0);
+        expect(Number(xMax)).toBeLessThanOrEqual(Number(page[1]));
+        expect(Number(yMax)).toBeLessThanOrEqual(Number(page[2]));
+      }
+      // The line break is kept: the second paragraph starts a line of its own.
+      expect(execFileSync('pdftotext', [file, '-']).toString()).toMatch(/\nword700 word701/);
+      expect((await listImages(signed)).filter((image) => image.type === 'image').map((image) => `${image.width}x${image.height}`)).toEqual(['600x200']);
+      const report = execFileSync('pdfsig', [file]).toString();
+      expect(report).toContain('Signature is Valid.');
+      expect(report).toContain('Total document signed');
+    } finally {
+      await fs.rm(dir, { recursive: true, force: true });
     }
   });
 });

@@ -5,7 +5,9 @@
  * right-to-left text is drawn in logical order (pdf-lib does no bidi or shaping).
  */
 import { createHash } from 'node:crypto';
-import { PDFDocument, type PDFFont, type PDFPage, rgb } from 'pdf-lib';
+import { PDFDocument, type PDFFont, type PDFImage, type PDFPage, rgb } from 'pdf-lib';
+import type { AuditLogValue } from './audit-log-values.ts';
+import { embedImageFile } from './draw-values.ts';
 import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
 
 export interface AuditLogEvent {
@@ -14,6 +16,12 @@ export interface AuditLogEvent {
   at: Date;
   ip?: string | null;
   userAgent?: string | null;
+  /**
+   * The event's data as stored. Delivery events carry their outcome (src/db/queries/
+   * notification-events.ts): `send_email`/`send_sms` `{provider, attempt, to}`, `fail_email`/
+   * `fail_sms` `{provider, attempt, max_attempts, retrying, error, to}`; `fail_completion` `{reason}`.
+   */
+  data?: Record<string, unknown> | null;
 }
 
 export interface AuditLogParty {
@@ -28,6 +36,8 @@ export interface AuditLogParty {
   completedAt?: Date | null;
   /** This party's events; drawn in time order. */
   events: AuditLogEvent[];
+  /** This party's answers, in template order (listAuditLogValues, src/signing/audit-log-values.ts). */
+  values?: AuditLogValue[];
 }
 
 export interface BuildAuditLogInput {
@@ -51,7 +61,10 @@ export interface BuildAuditLogInput {
 export const AUDIT_LOG_TITLE = 'Audit Log';
 export const TESTING_AUDIT_LOG_TITLE = 'Testing Log - Not for Production Use';
 
-/** DocuSeal's event sentences (§10.4), by event type; other types print as they are. */
+/**
+ * DocuSeal's event sentences (§10.4), by event type; other types print as they are. Delivery
+ * events with an outcome in their data are described by deliverySentence instead.
+ */
 const EVENT_LABELS: Record<string, string> = {
   send_email: 'Email sent',
   send_reminder_email: 'Reminder email sent',
@@ -70,7 +83,41 @@ const EVENT_LABELS: Record<string, string> = {
   decline_form: 'Form declined',
   start_verification: 'Identity verification started',
   complete_verification: 'Identity verification completed',
+  fail_email: 'Email failed',
+  fail_sms: 'SMS failed',
+  fail_completion: 'Completion failed',
 };
+
+/** How providers are named in the log (the `provider` of a delivery event). */
+const PROVIDER_NAMES: Record<string, string> = { smtp: 'SMTP', sendgrid: 'SendGrid', twilio: 'Twilio' };
+
+/**
+ * What happened to an email or SMS, from its event's data (src/db/queries/notification-events.ts):
+ * kept in the outbox (no provider configured: nothing left the service), sent through which
+ * provider (and on which attempt, when not the first), or failed (retried or given up, with the
+ * provider's error). Undefined for events without an outcome (recorded before issue 13, or of
+ * another type): those print DocuSeal's sentence.
+ */
+export function deliverySentence(type: string, data: Record<string, unknown> | null | undefined): string | undefined {
+  if (!data || typeof data.provider !== 'string') return undefined;
+  const sms = type.includes('sms');
+  const what = type === 'send_reminder_email' ? 'Reminder email' : type === 'send_reminder_sms' ? 'Reminder SMS' : type === 'send_2fa_sms' ? 'Verification SMS' : sms ? 'SMS' : 'Email';
+  const to = typeof data.to === 'string' && data.to ? ` to ${data.to}` : '';
+  const attempt = typeof data.attempt === 'number' ? data.attempt : 1;
+  const provider = PROVIDER_NAMES[data.provider] ?? data.provider;
+  if (type.startsWith('send_')) {
+    if (data.provider === 'outbox') return `${what}${to} kept, not sent: no ${sms ? 'SMS' : 'email'} provider configured`;
+    return `${what} sent${to} via ${provider}${attempt > 1 ? ` on attempt ${attempt}` : ''}`;
+  }
+  if (type.startsWith('fail_')) {
+    const error = typeof data.error === 'string' && data.error ? `: ${data.error}` : '';
+    const max = typeof data.max_attempts === 'number' ? data.max_attempts : undefined;
+    const of = max ? ` (attempt ${attempt} of ${max})` : ` (attempt ${attempt})`;
+    const next = data.retrying === true ? '; will be retried' : max !== undefined && attempt >= max ? '; given up' : '; refused, not retried';
+    return `${what}${to} via ${provider} failed${of}${error}${next}`;
+  }
+  return undefined;
+}
 
 const A4: [number, number] = [595.28, 841.89];
 const LETTER: [number, number] = [612, 792];
@@ -87,13 +134,20 @@ const RULE = rgb(0.8, 0.8, 0.8);
 /**
  * The audit log PDF: title ("Audit Log", or the testing title), submission id, account, generation
  * time; per document its name and the original and final SHA-256 exactly as given; per party
- * role, name, email, phone, IP, user agent, completion time and every event (type, UTC time in
- * ISO 8601 with Z to the second, its IP and user agent). Long values wrap (at spaces, else
- * anywhere), pages break as needed (an event and its details stay on one page), and each page
- * has a "Page n of N" footer. The bytes depend only on the input: document dates are
+ * role, name, email, phone, IP, user agent, completion time, its values (as DocuSeal's audit log,
+ * lib/submissions/generate_audit_trail.rb: each field's name in small capitals, then its value;
+ * signatures, initials, images and stamps as images 200 pt wide, initials 50, at most 100 pt
+ * high, each stored image embedded once; a typed signature in DejaVu Serif Italic) and every event
+ * (UTC time in ISO 8601 with Z to the second, what happened — for an email or SMS whether it was
+ * kept, sent through which provider, or failed and retried (deliverySentence) — its IP and user
+ * agent). Long values wrap (at spaces, else anywhere) and keep their line breaks; pages break
+ * between lines, so a value of any length stays readable over as many pages as it takes (a
+ * field's name stays with its value's first line, an image with its name, an event with its
+ * details), and each page has a "Page n of N" footer. The bytes depend only on the input: document dates are
  * `generatedAt`, and font subset tags are derived from the input.
  * @returns the PDF bytes (A4, or Letter for a US time zone)
- * @throws Error when the DejaVu fonts (npm package dejavu-fonts-ttf) are missing
+ * @throws Error when the DejaVu fonts (npm package dejavu-fonts-ttf) are missing. An image that
+ *   cannot be read prints "Image not readable" instead.
  */
 export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Array> {
   const timeZone = usableTimeZone(input.timeZone);
@@ -120,6 +174,56 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
 
   const layout = new Layout(doc, fonts, (font, text, size) => widths.get(font)!(text, size), timeZone && US_TIME_ZONE.test(timeZone) ? LETTER : A4);
   const time = (date: Date) => formatTime(date, timeZone);
+
+  // Each stored image is embedded once, however many fields and parties show it.
+  const images = new Map<string, Promise<PDFImage | null>>();
+  const embedImage = (image: NonNullable<AuditLogValue['image']>) => {
+    let embedded = images.get(image.uuid);
+    if (!embedded) {
+      // An image the documents could draw is readable; should one not be, the log says so rather than fail.
+      embedded = embedImageFile(doc, image.file, `the image ${image.uuid}`).catch(() => null);
+      images.set(image.uuid, embedded);
+    }
+    return embedded;
+  };
+  let signatureFont: PDFFont | undefined;
+  const typedSignatureFont = async () => {
+    if (!signatureFont) {
+      const embeddedFont = await embedDejaVu(doc, await loadDejaVu(SIGNATURE_FONT), { customName: `${tag}+${SIGNATURE_FONT}` });
+      widths.set(embeddedFont.pdfFont, embeddedFont.width);
+      signatureFont = embeddedFont.pdfFont;
+    }
+    return signatureFont;
+  };
+  /** One answer (DocuSeal's layout): the field's name in small capitals, then the value, image or typed signature below it. */
+  const drawValue = async (value: AuditLogValue) => {
+    const name = { text: value.name.toLocaleUpperCase('en'), style: { font: fonts.bold, size: 7, color: MUTED, indent: 12, gapAfter: 1 } };
+    const nameHeight = layout.height(name.text, name.style);
+    if (value.image) {
+      const image = await embedImage(value.image);
+      if (image) {
+        const size = imageSize(image, value.type);
+        layout.keepTogether(nameHeight + size.height + 10);
+        layout.text(name.text, name.style);
+        layout.image(image, { ...size, indent: 12, gapBefore: 3, gapAfter: 8 });
+        return;
+      }
+    }
+    if (value.typed !== undefined) {
+      const font = await typedSignatureFont();
+      const style = { font, size: 18, indent: 12, gapAfter: 6 };
+      layout.keepTogether(nameHeight + layout.height(value.typed, style));
+      layout.text(name.text, name.style);
+      layout.text(value.typed, style);
+      return;
+    }
+    const text = value.text ?? (value.image ? 'Image not readable' : '');
+    const style = { size: 10, indent: 12, gapAfter: 6 };
+    // The name and the first line of its value stay on one page; a long value then runs on over pages.
+    layout.keepTogether(nameHeight + lineHeight(10));
+    layout.text(name.text, name.style);
+    layout.paragraphs(text, style);
+  };
 
   layout.text('Signet', { font: fonts.bold, size: 10, color: MUTED });
   layout.text(title, { font: fonts.bold, size: 20, gapAfter: 6 });
@@ -148,13 +252,18 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
     layout.field('IP', party.ip);
     layout.field('User agent', party.userAgent);
     layout.field('Completed at', party.completedAt ? time(party.completedAt) : 'Not completed');
+    if (party.values && party.values.length > 0) {
+      layout.space(4);
+      layout.text('Values', { font: fonts.bold, size: 9.5, color: MUTED, gapAfter: 2 });
+      for (const value of party.values) await drawValue(value);
+    }
     layout.space(4);
     layout.text('Events', { font: fonts.bold, size: 9.5, color: MUTED, gapAfter: 2 });
     const events = [...party.events].sort((a, b) => a.at.getTime() - b.at.getTime());
     if (events.length === 0) layout.text('None', { size: 9, color: MUTED, indent: 12 });
     for (const event of events) {
-      const label = EVENT_LABELS[event.type];
-      const what = { text: `${time(event.at)}   ${label ? `${label} (${event.type})` : event.type}`, style: { size: 9, indent: 12 } };
+      const label = eventSentence(event);
+      const what = { text: `${time(event.at)}   ${label}`, style: { size: 9, indent: 12 } };
       const where = [event.ip ? `IP ${event.ip}` : '', event.userAgent ? `User agent ${event.userAgent}` : ''].filter(Boolean);
       const details = { text: where.join(' · '), style: { size: 8, color: MUTED, indent: 24, gapAfter: 2 } };
       layout.keepTogether(layout.height(what.text, what.style) + (where.length > 0 ? layout.height(details.text, details.style) : 0));
@@ -247,6 +356,29 @@ class Layout {
     this.space(style.gapAfter ?? 0);
   }
 
+  /**
+   * Text that keeps its line breaks: each line of `text` wrapped as text() wraps it, an empty line
+   * kept as a blank line; pages break between lines as needed.
+   */
+  paragraphs(text: string, style: TextStyle = {}): void {
+    const lines = text.split(/\r\n|\r|\n|\u2028|\u2029/);
+    lines.forEach((line, i) => {
+      const last = i === lines.length - 1;
+      if (clean(line) === '') this.space(lineHeight(style.size ?? 10));
+      else this.text(line, { ...style, gapAfter: last ? style.gapAfter : 0 });
+      if (last && clean(line) === '') this.space(style.gapAfter ?? 0);
+    });
+  }
+
+  /** An image of `width` × `height` points at the cursor (its top edge), on a new page if it does not fit. */
+  image(image: PDFImage, options: { width: number; height: number; indent?: number; gapBefore?: number; gapAfter?: number }): void {
+    this.space(options.gapBefore ?? 0);
+    this.keepTogether(options.height);
+    this.y -= options.height;
+    this.page.drawImage(image, { x: MARGIN + (options.indent ?? 0), y: this.y, width: options.width, height: options.height });
+    this.space(options.gapAfter ?? 0);
+  }
+
   /** "Label   value" with the value wrapped in its column; "—" for a missing value. */
   field(label: string, value: string | null | undefined, style: TextStyle = {}): void {
     const font = style.font ?? this.fonts.regular;
@@ -289,13 +421,46 @@ class Layout {
   }
 }
 
+/** The sentence of an event: its delivery outcome when it has one, else DocuSeal's label, else the type alone. */
+function eventSentence(event: AuditLogEvent): string {
+  const delivery = deliverySentence(event.type, event.data);
+  if (delivery) return `${delivery} (${event.type})`;
+  const label = EVENT_LABELS[event.type];
+  const reason = event.type === FAIL_COMPLETION && typeof event.data?.reason === 'string' ? `: ${event.data.reason}` : '';
+  return label ? `${label}${reason} (${event.type})` : event.type;
+}
+
+const FAIL_COMPLETION = 'fail_completion';
+/** Typed signatures, as the documents draw them (src/signing/draw-values.ts). */
+const SIGNATURE_FONT = 'DejaVuSerif-Italic';
+/** DocuSeal's audit log: images 200 pt wide (initials 50), at most 100 pt high (MAX_IMAGE_HEIGHT). */
+const IMAGE_WIDTH = 200;
+const INITIALS_WIDTH = 50;
+const MAX_IMAGE_HEIGHT = 100;
+
+/** Points an image is shown at (generate_audit_trail.rb): a fixed width, the height by its aspect, both shrunk to a 100 pt height. */
+function imageSize(image: PDFImage, type: string): { width: number; height: number } {
+  let width = type === 'initials' ? INITIALS_WIDTH : IMAGE_WIDTH;
+  let height = image.height * (width / image.width);
+  if (height > MAX_IMAGE_HEIGHT) {
+    width *= MAX_IMAGE_HEIGHT / height;
+    height = MAX_IMAGE_HEIGHT;
+  }
+  return { width, height };
+}
+
 function lineHeight(size: number): number {
   return size * 1.35;
 }
 
 /** Six capital letters from a hash of the input, for font subset names. */
 function subsetTag(input: BuildAuditLogInput): string {
-  const digest = createHash('sha256').update(JSON.stringify(input)).digest();
+  // Image bytes count by their hash: JSON of a Uint8Array is one key per byte.
+  const json = JSON.stringify(input, function (this: Record<string, unknown>, key, value) {
+    const raw = this[key];
+    return raw instanceof Uint8Array ? createHash('sha256').update(raw).digest('hex') : value;
+  });
+  const digest = createHash('sha256').update(json).digest();
   return Array.from(digest.subarray(0, 6), (byte) => String.fromCharCode(65 + (byte % 26))).join('');
 }
 

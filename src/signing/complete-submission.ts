@@ -26,7 +26,9 @@ import type { DomainEvent, SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
 import type { JobFailure, JobLogger, JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
-import { parseFields, parseRoles } from '../templates/fields.ts';
+import { type Field, parseFields, parseRoles } from '../templates/fields.ts';
+// Pure and small (no PDF libraries): loaded with this module.
+import { AUDIT_LOG_FILE_TYPES, AUDIT_LOG_IMAGE_TYPES, type AuditLogFile, listAuditLogValues } from './audit-log-values.ts';
 import { completedEmailsJob } from './completed-emails.ts';
 import type { ImageFile } from './draw-values.ts';
 
@@ -203,6 +205,7 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
         const originals = await tx.storedFile.findMany({ where: { id: { in: schema.map((d) => d.file_id) } }, select: { id: true, sha256: true } });
         const events = await tx.submissionEvent.findMany({ where: { submissionId }, orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }] });
         const roles = parseRoles(submission.templateSubmitters);
+        const files = await loadAuditLogFiles(tx, deps.storage, fields, submission.submitters);
         const log = await buildAuditLog({
           submissionId,
           accountName: submission.account.name,
@@ -222,7 +225,17 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
             completedAt: s.completedAt,
             events: events
               .filter((e) => e.submitterId === s.id)
-              .map((e) => ({ type: e.eventType, at: e.eventTimestamp, ip: (e.data as { ip?: string }).ip ?? null, userAgent: (e.data as { ua?: string }).ua ?? null })),
+              .map((e) => ({
+                type: e.eventType,
+                at: e.eventTimestamp,
+                ip: (e.data as { ip?: string }).ip ?? null,
+                userAgent: (e.data as { ua?: string }).ua ?? null,
+                data: e.data as Record<string, unknown>,
+              })),
+            values: listAuditLogValues(fields, s.roleUuid, (s.values ?? {}) as Record<string, unknown>, files, {
+              timeZone: submission.account.timezone,
+              now: s.completedAt ?? undefined,
+            }),
           })),
           generatedAt: new Date(),
           timeZone: submission.account.timezone,
@@ -275,6 +288,42 @@ async function testPause(deps: CompletionDeps, point: 'drawn' | 'committed', con
   if (!pause || pause.point !== point) return;
   deps.logger?.warn({ ...context, point, ms: pause.ms }, `TEST_PAUSE_COMPLETION: pausing at ${point}`);
   await new Promise((resolve) => setTimeout(resolve, pause.ms));
+}
+
+/**
+ * The stored files the parties' values refer to, for the audit log, by uuid: names of every
+ * file, and the bytes of signature, initials, image and stamp values (read once per file).
+ */
+async function loadAuditLogFiles(
+  tx: Parameters<Parameters<Db['$transaction']>[0]>[0],
+  storage: FileStorage,
+  fields: Field[],
+  submitters: { values: unknown }[],
+): Promise<Map<string, AuditLogFile>> {
+  const imageUuids = new Set<string>();
+  const uuids = new Set<string>();
+  for (const submitter of submitters) {
+    const values = (submitter.values ?? {}) as Record<string, unknown>;
+    for (const field of fields) {
+      const isImage = AUDIT_LOG_IMAGE_TYPES.has(field.type);
+      if (!isImage && !AUDIT_LOG_FILE_TYPES.has(field.type)) continue;
+      for (const value of [values[field.uuid]].flat()) {
+        if (typeof value !== 'string' || !/^[0-9a-f-]{36}$/i.test(value)) continue;
+        uuids.add(value);
+        if (isImage) imageUuids.add(value);
+      }
+    }
+  }
+  const files = new Map<string, AuditLogFile>();
+  if (uuids.size === 0) return files;
+  const rows = await tx.storedFile.findMany({ where: { uuid: { in: [...uuids] } }, select: { uuid: true, filename: true, contentType: true, storageKey: true } });
+  await Promise.all(
+    rows.map(async (row) => {
+      const bytes = imageUuids.has(row.uuid) ? await storage.read(row.storageKey) : undefined;
+      files.set(row.uuid, { filename: row.filename, contentType: row.contentType, ...(bytes ? { bytes } : {}) });
+    }),
+  );
+  return files;
 }
 
 /** The image files of a party's attachment values (uuids of stored files), by uuid. */

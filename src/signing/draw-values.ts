@@ -556,24 +556,32 @@ async function embedImage(context: DrawContext, uuid: string, field: Field): Pro
   if (cached) return cached;
   const file = context.input.images.get(uuid);
   if (!file) throw new AppError('NOT_FOUND', `field "${field.name}": the image ${uuid} of its value was not provided`);
-  const { bytes } = file;
-  // The bytes decide, not the declared type: uploads are often labelled loosely.
-  let image: PDFImage;
-  try {
-    const kind = imageKindOf(bytes);
-    if (kind === 'png') {
-      // pdf-lib's PNG decoder never returns on some damaged files: it only gets PNGs mupdf wrote
-      // from the pixels it decoded (as image values are stored since issue 12; files stored before
-      // it, or as plain files, may not be).
-      image = await context.doc.embedPng((await readDrawableImage(bytes, DRAWING_LIMITS)).bytes);
-    } else if (kind === 'jpeg') image = await context.doc.embedJpg(ownBuffer(bytes));
-    else throw new AppError('VALIDATION', `field "${field.name}": the image ${uuid} (${file.contentType}) is neither PNG nor JPEG`);
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    throw new AppError('VALIDATION', `field "${field.name}": the image ${uuid} cannot be read: ${(error as Error).message}`, { cause: error });
-  }
+  const image = await embedImageFile(context.doc, file, `field "${field.name}": the image ${uuid}`);
   context.images.set(uuid, image);
   return image;
+}
+
+/**
+ * Embeds one image file (a signature, initials, image or stamp value) in `doc`, as pdf-lib's
+ * embedPng / embedJpg: the bytes decide, not the declared type (uploads are often labelled
+ * loosely). A PNG is first re-read through mupdf (readDrawableImage), because pdf-lib's PNG
+ * decoder never returns on some damaged files. Used by the documents and the audit log.
+ * @param what names the image in error messages ("field \"Sign\": the image <uuid>")
+ * @throws AppError VALIDATION when the file is neither PNG nor JPEG, or cannot be read
+ */
+export async function embedImageFile(doc: PDFDocument, file: ImageFile, what: string): Promise<PDFImage> {
+  const { bytes } = file;
+  try {
+    const kind = imageKindOf(bytes);
+    // pdf-lib only gets PNGs mupdf wrote from the pixels it decoded (as image values are stored
+    // since issue 12; files stored before it, or as plain files, may not be).
+    if (kind === 'png') return await doc.embedPng((await readDrawableImage(bytes, DRAWING_LIMITS)).bytes);
+    if (kind === 'jpeg') return await doc.embedJpg(ownBuffer(bytes));
+    throw new AppError('VALIDATION', `${what} (${file.contentType}) is neither PNG nor JPEG`);
+  } catch (error) {
+    if (error instanceof AppError) throw error;
+    throw new AppError('VALIDATION', `${what} cannot be read: ${(error as Error).message}`, { cause: error });
+  }
 }
 
 // --- preferences -----------------------------------------------------------------------------
