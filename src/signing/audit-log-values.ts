@@ -4,7 +4,7 @@
  * docusealco/docuseal, the submitter section). Pure: the caller loads the files.
  */
 import type { Field } from '../templates/fields.ts';
-import type { ImageFile } from './draw-values.ts';
+import type { ImageFile } from './embed-image.ts';
 import { formatDate, formatNumber, maskText } from './format-values.ts';
 
 /** One field of a party as the audit log prints it. */

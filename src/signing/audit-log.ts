@@ -7,7 +7,7 @@
 import { createHash } from 'node:crypto';
 import { PDFDocument, type PDFFont, type PDFImage, type PDFPage, rgb } from 'pdf-lib';
 import type { AuditLogValue } from './audit-log-values.ts';
-import { embedImageFile } from './draw-values.ts';
+import { embedImageFile } from './embed-image.ts';
 import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
 
 export interface AuditLogEvent {

@@ -25,16 +25,12 @@ import {
 } from 'pdf-lib';
 import { displayToUserMatrix, type PdfPageInfo } from '../documents/pdf.ts';
 import { AppError } from '../errors.ts';
-import { imageKindOf, ownBuffer, readDrawableImage, type ImageLimits } from '../signing-form/signature-image.ts';
 import type { Area, Field } from '../templates/fields.ts';
+import { embedImageFile, type ImageFile } from './embed-image.ts';
 import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
 import { formatDate, formatNumber, maskText } from './format-values.ts';
 
-/** An attachment value's file: a signature, initials, image or stamp (PNG or JPEG bytes). */
-export interface ImageFile {
-  bytes: Uint8Array;
-  contentType: string;
-}
+export type { ImageFile } from './embed-image.ts';
 
 export interface DrawValuesInput {
   /** The document as it is now: the original, or the previous party's output. */
@@ -71,11 +67,6 @@ const LINE_SPACING = 1.2;
 /** Gap between the area's edge and text (DocuSeal's TEXT_LEFT_MARGIN / TEXT_TOP_MARGIN, points). */
 const TEXT_PADDING = 1;
 
-/**
- * Images are checked against IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS when they are stored; drawing
- * re-reads PNGs with only this bound on memory (a 100-megapixel RGBA image is 400 MB).
- */
-const DRAWING_LIMITS: ImageLimits = { maxBytes: Number.POSITIVE_INFINITY, maxPixels: 100_000_000 };
 
 /** Field types whose value is an image file (or `text:<typed signature>`). */
 const IMAGE_TYPES = new Set(['signature', 'initials', 'image', 'stamp', 'kba']);
@@ -559,29 +550,6 @@ async function embedImage(context: DrawContext, uuid: string, field: Field): Pro
   const image = await embedImageFile(context.doc, file, `field "${field.name}": the image ${uuid}`);
   context.images.set(uuid, image);
   return image;
-}
-
-/**
- * Embeds one image file (a signature, initials, image or stamp value) in `doc`, as pdf-lib's
- * embedPng / embedJpg: the bytes decide, not the declared type (uploads are often labelled
- * loosely). A PNG is first re-read through mupdf (readDrawableImage), because pdf-lib's PNG
- * decoder never returns on some damaged files. Used by the documents and the audit log.
- * @param what names the image in error messages ("field \"Sign\": the image <uuid>")
- * @throws AppError VALIDATION when the file is neither PNG nor JPEG, or cannot be read
- */
-export async function embedImageFile(doc: PDFDocument, file: ImageFile, what: string): Promise<PDFImage> {
-  const { bytes } = file;
-  try {
-    const kind = imageKindOf(bytes);
-    // pdf-lib only gets PNGs mupdf wrote from the pixels it decoded (as image values are stored
-    // since issue 12; files stored before it, or as plain files, may not be).
-    if (kind === 'png') return await doc.embedPng((await readDrawableImage(bytes, DRAWING_LIMITS)).bytes);
-    if (kind === 'jpeg') return await doc.embedJpg(ownBuffer(bytes));
-    throw new AppError('VALIDATION', `${what} (${file.contentType}) is neither PNG nor JPEG`);
-  } catch (error) {
-    if (error instanceof AppError) throw error;
-    throw new AppError('VALIDATION', `${what} cannot be read: ${(error as Error).message}`, { cause: error });
-  }
 }
 
 // --- preferences -----------------------------------------------------------------------------
