@@ -83,7 +83,8 @@ async function eventsOf(t: TestApp, key: string, submissionId: number, submitter
 beforeAll(async () => {
   smtp = await startSmtpServer();
   [withSmtp, withoutProvider] = await Promise.all([
-    startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>', SEND_RETRY_BASE_MS: '200' } }),
+    // Retries a second after a failure: time for a test to act between an attempt and its retry.
+    startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>', SEND_RETRY_BASE_MS: '1000' } }),
     startTestApp(),
   ]);
   alice = await withSmtp.createAccount({ name: 'Acme Λtd', email: 'alice@audit.test' });
@@ -125,7 +126,7 @@ describe('the audit log of a completed submission', () => {
     });
     expect(created.status, JSON.stringify(created.json)).toBe(200);
     const [client, manager] = created.json;
-    await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 5_000 });
+    await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 10_000 });
     expect(smtp.messages.filter((m) => m.envelope.rcptTo.includes('manager@audit.test'))).toHaveLength(1);
 
     // The submission events say what happened, the latest last: failed and retried, then sent on attempt 2.
@@ -164,6 +165,46 @@ describe('the audit log of a completed submission', () => {
     const signed = pdfsig(log);
     expect(signed).toContain('Signature is Valid');
     expect(signed).toContain('Total document signed');
+  });
+
+  it('prints a failed email as to be retried when the log is made; the events then say it was given up, the party having completed', async () => {
+    const t = withSmtp;
+    const api = (method: string, p: string, body?: unknown) => rest(t.url, alice.apiKey, method, p, body);
+    const templateId = await createTemplate(t, alice.apiKey);
+    smtp.rejectNext(421, 'Service not available, closing channel');
+    const created = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [
+        { role: 'Client', email: 'late@audit.test', values: { 'Client Name': 'Late Client', 'Client Signature': 'Late' } },
+        { role: 'Manager', email: 'late-manager@audit.test', completed: true, values: { 'Manager Name': 'Late Manager' } },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    const [client] = created.json;
+    // The request to the client failed once; before its retry, the client completes (e.g. through an embedded form).
+    for (let waited = 0; !(await eventsOf(t, alice.apiKey, client.submission_id, client.id)).some((e) => e.eventType === 'fail_email'); waited += 20) {
+      expect(waited).toBeLessThan(10_000);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    await api('PUT', `/submitters/${client.id}`, { completed: true });
+    await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 10_000 });
+
+    const done = (await api('GET', `/submissions/${client.submission_id}`)).json;
+    expect(done.status).toBe('completed');
+    const text = textOf(await download(done.audit_log_url, 'audit-late.pdf'));
+    expect(text).toMatch(/Email to late@audit\.test via SMTP failed \(attempt 1 of 10\): [^()]*421 Service not available, closing channel; will be retried \(fail_email\)/);
+    // The retry came after the completion: nothing was sent, and the events say so last.
+    expect(smtp.messages.filter((m) => m.envelope.rcptTo.includes('late@audit.test') && m.parsed.subject !== 'Your document copy')).toHaveLength(0);
+    const events = await eventsOf(t, alice.apiKey, client.submission_id, client.id);
+    expect(events.filter((e) => e.eventType.endsWith('_email'))).toEqual([
+      { eventType: 'fail_email', data: expect.objectContaining({ attempt: 1, retrying: true }) },
+      {
+        eventType: 'fail_email',
+        data: expect.objectContaining({ attempt: 1, retrying: false, reason: 'the party had completed or declined the form', error: expect.stringContaining('421') }),
+      },
+    ]);
+    const row = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: client.id, kind: 'signature_request' } });
+    expect(row.status).toBe('failed');
   });
 
   it('says an email was only kept, not sent, when no email provider is configured', async () => {

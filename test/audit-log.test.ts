@@ -234,6 +234,11 @@ describe('buildAuditLog: what happened to each email and SMS', () => {
       // Recorded before delivery events carried their outcome: DocuSeal's sentence.
       { type: 'send_email', at: at(8), data: { email_message_id: 8 } },
       { type: 'fail_completion', at: at(9), data: { reason: 'field "Stamp": the image cannot be read' } },
+      {
+        type: 'fail_email',
+        at: at(10),
+        data: { email_message_id: 9, provider: 'smtp', attempt: 1, max_attempts: 10, retrying: false, error: '421 Busy', reason: 'the party had completed or declined the form', to: 'ann@example.test' },
+      },
     ];
 
     const text = textOf(await buildAuditLog(input({ parties: [party(events)] })));
@@ -249,7 +254,8 @@ describe('buildAuditLog: what happened to each email and SMS', () => {
         '2026-11-21T09:06:00Z SMS to +15551234567 via Twilio failed (attempt 10 of 10): HTTP 503; given up (fail_sms) ' +
         '2026-11-21T09:07:00Z SMS sent to +15551234567 via Twilio (send_sms) ' +
         '2026-11-21T09:08:00Z Email sent (send_email) ' +
-        '2026-11-21T09:09:00Z Completion failed: field "Stamp": the image cannot be read (fail_completion)',
+        '2026-11-21T09:09:00Z Completion failed: field "Stamp": the image cannot be read (fail_completion) ' +
+        '2026-11-21T09:10:00Z Email to ann@example.test via SMTP failed (attempt 1 of 10): 421 Busy; not retried: the party had completed or declined the form (fail_email)',
     );
     expect(text).not.toMatch(/Email sent[^(]*\(send_email\) 2026-11-21T09:01/);
   });

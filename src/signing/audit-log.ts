@@ -113,7 +113,14 @@ export function deliverySentence(type: string, data: Record<string, unknown> | n
     const error = typeof data.error === 'string' && data.error ? `: ${data.error}` : '';
     const max = typeof data.max_attempts === 'number' ? data.max_attempts : undefined;
     const of = max ? ` (attempt ${attempt} of ${max})` : ` (attempt ${attempt})`;
-    const next = data.retrying === true ? '; will be retried' : max !== undefined && attempt >= max ? '; given up' : '; refused, not retried';
+    const next =
+      data.retrying === true
+        ? '; will be retried'
+        : typeof data.reason === 'string'
+          ? `; not retried: ${data.reason}`
+          : max !== undefined && attempt >= max
+            ? '; given up'
+            : '; refused, not retried';
     return `${what}${to} via ${provider} failed${of}${error}${next}`;
   }
   return undefined;

@@ -13,6 +13,7 @@ import type { Config } from '../config.ts';
 import { sqlPool, type Db, type Prisma } from '../db/client.ts';
 import type { SideEffects } from '../events/events.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
+import { abandonAndRecord } from '../db/queries/notification-events.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverSms, queueAndDeliverEmail, queueSms } from '../notifications/deliver.ts';
 import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
@@ -52,6 +53,11 @@ const sendRetry = (baseMs: number) => ({ maxAttempts: SEND_MAX_ATTEMPTS, delayMs
 /** What a request's delivery records on the submission (src/db/queries/notification-events.ts). */
 const EMAIL_EVENTS = { submissionEvent: 'send_email', failureEvent: 'fail_email' } as const;
 const SMS_EVENTS = { submissionEvent: 'send_sms', failureEvent: 'fail_sms' } as const;
+const ABANDON_EMAIL = abandonAndRecord('email');
+const ABANDON_SMS = abandonAndRecord('sms');
+
+/** The outbox key of one request: per submitter and sending (email and SMS are in separate tables). */
+const requestDedupeKey = (job: SendRequestJob) => `signature_request:${job.submitterId}:${job.sending}`;
 
 /**
  * Requests sent at once per instance. A send is two short statements and a provider call, so it
@@ -203,8 +209,15 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
   const { rows } = await sqlPool(db).query<RequestRow>({ ...READ_REQUEST, values: [job.submitterId] });
   const submitter = rows[0];
   if (!submitter) return;
-  // Nothing to ask of a party that is done, or of an archived or completed submission.
-  if (submitter.done || submitter.closed) return;
+  // Nothing to ask of a party that is done, or of an archived or completed submission. A retry
+  // of a request that failed before ends here: its message is given up, and the submission's
+  // events say so (they said "will be retried").
+  if (submitter.done || submitter.closed) {
+    const reason = submitter.done ? 'the party had completed or declined the form' : 'the submission was completed or archived';
+    const [statement, eventType] = job.channel === 'email' ? [ABANDON_EMAIL, EMAIL_EVENTS.failureEvent] : [ABANDON_SMS, SMS_EVENTS.failureEvent];
+    await sqlPool(db).query({ ...statement, values: [requestDedupeKey(job), eventType, new Date().toISOString(), reason, SEND_MAX_ATTEMPTS] });
+    return;
+  }
 
   const prefs = submitter.preferences ?? {};
   const submissionPrefs = submitter.submissionPreferences ?? {};
@@ -236,7 +249,7 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
         submissionId: submitter.submissionId,
         submitterId: submitter.id,
         kind: 'signature_request',
-        dedupeKey: `signature_request:${submitter.id}:${job.sending}`,
+        dedupeKey: requestDedupeKey(job),
         from: deps.config.mailFrom,
         to: [submitter.email],
         replyTo: prefs.reply_to ?? sender?.email ?? null,
@@ -257,7 +270,7 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
     submissionId: submitter.submissionId,
     submitterId: submitter.id,
     kind: 'signature_request',
-    dedupeKey: `signature_request:${submitter.id}:${job.sending}`,
+    dedupeKey: requestDedupeKey(job),
     to: submitter.phone,
     body: buildSignatureRequestSms({ variables }),
     provider: deps.smsSender.name,

@@ -11,7 +11,10 @@
  *   when none is configured and the message was only kept (nothing left the service).
  * - the failed event (`fail_email`, `fail_sms`): the same keys plus `error` (the provider's
  *   message, at most 500 characters), `max_attempts` and `retrying` (true when the row went back to
- *   'queued' for another attempt, false when it was given up).
+ *   'queued' for another attempt, false when it was given up). A message that waited for a retry
+ *   but was no longer needed when the retry came (the party had completed or declined, the
+ *   submission was archived) is given up with a failed event whose `retrying` is false and whose
+ *   `reason` says why (abandonAndRecord).
  *
  * Times: `$3` is now as an ISO string, stored AT TIME ZONE 'UTC' (timestamp(3) columns hold UTC).
  */
@@ -79,6 +82,29 @@ export const markFailedAndRecord = (channel: NotificationChannel) => ({
     SELECT account_id, submission_id, submitter_id, $2,
            jsonb_build_object('${TABLES[channel].idKey}', id, 'provider', provider, 'attempt', attempt_count, 'to', recipient,
                               'error', left($5, 500), 'max_attempts', $6::int, 'retrying', $4 = 'queued'),
+           $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
+      FROM message WHERE submission_id IS NOT NULL`,
+});
+
+/**
+ * `$1` dedupe key, `$2` failed event type, `$3` now, `$4` why it is not retried, `$5` attempts
+ * allowed: gives up a message that failed and waits in 'queued' for a retry that is no longer
+ * wanted, and records it as a failed event with `retrying: false` and `reason` (its `error` stays
+ * the last provider error). Nothing when the row was never tried or is not waiting.
+ */
+export const abandonAndRecord = (channel: NotificationChannel) => ({
+  name: `signet_${channel}_abandon_and_record`,
+  text: `
+    WITH message AS (
+      UPDATE ${TABLES[channel].table}
+         SET status = 'failed', updated_at = $3::timestamptz AT TIME ZONE 'UTC'
+       WHERE dedupe_key = $1 AND status = 'queued' AND attempt_count > 0
+      RETURNING ${messageReturning(channel)}, last_error
+    )
+    INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
+    SELECT account_id, submission_id, submitter_id, $2,
+           jsonb_build_object('${TABLES[channel].idKey}', id, 'provider', provider, 'attempt', attempt_count, 'to', recipient,
+                              'error', left(last_error, 500), 'max_attempts', $5::int, 'retrying', false, 'reason', $4::text),
            $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
       FROM message WHERE submission_id IS NOT NULL`,
 });
