@@ -21,9 +21,9 @@
  */
 import { createHash } from 'node:crypto';
 import { sqlPool, type Db, type Prisma } from '../db/client.ts';
+import { markFailedAndRecord, markSentAndRecord, messageReturning, recordSentCtes, type NotificationChannel } from '../db/queries/notification-events.ts';
 import { AppError } from '../errors.ts';
 import type { EmailMessage, SmsMessage } from '../generated/prisma/client.ts';
-import { markFailedAndRecord, markSentAndRecord, messageReturning, recordSentCtes, type NotificationChannel } from '../db/queries/notification-events.ts';
 import { DeliveryError, type NotificationLogger } from './delivery-error.ts';
 import type { EmailAttachment, Mailer, OutgoingEmail } from './mailer.ts';
 import type { SmsSender } from './sms.ts';

@@ -11,9 +11,9 @@
  */
 import type { Config } from '../config.ts';
 import { sqlPool, type Db, type Prisma } from '../db/client.ts';
+import { abandonAndRecord } from '../db/queries/notification-events.ts';
 import type { SideEffects } from '../events/events.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
-import { abandonAndRecord } from '../db/queries/notification-events.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverSms, queueAndDeliverEmail, queueSms } from '../notifications/deliver.ts';
 import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
