@@ -185,29 +185,55 @@ export async function buildApp(options: AppOptions): Promise<App> {
     },
     stop() {
       stopping ??= (async () => {
+        // Each step is bounded: SIGTERM must end the service even if one part of it hangs (the
+        // step is then named in a warning, and what it held goes with the process).
+        const step = (name: string, run: () => Promise<unknown>, limitMs: number) => boundedStep(fastify.log, name, run, limitMs);
         // Subscriptions end first: an SSE response open until then would hold the HTTP close.
         live.endSubscriptions();
-        await graphql.close();
+        await step('graphql-ws', () => graphql.close(), STOP_STEP_MS);
         // Keep-alive connections become idle once their in-flight request is answered: close
         // them as they do, and everything left when the timeout runs out.
         const sweep = setInterval(() => fastify.server.closeIdleConnections(), 50);
         const timer = setTimeout(() => fastify.server.closeAllConnections(), config.shutdownTimeout);
         try {
-          await fastify.close();
+          await step('http', () => fastify.close(), config.shutdownTimeout + STOP_STEP_MS);
         } finally {
           clearInterval(sweep);
           clearTimeout(timer);
         }
         // After the HTTP server (requests in flight may enqueue), before the database (jobs use it).
-        await jobs.stop({ timeoutMs: config.shutdownTimeout });
+        await step('jobs', () => jobs.stop({ timeoutMs: config.shutdownTimeout }), config.shutdownTimeout + STOP_STEP_MS);
         sessions.close();
-        await live.close();
-        await renderer.close();
-        await db.$disconnect();
+        await step('live events', () => live.close(), STOP_STEP_MS);
+        await step('renderer', () => renderer.close(), STOP_STEP_MS);
+        await step('database', () => db.$disconnect(), STOP_STEP_MS);
       })();
       return stopping;
     },
   };
+}
+
+/** How long stop() waits for each of its steps beyond what the step itself is given (ms). */
+const STOP_STEP_MS = 5000;
+
+/**
+ * Runs one step of stop(), waiting at most `limitMs`; past that, logs a warning naming the step
+ * and resolves (the step goes on in the background, and ends with the process). A step that
+ * fails is logged and does not stop the next ones.
+ */
+async function boundedStep(logger: FastifyBaseLogger, name: string, run: () => Promise<unknown>, limitMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), limitMs);
+  });
+  try {
+    const outcome = await Promise.race([run().then(() => 'done' as const), late]);
+    if (outcome === 'late') logger.warn({ step: name, waitedMs: limitMs }, 'stop: a step did not finish in time; going on');
+  } catch (error) {
+    logger.error({ err: error, step: name }, 'stop: a step failed; going on');
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 function defaultJobQueue(config: Config, logger: FastifyBaseLogger): JobQueue {

@@ -203,8 +203,11 @@ describe('database outage', () => {
       t.app.stop().then(() => 'stopped'),
       new Promise((resolve) => setTimeout(() => resolve('still stopping after 20 s'), 20_000)),
     ]);
-    expect(stopped).toBe('stopped');
-    expect(Date.now() - started).toBeLessThan(15_000);
+    const stuck = () => JSON.stringify(t.logs.filter((line) => String(line.msg).startsWith('stop:')));
+    expect(stopped, stuck()).toBe('stopped');
+    expect(Date.now() - started, stuck()).toBeLessThan(15_000);
+    // A step given up on (bounded in app.stop) still lets the service stop; say which, to find it.
+    if (stuck() !== '[]') console.warn(`database-outage: stop gave up waiting on ${stuck()}`);
   }, 60_000);
 });
 
