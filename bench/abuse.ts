@@ -51,9 +51,7 @@ const HOSTILE_TIMEOUT_MS = 30_000;
 /** Set in the attacker process (bench/workers.ts). */
 const WORKER_ENV = 'BENCH_ABUSE_WORKER';
 
-interface Api {
-  (method: string, path: string, body?: unknown, options?: { key?: string | null; raw?: string | Uint8Array<ArrayBuffer>; contentType?: string }): Promise<{ status: number; text: string; ms: number }>;
-}
+type Api = (method: string, path: string, body?: unknown, options?: { key?: string | null; raw?: string | Uint8Array<ArrayBuffer>; contentType?: string }) => Promise<{ status: number; text: string; ms: number }>
 
 function client(baseUrl: string, apiKey: string): Api {
   return async (method, p, body, options = {}) => {

@@ -392,7 +392,7 @@ async function main(): Promise<number> {
 
   const line = (label: string, s: { medianMs: number; minMs: number; maxMs: number; cpuMs?: number }, extra = '') =>
     print(`  ${label.padEnd(58)} ${fmt(s.medianMs, 0).padStart(6)} ${fmt(s.minMs, 0).padStart(6)} ${fmt(s.maxMs, 0).padStart(6)} ${(s.cpuMs === undefined ? '' : fmt(s.cpuMs, 0)).padStart(7)}   ${extra}`);
-  print('\n' + '='.repeat(110));
+  print(`\n${'='.repeat(110)}`);
   print(`Completion of ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages, ${TEXT_FIELDS} text fields + 2 signatures, 2 parties) — median of ${RUNS} after a warm-up; database ${database.kind}`);
   print(`  ${''.padEnd(58)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   (ms; CPU = the measuring process, median)`);
   line('in-process completeSubmission (both parties, sign, audit log)', inProcess, `target ≤ ${TARGETS.completionMs} ms   ${passMiss(pass.completion)}`);

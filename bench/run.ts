@@ -168,7 +168,7 @@ async function main(): Promise<number> {
     graphql: 'GraphQL POST /graphql',
     baseline: 'baseline node:http + pg',
   };
-  print('\n' + '='.repeat(92));
+  print(`\n${'='.repeat(92)}`);
   print(`Throughput — median of ${ROUNDS} run(s) each, ${CONNECTIONS} connections, ${DURATION_S} s runs after ${WARMUP_S} s warm-up`);
   print(`Signet at LOG_LEVEL=warn, NODE_ENV=production; same database (${database.kind}), pool ${POOL_SIZE} for both servers`);
   print(`  ${'server'.padEnd(25)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(11)}   per run (req/s)`);

@@ -219,7 +219,7 @@ async function main(): Promise<number> {
     createWithJobs: withJobs.createsPerSecond >= TARGETS.createReqPerSec,
     list: runs.list.p99Ms <= TARGETS.listP99Ms,
   };
-  print('\n' + '='.repeat(100));
+  print(`\n${'='.repeat(100)}`);
   print(`Submissions — ${SEED} seeded submissions, ${CONNECTIONS} connections, ${DURATION_S} s runs after ${WARMUP_S} s warm-up, one Signet process, database: ${database.kind}`);
   print(`  ${'request'.padEnd(32)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)} ${'×req/s'.padStart(7)} ${'×p99'.padStart(6)}  SQL statements per request`);
   for (const key of ['user', 'list', 'create'] as const) {

@@ -416,7 +416,7 @@ async function main(): Promise<number> {
     print(
       `  ${label.padEnd(44)} ${fmt(s.medianMs, 0).padStart(6)} ${fmt(s.minMs, 0).padStart(6)} ${fmt(s.maxMs, 0).padStart(6)} ${fmt(s.cpuMs, 0).padStart(7)}   ${extra}`,
     );
-  print('\n' + '='.repeat(100));
+  print(`\n${'='.repeat(100)}`);
   print(`Template from ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages) — median of ${TEMPLATE_RUNS} after a warm-up; database ${database.kind}`);
   print(`  ${''.padEnd(44)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   (ms; CPU = the measuring process, median)`);
   line('POST /api/templates/pdf (dist service, HTTP)', http, `target ≤ ${TARGETS.createMs} ms   ${passMiss(http.medianMs <= TARGETS.createMs)}`);

@@ -43,7 +43,9 @@ export async function makeSamplePdf(): Promise<Uint8Array> {
     'evaluate a possible business relationship with the Discloser, and to return or destroy',
     'it when asked. This agreement lasts two years from the date of signing.',
   ];
-  body.forEach((line, i) => text(line, 72, 140 + i * 16, 11));
+  body.forEach((line, i) => {
+text(line, 72, 140 + i * 16, 11);
+});
 
   // Text tags: each becomes a field where it is printed, and is removed from the stored copy.
   text('Recipient name:', 72, 240, 11, bold);

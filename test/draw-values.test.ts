@@ -77,13 +77,13 @@ interface Word {
 /** `pdftotext -bbox` words of page `page` (0-based): points on the page as displayed, y from the top. */
 function words(pdf: Uint8Array, page: number): Word[] {
   const html = execFileSync('pdftotext', ['-bbox', '-cropbox', '-f', String(page + 1), '-l', String(page + 1), writeTmp(pdf), '-']).toString();
-  const unescape = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
+  const unescapeXml = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
   return [...html.matchAll(/<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)<\/word>/g)].map((m) => ({
     xMin: Number(m[1]),
     yMin: Number(m[2]),
     xMax: Number(m[3]),
     yMax: Number(m[4]),
-    text: unescape(m[5]),
+    text: unescapeXml(m[5]),
   }));
 }
 
@@ -527,13 +527,19 @@ describe('checkboxes, options and cells', () => {
     };
     const row = inRow(cells.areas[0]);
     expect(row.map((w) => w.text)).toEqual(['A', 'B', '1', '2', 'Я']);
-    row.forEach((w, i) => expect(centreOf(w)).toBeCloseTo((0.1 + 0.05 * i + 0.025) * 612, 0));
+    row.forEach((w, i) => {
+expect(centreOf(w)).toBeCloseTo((0.1 + 0.05 * i + 0.025) * 612, 0);
+});
     const evenRow = inRow(even.areas[0]);
     expect(evenRow.map((w) => w.text)).toEqual(['X', 'Y', 'Z']);
-    evenRow.forEach((w, i) => expect(centreOf(w)).toBeCloseTo((0.1 + 0.1 * i + 0.05) * 612, 0));
+    evenRow.forEach((w, i) => {
+expect(centreOf(w)).toBeCloseTo((0.1 + 0.1 * i + 0.05) * 612, 0);
+});
     const rightRow = inRow(right.areas[0]);
     expect(rightRow.map((w) => w.text)).toEqual(['7', '8', '9']);
-    rightRow.forEach((w, i) => expect(centreOf(w)).toBeCloseTo((0.5 - 0.05 * (3 - i) + 0.025) * 612, 0));
+    rightRow.forEach((w, i) => {
+expect(centreOf(w)).toBeCloseTo((0.5 - 0.05 * (3 - i) + 0.025) * 612, 0);
+});
   });
 });
 

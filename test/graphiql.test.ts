@@ -27,7 +27,7 @@ interface Offline {
   outside: Set<string>;
   problems: string[];
 }
-let opened: Offline[] = [];
+const opened: Offline[] = [];
 
 async function openOfflinePage(): Promise<Offline> {
   const context = await browser.newContext();

@@ -196,7 +196,9 @@ describe('inspectPdf', () => {
       expect([bx1 - bx0, by1 - by0]).toEqual([page.width, page.height]);
       const toDisplay = mupdf.Matrix.concat(mpage.getTransform(), mupdf.Matrix.translate(-bx0, -by0));
       const roundTrip = mupdf.Matrix.concat(displayToUserMatrix(page), toDisplay);
-      roundTrip.forEach((value, k) => expect(value, `page ${i + 1}`).toBeCloseTo(mupdf.Matrix.identity[k], 6));
+      roundTrip.forEach((value, k) => {
+expect(value, `page ${i + 1}`).toBeCloseTo(mupdf.Matrix.identity[k], 6);
+});
     });
   });
 
@@ -267,7 +269,9 @@ describe('renderPagePng', () => {
     };
     const [ox0, oy0, ox1, oy1] = inkBox(ours);
     expect(oy1 - oy0).toBeGreaterThan(3 * (ox1 - ox0)); // "Hello world" reads vertically
-    inkBox(poppler).forEach((value, i) => expect(Math.abs(value - [ox0, oy0, ox1, oy1][i])).toBeLessThanOrEqual(4));
+    inkBox(poppler).forEach((value, i) => {
+expect(Math.abs(value - [ox0, oy0, ox1, oy1][i])).toBeLessThanOrEqual(4);
+});
   });
 
   it('flattens AcroForm fields into the image (§12.2)', async () => {

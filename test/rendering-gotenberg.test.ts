@@ -10,7 +10,7 @@ import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { PDFArray, PDFDocument, PDFName, PDFString } from 'pdf-lib';
+import { type PDFArray, PDFDocument, PDFName, PDFString } from 'pdf-lib';
 import pino from 'pino';
 import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -200,7 +200,7 @@ describe('Gotenberg 8 requests', () => {
   });
 
   it('sends only index.html and 0.5 in margins without header and footer', async () => {
-    handler = async (request, res) => sendPdf(res, await pdfWithLinks(595.28, 841.89, []));
+    handler = async (_request, res) => sendPdf(res, await pdfWithLinks(595.28, 841.89, []));
     const r = renderer();
     const { fields } = await r.htmlToPdf({ html: '<p>No fields</p>', size: 'A4' });
     await r.close();

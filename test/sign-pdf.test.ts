@@ -8,7 +8,7 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import forge from 'node-forge';
-import { PDFArray, PDFDict, PDFDocument, PDFName, PDFString, type PDFHexString } from 'pdf-lib';
+import { PDFArray, PDFDict, PDFDocument, PDFName, type PDFString, type PDFHexString } from 'pdf-lib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../src/accounts/create-account.ts';
 import { createDb, type Db } from '../src/db/client.ts';

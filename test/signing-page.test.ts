@@ -52,7 +52,7 @@ interface Watched {
   requests: string[];
   problems: string[];
 }
-let opened: Watched[] = [];
+const opened: Watched[] = [];
 /** Origins a test allows besides the service's (the iframe test's embedding page). */
 let extraOrigins: string[] = [];
 

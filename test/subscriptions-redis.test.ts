@@ -20,7 +20,7 @@ import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { type EventType, type SideEffects } from '../src/events/events.ts';
+import type { EventType, SideEffects } from '../src/events/events.ts';
 import { ACCOUNT_EVENTS_TOPIC, createLiveEvents, redisChannelPrefix, type LiveEvents } from '../src/events/pubsub.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';

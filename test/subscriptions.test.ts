@@ -11,7 +11,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Client } from 'graphql-ws';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { type EventType, type SideEffects } from '../src/events/events.ts';
+import type { EventType, SideEffects } from '../src/events/events.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { subscribeSse, subscribeWs, until, wsClient, type Feed } from './helpers/subscriptions.ts';

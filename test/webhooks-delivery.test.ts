@@ -122,10 +122,14 @@ describe('retries', { timeout: 180_000 }, () => {
     expect(requests).toHaveLength(4);
     // Same body every time (the record did not change), each waited for at least 2^attempt × base.
     expect(new Set(requests.map((r) => r.json.timestamp)).size).toBe(1);
-    gaps(requests).forEach((gap, attempt) => expect(gap, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(retryDelayMs(attempt, BASE_MS)));
+    gaps(requests).forEach((gap, attempt) => {
+expect(gap, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(retryDelayMs(attempt, BASE_MS));
+});
     // Attempts are recorded at their start, in order, spaced like the requests.
     const starts = done.attempts.map((a) => a.createdAt.getTime());
-    starts.slice(1).forEach((start, i) => expect(start - starts[i]!).toBeGreaterThanOrEqual(retryDelayMs(i, BASE_MS)));
+    starts.slice(1).forEach((start, i) => {
+expect(start - starts[i]!).toBeGreaterThanOrEqual(retryDelayMs(i, BASE_MS));
+});
 
     // A late run of any of its attempts sends nothing more.
     const deps: DeliveryDeps = { db: t.db, jobs: t.jobs, payloads: { build: async () => null }, config: t.config.webhooks, logger: t.app.fastify.log };
@@ -266,7 +270,9 @@ describe('the 12-send cap and private addresses', { timeout: 180_000 }, () => {
     expect(done.attempts.every((a) => a.statusCode === 503 && a.error === 'HTTP 503 Service Unavailable')).toBe(true);
     const requests = on('/always-503');
     expect(requests).toHaveLength(12);
-    gaps(requests).forEach((gap, attempt) => expect(gap, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(retryDelayMs(attempt, 5)));
+    gaps(requests).forEach((gap, attempt) => {
+expect(gap, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(retryDelayMs(attempt, 5));
+});
   });
 
   it('refuses a destination on a loopback address unless allowed, logging why and telling the account only that it failed', async () => {

@@ -277,7 +277,7 @@ export async function runCli(argv: string[], io: { out: (line: string) => void; 
     return 2;
   }
 
-  let config;
+  let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
   } catch (error) {

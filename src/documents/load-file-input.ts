@@ -15,7 +15,7 @@ import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
 import path from 'node:path';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import ipaddr from 'ipaddr.js';
 import { AppError } from '../errors.ts';
@@ -309,7 +309,7 @@ function filenameFromPath(pathname: string): string | undefined {
 
 /** Drops directories and control characters; undefined when nothing is left. */
 function sanitizeFilename(name: string): string | undefined {
-  const base = path.posix.basename(name.replace(/\\/g, '/')).replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  const base = path.posix.basename(name.replace(/\\/g, '/')).replace(/\p{Cc}/gu, '').trim();
   return base === '' || base === '.' || base === '..' ? undefined : base;
 }
 

@@ -78,7 +78,6 @@ export interface PdfRect {
 
 /** Slack for areas that touch a page edge after rounding (points, or fractions of a page). */
 const EPSILON_POINTS = 0.5;
-const EPSILON_FRACTION = 1e-6;
 
 /** DocuSeal renders page previews 1400 px wide (reference/docuseal-behaviour.md §12.2). */
 export const PREVIEW_WIDTH_PX = 1400;
@@ -107,7 +106,7 @@ export async function inspectPdf(bytes: Uint8Array, label: string): Promise<PdfI
     }
     const pages: PdfPageInfo[] = [];
     for (let index = 0; index < pageCount; index += 1) {
-      let page;
+      let page: ReturnType<typeof doc.loadPage>;
       try {
         page = doc.loadPage(index);
       } catch (error) {

@@ -29,7 +29,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { Agenda, type Job } from 'agenda';
 import pg from 'pg';
-import { countOutbox, deleteOutboxRows, lockOutboxRows, relayOutbox, type OutboxTables } from '../db/queries/outbox.ts';
+import { countOutbox, deleteOutboxRows, lockOutboxRows, } from '../db/queries/outbox.ts';
 import { AppError } from '../errors.ts';
 import { logOutageOnce } from '../db/unavailable.ts';
 import { openMongoJobStore, openPostgresJobStore, type JobLogger, type JobStore } from './job-store.ts';

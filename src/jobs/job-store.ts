@@ -216,8 +216,12 @@ function batched<I, O>(run: (items: I[]) => Promise<O[]>, options: { delayMs: nu
       timer = undefined;
     }
     return run(batch.items).then(
-      (results) => batch.settle.forEach((s, i) => s.resolve(results[i]!)),
-      (error: unknown) => batch.settle.forEach((s) => s.reject(error)),
+      (results) => batch.settle.forEach((s, i) => {
+s.resolve(results[i]!);
+}),
+      (error: unknown) => batch.settle.forEach((s) => {
+s.reject(error);
+}),
     );
   };
   const call = (item: I) =>

@@ -175,7 +175,7 @@ export function createSendGridMailer(options: { apiKey: string; apiUrl: string; 
     name: 'sendgrid',
     async send(message) {
       const recipients = withDistinctRecipients(message);
-      let response;
+      let response: Awaited<ReturnType<typeof service.send>>[0];
       try {
         [response] = await service.send({
           from: toSendGridAddress(message.from),

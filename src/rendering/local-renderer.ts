@@ -174,7 +174,7 @@ export class LocalRenderer implements Renderer {
       ]);
       profileHealthy = true;
       const pdf = await fs.readFile(path.join(outDir, 'document.pdf')).catch(() => undefined);
-      if (!pdf || pdf.subarray(0, 5).toString('latin1') !== '%PDF-') {
+      if (pdf?.subarray(0, 5).toString('latin1') !== '%PDF-') {
         this.options.logger.warn({ filename: input.filename, code: run.code, signal: run.signal, stderr: run.stderr }, 'soffice made no PDF');
         const name = input.filename || 'The document';
         const limit = this.options.sofficeMaxMemory;

@@ -64,7 +64,7 @@ export async function findUploadingSigner(db: Db, slug: string) {
 /** A file name safe to store and show: no directories, no control characters, at most 200 characters. */
 function cleanFilename(name: string | undefined): string {
   // eslint-disable-next-line no-control-regex
-  const base = path.basename((name ?? '').replace(/\\/g, '/')).replace(/[\u0000-\u001f\u007f]/g, '').trim();
+  const base = path.basename((name ?? '').replace(/\\/g, '/')).replace(/\p{Cc}/gu, '').trim();
   return base.length > 200 ? base.slice(base.length - 200) : base;
 }
 
@@ -102,7 +102,7 @@ export async function createSigningFormAttachment(
   let bytes = input.bytes;
   let contentType = /^[\w.+-]+\/[\w.+-]+$/.test(input.contentType ?? '') ? input.contentType!.toLowerCase() : 'application/octet-stream';
   if (type === 'signature' || type === 'initials' || type === 'image') {
-    let image;
+    let image: Awaited<ReturnType<typeof readDrawableImage>>;
     try {
       image = await readDrawableImage(bytes, deps.images, { checkInk: type !== 'image' });
     } catch (error) {

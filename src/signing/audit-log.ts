@@ -501,7 +501,7 @@ function wrap(text: string, measure: (s: string) => number, width: number): stri
 /** One line of printable text: controls and line breaks become spaces, runs of spaces collapse. */
 function clean(text: string): string {
   return text
-    .replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ')
+    .replace(/[\p{Cc}\u2028\u2029]+/gu, ' ')
     .replace(/ {2,}/g, ' ')
     .trim();
 }

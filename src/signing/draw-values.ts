@@ -448,7 +448,7 @@ function wrap(font: MeasuredFont, text: string, size: number, width: number): { 
   const lines: string[] = [];
   let widest = 0;
   for (const paragraph of text.replace(/\r\n?/g, '\n').split('\n')) {
-    const words = paragraph.split(/[ \t]+/).filter((word, index, all) => word !== '' || all.length === 1);
+    const words = paragraph.split(/[ \t]+/).filter((word, _index, all) => word !== '' || all.length === 1);
     let line = '';
     let lineWidth = 0;
     for (const word of words) {

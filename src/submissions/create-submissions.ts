@@ -396,14 +396,16 @@ function creationEffects(accountId: number, ids: SubmissionIds, parties: { sendN
 function checkSettings(settings: SubmissionSettings): void {
   if (settings.replyTo && !isValidEmailList(settings.replyTo)) throw new AppError('VALIDATION', 'reply_to email is invalid');
   if (settings.bccCompleted && !isValidEmailList(settings.bccCompleted)) throw new AppError('VALIDATION', 'bcc_completed email is invalid');
-  if (settings.message && settings.message.subject && !settings.message.body) throw new AppError('VALIDATION', 'body is required in `message`.');
+  if (settings.message?.subject && !settings.message.body) throw new AppError('VALIDATION', 'body is required in `message`.');
 }
 
 /** One submission's checks (§7.1) and plan. @throws AppError VALIDATION */
 async function planRequest(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions, request: SubmissionRequest, template: { roles: Role[]; fields: Field[] }) {
   if (request.submitters.length === 0) throw new AppError('VALIDATION', 'submitters is required');
   checkUniqueRoles(request.submitters, request.path);
-  request.submitters.forEach((s, i) => checkSubmitterContact(s, `${request.path}[${i}]`));
+  request.submitters.forEach((s, i) => {
+checkSubmitterContact(s, `${request.path}[${i}]`);
+});
   return planSubmission(deps, options, request, template.roles, template.fields);
 }
 
@@ -597,7 +599,7 @@ interface PartyPlan {
 }
 
 async function planSubmission(
-  deps: { db: Db; storage: FileStorage },
+  _deps: { db: Db; storage: FileStorage },
   options: CreateSubmissionsOptions,
   request: SubmissionRequest,
   templateRoles: Role[],

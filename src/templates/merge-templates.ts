@@ -8,7 +8,6 @@ import { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
 import { checkItems, list, MAX_ITEMS, MAX_LENGTH, text } from '../limits.ts';
 import { checkTemplateFieldsSize } from './build-fields.ts';
-import type { Db } from '../db/client.ts';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields, parseRoles, type Field, type Role } from './fields.ts';

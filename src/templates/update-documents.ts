@@ -6,7 +6,6 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { Db } from '../db/client.ts';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import type { PdfPage } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';

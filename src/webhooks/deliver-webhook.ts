@@ -251,7 +251,7 @@ export async function deliverWebhook(deps: DeliveryDeps, job: DeliverWebhookData
   if (await attempt(deps, job, { retry: true })) return;
   // Not claimable: gone, no longer pending, or this attempt was claimed before.
   const delivery = await deps.db.webhookDelivery.findUnique({ where: { id: job.deliveryId } });
-  if (!delivery || delivery.status !== 'pending') return;
+  if (delivery?.status !== 'pending') return;
   if (delivery.attemptCount > job.attempt) {
     const settled = await waitWhileInFlight(deps, delivery, job.attempt);
     return settled ? resumeAttempt(deps, settled, job) : undefined;
@@ -390,7 +390,7 @@ async function waitWhileInFlight(deps: DeliveryDeps, delivery: WebhookDelivery, 
     const recorded = await deps.db.webhookAttempt.findUnique({ where: { deliveryId_attempt: { deliveryId: current.id, attempt } }, select: { id: true } });
     if (!recorded) await new Promise((resolve) => setTimeout(resolve, 100));
     const next = await deps.db.webhookDelivery.findUnique({ where: { id: current.id } });
-    if (!next || next.status !== 'pending') return null;
+    if (next?.status !== 'pending') return null;
     if (recorded) return next;
     current = next;
   }

@@ -26,7 +26,7 @@ import { SUBMISSION_GET_FRAGMENT, serializeSubmissionGet, type SubmissionGetData
 import { SUBMITTER_BASE_FRAGMENT, serializeSubmitterBase, type SubmitterBaseData } from '../../rest-compat/serializers/submitter.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../rest-compat/serializers/template.ts';
 import { sqlPool, type Db } from '../db/client.ts';
-import { AppError } from '../errors.ts';
+import type { AppError } from '../errors.ts';
 import { accountAndUserFromRow } from '../accounts/authenticate.ts';
 import { recordTypeOf, type EventType } from '../events/events.ts';
 import type { ContextFactory, GraphQLContext } from '../graphql/context.ts';

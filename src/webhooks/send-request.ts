@@ -366,7 +366,7 @@ async function readBody(message: http.IncomingMessage, signal: AbortSignal): Pro
 /** The kept part of a body as text (PostgreSQL text cannot hold NUL). */
 function bodyText(body: Buffer): string | null {
   if (body.length === 0) return null;
-  return body.subarray(0, RESPONSE_BODY_KEPT_BYTES).toString('utf8').replace(/\u0000/g, '');
+  return body.subarray(0, RESPONSE_BODY_KEPT_BYTES).toString('utf8').replaceAll('\0', '');
 }
 
 function connectionFailure(error: unknown): string {

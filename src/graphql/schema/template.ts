@@ -4,7 +4,6 @@
  */
 import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
-import { AppError } from '../../errors.ts';
 import { MAX_LENGTH, text } from '../../limits.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { parseFields, parseRoles, parseSchema, type Area, type Field, type Role, type SchemaDocument } from '../../templates/fields.ts';
@@ -12,7 +11,6 @@ import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf, type Pagination } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
-import { UserRef } from './account.ts';
 
 export const PaginationRef = builder.objectRef<Pagination>('Pagination').implement({
   description: 'Cursor pagination: items ascend by id; pass `next` as `after` for the following page.',

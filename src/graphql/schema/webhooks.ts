@@ -13,7 +13,6 @@ import { findDeliveryForAccount, redeliverWebhook, type DeliveryDeps } from '../
 import {
   createWebhookEndpoint,
   findWebhookEndpoint,
-  listWebhookEndpoints,
   removeWebhookEndpoint,
   rotateWebhookSecret,
   updateWebhookEndpoint,

@@ -149,7 +149,9 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
   const invalidTargets: HTMLElement[] = [];
   /** Redraws read-only copies of the value (other areas) after a change. */
   const mirrors: HTMLElement[] = [];
-  const refreshMirrors = () => mirrors.forEach((mirror) => fillDisplay(host, field, mirror));
+  const refreshMirrors = () => mirrors.forEach((mirror) => {
+fillDisplay(host, field, mirror);
+});
 
   const addMirror = (place: Place) => {
     const box = makeBox(place);
