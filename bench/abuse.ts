@@ -51,7 +51,12 @@ const HOSTILE_TIMEOUT_MS = 30_000;
 /** Set in the attacker process (bench/workers.ts). */
 const WORKER_ENV = 'BENCH_ABUSE_WORKER';
 
-type Api = (method: string, path: string, body?: unknown, options?: { key?: string | null; raw?: string | Uint8Array<ArrayBuffer>; contentType?: string }) => Promise<{ status: number; text: string; ms: number }>
+type Api = (
+  method: string,
+  path: string,
+  body?: unknown,
+  options?: { key?: string | null; raw?: string | Uint8Array<ArrayBuffer>; contentType?: string },
+) => Promise<{ status: number; text: string; ms: number }>;
 
 function client(baseUrl: string, apiKey: string): Api {
   return async (method, p, body, options = {}) => {
@@ -60,7 +65,10 @@ function client(baseUrl: string, apiKey: string): Api {
     try {
       const response = await fetch(`${baseUrl}${p}`, {
         method,
-        headers: { ...(key ? { 'x-auth-token': key } : {}), ...(body !== undefined || options.raw ? { 'content-type': options.contentType ?? 'application/json' } : {}) },
+        headers: {
+          ...(key ? { 'x-auth-token': key } : {}),
+          ...(body !== undefined || options.raw ? { 'content-type': options.contentType ?? 'application/json' } : {}),
+        },
         body: options.raw ?? (body === undefined ? undefined : JSON.stringify(body)),
         signal: AbortSignal.timeout(HOSTILE_TIMEOUT_MS),
       });
@@ -68,7 +76,11 @@ function client(baseUrl: string, apiKey: string): Api {
       return { status: response.status, text, ms: performance.now() - started };
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      return { status: 0, text: `${String((error as Error).message ?? error)}${cause ? ` cause: ${cause.code ?? ''} ${cause.message ?? ''}` : ''}`, ms: performance.now() - started };
+      return {
+        status: 0,
+        text: `${String((error as Error).message ?? error)}${cause ? ` cause: ${cause.code ?? ''} ${cause.message ?? ''}` : ''}`,
+        ms: performance.now() - started,
+      };
     }
   };
 }
@@ -113,7 +125,11 @@ interface PhaseResult {
   healthSamples: number;
 }
 
-async function phase<T>(baseUrl: string, apiKey: string, beside: () => Promise<T>): Promise<PhaseResult & { beside: T }> {
+async function phase<T>(
+  baseUrl: string,
+  apiKey: string,
+  beside: () => Promise<T>,
+): Promise<PhaseResult & { beside: T }> {
   const health = probeHealth(baseUrl);
   const side = beside();
   const result = await autocannon({
@@ -160,7 +176,11 @@ type Outcomes = Record<string, { statuses: Record<string, number>; maxMs: number
  * Refused = a 4xx, or a GraphQL error that is the request's fault (not INTERNAL_SERVER_ERROR).
  */
 function outcomeOf(result: { status: number; text: string }): { label: string; refused: boolean } {
-  if (result.status === 0) return { label: `no answer (${(result.text.match(/cause: ([^\n]*)/)?.[1] ?? result.text).slice(0, 80)})`, refused: false };
+  if (result.status === 0)
+    return {
+      label: `no answer (${(result.text.match(/cause: ([^\n]*)/)?.[1] ?? result.text).slice(0, 80)})`,
+      refused: false,
+    };
   if (result.status >= 400) return { label: String(result.status), refused: result.status < 500 };
   let code: string | undefined;
   try {
@@ -168,7 +188,10 @@ function outcomeOf(result: { status: number; text: string }): { label: string; r
   } catch {
     // not JSON
   }
-  return { label: code ? `${result.status} ${code}` : String(result.status), refused: Boolean(code) && code !== 'INTERNAL_SERVER_ERROR' };
+  return {
+    label: code ? `${result.status} ${code}` : String(result.status),
+    refused: Boolean(code) && code !== 'INTERNAL_SERVER_ERROR',
+  };
 }
 
 /**
@@ -180,8 +203,12 @@ async function createAttacker(): Promise<WorkerHandler<SideRequest>> {
   let prepared: { target: Target; hostile: Hostile[]; mixed: (until: () => boolean) => Promise<void> } | undefined;
   return {
     async run(request) {
-      if (prepared?.target.url !== request.target.url) prepared = { target: request.target, ...(await prepareRequests(request.target)) };
-      const until = ((end) => () => performance.now() >= end)(performance.now() + request.durationMs);
+      if (prepared?.target.url !== request.target.url)
+        prepared = { target: request.target, ...(await prepareRequests(request.target)) };
+      const until = (
+        (end) => () =>
+          performance.now() >= end
+      )(performance.now() + request.durationMs);
       if (request.phase === 'mixed') {
         await prepared.mixed(until);
         return { outcomes: {}, allRefused: true };
@@ -221,7 +248,12 @@ interface Hostile {
 }
 
 /** The hostile requests of issue 12's findings, and the mixed phase's traffic, against `target`. */
-async function prepareRequests({ url, apiKey, templateId, slugs }: Target): Promise<{ hostile: Hostile[]; mixed: (until: () => boolean) => Promise<void> }> {
+async function prepareRequests({
+  url,
+  apiKey,
+  templateId,
+  slugs,
+}: Target): Promise<{ hostile: Hostile[]; mixed: (until: () => boolean) => Promise<void> }> {
   const api = client(url, apiKey);
   const bomb = await zipBombDocx();
   // Cut in the middle: its cross-reference table and trailer are gone (the 1 MB, 14-page fixture).
@@ -234,11 +266,18 @@ async function prepareRequests({ url, apiKey, templateId, slugs }: Target): Prom
 
   let slugIndex = 0;
   const nextSlug = () => slugs[slugIndex++ % slugs.length]!;
-  const graphqlAnon = (query: string, variables?: unknown) => api('POST', '/graphql', { query, variables }, { key: null });
+  const graphqlAnon = (query: string, variables?: unknown) =>
+    api('POST', '/graphql', { query, variables }, { key: null });
   const postJson = (p: string, text: string, key?: string | null) => api('POST', p, undefined, { raw: text, key });
-  const completeForm = JSON.stringify('mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }');
-  const aliases = JSON.stringify({ query: `{ ${Array.from({ length: 1500 }, (_, i) => `a${i}: __typename`).join(' ')} }` });
-  const introspection = JSON.stringify({ query: `{ ${Array.from({ length: 1500 }, (_, i) => `a${i}: __schema { types { name fields { name } } }`).join(' ')} }` });
+  const completeForm = JSON.stringify(
+    'mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }',
+  );
+  const aliases = JSON.stringify({
+    query: `{ ${Array.from({ length: 1500 }, (_, i) => `a${i}: __typename`).join(' ')} }`,
+  });
+  const introspection = JSON.stringify({
+    query: `{ ${Array.from({ length: 1500 }, (_, i) => `a${i}: __schema { types { name fields { name } } }`).join(' ')} }`,
+  });
   const deep = JSON.stringify({ query: `{ ${'viewer { '.repeat(3000)}${'}'.repeat(3000)} }` });
   const restBig = `{"template_id":${templateId},"send_email":false,"submitters":[{"role":"Signer","email":"big@abuse.test","values":{"Note":${bigJson}}}]}`;
   const docxBomb = JSON.stringify({ name: 'bomb', documents: [{ name: 'bomb.docx', file: bomb.toString('base64') }] });
@@ -246,7 +285,17 @@ async function prepareRequests({ url, apiKey, templateId, slugs }: Target): Prom
   const junkImage = JSON.stringify({
     template_id: templateId,
     send_email: false,
-    submitters: [{ role: 'Signer', email: 'junk@abuse.test', completed: true, values: { Code: 'aaa', Stamp: `data:image/png;base64,${Buffer.from('not an image at all').toString('base64')}` } }],
+    submitters: [
+      {
+        role: 'Signer',
+        email: 'junk@abuse.test',
+        completed: true,
+        values: {
+          Code: 'aaa',
+          Stamp: `data:image/png;base64,${Buffer.from('not an image at all').toString('base64')}`,
+        },
+      },
+    ],
   });
   const hostile: Hostile[] = [
     { name: 'GraphQL, 1,500 aliases of __typename, no key', run: () => postJson('/graphql', aliases, null) },
@@ -254,7 +303,12 @@ async function prepareRequests({ url, apiKey, templateId, slugs }: Target): Prom
     { name: 'GraphQL, 3,000-deep query, no key', run: () => postJson('/graphql', deep, null) },
     {
       name: 'completeSigningForm with a 3 MB value',
-      run: () => postJson('/graphql', `{"query":${completeForm},"variables":{"slug":${JSON.stringify(nextSlug())},"values":{"Note":${bigJson}}}}`, null),
+      run: () =>
+        postJson(
+          '/graphql',
+          `{"query":${completeForm},"variables":{"slug":${JSON.stringify(nextSlug())},"values":{"Note":${bigJson}}}}`,
+          null,
+        ),
     },
     { name: 'REST create with a 3 MB value', run: () => postJson('/api/submissions', restBig) },
     {
@@ -264,16 +318,27 @@ async function prepareRequests({ url, apiKey, templateId, slugs }: Target): Prom
     { name: 'DOCX zip bomb', run: () => postJson('/api/templates/docx', docxBomb) },
     { name: 'truncated PDF', run: () => postJson('/api/templates/pdf', brokenPdf) },
     { name: 'junk image with completed: true', run: () => postJson('/api/submissions', junkImage) },
-    { name: 'body over MAX_BODY_SIZE_MB', run: () => api('POST', '/api/submissions', undefined, { raw: overLimit }), closesConnection: true },
+    {
+      name: 'body over MAX_BODY_SIZE_MB',
+      run: () => api('POST', '/api/submissions', undefined, { raw: overLimit }),
+      closesConnection: true,
+    },
   ];
   const mixed = async (until: () => boolean) => {
     let completed = false;
     let oversized = false;
     while (!until()) {
-      await api('POST', '/api/submissions', { template_id: templateId, send_email: false, submitters: [{ role: 'Signer', email: 'mixed@abuse.test' }] });
+      await api('POST', '/api/submissions', {
+        template_id: templateId,
+        send_email: false,
+        submitters: [{ role: 'Signer', email: 'mixed@abuse.test' }],
+      });
       if (!completed) {
         completed = true;
-        await graphqlAnon('mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }', { slug: nextSlug(), values: { Code: 'aaa' } });
+        await graphqlAnon(
+          'mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }',
+          { slug: nextSlug(), values: { Code: 'aaa' } },
+        );
       }
       if (!oversized) {
         oversized = true;
@@ -285,19 +350,36 @@ async function prepareRequests({ url, apiKey, templateId, slugs }: Target): Prom
 }
 
 async function main(): Promise<number> {
-  print(`Signet abuse benchmark — node ${process.version}, ${os.cpus().length} CPUs; ${DURATION_S} s per phase, ${CONNECTIONS} read connections`);
+  print(
+    `Signet abuse benchmark — node ${process.version}, ${os.cpus().length} CPUs; ${DURATION_S} s per phase, ${CONNECTIONS} read connections`,
+  );
   const database = await createBenchDatabase(onCleanup);
-  print(`  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL'}: ${redactUrl(database.url)}`);
+  print(
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL'}: ${redactUrl(database.url)}`,
+  );
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-abuse-'));
   onCleanup(`remove ${dataDir}`, () => fs.rm(dataDir, { recursive: true, force: true }));
   buildService();
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env = childEnv({ ...SIGNET_ENV, DATABASE_URL: database.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });
+  const env = childEnv({
+    ...SIGNET_ENV,
+    DATABASE_URL: database.url,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+  });
   for (const name of ['SMTP_URL', 'SENDGRID_API_KEY', 'TWILIO_ACCOUNT_SID', 'JOBS_MONGODB_URL']) delete env[name];
   // BENCH_CPU_PROFILE=1: the service runs with --cpu-prof; where its time went under attack is printed.
-  const profileDir = process.env.BENCH_CPU_PROFILE === '1' ? await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-abuse-prof-')) : undefined;
-  const child: NodeChild = spawnNode('dist/main.mjs', env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+  const profileDir =
+    process.env.BENCH_CPU_PROFILE === '1'
+      ? await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-abuse-prof-'))
+      : undefined;
+  const child: NodeChild = spawnNode(
+    'dist/main.mjs',
+    env,
+    profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+  );
   onCleanup(`stop Signet (pid ${child.pid})`, async () => void (await stopChild(child)));
   await waitHealthy(child, url, performance.now(), 60_000);
   const api = client(url, database.apiKey);
@@ -308,30 +390,69 @@ async function main(): Promise<number> {
     name: 'Abuse form',
     documents: [{ name: 'form', file: pdf }],
     fields: [
-      { name: 'Code', type: 'text', role: 'Signer', validation: { pattern: '(a+)+$' }, areas: [{ x: 72, y: 72, w: 200, h: 24, page: 1 }] },
-      { name: 'Note', type: 'text', role: 'Signer', required: false, areas: [{ x: 72, y: 120, w: 200, h: 24, page: 1 }] },
-      { name: 'Stamp', type: 'image', role: 'Signer', required: false, areas: [{ x: 72, y: 200, w: 100, h: 50, page: 1 }] },
+      {
+        name: 'Code',
+        type: 'text',
+        role: 'Signer',
+        validation: { pattern: '(a+)+$' },
+        areas: [{ x: 72, y: 72, w: 200, h: 24, page: 1 }],
+      },
+      {
+        name: 'Note',
+        type: 'text',
+        role: 'Signer',
+        required: false,
+        areas: [{ x: 72, y: 120, w: 200, h: 24, page: 1 }],
+      },
+      {
+        name: 'Stamp',
+        type: 'image',
+        role: 'Signer',
+        required: false,
+        areas: [{ x: 72, y: 200, w: 100, h: 50, page: 1 }],
+      },
     ],
   });
   if (template.status !== 200) {
-    print(`  template with the pattern (a+)+$ refused (${template.status}: ${template.text.slice(0, 200)}); using one without it`);
+    print(
+      `  template with the pattern (a+)+$ refused (${template.status}: ${template.text.slice(0, 200)}); using one without it`,
+    );
   }
-  const templateId = template.status === 200 ? JSON.parse(template.text).id : await (async () => {
-    const plain = await api('POST', '/api/templates/pdf', {
-      name: 'Abuse form',
-      documents: [{ name: 'form', file: pdf }],
-      fields: [
-        { name: 'Code', type: 'text', role: 'Signer', areas: [{ x: 72, y: 72, w: 200, h: 24, page: 1 }] },
-        { name: 'Note', type: 'text', role: 'Signer', required: false, areas: [{ x: 72, y: 120, w: 200, h: 24, page: 1 }] },
-        { name: 'Stamp', type: 'image', role: 'Signer', required: false, areas: [{ x: 72, y: 200, w: 100, h: 50, page: 1 }] },
-      ],
-    });
-    if (plain.status !== 200) throw new Error(`POST /api/templates/pdf: ${plain.status} ${plain.text}`);
-    return JSON.parse(plain.text).id as number;
-  })();
+  const templateId =
+    template.status === 200
+      ? JSON.parse(template.text).id
+      : await (async () => {
+          const plain = await api('POST', '/api/templates/pdf', {
+            name: 'Abuse form',
+            documents: [{ name: 'form', file: pdf }],
+            fields: [
+              { name: 'Code', type: 'text', role: 'Signer', areas: [{ x: 72, y: 72, w: 200, h: 24, page: 1 }] },
+              {
+                name: 'Note',
+                type: 'text',
+                role: 'Signer',
+                required: false,
+                areas: [{ x: 72, y: 120, w: 200, h: 24, page: 1 }],
+              },
+              {
+                name: 'Stamp',
+                type: 'image',
+                role: 'Signer',
+                required: false,
+                areas: [{ x: 72, y: 200, w: 100, h: 50, page: 1 }],
+              },
+            ],
+          });
+          if (plain.status !== 200) throw new Error(`POST /api/templates/pdf: ${plain.status} ${plain.text}`);
+          return JSON.parse(plain.text).id as number;
+        })();
   const slugs: string[] = [];
   for (let i = 0; i < 40; i += 1) {
-    const created = await api('POST', '/api/submissions', { template_id: templateId, send_email: false, submitters: [{ role: 'Signer', email: `s${i}@abuse.test` }] });
+    const created = await api('POST', '/api/submissions', {
+      template_id: templateId,
+      send_email: false,
+      submitters: [{ role: 'Signer', email: `s${i}@abuse.test` }],
+    });
     if (created.status !== 200) throw new Error(`POST /api/submissions: ${created.status} ${created.text}`);
     slugs.push(new URL(JSON.parse(created.text)[0].embed_src).pathname.split('/').pop()!);
   }
@@ -339,7 +460,12 @@ async function main(): Promise<number> {
   const attacker = await startWorker<SideRequest>('bench/abuse.ts', WORKER_ENV, 'attacker', process.env);
   const target: Target = { url, apiKey: database.apiKey, templateId, slugs };
   const side = (phaseName: SideRequest['phase']) => () =>
-    attacker.call<{ outcomes: Outcomes; allRefused: boolean; names?: string[] }>({ phase: phaseName, target, durationMs: DURATION_S * 1000, only: process.env.BENCH_ABUSE_ONLY });
+    attacker.call<{ outcomes: Outcomes; allRefused: boolean; names?: string[] }>({
+      phase: phaseName,
+      target,
+      durationMs: DURATION_S * 1000,
+      only: process.env.BENCH_ABUSE_ONLY,
+    });
 
   print('\n[quiet] read load alone …');
   const quiet = await phase(url, database.apiKey, async () => undefined);
@@ -354,8 +480,14 @@ async function main(): Promise<number> {
 
   print('\n| phase | reads/s | read p99 ms | ratio to quiet | read errors | /health p99 ms |');
   print('|---|---|---|---|---|---|');
-  for (const [name, r] of [['quiet', quiet], ['attacked', attacked], ['mixed', mixedResult]] as const) {
-    print(`| ${name} | ${fmt(r.readReqPerSec, 0)} | ${fmt(r.readP99Ms, 0)} | ${fmt(r.readP99Ms / quiet.readP99Ms, 2)} | ${r.readErrors} | ${fmt(r.healthP99Ms, 0)} |`);
+  for (const [name, r] of [
+    ['quiet', quiet],
+    ['attacked', attacked],
+    ['mixed', mixedResult],
+  ] as const) {
+    print(
+      `| ${name} | ${fmt(r.readReqPerSec, 0)} | ${fmt(r.readP99Ms, 0)} | ${fmt(r.readP99Ms / quiet.readP99Ms, 2)} | ${r.readErrors} | ${fmt(r.healthP99Ms, 0)} |`,
+    );
   }
   print('\n| hostile request | runs | answers | slowest ms |');
   print('|---|---|---|---|');
@@ -365,7 +497,9 @@ async function main(): Promise<number> {
       print(`| ${name} | 0 | — | — |`);
       continue;
     }
-    const statuses = Object.entries(entry.statuses).map(([label, n]) => `${label} ×${n}`).join(', ');
+    const statuses = Object.entries(entry.statuses)
+      .map(([label, n]) => `${label} ×${n}`)
+      .join(', ');
     print(`| ${name} | ${entry.runs} | ${statuses} | ${fmt(entry.maxMs, 0)} |`);
   }
   const ratio = attacked.readP99Ms / quiet.readP99Ms;
@@ -377,8 +511,12 @@ async function main(): Promise<number> {
     allRefused,
   };
   print(`\nread p99 under attack ≤ 3× quiet: ${fmt(ratio, 2)}× ${passMiss(targets.attackedRatio)}`);
-  print(`/health p99 ≤ 100 ms: quiet ${fmt(quiet.healthP99Ms, 0)} ${passMiss(targets.healthQuiet)}, attacked ${fmt(attacked.healthP99Ms, 0)} ${passMiss(targets.healthAttacked)}, mixed ${fmt(mixedResult.healthP99Ms, 0)} ${passMiss(targets.healthMixed)}`);
-  print(`every hostile request refused (a 4xx, a GraphQL error of the request's own fault, or for an over-limit body the connection closed): ${passMiss(targets.allRefused)}`);
+  print(
+    `/health p99 ≤ 100 ms: quiet ${fmt(quiet.healthP99Ms, 0)} ${passMiss(targets.healthQuiet)}, attacked ${fmt(attacked.healthP99Ms, 0)} ${passMiss(targets.healthAttacked)}, mixed ${fmt(mixedResult.healthP99Ms, 0)} ${passMiss(targets.healthMixed)}`,
+  );
+  print(
+    `every hostile request refused (a 4xx, a GraphQL error of the request's own fault, or for an over-limit body the connection closed): ${passMiss(targets.allRefused)}`,
+  );
   print(
     `BENCH_RESULT ${JSON.stringify({
       quiet,

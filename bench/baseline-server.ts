@@ -44,7 +44,10 @@ function tokenOf(request: http.IncomingMessage): string | undefined {
 }
 
 function reply(response: http.ServerResponse, status: number, body: string): void {
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+  });
   response.end(body);
 }
 

@@ -31,7 +31,9 @@ export const BENCH_USER = { name: 'Bench', email: 'bench@signet.local', firstNam
  * @param onCleanup receives each undo step as soon as there is something to undo (drop the
  *   database, stop the embedded server, remove its directory); the caller runs them in reverse
  */
-export async function createBenchDatabase(onCleanup: (label: string, step: () => Promise<void>) => void): Promise<BenchDatabase> {
+export async function createBenchDatabase(
+  onCleanup: (label: string, step: () => Promise<void>) => void,
+): Promise<BenchDatabase> {
   let adminUrl = process.env.DATABASE_URL;
   const kind = adminUrl ? 'external' : 'embedded';
   if (!adminUrl) {
@@ -75,7 +77,12 @@ export async function createBenchDatabase(onCleanup: (label: string, step: () =>
       url,
       name,
       apiKey: created.apiKey,
-      user: { id: created.userId, email: BENCH_USER.email, firstName: BENCH_USER.firstName, lastName: BENCH_USER.lastName },
+      user: {
+        id: created.userId,
+        email: BENCH_USER.email,
+        firstName: BENCH_USER.firstName,
+        lastName: BENCH_USER.lastName,
+      },
     };
   } finally {
     await db.$disconnect();

@@ -40,9 +40,24 @@ import path from 'node:path';
 import zlib from 'node:zlib';
 import pg from 'pg';
 import type { Browser } from 'playwright-core';
-import { runWorkerOrBench, startWorker as startSharedWorker, type WorkerHandler as SharedWorkerHandler } from './workers.ts';
+import {
+  runWorkerOrBench,
+  startWorker as startSharedWorker,
+  type WorkerHandler as SharedWorkerHandler,
+} from './workers.ts';
 import { describeError, onCleanup, runCleanups, tempDir } from './cleanup.ts';
-import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
+import {
+  buildService,
+  childEnv,
+  cpuMs,
+  freePort,
+  REPO_ROOT,
+  sleep,
+  spawnNode,
+  stopChild,
+  waitHealthy,
+  type NodeChild,
+} from './processes.ts';
 import { envNumber, fmt, median, passMiss, print, round } from './util.ts';
 import { summarizeCpuProfiles } from './profile.ts';
 
@@ -69,7 +84,11 @@ function layout() {
     value: `${NAMES[i % NAMES.length]} ${i + 1}`,
     area: { x: 40 + Math.floor(i / FIXTURE_PAGES) * 185, y: 30, w: 175, h: 18, page: (i % FIXTURE_PAGES) + 1 },
   }));
-  const signatures = ROLES.map((role, i) => ({ name: `Signature ${i + 1}`, role, area: { x: 60 + i * 270, y: 650, w: 220, h: 70, page: FIXTURE_PAGES } }));
+  const signatures = ROLES.map((role, i) => ({
+    name: `Signature ${i + 1}`,
+    role,
+    area: { x: 60 + i * 270, y: 650, w: 220, h: 70, page: FIXTURE_PAGES },
+  }));
   return { texts, signatures };
 }
 
@@ -131,7 +150,14 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
       return { run: async () => ({}), close: async () => {} };
 
     case 'pipeline': {
-      const [{ loadConfig }, { createDb }, { createLocalStorage }, { createJobQueue }, { createSideEffects }, { completeSubmission }] = await Promise.all([
+      const [
+        { loadConfig },
+        { createDb },
+        { createLocalStorage },
+        { createJobQueue },
+        { createSideEffects },
+        { completeSubmission },
+      ] = await Promise.all([
         import('../src/config.ts'),
         import('../src/db/client.ts'),
         import('../src/documents/storage.ts'),
@@ -168,7 +194,10 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
 
     case 'baseline': {
       const require = createRequire(import.meta.url);
-      const [{ PDFDocument, ParseSpeeds }, { default: fontkit }] = await Promise.all([import('pdf-lib'), import('@pdf-lib/fontkit')]);
+      const [{ PDFDocument, ParseSpeeds }, { default: fontkit }] = await Promise.all([
+        import('pdf-lib'),
+        import('@pdf-lib/fontkit'),
+      ]);
       const original = await fs.readFile(FIXTURE);
       const font = await fs.readFile(require.resolve('dejavu-fonts-ttf/ttf/DejaVuSans.ttf'));
       const pngs = ROLES.map((_, i) => signaturePng(i));
@@ -183,15 +212,29 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
           const pages = doc.getPages();
           for (const t of texts) {
             const page = pages[t.area.page - 1]!;
-            page.drawText(t.value, { x: t.area.x + 2, y: page.getHeight() - t.area.y - t.area.h + 4, size: FONT_SIZE, font: embedded });
+            page.drawText(t.value, {
+              x: t.area.x + 2,
+              y: page.getHeight() - t.area.y - t.area.h + 4,
+              size: FONT_SIZE,
+              font: embedded,
+            });
           }
           for (const [i, s] of signatures.entries()) {
             const image = await doc.embedPng(pngs[i]!);
             const page = pages[s.area.page - 1]!;
             const scale = Math.min(s.area.w / image.width, s.area.h / image.height);
-            page.drawImage(image, { x: s.area.x, y: page.getHeight() - s.area.y - s.area.h, width: image.width * scale, height: image.height * scale });
+            page.drawImage(image, {
+              x: s.area.x,
+              y: page.getHeight() - s.area.y - s.area.h,
+              width: image.width * scale,
+              height: image.height * scale,
+            });
           }
-          const bytes = await doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY, updateFieldAppearances: false });
+          const bytes = await doc.save({
+            useObjectStreams: false,
+            objectsPerTick: Number.POSITIVE_INFINITY,
+            updateFieldAppearances: false,
+          });
           return { ms: performance.now() - started, bytes: bytes.length };
         },
       };
@@ -232,13 +275,17 @@ interface EndToEnd {
 async function main(): Promise<number> {
   const started = performance.now();
   const problems: string[] = [];
-  print(`Signet completion benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${os.platform()}-${os.arch()}`);
+  print(
+    `Signet completion benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${os.platform()}-${os.arch()}`,
+  );
 
   // --- set-up -------------------------------------------------------------------------------
   print('\n[setup] bench database, Signet (dist/main.mjs), template, workers …');
   const { createBenchDatabase, redactUrl } = await import('./bench-database.ts');
   const database = await createBenchDatabase(onCleanup);
-  print(`  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`);
+  print(
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+  );
   const dataDir = await tempDir('signet-bench-completion-data-');
   const signet = await startSignet(database.url, dataDir);
   const signetAfterStart = await memoryMb(signet.child.pid);
@@ -259,7 +306,8 @@ async function main(): Promise<number> {
       ...signatures.map((s) => ({ name: s.name, role: s.role, type: 'signature', areas: [s.area] })),
     ],
   });
-  if (template.fields?.length !== TEXT_FIELDS + 2) throw new Error(`the template has ${template.fields?.length} fields, expected ${TEXT_FIELDS + 2}`);
+  if (template.fields?.length !== TEXT_FIELDS + 2)
+    throw new Error(`the template has ${template.fields?.length} fields, expected ${TEXT_FIELDS + 2}`);
   const pngs = ROLES.map((_, i) => `data:image/png;base64,${signaturePng(i).toString('base64')}`);
   const submitters = (completed: [boolean, boolean]) =>
     ROLES.map((role, p) => ({
@@ -274,21 +322,39 @@ async function main(): Promise<number> {
     }));
   /** A submission through the API; send_email false (nothing to deliver), preserved order. */
   const createSubmission = async (completed: [boolean, boolean]) => {
-    const created = (await api('POST', '/submissions', { template_id: template.id, send_email: false, submitters: submitters(completed) })) as Array<{ id: number; submission_id: number; embed_src: string }>;
-    return { submissionId: created[0]!.submission_id, submitterIds: created.map((s) => s.id), slugs: created.map((s) => s.embed_src.split('/').at(-1)!) };
+    const created = (await api('POST', '/submissions', {
+      template_id: template.id,
+      send_email: false,
+      submitters: submitters(completed),
+    })) as Array<{ id: number; submission_id: number; embed_src: string }>;
+    return {
+      submissionId: created[0]!.submission_id,
+      submitterIds: created.map((s) => s.id),
+      slugs: created.map((s) => s.embed_src.split('/').at(-1)!),
+    };
   };
 
   const workerEnv = childEnv({ ...SIGNET_ENV, DATABASE_URL: database.url, DATA_DIR: dataDir });
   const profileDir = CPU_PROFILE ? await tempDir('signet-bench-completion-profile-') : undefined;
-  const pipeline = await startWorker('pipeline', workerEnv, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
+  const pipeline = await startWorker(
+    'pipeline',
+    workerEnv,
+    profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+  );
   const baseline = await startWorker('baseline', childEnv({ NODE_ENV: 'production' }));
   const idle = await startWorker('idle', childEnv({ NODE_ENV: 'production' }));
   const workerFloorMb = (await memoryMb(idle.pid)).hwmMb;
   await idle.stop();
 
   // --- rounds ---------------------------------------------------------------------------------
-  print(`\n[completion] ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages), ${TEXT_FIELDS} text fields + 2 signature images, 2 parties: 1 warm-up round + ${RUNS}, order alternating`);
-  const runs = { pipeline: [] as (Measured & PipelineRun)[], baseline: [] as (Measured & BaselineRun)[], e2e: [] as EndToEnd[] };
+  print(
+    `\n[completion] ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages), ${TEXT_FIELDS} text fields + 2 signature images, 2 parties: 1 warm-up round + ${RUNS}, order alternating`,
+  );
+  const runs = {
+    pipeline: [] as (Measured & PipelineRun)[],
+    baseline: [] as (Measured & BaselineRun)[],
+    e2e: [] as EndToEnd[],
+  };
   let checkedSubmission: number | undefined;
   for (let round = 0; round <= RUNS; round += 1) {
     const warmUp = round === 0;
@@ -296,11 +362,19 @@ async function main(): Promise<number> {
     // first party's documents are made, for the last-party run.
     const inProcess = await createSubmission([false, false]);
     const lastParty = await createSubmission([true, false]);
-    await waitForRows(sql, `SELECT 1 FROM completed_documents WHERE submission_id = $1 AND submitter_id = $2`, [lastParty.submissionId, lastParty.submitterIds[0]], 60_000);
+    await waitForRows(
+      sql,
+      `SELECT 1 FROM completed_documents WHERE submission_id = $1 AND submitter_id = $2`,
+      [lastParty.submissionId, lastParty.submitterIds[0]],
+      60_000,
+    );
 
     const pipelineStep = async () => {
-      const measured = await timed(pipeline.pid, () => pipeline.call<PipelineRun>({ submissionId: inProcess.submissionId }));
-      if (measured.documents !== 3) throw new Error(`in-process completion left ${measured.documents} completed documents, expected 3`);
+      const measured = await timed(pipeline.pid, () =>
+        pipeline.call<PipelineRun>({ submissionId: inProcess.submissionId }),
+      );
+      if (measured.documents !== 3)
+        throw new Error(`in-process completion left ${measured.documents} completed documents, expected 3`);
       if (!warmUp) runs.pipeline.push(measured);
       checkedSubmission ??= inProcess.submissionId;
     };
@@ -312,7 +386,12 @@ async function main(): Promise<number> {
       const cpuBefore = await cpuMs(signet.child.pid);
       const wholeStarted = performance.now();
       const whole = await createSubmission([true, true]);
-      await waitForRows(sql, `SELECT 1 FROM completed_documents WHERE submission_id = $1 AND kind = 'audit_log'`, [whole.submissionId], 60_000);
+      await waitForRows(
+        sql,
+        `SELECT 1 FROM completed_documents WHERE submission_id = $1 AND kind = 'audit_log'`,
+        [whole.submissionId],
+        60_000,
+      );
       const wholeMs = performance.now() - wholeStarted;
       const wholeCpuMs = (await cpuMs(signet.child.pid)) - cpuBefore;
       let cpuBeforePut: number;
@@ -339,7 +418,12 @@ async function main(): Promise<number> {
         await completeForm(signet.url, lastParty.slugs[1]!);
         putAnswerMs = performance.now() - putStarted;
       }
-      await waitForRows(sql, `SELECT 1 FROM completed_documents WHERE submission_id = $1 AND kind = 'audit_log'`, [lastParty.submissionId], 60_000);
+      await waitForRows(
+        sql,
+        `SELECT 1 FROM completed_documents WHERE submission_id = $1 AND kind = 'audit_log'`,
+        [lastParty.submissionId],
+        60_000,
+      );
       const lastPartyMs = performance.now() - putStarted;
       const lastPartyCpuMs = (await cpuMs(signet.child.pid)) - cpuBeforePut;
       if (!warmUp) runs.e2e.push({ wholeMs, wholeCpuMs, putAnswerMs, lastPartyMs, lastPartyCpuMs });
@@ -356,7 +440,12 @@ async function main(): Promise<number> {
     }
   }
   if (signet.child.exited()) problems.push(`the Signet server exited:\n${signet.child.output()}`);
-  await checkOutput(sql, dataDir, checkedSubmission!, texts.map((t) => t.value)).catch((error: unknown) => problems.push(`output check: ${describeError(error)}`));
+  await checkOutput(
+    sql,
+    dataDir,
+    checkedSubmission!,
+    texts.map((t) => t.value),
+  ).catch((error: unknown) => problems.push(`output check: ${describeError(error)}`));
 
   const signetPeak = await memoryMb(signet.child.pid);
   const pipelinePeak = await memoryMb(pipeline.pid);
@@ -373,11 +462,21 @@ async function main(): Promise<number> {
     maxMs: round(Math.max(...values), 1),
     runsMs: values.map((v) => round(v, 1)),
   });
-  const inProcess = { ...summarise(runs.pipeline.map((r) => r.ms)), cpuMs: round(median(runs.pipeline.map((r) => r.cpuMs)), 1) };
-  const base = { ...summarise(runs.baseline.map((r) => r.ms)), cpuMs: round(median(runs.baseline.map((r) => r.cpuMs)), 1), outputBytes: runs.baseline[0]!.bytes };
+  const inProcess = {
+    ...summarise(runs.pipeline.map((r) => r.ms)),
+    cpuMs: round(median(runs.pipeline.map((r) => r.cpuMs)), 1),
+  };
+  const base = {
+    ...summarise(runs.baseline.map((r) => r.ms)),
+    cpuMs: round(median(runs.baseline.map((r) => r.cpuMs)), 1),
+    outputBytes: runs.baseline[0]!.bytes,
+  };
   const service = {
     whole: { ...summarise(runs.e2e.map((r) => r.wholeMs)), cpuMs: round(median(runs.e2e.map((r) => r.wholeCpuMs)), 1) },
-    lastParty: { ...summarise(runs.e2e.map((r) => r.lastPartyMs)), cpuMs: round(median(runs.e2e.map((r) => r.lastPartyCpuMs)), 1) },
+    lastParty: {
+      ...summarise(runs.e2e.map((r) => r.lastPartyMs)),
+      cpuMs: round(median(runs.e2e.map((r) => r.lastPartyCpuMs)), 1),
+    },
     putAnswer: summarise(runs.e2e.map((r) => r.putAnswerMs)),
   };
   const ratio = inProcess.medianMs / base.medianMs;
@@ -391,13 +490,25 @@ async function main(): Promise<number> {
   };
 
   const line = (label: string, s: { medianMs: number; minMs: number; maxMs: number; cpuMs?: number }, extra = '') =>
-    print(`  ${label.padEnd(58)} ${fmt(s.medianMs, 0).padStart(6)} ${fmt(s.minMs, 0).padStart(6)} ${fmt(s.maxMs, 0).padStart(6)} ${(s.cpuMs === undefined ? '' : fmt(s.cpuMs, 0)).padStart(7)}   ${extra}`);
+    print(
+      `  ${label.padEnd(58)} ${fmt(s.medianMs, 0).padStart(6)} ${fmt(s.minMs, 0).padStart(6)} ${fmt(s.maxMs, 0).padStart(6)} ${(s.cpuMs === undefined ? '' : fmt(s.cpuMs, 0)).padStart(7)}   ${extra}`,
+    );
   print(`\n${'='.repeat(110)}`);
-  print(`Completion of ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages, ${TEXT_FIELDS} text fields + 2 signatures, 2 parties) — median of ${RUNS} after a warm-up; database ${database.kind}`);
-  print(`  ${''.padEnd(58)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   (ms; CPU = the measuring process, median)`);
-  line('in-process completeSubmission (both parties, sign, audit log)', inProcess, `target ≤ ${TARGETS.completionMs} ms   ${passMiss(pass.completion)}`);
+  print(
+    `Completion of ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages, ${TEXT_FIELDS} text fields + 2 signatures, 2 parties) — median of ${RUNS} after a warm-up; database ${database.kind}`,
+  );
+  print(
+    `  ${''.padEnd(58)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   (ms; CPU = the measuring process, median)`,
+  );
+  line(
+    'in-process completeSubmission (both parties, sign, audit log)',
+    inProcess,
+    `target ≤ ${TARGETS.completionMs} ms   ${passMiss(pass.completion)}`,
+  );
   line('baseline: pdf-lib draws the same values once and saves', base);
-  print(`  in-process / baseline  ${fmt(ratio, 2).padStart(5)}×   target ≤ ${TARGETS.overBaseline}×   ${passMiss(pass.ratio)}`);
+  print(
+    `  in-process / baseline  ${fmt(ratio, 2).padStart(5)}×   target ≤ ${TARGETS.overBaseline}×   ${passMiss(pass.ratio)}`,
+  );
   line('service: POST both parties completed → audit log stored', service.whole, '(information)');
   line(
     'service: last party completes in the form → audit log stored',
@@ -407,10 +518,16 @@ async function main(): Promise<number> {
       : `(completeSigningForm answered in ${fmt(service.putAnswer.medianMs, 0)} ms, median; no Chromium: the call, not a click)`,
   );
   print('Peak RSS (VmHWM, MB)');
-  print(`  Signet service process: ${fmt(rss.signetPeakMb, 1)} after ${2 * (RUNS + 1)} completions (VmRSS after start ${fmt(rss.signetAfterStartMb, 1)})`);
-  print(`  in-process worker ${fmt(rss.pipelineWorkerPeakMb, 1)}, baseline worker ${fmt(rss.baselineWorkerPeakMb, 1)}  (each worker = node + tsx: ${fmt(rss.workerFloorMb, 1)} with nothing loaded)`);
+  print(
+    `  Signet service process: ${fmt(rss.signetPeakMb, 1)} after ${2 * (RUNS + 1)} completions (VmRSS after start ${fmt(rss.signetAfterStartMb, 1)})`,
+  );
+  print(
+    `  in-process worker ${fmt(rss.pipelineWorkerPeakMb, 1)}, baseline worker ${fmt(rss.baselineWorkerPeakMb, 1)}  (each worker = node + tsx: ${fmt(rss.workerFloorMb, 1)} with nothing loaded)`,
+  );
   if (profile) {
-    print(`CPU profile of the in-process worker (--cpu-prof, all rounds; self time, idle excluded): ${fmt(profile.totalMs / 1000, 1)} s sampled`);
+    print(
+      `CPU profile of the in-process worker (--cpu-prof, all rounds; self time, idle excluded): ${fmt(profile.totalMs / 1000, 1)} s sampled`,
+    );
     for (const row of profile.byOrigin.slice(0, 8)) print(`  ${fmt(row.percent, 1).padStart(5)} %  ${row.name}`);
     print('  top functions:');
     for (const row of profile.byFunction.slice(0, 15)) print(`  ${fmt(row.percent, 1).padStart(5)} %  ${row.name}`);
@@ -431,7 +548,15 @@ async function main(): Promise<number> {
     completion: { targetMs: TARGETS.completionMs, pass: pass.completion },
     service,
     rss,
-    ...(profile ? { cpuProfile: { ...profile, byOrigin: profile.byOrigin.slice(0, 15), byFunction: profile.byFunction.slice(0, 30) } } : {}),
+    ...(profile
+      ? {
+          cpuProfile: {
+            ...profile,
+            byOrigin: profile.byOrigin.slice(0, 15),
+            byFunction: profile.byFunction.slice(0, 30),
+          },
+        }
+      : {}),
     problems,
     totalS: round((performance.now() - started) / 1000, 1),
   };
@@ -452,7 +577,17 @@ async function startSignet(databaseUrl: string, dataDir: string): Promise<Signet
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   buildService();
-  const child = spawnNode('dist/main.mjs', childEnv({ ...SIGNET_ENV, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', APP_URL: url }));
+  const child = spawnNode(
+    'dist/main.mjs',
+    childEnv({
+      ...SIGNET_ENV,
+      DATABASE_URL: databaseUrl,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      APP_URL: url,
+    }),
+  );
   const stop = onCleanup(`stop Signet (pid ${child.pid})`, async () => {
     await stopChild(child);
   });
@@ -469,7 +604,8 @@ function apiClient(baseUrl: string, apiKey: string) {
       signal: AbortSignal.timeout(60_000),
     });
     const text = await response.text();
-    if (response.status !== 200) throw new Error(`${method} /api${p} answered ${response.status}: ${text.slice(0, 500)}`);
+    if (response.status !== 200)
+      throw new Error(`${method} /api${p} answered ${response.status}: ${text.slice(0, 500)}`);
     return JSON.parse(text);
   };
 }
@@ -479,18 +615,23 @@ async function completeForm(baseUrl: string, slug: string): Promise<void> {
   const response = await fetch(`${baseUrl}/graphql`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ query: 'mutation Complete($slug: String!) { completeSigningForm(slug: $slug) { state } }', variables: { slug } }),
+    body: JSON.stringify({
+      query: 'mutation Complete($slug: String!) { completeSigningForm(slug: $slug) { state } }',
+      variables: { slug },
+    }),
     signal: AbortSignal.timeout(60_000),
   });
   const body = (await response.json()) as { data?: { completeSigningForm?: { state?: string } }; errors?: unknown };
-  if (body.data?.completeSigningForm?.state !== 'COMPLETED') throw new Error(`completeSigningForm answered ${response.status}: ${JSON.stringify(body).slice(0, 500)}`);
+  if (body.data?.completeSigningForm?.state !== 'COMPLETED')
+    throw new Error(`completeSigningForm answered ${response.status}: ${JSON.stringify(body).slice(0, 500)}`);
 }
 
 /** Polls `query` every POLL_MS until it returns a row. */
 async function waitForRows(sql: pg.Pool, query: string, values: unknown[], timeoutMs: number): Promise<void> {
   const deadline = performance.now() + timeoutMs;
   while ((await sql.query(query, values)).rowCount === 0) {
-    if (performance.now() > deadline) throw new Error(`no row after ${timeoutMs} ms: ${query} ${JSON.stringify(values)}`);
+    if (performance.now() > deadline)
+      throw new Error(`no row after ${timeoutMs} ms: ${query} ${JSON.stringify(values)}`);
     await sleep(POLL_MS);
   }
 }
@@ -505,7 +646,8 @@ async function checkOutput(sql: pg.Pool, dataDir: string, submissionId: number, 
   for (const row of rows as { kind: string; storage_key: string }[]) {
     const file = path.join(dataDir, 'files', row.storage_key);
     const sig = pdfsig(file);
-    if (!sig.includes('Signature is Valid') || !sig.includes('Total document signed')) throw new Error(`${row.kind}: pdfsig says ${sig}`);
+    if (!sig.includes('Signature is Valid') || !sig.includes('Total document signed'))
+      throw new Error(`${row.kind}: pdfsig says ${sig}`);
     if (row.kind === 'document') {
       const text = execFileSync('pdftotext', [file, '-']).toString().replace(/\s+/g, ' ');
       const missing = values.filter((v) => !text.includes(v));

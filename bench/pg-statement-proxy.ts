@@ -56,7 +56,9 @@ export async function startStatementProxy(targetUrl: string): Promise<StatementP
     sockets.add(client).add(upstream);
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    const parser = createClientParser((text) => statements.push({ at: performance.now(), connection: id, pool: parser.pool, text }));
+    const parser = createClientParser((text) =>
+      statements.push({ at: performance.now(), connection: id, pool: parser.pool, text }),
+    );
     client.on('data', (chunk: Buffer) => {
       parser.push(chunk);
       upstream.write(chunk);

@@ -96,7 +96,10 @@ export function spawnNode(file: string, env: NodeJS.ProcessEnv, nodeArgs: string
         };
         const onExit = (code: number | null, signal: string | null) =>
           done(new Error(`${file} exited (code ${code}, signal ${signal}) before printing ${pattern}:\n${tail}`));
-        const timer = setTimeout(() => done(new Error(`${file} did not print ${pattern} within ${timeoutMs} ms:\n${tail}`)), timeoutMs);
+        const timer = setTimeout(
+          () => done(new Error(`${file} did not print ${pattern} within ${timeoutMs} ms:\n${tail}`)),
+          timeoutMs,
+        );
         lineListeners.add(onLine);
         child.once('exit', onExit);
         if (child.exitCode !== null || child.signalCode !== null) onExit(child.exitCode, child.signalCode);
@@ -110,7 +113,12 @@ export function spawnNode(file: string, env: NodeJS.ProcessEnv, nodeArgs: string
  * @returns milliseconds from `since` (a performance.now() value) to the first 200
  * @throws when the child exits first or `timeoutMs` passes
  */
-export async function waitHealthy(child: NodeChild, baseUrl: string, since: number, timeoutMs: number): Promise<number> {
+export async function waitHealthy(
+  child: NodeChild,
+  baseUrl: string,
+  since: number,
+  timeoutMs: number,
+): Promise<number> {
   const deadline = since + timeoutMs;
   while (performance.now() < deadline) {
     if (child.exited()) throw new Error(`the server exited before /health answered 200:\n${child.output()}`);
@@ -182,7 +190,16 @@ export function sleep(ms: number): Promise<void> {
  */
 export function childEnv(overrides: Record<string, string>): NodeJS.ProcessEnv {
   const env = { ...process.env };
-  for (const name of ['DATABASE_URL', 'DATA_DIR', 'PORT', 'HOST', 'APP_URL', 'EMBEDDED_POSTGRES_PORT', 'CREATE_DEV_ACCOUNT', 'LOG_LEVEL']) {
+  for (const name of [
+    'DATABASE_URL',
+    'DATA_DIR',
+    'PORT',
+    'HOST',
+    'APP_URL',
+    'EMBEDDED_POSTGRES_PORT',
+    'CREATE_DEV_ACCOUNT',
+    'LOG_LEVEL',
+  ]) {
     delete env[name];
   }
   return { ...env, ...overrides };

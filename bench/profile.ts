@@ -53,10 +53,15 @@ interface CpuProfile {
  * One summary per window (`undefined`: every sample) over all the `.cpuprofile` files in `dir`.
  * @returns undefined when `dir` holds no profile
  */
-export async function summarizeCpuProfiles(dir: string, windows: (ProfileWindow | undefined)[]): Promise<ProfileSummary[] | undefined> {
+export async function summarizeCpuProfiles(
+  dir: string,
+  windows: (ProfileWindow | undefined)[],
+): Promise<ProfileSummary[] | undefined> {
   const files = (await fs.readdir(dir)).filter((f) => f.endsWith('.cpuprofile'));
   if (files.length === 0) return undefined;
-  const profiles = await Promise.all(files.map(async (f) => JSON.parse(await fs.readFile(path.join(dir, f), 'utf8')) as CpuProfile));
+  const profiles = await Promise.all(
+    files.map(async (f) => JSON.parse(await fs.readFile(path.join(dir, f), 'utf8')) as CpuProfile),
+  );
   const map = await fs
     .readFile(path.join(REPO_ROOT, 'dist', 'main.mjs.map'), 'utf8')
     .then((text) => new SourceMap(JSON.parse(text)))
@@ -80,26 +85,40 @@ export async function summarizeCpuProfiles(dir: string, windows: (ProfileWindow 
       });
     }
     const rank = (m: Map<string, number>): ProfileRow[] =>
-      [...m.entries()].sort((a, b) => b[1] - a[1]).map(([name, us]) => ({ name, ms: round(us / 1000, 1), percent: round((us / Math.max(total, 1)) * 100, 1) }));
+      [...m.entries()]
+        .sort((a, b) => b[1] - a[1])
+        .map(([name, us]) => ({ name, ms: round(us / 1000, 1), percent: round((us / Math.max(total, 1)) * 100, 1) }));
     return { totalMs: round(total / 1000, 0), byOrigin: rank(byOrigin), byFunction: rank(byFunction) };
   });
 }
 
-function describeFrame(callFrame: ProfileNode['callFrame'], map: SourceMap | undefined): { origin: string; name: string; idle: boolean } {
+function describeFrame(
+  callFrame: ProfileNode['callFrame'],
+  map: SourceMap | undefined,
+): { origin: string; name: string; idle: boolean } {
   const { functionName, url, lineNumber, columnNumber } = callFrame;
   let origin: string;
   let where = url;
-  if (!url) origin = functionName; // (garbage collector), (program), (idle)
+  if (!url)
+    origin = functionName; // (garbage collector), (program), (idle)
   else if (url.startsWith('node:')) origin = 'node internals';
   else if (url.includes('/node_modules/')) {
     const inPackage = url.slice(url.lastIndexOf('/node_modules/') + '/node_modules/'.length);
-    origin = inPackage.split('/').slice(0, inPackage.startsWith('@') ? 2 : 1).join('/');
+    origin = inPackage
+      .split('/')
+      .slice(0, inPackage.startsWith('@') ? 2 : 1)
+      .join('/');
     where = `${inPackage}:${lineNumber + 1}`;
   } else if (url.endsWith('dist/main.mjs') && map) {
     const entry = map.findEntry(lineNumber, columnNumber) as { originalSource?: string; originalLine?: number };
     // Sources are relative to dist/ in the map (or file:// URLs once resolved).
     const original = entry.originalSource;
-    const source = original ? path.relative(REPO_ROOT, original.startsWith('file://') ? fileURLToPath(original) : path.resolve(REPO_ROOT, 'dist', original)) : 'dist/main.mjs';
+    const source = original
+      ? path.relative(
+          REPO_ROOT,
+          original.startsWith('file://') ? fileURLToPath(original) : path.resolve(REPO_ROOT, 'dist', original),
+        )
+      : 'dist/main.mjs';
     origin = source.startsWith('src/generated') ? 'src/generated (Prisma client)' : source;
     where = `${source}:${(entry.originalLine ?? 0) + 1}`;
   } else {
@@ -117,7 +136,9 @@ export async function printProfile(dir: string, window: ProfileWindow, what: str
   const [summary] = (await summarizeCpuProfiles(dir, [window])) ?? [];
   if (!summary) return;
   print('');
-  print(`CPU profile of the service during ${what}, ${fmt(summary.totalMs, 0)} ms busy (${dir}, window ${window.from}–${window.to} µs):`);
+  print(
+    `CPU profile of the service during ${what}, ${fmt(summary.totalMs, 0)} ms busy (${dir}, window ${window.from}–${window.to} µs):`,
+  );
   for (const row of summary.byOrigin.slice(0, 12)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);
   for (const row of summary.byFunction.slice(0, 20)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);
 }

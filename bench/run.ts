@@ -20,7 +20,18 @@ import os from 'node:os';
 import path from 'node:path';
 import autocannon from 'autocannon';
 import { type BenchDatabase, createBenchDatabase, redactUrl } from './bench-database.ts';
-import { buildService, childEnv, cpuMs, freePort, type NodeChild, rssMb, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
+import {
+  buildService,
+  childEnv,
+  cpuMs,
+  freePort,
+  type NodeChild,
+  rssMb,
+  sleep,
+  spawnNode,
+  stopChild,
+  waitHealthy,
+} from './processes.ts';
 import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
 import { envNumber, median, round, fmt, passMiss, print } from './util.ts';
 
@@ -67,7 +78,6 @@ interface Run {
   non2xx: number;
 }
 
-
 cleanUpOnSignals();
 
 // ---------------------------------------------------------------------------------------------
@@ -84,15 +94,24 @@ async function main(): Promise<number> {
   // Shared database for 1 and 3.
   print('\n[setup] bench database …');
   const database = await createBenchDatabase(onCleanup);
-  print(`  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`);
+  print(
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+  );
 
   const signet = await startSignet(database);
   const baseline = await startBaseline(database);
-  print(`  Signet   pid ${signet.child.pid}  ${signet.url}  (node dist/main.mjs as npm start runs it, LOG_LEVEL=warn, NODE_ENV=production, pool ${POOL_SIZE})`);
-  print(`  baseline pid ${baseline.child.pid}  ${baseline.url}  (bench/baseline-server.ts: node:http + pg, pool ${POOL_SIZE})`);
+  print(
+    `  Signet   pid ${signet.child.pid}  ${signet.url}  (node dist/main.mjs as npm start runs it, LOG_LEVEL=warn, NODE_ENV=production, pool ${POOL_SIZE})`,
+  );
+  print(
+    `  baseline pid ${baseline.child.pid}  ${baseline.url}  (bench/baseline-server.ts: node:http + pg, pool ${POOL_SIZE})`,
+  );
 
   // 3. Idle RSS on the fresh server, before any load.
-  const rss = { signet: { afterStartMb: await rssMb(signet.child.pid) } as Record<string, number>, baseline: {} as Record<string, number> };
+  const rss = {
+    signet: { afterStartMb: await rssMb(signet.child.pid) } as Record<string, number>,
+    baseline: {} as Record<string, number>,
+  };
   const targets = loadTargets(signet, baseline, database.apiKey);
   await checkResponses(targets, database);
   for (let i = 0; i < RSS_WARM_REQUESTS; i++) for (const target of targets) await request(target);
@@ -102,7 +121,9 @@ async function main(): Promise<number> {
   rss.baseline.idleMb = await rssMb(baseline.child.pid);
 
   // 1. Throughput, rounds in alternating order (A B C, C B A, …).
-  print(`\n[load] autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per run, ${ROUNDS} round(s)`);
+  print(
+    `\n[load] autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per run, ${ROUNDS} round(s)`,
+  );
   const runs: Record<TargetKey, Run[]> = { rest: [], graphql: [], baseline: [] };
   for (let round = 1; round <= ROUNDS; round++) {
     const order = round % 2 === 1 ? targets : [...targets].reverse();
@@ -123,7 +144,10 @@ async function main(): Promise<number> {
       };
       runs[target.key].push(run);
       const failed = run.errors + run.timeouts + run.non2xx;
-      if (failed > 0) problems.push(`${target.label}, round ${round}: ${run.errors} errors, ${run.timeouts} timeouts, ${run.non2xx} non-2xx`);
+      if (failed > 0)
+        problems.push(
+          `${target.label}, round ${round}: ${run.errors} errors, ${run.timeouts} timeouts, ${run.non2xx} non-2xx`,
+        );
       print(
         `  round ${round}  ${target.label.padEnd(34)} ${fmt(run.reqPerSec, 0).padStart(7)} req/s  p99 ${fmt(run.p99Ms, 1).padStart(6)} ms  CPU ${fmt(run.cpuUsPerReq, 0).padStart(5)} µs/req` +
           (failed > 0 ? `  (${failed} failed requests)` : ''),
@@ -169,9 +193,15 @@ async function main(): Promise<number> {
     baseline: 'baseline node:http + pg',
   };
   print(`\n${'='.repeat(92)}`);
-  print(`Throughput — median of ${ROUNDS} run(s) each, ${CONNECTIONS} connections, ${DURATION_S} s runs after ${WARMUP_S} s warm-up`);
-  print(`Signet at LOG_LEVEL=warn, NODE_ENV=production; same database (${database.kind}), pool ${POOL_SIZE} for both servers`);
-  print(`  ${'server'.padEnd(25)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(11)}   per run (req/s)`);
+  print(
+    `Throughput — median of ${ROUNDS} run(s) each, ${CONNECTIONS} connections, ${DURATION_S} s runs after ${WARMUP_S} s warm-up`,
+  );
+  print(
+    `Signet at LOG_LEVEL=warn, NODE_ENV=production; same database (${database.kind}), pool ${POOL_SIZE} for both servers`,
+  );
+  print(
+    `  ${'server'.padEnd(25)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(11)}   per run (req/s)`,
+  );
   for (const key of ['rest', 'graphql', 'baseline'] as const) {
     const s = summary[key];
     print(
@@ -180,22 +210,34 @@ async function main(): Promise<number> {
     );
   }
   print('Ratios (req/s)');
-  print(`  REST / GraphQL        ${fmt(ratios.restOverGraphql.value, 2).padStart(6)}   target ≥ ${TARGETS.restOverGraphql}   ${passMiss(ratios.restOverGraphql.pass)}`);
-  print(`  GraphQL / baseline    ${fmt(ratios.graphqlOverBaseline.value, 2).padStart(6)}   target ≥ ${TARGETS.graphqlOverBaseline}   ${passMiss(ratios.graphqlOverBaseline.pass)}`);
+  print(
+    `  REST / GraphQL        ${fmt(ratios.restOverGraphql.value, 2).padStart(6)}   target ≥ ${TARGETS.restOverGraphql}   ${passMiss(ratios.restOverGraphql.pass)}`,
+  );
+  print(
+    `  GraphQL / baseline    ${fmt(ratios.graphqlOverBaseline.value, 2).padStart(6)}   target ≥ ${TARGETS.graphqlOverBaseline}   ${passMiss(ratios.graphqlOverBaseline.pass)}`,
+  );
   print(`  REST / baseline       ${fmt(ratios.restOverBaseline, 2).padStart(6)}   (information)`);
   print(
     `  CPU per request vs baseline: REST ${fmt(summary.rest.cpuUsPerReq / summary.baseline.cpuUsPerReq, 1)}×, GraphQL ${fmt(summary.graphql.cpuUsPerReq / summary.baseline.cpuUsPerReq, 1)}×` +
       '  (server process, all threads; PostgreSQL not included)',
   );
   print('Start-up with the embedded PostgreSQL (build + spawn dist/main.mjs → GET /health 200)');
-  print(`  first start (initdb + migrations)  ${fmt(startup.firstStartMs / 1000, 2).padStart(6)} s   (SIGTERM → exit ${fmt(startup.firstStopMs / 1000, 2)} s)`);
+  print(
+    `  first start (initdb + migrations)  ${fmt(startup.firstStartMs / 1000, 2).padStart(6)} s   (SIGTERM → exit ${fmt(startup.firstStopMs / 1000, 2)} s)`,
+  );
   print(
     `  restart                            ${fmt(startup.restartMs / 1000, 2).padStart(6)} s   (SIGTERM → exit ${fmt(startup.restartStopMs / 1000, 2)} s)   target ≤ ${TARGETS.restartMs / 1000} s   ${passMiss(startup.pass)}`,
   );
   print(`RSS of the Signet node process (VmRSS, MB)`);
-  print(`  after start ${fmt(rss.signet.afterStartMb!, 1)}, after ${RSS_WARM_REQUESTS * targets.length} requests ${fmt(rss.signet.afterRequestsMb!, 1)}`);
-  print(`  idle (${IDLE_MS / 1000} s later)  ${fmt(rss.signet.idleMb!, 1).padStart(6)}   target ≤ ${TARGETS.idleRssMb}   ${passMiss(rssResult.pass)}`);
-  print(`  after the load + ${IDLE_MS / 1000} s idle ${fmt(rss.signet.afterLoadIdleMb!, 1)}   (baseline process: idle ${fmt(rss.baseline.idleMb!, 1)}, after load ${fmt(rss.baseline.afterLoadIdleMb!, 1)})`);
+  print(
+    `  after start ${fmt(rss.signet.afterStartMb!, 1)}, after ${RSS_WARM_REQUESTS * targets.length} requests ${fmt(rss.signet.afterRequestsMb!, 1)}`,
+  );
+  print(
+    `  idle (${IDLE_MS / 1000} s later)  ${fmt(rss.signet.idleMb!, 1).padStart(6)}   target ≤ ${TARGETS.idleRssMb}   ${passMiss(rssResult.pass)}`,
+  );
+  print(
+    `  after the load + ${IDLE_MS / 1000} s idle ${fmt(rss.signet.afterLoadIdleMb!, 1)}   (baseline process: idle ${fmt(rss.baseline.idleMb!, 1)}, after load ${fmt(rss.baseline.afterLoadIdleMb!, 1)})`,
+  );
   for (const problem of problems) print(`PROBLEM: ${problem}`);
   print('='.repeat(92));
 
@@ -264,7 +306,10 @@ async function startAndStop(dataDir: string): Promise<{ healthyMs: number; stopM
   await child.waitForLine(/^Signet is running at /, 30_000);
   const stopStarted = performance.now();
   await stop();
-  if (child.process.exitCode !== 0) throw new Error(`dist/main.mjs exited with ${child.process.exitCode ?? child.process.signalCode}:\n${child.output()}`);
+  if (child.process.exitCode !== 0)
+    throw new Error(
+      `dist/main.mjs exited with ${child.process.exitCode ?? child.process.signalCode}:\n${child.output()}`,
+    );
   return { healthyMs, stopMs: performance.now() - stopStarted };
 }
 
@@ -272,7 +317,10 @@ async function startAndStop(dataDir: string): Promise<{ healthyMs: number; stopM
 async function killLeftoverPostgres(dataDir: string): Promise<void> {
   let pid: number;
   try {
-    pid = Number.parseInt((await fs.readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]!, 10);
+    pid = Number.parseInt(
+      (await fs.readFile(path.join(dataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]!,
+      10,
+    );
   } catch {
     return;
   }
@@ -308,7 +356,14 @@ async function startSignet(database: BenchDatabase): Promise<Server> {
   buildService();
   const child = spawnNode(
     'dist/main.mjs',
-    childEnv({ ...SIGNET_ENV, DATABASE_URL: database.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', CREATE_DEV_ACCOUNT: 'false' }),
+    childEnv({
+      ...SIGNET_ENV,
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      CREATE_DEV_ACCOUNT: 'false',
+    }),
   );
   onCleanup(`stop Signet (pid ${child.pid})`, async () => {
     await stopChild(child);
@@ -331,7 +386,14 @@ async function startBaseline(database: BenchDatabase): Promise<Server> {
 
 function loadTargets(signet: Server, baseline: Server, apiKey: string): LoadTarget[] {
   return [
-    { key: 'rest', label: 'REST GET /api/user', pid: signet.child.pid, url: `${signet.url}/api/user`, method: 'GET', headers: { 'x-auth-token': apiKey } },
+    {
+      key: 'rest',
+      label: 'REST GET /api/user',
+      pid: signet.child.pid,
+      url: `${signet.url}/api/user`,
+      method: 'GET',
+      headers: { 'x-auth-token': apiKey },
+    },
     {
       key: 'graphql',
       label: 'GraphQL POST /graphql',
@@ -353,7 +415,12 @@ function loadTargets(signet: Server, baseline: Server, apiKey: string): LoadTarg
 }
 
 async function request(target: LoadTarget): Promise<{ status: number; body: any }> {
-  const response = await fetch(target.url, { method: target.method, headers: target.headers, body: target.body, signal: AbortSignal.timeout(10_000) });
+  const response = await fetch(target.url, {
+    method: target.method,
+    headers: target.headers,
+    body: target.body,
+    signal: AbortSignal.timeout(10_000),
+  });
   return { status: response.status, body: await response.json() };
 }
 
@@ -388,15 +455,9 @@ function load(target: LoadTarget, durationS: number) {
 // ---------------------------------------------------------------------------------------------
 // Small helpers
 
-
-
-
 function roundAll(values: Record<string, number>, digits: number): Record<string, number> {
   return Object.fromEntries(Object.entries(values).map(([key, value]) => [key, round(value, digits)]));
 }
-
-
-
 
 function describe(error: unknown): string {
   return error instanceof Error ? (error.stack ?? error.message) : String(error);

@@ -40,7 +40,18 @@ import pg from 'pg';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
 import { cleanUpOnSignals, onCleanup, runCleanups, runBench } from './cleanup.ts';
 import { startStatementProxy, type RecordedStatement, type StatementProxy } from './pg-statement-proxy.ts';
-import { buildService, childEnv, cpuMs, freePort, type NodeChild, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
+import {
+  buildService,
+  childEnv,
+  cpuMs,
+  freePort,
+  type NodeChild,
+  REPO_ROOT,
+  sleep,
+  spawnNode,
+  stopChild,
+  waitHealthy,
+} from './processes.ts';
 import { envNumber, round, fmt, passMiss, print } from './util.ts';
 import { monotonicUs, summarizeCpuProfiles } from './profile.ts';
 
@@ -82,11 +93,15 @@ cleanUpOnSignals();
 async function main(): Promise<number> {
   const started = performance.now();
   const problems: string[] = [];
-  print(`Signet submission benchmarks — node ${process.version}, ${os.cpus().length} CPUs, ${os.platform()}-${os.arch()}`);
+  print(
+    `Signet submission benchmarks — node ${process.version}, ${os.cpus().length} CPUs, ${os.platform()}-${os.arch()}`,
+  );
 
   print('\n[setup] bench database …');
   const database = await createBenchDatabase(onCleanup);
-  print(`  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`);
+  print(
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+  );
   const sql = new pg.Client({ connectionString: database.url });
   await sql.connect();
   onCleanup('close the bench SQL client', () => sql.end());
@@ -98,25 +113,38 @@ async function main(): Promise<number> {
   const proxy = await startStatementProxy(database.url);
   const closeProxy = onCleanup('close the statement proxy', () => proxy.close());
   const counted = await startSignet(proxy.url, dataDir);
-  print(`  Signet pid ${counted.child.pid} behind the statement proxy (dist/main.mjs as npm start runs it, ${Object.entries(SIGNET_ENV).map(([k, v]) => `${k}=${v}`).join(', ')}, outbox mail)`);
+  print(
+    `  Signet pid ${counted.child.pid} behind the statement proxy (dist/main.mjs as npm start runs it, ${Object.entries(
+      SIGNET_ENV,
+    )
+      .map(([k, v]) => `${k}=${v}`)
+      .join(', ')}, outbox mail)`,
+  );
   const api = client(counted.url, database.apiKey);
 
   const template = await createTemplate(api);
   const requests = benchRequests(template.id);
   const prototype = await checkCreate(api, requests.create);
   await waitForJobs(sql, 10_000);
-  print(`  template ${template.id} (roles ${template.roles.join(', ')}; ${template.fields} fields); model submission ${prototype.submissionId} created through the API, its email job done`);
+  print(
+    `  template ${template.id} (roles ${template.roles.join(', ')}; ${template.fields} fields); model submission ${prototype.submissionId} created through the API, its email job done`,
+  );
 
   print(`\n[seed] ${SEED} submissions by SQL, copies of submission ${prototype.submissionId} …`);
   const seeded = await seedSubmissions(sql, prototype.submissionId, SEED);
-  print(`  ${seeded.submissions} submissions, ${seeded.submitters} submitters, ${seeded.events} events, ${seeded.emails} outbox emails, ${seeded.jobs} finished jobs in ${fmt(seeded.ms / 1000, 2)} s (+ ANALYZE)`);
+  print(
+    `  ${seeded.submissions} submissions, ${seeded.submitters} submitters, ${seeded.events} events, ${seeded.emails} outbox emails, ${seeded.jobs} finished jobs in ${fmt(seeded.ms / 1000, 2)} s (+ ANALYZE)`,
+  );
   const listBytes = await checkList(api, requests.list);
   print(`  GET ${requests.list.path}: 100 submissions with 2 submitters each, ${fmt(listBytes / 1024, 0)} KB of JSON`);
 
   print(`\n[sql] statements per request, ${SQL_SAMPLES} samples each, one request at a time …`);
   const statements = await countStatements(api, proxy, sql, requests);
-  for (const key of ['user', 'list', 'create'] as const) print(`  ${LABELS[key].padEnd(32)} ${describeCount(statements[key])}`);
-  print(`  background: the job store's scan for due jobs, ${fmt(statements.backgroundPerSecond, 1)} statements/s on an idle service`);
+  for (const key of ['user', 'list', 'create'] as const)
+    print(`  ${LABELS[key].padEnd(32)} ${describeCount(statements[key])}`);
+  print(
+    `  background: the job store's scan for due jobs, ${fmt(statements.backgroundPerSecond, 1)} statements/s on an idle service`,
+  );
   const underLoad = await countStatementsUnderLoad(counted.url, database.apiKey, proxy, sql, requests.create);
   print(
     `  ${LABELS.create} under load (${CONNECTIONS} connections, ${LOAD_COUNT_S} s, then its jobs): ${fmt(underLoad.perCreate, 1)} statements per create with its jobs ` +
@@ -128,8 +156,13 @@ async function main(): Promise<number> {
 
   print(`\n[load] autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per run`);
   const keepProfileIn = process.env.BENCH_PROFILE_DIR;
-  const profileDir = keepProfileIn ? await fs.mkdir(keepProfileIn, { recursive: true }).then(() => keepProfileIn) : CPU_PROFILE ? await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-profile-')) : undefined;
-  if (profileDir && !keepProfileIn) onCleanup(`remove ${profileDir}`, () => fs.rm(profileDir, { recursive: true, force: true }));
+  const profileDir = keepProfileIn
+    ? await fs.mkdir(keepProfileIn, { recursive: true }).then(() => keepProfileIn)
+    : CPU_PROFILE
+      ? await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-profile-'))
+      : undefined;
+  if (profileDir && !keepProfileIn)
+    onCleanup(`remove ${profileDir}`, () => fs.rm(profileDir, { recursive: true, force: true }));
   const signet = await startSignet(database.url, dataDir, profileDir);
   print(`  Signet pid ${signet.child.pid} directly on the database${profileDir ? ' (--cpu-prof)' : ''}`);
   const lastIdBefore = Number((await sql.query('SELECT coalesce(max(id), 0) AS id FROM submissions')).rows[0].id);
@@ -160,7 +193,8 @@ async function main(): Promise<number> {
     };
     runs[request.key] = run;
     const failed = run.errors + run.timeouts + run.non2xx;
-    if (failed > 0) problems.push(`${LABELS[request.key]}: ${run.errors} errors, ${run.timeouts} timeouts, ${run.non2xx} non-2xx`);
+    if (failed > 0)
+      problems.push(`${LABELS[request.key]}: ${run.errors} errors, ${run.timeouts} timeouts, ${run.non2xx} non-2xx`);
     print(
       `  ${LABELS[request.key].padEnd(32)} ${fmt(run.reqPerSec, 0).padStart(6)} req/s  p50 ${fmt(run.p50Ms, 1).padStart(6)} ms  p99 ${fmt(run.p99Ms, 1).padStart(6)} ms  CPU ${fmt(run.cpuUsPerReq, 0).padStart(5)} µs/req` +
         (failed > 0 ? `  (${failed} failed)` : ''),
@@ -170,15 +204,25 @@ async function main(): Promise<number> {
       // once the requests still queued in the service when autocannon stopped are done.
       await sleep(SETTLE_MS);
       const single = await load(signet.url, database.apiKey, request, SINGLE_S, 1);
-      listOneConnection = { reqPerSec: round(single.requests.average, 1), p50Ms: single.latency.p50, p99Ms: single.latency.p99, requests: single.requests.total };
-      if (single.errors + single.timeouts + single.non2xx > 0) problems.push(`${LABELS.list} on one connection: failed requests`);
-      print(`  ${'  the same, one connection'.padEnd(32)} ${fmt(listOneConnection.reqPerSec, 0).padStart(6)} req/s  p50 ${fmt(listOneConnection.p50Ms, 1).padStart(6)} ms  p99 ${fmt(listOneConnection.p99Ms, 1).padStart(6)} ms  (${SINGLE_S} s, information)`);
+      listOneConnection = {
+        reqPerSec: round(single.requests.average, 1),
+        p50Ms: single.latency.p50,
+        p99Ms: single.latency.p99,
+        requests: single.requests.total,
+      };
+      if (single.errors + single.timeouts + single.non2xx > 0)
+        problems.push(`${LABELS.list} on one connection: failed requests`);
+      print(
+        `  ${'  the same, one connection'.padEnd(32)} ${fmt(listOneConnection.reqPerSec, 0).padStart(6)} req/s  p50 ${fmt(listOneConnection.p50Ms, 1).padStart(6)} ms  p99 ${fmt(listOneConnection.p99Ms, 1).padStart(6)} ms  (${SINGLE_S} s, information)`,
+      );
     }
   }
 
   // The jobs the creates enqueued: per submission, its first party's email (preserved order) and
   // its submission.created event (dispatch-event, no delivery: the account has no webhook endpoint).
-  print(`  job backlog right after the create run: ${backlogAfterCreate} due or running; waiting for it to drain (≤ ${DRAIN_S} s) …`);
+  print(
+    `  job backlog right after the create run: ${backlogAfterCreate} due or running; waiting for it to drain (≤ ${DRAIN_S} s) …`,
+  );
   const drainStarted = performance.now();
   const drainCpuBefore = await cpuMs(signet.child.pid);
   const drained = await waitForJobs(sql, DRAIN_S * 1000).then(
@@ -192,13 +236,18 @@ async function main(): Promise<number> {
   // Every create with the jobs it caused (all run in this process): the CPU of the measured run
   // and of the drain after it, per create; and the rate sustained until its last job was done.
   const withJobs = {
-    cpuUsPerCreate: round((runs.create.cpuUsPerReq * runs.create.requests + drainCpuMs * 1000) / Math.max(runs.create.requests, 1), 0),
+    cpuUsPerCreate: round(
+      (runs.create.cpuUsPerReq * runs.create.requests + drainCpuMs * 1000) / Math.max(runs.create.requests, 1),
+      0,
+    ),
     createsPerSecond: round(runs.create.requests / (DURATION_S + drainS), 0),
   };
   const delivery = await checkDelivery(sql, lastIdBefore);
   if (!drained) problems.push(`the job backlog did not drain within ${DRAIN_S} s (${await pendingJobs(sql)} left)`);
   if (delivery.firstPartyEmails !== delivery.submissions || delivery.otherEmails !== 0) {
-    problems.push(`outbox: ${delivery.submissions} submissions created under load, ${delivery.firstPartyEmails} first-party emails sent, ${delivery.otherEmails} others`);
+    problems.push(
+      `outbox: ${delivery.submissions} submissions created under load, ${delivery.firstPartyEmails} first-party emails sent, ${delivery.otherEmails} others`,
+    );
   }
   print(
     `  drained in ${fmt(drainS, 1)} s (${fmt(backlogAfterCreate / Math.max(drainS, 0.001), 0)} jobs/s with no requests, CPU ${jobCpuUs} µs per job); ` +
@@ -211,8 +260,14 @@ async function main(): Promise<number> {
   // Report.
   const base = runs.user;
   const ratios = {
-    createOverUser: { reqPerSec: round(runs.create.reqPerSec / base.reqPerSec, 3), p99: round(runs.create.p99Ms / base.p99Ms, 2) },
-    listOverUser: { reqPerSec: round(runs.list.reqPerSec / base.reqPerSec, 3), p99: round(runs.list.p99Ms / base.p99Ms, 2) },
+    createOverUser: {
+      reqPerSec: round(runs.create.reqPerSec / base.reqPerSec, 3),
+      p99: round(runs.create.p99Ms / base.p99Ms, 2),
+    },
+    listOverUser: {
+      reqPerSec: round(runs.list.reqPerSec / base.reqPerSec, 3),
+      p99: round(runs.list.p99Ms / base.p99Ms, 2),
+    },
   };
   const pass = {
     create: runs.create.reqPerSec >= TARGETS.createReqPerSec,
@@ -220,11 +275,16 @@ async function main(): Promise<number> {
     list: runs.list.p99Ms <= TARGETS.listP99Ms,
   };
   print(`\n${'='.repeat(100)}`);
-  print(`Submissions — ${SEED} seeded submissions, ${CONNECTIONS} connections, ${DURATION_S} s runs after ${WARMUP_S} s warm-up, one Signet process, database: ${database.kind}`);
-  print(`  ${'request'.padEnd(32)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)} ${'×req/s'.padStart(7)} ${'×p99'.padStart(6)}  SQL statements per request`);
+  print(
+    `Submissions — ${SEED} seeded submissions, ${CONNECTIONS} connections, ${DURATION_S} s runs after ${WARMUP_S} s warm-up, one Signet process, database: ${database.kind}`,
+  );
+  print(
+    `  ${'request'.padEnd(32)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)} ${'×req/s'.padStart(7)} ${'×p99'.padStart(6)}  SQL statements per request`,
+  );
   for (const key of ['user', 'list', 'create'] as const) {
     const r = runs[key];
-    const ratio = key === 'user' ? { reqPerSec: 1, p99: 1 } : key === 'list' ? ratios.listOverUser : ratios.createOverUser;
+    const ratio =
+      key === 'user' ? { reqPerSec: 1, p99: 1 } : key === 'list' ? ratios.listOverUser : ratios.createOverUser;
     print(
       `  ${LABELS[key].padEnd(32)} ${fmt(r.reqPerSec, 0).padStart(7)} ${fmt(r.p50Ms, 1).padStart(7)} ${fmt(r.p99Ms, 1).padStart(7)} ${fmt(r.cpuUsPerReq, 0).padStart(10)} ${fmt(ratio.reqPerSec, 3).padStart(7)} ${fmt(ratio.p99, 1).padStart(6)}  ${shortCount(statements[key])}`,
     );
@@ -235,10 +295,18 @@ async function main(): Promise<number> {
   );
   print('  (× = ratio to the baseline GET /api/user in the same run)');
   print('Targets');
-  print(`  POST /api/submissions ≥ ${TARGETS.createReqPerSec} req/s         ${fmt(runs.create.reqPerSec, 0).padStart(6)} req/s   ${passMiss(pass.create)}  (during the run; its jobs partly left for after)`);
-  print(`    the same, its jobs done ≥ ${TARGETS.createReqPerSec}/s     ${fmt(withJobs.createsPerSecond, 0).padStart(6)} /s      ${passMiss(pass.createWithJobs)}  (creates over the run and the drain of their jobs)`);
-  print(`  GET /api/submissions?limit=100 p99 ≤ ${TARGETS.listP99Ms} ms  ${fmt(runs.list.p99Ms, 1).padStart(6)} ms      ${passMiss(pass.list)}`);
-  print(`  (list, one connection at a time: p50 ${fmt(listOneConnection.p50Ms, 1)} ms, p99 ${fmt(listOneConnection.p99Ms, 1)} ms, ${fmt(listOneConnection.reqPerSec, 1)} req/s)`);
+  print(
+    `  POST /api/submissions ≥ ${TARGETS.createReqPerSec} req/s         ${fmt(runs.create.reqPerSec, 0).padStart(6)} req/s   ${passMiss(pass.create)}  (during the run; its jobs partly left for after)`,
+  );
+  print(
+    `    the same, its jobs done ≥ ${TARGETS.createReqPerSec}/s     ${fmt(withJobs.createsPerSecond, 0).padStart(6)} /s      ${passMiss(pass.createWithJobs)}  (creates over the run and the drain of their jobs)`,
+  );
+  print(
+    `  GET /api/submissions?limit=100 p99 ≤ ${TARGETS.listP99Ms} ms  ${fmt(runs.list.p99Ms, 1).padStart(6)} ms      ${passMiss(pass.list)}`,
+  );
+  print(
+    `  (list, one connection at a time: p50 ${fmt(listOneConnection.p50Ms, 1)} ms, p99 ${fmt(listOneConnection.p99Ms, 1)} ms, ${fmt(listOneConnection.reqPerSec, 1)} req/s)`,
+  );
   print(
     `Jobs (each create's first-party email; no event job: the bench account has no webhook endpoint): ${backlogAfterCreate} due or running after the create run, drained in ${fmt(drainS, 1)} s ` +
       `(${fmt(backlogAfterCreate / Math.max(drainS, 0.001), 0)} jobs/s, CPU ${jobCpuUs} µs per job); ${delivery.firstPartyEmails}/${delivery.submissions} first-party emails`,
@@ -260,7 +328,15 @@ async function main(): Promise<number> {
     node: process.version,
     cpus: os.cpus().length,
     database: database.kind,
-    settings: { durationS: DURATION_S, warmupS: WARMUP_S, connections: CONNECTIONS, seed: SEED, sqlSamples: SQL_SAMPLES, signet: SIGNET_ENV, mail: 'outbox' },
+    settings: {
+      durationS: DURATION_S,
+      warmupS: WARMUP_S,
+      connections: CONNECTIONS,
+      seed: SEED,
+      sqlSamples: SQL_SAMPLES,
+      signet: SIGNET_ENV,
+      mail: 'outbox',
+    },
     seed: { ...seeded, ms: round(seeded.ms, 0), method: 'sql-copies-of-an-api-created-submission' },
     listPageBytes: listBytes,
     throughput: runs,
@@ -268,13 +344,32 @@ async function main(): Promise<number> {
     ratiosToUser: ratios,
     targets: {
       createReqPerSec: { target: TARGETS.createReqPerSec, value: runs.create.reqPerSec, pass: pass.create },
-      createWithJobsPerSec: { target: TARGETS.createReqPerSec, value: withJobs.createsPerSecond, pass: pass.createWithJobs },
+      createWithJobsPerSec: {
+        target: TARGETS.createReqPerSec,
+        value: withJobs.createsPerSecond,
+        pass: pass.createWithJobs,
+      },
       listP99Ms: { target: TARGETS.listP99Ms, value: runs.list.p99Ms, pass: pass.list },
     },
     sqlStatements: { ...statements, createUnderLoad: underLoad },
-    jobs: { backlogAfterCreate, drainS: round(drainS, 1), jobsPerSecond: round(backlogAfterCreate / Math.max(drainS, 0.001), 0), cpuUsPerJob: jobCpuUs, drained, ...delivery },
+    jobs: {
+      backlogAfterCreate,
+      drainS: round(drainS, 1),
+      jobsPerSecond: round(backlogAfterCreate / Math.max(drainS, 0.001), 0),
+      cpuUsPerJob: jobCpuUs,
+      drained,
+      ...delivery,
+    },
     createWithJobs: { ...withJobs, cpuOverUser: round(withJobs.cpuUsPerCreate / Math.max(base.cpuUsPerReq, 1), 2) },
-    ...(profile ? { cpuProfile: profile.map((p) => ({ ...p, byOrigin: p.byOrigin.slice(0, 20), byFunction: p.byFunction.slice(0, 25) })) } : {}),
+    ...(profile
+      ? {
+          cpuProfile: profile.map((p) => ({
+            ...p,
+            byOrigin: p.byOrigin.slice(0, 20),
+            byFunction: p.byFunction.slice(0, 25),
+          })),
+        }
+      : {}),
     problems,
     totalS: round((performance.now() - started) / 1000, 1),
   };
@@ -306,7 +401,13 @@ interface Server {
 async function startSignet(databaseUrl: string, dataDir: string, profileDir?: string): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env = childEnv({ ...SIGNET_ENV, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });
+  const env = childEnv({
+    ...SIGNET_ENV,
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+  });
   for (const name of ['SMTP_URL', 'SENDGRID_API_KEY', 'TWILIO_ACCOUNT_SID', 'JOBS_MONGODB_URL']) delete env[name];
   const child = spawnNode('dist/main.mjs', env, profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : []);
   onCleanup(`stop Signet (pid ${child.pid})`, async () => {
@@ -376,7 +477,8 @@ function benchRequests(templateId: number): Record<Key, Request> {
 async function checkCreate(api: Api, request: Request): Promise<{ submissionId: number }> {
   const { status, json } = await api('POST', request.path, request.body);
   const statuses = Array.isArray(json) ? json.map((s: { status: string }) => s.status).join(',') : '';
-  if (status !== 200 || statuses !== 'sent,awaiting') throw new Error(`POST /api/submissions answered ${status}: ${JSON.stringify(json)}`);
+  if (status !== 200 || statuses !== 'sent,awaiting')
+    throw new Error(`POST /api/submissions answered ${status}: ${JSON.stringify(json)}`);
   return { submissionId: json[0].submission_id };
 }
 
@@ -386,7 +488,11 @@ async function checkCreate(api: Api, request: Request): Promise<{ submissionId: 
  */
 async function checkList(api: Api, request: Request): Promise<number> {
   const { status, json } = await api('GET', request.path);
-  const ok = status === 200 && json.data.length === 100 && json.pagination.count === 100 && json.data.every((s: { submitters: unknown[] }) => s.submitters.length === 2);
+  const ok =
+    status === 200 &&
+    json.data.length === 100 &&
+    json.pagination.count === 100 &&
+    json.data.every((s: { submitters: unknown[] }) => s.submitters.length === 2);
   if (!ok) throw new Error(`GET ${request.path} answered ${status}: ${JSON.stringify(json).slice(0, 500)}`);
   return Buffer.byteLength(JSON.stringify(json));
 }
@@ -440,7 +546,11 @@ async function checkDelivery(sql: pg.Client, lastIdBefore: number) {
       WHERE m.submission_id > $1 AND m.kind = 'signature_request'`,
     [lastIdBefore],
   );
-  return { submissions: rows[0].submissions as number, firstPartyEmails: rows[0].first_party as number, otherEmails: rows[0].others as number };
+  return {
+    submissions: rows[0].submissions as number,
+    firstPartyEmails: rows[0].first_party as number,
+    otherEmails: rows[0].others as number,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -464,45 +574,71 @@ async function seedSubmissions(sql: pg.Client, prototypeId: number, count: numbe
     // 32 random bytes, without the pgcrypto extension.
     await sql.query(`CREATE FUNCTION pg_temp.seed_random_bytes() RETURNS bytea LANGUAGE sql VOLATILE AS
       $$ SELECT decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex') $$`);
-    await sql.query(`CREATE TEMP TABLE seed ON COMMIT DROP AS
-      SELECT n, nextval(pg_get_serial_sequence('submissions', 'id'))::int AS submission_id FROM generate_series(1, $1::int) n`, [count]);
-    const submissions = await copy(sql, 'public', 'submissions', 'FROM seed, submissions p WHERE p.id = $1', [prototypeId], {
-      id: 'seed.submission_id',
-      slug,
-      created_at: shift('p.created_at'),
-      updated_at: shift('p.updated_at'),
-    });
-    const submitters = await copy(sql, 'public', 'submitters', 'FROM seed JOIN submitters p ON p.submission_id = $1', [prototypeId], {
-      id: null,
-      uuid: 'gen_random_uuid()',
-      submission_id: 'seed.submission_id',
-      slug,
-      email: `regexp_replace(p.email, '@', '+' || seed.n || '@')`,
-      sent_at: shift('p.sent_at'),
-      created_at: shift('p.created_at'),
-      updated_at: shift('p.updated_at'),
-    });
+    await sql.query(
+      `CREATE TEMP TABLE seed ON COMMIT DROP AS
+      SELECT n, nextval(pg_get_serial_sequence('submissions', 'id'))::int AS submission_id FROM generate_series(1, $1::int) n`,
+      [count],
+    );
+    const submissions = await copy(
+      sql,
+      'public',
+      'submissions',
+      'FROM seed, submissions p WHERE p.id = $1',
+      [prototypeId],
+      {
+        id: 'seed.submission_id',
+        slug,
+        created_at: shift('p.created_at'),
+        updated_at: shift('p.updated_at'),
+      },
+    );
+    const submitters = await copy(
+      sql,
+      'public',
+      'submitters',
+      'FROM seed JOIN submitters p ON p.submission_id = $1',
+      [prototypeId],
+      {
+        id: null,
+        uuid: 'gen_random_uuid()',
+        submission_id: 'seed.submission_id',
+        slug,
+        email: `regexp_replace(p.email, '@', '+' || seed.n || '@')`,
+        sent_at: shift('p.sent_at'),
+        created_at: shift('p.created_at'),
+        updated_at: shift('p.updated_at'),
+      },
+    );
     // Which new submitter stands for which prototype submitter (same role in the same copy).
-    await sql.query(`CREATE TEMP TABLE seed_submitters ON COMMIT DROP AS
+    await sql.query(
+      `CREATE TEMP TABLE seed_submitters ON COMMIT DROP AS
       SELECT seed.n, seed.submission_id, p.id AS old_id, p.slug AS old_slug, s.id AS new_id, s.slug AS new_slug, s.email AS new_email
         FROM seed JOIN submitters s ON s.submission_id = seed.submission_id
-        JOIN submitters p ON p.submission_id = $1 AND p.role_uuid = s.role_uuid`, [prototypeId]);
+        JOIN submitters p ON p.submission_id = $1 AND p.role_uuid = s.role_uuid`,
+      [prototypeId],
+    );
     const emailColumns = await columnsOf(sql, 'public', 'email_messages');
     const emails = await sql.query(
       `CREATE TEMP TABLE seed_emails ON COMMIT DROP AS
        WITH inserted AS (
-         INSERT INTO email_messages (${emailColumns.filter((c) => c !== 'id').map(quote).join(', ')})
-         SELECT ${selectList(emailColumns.filter((c) => c !== 'id'), {
-           submission_id: 'seed.submission_id',
-           submitter_id: 'seed.new_id',
-           dedupe_key: `regexp_replace(p.dedupe_key, ':' || seed.old_id || ':', ':' || seed.new_id || ':')`,
-           to_addresses: 'ARRAY[seed.new_email]',
-           text_body: 'replace(p.text_body, seed.old_slug, seed.new_slug)',
-           html_body: 'replace(p.html_body, seed.old_slug, seed.new_slug)',
-           sent_at: shift('p.sent_at'),
-           created_at: shift('p.created_at'),
-           updated_at: shift('p.updated_at'),
-         })}
+         INSERT INTO email_messages (${emailColumns
+           .filter((c) => c !== 'id')
+           .map(quote)
+           .join(', ')})
+         SELECT ${selectList(
+           emailColumns.filter((c) => c !== 'id'),
+           {
+             submission_id: 'seed.submission_id',
+             submitter_id: 'seed.new_id',
+             dedupe_key: `regexp_replace(p.dedupe_key, ':' || seed.old_id || ':', ':' || seed.new_id || ':')`,
+             to_addresses: 'ARRAY[seed.new_email]',
+             text_body: 'replace(p.text_body, seed.old_slug, seed.new_slug)',
+             html_body: 'replace(p.html_body, seed.old_slug, seed.new_slug)',
+             sent_at: shift('p.sent_at'),
+             created_at: shift('p.created_at'),
+             updated_at: shift('p.updated_at'),
+           },
+         )}
            FROM seed_submitters seed JOIN email_messages p ON p.submitter_id = seed.old_id
          RETURNING id, submitter_id
        )
@@ -568,9 +704,19 @@ function selectList(columns: string[], overrides: Record<string, string | null>)
  * override of null leaves the column out (its default applies).
  * @returns rows inserted
  */
-async function copy(sql: pg.Client, schema: string, table: string, from: string, params: unknown[], overrides: Record<string, string | null>): Promise<number> {
+async function copy(
+  sql: pg.Client,
+  schema: string,
+  table: string,
+  from: string,
+  params: unknown[],
+  overrides: Record<string, string | null>,
+): Promise<number> {
   const columns = (await columnsOf(sql, schema, table)).filter((c) => overrides[c] !== null);
-  const result = await sql.query(`INSERT INTO ${quote(schema)}.${quote(table)} (${columns.map(quote).join(', ')}) SELECT ${selectList(columns, overrides)} ${from}`, params);
+  const result = await sql.query(
+    `INSERT INTO ${quote(schema)}.${quote(table)} (${columns.map(quote).join(', ')}) SELECT ${selectList(columns, overrides)} ${from}`,
+    params,
+  );
   return result.rowCount ?? 0;
 }
 
@@ -597,12 +743,14 @@ interface StatementCount {
  * An enqueue (matched on whitespace-collapsed SQL): Agenda's own (the unique-key lookup, the
  * insert, the notification) or the job store's one-statement insert (src/jobs/job-store.ts).
  */
-const ENQUEUE = /^(SELECT \* FROM "jobs" WHERE name = \$1 AND data->>|INSERT INTO "jobs"|NOTIFY "agenda:jobs",)|INSERT INTO "?jobs"? \( ?id, name, priority/;
+const ENQUEUE =
+  /^(SELECT \* FROM "jobs" WHERE name = \$1 AND data->>|INSERT INTO "jobs"|NOTIFY "agenda:jobs",)|INSERT INTO "?jobs"? \( ?id, name, priority/;
 /**
  * A save of a job's state: Agenda's (at the end of a run; also at its start in Agenda's own
  * repository) or the job store's for several jobs at once.
  */
-const JOB_SAVE = /^UPDATE "jobs" SET locked_at = \$2, next_run_at = \$3, last_run_at|^UPDATE jobs j SET locked_at = v\.locked_at/;
+const JOB_SAVE =
+  /^UPDATE "jobs" SET locked_at = \$2, next_run_at = \$3, last_run_at|^UPDATE jobs j SET locked_at = v\.locked_at/;
 const isEnqueue = (s: RecordedStatement) => s.pool === 'jobs' && ENQUEUE.test(oneLine(s.text));
 
 /** How long jobs enqueued while statements are counted wait before running (see countStatements). */
@@ -637,7 +785,9 @@ function verbs(statements: RecordedStatement[]): VerbCounts {
 async function countStatements(api: Api, proxy: StatementProxy, sql: pg.Client, requests: Record<Key, Request>) {
   await sql.query(`CREATE FUNCTION agenda.bench_delay_job() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN NEW.next_run_at := NEW.next_run_at + interval '${COUNT_JOB_DELAY_MS} milliseconds'; RETURN NEW; END $$`);
-  await sql.query('CREATE TRIGGER bench_delay_job BEFORE INSERT ON agenda.jobs FOR EACH ROW EXECUTE FUNCTION agenda.bench_delay_job()');
+  await sql.query(
+    'CREATE TRIGGER bench_delay_job BEFORE INSERT ON agenda.jobs FOR EACH ROW EXECUTE FUNCTION agenda.bench_delay_job()',
+  );
   try {
     return await countStatementsDelayed(api, proxy, sql, requests);
   } finally {
@@ -648,13 +798,15 @@ async function countStatements(api: Api, proxy: StatementProxy, sql: pg.Client, 
 
 async function countStatementsDelayed(api: Api, proxy: StatementProxy, sql: pg.Client, requests: Record<Key, Request>) {
   const jobsDone = () => waitForJobs(sql, 10_000, COUNT_JOB_DELAY_MS * 2);
-  for (const request of Object.values(requests)) for (let i = 0; i < 3; i += 1) await api(request.method, request.path, request.body);
+  for (const request of Object.values(requests))
+    for (let i = 0; i < 3; i += 1) await api(request.method, request.path, request.body);
   await jobsDone();
 
   proxy.statements.length = 0;
   const idleStarted = performance.now();
   await sleep(2000);
-  const backgroundPerSecond = proxy.statements.filter((s) => s.pool === 'jobs').length / ((performance.now() - idleStarted) / 1000);
+  const backgroundPerSecond =
+    proxy.statements.filter((s) => s.pool === 'jobs').length / ((performance.now() - idleStarted) / 1000);
 
   const result = {} as Record<Key, StatementCount>;
   for (const request of [requests.user, requests.list, requests.create]) {
@@ -674,11 +826,17 @@ async function countStatementsDelayed(api: Api, proxy: StatementProxy, sql: pg.C
       if (SHOW_SQL && !shown) {
         shown = true;
         print(`  — ${LABELS[request.key]}, one sample (ms from sending; * = before the answer):`);
-        for (const s of recorded) print(`    ${fmt(s.at - sent, 1).padStart(7)} ${s.at <= answered ? '*' : ' '} ${s.pool.padEnd(7)} ${oneLine(s.text).slice(0, Number(process.env.BENCH_SQL_WIDTH ?? 140))}`);
+        for (const s of recorded)
+          print(
+            `    ${fmt(s.at - sent, 1).padStart(7)} ${s.at <= answered ? '*' : ' '} ${s.pool.padEnd(7)} ${oneLine(s.text).slice(0, Number(process.env.BENCH_SQL_WIDTH ?? 140))}`,
+          );
       }
       const inRequest = recorded.filter((s) => s.at <= answered);
       const after = recorded.filter((s) => s.at > answered);
-      const requestStatements = [...inRequest.filter((s) => s.pool === 'service'), ...inRequest.filter((s) => isEnqueue(s))];
+      const requestStatements = [
+        ...inRequest.filter((s) => s.pool === 'service'),
+        ...inRequest.filter((s) => isEnqueue(s)),
+      ];
       const count: StatementCount = {
         request: {
           service: inRequest.filter((s) => s.pool === 'service').length,
@@ -694,14 +852,19 @@ async function countStatementsDelayed(api: Api, proxy: StatementProxy, sql: pg.C
           overlapped += 1;
           continue;
         }
-        const jobStatements = [...after.filter((s) => s.pool === 'service'), ...recorded.filter((s) => s.pool === 'jobs' && !isEnqueue(s))];
+        const jobStatements = [
+          ...after.filter((s) => s.pool === 'service'),
+          ...recorded.filter((s) => s.pool === 'jobs' && !isEnqueue(s)),
+        ];
         count.job = {
           service: after.filter((s) => s.pool === 'service').length,
           jobStore: recorded.filter((s) => s.pool === 'jobs' && !isEnqueue(s)).length,
           byVerb: verbs(jobStatements),
         };
       } else if (after.some((s) => s.pool === 'service')) {
-        throw new Error(`${LABELS[request.key]}: service statements after the answer: ${after.map((s) => s.text).join(' | ')}`);
+        throw new Error(
+          `${LABELS[request.key]}: service statements after the answer: ${after.map((s) => s.text).join(' | ')}`,
+        );
       }
       samples += 1;
       const signature = JSON.stringify({ request: count.request, job: count.job });
@@ -710,7 +873,10 @@ async function countStatementsDelayed(api: Api, proxy: StatementProxy, sql: pg.C
       signatures.set(signature, entry);
     }
     const best = [...signatures.values()].sort((a, b) => b.seen - a.seen)[0];
-    if (!best) throw new Error(`${LABELS[request.key]}: no sample without overlap in ${SQL_SAMPLES * 3} attempts (${overlapped} overlapped)`);
+    if (!best)
+      throw new Error(
+        `${LABELS[request.key]}: no sample without overlap in ${SQL_SAMPLES * 3} attempts (${overlapped} overlapped)`,
+      );
     result[request.key] = { ...best.count, samples, agreeing: best.seen, ...(overlapped ? { overlapped } : {}) };
   }
   return { ...result, backgroundPerSecond: round(backgroundPerSecond, 1) };
@@ -738,7 +904,13 @@ function statementKind(s: RecordedStatement): string {
  * by kind. The job store's scans and the fills Agenda makes when notified are in it, as they
  * are under load; the idle scan rate is small beside it (see backgroundPerSecond).
  */
-async function countStatementsUnderLoad(baseUrl: string, apiKey: string, proxy: StatementProxy, sql: pg.Client, request: Request) {
+async function countStatementsUnderLoad(
+  baseUrl: string,
+  apiKey: string,
+  proxy: StatementProxy,
+  sql: pg.Client,
+  request: Request,
+) {
   await waitForJobs(sql, 10_000);
   proxy.statements.length = 0;
   const result = await load(baseUrl, apiKey, request, LOAD_COUNT_S);
@@ -765,7 +937,8 @@ function verbList(byVerb: VerbCounts): string {
 
 function describeCount(count: StatementCount): string {
   let text = `${count.request.service + count.request.jobStore} in the request (${verbList(count.request.byVerb)}; ${count.request.jobStore} on the job store)`;
-  if (count.job) text += `; its job (the email): ${count.job.service} + ${count.job.jobStore} on the job store (${verbList(count.job.byVerb)})`;
+  if (count.job)
+    text += `; its job (the email): ${count.job.service} + ${count.job.jobStore} on the job store (${verbList(count.job.byVerb)})`;
   return `${text}  [${count.agreeing}/${count.samples} samples agree]`;
 }
 
@@ -786,16 +959,14 @@ interface Phase {
 
 /** Self time of the load instance's profile during each phase (bench/profile.ts). */
 async function summarizeProfile(dir: string, phases: Phase[]) {
-  const summaries = await summarizeCpuProfiles(dir, phases.map((phase) => ({ from: phase.startUs, to: phase.endUs })));
+  const summaries = await summarizeCpuProfiles(
+    dir,
+    phases.map((phase) => ({ from: phase.startUs, to: phase.endUs })),
+  );
   return summaries?.map((summary, i) => ({ key: phases[i]!.key, ...summary }));
 }
 
 // ---------------------------------------------------------------------------------------------
 // Small helpers
-
-
-
-
-
 
 runBench(main);

@@ -33,7 +33,19 @@ import { createClient, type Client } from 'graphql-ws';
 import WebSocket from 'ws';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
 import { cleanUpOnSignals, onCleanup, runCleanups, runBench } from './cleanup.ts';
-import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, rssMb, sleep, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
+import {
+  buildService,
+  childEnv,
+  cpuMs,
+  freePort,
+  REPO_ROOT,
+  rssMb,
+  sleep,
+  spawnNode,
+  stopChild,
+  waitHealthy,
+  type NodeChild,
+} from './processes.ts';
 import { envNumber, fmt, print, round } from './util.ts';
 
 const SUBSCRIBERS = envNumber('BENCH_SUBSCRIBERS', 1000);
@@ -95,7 +107,14 @@ function record(index: number, key: string | undefined) {
 async function runRound(trigger: () => Promise<number>): Promise<Round> {
   let done!: () => void;
   const finished = new Promise<void>((resolve) => (done = resolve));
-  const round: Round = { sentAt: performance.now(), eventAt: Number.NaN, arrivals: new Array(SUBSCRIBERS), wallArrivals: new Array(SUBSCRIBERS), received: 0, done };
+  const round: Round = {
+    sentAt: performance.now(),
+    eventAt: Number.NaN,
+    arrivals: new Array(SUBSCRIBERS),
+    wallArrivals: new Array(SUBSCRIBERS),
+    received: 0,
+    done,
+  };
   // Arrivals may come before the trigger's answer: the round accepts them before the event time is known.
   current = round;
   round.eventAt = await trigger();
@@ -133,9 +152,20 @@ function latencies(rounds: Round[], from: 'sent' | 'event'): Latency {
 async function startSignet(databaseUrl: string, dataDir: string): Promise<Server> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
-  const env = childEnv({ ...SIGNET_ENV, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1', ...(REDIS_URL ? { REDIS_URL } : {}) });
+  const env = childEnv({
+    ...SIGNET_ENV,
+    DATABASE_URL: databaseUrl,
+    DATA_DIR: dataDir,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    ...(REDIS_URL ? { REDIS_URL } : {}),
+  });
   if (!REDIS_URL) delete env.REDIS_URL;
-  const child = spawnNode('dist/main.mjs', env, PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE_DIR)}`] : []);
+  const child = spawnNode(
+    'dist/main.mjs',
+    env,
+    PROFILE_DIR ? ['--cpu-prof', `--cpu-prof-dir=${path.resolve(PROFILE_DIR)}`] : [],
+  );
   onCleanup(`stop Signet (pid ${child.pid})`, async () => {
     await stopChild(child);
   });
@@ -167,7 +197,12 @@ async function api(baseUrl: string, apiKey: string, method: string, route: strin
 }
 
 /** Opens the graphql-ws subscribers, CONNECT_BATCH at a time; each records its messages by index. */
-async function connectGraphqlSubscribers(url: string, apiKey: string, submissionId: number, onData: (data: any) => void): Promise<Client[]> {
+async function connectGraphqlSubscribers(
+  url: string,
+  apiKey: string,
+  submissionId: number,
+  onData: (data: any) => void,
+): Promise<Client[]> {
   const clients: Client[] = [];
   for (let start = 0; start < SUBSCRIBERS; start += CONNECT_BATCH) {
     const batch: Promise<void>[] = [];
@@ -189,7 +224,11 @@ async function connectGraphqlSubscribers(url: string, apiKey: string, submission
               next: (result) => {
                 if (result.errors) reject(new Error(JSON.stringify(result.errors)));
                 onData(result.data);
-                record(index, (result.data as { submissionUpdated: { submission: { archivedAt: string } } }).submissionUpdated.submission.archivedAt);
+                record(
+                  index,
+                  (result.data as { submissionUpdated: { submission: { archivedAt: string } } }).submissionUpdated
+                    .submission.archivedAt,
+                );
               },
               error: (error) => reject(error instanceof Error ? error : new Error(JSON.stringify(error))),
               complete: () => undefined,
@@ -225,16 +264,22 @@ async function connectBaselineClients(url: string): Promise<WebSocket[]> {
 
 async function main(): Promise<number> {
   const problems: string[] = [];
-  print(`Signet subscription benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${SUBSCRIBERS} subscribers, ${EVENTS} events`);
+  print(
+    `Signet subscription benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${SUBSCRIBERS} subscribers, ${EVENTS} events`,
+  );
 
   print('\n[setup] bench database …');
   const database = await createBenchDatabase(onCleanup);
-  print(`  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`);
+  print(
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+  );
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-subscriptions-'));
   onCleanup(`remove ${dataDir}`, () => fs.rm(dataDir, { recursive: true, force: true }));
   buildService();
   const signet = await startSignet(database.url, dataDir);
-  print(`  Signet pid ${signet.child.pid} (dist/main.mjs, live events ${REDIS_URL ? `through Redis ${redactUrl(REDIS_URL)}` : 'in process'})`);
+  print(
+    `  Signet pid ${signet.child.pid} (dist/main.mjs, live events ${REDIS_URL ? `through Redis ${redactUrl(REDIS_URL)}` : 'in process'})`,
+  );
   const template = await api(signet.url, database.apiKey, 'POST', '/templates/pdf', {
     name: 'Bench form',
     documents: [{ name: 'form', file: (await fs.readFile(FIXTURE)).toString('base64') }],
@@ -260,35 +305,51 @@ async function main(): Promise<number> {
   const signetIdleRss = await rssMb(signet.child.pid);
   let lastData: unknown;
   const connectStarted = performance.now();
-  const clients = await connectGraphqlSubscribers(signet.url, database.apiKey, submissionId, (data) => (lastData = data));
+  const clients = await connectGraphqlSubscribers(
+    signet.url,
+    database.apiKey,
+    submissionId,
+    (data) => (lastData = data),
+  );
   onCleanup('close the graphql-ws clients', async () => {
     await Promise.all(clients.map((c) => c.dispose()));
   });
   print(`  connected in ${fmt((performance.now() - connectStarted) / 1000, 1)} s`);
-  const archive = async () => Date.parse((await api(signet.url, database.apiKey, 'DELETE', `/submissions/${submissionId}`)).archived_at as string);
+  const archive = async () =>
+    Date.parse(
+      (await api(signet.url, database.apiKey, 'DELETE', `/submissions/${submissionId}`)).archived_at as string,
+    );
   // Warm-up: until every subscriber has had an event (they are listening then).
   let warmups = 0;
   for (;;) {
     warmups += 1;
     const round = await runRound(archive);
     if (round.received === SUBSCRIBERS) break;
-    if (warmups >= 20) throw new Error(`after 20 warm-up events, only ${round.received} of ${SUBSCRIBERS} subscribers receive`);
+    if (warmups >= 20)
+      throw new Error(`after 20 warm-up events, only ${round.received} of ${SUBSCRIBERS} subscribers receive`);
   }
   const signetConnectedRss = await rssMb(signet.child.pid);
-  print(`  all listening after ${warmups} warm-up event(s); RSS ${fmt(signetIdleRss, 0)} MB idle → ${fmt(signetConnectedRss, 0)} MB with ${SUBSCRIBERS} subscriptions`);
+  print(
+    `  all listening after ${warmups} warm-up event(s); RSS ${fmt(signetIdleRss, 0)} MB idle → ${fmt(signetConnectedRss, 0)} MB with ${SUBSCRIBERS} subscriptions`,
+  );
   const signetCpuBefore = await cpuMs(signet.child.pid);
   const signetRounds: Round[] = [];
   for (let i = 0; i < EVENTS; i += 1) {
     const round = await runRound(archive);
     signetRounds.push(round);
-    if (round.received !== SUBSCRIBERS) problems.push(`signet event ${i}: ${round.received}/${SUBSCRIBERS} subscribers got it within ${EVENT_TIMEOUT_MS / 1000} s`);
+    if (round.received !== SUBSCRIBERS)
+      problems.push(
+        `signet event ${i}: ${round.received}/${SUBSCRIBERS} subscribers got it within ${EVENT_TIMEOUT_MS / 1000} s`,
+      );
   }
   const signetCpuPerEvent = ((await cpuMs(signet.child.pid)) - signetCpuBefore) / EVENTS;
   const signetAfterRss = await rssMb(signet.child.pid);
   const signetSent = latencies(signetRounds, 'sent');
   const signetEvent = latencies(signetRounds, 'event');
   const message = JSON.stringify({ id: '1', type: 'next', payload: { data: lastData } });
-  print(`  ${EVENTS} events; message ${message.length} bytes: ${message.slice(0, 160)}${message.length > 160 ? '…' : ''}`);
+  print(
+    `  ${EVENTS} events; message ${message.length} bytes: ${message.slice(0, 160)}${message.length > 160 ? '…' : ''}`,
+  );
   await Promise.all(clients.map((c) => c.dispose()));
   await stopChild(signet.child);
 
@@ -327,14 +388,30 @@ async function main(): Promise<number> {
   const perSubKb = (connected: number, idle: number) => ((connected - idle) * 1024) / SUBSCRIBERS;
   print(`\n[results] ${SUBSCRIBERS} subscribers × ${EVENTS} events (latency per subscriber and event; ms)`);
   print('                                     Signet (graphql-ws)   baseline (ws broadcast)   ratio');
-  print(`  p50, trigger sent → arrival         ${fmt(signetSent.p50, 1).padStart(10)}            ${fmt(baselineSent.p50, 1).padStart(10)}           ${ratio(signetSent.p50, baselineSent.p50)}`);
-  print(`  p99, trigger sent → arrival         ${fmt(signetSent.p99, 1).padStart(10)}            ${fmt(baselineSent.p99, 1).padStart(10)}           ${ratio(signetSent.p99, baselineSent.p99)}`);
-  print(`  max, trigger sent → arrival         ${fmt(signetSent.max, 1).padStart(10)}            ${fmt(baselineSent.max, 1).padStart(10)}           ${ratio(signetSent.max, baselineSent.max)}`);
-  print(`  p50 / p99, event (archivedAt) → arrival ${fmt(signetEvent.p50, 0)} / ${fmt(signetEvent.p99, 0)} (Signet only; ms clock)`);
-  print(`  server CPU per event (ms)           ${fmt(signetCpuPerEvent, 1).padStart(10)}            ${fmt(baselineCpuPerEvent, 1).padStart(10)}           ${ratio(signetCpuPerEvent, baselineCpuPerEvent)}`);
-  print(`  RSS idle (MB)                       ${fmt(signetIdleRss, 0).padStart(10)}            ${fmt(baselineIdleRss, 0).padStart(10)}           ${ratio(signetIdleRss, baselineIdleRss)}`);
-  print(`  RSS with subscribers (MB)           ${fmt(signetConnectedRss, 0).padStart(10)}            ${fmt(baselineConnectedRss, 0).padStart(10)}           ${ratio(signetConnectedRss, baselineConnectedRss)}`);
-  print(`  RSS after the events (MB)           ${fmt(signetAfterRss, 0).padStart(10)}            ${fmt(baselineAfterRss, 0).padStart(10)}           ${ratio(signetAfterRss, baselineAfterRss)}`);
+  print(
+    `  p50, trigger sent → arrival         ${fmt(signetSent.p50, 1).padStart(10)}            ${fmt(baselineSent.p50, 1).padStart(10)}           ${ratio(signetSent.p50, baselineSent.p50)}`,
+  );
+  print(
+    `  p99, trigger sent → arrival         ${fmt(signetSent.p99, 1).padStart(10)}            ${fmt(baselineSent.p99, 1).padStart(10)}           ${ratio(signetSent.p99, baselineSent.p99)}`,
+  );
+  print(
+    `  max, trigger sent → arrival         ${fmt(signetSent.max, 1).padStart(10)}            ${fmt(baselineSent.max, 1).padStart(10)}           ${ratio(signetSent.max, baselineSent.max)}`,
+  );
+  print(
+    `  p50 / p99, event (archivedAt) → arrival ${fmt(signetEvent.p50, 0)} / ${fmt(signetEvent.p99, 0)} (Signet only; ms clock)`,
+  );
+  print(
+    `  server CPU per event (ms)           ${fmt(signetCpuPerEvent, 1).padStart(10)}            ${fmt(baselineCpuPerEvent, 1).padStart(10)}           ${ratio(signetCpuPerEvent, baselineCpuPerEvent)}`,
+  );
+  print(
+    `  RSS idle (MB)                       ${fmt(signetIdleRss, 0).padStart(10)}            ${fmt(baselineIdleRss, 0).padStart(10)}           ${ratio(signetIdleRss, baselineIdleRss)}`,
+  );
+  print(
+    `  RSS with subscribers (MB)           ${fmt(signetConnectedRss, 0).padStart(10)}            ${fmt(baselineConnectedRss, 0).padStart(10)}           ${ratio(signetConnectedRss, baselineConnectedRss)}`,
+  );
+  print(
+    `  RSS after the events (MB)           ${fmt(signetAfterRss, 0).padStart(10)}            ${fmt(baselineAfterRss, 0).padStart(10)}           ${ratio(signetAfterRss, baselineAfterRss)}`,
+  );
   print(
     `  RSS per subscriber (KB)             ${fmt(perSubKb(signetConnectedRss, signetIdleRss), 1).padStart(10)}            ${fmt(perSubKb(baselineConnectedRss, baselineIdleRss), 1).padStart(10)}           ${ratio(perSubKb(signetConnectedRss, signetIdleRss), perSubKb(baselineConnectedRss, baselineIdleRss))}`,
   );
@@ -348,12 +425,24 @@ async function main(): Promise<number> {
       sentToArrivalMs: { p50: round(signetSent.p50, 1), p99: round(signetSent.p99, 1), max: round(signetSent.max, 1) },
       eventToArrivalMs: { p50: signetEvent.p50, p99: signetEvent.p99 },
       cpuMsPerEvent: round(signetCpuPerEvent, 1),
-      rssMb: { idle: round(signetIdleRss, 1), connected: round(signetConnectedRss, 1), after: round(signetAfterRss, 1) },
+      rssMb: {
+        idle: round(signetIdleRss, 1),
+        connected: round(signetConnectedRss, 1),
+        after: round(signetAfterRss, 1),
+      },
     },
     baseline: {
-      sentToArrivalMs: { p50: round(baselineSent.p50, 1), p99: round(baselineSent.p99, 1), max: round(baselineSent.max, 1) },
+      sentToArrivalMs: {
+        p50: round(baselineSent.p50, 1),
+        p99: round(baselineSent.p99, 1),
+        max: round(baselineSent.max, 1),
+      },
       cpuMsPerEvent: round(baselineCpuPerEvent, 1),
-      rssMb: { idle: round(baselineIdleRss, 1), connected: round(baselineConnectedRss, 1), after: round(baselineAfterRss, 1) },
+      rssMb: {
+        idle: round(baselineIdleRss, 1),
+        connected: round(baselineConnectedRss, 1),
+        after: round(baselineAfterRss, 1),
+      },
     },
     ratios: {
       p99: round(signetSent.p99 / baselineSent.p99, 2),

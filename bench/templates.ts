@@ -27,8 +27,22 @@ import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
-import { runWorkerOrBench, startWorker as startSharedWorker, type WorkerHandler as SharedWorkerHandler } from './workers.ts';
+import {
+  buildService,
+  childEnv,
+  cpuMs,
+  freePort,
+  REPO_ROOT,
+  spawnNode,
+  stopChild,
+  waitHealthy,
+  type NodeChild,
+} from './processes.ts';
+import {
+  runWorkerOrBench,
+  startWorker as startSharedWorker,
+  type WorkerHandler as SharedWorkerHandler,
+} from './workers.ts';
 import { onCleanup, runCleanups, tempDir } from './cleanup.ts';
 import { envNumber, median, round, fmt, passMiss, print } from './util.ts';
 
@@ -60,7 +74,6 @@ veniam, quis nostrud exercitation ullamco laboris nisi ut aliquip ex ea commodo 
 `;
 const DOCX_TAGS = 3;
 
-
 // ---------------------------------------------------------------------------------------------
 // Workers: this file run again as `node --import tsx bench/templates.ts` with BENCH_TEMPLATES_WORKER
 // set, answering requests over the IPC channel one at a time. Each imports only what its
@@ -70,7 +83,6 @@ const DOCX_TAGS = 3;
 type WorkerMode = 'idle' | 'pdfjs' | 'service-path' | 'docx';
 
 type WorkerRequest = { suffix: string } | { docxPath: string; outPath: string };
-
 
 type WorkerHandler = SharedWorkerHandler<WorkerRequest>;
 
@@ -125,7 +137,15 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
     }
 
     case 'service-path': {
-      const [{ loadConfig }, { createDb }, { createLocalStorage }, { createRenderer }, { preparePdfDocuments }, { saveTemplate }, { createSideEffects }] = await Promise.all([
+      const [
+        { loadConfig },
+        { createDb },
+        { createLocalStorage },
+        { createRenderer },
+        { preparePdfDocuments },
+        { saveTemplate },
+        { createSideEffects },
+      ] = await Promise.all([
         import('../src/config.ts'),
         import('../src/db/client.ts'),
         import('../src/documents/storage.ts'),
@@ -181,7 +201,10 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
     }
 
     case 'docx': {
-      const [{ loadConfig }, { createRenderer }] = await Promise.all([import('../src/config.ts'), import('../src/rendering/renderer.ts')]);
+      const [{ loadConfig }, { createRenderer }] = await Promise.all([
+        import('../src/config.ts'),
+        import('../src/rendering/renderer.ts'),
+      ]);
       // The default configuration: the local renderer, whatever GOTENBERG_URL this shell has.
       const renderer = createRenderer(loadConfig({ ...process.env, GOTENBERG_URL: '' }), silentLogger);
       return {
@@ -207,7 +230,8 @@ function suffixOf(request: WorkerRequest): string {
 
 const silentLogger = { debug() {}, info() {}, warn() {}, error() {} };
 
-const startWorker = (mode: WorkerMode, env: NodeJS.ProcessEnv) => startSharedWorker<WorkerRequest>('bench/templates.ts', WORKER_ENV, mode, env);
+const startWorker = (mode: WorkerMode, env: NodeJS.ProcessEnv) =>
+  startSharedWorker<WorkerRequest>('bench/templates.ts', WORKER_ENV, mode, env);
 
 // ---------------------------------------------------------------------------------------------
 // Memory
@@ -293,13 +317,17 @@ async function main(): Promise<number> {
   const started = performance.now();
   const problems: string[] = [];
   const original = await fs.readFile(FIXTURE);
-  print(`Signet template benchmarks — node ${process.version}, ${os.cpus().length} CPUs, ${os.platform()}-${os.arch()}`);
+  print(
+    `Signet template benchmarks — node ${process.version}, ${os.cpus().length} CPUs, ${os.platform()}-${os.arch()}`,
+  );
 
   // --- set-up -------------------------------------------------------------------------------
   print('\n[setup] bench database, Signet (dist/main.mjs), workers …');
   const { createBenchDatabase, redactUrl } = await import('./bench-database.ts');
   const database = await createBenchDatabase(onCleanup);
-  print(`  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`);
+  print(
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+  );
   const signet = await startSignet(database.url);
   const signetAfterStart = await memoryMb(signet.child.pid);
   print(`  Signet pid ${signet.child.pid} ${signet.url}; VmRSS after start ${fmt(signetAfterStart.rssMb, 1)} MB`);
@@ -307,7 +335,12 @@ async function main(): Promise<number> {
   const workerData = await tempDir('signet-bench-tpl-worker-');
   const servicePath = await startWorker(
     'service-path',
-    childEnv({ ...SIGNET_ENV, DATABASE_URL: database.url, DATA_DIR: workerData, BENCH_USER_ID: String(database.user.id) }),
+    childEnv({
+      ...SIGNET_ENV,
+      DATABASE_URL: database.url,
+      DATA_DIR: workerData,
+      BENCH_USER_ID: String(database.user.id),
+    }),
   );
   const pdfjs = await startWorker('pdfjs', childEnv({ NODE_ENV: 'production' }));
   const idle = await startWorker('idle', childEnv({ NODE_ENV: 'production' }));
@@ -315,26 +348,39 @@ async function main(): Promise<number> {
   await idle.stop();
 
   // --- 1. template creation ----------------------------------------------------------------
-  print(`\n[templates] ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages, ${fmt(original.length / 1024, 0)} KB): 1 warm-up round + ${TEMPLATE_RUNS}, order alternating`);
+  print(
+    `\n[templates] ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages, ${fmt(original.length / 1024, 0)} KB): 1 warm-up round + ${TEMPLATE_RUNS}, order alternating`,
+  );
   let firstUpload: Measured | undefined;
-  const runs = { http: [] as Measured[], servicePath: [] as (Measured & ServicePathRun)[], pdfjs: [] as (Measured & PdfjsRun)[] };
+  const runs = {
+    http: [] as Measured[],
+    servicePath: [] as (Measured & ServicePathRun)[],
+    pdfjs: [] as (Measured & PdfjsRun)[],
+  };
   type Step = () => Promise<void>;
   for (let round = 0; round <= TEMPLATE_RUNS; round += 1) {
     const warmUp = round === 0;
     const suffix = () => `\n%signet-bench ${round} ${randomBytes(8).toString('hex')}\n`;
     const httpStep: Step = async () => {
-      const measured = await createOverHttp(signet, database.apiKey, Buffer.concat([original, Buffer.from(suffix())]), warmUp);
+      const measured = await createOverHttp(
+        signet,
+        database.apiKey,
+        Buffer.concat([original, Buffer.from(suffix())]),
+        warmUp,
+      );
       if (!warmUp) runs.http.push(measured);
       else firstUpload = measured;
     };
     const servicePathStep: Step = async () => {
       const measured = await timed(servicePath.pid, () => servicePath.call<ServicePathRun>({ suffix: suffix() }));
-      if (measured.pages !== FIXTURE_PAGES || measured.fields !== 0) throw new Error(`in-process creation read ${measured.pages} pages, ${measured.fields} fields`);
+      if (measured.pages !== FIXTURE_PAGES || measured.fields !== 0)
+        throw new Error(`in-process creation read ${measured.pages} pages, ${measured.fields} fields`);
       if (!warmUp) runs.servicePath.push(measured);
     };
     const pdfjsStep: Step = async () => {
       const measured = await timed(pdfjs.pid, () => pdfjs.call<PdfjsRun>({ suffix: suffix() }));
-      if (measured.pages !== FIXTURE_PAGES || measured.characters < 10_000) throw new Error(`pdfjs read ${measured.pages} pages, ${measured.characters} characters`);
+      if (measured.pages !== FIXTURE_PAGES || measured.characters < 10_000)
+        throw new Error(`pdfjs read ${measured.pages} pages, ${measured.characters} characters`);
       if (!warmUp) runs.pdfjs.push(measured);
     };
     const steps = [httpStep, servicePathStep, pdfjsStep];
@@ -356,9 +402,13 @@ async function main(): Promise<number> {
   await signet.stop();
 
   // --- 2. DOCX → PDF ---------------------------------------------------------------------------
-  print(`\n[docx] one-page DOCX through createRenderer (default configuration: local LibreOffice); 1 first + ${DOCX_RUNS} warm conversions`);
+  print(
+    `\n[docx] one-page DOCX through createRenderer (default configuration: local LibreOffice); 1 first + ${DOCX_RUNS} warm conversions`,
+  );
   const docx = await makeDocx();
-  print(`  ${path.basename(docx.docxPath)}: ${fmt(docx.bytes / 1024, 1)} KB, made by soffice from HTML (${fmt(docx.makeMs / 1000, 2)} s); direct soffice → PDF ${fmt(docx.directMs / 1000, 2)} s`);
+  print(
+    `  ${path.basename(docx.docxPath)}: ${fmt(docx.bytes / 1024, 1)} KB, made by soffice from HTML (${fmt(docx.makeMs / 1000, 2)} s); direct soffice → PDF ${fmt(docx.directMs / 1000, 2)} s`,
+  );
   const docxWorker = await startWorker('docx', childEnv({ NODE_ENV: 'production' }));
   const docxRuns: (Measured & DocxRun)[] = [];
   const sampler = sampleDescendants(docxWorker.pid);
@@ -366,7 +416,9 @@ async function main(): Promise<number> {
     const outPath = path.join(docx.dir, `out-${i}.pdf`);
     const measured = await timed(docxWorker.pid, () => docxWorker.call<DocxRun>({ docxPath: docx.docxPath, outPath }));
     docxRuns.push(measured);
-    print(`  ${i === 0 ? 'first' : `warm ${i}`}  ${fmt(measured.ms / 1000, 2)} s  (${fmt(measured.bytes / 1024, 1)} KB PDF)`);
+    print(
+      `  ${i === 0 ? 'first' : `warm ${i}`}  ${fmt(measured.ms / 1000, 2)} s  (${fmt(measured.bytes / 1024, 1)} KB PDF)`,
+    );
     if (i === 0) await checkDocxPdf(await fs.readFile(outPath));
   }
   const libreOfficePeak = await sampler.stop();
@@ -417,24 +469,44 @@ async function main(): Promise<number> {
       `  ${label.padEnd(44)} ${fmt(s.medianMs, 0).padStart(6)} ${fmt(s.minMs, 0).padStart(6)} ${fmt(s.maxMs, 0).padStart(6)} ${fmt(s.cpuMs, 0).padStart(7)}   ${extra}`,
     );
   print(`\n${'='.repeat(100)}`);
-  print(`Template from ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages) — median of ${TEMPLATE_RUNS} after a warm-up; database ${database.kind}`);
-  print(`  ${''.padEnd(44)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   (ms; CPU = the measuring process, median)`);
-  line('POST /api/templates/pdf (dist service, HTTP)', http, `target ≤ ${TARGETS.createMs} ms   ${passMiss(http.medianMs <= TARGETS.createMs)}`);
-  line('in-process preparePdfDocuments + saveTemplate', inProcess, `(prepare ${fmt(inProcess.prepareMs, 0)} + save ${fmt(inProcess.saveMs, 0)}; information)`);
+  print(
+    `Template from ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages) — median of ${TEMPLATE_RUNS} after a warm-up; database ${database.kind}`,
+  );
+  print(
+    `  ${''.padEnd(44)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   (ms; CPU = the measuring process, median)`,
+  );
+  line(
+    'POST /api/templates/pdf (dist service, HTTP)',
+    http,
+    `target ≤ ${TARGETS.createMs} ms   ${passMiss(http.medianMs <= TARGETS.createMs)}`,
+  );
+  line(
+    'in-process preparePdfDocuments + saveTemplate',
+    inProcess,
+    `(prepare ${fmt(inProcess.prepareMs, 0)} + save ${fmt(inProcess.saveMs, 0)}; information)`,
+  );
   line('baseline: pdfjs-dist text of every page', baseline);
   print(`  first upload after the service started (the warm-up round): ${fmt(firstUpload!.ms, 0)} ms (information)`);
-  print(`  POST / baseline        ${fmt(createRatio, 2).padStart(5)}×   target ≤ ${TARGETS.createOverBaseline}×   ${passMiss(createRatio <= TARGETS.createOverBaseline)}`);
+  print(
+    `  POST / baseline        ${fmt(createRatio, 2).padStart(5)}×   target ≤ ${TARGETS.createOverBaseline}×   ${passMiss(createRatio <= TARGETS.createOverBaseline)}`,
+  );
   print(`  in-process / baseline  ${fmt(inProcess.medianMs / baseline.medianMs, 2).padStart(5)}×   (information)`);
   print('DOCX → PDF, one page, local LibreOffice through createRenderer');
-  print(`  first conversion (new profile)   ${fmt(docxResult.firstMs / 1000, 2).padStart(5)} s   target ≤ ${TARGETS.docxMs / 1000} s   ${passMiss(docxResult.passFirst)}`);
+  print(
+    `  first conversion (new profile)   ${fmt(docxResult.firstMs / 1000, 2).padStart(5)} s   target ≤ ${TARGETS.docxMs / 1000} s   ${passMiss(docxResult.passFirst)}`,
+  );
   print(
     `  warm (median of ${DOCX_RUNS})              ${fmt(docxResult.warm.medianMs / 1000, 2).padStart(5)} s   target ≤ ${TARGETS.docxMs / 1000} s   ${passMiss(docxResult.passWarm)}` +
       `   (${docxResult.warm.runsMs.map((ms) => fmt(ms / 1000, 2)).join(', ')} s)`,
   );
   print(`  baseline: soffice --convert-to pdf run directly, warm profile  ${fmt(docx.directMs / 1000, 2)} s`);
   print('Peak RSS (VmHWM, MB)');
-  print(`  Signet service process: ${fmt(rss.signetPeakMb, 1)} after the ${TEMPLATE_RUNS + 1} uploads (VmRSS after start ${fmt(rss.signetAfterStartMb, 1)})`);
-  print(`  in-process worker ${fmt(rss.inProcessWorkerPeakMb, 1)}, pdfjs baseline worker ${fmt(rss.pdfjsWorkerPeakMb, 1)}  (each worker = node + tsx: ${fmt(rss.workerFloorMb, 1)} with nothing loaded)`);
+  print(
+    `  Signet service process: ${fmt(rss.signetPeakMb, 1)} after the ${TEMPLATE_RUNS + 1} uploads (VmRSS after start ${fmt(rss.signetAfterStartMb, 1)})`,
+  );
+  print(
+    `  in-process worker ${fmt(rss.inProcessWorkerPeakMb, 1)}, pdfjs baseline worker ${fmt(rss.pdfjsWorkerPeakMb, 1)}  (each worker = node + tsx: ${fmt(rss.workerFloorMb, 1)} with nothing loaded)`,
+  );
   print(
     `  DOCX: node worker ${fmt(rss.docxWorkerPeakMb, 1)}; LibreOffice ${fmt(rss.libreOfficePeakMb, 1)} (${rss.libreOfficeProcess}, sampled every ${SAMPLE_MS} ms); ` +
       `worker + LibreOffice processes together ≤ ${fmt(rss.docxTreePeakMb, 1)}`,
@@ -447,7 +519,12 @@ async function main(): Promise<number> {
     node: process.version,
     cpus: os.cpus().length,
     database: database.kind,
-    settings: { templateRuns: TEMPLATE_RUNS, docxWarmRuns: DOCX_RUNS, signetLogLevel: SIGNET_ENV.LOG_LEVEL, signetNodeEnv: SIGNET_ENV.NODE_ENV },
+    settings: {
+      templateRuns: TEMPLATE_RUNS,
+      docxWarmRuns: DOCX_RUNS,
+      signetLogLevel: SIGNET_ENV.LOG_LEVEL,
+      signetNodeEnv: SIGNET_ENV.NODE_ENV,
+    },
     template: {
       fixture: path.basename(FIXTURE),
       pages: FIXTURE_PAGES,
@@ -455,7 +532,11 @@ async function main(): Promise<number> {
       firstUploadMs: round(firstUpload!.ms, 1),
       inProcess,
       baseline,
-      ratio: { value: round(createRatio, 3), target: TARGETS.createOverBaseline, pass: createRatio <= TARGETS.createOverBaseline },
+      ratio: {
+        value: round(createRatio, 3),
+        target: TARGETS.createOverBaseline,
+        pass: createRatio <= TARGETS.createOverBaseline,
+      },
       targetMs: TARGETS.createMs,
       pass: http.medianMs <= TARGETS.createMs,
     },
@@ -483,7 +564,10 @@ async function startSignet(databaseUrl: string): Promise<Signet> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   buildService();
-  const child = spawnNode('dist/main.mjs', childEnv({ ...SIGNET_ENV, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }));
+  const child = spawnNode(
+    'dist/main.mjs',
+    childEnv({ ...SIGNET_ENV, DATABASE_URL: databaseUrl, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }),
+  );
   const stop = onCleanup(`stop Signet (pid ${child.pid})`, async () => {
     await stopChild(child);
   });
@@ -497,7 +581,10 @@ async function startSignet(databaseUrl: string): Promise<Signet> {
  * answer. Checks the answer is a template with one document and no fields.
  */
 async function createOverHttp(signet: Signet, apiKey: string, pdf: Buffer, first: boolean): Promise<Measured> {
-  const body = JSON.stringify({ name: 'tracemonkey', documents: [{ name: 'tracemonkey.pdf', file: pdf.toString('base64') }] });
+  const body = JSON.stringify({
+    name: 'tracemonkey',
+    documents: [{ name: 'tracemonkey.pdf', file: pdf.toString('base64') }],
+  });
   return timed(signet.child.pid, async () => {
     const response = await fetch(`${signet.url}/api/templates/pdf`, {
       method: 'POST',
@@ -506,17 +593,29 @@ async function createOverHttp(signet: Signet, apiKey: string, pdf: Buffer, first
       signal: AbortSignal.timeout(60_000),
     });
     const text = await response.text();
-    if (response.status !== 200) throw new Error(`POST /api/templates/pdf answered ${response.status}: ${text.slice(0, 500)}`);
-    const template = JSON.parse(text) as { id?: number; fields?: unknown[]; documents?: { url?: string; preview_image_url?: string | null }[] };
+    if (response.status !== 200)
+      throw new Error(`POST /api/templates/pdf answered ${response.status}: ${text.slice(0, 500)}`);
+    const template = JSON.parse(text) as {
+      id?: number;
+      fields?: unknown[];
+      documents?: { url?: string; preview_image_url?: string | null }[];
+    };
     const doc = template.documents?.[0];
-    if (typeof template.id !== 'number' || template.documents?.length !== 1 || template.fields?.length !== 0 || !doc?.url || !doc.preview_image_url) {
+    if (
+      typeof template.id !== 'number' ||
+      template.documents?.length !== 1 ||
+      template.fields?.length !== 0 ||
+      !doc?.url ||
+      !doc.preview_image_url
+    ) {
       throw new Error(`POST /api/templates/pdf answered an unexpected template: ${text.slice(0, 500)}`);
     }
     if (first) {
       // Once: the preview the upload rendered is there (and the signed URL works).
       const preview = await fetch(doc.preview_image_url, { signal: AbortSignal.timeout(10_000) });
       const png = Buffer.from(await preview.arrayBuffer());
-      if (preview.status !== 200 || png.readUInt32BE(0) !== 0x89504e47) throw new Error(`preview_image_url answered ${preview.status}`);
+      if (preview.status !== 200 || png.readUInt32BE(0) !== 0x89504e47)
+        throw new Error(`preview_image_url answered ${preview.status}`);
     }
     return {};
   });
@@ -544,7 +643,15 @@ async function timed<T extends object>(pid: number, fn: () => Promise<T>): Promi
 async function makeDocx(): Promise<{ dir: string; docxPath: string; bytes: number; makeMs: number; directMs: number }> {
   const dir = await tempDir('signet-bench-docx-');
   const profile = pathToFileURL(path.join(dir, 'profile')).href;
-  const common = [`-env:UserInstallation=${profile}`, '--headless', '--invisible', '--norestore', '--nologo', '--nodefault', '--nolockcheck'];
+  const common = [
+    `-env:UserInstallation=${profile}`,
+    '--headless',
+    '--invisible',
+    '--norestore',
+    '--nologo',
+    '--nodefault',
+    '--nolockcheck',
+  ];
   const htmlPath = path.join(dir, 'agreement.html');
   await fs.writeFile(htmlPath, DOCX_SOURCE_HTML);
   let started = performance.now();
@@ -561,20 +668,31 @@ async function makeDocx(): Promise<{ dir: string; docxPath: string; bytes: numbe
 
 function soffice(args: string[]): Promise<void> {
   return new Promise((resolve, reject) => {
-    execFile(process.env.SOFFICE_PATH || 'soffice', args, { timeout: 120_000, env: { ...process.env, SAL_USE_VCLPLUGIN: 'svp' } }, (error, _stdout, stderr) => {
-      if (error) reject(new Error(`soffice ${args.slice(-4).join(' ')} failed: ${error.message}\n${stderr}`));
-      else resolve();
-    });
+    execFile(
+      process.env.SOFFICE_PATH || 'soffice',
+      args,
+      { timeout: 120_000, env: { ...process.env, SAL_USE_VCLPLUGIN: 'svp' } },
+      (error, _stdout, stderr) => {
+        if (error) reject(new Error(`soffice ${args.slice(-4).join(' ')} failed: ${error.message}\n${stderr}`));
+        else resolve();
+      },
+    );
   });
 }
 
 /** The converted DOCX is one page and its text layer still carries the three tags. */
 async function checkDocxPdf(pdf: Buffer): Promise<void> {
-  const [{ inspectPdf }, { extractTextTags }] = await Promise.all([import('../src/documents/pdf.ts'), import('../src/documents/text-tags.ts')]);
+  const [{ inspectPdf }, { extractTextTags }] = await Promise.all([
+    import('../src/documents/pdf.ts'),
+    import('../src/documents/text-tags.ts'),
+  ]);
   const bytes = new Uint8Array(pdf);
   const { pageCount } = await inspectPdf(bytes, 'the converted DOCX');
   const { fields } = await extractTextTags(bytes, { label: 'the converted DOCX' });
-  if (pageCount !== 1 || fields.length !== DOCX_TAGS) throw new Error(`the converted DOCX has ${pageCount} page(s) and ${fields.length} text tag(s), expected 1 and ${DOCX_TAGS}`);
+  if (pageCount !== 1 || fields.length !== DOCX_TAGS)
+    throw new Error(
+      `the converted DOCX has ${pageCount} page(s) and ${fields.length} text tag(s), expected 1 and ${DOCX_TAGS}`,
+    );
 }
 
 // ---------------------------------------------------------------------------------------------

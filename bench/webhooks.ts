@@ -47,7 +47,17 @@ import { createWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
 import { cleanUpOnSignals, onCleanup, runCleanups } from './cleanup.ts';
 import { startStatementProxy, type StatementProxy } from './pg-statement-proxy.ts';
-import { buildService, childEnv, cpuMs, freePort, REPO_ROOT, sleep, spawnNode, stopChild, waitHealthy } from './processes.ts';
+import {
+  buildService,
+  childEnv,
+  cpuMs,
+  freePort,
+  REPO_ROOT,
+  sleep,
+  spawnNode,
+  stopChild,
+  waitHealthy,
+} from './processes.ts';
 import { envNumber, fmt, passMiss, print, round } from './util.ts';
 import { DELIVER_CONCURRENCY } from '../src/webhooks/deliver-webhook.ts';
 import { monotonicUs, printProfile } from './profile.ts';
@@ -61,7 +71,12 @@ const BASELINE_CONCURRENCY = DELIVER_CONCURRENCY;
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE === '1';
 const ASYNC_COMMIT = process.env.BENCH_ASYNC_COMMIT === '1';
 const STATEMENTS = process.env.BENCH_STATEMENTS === '1';
-const SIGNET_ENV = { LOG_LEVEL: 'warn', NODE_ENV: 'production', CREATE_DEV_ACCOUNT: 'false', WEBHOOK_ALLOW_PRIVATE: 'true' } as const;
+const SIGNET_ENV = {
+  LOG_LEVEL: 'warn',
+  NODE_ENV: 'production',
+  CREATE_DEV_ACCOUNT: 'false',
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+} as const;
 /** Endpoints on the loopback receiver are added as the service allows them (WEBHOOK_ALLOW_PRIVATE above). */
 const LOOPBACK_ALLOWED = { policy: { allowPrivate: true, allowedHosts: [] }, timeoutMs: 2000 };
 const FIXTURE = path.resolve(REPO_ROOT, '..', 'shared', 'fixtures', 'pdf', 'documenso-letter-size.pdf');
@@ -87,7 +102,12 @@ async function startReceiver(): Promise<{ url: string; arrivals: Arrival[]; clos
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
-      arrivals.push({ at: performance.now(), path: req.url ?? '', body: Buffer.concat(chunks).toString('utf8'), signature: String(req.headers['x-docuseal-signature'] ?? '') });
+      arrivals.push({
+        at: performance.now(),
+        path: req.url ?? '',
+        body: Buffer.concat(chunks).toString('utf8'),
+        signature: String(req.headers['x-docuseal-signature'] ?? ''),
+      });
       res.writeHead(200, { 'content-type': 'text/plain' });
       res.end('ok');
     });
@@ -117,14 +137,30 @@ function verify(signature: string, secret: string, body: string): boolean {
 const baselineAgent = new http.Agent({ keepAlive: true, maxSockets: BASELINE_CONCURRENCY });
 
 /** One POST (on `agent`'s connections, else a new one); resolves with its round-trip time in ms. */
-function post(url: URL, headers: Record<string, string>, body: string, agent: http.Agent | false = baselineAgent): Promise<number> {
+function post(
+  url: URL,
+  headers: Record<string, string>,
+  body: string,
+  agent: http.Agent | false = baselineAgent,
+): Promise<number> {
   const started = performance.now();
   return new Promise((resolve, reject) => {
     const request = http.request(
-      { hostname: url.hostname, port: url.port, path: url.pathname, method: 'POST', agent, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } },
+      {
+        hostname: url.hostname,
+        port: url.port,
+        path: url.pathname,
+        method: 'POST',
+        agent,
+        headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) },
+      },
       (response) => {
         response.resume();
-        response.on('end', () => (response.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`baseline: HTTP ${response.statusCode}`))));
+        response.on('end', () =>
+          response.statusCode === 200
+            ? resolve(performance.now() - started)
+            : reject(new Error(`baseline: HTTP ${response.statusCode}`)),
+        );
       },
     );
     request.on('error', reject);
@@ -179,7 +215,13 @@ async function main(): Promise<void> {
   const profileDir = CPU_PROFILE ? await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-webhooks-prof-')) : undefined;
   const child = spawnNode(
     'dist/main.mjs',
-    childEnv({ ...SIGNET_ENV, DATABASE_URL: proxy?.url ?? database.url, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' }),
+    childEnv({
+      ...SIGNET_ENV,
+      DATABASE_URL: proxy?.url ?? database.url,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+    }),
     profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
   );
   onCleanup(`stop Signet (pid ${child.pid})`, async () => {
@@ -199,10 +241,18 @@ async function main(): Promise<void> {
   });
   if (created.status !== 200) throw new Error(`template: HTTP ${created.status} ${await created.text()}`);
   const template = (await created.json()) as { id: number };
-  const account = await db.user.findFirstOrThrow({ where: { email: database.user.email }, select: { accountId: true } });
+  const account = await db.user.findFirstOrThrow({
+    where: { email: database.user.email },
+    select: { accountId: true },
+  });
   const secrets = new Map<string, string>();
   for (let i = 0; i < ENDPOINTS; i += 1) {
-    const { secret } = await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/hook/${i}`, events: ['template.updated'], destination: LOOPBACK_ALLOWED });
+    const { secret } = await createWebhookEndpoint(db, {
+      accountId: account.accountId,
+      url: `${receiver.url}/hook/${i}`,
+      events: ['template.updated'],
+      destination: LOOPBACK_ALLOWED,
+    });
     secrets.set(`/hook/${i}`, secret);
   }
   print(`Signet ${signetUrl}; ${ENDPOINTS} endpoints on ${receiver.url}; template ${template.id}`);
@@ -221,7 +271,10 @@ async function main(): Promise<void> {
   const waitForArrivals = async (count: number) => {
     const deadline = performance.now() + ARRIVAL_TIMEOUT_MS;
     while (receiver.arrivals.length < count) {
-      if (performance.now() > deadline) throw new Error(`only ${receiver.arrivals.length} of ${count} deliveries arrived within ${ARRIVAL_TIMEOUT_MS / 1000} s`);
+      if (performance.now() > deadline)
+        throw new Error(
+          `only ${receiver.arrivals.length} of ${count} deliveries arrived within ${ARRIVAL_TIMEOUT_MS / 1000} s`,
+        );
       await sleep(10);
     }
   };
@@ -244,9 +297,16 @@ async function main(): Promise<void> {
   // Where the latency goes, from the attempts Signet recorded (same machine, same wall clock):
   // emit → the attempt's start (dispatch, delivery job queued and picked up), and the request itself.
   const latencyTimestamps = new Set(latencyArrivals.map((a) => JSON.parse(a.body).timestamp as string));
-  const attempts = await db.webhookAttempt.findMany({ select: { createdAt: true, durationMs: true, delivery: { select: { payload: true, createdAt: true } } } });
+  const attempts = await db.webhookAttempt.findMany({
+    select: { createdAt: true, durationMs: true, delivery: { select: { payload: true, createdAt: true } } },
+  });
   const phase = attempts
-    .map((a) => ({ timestamp: (a.delivery.payload as { timestamp: string }).timestamp, dispatched: a.delivery.createdAt.getTime(), start: a.createdAt.getTime(), duration: a.durationMs }))
+    .map((a) => ({
+      timestamp: (a.delivery.payload as { timestamp: string }).timestamp,
+      dispatched: a.delivery.createdAt.getTime(),
+      start: a.createdAt.getTime(),
+      duration: a.durationMs,
+    }))
     .filter((a) => latencyTimestamps.has(a.timestamp));
   const toStart = phase.map((a) => a.start - emittedWall.get(a.timestamp)!);
   const toDispatch = phase.map((a) => a.dispatched - emittedWall.get(a.timestamp)!);
@@ -287,14 +347,19 @@ async function main(): Promise<void> {
 
   // Baseline: the same requests from a bare loop.
   const target = new URL(`${receiver.url}/baseline`);
-  const headers = { 'content-type': 'application/json', 'user-agent': 'bench-baseline', 'x-docuseal-signature': sample.signature };
+  const headers = {
+    'content-type': 'application/json',
+    'user-agent': 'bench-baseline',
+    'x-docuseal-signature': sample.signature,
+  };
   const baselineBefore = receiver.arrivals.length;
   const baselinePerSec = await postLoop(burstDeliveries, () => post(target, headers, sample.body));
   const newConnectionPerSec = await postLoop(burstDeliveries, () => post(target, headers, sample.body, false));
   const baselineLatencies: number[] = [];
   for (let i = 0; i < latencyArrivals.length; i += 1) baselineLatencies.push(await post(target, headers, sample.body));
   baselineAgent.destroy();
-  if (receiver.arrivals.length - baselineBefore !== 2 * burstDeliveries + latencyArrivals.length) throw new Error('baseline: requests lost');
+  if (receiver.arrivals.length - baselineBefore !== 2 * burstDeliveries + latencyArrivals.length)
+    throw new Error('baseline: requests lost');
 
   const p50 = percentile(latenciesMs, 50);
   const p99 = percentile(latenciesMs, 99);
@@ -303,17 +368,33 @@ async function main(): Promise<void> {
   print('');
   print('| measure | Signet | baseline (bare POST loop, kept-alive connections) | ratio | target | |');
   print('|---|---|---|---|---|---|');
-  print(`| deliveries/s (burst of ${BURST_EVENTS} events × ${ENDPOINTS} endpoints) | ${fmt(deliveriesPerSec, 0)} | ${fmt(baselinePerSec, 0)} | ${fmt(deliveriesPerSec / baselinePerSec, 2)} | ≥ ${TARGETS.deliveriesPerSec} | ${passMiss(deliveriesPerSec >= TARGETS.deliveriesPerSec)} |`);
-  print(`| emit → receipt p50, ms (${LATENCY_EVENTS} events at ${LATENCY_RATE}/s × ${ENDPOINTS}) | ${fmt(p50, 1)} | ${fmt(baseP50, 1)} | ${fmt(p50 / baseP50, 1)} | | |`);
-  print(`| emit → receipt p99, ms | ${fmt(p99, 1)} | ${fmt(baseP99, 1)} | ${fmt(p99 / baseP99, 1)} | ≤ ${TARGETS.p99Ms} | ${passMiss(p99 <= TARGETS.p99Ms)} |`);
+  print(
+    `| deliveries/s (burst of ${BURST_EVENTS} events × ${ENDPOINTS} endpoints) | ${fmt(deliveriesPerSec, 0)} | ${fmt(baselinePerSec, 0)} | ${fmt(deliveriesPerSec / baselinePerSec, 2)} | ≥ ${TARGETS.deliveriesPerSec} | ${passMiss(deliveriesPerSec >= TARGETS.deliveriesPerSec)} |`,
+  );
+  print(
+    `| emit → receipt p50, ms (${LATENCY_EVENTS} events at ${LATENCY_RATE}/s × ${ENDPOINTS}) | ${fmt(p50, 1)} | ${fmt(baseP50, 1)} | ${fmt(p50 / baseP50, 1)} | | |`,
+  );
+  print(
+    `| emit → receipt p99, ms | ${fmt(p99, 1)} | ${fmt(baseP99, 1)} | ${fmt(p99 / baseP99, 1)} | ≤ ${TARGETS.p99Ms} | ${passMiss(p99 <= TARGETS.p99Ms)} |`,
+  );
   print(`| Signet CPU per delivery in the burst, ms | ${fmt(signetCpuMs / burstDeliveries, 2)} | | | | |`);
   print('');
-  print(`latency breakdown (steady rate): emit → deliveries written (dispatch job ran) p50 ${fmt(percentile(toDispatch, 50), 1)} ms, p99 ${fmt(percentile(toDispatch, 99), 1)} ms`);
-  print(`  emit → attempt start p50 ${fmt(percentile(toStart, 50), 1)} ms, p99 ${fmt(percentile(toStart, 99), 1)} ms; the request itself p50 ${fmt(percentile(sendMs, 50), 1)} ms, p99 ${fmt(percentile(sendMs, 99), 1)} ms`);
+  print(
+    `latency breakdown (steady rate): emit → deliveries written (dispatch job ran) p50 ${fmt(percentile(toDispatch, 50), 1)} ms, p99 ${fmt(percentile(toDispatch, 99), 1)} ms`,
+  );
+  print(
+    `  emit → attempt start p50 ${fmt(percentile(toStart, 50), 1)} ms, p99 ${fmt(percentile(toStart, 99), 1)} ms; the request itself p50 ${fmt(percentile(sendMs, 50), 1)} ms, p99 ${fmt(percentile(sendMs, 99), 1)} ms`,
+  );
   print('');
-  print(`baseline on a new connection per request (as Signet before keep-alive): ${fmt(newConnectionPerSec, 0)} requests/s`);
-  print(`burst: emitted in ${fmt(emitMs, 0)} ms, last arrival after ${fmt(burstMs, 0)} ms; payload ${Buffer.byteLength(sample.body)} bytes`);
-  print(`checks: ${baselineBefore} of ${expected} deliveries arrived, ${duplicates} duplicates, ${badSignatures} bad signatures, ${succeeded} succeeded in the database`);
+  print(
+    `baseline on a new connection per request (as Signet before keep-alive): ${fmt(newConnectionPerSec, 0)} requests/s`,
+  );
+  print(
+    `burst: emitted in ${fmt(emitMs, 0)} ms, last arrival after ${fmt(burstMs, 0)} ms; payload ${Buffer.byteLength(sample.body)} bytes`,
+  );
+  print(
+    `checks: ${baselineBefore} of ${expected} deliveries arrived, ${duplicates} duplicates, ${badSignatures} bad signatures, ${succeeded} succeeded in the database`,
+  );
 
   const ok = duplicates === 0 && badSignatures === 0 && succeeded === expected && baselineBefore === expected;
   print(
@@ -350,13 +431,18 @@ function printStatements(statements: { pool: string; text: string }[], deliverie
     byText.set(text, (byText.get(text) ?? 0) + 1);
   }
   print('');
-  print(`SQL statements in the burst: ${fmt(statements.length / deliveries, 2)} per delivery (${[...byPool].map(([pool, n]) => `${pool} ${fmt(n / deliveries, 2)}`).join(', ')})`);
-  for (const [text, n] of [...byText].sort((a, b) => b[1] - a[1]).slice(0, 25)) print(`  ${fmt(n / deliveries, 3).padStart(6)}  ${text}`);
+  print(
+    `SQL statements in the burst: ${fmt(statements.length / deliveries, 2)} per delivery (${[...byPool].map(([pool, n]) => `${pool} ${fmt(n / deliveries, 2)}`).join(', ')})`,
+  );
+  for (const [text, n] of [...byText].sort((a, b) => b[1] - a[1]).slice(0, 25))
+    print(`  ${fmt(n / deliveries, 3).padStart(6)}  ${text}`);
 }
 
 main()
   .catch((error: unknown) => {
-    process.stderr.write(`bench:webhooks failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.stderr.write(
+      `bench:webhooks failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`,
+    );
     process.exitCode = 1;
   })
   .finally(() => runCleanups());

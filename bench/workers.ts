@@ -64,7 +64,10 @@ export async function startWorker<Request>(
     });
 
   const ready = await nextReply();
-  if (ready.type !== 'ready') throw new Error(`the ${mode} worker failed to start: ${ready.type === 'error' ? ready.error : JSON.stringify(ready)}`);
+  if (ready.type !== 'ready')
+    throw new Error(
+      `the ${mode} worker failed to start: ${ready.type === 'error' ? ready.error : JSON.stringify(ready)}`,
+    );
   return {
     mode,
     pid: child.pid,

@@ -40,7 +40,10 @@ export function restErrorFor(error: AppError): RestErrorResponse {
 /** Sends an error response as JSON (`application/json; charset=utf-8`), with its headers. */
 export function sendRestError(reply: FastifyReply, response: RestErrorResponse): FastifyReply {
   if (response.headers) reply.headers(response.headers);
-  return reply.code(response.status).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(response.body));
+  return reply
+    .code(response.status)
+    .header('content-type', 'application/json; charset=utf-8')
+    .send(JSON.stringify(response.body));
 }
 
 /** Unexpected failures: the cause is logged, never shown. */

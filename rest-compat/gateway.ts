@@ -88,7 +88,9 @@ export function prepareRoutes(schema: GraphQLSchema, routes: RestRoute[]): Prepa
     if (!operationName) throw new Error(`REST route ${label}: the operation must be exactly one named operation`);
     const errors = validate(schema, document);
     if (errors.length > 0) {
-      throw new Error(`REST route ${label}: invalid operation ${operationName}: ${errors.map((e) => e.message).join('; ')}`);
+      throw new Error(
+        `REST route ${label}: invalid operation ${operationName}: ${errors.map((e) => e.message).join('; ')}`,
+      );
     }
     return { route, document, operationName };
   });
@@ -122,7 +124,10 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
         const code = (error as { code?: string }).code;
         if (code === 'FST_ERR_CTP_BODY_TOO_LARGE') {
           const limitMb = Math.round((options.bodyLimit / 1024 / 1024) * 10) / 10;
-          return sendRestError(reply, restErrorFor(new AppError('PAYLOAD_TOO_LARGE', `Request body is too large (limit ${limitMb} MB)`)));
+          return sendRestError(
+            reply,
+            restErrorFor(new AppError('PAYLOAD_TOO_LARGE', `Request body is too large (limit ${limitMb} MB)`)),
+          );
         }
         if (code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' || code === 'FST_ERR_CTP_EMPTY_JSON_BODY') {
           return sendRestError(reply, restErrorFor(new AppError('BAD_REQUEST', (error as Error).message)));
@@ -137,7 +142,10 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
           url: entry.route.path,
           // Authenticate before the body is read: a caller without a valid key learns nothing more.
           preParsing: async (request, reply, payload) => {
-            const context = await options.contextFactory({ header: (name) => headerValue(request, name), ip: request.ip });
+            const context = await options.contextFactory({
+              header: (name) => headerValue(request, name),
+              ip: request.ip,
+            });
             contexts.set(request, context);
             if (!entry.route.public && !context.viewer) {
               await sendRestError(reply, restErrorFor(new AppError('UNAUTHENTICATED')));
@@ -178,10 +186,16 @@ async function handle(entry: PreparedRoute, request: FastifyRequest, reply: Fast
     if (own) {
       // Variables the request made that GraphQL refuses (e.g. "abc" for an Int): bad input, not a
       // failure of ours; routes should have said it better in variables(), so note it.
-      request.log.warn({ err: own, operation: entry.operationName }, 'REST request rejected by GraphQL variable coercion');
+      request.log.warn(
+        { err: own, operation: entry.operationName },
+        'REST request rejected by GraphQL variable coercion',
+      );
       return sendRestError(reply, restErrorFor(new AppError('VALIDATION', own.message)));
     }
-    request.log.error({ err: result.errors[0]?.originalError ?? result.errors[0], operation: entry.operationName }, 'unexpected error in a REST route');
+    request.log.error(
+      { err: result.errors[0]?.originalError ?? result.errors[0], operation: entry.operationName },
+      'unexpected error in a REST route',
+    );
     return sendRestError(reply, INTERNAL_ERROR);
   }
   const body = await route.serialize(result.data, restRequest);
@@ -196,6 +210,7 @@ function headerValue(request: FastifyRequest, name: string): string | undefined 
 
 /** The DocuSeal response for an AppError; the cause of an outage (503) is logged, not shown. */
 function sendAppError(request: FastifyRequest, reply: FastifyReply, appError: AppError) {
-  if (appError.code === 'UNAVAILABLE' && appError.cause) request.log.warn({ err: appError.cause }, 'REST request failed: service unavailable');
+  if (appError.code === 'UNAVAILABLE' && appError.cause)
+    request.log.warn({ err: appError.cause }, 'REST request failed: service unavailable');
   return sendRestError(reply, restErrorFor(appError));
 }

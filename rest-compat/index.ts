@@ -5,5 +5,12 @@ import { submissionReadRoutes, submissionRoutes } from './routes/submissions.ts'
 import { templateRoutes, templateWriteRoutes } from './routes/templates.ts';
 import { userRoutes } from './routes/user.ts';
 
-export const restRoutes: RestRoute[] = [...userRoutes, ...templateRoutes, ...templateWriteRoutes, ...submissionRoutes, ...submissionReadRoutes, ...signingFormRoutes];
+export const restRoutes: RestRoute[] = [
+  ...userRoutes,
+  ...templateRoutes,
+  ...templateWriteRoutes,
+  ...submissionRoutes,
+  ...submissionReadRoutes,
+  ...signingFormRoutes,
+];
 export { registerRestGateway, type RestRoute } from './gateway.ts';

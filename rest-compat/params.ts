@@ -23,7 +23,8 @@ export function isTruthy(value: unknown): boolean {
  */
 export function pathId(request: RestRequest, model: string, name = 'id'): number {
   const raw = request.params[name] ?? '';
-  if (!/^\d{1,10}$/.test(raw) || Number(raw) > 2_147_483_647) throw new AppError('NOT_FOUND', `${model} ${raw} not found`);
+  if (!/^\d{1,10}$/.test(raw) || Number(raw) > 2_147_483_647)
+    throw new AppError('NOT_FOUND', `${model} ${raw} not found`);
   return Number(raw);
 }
 
@@ -41,7 +42,8 @@ export function queryInt(request: RestRequest, name: string): number | undefined
 /** The JSON body as an object ({} when absent); 422 for arrays or scalars. */
 export function bodyObject(request: RestRequest): Record<string, unknown> {
   const body = request.body ?? {};
-  if (typeof body !== 'object' || Array.isArray(body)) throw new AppError('VALIDATION', 'The request body must be a JSON object.');
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw new AppError('VALIDATION', 'The request body must be a JSON object.');
   return body as Record<string, unknown>;
 }
 
@@ -51,6 +53,7 @@ export function bodyObject(request: RestRequest): Record<string, unknown> {
  */
 export function optionalStringList(value: unknown, name: string): string[] | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string')) throw new AppError('VALIDATION', `${name} must be an array of strings.`);
+  if (!Array.isArray(value) || value.some((v) => typeof v !== 'string'))
+    throw new AppError('VALIDATION', `${name} must be an array of strings.`);
   return value as string[];
 }

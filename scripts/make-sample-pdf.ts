@@ -44,8 +44,8 @@ export async function makeSamplePdf(): Promise<Uint8Array> {
     'it when asked. This agreement lasts two years from the date of signing.',
   ];
   body.forEach((line, i) => {
-text(line, 72, 140 + i * 16, 11);
-});
+    text(line, 72, 140 + i * 16, 11);
+  });
 
   // Text tags: each becomes a field where it is printed, and is removed from the stored copy.
   text('Recipient name:', 72, 240, 11, bold);

@@ -79,7 +79,12 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const { config, db } = options;
   const storage = options.storage ?? createLocalStorage(path.join(config.dataDir, 'files'));
   const signer =
-    options.signer ?? createFileUrlSigner({ appUrl: config.appUrl, secret: await resolveSecretKeyBase(config), ttlMs: config.fileUrlTtl });
+    options.signer ??
+    createFileUrlSigner({
+      appUrl: config.appUrl,
+      secret: await resolveSecretKeyBase(config),
+      ttlMs: config.fileUrlTtl,
+    });
   const fastify = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: { level: config.logLevel } }),
     bodyLimit: config.maxBodySize,
@@ -113,7 +118,17 @@ export async function buildApp(options: AppOptions): Promise<App> {
     logger: fastify.log,
     effects,
   });
-  const contextFactory = createContextFactory({ db, config, logger: fastify.log, files: signer, storage, renderer, jobs, effects, live });
+  const contextFactory = createContextFactory({
+    db,
+    config,
+    logger: fastify.log,
+    files: signer,
+    storage,
+    renderer,
+    jobs,
+    effects,
+    live,
+  });
   // Webhooks: each event's deliveries (dispatch-event), each delivery's attempts (deliver-webhook).
   defineWebhookJobs(jobs, { db, config, logger: fastify.log, schema, contextFactory });
   const graphql = createGraphQLServer({
@@ -164,7 +179,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
   registerFileRoutes(fastify, { db, storage, signer });
   registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize });
   // The signing form's multipart uploads (no API key), beside the JSON gateway.
-  await registerAttachmentUploadRoute(fastify, { db, storage, files: signer, maxFileBytes: config.maxBodySize, images: config.images });
+  await registerAttachmentUploadRoute(fastify, {
+    db,
+    storage,
+    files: signer,
+    maxFileBytes: config.maxBodySize,
+    images: config.images,
+  });
   await registerRestGateway(fastify, {
     schema,
     routes: [...restRoutes, ...(options.extraRestRoutes ?? [])],
@@ -187,7 +208,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
       stopping ??= (async () => {
         // Each step is bounded: SIGTERM must end the service even if one part of it hangs (the
         // step is then named in a warning, and what it held goes with the process).
-        const step = (name: string, run: () => Promise<unknown>, limitMs: number) => boundedStep(fastify.log, name, run, limitMs);
+        const step = (name: string, run: () => Promise<unknown>, limitMs: number) =>
+          boundedStep(fastify.log, name, run, limitMs);
         // Subscriptions end first: an SSE response open until then would hold the HTTP close.
         live.endSubscriptions();
         await step('graphql-ws', () => graphql.close(), STOP_STEP_MS);
@@ -202,7 +224,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
           clearTimeout(timer);
         }
         // After the HTTP server (requests in flight may enqueue), before the database (jobs use it).
-        await step('jobs', () => jobs.stop({ timeoutMs: config.shutdownTimeout }), config.shutdownTimeout + STOP_STEP_MS);
+        await step(
+          'jobs',
+          () => jobs.stop({ timeoutMs: config.shutdownTimeout }),
+          config.shutdownTimeout + STOP_STEP_MS,
+        );
         sessions.close();
         await step('live events', () => live.close(), STOP_STEP_MS);
         await step('renderer', () => renderer.close(), STOP_STEP_MS);
@@ -221,14 +247,20 @@ const STOP_STEP_MS = 5000;
  * and resolves (the step goes on in the background, and ends with the process). A step that
  * fails is logged and does not stop the next ones.
  */
-async function boundedStep(logger: FastifyBaseLogger, name: string, run: () => Promise<unknown>, limitMs: number): Promise<void> {
+async function boundedStep(
+  logger: FastifyBaseLogger,
+  name: string,
+  run: () => Promise<unknown>,
+  limitMs: number,
+): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<'late'>((resolve) => {
     timer = setTimeout(() => resolve('late'), limitMs);
   });
   try {
     const outcome = await Promise.race([run().then(() => 'done' as const), late]);
-    if (outcome === 'late') logger.warn({ step: name, waitedMs: limitMs }, 'stop: a step did not finish in time; going on');
+    if (outcome === 'late')
+      logger.warn({ step: name, waitedMs: limitMs }, 'stop: a step did not finish in time; going on');
   } catch (error) {
     logger.error({ err: error, step: name }, 'stop: a step failed; going on');
   } finally {
@@ -237,6 +269,7 @@ async function boundedStep(logger: FastifyBaseLogger, name: string, run: () => P
 }
 
 function defaultJobQueue(config: Config, logger: FastifyBaseLogger): JobQueue {
-  if (!config.databaseUrl) throw new Error('buildApp: pass `jobs` when config.databaseUrl is unset (embedded PostgreSQL)');
+  if (!config.databaseUrl)
+    throw new Error('buildApp: pass `jobs` when config.databaseUrl is unset (embedded PostgreSQL)');
   return createJobQueue({ connectionString: config.databaseUrl, mongodbUrl: config.jobsMongodbUrl, logger });
 }

@@ -147,9 +147,16 @@ const EnvSchema = z.object({
     .string()
     .transform((value, ctx) => {
       const origins: string[] = [];
-      for (const entry of value.split(',').map((o) => o.trim()).filter(Boolean)) {
+      for (const entry of value
+        .split(',')
+        .map((o) => o.trim())
+        .filter(Boolean)) {
         const origin = parseOrigin(entry);
-        if (origin === undefined) ctx.addIssue({ code: 'custom', message: `"${entry}" is not an origin (scheme://host[:port], http or https, no path) or *` });
+        if (origin === undefined)
+          ctx.addIssue({
+            code: 'custom',
+            message: `"${entry}" is not an origin (scheme://host[:port], http or https, no path) or *`,
+          });
         else origins.push(origin);
       }
       return [...new Set(origins)];
@@ -166,7 +173,14 @@ function parseOrigin(entry: string): string | undefined {
   if (entry === '*') return '*';
   try {
     const url = new URL(entry);
-    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password || url.search || url.hash) return undefined;
+    if (
+      (url.protocol !== 'http:' && url.protocol !== 'https:') ||
+      url.username ||
+      url.password ||
+      url.search ||
+      url.hash
+    )
+      return undefined;
     return url.pathname === '/' ? url.origin : undefined;
   } catch {
     return undefined;
@@ -323,9 +337,15 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sofficePath: e.SOFFICE_PATH,
     renderTimeout: e.RENDER_TIMEOUT_SECONDS * 1000,
     renderConcurrency: e.RENDER_CONCURRENCY,
-    docxLimits: { maxUncompressedBytes: Math.floor(e.DOCX_MAX_UNCOMPRESSED_MB * 1024 * 1024), maxEntries: e.DOCX_MAX_ENTRIES },
+    docxLimits: {
+      maxUncompressedBytes: Math.floor(e.DOCX_MAX_UNCOMPRESSED_MB * 1024 * 1024),
+      maxEntries: e.DOCX_MAX_ENTRIES,
+    },
     sofficeMaxMemory: e.SOFFICE_MAX_MEMORY_MB === 0 ? undefined : e.SOFFICE_MAX_MEMORY_MB * 1024 * 1024,
-    images: { maxBytes: Math.floor(e.IMAGE_MAX_MB * 1024 * 1024), maxPixels: Math.floor(e.IMAGE_MAX_MEGAPIXELS * 1_000_000) },
+    images: {
+      maxBytes: Math.floor(e.IMAGE_MAX_MB * 1024 * 1024),
+      maxPixels: Math.floor(e.IMAGE_MAX_MEGAPIXELS * 1_000_000),
+    },
     jobsMongodbUrl: e.JOBS_MONGODB_URL,
     jobsLockLifetime: Math.round(e.JOBS_LOCK_LIFETIME_SECONDS * 1000),
     mailFrom: e.MAIL_FROM,
@@ -345,7 +365,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     webhooks: {
       retryBase: e.WEBHOOK_RETRY_BASE_MS,
       allowPrivate: e.WEBHOOK_ALLOW_PRIVATE ?? false,
-      allowedHosts: (e.WEBHOOK_ALLOWED_HOSTS ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean),
+      allowedHosts: (e.WEBHOOK_ALLOWED_HOSTS ?? '')
+        .split(',')
+        .map((h) => h.trim().toLowerCase())
+        .filter(Boolean),
       connectTimeout: Math.round(e.WEBHOOK_CONNECT_TIMEOUT_SECONDS * 1000),
       responseTimeout: Math.round(e.WEBHOOK_RESPONSE_TIMEOUT_SECONDS * 1000),
     },

@@ -125,8 +125,18 @@ interface LimitIssueParams {
 export const record = (maxKeys: number, maxKeyLength: number) =>
   z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
     const keys = Object.keys(value);
-    if (keys.length > maxKeys) ctx.addIssue({ code: 'custom', message: 'too many entries', params: { limit: 'entries', maximum: maxKeys } satisfies LimitIssueParams });
-    else if (keys.some((key) => key.length > maxKeyLength)) ctx.addIssue({ code: 'custom', message: 'key too long', params: { limit: 'key', maximum: maxKeyLength } satisfies LimitIssueParams });
+    if (keys.length > maxKeys)
+      ctx.addIssue({
+        code: 'custom',
+        message: 'too many entries',
+        params: { limit: 'entries', maximum: maxKeys } satisfies LimitIssueParams,
+      });
+    else if (keys.some((key) => key.length > maxKeyLength))
+      ctx.addIssue({
+        code: 'custom',
+        message: 'key too long',
+        params: { limit: 'key', maximum: maxKeyLength } satisfies LimitIssueParams,
+      });
   });
 
 /**
@@ -136,7 +146,11 @@ export const record = (maxKeys: number, maxKeyLength: number) =>
 export const jsonObject = (limit: JsonLimit, maxKeys?: number) =>
   z.record(z.string(), z.unknown()).superRefine((value, ctx) => {
     if (maxKeys !== undefined && Object.keys(value).length > maxKeys) {
-      ctx.addIssue({ code: 'custom', message: 'too many entries', params: { limit: 'entries', maximum: maxKeys } satisfies LimitIssueParams });
+      ctx.addIssue({
+        code: 'custom',
+        message: 'too many entries',
+        params: { limit: 'entries', maximum: maxKeys } satisfies LimitIssueParams,
+      });
       return;
     }
     const problem = jsonProblem(value, limit);
@@ -151,11 +165,15 @@ export const jsonObject = (limit: JsonLimit, maxKeys?: number) =>
 export function limitMessage(issue: z.core.$ZodIssue, path: string): { message: string; maximum: number } | undefined {
   if (issue.code === 'too_big' && (issue.origin === 'string' || issue.origin === 'array')) {
     const maximum = Number(issue.maximum);
-    return { message: issue.origin === 'string' ? tooLongMessage(path, maximum) : tooManyMessage(path, maximum), maximum };
+    return {
+      message: issue.origin === 'string' ? tooLongMessage(path, maximum) : tooManyMessage(path, maximum),
+      maximum,
+    };
   }
   if (issue.code === 'custom') {
     const params = issue.params as Partial<LimitIssueParams> | undefined;
-    if (params?.limit && typeof params.maximum === 'number') return { message: jsonLimitMessage(path, params as LimitIssueParams), maximum: params.maximum };
+    if (params?.limit && typeof params.maximum === 'number')
+      return { message: jsonLimitMessage(path, params as LimitIssueParams), maximum: params.maximum };
   }
   return undefined;
 }
@@ -220,7 +238,8 @@ export function checkItems(value: readonly unknown[] | null | undefined, maximum
  */
 export function checkJson(value: unknown, limit: JsonLimit, path: string): void {
   const problem = jsonProblem(value, limit);
-  if (problem) throw new AppError('VALIDATION', jsonLimitMessage(path, problem), { details: { path, maximum: problem.maximum } });
+  if (problem)
+    throw new AppError('VALIDATION', jsonLimitMessage(path, problem), { details: { path, maximum: problem.maximum } });
 }
 
 /**
@@ -235,7 +254,10 @@ export function formatPath(segments: readonly PropertyKey[], at = ''): string {
       path += `[${segment}]`;
       continue;
     }
-    const key = String(segment).replace(/^([a-z]+)((?:[A-Z][a-z]+)+)$/, (_all, head: string, tail: string) => `${head}${tail.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`);
+    const key = String(segment).replace(
+      /^([a-z]+)((?:[A-Z][a-z]+)+)$/,
+      (_all, head: string, tail: string) => `${head}${tail.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`,
+    );
     path += path === '' ? key : `.${key}`;
   }
   return path;

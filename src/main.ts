@@ -31,7 +31,12 @@ async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger,
   // A restart: the key was printed on the first start only; say how to replace a lost one.
   const existingDev = config.createDevAccount && !dev ? await findDevelopmentUser(db) : null;
 
-  const jobs = createJobQueue({ connectionString: database.url, mongodbUrl: config.jobsMongodbUrl, logger, lockLifetimeMs: config.jobsLockLifetime });
+  const jobs = createJobQueue({
+    connectionString: database.url,
+    mongodbUrl: config.jobsMongodbUrl,
+    logger,
+    lockLifetimeMs: config.jobsLockLifetime,
+  });
   const app = await buildApp({ config, db, logger, jobs });
   // app.stop() also stops the job queue and disconnects the database client.
   cleanups.push({ name: 'HTTP server', run: () => app.stop() });

@@ -9,7 +9,8 @@ import { fileURLToPath } from 'node:url';
 function findProjectRoot(start: string): string {
   for (let dir = start; ; dir = path.dirname(dir)) {
     const manifest = path.join(dir, 'package.json');
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'signet') return dir;
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, 'utf8')) as { name?: string }).name === 'signet')
+      return dir;
     if (path.dirname(dir) === dir) throw new Error(`Cannot find Signet's package.json above ${start}`);
   }
 }

@@ -37,7 +37,12 @@ async function createTemplate(t: TestApp, key: string): Promise<number> {
     fields: [
       { name: 'Client Name', role: 'Client', areas: [{ x: 60, y: 60, w: 220, h: 24, page: 1 }] },
       { name: 'Statement', role: 'Client', areas: [{ x: 60, y: 200, w: 400, h: 200, page: 1 }] },
-      { name: 'Client Signature', type: 'signature', role: 'Client', areas: [{ x: 60, y: 120, w: 200, h: 40, page: 1 }] },
+      {
+        name: 'Client Signature',
+        type: 'signature',
+        role: 'Client',
+        areas: [{ x: 60, y: 120, w: 200, h: 40, page: 1 }],
+      },
       { name: 'Client Initials', type: 'initials', role: 'Client', areas: [{ x: 300, y: 120, w: 60, h: 30, page: 1 }] },
       { name: 'Manager Name', role: 'Manager', areas: [{ x: 60, y: 60, w: 220, h: 24, page: 2 }] },
     ],
@@ -74,17 +79,30 @@ const pdfsig = (file: string) => {
 };
 
 /** GraphQL's events of a submission: type and data, oldest first. */
-async function eventsOf(t: TestApp, key: string, submissionId: number, submitterId: number): Promise<{ eventType: string; data: Record<string, unknown> }[]> {
-  const { body } = await graphql(t.url, 'query($id: Int!) { submission(id: $id) { events { eventType submitterId data } } }', { key, variables: { id: submissionId } });
+async function eventsOf(
+  t: TestApp,
+  key: string,
+  submissionId: number,
+  submitterId: number,
+): Promise<{ eventType: string; data: Record<string, unknown> }[]> {
+  const { body } = await graphql(
+    t.url,
+    'query($id: Int!) { submission(id: $id) { events { eventType submitterId data } } }',
+    { key, variables: { id: submissionId } },
+  );
   expect(body.errors).toBeUndefined();
-  return body.data.submission.events.filter((e: { submitterId: number }) => e.submitterId === submitterId).map(({ eventType, data }: { eventType: string; data: Record<string, unknown> }) => ({ eventType, data }));
+  return body.data.submission.events
+    .filter((e: { submitterId: number }) => e.submitterId === submitterId)
+    .map(({ eventType, data }: { eventType: string; data: Record<string, unknown> }) => ({ eventType, data }));
 }
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
   [withSmtp, withoutProvider] = await Promise.all([
     // Retries a second after a failure: time for a test to act between an attempt and its retry.
-    startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>', SEND_RETRY_BASE_MS: '1000' } }),
+    startTestApp({
+      env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>', SEND_RETRY_BASE_MS: '1000' },
+    }),
     startTestApp(),
   ]);
   alice = await withSmtp.createAccount({ name: 'Acme Λtd', email: 'alice@audit.test' });
@@ -134,12 +152,25 @@ describe('the audit log of a completed submission', () => {
     expect(managerEvents).toEqual([
       {
         eventType: 'fail_email',
-        data: expect.objectContaining({ provider: 'smtp', attempt: 1, max_attempts: 10, retrying: true, to: 'manager@audit.test', error: expect.stringContaining('451') }),
+        data: expect.objectContaining({
+          provider: 'smtp',
+          attempt: 1,
+          max_attempts: 10,
+          retrying: true,
+          to: 'manager@audit.test',
+          error: expect.stringContaining('451'),
+        }),
       },
-      { eventType: 'send_email', data: expect.objectContaining({ provider: 'smtp', attempt: 2, to: 'manager@audit.test' }) },
+      {
+        eventType: 'send_email',
+        data: expect.objectContaining({ provider: 'smtp', attempt: 2, to: 'manager@audit.test' }),
+      },
     ]);
     const rested = (await api('GET', `/submitters/${manager.id}`)).json;
-    expect(rested.submission_events.map((e: { event_type: string }) => e.event_type)).toEqual(['fail_email', 'send_email']);
+    expect(rested.submission_events.map((e: { event_type: string }) => e.event_type)).toEqual([
+      'fail_email',
+      'send_email',
+    ]);
 
     await api('PUT', `/submitters/${manager.id}`, { completed: true, values: { 'Manager Name': 'Анна Иванова' } });
     await t.jobs.waitForIdle({ timeoutMs: 30_000 });
@@ -148,7 +179,9 @@ describe('the audit log of a completed submission', () => {
     const log = await download(done.audit_log_url, 'audit-smtp.pdf');
     const text = textOf(log);
 
-    expect(text).toMatch(/Email to manager@audit\.test via SMTP failed \(attempt 1 of 10\): [^()]*451 Greylisted, try again later; will be retried \(fail_email\)/);
+    expect(text).toMatch(
+      /Email to manager@audit\.test via SMTP failed \(attempt 1 of 10\): [^()]*451 Greylisted, try again later; will be retried \(fail_email\)/,
+    );
     expect(text).toMatch(/Z Email sent to manager@audit\.test via SMTP on attempt 2 \(send_email\)/);
     expect(text).not.toContain('Email sent (send_email)');
     // Values under their field names (DocuSeal's layout); the long statement whole, over pages.
@@ -175,14 +208,27 @@ describe('the audit log of a completed submission', () => {
     const created = await api('POST', '/submissions', {
       template_id: templateId,
       submitters: [
-        { role: 'Client', email: 'late@audit.test', values: { 'Client Name': 'Late Client', 'Client Signature': 'Late' } },
-        { role: 'Manager', email: 'late-manager@audit.test', completed: true, values: { 'Manager Name': 'Late Manager' } },
+        {
+          role: 'Client',
+          email: 'late@audit.test',
+          values: { 'Client Name': 'Late Client', 'Client Signature': 'Late' },
+        },
+        {
+          role: 'Manager',
+          email: 'late-manager@audit.test',
+          completed: true,
+          values: { 'Manager Name': 'Late Manager' },
+        },
       ],
     });
     expect(created.status, JSON.stringify(created.json)).toBe(200);
     const [client] = created.json;
     // The request to the client failed once; before its retry, the client completes (e.g. through an embedded form).
-    for (let waited = 0; !(await eventsOf(t, alice.apiKey, client.submission_id, client.id)).some((e) => e.eventType === 'fail_email'); waited += 20) {
+    for (
+      let waited = 0;
+      !(await eventsOf(t, alice.apiKey, client.submission_id, client.id)).some((e) => e.eventType === 'fail_email');
+      waited += 20
+    ) {
       expect(waited).toBeLessThan(10_000);
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
@@ -192,18 +238,31 @@ describe('the audit log of a completed submission', () => {
     const done = (await api('GET', `/submissions/${client.submission_id}`)).json;
     expect(done.status).toBe('completed');
     const text = textOf(await download(done.audit_log_url, 'audit-late.pdf'));
-    expect(text).toMatch(/Email to late@audit\.test via SMTP failed \(attempt 1 of 10\): [^()]*421 Service not available, closing channel; will be retried \(fail_email\)/);
+    expect(text).toMatch(
+      /Email to late@audit\.test via SMTP failed \(attempt 1 of 10\): [^()]*421 Service not available, closing channel; will be retried \(fail_email\)/,
+    );
     // The retry came after the completion: nothing was sent, and the events say so last.
-    expect(smtp.messages.filter((m) => m.envelope.rcptTo.includes('late@audit.test') && m.parsed.subject !== 'Your document copy')).toHaveLength(0);
+    expect(
+      smtp.messages.filter(
+        (m) => m.envelope.rcptTo.includes('late@audit.test') && m.parsed.subject !== 'Your document copy',
+      ),
+    ).toHaveLength(0);
     const events = await eventsOf(t, alice.apiKey, client.submission_id, client.id);
     expect(events.filter((e) => e.eventType.endsWith('_email'))).toEqual([
       { eventType: 'fail_email', data: expect.objectContaining({ attempt: 1, retrying: true }) },
       {
         eventType: 'fail_email',
-        data: expect.objectContaining({ attempt: 1, retrying: false, reason: 'the party had completed or declined the form', error: expect.stringContaining('421') }),
+        data: expect.objectContaining({
+          attempt: 1,
+          retrying: false,
+          reason: 'the party had completed or declined the form',
+          error: expect.stringContaining('421'),
+        }),
       },
     ]);
-    const row = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: client.id, kind: 'signature_request' } });
+    const row = await t.db.emailMessage.findFirstOrThrow({
+      where: { submitterId: client.id, kind: 'signature_request' },
+    });
     expect(row.status).toBe('failed');
   });
 
@@ -214,7 +273,12 @@ describe('the audit log of a completed submission', () => {
     const created = await api('POST', '/submissions', {
       template_id: templateId,
       submitters: [
-        { role: 'Client', email: 'client@kept.test', completed: true, values: { 'Client Name': 'Kept Client', 'Client Signature': 'Kay' } },
+        {
+          role: 'Client',
+          email: 'client@kept.test',
+          completed: true,
+          values: { 'Client Name': 'Kept Client', 'Client Signature': 'Kay' },
+        },
         { role: 'Manager', email: 'manager@kept.test' },
       ],
     });
@@ -222,7 +286,10 @@ describe('the audit log of a completed submission', () => {
     const [client, manager] = created.json;
     await t.jobs.waitForIdle({ timeoutMs: 30_000 });
     expect(await eventsOf(t, bob.apiKey, client.submission_id, manager.id)).toEqual([
-      { eventType: 'send_email', data: expect.objectContaining({ provider: 'outbox', attempt: 1, to: 'manager@kept.test' }) },
+      {
+        eventType: 'send_email',
+        data: expect.objectContaining({ provider: 'outbox', attempt: 1, to: 'manager@kept.test' }),
+      },
     ]);
     await api('PUT', `/submitters/${manager.id}`, { completed: true, values: { 'Manager Name': 'Kept Manager' } });
     await t.jobs.waitForIdle({ timeoutMs: 30_000 });

@@ -85,7 +85,9 @@ describe('buildAuditLog', () => {
     expect(text).toMatch(/^Signet Audit Log Submission ID 4217 Account Acme Λtd Generated at 2026-11-21T10:15:30Z /);
     expect(text).not.toContain('Testing Log');
     for (const document of log.documents) {
-      expect(text).toContain(`${document.name} Original SHA-256 ${document.originalSha256} Final SHA-256 ${document.finalSha256}`);
+      expect(text).toContain(
+        `${document.name} Original SHA-256 ${document.originalSha256} Final SHA-256 ${document.finalSha256}`,
+      );
     }
     expect(text).toContain(
       `First Party Name Ελένη Παπαδοπούλου Email eleni@example.test Phone +306912345678 IP 203.0.113.7 User agent ${CHROME} Completed at 2026-11-21T10:05:00Z`,
@@ -104,7 +106,8 @@ describe('buildAuditLog', () => {
     expect(text).toContain('2026-11-21T10:11:00Z custom_thing');
     const info = pdfinfo(pdf);
     const pages = Number(/Pages:\s+(\d+)/.exec(info)![1]);
-    for (let page = 1; page <= pages; page++) expect(text).toContain(`Audit Log · Submission 4217 Page ${page} of ${pages}`);
+    for (let page = 1; page <= pages; page++)
+      expect(text).toContain(`Audit Log · Submission 4217 Page ${page} of ${pages}`);
     expect(info).toMatch(/Title:\s+Audit Log - Submission 4217/);
     expect(info).toMatch(/Page size:\s+595\.28 x 841\.89 pts \(A4\)/);
   });
@@ -185,7 +188,9 @@ describe('buildAuditLog', () => {
 
   it('adds the local time in the account zone, and uses Letter pages for a US zone', async () => {
     const athens = textOf(await buildAuditLog(input({ timeZone: 'Europe/Athens' })));
-    expect(athens).toContain('Generated at 2026-11-21T10:15:30Z (2026-11-21 12:15:30 GMT+02:00) Time zone Europe/Athens Documents');
+    expect(athens).toContain(
+      'Generated at 2026-11-21T10:15:30Z (2026-11-21 12:15:30 GMT+02:00) Time zone Europe/Athens Documents',
+    );
 
     const newYork = await buildAuditLog(input({ timeZone: 'America/New_York' }));
     expect(textOf(newYork)).toContain('2026-11-21T09:00:00Z (2026-11-21 04:00:00 GMT-05:00) Email sent (send_email)');
@@ -199,14 +204,26 @@ describe('buildAuditLog', () => {
 });
 
 /** pdfimages -list of a PDF: its image rows (not soft masks) with page, width and height. */
-async function listImages(pdf: Uint8Array): Promise<{ page: number; type: string; width: number; height: number; object: number }[]> {
+async function listImages(
+  pdf: Uint8Array,
+): Promise<{ page: number; type: string; width: number; height: number; object: number }[]> {
   const dir = await fs.mkdtemp(path.join(os.tmpdir(), 'signet-audit-images-'));
   try {
     await fs.writeFile(path.join(dir, 'log.pdf'), pdf);
-    const lines = execFileSync('pdfimages', ['-list', path.join(dir, 'log.pdf')]).toString().trim().split('\n').slice(2);
+    const lines = execFileSync('pdfimages', ['-list', path.join(dir, 'log.pdf')])
+      .toString()
+      .trim()
+      .split('\n')
+      .slice(2);
     return lines.map((line) => {
       const cells = line.trim().split(/\s+/);
-      return { page: Number(cells[0]), type: cells[2]!, width: Number(cells[3]), height: Number(cells[4]), object: Number(cells[10]) };
+      return {
+        page: Number(cells[0]),
+        type: cells[2]!,
+        width: Number(cells[3]),
+        height: Number(cells[4]),
+        object: Number(cells[10]),
+      };
     });
   } finally {
     await fs.rm(dir, { recursive: true, force: true });
@@ -215,21 +232,70 @@ async function listImages(pdf: Uint8Array): Promise<{ page: number; type: string
 
 describe('buildAuditLog: what happened to each email and SMS', () => {
   const at = (minute: number) => new Date(Date.UTC(2026, 10, 21, 9, minute));
-  const party = (events: AuditLogParty['events']): AuditLogParty => ({ role: 'Signer', name: 'Ann', email: 'ann@example.test', events });
+  const party = (events: AuditLogParty['events']): AuditLogParty => ({
+    role: 'Signer',
+    name: 'Ann',
+    email: 'ann@example.test',
+    events,
+  });
 
   it('says "kept, not sent" for the outbox, names the provider that sent, and prints failures with their error and whether they are retried', async () => {
     const events: AuditLogParty['events'] = [
-      { type: 'send_email', at: at(0), data: { email_message_id: 1, provider: 'outbox', attempt: 1, to: 'ann@example.test' } },
+      {
+        type: 'send_email',
+        at: at(0),
+        data: { email_message_id: 1, provider: 'outbox', attempt: 1, to: 'ann@example.test' },
+      },
       { type: 'send_sms', at: at(1), data: { sms_message_id: 2, provider: 'outbox', attempt: 1, to: '+15551234567' } },
       {
         type: 'fail_email',
         at: at(2),
-        data: { email_message_id: 3, provider: 'smtp', attempt: 1, max_attempts: 10, retrying: true, error: 'Message failed: 451 Try again later', to: 'ann@example.test' },
+        data: {
+          email_message_id: 3,
+          provider: 'smtp',
+          attempt: 1,
+          max_attempts: 10,
+          retrying: true,
+          error: 'Message failed: 451 Try again later',
+          to: 'ann@example.test',
+        },
       },
-      { type: 'send_email', at: at(3), data: { email_message_id: 3, provider: 'smtp', attempt: 2, to: 'ann@example.test' } },
-      { type: 'send_email', at: at(4), data: { email_message_id: 4, provider: 'sendgrid', attempt: 1, to: 'ann@example.test' } },
-      { type: 'fail_email', at: at(5), data: { email_message_id: 5, provider: 'sendgrid', attempt: 1, max_attempts: 10, retrying: false, error: 'The to address is invalid', to: 'ann@example.test' } },
-      { type: 'fail_sms', at: at(6), data: { sms_message_id: 6, provider: 'twilio', attempt: 10, max_attempts: 10, retrying: false, error: 'HTTP 503', to: '+15551234567' } },
+      {
+        type: 'send_email',
+        at: at(3),
+        data: { email_message_id: 3, provider: 'smtp', attempt: 2, to: 'ann@example.test' },
+      },
+      {
+        type: 'send_email',
+        at: at(4),
+        data: { email_message_id: 4, provider: 'sendgrid', attempt: 1, to: 'ann@example.test' },
+      },
+      {
+        type: 'fail_email',
+        at: at(5),
+        data: {
+          email_message_id: 5,
+          provider: 'sendgrid',
+          attempt: 1,
+          max_attempts: 10,
+          retrying: false,
+          error: 'The to address is invalid',
+          to: 'ann@example.test',
+        },
+      },
+      {
+        type: 'fail_sms',
+        at: at(6),
+        data: {
+          sms_message_id: 6,
+          provider: 'twilio',
+          attempt: 10,
+          max_attempts: 10,
+          retrying: false,
+          error: 'HTTP 503',
+          to: '+15551234567',
+        },
+      },
       { type: 'send_sms', at: at(7), data: { sms_message_id: 7, provider: 'twilio', attempt: 1, to: '+15551234567' } },
       // Recorded before delivery events carried their outcome: DocuSeal's sentence.
       { type: 'send_email', at: at(8), data: { email_message_id: 8 } },
@@ -237,7 +303,16 @@ describe('buildAuditLog: what happened to each email and SMS', () => {
       {
         type: 'fail_email',
         at: at(10),
-        data: { email_message_id: 9, provider: 'smtp', attempt: 1, max_attempts: 10, retrying: false, error: '421 Busy', reason: 'the party had completed or declined the form', to: 'ann@example.test' },
+        data: {
+          email_message_id: 9,
+          provider: 'smtp',
+          attempt: 1,
+          max_attempts: 10,
+          retrying: false,
+          error: '421 Busy',
+          reason: 'the party had completed or declined the form',
+          to: 'ann@example.test',
+        },
       },
     ];
 
@@ -329,8 +404,16 @@ describe('listAuditLogValues', () => {
       { name: 'Colours', type: 'multiple', text: 'Red, Blue' },
       { name: 'Card', type: 'text', text: '4111 XXXX XXXX XXXX' },
       // Two signature fields holding one image: one entry, named after both (the first has no name: "Signature Field 1").
-      { name: 'Signature Field 1, Sign again', type: 'signature', image: { uuid: 'sig-1', file: { bytes: signature, contentType: 'image/png' } } },
-      { name: 'Initials', type: 'initials', image: { uuid: 'ini-1', file: { bytes: signature, contentType: 'image/png' } } },
+      {
+        name: 'Signature Field 1, Sign again',
+        type: 'signature',
+        image: { uuid: 'sig-1', file: { bytes: signature, contentType: 'image/png' } },
+      },
+      {
+        name: 'Initials',
+        type: 'initials',
+        image: { uuid: 'ini-1', file: { bytes: signature, contentType: 'image/png' } },
+      },
       { name: 'Typed', type: 'signature', typed: 'Eleni P' },
       { name: 'Upload', type: 'file', text: 'passport.pdf' },
       { name: 'Notes', type: 'text', text: 'first line\nsecond line' },
@@ -353,8 +436,19 @@ describe('buildAuditLog: each party’s values, signatures and initials', () => 
         values: [
           { name: 'Full name', type: 'text', text: 'Ελένη Παπαδοπούλου' },
           { name: 'Signature, Second signature', type: 'signature', image: sig },
-          { name: 'Initials', type: 'initials', image: { uuid: '22222222-2222-4222-8222-222222222222', file: { bytes: initials, contentType: 'image/png' } } },
-          { name: 'Photo', type: 'image', image: { uuid: '33333333-3333-4333-8333-333333333333', file: { bytes: photo, contentType: 'image/jpeg' } } },
+          {
+            name: 'Initials',
+            type: 'initials',
+            image: {
+              uuid: '22222222-2222-4222-8222-222222222222',
+              file: { bytes: initials, contentType: 'image/png' },
+            },
+          },
+          {
+            name: 'Photo',
+            type: 'image',
+            image: { uuid: '33333333-3333-4333-8333-333333333333', file: { bytes: photo, contentType: 'image/jpeg' } },
+          },
         ],
       },
       {
@@ -366,7 +460,14 @@ describe('buildAuditLog: each party’s values, signatures and initials', () => 
           { name: 'Typed signature', type: 'signature', typed: 'Иван Петров' },
           // The same stored file again (a copied value): still one image object.
           { name: 'Witness', type: 'signature', image: sig },
-          { name: 'Broken', type: 'image', image: { uuid: '44444444-4444-4444-8444-444444444444', file: { bytes: new Uint8Array([1, 2, 3]), contentType: 'image/png' } } },
+          {
+            name: 'Broken',
+            type: 'image',
+            image: {
+              uuid: '44444444-4444-4444-8444-444444444444',
+              file: { bytes: new Uint8Array([1, 2, 3]), contentType: 'image/png' },
+            },
+          },
         ],
       },
     ];
@@ -379,7 +480,12 @@ describe('buildAuditLog: each party’s values, signatures and initials', () => 
     expect(text).toContain('Values TYPED SIGNATURE Иван Петров WITNESS BROKEN Image not readable Events None');
     const images = (await listImages(pdf)).filter((image) => image.type === 'image');
     // Each stored image once: the signature shown twice is one object drawn twice.
-    expect(images.map((image) => `${image.width}x${image.height}`).sort()).toEqual(['120x60', '200x150', '300x100', '300x100']);
+    expect(images.map((image) => `${image.width}x${image.height}`).sort()).toEqual([
+      '120x60',
+      '200x150',
+      '300x100',
+      '300x100',
+    ]);
     expect(new Set(images.map((image) => image.object)).size).toBe(3);
     // The signature keeps its transparency (a soft mask), as DocuSeal's PNGs do.
     expect((await listImages(pdf)).some((image) => image.type === 'smask' && image.width === 300)).toBe(true);
@@ -396,7 +502,14 @@ describe('buildAuditLog: each party’s values, signatures and initials', () => 
         events: [{ type: 'complete_form', at: new Date('2026-11-21T10:00:00Z') }],
         values: [
           { name: 'Statement', type: 'text', text: paragraphs },
-          { name: 'Signature', type: 'signature', image: { uuid: '55555555-5555-4555-8555-555555555555', file: { bytes: await strokePng(600, 200), contentType: 'image/png' } } },
+          {
+            name: 'Signature',
+            type: 'signature',
+            image: {
+              uuid: '55555555-5555-4555-8555-555555555555',
+              file: { bytes: await strokePng(600, 200), contentType: 'image/png' },
+            },
+          },
         ],
       },
     ];
@@ -416,7 +529,9 @@ describe('buildAuditLog: each party’s values, signatures and initials', () => 
       // Nothing drawn off the page: every word's box lies inside the page (pdftotext -bbox).
       const boxes = execFileSync('pdftotext', ['-bbox', file, '-']).toString();
       const page = /<page width="([\d.]+)" height="([\d.]+)">/.exec(boxes)!;
-      for (const [, xMin, yMin, xMax, yMax] of boxes.matchAll(/<word xMin="([\d.-]+)" yMin="([\d.-]+)" xMax="([\d.-]+)" yMax="([\d.-]+)">/g)) {
+      for (const [, xMin, yMin, xMax, yMax] of boxes.matchAll(
+        /<word xMin="([\d.-]+)" yMin="([\d.-]+)" xMax="([\d.-]+)" yMax="([\d.-]+)">/g,
+      )) {
         expect(Number(xMin)).toBeGreaterThanOrEqual(0);
         expect(Number(yMin)).toBeGreaterThanOrEqual(0);
         expect(Number(xMax)).toBeLessThanOrEqual(Number(page[1]));
@@ -424,7 +539,11 @@ describe('buildAuditLog: each party’s values, signatures and initials', () => 
       }
       // The line break is kept: the second paragraph starts a line of its own.
       expect(execFileSync('pdftotext', [file, '-']).toString()).toMatch(/\nword700 word701/);
-      expect((await listImages(signed)).filter((image) => image.type === 'image').map((image) => `${image.width}x${image.height}`)).toEqual(['600x200']);
+      expect(
+        (await listImages(signed))
+          .filter((image) => image.type === 'image')
+          .map((image) => `${image.width}x${image.height}`),
+      ).toEqual(['600x200']);
       const report = execFileSync('pdfsig', [file]).toString();
       expect(report).toContain('Signature is Valid.');
       expect(report).toContain('Total document signed');

@@ -45,7 +45,9 @@ describe('authenticate', () => {
       await authenticate(counted, two.apiKey);
       await new Promise((r) => setTimeout(r, 100));
       statements.length = 0;
-      const viewers = await Promise.all([one.apiKey, two.apiKey, 'sgt_unknown', one.apiKey].map((key) => authenticate(counted, key)));
+      const viewers = await Promise.all(
+        [one.apiKey, two.apiKey, 'sgt_unknown', one.apiKey].map((key) => authenticate(counted, key)),
+      );
       expect(viewers.map((v) => v?.account.name ?? null)).toEqual(['One', 'Two', null, 'One']);
       expect(viewers.map((v) => v?.apiKeyId ?? null)).toEqual([one.apiKeyId, two.apiKeyId, null, one.apiKeyId]);
       await new Promise((r) => setTimeout(r, 50));

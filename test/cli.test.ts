@@ -34,7 +34,11 @@ describe('signet migrate', () => {
   it('applies pending migrations and says which, then nothing', async () => {
     const first = await runSignet(['migrate'], env);
     expect(first.code).toBe(0);
-    const all = fs.readdirSync(MIGRATIONS_DIR, { withFileTypes: true }).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+    const all = fs
+      .readdirSync(MIGRATIONS_DIR, { withFileTypes: true })
+      .filter((e) => e.isDirectory())
+      .map((e) => e.name)
+      .sort();
     expect(all[0]).toBe('20261121000000_init');
     expect(jsonLine(first.stdout)).toEqual({ applied: all });
     const second = await runSignet(['migrate'], env);
@@ -45,18 +49,47 @@ describe('signet migrate', () => {
 
 describe('signet account create', () => {
   it('prints exactly one JSON line with accountId, userId and apiKey, and the key works', async () => {
-    const result = await runSignet(['account', 'create', '--name', 'Acme', '--email', 'Owner@Acme.test', '--first-name', 'Olive', '--last-name', 'Owner'], env);
+    const result = await runSignet(
+      [
+        'account',
+        'create',
+        '--name',
+        'Acme',
+        '--email',
+        'Owner@Acme.test',
+        '--first-name',
+        'Olive',
+        '--last-name',
+        'Owner',
+      ],
+      env,
+    );
     expect(result.code).toBe(0);
     const created = jsonLine(result.stdout);
     expect(Object.keys(created)).toEqual(['accountId', 'userId', 'apiKey']);
-    expect(created).toEqual({ accountId: expect.any(Number), userId: expect.any(Number), apiKey: expect.stringMatching(/^sgt_[A-Za-z0-9_-]{43}$/) });
+    expect(created).toEqual({
+      accountId: expect.any(Number),
+      userId: expect.any(Number),
+      apiKey: expect.stringMatching(/^sgt_[A-Za-z0-9_-]{43}$/),
+    });
 
     const user = await db.user.findUniqueOrThrow({ where: { id: created.userId }, include: { account: true } });
-    expect(user).toMatchObject({ email: 'owner@acme.test', firstName: 'Olive', lastName: 'Owner', accountId: created.accountId, account: { name: 'Acme' } });
+    expect(user).toMatchObject({
+      email: 'owner@acme.test',
+      firstName: 'Olive',
+      lastName: 'Owner',
+      accountId: created.accountId,
+      account: { name: 'Acme' },
+    });
 
     service = await startService(env);
     const response = await fetch(`${service.url}/api/user`, { headers: { 'X-Auth-Token': created.apiKey } });
-    expect(await response.json()).toEqual({ id: created.userId, first_name: 'Olive', last_name: 'Owner', email: 'owner@acme.test' });
+    expect(await response.json()).toEqual({
+      id: created.userId,
+      first_name: 'Olive',
+      last_name: 'Owner',
+      email: 'owner@acme.test',
+    });
   });
 
   it('exits 2 with a usage message on bad arguments, creating nothing', async () => {
@@ -98,7 +131,13 @@ describe('signet api-key', () => {
     const created = await runSignet(['api-key', 'create', '--user-id', String(owner.id), '--name', 'zapier'], env);
     expect(created.code).toBe(0);
     const key = jsonLine(created.stdout);
-    expect(key).toMatchObject({ id: expect.any(Number), userId: owner.id, accountId: owner.accountId, name: 'zapier', apiKey: expect.stringMatching(/^sgt_/) });
+    expect(key).toMatchObject({
+      id: expect.any(Number),
+      userId: owner.id,
+      accountId: owner.accountId,
+      name: 'zapier',
+      apiKey: expect.stringMatching(/^sgt_/),
+    });
 
     const listed = await runSignet(['api-key', 'list', '--account-id', String(owner.accountId)], env);
     expect(listed.code).toBe(0);
@@ -141,23 +180,49 @@ describe('signet api-key', () => {
 
 describe('signet account list, signet user list', () => {
   it('print every account and user as one JSON array, archived ones marked, never a key', async () => {
-    const created = jsonLine((await runSignet(['account', 'create', '--name', 'Beta', '--email', 'owner@beta.test', '--first-name', 'Bea'], env)).stdout);
-    await db.account.update({ where: { id: created.accountId }, data: { archivedAt: new Date('2026-11-20T10:00:00.000Z') } });
+    const created = jsonLine(
+      (
+        await runSignet(
+          ['account', 'create', '--name', 'Beta', '--email', 'owner@beta.test', '--first-name', 'Bea'],
+          env,
+        )
+      ).stdout,
+    );
+    await db.account.update({
+      where: { id: created.accountId },
+      data: { archivedAt: new Date('2026-11-20T10:00:00.000Z') },
+    });
     await db.user.update({ where: { id: created.userId }, data: { archivedAt: new Date('2026-11-20T10:00:00.000Z') } });
 
     const accounts = await runSignet(['account', 'list'], env);
     expect(accounts.code, accounts.stderr).toBe(0);
     const listedAccounts = jsonLine(accounts.stdout);
-    const stored = await db.account.findMany({ orderBy: { id: 'asc' }, include: { _count: { select: { users: true } } } });
+    const stored = await db.account.findMany({
+      orderBy: { id: 'asc' },
+      include: { _count: { select: { users: true } } },
+    });
     expect(listedAccounts).toEqual(
-      stored.map((a) => ({ id: a.id, name: a.name, testing: a.testing, createdAt: a.createdAt.toISOString(), archivedAt: a.archivedAt?.toISOString() ?? null, userCount: a._count.users })),
+      stored.map((a) => ({
+        id: a.id,
+        name: a.name,
+        testing: a.testing,
+        createdAt: a.createdAt.toISOString(),
+        archivedAt: a.archivedAt?.toISOString() ?? null,
+        userCount: a._count.users,
+      })),
     );
-    expect(listedAccounts.find((a: { id: number }) => a.id === created.accountId)).toMatchObject({ name: 'Beta', archivedAt: '2026-11-20T10:00:00.000Z', userCount: 1 });
+    expect(listedAccounts.find((a: { id: number }) => a.id === created.accountId)).toMatchObject({
+      name: 'Beta',
+      archivedAt: '2026-11-20T10:00:00.000Z',
+      userCount: 1,
+    });
 
     const users = await runSignet(['user', 'list'], env);
     expect(users.code, users.stderr).toBe(0);
     const listedUsers = jsonLine(users.stdout);
-    expect(listedUsers.map((u: { id: number }) => u.id)).toEqual((await db.user.findMany({ orderBy: { id: 'asc' } })).map((u) => u.id));
+    expect(listedUsers.map((u: { id: number }) => u.id)).toEqual(
+      (await db.user.findMany({ orderBy: { id: 'asc' } })).map((u) => u.id),
+    );
     expect(listedUsers.find((u: { id: number }) => u.id === created.userId)).toEqual({
       id: created.userId,
       accountId: created.accountId,
@@ -200,21 +265,53 @@ describe('signet help', () => {
   // A database that does not exist: help must not need one.
   const nowhere = { DATABASE_URL: 'postgresql://postgres@127.0.0.1:1/nowhere' };
 
-  it('<command> --help, -h and `help <command>` print that command\'s usage on stdout and exit 0', async () => {
+  it("<command> --help, -h and `help <command>` print that command's usage on stdout and exit 0", async () => {
     const cases: [string[], string, string[]][] = [
-      [['api-key', '--help'], 'Usage: signet api-key <create|revoke|list> [options]', ['api-key create --user-id N', 'api-key revoke --key-id N', 'api-key list --account-id N']],
+      [
+        ['api-key', '--help'],
+        'Usage: signet api-key <create|revoke|list> [options]',
+        ['api-key create --user-id N', 'api-key revoke --key-id N', 'api-key list --account-id N'],
+      ],
       [['api-key', '-h'], 'Usage: signet api-key <create|revoke|list> [options]', ['api-key create --user-id N']],
       [['help', 'api-key'], 'Usage: signet api-key <create|revoke|list> [options]', ['api-key revoke --key-id N']],
-      [['api-key', 'create', '--help'], 'Usage: signet api-key create --user-id N [--name LABEL]', ['Creates an API key for a user']],
-      [['api-key', 'create', '--user-id', 'abc', '-h'], 'Usage: signet api-key create --user-id N [--name LABEL]', ['shown only this once']],
-      [['help', 'api-key', 'create'], 'Usage: signet api-key create --user-id N [--name LABEL]', ['Creates an API key for a user']],
-      [['account', '--help'], 'Usage: signet account <create|list> [options]', ['account create --name NAME', 'account list']],
+      [
+        ['api-key', 'create', '--help'],
+        'Usage: signet api-key create --user-id N [--name LABEL]',
+        ['Creates an API key for a user'],
+      ],
+      [
+        ['api-key', 'create', '--user-id', 'abc', '-h'],
+        'Usage: signet api-key create --user-id N [--name LABEL]',
+        ['shown only this once'],
+      ],
+      [
+        ['help', 'api-key', 'create'],
+        'Usage: signet api-key create --user-id N [--name LABEL]',
+        ['Creates an API key for a user'],
+      ],
+      [
+        ['account', '--help'],
+        'Usage: signet account <create|list> [options]',
+        ['account create --name NAME', 'account list'],
+      ],
       [['account', 'list', '-h'], 'Usage: signet account list', ['Prints every account']],
-      [['user', 'list', '--help'], 'Usage: signet user list [--account-id N]', ['signet api-key create --user-id <id>']],
-      [['webhook', 'add', '--help'], 'Usage: signet webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]', ['WEBHOOK_ALLOWED_HOSTS']],
+      [
+        ['user', 'list', '--help'],
+        'Usage: signet user list [--account-id N]',
+        ['signet api-key create --user-id <id>'],
+      ],
+      [
+        ['webhook', 'add', '--help'],
+        'Usage: signet webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]',
+        ['WEBHOOK_ALLOWED_HOSTS'],
+      ],
       [['help', 'migrate'], 'Usage: signet migrate', ['Applies pending database migrations']],
       [['migrate', '--help'], 'Usage: signet migrate', ['Applies pending database migrations']],
-      [['--help'], 'Usage: signet <command> [options]', ['api-key create', 'user list', 'account list', 'signet <command> --help']],
+      [
+        ['--help'],
+        'Usage: signet <command> [options]',
+        ['api-key create', 'user list', 'account list', 'signet <command> --help'],
+      ],
       [['help'], 'Usage: signet <command> [options]', ['webhook add']],
     ];
     for (const [args, head, contains] of cases) {
@@ -236,6 +333,8 @@ describe('signet help', () => {
     expect(unknown.stderr).toMatch(/^signet: Unknown command "nope"/);
     const group = await runSignet(['api-key'], nowhere);
     expect(group.code).toBe(2);
-    expect(group.stderr).toMatch(/^signet: "api-key" needs a command\n\nUsage: signet api-key <create\|revoke\|list> \[options\]/);
+    expect(group.stderr).toMatch(
+      /^signet: "api-key" needs a command\n\nUsage: signet api-key <create\|revoke\|list> \[options\]/,
+    );
   });
 });

@@ -35,7 +35,8 @@ beforeAll(async () => {
   sql = new pg.Pool({ connectionString: database.url, max: 2 });
 });
 afterAll(async () => {
-  for (const service of services) if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
+  for (const service of services)
+    if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
   await sql?.end();
   await database?.drop();
   fs.rmSync(tmp, { recursive: true, force: true });
@@ -51,7 +52,13 @@ describe('lock renewal', () => {
     // The lifetime is short, but not so short that a busy machine delaying the renewal timer by a
     // few hundred milliseconds would look like a dead instance (renewed every third of it).
     for (const name of ['first', 'second']) {
-      const queue = createJobQueue({ connectionString: database.url, logger, processEvery: 50, lockLifetimeMs: 1000, name });
+      const queue = createJobQueue({
+        connectionString: database.url,
+        logger,
+        processEvery: 50,
+        lockLifetimeMs: 1000,
+        name,
+      });
       queue.define('slow', async () => {
         runs.push(name);
         await sleep(5000);
@@ -110,9 +117,13 @@ async function kill(service: ServiceProcess): Promise<void> {
 }
 
 const pausedAt = (service: ServiceProcess, point: string) =>
-  waitFor(`the completion job to pause at ${point}`, async () => service.output().includes(`TEST_PAUSE_COMPLETION: pausing at ${point}`));
+  waitFor(`the completion job to pause at ${point}`, async () =>
+    service.output().includes(`TEST_PAUSE_COMPLETION: pausing at ${point}`),
+  );
 
-async function documentRows(submissionId: number): Promise<Array<{ submitter_id: number | null; kind: string; n: number }>> {
+async function documentRows(
+  submissionId: number,
+): Promise<Array<{ submitter_id: number | null; kind: string; n: number }>> {
   const { rows } = await sql.query(
     `SELECT submitter_id, kind, count(*)::int AS n FROM completed_documents WHERE submission_id = $1 GROUP BY 1, 2 ORDER BY 2, 1`,
     [submissionId],
@@ -147,9 +158,16 @@ const pdfsig = (file: string) => {
 };
 
 describe('completion across crashes (SIGKILL)', () => {
-  it('ends with one set of documents, one audit log and one form.completed per party', { timeout: 240_000 }, async () => {
+  it('ends with one set of documents, one audit log and one form.completed per party', {
+    timeout: 240_000,
+  }, async () => {
     const db = createDb(database.url, { poolSize: 1 });
-    const account = await createAccount(db, { name: 'Restart Ltd', email: 'owner@restart.test', firstName: 'Ada', lastName: 'Lovelace' })
+    const account = await createAccount(db, {
+      name: 'Restart Ltd',
+      email: 'owner@restart.test',
+      firstName: 'Ada',
+      lastName: 'Lovelace',
+    })
       .then(async (created) => {
         await subscribeToEveryEvent(db, created.accountId); // so each event is a dispatch-event job
         return created;
@@ -172,7 +190,12 @@ describe('completion across crashes (SIGKILL)', () => {
       template_id: template.json.id,
       send_email: false,
       submitters: [
-        { role: 'Client', email: 'client@restart.test', completed: true, values: { 'Client Name': 'Ελένη Παπαδοπούλου' } },
+        {
+          role: 'Client',
+          email: 'client@restart.test',
+          completed: true,
+          values: { 'Client Name': 'Ελένη Παπαδοπούλου' },
+        },
         { role: 'Manager', email: 'manager@restart.test' },
       ],
     });
@@ -199,8 +222,14 @@ describe('completion across crashes (SIGKILL)', () => {
     // 3. Restarted: the job runs again and draws nothing, and form.completed is still there once.
     //    Then the last party completes, and the service is killed inside that party's transaction.
     service = await startSignet('drawn:60000');
-    await waitFor('the form.completed event', async () => (await eventRows(submissionId, parties))[`form.completed:${client!.id}`] === 1);
-    const put = await api('PUT', `/submitters/${manager!.id}`, { completed: true, values: { 'Manager Name': 'Анна Иванова' } });
+    await waitFor(
+      'the form.completed event',
+      async () => (await eventRows(submissionId, parties))[`form.completed:${client!.id}`] === 1,
+    );
+    const put = await api('PUT', `/submitters/${manager!.id}`, {
+      completed: true,
+      values: { 'Manager Name': 'Анна Иванова' },
+    });
     expect(put.status, JSON.stringify(put.json)).toBe(200);
     await pausedAt(service, 'drawn');
     await kill(service);
@@ -208,9 +237,14 @@ describe('completion across crashes (SIGKILL)', () => {
 
     // 4. Restarted with no pause: the last party's documents, the signatures, the audit log.
     service = await startSignet();
-    await waitFor('the submission to be completed', async () => (await eventRows(submissionId, parties))[`submission.completed:${submissionId}`] === 1);
+    await waitFor(
+      'the submission to be completed',
+      async () => (await eventRows(submissionId, parties))[`submission.completed:${submissionId}`] === 1,
+    );
     await waitFor('every completion job to finish', async () => {
-      const { rows } = await sql.query(`SELECT count(*)::int AS n FROM agenda.jobs WHERE name = 'complete-submission' AND (locked_at IS NOT NULL OR last_finished_at IS NULL)`);
+      const { rows } = await sql.query(
+        `SELECT count(*)::int AS n FROM agenda.jobs WHERE name = 'complete-submission' AND (locked_at IS NOT NULL OR last_finished_at IS NULL)`,
+      );
       return rows[0].n === 0;
     });
     expect(await documentRows(submissionId)).toEqual([

@@ -54,7 +54,10 @@ const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest(
 const mailsTo = (address: string): ReceivedMail[] => smtp.messages.filter((m) => m.envelope.rcptTo.includes(address));
 
 /** The dispatch-event jobs (one per emitted event key), as stored by Agenda. */
-async function dispatchedEvents(submissionId: number, submitterIds: number[]): Promise<Array<{ key: string; type: string; recordId: number }>> {
+async function dispatchedEvents(
+  submissionId: number,
+  submitterIds: number[],
+): Promise<Array<{ key: string; type: string; recordId: number }>> {
   const keys = [`submission.completed:${submissionId}`, ...submitterIds.map((id) => `form.completed:${id}`)];
   const { rows } = await sql.query(
     `SELECT data->>'uniqueKey' AS key, data->'payload'->>'type' AS type, (data->'payload'->>'recordId')::int AS "recordId"
@@ -75,7 +78,12 @@ beforeAll(async () => {
     documents: [{ name: 'form', file: base64(fixturePdf('pdfjs-form_two_pages.pdf')) }],
     fields: [
       { name: 'Client Name', role: 'Client', areas: [{ x: 60, y: 60, w: 220, h: 24, page: 1 }] },
-      { name: 'Client Signature', type: 'signature', role: 'Client', areas: [{ x: 60, y: 120, w: 200, h: 40, page: 1 }] },
+      {
+        name: 'Client Signature',
+        type: 'signature',
+        role: 'Client',
+        areas: [{ x: 60, y: 120, w: 200, h: 40, page: 1 }],
+      },
       { name: 'Manager Name', role: 'Manager', areas: [{ x: 60, y: 60, w: 220, h: 24, page: 2 }] },
     ],
   });
@@ -94,7 +102,13 @@ describe('completion through the API', () => {
       template_id: templateId,
       bcc_completed: 'archive@example.test, Legal <legal@example.test>',
       submitters: [
-        { role: 'Client', email: 'client@example.test', name: 'Ελένη Παπαδοπούλου', completed: true, values: { 'Client Name': 'Ελένη Παπαδοπούλου', 'Client Signature': 'Eleni P' } },
+        {
+          role: 'Client',
+          email: 'client@example.test',
+          name: 'Ελένη Παπαδοπούλου',
+          completed: true,
+          values: { 'Client Name': 'Ελένη Παπαδοπούλου', 'Client Signature': 'Eleni P' },
+        },
         { role: 'Manager', email: 'manager@example.test', name: 'Анна Иванова' },
       ],
     });
@@ -108,8 +122,12 @@ describe('completion through the API', () => {
     expect(partial.audit_log_url).toBeNull();
     // The first party's form.completed is out as soon as its documents are; only the second
     // party's signature request has been mailed.
-    expect(await dispatchedEvents(client.submission_id, [client.id, manager.id])).toEqual([{ key: `form.completed:${client.id}`, type: 'form.completed', recordId: client.id }]);
-    expect(smtp.messages.map((m) => [m.envelope.rcptTo, m.parsed.subject])).toEqual([[[manager.email], 'You are invited to submit a form']]);
+    expect(await dispatchedEvents(client.submission_id, [client.id, manager.id])).toEqual([
+      { key: `form.completed:${client.id}`, type: 'form.completed', recordId: client.id },
+    ]);
+    expect(smtp.messages.map((m) => [m.envelope.rcptTo, m.parsed.subject])).toEqual([
+      [[manager.email], 'You are invited to submit a form'],
+    ]);
 
     await api('PUT', `/submitters/${manager.id}`, { completed: true, values: { 'Manager Name': 'Анна Иванова' } });
     await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
@@ -153,14 +171,21 @@ describe('completion through the API', () => {
     expect(await dispatchedEvents(client.submission_id, [client.id, manager.id])).toEqual([
       { key: `form.completed:${client.id}`, type: 'form.completed', recordId: client.id },
       { key: `form.completed:${manager.id}`, type: 'form.completed', recordId: manager.id },
-      { key: `submission.completed:${client.submission_id}`, type: 'submission.completed', recordId: client.submission_id },
+      {
+        key: `submission.completed:${client.submission_id}`,
+        type: 'submission.completed',
+        recordId: client.submission_id,
+      },
     ]);
 
     // Emails: a copy to each party, the completed email to the owner and to each bcc_completed address.
     const expectedFiles = { 'form.pdf': finalHash, 'Audit Log - Two-page form.pdf': sha256(log.bytes) };
-    const attachmentsOf = (mail: ReceivedMail) => Object.fromEntries(mail.parsed.attachments.map((a) => [a.filename, sha256(a.content)]));
+    const attachmentsOf = (mail: ReceivedMail) =>
+      Object.fromEntries(mail.parsed.attachments.map((a) => [a.filename, sha256(a.content)]));
     for (const party of [client, manager]) {
-      const [copy, ...more] = mailsTo(party.email).filter((m) => m.parsed.subject !== 'You are invited to submit a form');
+      const [copy, ...more] = mailsTo(party.email).filter(
+        (m) => m.parsed.subject !== 'You are invited to submit a form',
+      );
       expect(more).toHaveLength(0);
       expect(copy!.parsed.subject).toBe('Your document copy');
       expect(copy!.parsed.text).toContain('Please check the copy of your "Two-page form" in the email attachments.');
@@ -192,14 +217,28 @@ describe('completion through the API', () => {
     const before = await t.db.completedDocument.findMany({ where: { submissionId } });
     expect(before.map((d) => d.kind).sort()).toEqual(['audit_log', 'document', 'document']);
     const events = await dispatchedEvents(submissionId, submitterIds);
-    expect(events.map((e) => e.key)).toEqual([...submitterIds.map((id: number) => `form.completed:${id}`), `submission.completed:${submissionId}`]);
+    expect(events.map((e) => e.key)).toEqual([
+      ...submitterIds.map((id: number) => `form.completed:${id}`),
+      `submission.completed:${submissionId}`,
+    ]);
     const mails = smtp.messages.length;
     expect(mailsTo('c2@example.test')).toHaveLength(1);
 
-    const deps: CompletionDeps = { db: t.db, storage: t.app.files.storage, config: t.config, effects: createSideEffects({ db: t.db, jobs: t.app.jobs }) };
+    const deps: CompletionDeps = {
+      db: t.db,
+      storage: t.app.files.storage,
+      config: t.config,
+      effects: createSideEffects({ db: t.db, jobs: t.app.jobs }),
+    };
     await completeSubmission(deps, submissionId);
     await completeSubmission(deps, submissionId);
-    const emailDeps = { db: t.db, storage: t.app.files.storage, mailer: createMailer(t.config, console), config: t.config, logger: console };
+    const emailDeps = {
+      db: t.db,
+      storage: t.app.files.storage,
+      mailer: createMailer(t.config, console),
+      config: t.config,
+      logger: console,
+    };
     await sendCompletedEmails(emailDeps, submissionId);
     await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
     expect(await t.db.completedDocument.count({ where: { submissionId } })).toBe(before.length);
@@ -231,6 +270,8 @@ describe('completion through the API', () => {
     }
     // Only the owner's copy as a party: no completed email to the owner, none to the quiet ones.
     const sent = smtp.messages.slice(mails);
-    expect(sent.map((m) => [m.envelope.rcptTo, m.parsed.subject])).toEqual([[['alice@completion.test'], 'Your document copy']]);
+    expect(sent.map((m) => [m.envelope.rcptTo, m.parsed.subject])).toEqual([
+      [['alice@completion.test'], 'Your document copy'],
+    ]);
   });
 });

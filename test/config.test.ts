@@ -20,18 +20,35 @@ describe('loadConfig', () => {
   });
 
   it('reads overrides; empty values count as unset', () => {
-    const config = loadConfig({ PORT: '8080', APP_URL: 'https://sign.example.com/', DATABASE_URL: '', NODE_ENV: 'production', MAX_BODY_SIZE_MB: '5' });
-    expect(config).toMatchObject({ port: 8080, appUrl: 'https://sign.example.com', databaseUrl: undefined, graphiql: false, maxBodySize: 5 * 1024 * 1024 });
+    const config = loadConfig({
+      PORT: '8080',
+      APP_URL: 'https://sign.example.com/',
+      DATABASE_URL: '',
+      NODE_ENV: 'production',
+      MAX_BODY_SIZE_MB: '5',
+    });
+    expect(config).toMatchObject({
+      port: 8080,
+      appUrl: 'https://sign.example.com',
+      databaseUrl: undefined,
+      graphiql: false,
+      maxBodySize: 5 * 1024 * 1024,
+    });
   });
 
   it('creates the development account by default, except in production on an external database', () => {
     // The README quick start: `npm start` (NODE_ENV=production) on the embedded database.
     expect(loadConfig({ NODE_ENV: 'production' }).createDevAccount).toBe(true);
-    expect(loadConfig({ NODE_ENV: 'development', DATABASE_URL: 'postgresql://localhost/signet' }).createDevAccount).toBe(true);
+    expect(
+      loadConfig({ NODE_ENV: 'development', DATABASE_URL: 'postgresql://localhost/signet' }).createDevAccount,
+    ).toBe(true);
     expect(loadConfig({ NODE_ENV: 'test', DATABASE_URL: 'postgresql://localhost/signet' }).createDevAccount).toBe(true);
     // A deploy (docker-compose.yml): no key in the logs unless asked for.
     expect(loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgresql://db/signet' }).createDevAccount).toBe(false);
-    expect(loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgresql://db/signet', CREATE_DEV_ACCOUNT: 'true' }).createDevAccount).toBe(true);
+    expect(
+      loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgresql://db/signet', CREATE_DEV_ACCOUNT: 'true' })
+        .createDevAccount,
+    ).toBe(true);
     expect(loadConfig({ NODE_ENV: 'production', CREATE_DEV_ACCOUNT: 'false' }).createDevAccount).toBe(false);
   });
 

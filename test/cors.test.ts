@@ -14,7 +14,11 @@ const OTHER = 'https://evil.example.test';
 function preflight(url: string, origin: string, method = 'POST') {
   return fetch(url, {
     method: 'OPTIONS',
-    headers: { origin, 'access-control-request-method': method, 'access-control-request-headers': 'x-auth-token,content-type' },
+    headers: {
+      origin,
+      'access-control-request-method': method,
+      'access-control-request-headers': 'x-auth-token,content-type',
+    },
   });
 }
 
@@ -25,12 +29,19 @@ describe('CORS_ORIGINS', () => {
   it('takes comma-separated origins, normalised as browsers send them, or *; refuses anything else naming the entry', () => {
     const base = { DATABASE_URL: 'postgresql://x@127.0.0.1/x' };
     expect(loadConfig(base).corsOrigins).toEqual([]);
-    expect(loadConfig({ ...base, CORS_ORIGINS: ' https://App.Example.test:443/ , http://localhost:5173,https://app.example.test' }).corsOrigins).toEqual([
-      'https://app.example.test',
-      'http://localhost:5173',
-    ]);
+    expect(
+      loadConfig({
+        ...base,
+        CORS_ORIGINS: ' https://App.Example.test:443/ , http://localhost:5173,https://app.example.test',
+      }).corsOrigins,
+    ).toEqual(['https://app.example.test', 'http://localhost:5173']);
     expect(loadConfig({ ...base, CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
-    for (const bad of ['ftp://files.example.test', 'https://app.example.test/path', 'app.example.test', 'https://u:p@app.example.test']) {
+    for (const bad of [
+      'ftp://files.example.test',
+      'https://app.example.test/path',
+      'app.example.test',
+      'https://u:p@app.example.test',
+    ]) {
       expect(() => loadConfig({ ...base, CORS_ORIGINS: `https://ok.example.test,${bad}` })).toThrow(ConfigError);
       expect(() => loadConfig({ ...base, CORS_ORIGINS: bad })).toThrow(`CORS_ORIGINS: "${bad}" is not an origin`);
     }
@@ -59,8 +70,13 @@ describe('without CORS_ORIGINS (the default)', () => {
     const api = await fetch(`${t.url}/api/user`, { headers: { origin: OTHER, 'x-auth-token': key } });
     expect(api.status).toBe(200);
     expect(corsHeaders(api)).toEqual({});
-    const file = await storeFile({ db: t.db, storage: t.app.files.storage }, { accountId: null, bytes: Buffer.from('%PDF-1.4'), filename: 'a.pdf', contentType: 'application/pdf' });
-    const fileResponse = await fetch(`${t.url}${new URL(t.app.files.signer.url(file)).pathname}`, { headers: { origin: OTHER } });
+    const file = await storeFile(
+      { db: t.db, storage: t.app.files.storage },
+      { accountId: null, bytes: Buffer.from('%PDF-1.4'), filename: 'a.pdf', contentType: 'application/pdf' },
+    );
+    const fileResponse = await fetch(`${t.url}${new URL(t.app.files.signer.url(file)).pathname}`, {
+      headers: { origin: OTHER },
+    });
     expect(fileResponse.status).toBe(200);
     expect(corsHeaders(fileResponse)).toEqual({});
     for (const path of ['/graphql', '/api/submissions', '/api/user']) {
@@ -78,7 +94,10 @@ describe('with CORS_ORIGINS', () => {
   beforeAll(async () => {
     t = await startTestApp({ env: { CORS_ORIGINS: `${ALLOWED},http://localhost:5173` } });
     key = (await t.createAccount()).apiKey;
-    const file = await storeFile({ db: t.db, storage: t.app.files.storage }, { accountId: null, bytes: Buffer.from('%PDF-1.4'), filename: 'a.pdf', contentType: 'application/pdf' });
+    const file = await storeFile(
+      { db: t.db, storage: t.app.files.storage },
+      { accountId: null, bytes: Buffer.from('%PDF-1.4'), filename: 'a.pdf', contentType: 'application/pdf' },
+    );
     fileUrl = `${t.url}${new URL(t.app.files.signer.url(file)).pathname}`;
   });
   afterAll(async () => {
@@ -94,13 +113,15 @@ describe('with CORS_ORIGINS', () => {
       expect(headers['access-control-allow-headers']?.toLowerCase().split(/,\s*/)).toEqual(
         expect.arrayContaining(['x-auth-token', 'authorization', 'content-type']),
       );
-      expect(headers['access-control-allow-methods']?.split(/,\s*/)).toEqual(expect.arrayContaining(['GET', 'POST', 'PUT', 'DELETE']));
+      expect(headers['access-control-allow-methods']?.split(/,\s*/)).toEqual(
+        expect.arrayContaining(['GET', 'POST', 'PUT', 'DELETE']),
+      );
       expect(headers['access-control-allow-credentials'], url).toBeUndefined();
       expect(response.headers.get('vary')).toMatch(/origin/i);
     }
   });
 
-  it('answers an allowed origin\'s calls with its origin, and its file downloads too', async () => {
+  it("answers an allowed origin's calls with its origin, and its file downloads too", async () => {
     const api = await fetch(`${t.url}/api/user`, { headers: { origin: ALLOWED, 'x-auth-token': key } });
     expect(api.status).toBe(200);
     expect(api.headers.get('access-control-allow-origin')).toBe(ALLOWED);
@@ -133,7 +154,12 @@ describe('with CORS_ORIGINS', () => {
     expect(api.status).toBe(200);
     expect(corsHeaders(api)).toEqual({});
     // Almost the allowed origin: another scheme, port or a suffix is another origin.
-    for (const near of ['http://app.example.test', 'https://app.example.test:8443', 'https://app.example.test.evil.example', 'null']) {
+    for (const near of [
+      'http://app.example.test',
+      'https://app.example.test:8443',
+      'https://app.example.test.evil.example',
+      'null',
+    ]) {
       const response = await fetch(`${t.url}/api/user`, { headers: { origin: near, 'x-auth-token': key } });
       expect(corsHeaders(response), near).toEqual({});
     }

@@ -54,13 +54,24 @@ beforeAll(async () => {
   db = createDb(database.url, { poolSize: 2 });
   smtp = await startSmtpServer();
   receiver = await startReceiver();
-  account = await createAccount(db, { name: 'Crash Ltd', email: 'owner@crash.test', firstName: 'Ada', lastName: 'Lovelace' });
-  await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/hooks`, events: [...EVENT_TYPES], destination: ANY_DESTINATION });
+  account = await createAccount(db, {
+    name: 'Crash Ltd',
+    email: 'owner@crash.test',
+    firstName: 'Ada',
+    lastName: 'Lovelace',
+  });
+  await createWebhookEndpoint(db, {
+    accountId: account.accountId,
+    url: `${receiver.url}/hooks`,
+    events: [...EVENT_TYPES],
+    destination: ANY_DESTINATION,
+  });
   port = await freePort();
 });
 
 afterAll(async () => {
-  for (const service of services) if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
+  for (const service of services)
+    if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
   await smtp?.close();
   await receiver?.close();
   await db?.$disconnect();
@@ -100,7 +111,9 @@ interface Expected {
 }
 
 /** What the submissions that exist must have caused, read from the database. */
-async function expectedEffects(templateId: number): Promise<Expected & { submissions: number; invited: number; completed: number }> {
+async function expectedEffects(
+  templateId: number,
+): Promise<Expected & { submissions: number; invited: number; completed: number }> {
   const submissions = await db.submission.findMany({
     where: { templateId },
     select: { id: true, submitters: { select: { id: true, email: true, completedAt: true } } },
@@ -116,7 +129,10 @@ async function expectedEffects(templateId: number): Promise<Expected & { submiss
       if (party.completedAt) {
         completed += 1;
         emails.set(messageIdFor(`documents_copy:${party.id}`, MAIL_FROM), `documents copy to ${party.email}`);
-        emails.set(messageIdFor(`completed:${submission.id}:owner`, MAIL_FROM), `completed email of submission ${submission.id}`);
+        emails.set(
+          messageIdFor(`completed:${submission.id}:owner`, MAIL_FROM),
+          `completed email of submission ${submission.id}`,
+        );
         events.add(`form.completed:${party.id}`);
         events.add(`submission.completed:${submission.id}`);
       } else {
@@ -151,9 +167,12 @@ function arrived(): { emails: Map<string, number>; events: Map<string, number>; 
 }
 
 describe('a burst of creates and completions, killed with SIGKILL and restarted', () => {
-  it('keeps each email and webhook event of every submission that exists once, and delivers it within 90 s of the restart', { timeout: 300_000 }, async () => {
+  it('keeps each email and webhook event of every submission that exists once, and delivers it within 90 s of the restart', {
+    timeout: 300_000,
+  }, async () => {
     let service = await startSignet();
-    const api = (method: string, p: string, body?: unknown) => rest(`http://127.0.0.1:${port}`, account.apiKey, method, p, body);
+    const api = (method: string, p: string, body?: unknown) =>
+      rest(`http://127.0.0.1:${port}`, account.apiKey, method, p, body);
     const template = await api('POST', '/templates/pdf', {
       name: 'Crash form',
       documents: [{ name: 'form', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
@@ -247,27 +266,45 @@ describe('a burst of creates and completions, killed with SIGKILL and restarted'
     // provider or receiver had taken just before a kill, before it was recorded as sent, goes again
     // after the restart, as the same message (same Message-ID; same event_type, timestamp and
     // data.id): receivers key on those (docs/security.md), and only such interrupted sends repeat.
-    const [{ emailRows }] = await db.$queryRaw<{ emailRows: number }[]>`SELECT count(*)::int AS "emailRows" FROM email_messages`;
+    const [{ emailRows }] = await db.$queryRaw<
+      { emailRows: number }[]
+    >`SELECT count(*)::int AS "emailRows" FROM email_messages`;
     expect(emailRows).toBe(expected.emails.size);
     expect([...expected.emails.keys()].filter((id) => !got.emails.has(id))).toEqual([]);
     const interruptedEmails = new Set(
-      (await db.$queryRaw<{ dedupe_key: string }[]>`SELECT dedupe_key FROM email_messages WHERE attempt_count > 1`).map((r) => messageIdFor(r.dedupe_key, MAIL_FROM)),
+      (await db.$queryRaw<{ dedupe_key: string }[]>`SELECT dedupe_key FROM email_messages WHERE attempt_count > 1`).map(
+        (r) => messageIdFor(r.dedupe_key, MAIL_FROM),
+      ),
     );
     const repeatedEmails = [...got.emails].filter(([, n]) => n > 1).map(([id]) => id);
-    expect(repeatedEmails.filter((id) => !interruptedEmails.has(id)), 'emails sent twice without an interrupted send').toEqual([]);
+    expect(
+      repeatedEmails.filter((id) => !interruptedEmails.has(id)),
+      'emails sent twice without an interrupted send',
+    ).toEqual([]);
     const deliveries = await db.$queryRaw<{ key: string; n: number }[]>`
       SELECT event_type || ':' || record_id AS key, count(*)::int AS n FROM webhook_deliveries WHERE event_type LIKE 'form.%' OR event_type LIKE 'submission.%' GROUP BY 1`;
-    expect(deliveries.filter((d) => d.n !== 1), 'one delivery per event').toEqual([]);
+    expect(
+      deliveries.filter((d) => d.n !== 1),
+      'one delivery per event',
+    ).toEqual([]);
     expect(new Set(deliveries.map((d) => d.key))).toEqual(expected.events);
     expect([...expected.events].filter((key) => !got.events.has(key))).toEqual([]);
-    expect([...got.timestamps].filter(([, stamps]) => stamps.size > 1), 'one timestamp per event').toEqual([]);
+    expect(
+      [...got.timestamps].filter(([, stamps]) => stamps.size > 1),
+      'one timestamp per event',
+    ).toEqual([]);
     const interruptedEvents = new Set(
-      (await db.$queryRaw<{ key: string }[]>`
+      (
+        await db.$queryRaw<{ key: string }[]>`
         SELECT d.event_type || ':' || d.record_id AS key FROM webhook_deliveries d
-         WHERE EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.error LIKE 'Interrupted%')`).map((r) => r.key),
+         WHERE EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.error LIKE 'Interrupted%')`
+      ).map((r) => r.key),
     );
     const repeatedEvents = [...got.events].filter(([, n]) => n > 1).map(([key]) => key);
-    expect(repeatedEvents.filter((key) => !interruptedEvents.has(key)), 'events sent twice without an interrupted attempt').toEqual([]);
+    expect(
+      repeatedEvents.filter((key) => !interruptedEvents.has(key)),
+      'events sent twice without an interrupted attempt',
+    ).toEqual([]);
     console.info(
       `crash-recovery: ${sent} creates sent, ${answered} answered, ${cutOff} cut off by a kill; ${expected.submissions} submissions exist ` +
         `(${expected.invited} invited, ${expected.completed} completed); ${expected.emails.size} emails and ${expected.events.size} webhook events, ` +
@@ -278,9 +315,13 @@ describe('a burst of creates and completions, killed with SIGKILL and restarted'
     expect([...got.emails.keys()].filter((id) => !expected.emails.has(id))).toEqual([]);
     expect([...got.events.keys()].filter((key) => !expected.events.has(key))).toEqual([]);
     // The database agrees: every message sent, one send_email event per invited party.
-    const [{ unsent }] = await db.$queryRaw<{ unsent: number }[]>`SELECT count(*)::int AS unsent FROM email_messages WHERE status <> 'sent'`;
+    const [{ unsent }] = await db.$queryRaw<
+      { unsent: number }[]
+    >`SELECT count(*)::int AS unsent FROM email_messages WHERE status <> 'sent'`;
     expect(unsent).toBe(0);
-    const sendEvents = await db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM submission_events WHERE event_type = 'send_email' GROUP BY submitter_id HAVING count(*) > 1`;
+    const sendEvents = await db.$queryRaw<
+      { n: number }[]
+    >`SELECT count(*)::int AS n FROM submission_events WHERE event_type = 'send_email' GROUP BY submitter_id HAVING count(*) > 1`;
     expect(sendEvents).toEqual([]);
     const [{ outbox }] = await db.$queryRaw<{ outbox: number }[]>`SELECT count(*)::int AS outbox FROM outbox`;
     expect(outbox).toBe(0);

@@ -55,7 +55,10 @@ function socket(url: string, key: string): Socket {
     connectionParams: { 'X-Auth-Token': key },
     retryAttempts: 0,
     lazy: true,
-    on: { closed: (event) => closes.push({ code: (event as CloseEvent).code, reason: (event as CloseEvent).reason, at: Date.now() }) },
+    on: {
+      closed: (event) =>
+        closes.push({ code: (event as CloseEvent).code, reason: (event as CloseEvent).reason, at: Date.now() }),
+    },
   });
   const s = { client, closes };
   sockets.push(s);
@@ -64,10 +67,14 @@ function socket(url: string, key: string): Socket {
 
 /** A new API key for the account's user, made over GraphQL. */
 async function newKey(url: string, account: CreatedAccount, name: string): Promise<{ id: number; token: string }> {
-  const { body } = await graphql(url, 'mutation ($name: String) { createApiKey(input: {name: $name}) { token apiKey { id } } }', {
-    key: account.apiKey,
-    variables: { name },
-  });
+  const { body } = await graphql(
+    url,
+    'mutation ($name: String) { createApiKey(input: {name: $name}) { token apiKey { id } } }',
+    {
+      key: account.apiKey,
+      variables: { name },
+    },
+  );
   expect(body.errors).toBeUndefined();
   return { id: body.data.createApiKey.apiKey.id, token: body.data.createApiKey.token };
 }
@@ -75,10 +82,14 @@ async function newKey(url: string, account: CreatedAccount, name: string): Promi
 /** Revokes key `id` through the API with the account's main key; resolves with when the request was sent. */
 async function revokeThroughApi(url: string, account: CreatedAccount, id: number): Promise<number> {
   const sent = Date.now();
-  const { body } = await graphql(url, 'mutation ($id: Int!) { revokeApiKey(input: {id: $id}) { apiKey { revokedAt } } }', {
-    key: account.apiKey,
-    variables: { id },
-  });
+  const { body } = await graphql(
+    url,
+    'mutation ($id: Int!) { revokeApiKey(input: {id: $id}) { apiKey { revokedAt } } }',
+    {
+      key: account.apiKey,
+      variables: { id },
+    },
+  );
   expect(body.errors).toBeUndefined();
   expect(body.data.revokeApiKey.apiKey.revokedAt).toMatch(/Z$/);
   return sent;
@@ -128,7 +139,8 @@ describe('one instance', () => {
   let t: TestApp;
   let alice: CreatedAccount;
   let submitterId: number;
-  const emit = () => t.app.effects.emit([{ type: 'form.viewed', accountId: alice.accountId, recordId: submitterId, at: new Date() }]);
+  const emit = () =>
+    t.app.effects.emit([{ type: 'form.viewed', accountId: alice.accountId, recordId: submitterId, at: new Date() }]);
 
   beforeAll(async () => {
     t = await startTestApp({ env: NO_RECHECK });
@@ -151,13 +163,21 @@ describe('one instance', () => {
     for (const feed of [...feeds, control]) expect((await feed.nextData()).formEvents.eventType).toBe('form.viewed');
 
     const sent = await revokeThroughApi(t.url, alice, revoked.id);
-    await until(() => first.closes.length > 0 && second.closes.length > 0, 1000, 'both sockets of the revoked key to close');
+    await until(
+      () => first.closes.length > 0 && second.closes.length > 0,
+      1000,
+      'both sockets of the revoked key to close',
+    );
     for (const s of [first, second]) {
       expect(s.closes[0]!.code).toBe(4403);
       expect(s.closes[0]!.reason).toMatch(/^Forbidden/);
       expect(s.closes[0]!.at - sent).toBeLessThan(1000);
     }
-    await until(() => t.app.live.subscriberCount(alice.accountId) === 1, 1000, 'the revoked sessions to stop listening');
+    await until(
+      () => t.app.live.subscriberCount(alice.accountId) === 1,
+      1000,
+      'the revoked sessions to stop listening',
+    );
 
     // The next event reaches the other key's socket only.
     const before = feeds.map(resultsOf);
@@ -213,19 +233,37 @@ describe('one instance', () => {
       expect(body.data?.createWebhookEndpoint ?? null, url).toBeNull();
       answers.push({ message: body.errors?.[0]?.message, extensions: body.errors?.[0]?.extensions });
     }
-    expect(answers).toEqual(REFUSED_DESTINATIONS.map(() => ({ message: WEBHOOK_DESTINATION_REFUSED, extensions: { code: 'VALIDATION', details: { path: ['url'] } } })));
+    expect(answers).toEqual(
+      REFUSED_DESTINATIONS.map(() => ({
+        message: WEBHOOK_DESTINATION_REFUSED,
+        extensions: { code: 'VALIDATION', details: { path: ['url'] } },
+      })),
+    );
     expect(JSON.stringify(answers)).not.toMatch(/127\.0\.0\.1|::1|10\.255|loopback/i);
 
     // A URL changed to one of them likewise, and the endpoint keeps its URL.
-    const public_ = await t.db.webhookEndpoint.create({ data: { accountId: alice.accountId, url: 'https://hooks.example.com/x', events: ['form.viewed'], secret: 'whsec_test' } });
+    const public_ = await t.db.webhookEndpoint.create({
+      data: {
+        accountId: alice.accountId,
+        url: 'https://hooks.example.com/x',
+        events: ['form.viewed'],
+        secret: 'whsec_test',
+      },
+    });
     for (const url of REFUSED_DESTINATIONS) {
-      const { body } = await graphql(t.url, 'mutation ($id: Int!, $url: String!) { updateWebhookEndpoint(input: {id: $id, url: $url}) { endpoint { id } } }', {
-        key: alice.apiKey,
-        variables: { id: public_.id, url },
-      });
+      const { body } = await graphql(
+        t.url,
+        'mutation ($id: Int!, $url: String!) { updateWebhookEndpoint(input: {id: $id, url: $url}) { endpoint { id } } }',
+        {
+          key: alice.apiKey,
+          variables: { id: public_.id, url },
+        },
+      );
       expect(body.errors?.[0]?.message, url).toBe(WEBHOOK_DESTINATION_REFUSED);
     }
-    expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: public_.id } })).url).toBe('https://hooks.example.com/x');
+    expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: public_.id } })).url).toBe(
+      'https://hooks.example.com/x',
+    );
     await t.db.webhookEndpoint.delete({ where: { id: public_.id } });
   });
 
@@ -233,7 +271,9 @@ describe('one instance', () => {
     const errors: unknown[] = [];
     for (const url of REFUSED_DESTINATIONS) {
       // Stored as it was added before its name changed (or before this check existed): delivery checks again.
-      const created = await t.db.webhookEndpoint.create({ data: { accountId: alice.accountId, url, events: ['form.viewed'], secret: 'whsec_test' } });
+      const created = await t.db.webhookEndpoint.create({
+        data: { accountId: alice.accountId, url, events: ['form.viewed'], secret: 'whsec_test' },
+      });
       const { body } = await graphql(
         t.url,
         'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id status attempts { statusCode error responseBody } } } }',
@@ -244,9 +284,14 @@ describe('one instance', () => {
       expect(delivery.status).toBe('failed');
       errors.push(delivery.attempts);
       // The reason is for operators: in the server log with the delivery.
-      expect(t.logs.find((l) => l.msg === 'webhook request failed' && l.deliveryId === delivery.id)?.reason, url).toMatch(/Refused: .* resolves to|does not resolve/);
+      expect(
+        t.logs.find((l) => l.msg === 'webhook request failed' && l.deliveryId === delivery.id)?.reason,
+        url,
+      ).toMatch(/Refused: .* resolves to|does not resolve/);
     }
-    expect(errors).toEqual(REFUSED_DESTINATIONS.map(() => [{ statusCode: null, error: 'Webhook request failed', responseBody: null }]));
+    expect(errors).toEqual(
+      REFUSED_DESTINATIONS.map(() => [{ statusCode: null, error: 'Webhook request failed', responseBody: null }]),
+    );
     expect(JSON.stringify(errors)).not.toMatch(/127\.0\.0\.1|::1|10\.255|resolve|private|loopback/i);
   });
 });
@@ -298,13 +343,22 @@ describe('two instances, one database, one Redis', () => {
   let alice: CreatedAccount;
   let submitterId: number;
   /** An event raised on A: a subscriber that gets it is listening (the protocols do not say when a subscription starts). */
-  const emitOnA = () => a.app.effects.emit([{ type: 'form.viewed', accountId: alice.accountId, recordId: submitterId, at: new Date() }]);
+  const emitOnA = () =>
+    a.app.effects.emit([{ type: 'form.viewed', accountId: alice.accountId, recordId: submitterId, at: new Date() }]);
 
   beforeAll(async () => {
     redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
     await redis.connect(); // the local Redis must answer (../shared/DESIGN.md)
     a = await startTestApp({ env: { ...NO_RECHECK, REDIS_URL, SECRET_KEY_BASE: SECRET } });
-    b = await startService({ ...NO_RECHECK, DATABASE_URL: a.database.url, DATA_DIR: dataDir, REDIS_URL, SECRET_KEY_BASE: SECRET, CREATE_DEV_ACCOUNT: 'false', NODE_ENV: 'test' });
+    b = await startService({
+      ...NO_RECHECK,
+      DATABASE_URL: a.database.url,
+      DATA_DIR: dataDir,
+      REDIS_URL,
+      SECRET_KEY_BASE: SECRET,
+      CREATE_DEV_ACCOUNT: 'false',
+      NODE_ENV: 'test',
+    });
     alice = await a.createAccount({ name: 'Alice' });
     submitterId = await submitterOf(a.url, alice);
     // Both instances listen to the deployment's revocation channel.
@@ -331,7 +385,11 @@ describe('two instances, one database, one Redis', () => {
     const controlFeed = subscribeWs(control.client, FORM_EVENTS);
     // All three listen on B once B's Redis connection subscribed to the account's channel and an event raised on A reached them.
     const accountChannel = `${redisChannelPrefix(SECRET)}account-events:${alice.accountId}`;
-    await until(async () => Number(((await redis.call('PUBSUB', 'NUMSUB', accountChannel)) as [string, number])[1]) === 1, 15_000, 'B listening');
+    await until(
+      async () => Number(((await redis.call('PUBSUB', 'NUMSUB', accountChannel)) as [string, number])[1]) === 1,
+      15_000,
+      'B listening',
+    );
     await untilListening([feed, sse, controlFeed], emitOnA);
     expect((await feed.nextData()).formEvents.eventType).toBe('form.viewed');
 
@@ -352,7 +410,8 @@ describe('two instances, one database, one Redis', () => {
     const key = await newKey(a.url, alice, 'both');
     for (const url of [a.url, b.url]) expect((await rest(url, key.token, 'GET', '/user')).status).toBe(200);
     await revokeThroughApi(b.url, alice, key.id);
-    for (const url of [a.url, b.url]) expect(await rest(url, key.token, 'GET', '/user')).toEqual({ status: 401, json: { error: 'Not authenticated' } });
+    for (const url of [a.url, b.url])
+      expect(await rest(url, key.token, 'GET', '/user')).toEqual({ status: 401, json: { error: 'Not authenticated' } });
   });
 
   it('`signet api-key revoke` with REDIS_URL closes the key’s sockets on the running instances at once', async () => {
@@ -362,7 +421,11 @@ describe('two instances, one database, one Redis', () => {
     const feeds = [subscribeWs(onA.client, FORM_EVENTS), subscribeWs(onB.client, FORM_EVENTS)];
     await until(() => a.app.live.subscriberCount(alice.accountId) === 1, 15_000, 'A listening');
     const accountChannel = `${redisChannelPrefix(SECRET)}account-events:${alice.accountId}`;
-    await until(async () => Number(((await redis.call('PUBSUB', 'NUMSUB', accountChannel)) as [string, number])[1]) === 2, 15_000, 'A and B listening');
+    await until(
+      async () => Number(((await redis.call('PUBSUB', 'NUMSUB', accountChannel)) as [string, number])[1]) === 2,
+      15_000,
+      'A and B listening',
+    );
     await untilListening(feeds, emitOnA);
 
     const cli = await runSignet(['api-key', 'revoke', '--key-id', String(revoked.id)], {

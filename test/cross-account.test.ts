@@ -9,7 +9,13 @@
  * The case lists are checked against the route table and the schema, so a new id-taking route or
  * field fails here until it has its case.
  */
-import { getNamedType, isInputObjectType, type GraphQLArgument, type GraphQLField, type GraphQLInputField } from 'graphql';
+import {
+  getNamedType,
+  isInputObjectType,
+  type GraphQLArgument,
+  type GraphQLField,
+  type GraphQLInputField,
+} from 'graphql';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { restRoutes } from '../rest-compat/index.ts';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
@@ -25,7 +31,14 @@ let t: TestApp;
 let alice: CreatedAccount;
 let bob: CreatedAccount;
 /** Alice's records, which Bob probes. */
-let mine: { template: number; submission: number; submitter: number; endpoint: number; delivery: number; apiKey: number };
+let mine: {
+  template: number;
+  submission: number;
+  submitter: number;
+  endpoint: number;
+  delivery: number;
+  apiKey: number;
+};
 let bobTemplate: number;
 
 async function createTemplate(account: CreatedAccount, name: string): Promise<number> {
@@ -51,13 +64,31 @@ beforeAll(async () => {
     submitters: [{ role: 'Client', email: 'client@alice.test', name: 'Client' }],
   });
   expect(created.status, JSON.stringify(created.json)).toBe(200);
-  const endpoint = await graphql(t.url, 'mutation { createWebhookEndpoint(input: {url: "http://127.0.0.1:9/alice"}) { endpoint { id } } }', { key: alice.apiKey });
+  const endpoint = await graphql(
+    t.url,
+    'mutation { createWebhookEndpoint(input: {url: "http://127.0.0.1:9/alice"}) { endpoint { id } } }',
+    { key: alice.apiKey },
+  );
   expect(endpoint.body.errors).toBeUndefined();
   const endpointId = endpoint.body.data.createWebhookEndpoint.endpoint.id as number;
   const delivery = await t.db.webhookDelivery.create({
-    data: { accountId: alice.accountId, endpointId, eventType: 'form.viewed', recordType: 'Submitter', recordId: created.json[0].id, payload: {} },
+    data: {
+      accountId: alice.accountId,
+      endpointId,
+      eventType: 'form.viewed',
+      recordType: 'Submitter',
+      recordId: created.json[0].id,
+      payload: {},
+    },
   });
-  mine = { template, submission: created.json[0].submission_id, submitter: created.json[0].id, endpoint: endpointId, delivery: delivery.id, apiKey: alice.apiKeyId };
+  mine = {
+    template,
+    submission: created.json[0].submission_id,
+    submitter: created.json[0].id,
+    endpoint: endpointId,
+    delivery: delivery.id,
+    apiKey: alice.apiKeyId,
+  };
 }, 120_000);
 
 afterAll(async () => {
@@ -65,7 +96,14 @@ afterAll(async () => {
 });
 
 type Ids = typeof mine;
-const unknownIds = (): Ids => ({ template: UNKNOWN, submission: UNKNOWN, submitter: UNKNOWN, endpoint: UNKNOWN, delivery: UNKNOWN, apiKey: UNKNOWN });
+const unknownIds = (): Ids => ({
+  template: UNKNOWN,
+  submission: UNKNOWN,
+  submitter: UNKNOWN,
+  endpoint: UNKNOWN,
+  delivery: UNKNOWN,
+  apiKey: UNKNOWN,
+});
 
 interface RestCase {
   method: string;
@@ -81,27 +119,87 @@ const submitters = [{ role: 'Client', email: 'probe@bob.test' }];
 const REST_CASES: RestCase[] = [
   { method: 'GET', route: '/templates/:id', path: (i) => `/templates/${i.template}` },
   { method: 'PUT', route: '/templates/:id', path: (i) => `/templates/${i.template}`, body: () => ({ name: 'Probed' }) },
-  { method: 'PATCH', route: '/templates/:id', path: (i) => `/templates/${i.template}`, body: () => ({ name: 'Probed' }) },
+  {
+    method: 'PATCH',
+    route: '/templates/:id',
+    path: (i) => `/templates/${i.template}`,
+    body: () => ({ name: 'Probed' }),
+  },
   { method: 'DELETE', route: '/templates/:id', path: (i) => `/templates/${i.template}` },
-  { method: 'POST', route: '/templates/:id/clone', path: (i) => `/templates/${i.template}/clone`, body: () => ({ name: 'Copy' }) },
-  { method: 'PUT', route: '/templates/:id/documents', path: (i) => `/templates/${i.template}/documents`, body: () => ({ documents: [{ name: 'form', remove: true }] }) },
-  { method: 'POST', route: '/templates/merge', path: () => '/templates/merge', body: (i) => ({ template_ids: [bobTemplate, i.template] }) },
-  { method: 'POST', route: '/templates/:id/submissions', path: (i) => `/templates/${i.template}/submissions`, body: () => ({ send_email: false, submitters }) },
+  {
+    method: 'POST',
+    route: '/templates/:id/clone',
+    path: (i) => `/templates/${i.template}/clone`,
+    body: () => ({ name: 'Copy' }),
+  },
+  {
+    method: 'PUT',
+    route: '/templates/:id/documents',
+    path: (i) => `/templates/${i.template}/documents`,
+    body: () => ({ documents: [{ name: 'form', remove: true }] }),
+  },
+  {
+    method: 'POST',
+    route: '/templates/merge',
+    path: () => '/templates/merge',
+    body: (i) => ({ template_ids: [bobTemplate, i.template] }),
+  },
+  {
+    method: 'POST',
+    route: '/templates/:id/submissions',
+    path: (i) => `/templates/${i.template}/submissions`,
+    body: () => ({ send_email: false, submitters }),
+  },
   { method: 'GET', route: '/templates/:id/submissions', path: (i) => `/templates/${i.template}/submissions` },
-  { method: 'POST', route: '/submissions', path: () => '/submissions', body: (i) => ({ template_id: i.template, send_email: false, submitters }) },
-  { method: 'POST', route: '/submissions/init', path: () => '/submissions/init', body: (i) => ({ template_id: i.template, send_email: false, submitters }) },
-  { method: 'POST', route: '/submissions/emails', path: () => '/submissions/emails', body: (i) => ({ template_id: i.template, send_email: false, emails: 'probe@bob.test' }) },
+  {
+    method: 'POST',
+    route: '/submissions',
+    path: () => '/submissions',
+    body: (i) => ({ template_id: i.template, send_email: false, submitters }),
+  },
+  {
+    method: 'POST',
+    route: '/submissions/init',
+    path: () => '/submissions/init',
+    body: (i) => ({ template_id: i.template, send_email: false, submitters }),
+  },
+  {
+    method: 'POST',
+    route: '/submissions/emails',
+    path: () => '/submissions/emails',
+    body: (i) => ({ template_id: i.template, send_email: false, emails: 'probe@bob.test' }),
+  },
   { method: 'GET', route: '/submissions', path: (i) => `/submissions?template_id=${i.template}` },
   { method: 'GET', route: '/submissions/:id', path: (i) => `/submissions/${i.submission}` },
   { method: 'GET', route: '/submissions/:id/documents', path: (i) => `/submissions/${i.submission}/documents` },
-  { method: 'PUT', route: '/submissions/:id', path: (i) => `/submissions/${i.submission}`, body: () => ({ name: 'Probed' }) },
-  { method: 'PATCH', route: '/submissions/:id', path: (i) => `/submissions/${i.submission}`, body: () => ({ archived: true }) },
+  {
+    method: 'PUT',
+    route: '/submissions/:id',
+    path: (i) => `/submissions/${i.submission}`,
+    body: () => ({ name: 'Probed' }),
+  },
+  {
+    method: 'PATCH',
+    route: '/submissions/:id',
+    path: (i) => `/submissions/${i.submission}`,
+    body: () => ({ archived: true }),
+  },
   { method: 'DELETE', route: '/submissions/:id', path: (i) => `/submissions/${i.submission}` },
   { method: 'GET', route: '/submitters', path: (i) => `/submitters?submission_id=${i.submission}` },
   { method: 'GET', route: '/submitters', path: (i) => `/submitters?template_id=${i.template}` },
   { method: 'GET', route: '/submitters/:id', path: (i) => `/submitters/${i.submitter}` },
-  { method: 'PUT', route: '/submitters/:id', path: (i) => `/submitters/${i.submitter}`, body: () => ({ name: 'Probed' }) },
-  { method: 'PATCH', route: '/submitters/:id', path: (i) => `/submitters/${i.submitter}`, body: () => ({ completed: true }) },
+  {
+    method: 'PUT',
+    route: '/submitters/:id',
+    path: (i) => `/submitters/${i.submitter}`,
+    body: () => ({ name: 'Probed' }),
+  },
+  {
+    method: 'PATCH',
+    route: '/submitters/:id',
+    path: (i) => `/submitters/${i.submitter}`,
+    body: () => ({ completed: true }),
+  },
 ];
 
 interface GraphQLCase {
@@ -114,49 +212,167 @@ interface GraphQLCase {
 
 /** Every GraphQL field that takes an id (as an argument or in its input), filters included. */
 const GRAPHQL_CASES: GraphQLCase[] = [
-  { field: 'template', query: 'query ($id: Int!) { template(id: $id) { id } }', variables: (i) => ({ id: i.template }) },
-  { field: 'submission', query: 'query ($id: Int!) { submission(id: $id) { id } }', variables: (i) => ({ id: i.submission }) },
-  { field: 'submitter', query: 'query ($id: Int!) { submitter(id: $id) { id } }', variables: (i) => ({ id: i.submitter }) },
-  { field: 'submissions', query: 'query ($id: Int) { submissions(templateId: $id) { ids } }', variables: (i) => ({ id: i.template }) },
-  { field: 'submitters', query: 'query ($id: Int) { submitters(submissionId: $id) { nodes { id } } }', variables: (i) => ({ id: i.submission }) },
-  { field: 'submitters', query: 'query ($id: Int) { submitters(templateId: $id) { nodes { id } } }', variables: (i) => ({ id: i.template }) },
-  { field: 'webhookEndpoint', query: 'query ($id: Int!) { webhookEndpoint(id: $id) { id } }', variables: (i) => ({ id: i.endpoint }) },
-  { field: 'webhookDelivery', query: 'query ($id: Int!) { webhookDelivery(id: $id) { id } }', variables: (i) => ({ id: i.delivery }) },
-  { field: 'webhookDeliveries', query: 'query ($id: Int) { webhookDeliveries(endpointId: $id) { id } }', variables: (i) => ({ id: i.endpoint }) },
-  { field: 'webhookDeliveries', query: 'query ($id: Int) { webhookDeliveries(recordType: "Submitter", recordId: $id) { id } }', variables: (i) => ({ id: i.submitter }) },
-  { field: 'webhookDeliveries', query: 'query ($id: Int) { webhookDeliveries(recordType: "Submission", recordId: $id) { id } }', variables: (i) => ({ id: i.submission }) },
-  { field: 'webhookDeliveries', query: 'query ($id: Int) { webhookDeliveries(recordType: "Template", recordId: $id) { id } }', variables: (i) => ({ id: i.template }) },
-  { field: 'webhookDeliveries', query: 'query ($id: Int) { webhookDeliveries(recordId: $id) { id } }', variables: (i) => ({ id: i.submitter }) },
-  { field: 'updateTemplate', query: 'mutation ($id: Int!) { updateTemplate(input: {id: $id, name: "Probed"}) { template { id } } }', variables: (i) => ({ id: i.template }) },
-  { field: 'archiveTemplate', query: 'mutation ($id: Int!) { archiveTemplate(input: {id: $id}) { template { id } } }', variables: (i) => ({ id: i.template }) },
-  { field: 'cloneTemplate', query: 'mutation ($id: Int!) { cloneTemplate(input: {id: $id}) { template { id } } }', variables: (i) => ({ id: i.template }) },
   {
-    field: 'updateTemplateDocuments',
-    query: 'mutation ($id: Int!) { updateTemplateDocuments(input: {id: $id, documents: [{name: "form", remove: true}]}) { template { id } } }',
+    field: 'template',
+    query: 'query ($id: Int!) { template(id: $id) { id } }',
     variables: (i) => ({ id: i.template }),
   },
-  { field: 'mergeTemplates', query: 'mutation ($ids: [Int!]!) { mergeTemplates(input: {templateIds: $ids}) { template { id } } }', variables: (i) => ({ ids: [bobTemplate, i.template] }) },
   {
-    field: 'createSubmissions',
-    query: 'mutation ($id: Int!) { createSubmissions(input: {templateId: $id, sendEmail: false, submitters: [{role: "Client", email: "probe@bob.test"}]}) { submissionIds } }',
+    field: 'submission',
+    query: 'query ($id: Int!) { submission(id: $id) { id } }',
+    variables: (i) => ({ id: i.submission }),
+  },
+  {
+    field: 'submitter',
+    query: 'query ($id: Int!) { submitter(id: $id) { id } }',
+    variables: (i) => ({ id: i.submitter }),
+  },
+  {
+    field: 'submissions',
+    query: 'query ($id: Int) { submissions(templateId: $id) { ids } }',
     variables: (i) => ({ id: i.template }),
   },
-  { field: 'updateSubmission', query: 'mutation ($id: Int!) { updateSubmission(input: {id: $id, name: "Probed"}) { submission { id } } }', variables: (i) => ({ id: i.submission }) },
-  { field: 'archiveSubmission', query: 'mutation ($id: Int!) { archiveSubmission(input: {id: $id}) { submission { id } } }', variables: (i) => ({ id: i.submission }) },
-  { field: 'updateSubmitter', query: 'mutation ($id: Int!) { updateSubmitter(input: {id: $id, name: "Probed"}) { submitter { id } } }', variables: (i) => ({ id: i.submitter }) },
   {
-    field: 'updateWebhookEndpoint',
-    query: 'mutation ($id: Int!) { updateWebhookEndpoint(input: {id: $id, url: "https://evil.example/x"}) { endpoint { id } } }',
+    field: 'submitters',
+    query: 'query ($id: Int) { submitters(submissionId: $id) { nodes { id } } }',
+    variables: (i) => ({ id: i.submission }),
+  },
+  {
+    field: 'submitters',
+    query: 'query ($id: Int) { submitters(templateId: $id) { nodes { id } } }',
+    variables: (i) => ({ id: i.template }),
+  },
+  {
+    field: 'webhookEndpoint',
+    query: 'query ($id: Int!) { webhookEndpoint(id: $id) { id } }',
     variables: (i) => ({ id: i.endpoint }),
   },
-  { field: 'deleteWebhookEndpoint', query: 'mutation ($id: Int!) { deleteWebhookEndpoint(input: {id: $id}) { id } }', variables: (i) => ({ id: i.endpoint }) },
-  { field: 'rotateWebhookSecret', query: 'mutation ($id: Int!) { rotateWebhookSecret(input: {id: $id}) { secret } }', variables: (i) => ({ id: i.endpoint }) },
-  { field: 'sendTestWebhook', query: 'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id } } }', variables: (i) => ({ id: i.endpoint }) },
-  { field: 'redeliverWebhook', query: 'mutation ($id: Int!) { redeliverWebhook(input: {deliveryId: $id}) { delivery { id } } }', variables: (i) => ({ id: i.delivery }) },
-  { field: 'revokeApiKey', query: 'mutation ($id: Int!) { revokeApiKey(input: {id: $id}) { apiKey { id } } }', variables: (i) => ({ id: i.apiKey }) },
-  { field: 'submissionUpdated', query: 'subscription ($id: Int!) { submissionUpdated(id: $id) { eventType } }', variables: (i) => ({ id: i.submission }), subscription: true },
-  { field: 'formEvents', query: 'subscription ($id: Int) { formEvents(templateId: $id) { eventType } }', variables: (i) => ({ id: i.template }), subscription: true },
-  { field: 'formEvents', query: 'subscription ($id: Int) { formEvents(submissionId: $id) { eventType } }', variables: (i) => ({ id: i.submission }), subscription: true },
+  {
+    field: 'webhookDelivery',
+    query: 'query ($id: Int!) { webhookDelivery(id: $id) { id } }',
+    variables: (i) => ({ id: i.delivery }),
+  },
+  {
+    field: 'webhookDeliveries',
+    query: 'query ($id: Int) { webhookDeliveries(endpointId: $id) { id } }',
+    variables: (i) => ({ id: i.endpoint }),
+  },
+  {
+    field: 'webhookDeliveries',
+    query: 'query ($id: Int) { webhookDeliveries(recordType: "Submitter", recordId: $id) { id } }',
+    variables: (i) => ({ id: i.submitter }),
+  },
+  {
+    field: 'webhookDeliveries',
+    query: 'query ($id: Int) { webhookDeliveries(recordType: "Submission", recordId: $id) { id } }',
+    variables: (i) => ({ id: i.submission }),
+  },
+  {
+    field: 'webhookDeliveries',
+    query: 'query ($id: Int) { webhookDeliveries(recordType: "Template", recordId: $id) { id } }',
+    variables: (i) => ({ id: i.template }),
+  },
+  {
+    field: 'webhookDeliveries',
+    query: 'query ($id: Int) { webhookDeliveries(recordId: $id) { id } }',
+    variables: (i) => ({ id: i.submitter }),
+  },
+  {
+    field: 'updateTemplate',
+    query: 'mutation ($id: Int!) { updateTemplate(input: {id: $id, name: "Probed"}) { template { id } } }',
+    variables: (i) => ({ id: i.template }),
+  },
+  {
+    field: 'archiveTemplate',
+    query: 'mutation ($id: Int!) { archiveTemplate(input: {id: $id}) { template { id } } }',
+    variables: (i) => ({ id: i.template }),
+  },
+  {
+    field: 'cloneTemplate',
+    query: 'mutation ($id: Int!) { cloneTemplate(input: {id: $id}) { template { id } } }',
+    variables: (i) => ({ id: i.template }),
+  },
+  {
+    field: 'updateTemplateDocuments',
+    query:
+      'mutation ($id: Int!) { updateTemplateDocuments(input: {id: $id, documents: [{name: "form", remove: true}]}) { template { id } } }',
+    variables: (i) => ({ id: i.template }),
+  },
+  {
+    field: 'mergeTemplates',
+    query: 'mutation ($ids: [Int!]!) { mergeTemplates(input: {templateIds: $ids}) { template { id } } }',
+    variables: (i) => ({ ids: [bobTemplate, i.template] }),
+  },
+  {
+    field: 'createSubmissions',
+    query:
+      'mutation ($id: Int!) { createSubmissions(input: {templateId: $id, sendEmail: false, submitters: [{role: "Client", email: "probe@bob.test"}]}) { submissionIds } }',
+    variables: (i) => ({ id: i.template }),
+  },
+  {
+    field: 'updateSubmission',
+    query: 'mutation ($id: Int!) { updateSubmission(input: {id: $id, name: "Probed"}) { submission { id } } }',
+    variables: (i) => ({ id: i.submission }),
+  },
+  {
+    field: 'archiveSubmission',
+    query: 'mutation ($id: Int!) { archiveSubmission(input: {id: $id}) { submission { id } } }',
+    variables: (i) => ({ id: i.submission }),
+  },
+  {
+    field: 'updateSubmitter',
+    query: 'mutation ($id: Int!) { updateSubmitter(input: {id: $id, name: "Probed"}) { submitter { id } } }',
+    variables: (i) => ({ id: i.submitter }),
+  },
+  {
+    field: 'updateWebhookEndpoint',
+    query:
+      'mutation ($id: Int!) { updateWebhookEndpoint(input: {id: $id, url: "https://evil.example/x"}) { endpoint { id } } }',
+    variables: (i) => ({ id: i.endpoint }),
+  },
+  {
+    field: 'deleteWebhookEndpoint',
+    query: 'mutation ($id: Int!) { deleteWebhookEndpoint(input: {id: $id}) { id } }',
+    variables: (i) => ({ id: i.endpoint }),
+  },
+  {
+    field: 'rotateWebhookSecret',
+    query: 'mutation ($id: Int!) { rotateWebhookSecret(input: {id: $id}) { secret } }',
+    variables: (i) => ({ id: i.endpoint }),
+  },
+  {
+    field: 'sendTestWebhook',
+    query: 'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id } } }',
+    variables: (i) => ({ id: i.endpoint }),
+  },
+  {
+    field: 'redeliverWebhook',
+    query: 'mutation ($id: Int!) { redeliverWebhook(input: {deliveryId: $id}) { delivery { id } } }',
+    variables: (i) => ({ id: i.delivery }),
+  },
+  {
+    field: 'revokeApiKey',
+    query: 'mutation ($id: Int!) { revokeApiKey(input: {id: $id}) { apiKey { id } } }',
+    variables: (i) => ({ id: i.apiKey }),
+  },
+  {
+    field: 'submissionUpdated',
+    query: 'subscription ($id: Int!) { submissionUpdated(id: $id) { eventType } }',
+    variables: (i) => ({ id: i.submission }),
+    subscription: true,
+  },
+  {
+    field: 'formEvents',
+    query: 'subscription ($id: Int) { formEvents(templateId: $id) { eventType } }',
+    variables: (i) => ({ id: i.template }),
+    subscription: true,
+  },
+  {
+    field: 'formEvents',
+    query: 'subscription ($id: Int) { formEvents(submissionId: $id) { eventType } }',
+    variables: (i) => ({ id: i.submission }),
+    subscription: true,
+  },
 ];
 
 /** `externalId` is the caller's own key for a record, not a Signet id. */
@@ -174,14 +390,20 @@ function takesId(field: GraphQLField<unknown, unknown>): boolean {
 describe('the case lists', () => {
   it('cover every REST route with an id in its path', () => {
     const covered = new Set(REST_CASES.map((c) => `${c.method} ${c.route}`));
-    const withId = restRoutes.filter((r) => r.path.includes(':id')).flatMap((r) => [r.method].flat().map((m) => `${m} ${r.path}`));
+    const withId = restRoutes
+      .filter((r) => r.path.includes(':id'))
+      .flatMap((r) => [r.method].flat().map((m) => `${m} ${r.path}`));
     expect(withId.filter((route) => !covered.has(route))).toEqual([]);
   });
 
   it('cover every GraphQL query, mutation and subscription that takes an id', () => {
     const covered = new Set(GRAPHQL_CASES.map((c) => c.field));
     const roots = [schema.getQueryType(), schema.getMutationType(), schema.getSubscriptionType()];
-    const withId = roots.flatMap((root) => Object.values(root?.getFields() ?? {}).filter(takesId).map((f) => f.name));
+    const withId = roots.flatMap((root) =>
+      Object.values(root?.getFields() ?? {})
+        .filter(takesId)
+        .map((f) => f.name),
+    );
     expect(withId.length).toBeGreaterThan(20);
     expect(withId.filter((name) => !covered.has(name))).toEqual([]);
   });
@@ -197,8 +419,12 @@ describe("another account's id → 403, an unknown id → 404, everywhere", () =
       ] as const) {
         const path = c.path(ids);
         const { status: got, json } = await rest(t.url, bob.apiKey, c.method, path, c.body?.(ids));
-        const bodyOk = status === 403 ? json?.error === 'Not authorized' : typeof json?.error === 'string' && / not found$/.test(json.error) && json.error.includes(String(UNKNOWN));
-        if (got !== status || !bodyOk) wrong.push(`${c.method} ${path}: ${got} ${JSON.stringify(json)?.slice(0, 120)} (expected ${status})`);
+        const bodyOk =
+          status === 403
+            ? json?.error === 'Not authorized'
+            : typeof json?.error === 'string' && / not found$/.test(json.error) && json.error.includes(String(UNKNOWN));
+        if (got !== status || !bodyOk)
+          wrong.push(`${c.method} ${path}: ${got} ${JSON.stringify(json)?.slice(0, 120)} (expected ${status})`);
       }
     }
     expect(wrong).toEqual([]);
@@ -214,24 +440,38 @@ describe("another account's id → 403, an unknown id → 404, everywhere", () =
         let errors: { message: string; extensions?: { code?: string } }[] | undefined;
         if (c.subscription) {
           const { feed } = await subscribeSse(t.url, bob.apiKey, c.query, c.variables(ids));
-          const first = await feed.next(5000).catch((error: Error) => ({ errors: [{ message: `no error: ${error.message}` }] }));
+          const first = await feed
+            .next(5000)
+            .catch((error: Error) => ({ errors: [{ message: `no error: ${error.message}` }] }));
           feed.close();
           errors = first.errors;
         } else {
           errors = (await graphql(t.url, c.query, { key: bob.apiKey, variables: c.variables(ids) })).body.errors;
         }
-        if (errors?.[0]?.extensions?.code !== code) wrong.push(`${c.field} ${JSON.stringify(c.variables(ids))}: ${JSON.stringify(errors)?.slice(0, 160)} (expected ${code})`);
+        if (errors?.[0]?.extensions?.code !== code)
+          wrong.push(
+            `${c.field} ${JSON.stringify(c.variables(ids))}: ${JSON.stringify(errors)?.slice(0, 160)} (expected ${code})`,
+          );
       }
     }
     expect(wrong).toEqual([]);
   });
 
-  it('changed and created nothing: Alice\'s records are as they were, and Bob has no new record', async () => {
-    const template = await t.db.template.findUniqueOrThrow({ where: { id: mine.template }, include: { documents: true } });
+  it("changed and created nothing: Alice's records are as they were, and Bob has no new record", async () => {
+    const template = await t.db.template.findUniqueOrThrow({
+      where: { id: mine.template },
+      include: { documents: true },
+    });
     expect(template).toMatchObject({ name: 'Alice form', archivedAt: null });
     expect(template.documents).toHaveLength(1);
-    expect(await t.db.submission.findUniqueOrThrow({ where: { id: mine.submission } })).toMatchObject({ archivedAt: null, name: null });
-    expect(await t.db.submitter.findUniqueOrThrow({ where: { id: mine.submitter } })).toMatchObject({ name: 'Client', completedAt: null });
+    expect(await t.db.submission.findUniqueOrThrow({ where: { id: mine.submission } })).toMatchObject({
+      archivedAt: null,
+      name: null,
+    });
+    expect(await t.db.submitter.findUniqueOrThrow({ where: { id: mine.submitter } })).toMatchObject({
+      name: 'Client',
+      completedAt: null,
+    });
     const endpoint = await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: mine.endpoint } });
     expect(endpoint).toMatchObject({ url: 'http://127.0.0.1:9/alice', previousSecret: null });
     expect(await t.db.webhookDelivery.count({ where: { accountId: alice.accountId } })).toBe(1);

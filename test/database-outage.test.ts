@@ -31,12 +31,17 @@ const adminUrl = new URL(inject('adminDatabaseUrl'));
 beforeAll(async () => {
   proxy = await startTcpProxy({ host: adminUrl.hostname, port: Number(adminUrl.port || 5432) });
   smtp = await startSmtpServer();
-  t = await startTestApp({ viaDatabaseUrl: (url) => proxy.url(url), env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>' } });
+  t = await startTestApp({
+    viaDatabaseUrl: (url) => proxy.url(url),
+    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>' },
+  });
   alice = await t.createAccount({ name: 'Outage Inc', email: 'alice@outage.test' });
   const created = await rest(t.url, alice.apiKey, 'POST', '/templates/pdf', {
     name: 'Outage contract',
     documents: [{ name: 'contract', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
-    fields: [{ name: 'Signature', type: 'signature', role: 'Signer', areas: [{ x: 72, y: 72, w: 150, h: 40, page: 1 }] }],
+    fields: [
+      { name: 'Signature', type: 'signature', role: 'Signer', areas: [{ x: 72, y: 72, w: 150, h: 40, page: 1 }] },
+    ],
   });
   expect(created.status, JSON.stringify(created.json)).toBe(200);
   templateId = created.json.id;
@@ -77,13 +82,21 @@ async function askEveryRoute(): Promise<Answer[]> {
       {
         method: 'POST',
         headers: { ...key, 'content-type': 'application/json' },
-        body: JSON.stringify({ template_id: templateId, send_email: false, submitters: [{ role: 'Signer', email: 'during@outage.test' }] }),
+        body: JSON.stringify({
+          template_id: templateId,
+          send_email: false,
+          submitters: [{ role: 'Signer', email: 'during@outage.test' }],
+        }),
       },
     ],
     [
       'POST /graphql',
       '/graphql',
-      { method: 'POST', headers: { ...key, 'content-type': 'application/json' }, body: JSON.stringify({ query: '{ templates { nodes { id name } } }' }) },
+      {
+        method: 'POST',
+        headers: { ...key, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: '{ templates { nodes { id name } } }' }),
+      },
     ],
     ['GET /s/:slug', `/s/${slug}`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } }],
     ['GET /file/...', new URL(fileUrl).pathname + new URL(fileUrl).search, {}],
@@ -92,7 +105,12 @@ async function askEveryRoute(): Promise<Answer[]> {
   return Promise.all(
     requests.map(async ([route, path, init]) => {
       const response = await fetch(`${t.url}${path}`, init);
-      return { route, status: response.status, retryAfter: response.headers.get('retry-after'), body: await response.text() };
+      return {
+        route,
+        status: response.status,
+        retryAfter: response.headers.get('retry-after'),
+        body: await response.text(),
+      };
     }),
   );
 }
@@ -106,12 +124,17 @@ async function untilEveryRouteAnswers200(timeoutMs: number): Promise<number> {
     if (last.every((answer) => answer.status === 200)) return Date.now() - started;
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`not every route answered 200 within ${timeoutMs} ms: ${JSON.stringify(last.map(({ route, status, body }) => ({ route, status, body: body.slice(0, 200) })))}`);
+  throw new Error(
+    `not every route answered 200 within ${timeoutMs} ms: ${JSON.stringify(last.map(({ route, status, body }) => ({ route, status, body: body.slice(0, 200) })))}`,
+  );
 }
 
 function expectOutageAnswers(answers: Answer[]): void {
   for (const answer of answers) {
-    expect({ route: answer.route, status: answer.status, retryAfter: answer.retryAfter }, answer.body.slice(0, 500)).toEqual({
+    expect(
+      { route: answer.route, status: answer.status, retryAfter: answer.retryAfter },
+      answer.body.slice(0, 500),
+    ).toEqual({
       route: answer.route,
       status: 503,
       retryAfter: '5',
@@ -119,18 +142,32 @@ function expectOutageAnswers(answers: Answer[]): void {
   }
   const byRoute = Object.fromEntries(answers.map((answer) => [answer.route, answer]));
   // DocuSeal's shape on the REST API and the file route; a page for a browser.
-  expect(JSON.parse(byRoute['GET /api/templates']!.body)).toEqual({ error: 'Service unavailable, please try again later' });
-  expect(JSON.parse(byRoute['POST /api/submissions']!.body)).toEqual({ error: 'Service unavailable, please try again later' });
+  expect(JSON.parse(byRoute['GET /api/templates']!.body)).toEqual({
+    error: 'Service unavailable, please try again later',
+  });
+  expect(JSON.parse(byRoute['POST /api/submissions']!.body)).toEqual({
+    error: 'Service unavailable, please try again later',
+  });
   expect(JSON.parse(byRoute['GET /file/...']!.body)).toEqual({ error: 'Service unavailable, please try again later' });
   expect(byRoute['GET /s/:slug']!.body).toContain('Service unavailable');
   const graphql = JSON.parse(byRoute['POST /graphql']!.body);
-  expect(graphql.errors[0]).toMatchObject({ message: 'Service unavailable, please try again later', extensions: { code: 'UNAVAILABLE' } });
+  expect(graphql.errors[0]).toMatchObject({
+    message: 'Service unavailable, please try again later',
+    extensions: { code: 'UNAVAILABLE' },
+  });
   expect(graphql.errors[0].extensions.http).toBeUndefined();
   // /health says only that: nothing about the database, where it is, or what failed.
   const health = byRoute['GET /health']!.body;
   expect(JSON.parse(health)).toEqual({ status: 'unavailable' });
   for (const answer of answers) {
-    for (const secret of [String(proxy.port), adminUrl.hostname, new URL(t.database.url).pathname.slice(1), 'postgres', 'ECONN', 'database server']) {
+    for (const secret of [
+      String(proxy.port),
+      adminUrl.hostname,
+      new URL(t.database.url).pathname.slice(1),
+      'postgres',
+      'ECONN',
+      'database server',
+    ]) {
       expect(answer.body, `${answer.route} names ${secret}`).not.toContain(secret);
     }
   }
@@ -141,22 +178,26 @@ describe('database outage', () => {
     ['refuse', 'connections refused (PostgreSQL down)'],
     ['drop', 'connections accepted and dropped at once'],
     ['hang', 'connections accepted and never answered (black hole)'],
-  ])('%s — %s: every route answers 503 with Retry-After, none 500; back to 200 without a restart', async (mode) => {
-    await untilEveryRouteAnswers200(5000);
-    await proxy.cut(mode);
-    // Until the pools have seen their idle connections end: requests then meet the outage itself.
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const started = Date.now();
-    const answers = await askEveryRoute();
-    // A black hole costs the pool's connect timeout (5 s), no more.
-    expect(Date.now() - started).toBeLessThan(mode === 'hang' ? 9000 : 3000);
-    expectOutageAnswers(answers);
-    expect(t.logs.some((line) => line.msg === 'health check: the database did not answer' && line.err)).toBe(true);
+  ])(
+    '%s — %s: every route answers 503 with Retry-After, none 500; back to 200 without a restart',
+    async (mode) => {
+      await untilEveryRouteAnswers200(5000);
+      await proxy.cut(mode);
+      // Until the pools have seen their idle connections end: requests then meet the outage itself.
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const started = Date.now();
+      const answers = await askEveryRoute();
+      // A black hole costs the pool's connect timeout (5 s), no more.
+      expect(Date.now() - started).toBeLessThan(mode === 'hang' ? 9000 : 3000);
+      expectOutageAnswers(answers);
+      expect(t.logs.some((line) => line.msg === 'health check: the database did not answer' && line.err)).toBe(true);
 
-    await proxy.restore();
-    const recovery = await untilEveryRouteAnswers200(10_000);
-    expect(recovery).toBeLessThan(10_000);
-  }, 60_000);
+      await proxy.restore();
+      const recovery = await untilEveryRouteAnswers200(10_000);
+      expect(recovery).toBeLessThan(10_000);
+    },
+    60_000,
+  );
 
   it('the job queue survives: a job due during the outage runs after it, and a signature request sent after it is mailed', async () => {
     await untilEveryRouteAnswers200(5000);
@@ -174,8 +215,16 @@ describe('database outage', () => {
     await proxy.restore();
     // The scans (every 50 ms here), the LISTEN reconnects (every 100 ms) and the outbox relay
     // failed all along: each said so at most once (once in this file's outages), not at every attempt.
-    const retried = ['jobs: queue error', 'jobs: LISTEN connection error', 'jobs: could not move the outbox into the job store; the next scan will'];
-    for (const message of retried) expect(t.logs.some((line) => line.msg === message && line.databaseUnavailable), message).toBe(true);
+    const retried = [
+      'jobs: queue error',
+      'jobs: LISTEN connection error',
+      'jobs: could not move the outbox into the job store; the next scan will',
+    ];
+    for (const message of retried)
+      expect(
+        t.logs.some((line) => line.msg === message && line.databaseUnavailable),
+        message,
+      ).toBe(true);
     const outageLines = t.logs.slice(logsBefore).filter((line) => retried.includes(String(line.msg)));
     expect(outageLines.length).toBeLessThanOrEqual(retried.length);
 
@@ -234,7 +283,12 @@ describe('isDatabaseUnavailable, on the errors Prisma and pg really throw', () =
       for (const error of errors) expect(isDatabaseUnavailable(error), String(error)).toBe(true);
       // Mapped once for every adapter: UNAVAILABLE, 503, a retry delay, the outage as the cause.
       const appError = findAppError(errors[0]);
-      expect(appError).toMatchObject({ code: 'UNAVAILABLE', status: 503, details: { retryAfterSeconds: 5 }, cause: errors[0] });
+      expect(appError).toMatchObject({
+        code: 'UNAVAILABLE',
+        status: 503,
+        details: { retryAfterSeconds: 5 },
+        cause: errors[0],
+      });
     } finally {
       await db.$disconnect();
     }
@@ -253,11 +307,15 @@ describe('isDatabaseUnavailable, on the errors Prisma and pg really throw', () =
       const viaPg = rejectionOf(client.query(`SELECT pg_sleep(10) AS ${marker}_pg`));
       // Once both statements run, end their sessions as the server does when it shuts down.
       for (let terminated = 0; terminated < 2; ) {
-        const { rows } = await admin.query(`SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`, [`%AS ${marker}_%`]);
+        const { rows } = await admin.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
+          [`%AS ${marker}_%`],
+        );
         terminated += rows.length;
         if (terminated < 2) await new Promise((resolve) => setTimeout(resolve, 20));
       }
-      for (const error of [await viaPrisma, await viaPg]) expect(isDatabaseUnavailable(error), String(error)).toBe(true);
+      for (const error of [await viaPrisma, await viaPg])
+        expect(isDatabaseUnavailable(error), String(error)).toBe(true);
     } finally {
       await client.end().catch(() => undefined);
       await db.$disconnect();

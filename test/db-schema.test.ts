@@ -54,15 +54,27 @@ describe('database schema', () => {
   it('reports differences when the schema and the database disagree', async () => {
     let mutated = schemaText;
     // A column made required.
-    mutated = replaceOnce(mutated, 'firstName  String?   @map("first_name")', 'firstName  String    @map("first_name")');
+    mutated = replaceOnce(
+      mutated,
+      'firstName  String?   @map("first_name")',
+      'firstName  String    @map("first_name")',
+    );
     // A field dropped.
     mutated = replaceOnce(mutated, '  locale      String    @default("en-US")\n', '');
     // An index added, and a unique one changed to a different column order.
-    mutated = replaceOnce(mutated, '  @@index([accountId])\n  @@map("users")', '  @@index([accountId])\n  @@index([lastName])\n  @@map("users")');
+    mutated = replaceOnce(
+      mutated,
+      '  @@index([accountId])\n  @@map("users")',
+      '  @@index([accountId])\n  @@index([lastName])\n  @@map("users")',
+    );
     mutated = replaceOnce(mutated, '@@unique([fileId, page])', '@@unique([page, fileId])');
     // A type, a default and a referential action changed.
     mutated = replaceOnce(mutated, 'byteSize    BigInt   @map("byte_size")', 'byteSize    Int      @map("byte_size")');
-    mutated = replaceOnce(mutated, 'timezone    String    @default("UTC")', 'timezone    String    @default("Europe/Berlin")');
+    mutated = replaceOnce(
+      mutated,
+      'timezone    String    @default("UTC")',
+      'timezone    String    @default("Europe/Berlin")',
+    );
     mutated = replaceOnce(
       mutated,
       'file     StoredFile @relation(fields: [fileId], references: [id], onDelete: Restrict)\n\n  @@index([templateId, position])',
@@ -71,7 +83,7 @@ describe('database schema', () => {
 
     const diffs = diffSchemas(await expectedFrom(mutated), actual);
     expect(diffs).toEqual([
-      "column accounts.locale: in the database, not in the schema",
+      'column accounts.locale: in the database, not in the schema',
       "column accounts.timezone: default 'Europe/Berlin'::text in the schema, 'UTC'::text in the database",
       'column stored_files.byte_size: type integer in the schema, bigint in the database',
       'column users.first_name: NOT NULL in the schema, nullable in the database',

@@ -26,7 +26,10 @@ interface Service {
 
 /** Compose interpolation of `${NAME:-default}` / `${NAME-default}` / `${NAME}` with an empty host environment. */
 function interpolate(value: string): string {
-  return value.replace(/\$\{([A-Z_][A-Z0-9_]*)(?::?-([^}]*))?\}/gi, (_match, _name: string, fallback?: string) => fallback ?? '');
+  return value.replace(
+    /\$\{([A-Z_][A-Z0-9_]*)(?::?-([^}]*))?\}/gi,
+    (_match, _name: string, fallback?: string) => fallback ?? '',
+  );
 }
 
 /** A service's environment as a plain map (compose allows a map or a list of NAME=value). */
@@ -56,7 +59,10 @@ function containerPort(entry: NonNullable<Service['ports']>[number]): number {
   return Number(last.replace(/\/(tcp|udp)$/, ''));
 }
 
-const compose = parse(read('docker-compose.yml')) as { services: Record<string, Service>; volumes?: Record<string, unknown> };
+const compose = parse(read('docker-compose.yml')) as {
+  services: Record<string, Service>;
+  volumes?: Record<string, unknown>;
+};
 const { signet, postgres } = compose.services;
 
 describe('docker-compose.yml', () => {

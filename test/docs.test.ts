@@ -16,7 +16,10 @@ import { ROOT } from './helpers/processes.ts';
 
 const DOCS = [
   'README.md',
-  ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`),
+  ...fs
+    .readdirSync(path.join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
   'bench/README.md',
   'samples/README.md',
 ];
@@ -65,20 +68,30 @@ function linksOf(markdown: string): { target: string; line: number }[] {
 function checkLink(doc: string, target: string): string | undefined {
   if (/^[a-z][a-z0-9+.-]*:/i.test(target)) return undefined; // https:, mailto:
   const [rawPath, fragment] = target.split('#', 2) as [string, string | undefined];
-  const file = rawPath === '' ? path.join(ROOT, doc) : path.resolve(path.dirname(path.join(ROOT, doc)), decodeURIComponent(rawPath));
+  const file =
+    rawPath === ''
+      ? path.join(ROOT, doc)
+      : path.resolve(path.dirname(path.join(ROOT, doc)), decodeURIComponent(rawPath));
   const relative = path.relative(ROOT, file);
   if (relative.startsWith('..') || path.isAbsolute(relative)) return 'points outside the repository';
   if (!fs.existsSync(file)) return `${relative} does not exist`;
   if (fragment === undefined) return undefined;
   if (!file.endsWith('.md')) return `#${fragment} on a file that is not Markdown`;
-  if (!anchorsOf(file).has(decodeURIComponent(fragment))) return `${relative} has no heading with the anchor #${fragment}`;
+  if (!anchorsOf(file).has(decodeURIComponent(fragment)))
+    return `${relative} has no heading with the anchor #${fragment}`;
   return undefined;
 }
 
 /** Whether `file` exists, or, with a `*` in its last part (`test/notifications-*.test.ts`), a file matches it. */
 function existsOrMatches(file: string): boolean {
   if (!path.basename(file).includes('*')) return fs.existsSync(file);
-  const pattern = new RegExp(`^${path.basename(file).split('*').map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+  const pattern = new RegExp(
+    `^${path
+      .basename(file)
+      .split('*')
+      .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+      .join('.*')}$`,
+  );
   return fs.existsSync(path.dirname(file)) && fs.readdirSync(path.dirname(file)).some((name) => pattern.test(name));
 }
 
@@ -117,7 +130,8 @@ function checkSignetCommand(words: string[], commands: Map<string, string>): str
   for (const flag of words.filter((w) => w.startsWith('--'))) {
     const option = flag.split('=')[0]!;
     if (option === '--help') continue;
-    if (!new RegExp(`(^|[\\s\\[])${option}(?=[\\s\\]=]|$)`, 'm').test(usage)) return `"signet ${name}" takes no ${option}`;
+    if (!new RegExp(`(^|[\\s\\[])${option}(?=[\\s\\]=]|$)`, 'm').test(usage))
+      return `"signet ${name}" takes no ${option}`;
   }
   return undefined;
 }
@@ -133,7 +147,9 @@ const SCHEMA = buildSchema(fs.readFileSync(path.join(ROOT, 'schema.graphql'), 'u
 function graphqlProblems(doc: string, markdown: string): { operations: number; wrong: string[] } {
   const wrong: string[] = [];
   let operations = 0;
-  const sources = fencedBlocks(markdown).filter((b) => b.info === 'graphql').map((b) => b.body);
+  const sources = fencedBlocks(markdown)
+    .filter((b) => b.info === 'graphql')
+    .map((b) => b.body);
   for (const match of markdown.matchAll(/"query":\s*"((?:[^"\\]|\\.)*)"|\bquery:\s*'([^']*)'/g)) {
     sources.push(match[1] !== undefined ? JSON.parse(`"${match[1]}"`) : match[2]!);
   }
@@ -154,13 +170,15 @@ function graphqlProblems(doc: string, markdown: string): { operations: number; w
         for (const field of fields ? (definition.fields ?? []) : []) {
           const real = fields![field.name.value];
           if (!real) wrong.push(`${doc}: ${name}.${field.name.value} is not in schema.graphql`);
-          else if (String(real.type) !== print(field.type)) wrong.push(`${doc}: ${name}.${field.name.value} is ${real.type}, not ${print(field.type)}`);
+          else if (String(real.type) !== print(field.type))
+            wrong.push(`${doc}: ${name}.${field.name.value} is ${real.type}, not ${print(field.type)}`);
         }
       } else {
         const values = isEnumType(actual) ? actual.getValues().map((v) => v.name) : undefined;
         if (!values) wrong.push(`${doc}: enum ${name} is not in schema.graphql`);
         for (const value of values ? (definition.values ?? []) : []) {
-          if (!values!.includes(value.name.value)) wrong.push(`${doc}: ${name}.${value.name.value} is not in schema.graphql`);
+          if (!values!.includes(value.name.value))
+            wrong.push(`${doc}: ${name}.${value.name.value} is not in schema.graphql`);
         }
       }
     }
@@ -187,11 +205,15 @@ describe('docs', () => {
     for (const doc of DOCS.filter((d) => d !== 'bench/README.md')) {
       const markdown = fs.readFileSync(path.join(ROOT, doc), 'utf8');
       for (const text of [markdown]) {
-        for (const match of text.matchAll(/(?<![\w./-])((?:\.\.\/)*(?:src|test|bench|docs|rest-compat|scripts|prisma|samples|bin|shared)\/[\w./*-]*[\w/*])/g)) {
+        for (const match of text.matchAll(
+          /(?<![\w./-])((?:\.\.\/)*(?:src|test|bench|docs|rest-compat|scripts|prisma|samples|bin|shared)\/[\w./*-]*[\w/*])/g,
+        )) {
           const written = match[1]!;
           if (/\.\.\.$/.test(written)) continue;
           // `../x` in docs/ is relative to the page; anything else to the repository's root.
-          const file = written.startsWith('../') ? path.resolve(ROOT, path.dirname(doc), written) : path.join(ROOT, written);
+          const file = written.startsWith('../')
+            ? path.resolve(ROOT, path.dirname(doc), written)
+            : path.join(ROOT, written);
           const relative = path.relative(ROOT, file);
           if (relative.startsWith('..') || !existsOrMatches(file)) missing.push(`${doc}: ${written}`);
         }
@@ -206,7 +228,8 @@ describe('docs', () => {
       [...DOCS, ...fs.readdirSync(ROOT).filter((f) => f.endsWith('.md'))].map((f) => path.basename(f)),
     );
     for (const dir of ['samples', 'test', 'scripts']) {
-      if (fs.existsSync(path.join(ROOT, dir))) for (const f of fs.readdirSync(path.join(ROOT, dir))) if (f.endsWith('.md')) pages.add(f);
+      if (fs.existsSync(path.join(ROOT, dir)))
+        for (const f of fs.readdirSync(path.join(ROOT, dir))) if (f.endsWith('.md')) pages.add(f);
     }
     const unknown: string[] = [];
     for (const doc of DOCS) {
@@ -236,7 +259,9 @@ describe('docs', () => {
 
   it('quotes only signet commands and options that the CLI knows', () => {
     const commands = cliCommands();
-    expect([...commands.keys()]).toEqual(expect.arrayContaining(['account create', 'api-key create', 'webhook add', 'migrate']));
+    expect([...commands.keys()]).toEqual(
+      expect.arrayContaining(['account create', 'api-key create', 'webhook add', 'migrate']),
+    );
     const wrong: string[] = [];
     let quoted = 0;
     for (const doc of DOCS) {
@@ -246,7 +271,7 @@ describe('docs', () => {
           const command = /(?:^|npx\s+|\$\(\s*|[|;&]\s*)signet\s+([^#`)|;&]*)/.exec(line.trim());
           if (!command) continue;
           const words = (command[1]!.match(/"[^"]*"|'[^']*'|\S+/g) ?? []).filter((w) => !w.startsWith('<'));
-          if (words.length === 0 || /^([A-Z<[]|\.\.\.|…)/.test(words[0]!)) continue; // "signet <command>", "signet ..." 
+          if (words.length === 0 || /^([A-Z<[]|\.\.\.|…)/.test(words[0]!)) continue; // "signet <command>", "signet ..."
           quoted++;
           const problem = checkSignetCommand(words, commands);
           if (problem) wrong.push(`${doc}: signet ${command[1]!.trim()}: ${problem}`);
@@ -281,7 +306,8 @@ describe('docs', () => {
     expect(checkSignetCommand(['api-key', 'create', '--user-id', '1'], commands)).toBeUndefined();
     expect(checkSignetCommand(['api-key', 'create', '--account-id', '1'], commands)).toMatch(/takes no --account-id/);
     expect(checkSignetCommand(['template', 'list'], commands)).toMatch(/no command/);
-    const bad = '```graphql\n{ viewer { nickname } }\n```\n```graphql\ntype SigningForm { slug: Int! }\nenum SigningFormState { OPEN, PAUSED }\n```\n';
+    const bad =
+      '```graphql\n{ viewer { nickname } }\n```\n```graphql\ntype SigningForm { slug: Int! }\nenum SigningFormState { OPEN, PAUSED }\n```\n';
     expect(graphqlProblems('x.md', `${bad}curl -d '{"query": "{ templatez { id } }"}'`).wrong).toEqual([
       expect.stringMatching(/Cannot query field "nickname"/),
       expect.stringMatching(/SigningForm.slug is String!, not Int!/),

@@ -47,17 +47,24 @@ const sofficeLog = path.join(tmp, 'soffice-starts.log');
 /** SOFFICE_PATH for the server: logs the start and its address-space limit, then runs the real soffice. */
 const sofficeWrapper = path.join(tmp, 'soffice-logged');
 const realSoffice = execFileSync('sh', ['-c', 'command -v soffice || command -v libreoffice']).toString().trim();
-fs.writeFileSync(sofficeWrapper, `#!/bin/sh\necho "$(ulimit -v) $*" >> '${sofficeLog}'\nexec '${realSoffice}' "$@"\n`, { mode: 0o755 });
-const sofficeStarts = () => (fs.existsSync(sofficeLog) ? fs.readFileSync(sofficeLog, 'utf8').trim().split('\n').filter(Boolean) : []);
+fs.writeFileSync(sofficeWrapper, `#!/bin/sh\necho "$(ulimit -v) $*" >> '${sofficeLog}'\nexec '${realSoffice}' "$@"\n`, {
+  mode: 0o755,
+});
+const sofficeStarts = () =>
+  fs.existsSync(sofficeLog) ? fs.readFileSync(sofficeLog, 'utf8').trim().split('\n').filter(Boolean) : [];
 
 const api = (method: string, route: string, body?: unknown) => rest(t.url, alice.apiKey, method, route, body);
 const gql = (query: string, variables: Record<string, unknown>) =>
-  graphql(t.url, query, { key: alice.apiKey, variables }).then(({ body }) => body as { data?: any; errors?: { message: string; extensions?: Record<string, any> }[] });
+  graphql(t.url, query, { key: alice.apiKey, variables }).then(
+    ({ body }) => body as { data?: any; errors?: { message: string; extensions?: Record<string, any> }[] },
+  );
 
 /** Rows and stored bytes that a refused request must not leave behind. */
 async function written() {
   const filesDir = path.join(t.config.dataDir, 'files');
-  const storedBytes = fs.existsSync(filesDir) ? fs.readdirSync(filesDir, { recursive: true }).filter((p) => /[0-9a-f]{64}$/.test(String(p))).length : 0;
+  const storedBytes = fs.existsSync(filesDir)
+    ? fs.readdirSync(filesDir, { recursive: true }).filter((p) => /[0-9a-f]{64}$/.test(String(p))).length
+    : 0;
   return {
     templates: await t.db.template.count(),
     storedFiles: await t.db.storedFile.count(),
@@ -131,19 +138,34 @@ describe('broken PDFs', () => {
     ['sample cut at 90 %', cut(sample, 0.9), /^is not a valid PDF/],
     ['tracemonkey cut at 50 %', cut(tracemonkey, 0.5), /^is not a valid PDF/],
     ['tracemonkey cut at 90 %', cut(tracemonkey, 0.9), /^is not a valid PDF/],
-    ['garbage after a %PDF header', Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(4000, 'garbage ')]), /^is not a valid PDF: its structure cannot be parsed/],
+    [
+      'garbage after a %PDF header',
+      Buffer.concat([Buffer.from('%PDF-1.7\n'), Buffer.alloc(4000, 'garbage ')]),
+      /^is not a valid PDF: its structure cannot be parsed/,
+    ],
     ['a page tree with a cycle', pageTreeCyclePdf(), /^is not a valid PDF/],
     ['encrypted with a user password', locked(), /^is an encrypted PDF protected by a password/],
     // Read cleanly by mupdf (its xref is intact; it finds the pages by a slower lookup), but not by
     // pdf-lib, which draws on the file at completion: the check on pdf-lib's worker refuses them.
-    ['a page whose /Type is misspelt', misspelt(rotated, '5 0 obj\n<< /Type /Page ', '5 0 obj\n<< /Type /Pagx '), /^is not a valid PDF: its page tree holds 4 page\(s\) where 5 can be read/],
-    ['a catalog whose /Type is misspelt', misspelt(rotated, '/Type /Catalog', '/Type /CaRalog'), /^is not a valid PDF: /],
+    [
+      'a page whose /Type is misspelt',
+      misspelt(rotated, '5 0 obj\n<< /Type /Page ', '5 0 obj\n<< /Type /Pagx '),
+      /^is not a valid PDF: its page tree holds 4 page\(s\) where 5 can be read/,
+    ],
+    [
+      'a catalog whose /Type is misspelt',
+      misspelt(rotated, '/Type /Catalog', '/Type /CaRalog'),
+      /^is not a valid PDF: /,
+    ],
   ];
 
   it('REST POST /templates/pdf: each is a 422 "documents[0] is not a valid PDF …", nothing stored', async () => {
     const before = await written();
     for (const [what, bytes, error] of broken) {
-      const { status, json } = await api('POST', '/templates/pdf', { name: what, documents: [{ name: 'broken.pdf', file: base64(bytes) }] });
+      const { status, json } = await api('POST', '/templates/pdf', {
+        name: what,
+        documents: [{ name: 'broken.pdf', file: base64(bytes) }],
+      });
       expect({ what, status }).toEqual({ what, status: 422 });
       expect(Object.keys(json), what).toEqual(['error']);
       expect(json.error.replace(/^documents\[0\] /, ''), what).toMatch(error);
@@ -154,9 +176,12 @@ describe('broken PDFs', () => {
   it('GraphQL createTemplateFromPdf: a VALIDATION error naming the document, nothing stored', async () => {
     const before = await written();
     for (const [what, bytes, error] of broken.slice(0, 3)) {
-      const body = await gql('mutation($input: CreateTemplateFromFileInput!) { createTemplateFromPdf(input: $input) { template { id } } }', {
-        input: { name: what, documents: [{ name: 'broken.pdf', file: base64(bytes) }] },
-      });
+      const body = await gql(
+        'mutation($input: CreateTemplateFromFileInput!) { createTemplateFromPdf(input: $input) { template { id } } }',
+        {
+          input: { name: what, documents: [{ name: 'broken.pdf', file: base64(bytes) }] },
+        },
+      );
       expect(body.errors?.[0]?.extensions?.code, what).toBe('VALIDATION');
       expect(body.errors?.[0]?.message.replace(/^documents\[0\] /, ''), what).toMatch(error);
     }
@@ -164,10 +189,15 @@ describe('broken PDFs', () => {
   });
 
   it('PUT /templates/{id}/documents refuses a broken replacement and keeps the template as it was', async () => {
-    const created = await api('POST', '/templates/pdf', { name: 'Kept', documents: [{ name: 'letter', file: base64(letter) }] });
+    const created = await api('POST', '/templates/pdf', {
+      name: 'Kept',
+      documents: [{ name: 'letter', file: base64(letter) }],
+    });
     expect(created.status, JSON.stringify(created.json)).toBe(200);
     const before = await written();
-    const { status, json } = await api('PUT', `/templates/${created.json.id}/documents`, { documents: [{ name: 'broken', file: base64(cut(letter, 120)) }] });
+    const { status, json } = await api('PUT', `/templates/${created.json.id}/documents`, {
+      documents: [{ name: 'broken', file: base64(cut(letter, 120)) }],
+    });
     expect(status).toBe(422);
     expect(json.error).toMatch(/^documents\[0\] is not a valid PDF/);
     expect(await written()).toEqual(before);
@@ -176,14 +206,18 @@ describe('broken PDFs', () => {
 
   it('still takes a PDF mupdf repairs, kept as a rewrite that pdf-lib reads', async () => {
     // The letter without its last bytes (the %%EOF line): the xref must be rebuilt.
-    const { status, json } = await api('POST', '/templates/pdf', { name: 'Repaired', documents: [{ name: 'repaired', file: base64(cut(letter, letter.length - 8)) }] });
+    const { status, json } = await api('POST', '/templates/pdf', {
+      name: 'Repaired',
+      documents: [{ name: 'repaired', file: base64(cut(letter, letter.length - 8)) }],
+    });
     expect(status, JSON.stringify(json)).toBe(200);
     expect(json.documents).toHaveLength(1);
   });
 });
 
 describe('DOCX archives', () => {
-  const createFromDocx = (docx: Buffer, name = 'bomb.docx') => api('POST', '/templates/docx', { name: 'Docx', documents: [{ name, file: base64(docx) }] });
+  const createFromDocx = (docx: Buffer, name = 'bomb.docx') =>
+    api('POST', '/templates/docx', { name: 'Docx', documents: [{ name, file: base64(docx) }] });
 
   it('refuses zip bombs with a 422 in well under 2 s, without starting LibreOffice', async () => {
     // One deflated stream of 300 MB of spaces (~300 KB), declared three ways.
@@ -191,14 +225,29 @@ describe('DOCX archives', () => {
     const bombEntry = await repeatedByteEntry('word/document.xml', inflated);
     const bombs: [string, Buffer, RegExp][] = [
       // As bench/abuse.ts zipBombDocx builds it (smaller): the directory tells the truth, over the limit.
-      ['declared size', zipArchive([...docxPackageEntries(), bombEntry]), /^bomb\.docx inflates to more than 100 MB; at most 100 MB are accepted \(DOCX_MAX_UNCOMPRESSED_MB\)\.$/],
+      [
+        'declared size',
+        zipArchive([...docxPackageEntries(), bombEntry]),
+        /^bomb\.docx inflates to more than 100 MB; at most 100 MB are accepted \(DOCX_MAX_UNCOMPRESSED_MB\)\.$/,
+      ],
       // Lying headers: 0 bytes (a 4 GB entry wraps to that in a 32-bit field), then 1 KB.
-      ['size 0 in both headers', zipArchive([...docxPackageEntries(), { ...bombEntry, declaredSize: 0 }]), /^bomb\.docx is not a valid DOCX archive: entry "word\/document\.xml": too many bytes/],
-      ['size 1 KB in both headers', zipArchive([...docxPackageEntries(), { ...bombEntry, declaredSize: 1024 }]), /^bomb\.docx is not a valid DOCX archive: entry "word\/document\.xml": too many bytes/],
+      [
+        'size 0 in both headers',
+        zipArchive([...docxPackageEntries(), { ...bombEntry, declaredSize: 0 }]),
+        /^bomb\.docx is not a valid DOCX archive: entry "word\/document\.xml": too many bytes/,
+      ],
+      [
+        'size 1 KB in both headers',
+        zipArchive([...docxPackageEntries(), { ...bombEntry, declaredSize: 1024 }]),
+        /^bomb\.docx is not a valid DOCX archive: entry "word\/document\.xml": too many bytes/,
+      ],
       // Under the limit each, over it together.
       [
         'three entries of 40 MB',
-        zipArchive([...docxPackageEntries(), ...(await Promise.all([1, 2, 3].map((i) => repeatedByteEntry(`word/part${i}.xml`, 40 * 1024 * 1024))))]),
+        zipArchive([
+          ...docxPackageEntries(),
+          ...(await Promise.all([1, 2, 3].map((i) => repeatedByteEntry(`word/part${i}.xml`, 40 * 1024 * 1024)))),
+        ]),
         /^bomb\.docx inflates to more than 100 MB/,
       ],
     ];
@@ -216,9 +265,15 @@ describe('DOCX archives', () => {
   });
 
   it('refuses an archive of more than DOCX_MAX_ENTRIES entries, and one that is no ZIP inside', async () => {
-    const many = zipArchive([...docxPackageEntries(), ...Array.from({ length: 2000 }, (_, i) => deflatedEntry(`word/media/e${i}.xml`, '<x/>'))]);
+    const many = zipArchive([
+      ...docxPackageEntries(),
+      ...Array.from({ length: 2000 }, (_, i) => deflatedEntry(`word/media/e${i}.xml`, '<x/>')),
+    ]);
     const { status, json } = await createFromDocx(many, 'many.docx');
-    expect({ status, json }).toEqual({ status: 422, json: { error: 'many.docx has 2002 entries; at most 2000 are accepted (DOCX_MAX_ENTRIES).' } });
+    expect({ status, json }).toEqual({
+      status: 422,
+      json: { error: 'many.docx has 2002 entries; at most 2000 are accepted (DOCX_MAX_ENTRIES).' },
+    });
 
     const truncated = zipArchive(docxPackageEntries()).subarray(0, 60);
     const cut = await createFromDocx(truncated, 'cut.docx');
@@ -228,12 +283,20 @@ describe('DOCX archives', () => {
   });
 
   it('GraphQL createTemplateFromDocx refuses a bomb with a VALIDATION error', async () => {
-    const bomb = zipArchive([...docxPackageEntries(), await repeatedByteEntry('word/document.xml', 200 * 1024 * 1024, { declaredSize: 0 })]);
-    const body = await gql('mutation($input: CreateTemplateFromFileInput!) { createTemplateFromDocx(input: $input) { template { id } } }', {
-      input: { name: 'Bomb', documents: [{ name: 'bomb.docx', file: base64(bomb) }] },
-    });
+    const bomb = zipArchive([
+      ...docxPackageEntries(),
+      await repeatedByteEntry('word/document.xml', 200 * 1024 * 1024, { declaredSize: 0 }),
+    ]);
+    const body = await gql(
+      'mutation($input: CreateTemplateFromFileInput!) { createTemplateFromDocx(input: $input) { template { id } } }',
+      {
+        input: { name: 'Bomb', documents: [{ name: 'bomb.docx', file: base64(bomb) }] },
+      },
+    );
     expect(body.errors?.[0]?.extensions?.code).toBe('VALIDATION');
-    expect(body.errors?.[0]?.message).toMatch(/is not a valid DOCX archive: entry "word\/document\.xml": too many bytes/);
+    expect(body.errors?.[0]?.message).toMatch(
+      /is not a valid DOCX archive: entry "word\/document\.xml": too many bytes/,
+    );
     expect(sofficeStarts()).toEqual([]);
   });
 
@@ -254,9 +317,15 @@ describe('DOCX archives', () => {
       response.writeHead(500).end('should not be called');
     });
     await new Promise<void>((resolve) => gotenberg.listen(0, '127.0.0.1', resolve));
-    const renderer = createRenderer(loadConfig({ GOTENBERG_URL: `http://127.0.0.1:${(gotenberg.address() as { port: number }).port}` }), pino({ level: 'silent' }));
+    const renderer = createRenderer(
+      loadConfig({ GOTENBERG_URL: `http://127.0.0.1:${(gotenberg.address() as { port: number }).port}` }),
+      pino({ level: 'silent' }),
+    );
     try {
-      const bomb = zipArchive([...docxPackageEntries(), await repeatedByteEntry('word/document.xml', 200 * 1024 * 1024, { declaredSize: 0 })]);
+      const bomb = zipArchive([
+        ...docxPackageEntries(),
+        await repeatedByteEntry('word/document.xml', 200 * 1024 * 1024, { declaredSize: 0 }),
+      ]);
       const error = await renderer.docxToPdf({ docx: bomb, filename: 'bomb.docx' }).then(
         () => undefined,
         (e: AppError) => e,
@@ -279,7 +348,9 @@ describe('DOCX archives', () => {
         (e: AppError) => e,
       );
       expect(error?.code).toBe('VALIDATION');
-      expect(error?.message).toBe('hello.docx could not be converted to PDF: LibreOffice ran out of memory (limit 100 MB, SOFFICE_MAX_MEMORY_MB).');
+      expect(error?.message).toBe(
+        'hello.docx could not be converted to PDF: LibreOffice ran out of memory (limit 100 MB, SOFFICE_MAX_MEMORY_MB).',
+      );
       expect(sofficeStarts().at(-1)).toMatch(/^102400 /);
     } finally {
       await renderer.close();
@@ -296,7 +367,8 @@ function drawnImage(width: number, height: number, format: 'png' | 'jpeg' = 'png
     const stride = pixmap.getStride();
     const n = pixmap.getNumberOfComponents();
     const row = Math.floor(height / 2);
-    for (let x = 0; x < width; x += 1) for (let c = 0; c < n; c += 1) pixels[row * stride + x * n + c] = c === 3 ? 255 : 0;
+    for (let x = 0; x < width; x += 1)
+      for (let c = 0; c < n; c += 1) pixels[row * stride + x * n + c] = c === 3 ? 255 : 0;
     return Buffer.from(format === 'png' ? pixmap.asPNG() : pixmap.asJPEG(90, false));
   } finally {
     pixmap.destroy();
@@ -336,19 +408,47 @@ describe('image values', () => {
   });
 
   const createCompleted = (values: Record<string, unknown>) =>
-    api('POST', '/submissions', { template_id: templateId, send_email: false, submitters: [{ role: 'Signer', email: 'junk@images.test', completed: true, values: { Code: 'abc', ...values } }] });
+    api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      submitters: [{ role: 'Signer', email: 'junk@images.test', completed: true, values: { Code: 'abc', ...values } }],
+    });
 
   it('refuses a junk image with completed: true with a 422 naming the field, and writes nothing', async () => {
     const png = drawnImage(300, 100);
     served.set('/junk.png', { type: 'image/png', body: Buffer.from('<html>not an image</html>') });
     const cases: [string, Record<string, unknown>, RegExp][] = [
-      ['base64 of text as a PNG data URL', { Stamp: `data:image/png;base64,${base64(Buffer.from('not an image at all'))}` }, /^values\.Stamp in `submitters\[0\]` is not an image \(PNG or JPEG\)\.$/],
-      ['base64 of text', { Photo: base64(Buffer.from('still not an image, but long enough to be taken for base64 data')) }, /^values\.Photo in `submitters\[0\]` is not an image/],
+      [
+        'base64 of text as a PNG data URL',
+        { Stamp: `data:image/png;base64,${base64(Buffer.from('not an image at all'))}` },
+        /^values\.Stamp in `submitters\[0\]` is not an image \(PNG or JPEG\)\.$/,
+      ],
+      [
+        'base64 of text',
+        { Photo: base64(Buffer.from('still not an image, but long enough to be taken for base64 data')) },
+        /^values\.Photo in `submitters\[0\]` is not an image/,
+      ],
       // pdf-lib's PNG decoder loops for ever on this one: it must never reach the completion.
-      ['a PNG cut in half', { Stamp: `data:image/png;base64,${base64(png.subarray(0, png.length >> 1))}` }, /^values\.Stamp in `submitters\[0\]` is a damaged image/],
-      ['a URL answering HTML', { Photo: `${serverUrl}/junk.png` }, /^values\.Photo in `submitters\[0\]` is not an image/],
-      ['a drawn signature that is no image', { Sign: `data:image/png;base64,${base64(Buffer.alloc(200, 7))}` }, /^values\.Sign in `submitters\[0\]` is not an image/],
-      ['over 25 megapixels', { Photo: `data:image/png;base64,${base64(drawnImage(6000, 4500))}` }, /^values\.Photo in `submitters\[0\]` is 6000 × 4500 pixels, over 25 megapixels \(IMAGE_MAX_MEGAPIXELS\)\.$/],
+      [
+        'a PNG cut in half',
+        { Stamp: `data:image/png;base64,${base64(png.subarray(0, png.length >> 1))}` },
+        /^values\.Stamp in `submitters\[0\]` is a damaged image/,
+      ],
+      [
+        'a URL answering HTML',
+        { Photo: `${serverUrl}/junk.png` },
+        /^values\.Photo in `submitters\[0\]` is not an image/,
+      ],
+      [
+        'a drawn signature that is no image',
+        { Sign: `data:image/png;base64,${base64(Buffer.alloc(200, 7))}` },
+        /^values\.Sign in `submitters\[0\]` is not an image/,
+      ],
+      [
+        'over 25 megapixels',
+        { Photo: `data:image/png;base64,${base64(drawnImage(6000, 4500))}` },
+        /^values\.Photo in `submitters\[0\]` is 6000 × 4500 pixels, over 25 megapixels \(IMAGE_MAX_MEGAPIXELS\)\.$/,
+      ],
     ];
     const before = await written();
     for (const [what, values, error] of cases) {
@@ -359,13 +459,24 @@ describe('image values', () => {
     }
     expect(await written()).toEqual(before);
     await t.outboxRelayed();
-    expect(await t.db.$queryRaw<{ n: number }[]>`SELECT count(*)::int AS n FROM agenda.jobs WHERE name = 'complete-submission'`).toEqual([{ n: 0 }]);
+    expect(
+      await t.db.$queryRaw<
+        { n: number }[]
+      >`SELECT count(*)::int AS n FROM agenda.jobs WHERE name = 'complete-submission'`,
+    ).toEqual([{ n: 0 }]);
   });
 
   it('PUT /submitters/{id} refuses a junk image value the same way', async () => {
-    const created = await api('POST', '/submissions', { template_id: templateId, send_email: false, submitters: [{ role: 'Signer', email: 'later@images.test' }] });
+    const created = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      submitters: [{ role: 'Signer', email: 'later@images.test' }],
+    });
     expect(created.status).toBe(200);
-    const { status, json } = await api('PUT', `/submitters/${created.json[0].id}`, { completed: true, values: { Code: 'x', Stamp: `data:image/png;base64,${base64(Buffer.from('junk'))}` } });
+    const { status, json } = await api('PUT', `/submitters/${created.json[0].id}`, {
+      completed: true,
+      values: { Code: 'x', Stamp: `data:image/png;base64,${base64(Buffer.from('junk'))}` },
+    });
     expect(status).toBe(422);
     expect(json.error).toMatch(/^values\.Stamp in `submitter` is not an image/);
     const submitter = await t.db.submitter.findUniqueOrThrow({ where: { id: created.json[0].id } });
@@ -374,7 +485,11 @@ describe('image values', () => {
   });
 
   it("signing form uploads: a junk image is refused; a file that only claims to be a PNG can't be an image value", async () => {
-    const created = await api('POST', '/submissions', { template_id: templateId, send_email: false, submitters: [{ role: 'Signer', email: 'form@images.test' }] });
+    const created = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      submitters: [{ role: 'Signer', email: 'form@images.test' }],
+    });
     const slug = created.json[0].slug as string;
     const upload = async (type: string, bytes: Buffer, name: string, contentType: string) => {
       const form = new FormData();
@@ -385,8 +500,14 @@ describe('image values', () => {
       return { status: response.status, json: await response.json() };
     };
     const png = drawnImage(300, 100);
-    expect(await upload('image', png.subarray(0, png.length >> 1), 'cut.png', 'image/png')).toEqual({ status: 422, json: { error: 'image is not a readable image file' } });
-    expect(await upload('signature', Buffer.from('junk'), 'sig.png', 'image/png')).toEqual({ status: 422, json: { error: 'signature error, try to sign on another device' } });
+    expect(await upload('image', png.subarray(0, png.length >> 1), 'cut.png', 'image/png')).toEqual({
+      status: 422,
+      json: { error: 'image is not a readable image file' },
+    });
+    expect(await upload('signature', Buffer.from('junk'), 'sig.png', 'image/png')).toEqual({
+      status: 422,
+      json: { error: 'signature error, try to sign on another device' },
+    });
     expect(await upload('image', drawnImage(6000, 4500), 'big.png', 'image/png')).toEqual({
       status: 422,
       json: { error: 'image is 6000 × 4500 pixels, over 25 megapixels (IMAGE_MAX_MEGAPIXELS)' },
@@ -395,10 +516,14 @@ describe('image values', () => {
     const claimed = await upload('file', png.subarray(0, png.length >> 1), 'photo.png', 'image/png');
     expect(claimed.status).toBe(200);
     expect(claimed.json.content_type).toBe('application/octet-stream');
-    const fields = (await gql('query($slug: String!) { signingForm(slug: $slug) { fields { uuid name } } }', { slug })).data.signingForm.fields as { uuid: string; name: string }[];
+    const fields = (await gql('query($slug: String!) { signingForm(slug: $slug) { fields { uuid name } } }', { slug }))
+      .data.signingForm.fields as { uuid: string; name: string }[];
     const photo = fields.find((f) => f.name === 'Photo')!.uuid;
     const code = fields.find((f) => f.name === 'Code')!.uuid;
-    const body = await gql('mutation($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }', { slug, values: { [code]: 'x', [photo]: claimed.json.uuid } });
+    const body = await gql(
+      'mutation($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }',
+      { slug, values: { [code]: 'x', [photo]: claimed.json.uuid } },
+    );
     expect(body.errors?.[0]?.extensions?.code).toBe('VALIDATION');
     expect(body.errors?.[0]?.message).toMatch(/Photo must be a PNG or JPEG image/);
 
@@ -411,12 +536,17 @@ describe('image values', () => {
     // mupdf writes no GIF: a 1 × 1 GIF89a.
     const gif = Buffer.from('R0lGODlhAQABAIAAAAAAAP///yH5BAEAAAAALAAAAAABAAEAAAIBRAA7', 'base64');
     served.set('/stamp.gif', { type: 'image/gif', body: gif });
-    const { status, json } = await createCompleted({ Photo: `data:image/jpeg;base64,${base64(jpeg)}`, Stamp: `${serverUrl}/stamp.gif`, Sign: `data:image/png;base64,${base64(drawnImage(300, 100))}` });
+    const { status, json } = await createCompleted({
+      Photo: `data:image/jpeg;base64,${base64(jpeg)}`,
+      Stamp: `${serverUrl}/stamp.gif`,
+      Sign: `data:image/png;base64,${base64(drawnImage(300, 100))}`,
+    });
     expect(status, JSON.stringify(json)).toBe(200);
     const submitter = await t.db.submitter.findUniqueOrThrow({ where: { id: json[0].id } });
     const values = submitter.values as Record<string, string>;
     const fileOf = async (name: string) => {
-      const fields = (await t.db.submission.findUniqueOrThrow({ where: { id: submitter.submissionId } })).templateFields as { uuid: string; name: string }[];
+      const fields = (await t.db.submission.findUniqueOrThrow({ where: { id: submitter.submissionId } }))
+        .templateFields as { uuid: string; name: string }[];
       const uuid = values[fields.find((f) => f.name === name)!.uuid]!;
       return t.db.storedFile.findUniqueOrThrow({ where: { uuid } });
     };
@@ -442,7 +572,10 @@ describe('jobs that cannot succeed', () => {
         runs.permanent += 1;
         throw new ServiceError('VALIDATION', 'this data can never be processed');
       },
-      { retry: { maxAttempts: 5, delayMs: () => 10 }, onGiveUp: async (_data, failure) => void (gaveUp.permanent = failure) },
+      {
+        retry: { maxAttempts: 5, delayMs: () => 10 },
+        onGiveUp: async (_data, failure) => void (gaveUp.permanent = failure),
+      },
     );
     t.jobs.define<{ kind: 'transient' }>(
       'test-transient-failure',
@@ -450,7 +583,10 @@ describe('jobs that cannot succeed', () => {
         runs.transient += 1;
         throw new Error('connect ECONNREFUSED 127.0.0.1:5432');
       },
-      { retry: { maxAttempts: 3, delayMs: () => 10 }, onGiveUp: async (_data, failure) => void (gaveUp.transient = failure) },
+      {
+        retry: { maxAttempts: 3, delayMs: () => 10 },
+        onGiveUp: async (_data, failure) => void (gaveUp.transient = failure),
+      },
     );
     await t.jobs.enqueue('test-permanent-failure', { kind: 'permanent' });
     await t.jobs.enqueue('test-transient-failure', { kind: 'transient' });
@@ -458,7 +594,9 @@ describe('jobs that cannot succeed', () => {
     expect(runs).toEqual({ permanent: 1, transient: 3 });
     expect(gaveUp.permanent).toMatchObject({ attempt: 0, permanent: true, error: { code: 'VALIDATION' } });
     expect(gaveUp.transient).toMatchObject({ attempt: 2, permanent: false });
-    const [row] = await t.db.$queryRaw<{ fail_count: number; next_run_at: Date | null }[]>`SELECT fail_count, next_run_at FROM agenda.jobs WHERE name = 'test-permanent-failure'`;
+    const [row] = await t.db.$queryRaw<
+      { fail_count: number; next_run_at: Date | null }[]
+    >`SELECT fail_count, next_run_at FROM agenda.jobs WHERE name = 'test-permanent-failure'`;
     expect(row).toMatchObject({ fail_count: 1 });
   }, 30_000);
 
@@ -469,7 +607,11 @@ describe('jobs that cannot succeed', () => {
       documents: [{ name: 'letter', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
       fields: [{ name: 'Stamp', type: 'stamp', role: 'Signer', required: false, areas: area }],
     });
-    const created = await api('POST', '/submissions', { template_id: template.json.id, send_email: false, submitters: [{ role: 'Signer', email: 'doomed@images.test' }] });
+    const created = await api('POST', '/submissions', {
+      template_id: template.json.id,
+      send_email: false,
+      submitters: [{ role: 'Signer', email: 'doomed@images.test' }],
+    });
     const submitterId = created.json[0].id as number;
     const submissionId = created.json[0].submission_id as number;
     // A value stored before images were checked (or written around the API): a PNG cut in half,
@@ -477,7 +619,12 @@ describe('jobs that cannot succeed', () => {
     const png = drawnImage(300, 100);
     const junk = await storeFile(
       { db: t.db, storage: createLocalStorage(path.join(t.config.dataDir, 'files')) },
-      { accountId: alice.accountId, bytes: png.subarray(0, png.length >> 1), filename: 'stamp.png', contentType: 'image/png' },
+      {
+        accountId: alice.accountId,
+        bytes: png.subarray(0, png.length >> 1),
+        filename: 'stamp.png',
+        contentType: 'image/png',
+      },
     );
     const submission = await t.db.submission.findUniqueOrThrow({ where: { id: submissionId } });
     const stamp = (submission.templateFields as { uuid: string; name: string }[]).find((f) => f.name === 'Stamp')!;
@@ -490,9 +637,13 @@ describe('jobs that cannot succeed', () => {
     await t.jobs.waitForIdle({ timeoutMs: 30_000 });
     expect(Date.now() - started).toBeLessThan(20_000); // not 5 + 10 + 20 + 40 s of retries
 
-    const failures = t.logs.filter((l) => l.job === 'complete-submission' && String(l.msg).startsWith('job complete-submission failed'));
+    const failures = t.logs.filter(
+      (l) => l.job === 'complete-submission' && String(l.msg).startsWith('job complete-submission failed'),
+    );
     expect(failures.map((l) => l.msg)).toEqual(['job complete-submission failed (attempt 1, permanently); giving up']);
-    const [job] = await t.db.$queryRaw<{ fail_count: number; next_run_at: Date | null }[]>`SELECT fail_count, next_run_at FROM agenda.jobs WHERE name = 'complete-submission' AND data->'payload'->>'submitterId' = ${String(submitterId)}`;
+    const [job] = await t.db.$queryRaw<
+      { fail_count: number; next_run_at: Date | null }[]
+    >`SELECT fail_count, next_run_at FROM agenda.jobs WHERE name = 'complete-submission' AND data->'payload'->>'submitterId' = ${String(submitterId)}`;
     expect(job).toEqual({ fail_count: 1, next_run_at: null });
 
     const stored = await t.db.submission.findUniqueOrThrow({ where: { id: submissionId } });
@@ -500,20 +651,40 @@ describe('jobs that cannot succeed', () => {
     expect(stored.completionFailedAt).toBeInstanceOf(Date);
     const events = await t.db.submissionEvent.findMany({ where: { submissionId, eventType: 'fail_completion' } });
     expect(events).toHaveLength(1);
-    expect(events[0]).toMatchObject({ submitterId, data: { reason: stored.completionError, permanent: true, attempts: 1 } });
+    expect(events[0]).toMatchObject({
+      submitterId,
+      data: { reason: stored.completionError, permanent: true, attempts: 1 },
+    });
     expect(await t.db.completedDocument.count({ where: { submissionId } })).toBe(0);
 
-    const viaGraphql = await gql('query($id: Int!) { submission(id: $id) { status completionError { message failedAt } events { eventType data } } }', { id: submissionId });
-    expect(viaGraphql.data.submission.completionError).toEqual({ message: stored.completionError, failedAt: stored.completionFailedAt!.toISOString() });
-    expect(viaGraphql.data.submission.events.at(-1)).toMatchObject({ eventType: 'fail_completion', data: { reason: stored.completionError } });
+    const viaGraphql = await gql(
+      'query($id: Int!) { submission(id: $id) { status completionError { message failedAt } events { eventType data } } }',
+      { id: submissionId },
+    );
+    expect(viaGraphql.data.submission.completionError).toEqual({
+      message: stored.completionError,
+      failedAt: stored.completionFailedAt!.toISOString(),
+    });
+    expect(viaGraphql.data.submission.events.at(-1)).toMatchObject({
+      eventType: 'fail_completion',
+      data: { reason: stored.completionError },
+    });
     const viaRest = await api('GET', `/submissions/${submissionId}`);
-    expect(viaRest.json.completion_error).toEqual({ message: stored.completionError, failed_at: stored.completionFailedAt!.toISOString() });
-    expect(viaRest.json.submission_events.map((e: { event_type: string }) => e.event_type)).toContain('fail_completion');
+    expect(viaRest.json.completion_error).toEqual({
+      message: stored.completionError,
+      failed_at: stored.completionFailedAt!.toISOString(),
+    });
+    expect(viaRest.json.submission_events.map((e: { event_type: string }) => e.event_type)).toContain(
+      'fail_completion',
+    );
     expect(viaRest.json.documents).toEqual([]);
   }, 60_000);
 
   it('shows no completion_error on a submission whose completion succeeded', async () => {
-    const [submission] = await t.db.submission.findMany({ where: { completedDocuments: { some: { kind: 'audit_log' } } }, take: 1 });
+    const [submission] = await t.db.submission.findMany({
+      where: { completedDocuments: { some: { kind: 'audit_log' } } },
+      take: 1,
+    });
     expect(submission).toBeDefined();
     const viaRest = await api('GET', `/submissions/${submission!.id}`);
     expect(viaRest.json.completion_error).toBeNull();

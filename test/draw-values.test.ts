@@ -27,7 +27,11 @@ const DOC = 'doc-uuid';
 let fieldCounter = 0;
 
 /** A field of `type` with one area per entry (fractions of the displayed page, page 0-based). */
-function field(type: string, areas: Array<Partial<Area> & Pick<Area, 'x' | 'y' | 'w' | 'h'>>, extra: Partial<Field> = {}): Field {
+function field(
+  type: string,
+  areas: Array<Partial<Area> & Pick<Area, 'x' | 'y' | 'w' | 'h'>>,
+  extra: Partial<Field> = {},
+): Field {
   fieldCounter += 1;
   return {
     uuid: `field-${fieldCounter}`,
@@ -76,9 +80,26 @@ interface Word {
 
 /** `pdftotext -bbox` words of page `page` (0-based): points on the page as displayed, y from the top. */
 function words(pdf: Uint8Array, page: number): Word[] {
-  const html = execFileSync('pdftotext', ['-bbox', '-cropbox', '-f', String(page + 1), '-l', String(page + 1), writeTmp(pdf), '-']).toString();
-  const unescapeXml = (s: string) => s.replace(/&lt;/g, '<').replace(/&gt;/g, '>').replace(/&quot;/g, '"').replace(/&apos;/g, "'").replace(/&amp;/g, '&');
-  return [...html.matchAll(/<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)<\/word>/g)].map((m) => ({
+  const html = execFileSync('pdftotext', [
+    '-bbox',
+    '-cropbox',
+    '-f',
+    String(page + 1),
+    '-l',
+    String(page + 1),
+    writeTmp(pdf),
+    '-',
+  ]).toString();
+  const unescapeXml = (s: string) =>
+    s
+      .replace(/&lt;/g, '<')
+      .replace(/&gt;/g, '>')
+      .replace(/&quot;/g, '"')
+      .replace(/&apos;/g, "'")
+      .replace(/&amp;/g, '&');
+  return [
+    ...html.matchAll(/<word xMin="([\d.]+)" yMin="([\d.]+)" xMax="([\d.]+)" yMax="([\d.]+)">([^<]*)<\/word>/g),
+  ].map((m) => ({
     xMin: Number(m[1]),
     yMin: Number(m[2]),
     xMax: Number(m[3]),
@@ -89,12 +110,19 @@ function words(pdf: Uint8Array, page: number): Word[] {
 
 /** Plain text of every page, in order (`pdftotext`, pages separated by form feeds). */
 function pageTexts(pdf: Uint8Array): string[] {
-  return execFileSync('pdftotext', [writeTmp(pdf), '-']).toString().split('\f');
+  return execFileSync('pdftotext', [writeTmp(pdf), '-'])
+    .toString()
+    .split('\f');
 }
 
 /** The displayed box of an area in points, y from the top (what pdftotext -bbox and renders use). */
 function displayedBox(area: Pick<Area, 'x' | 'y' | 'w' | 'h'>, page: { width: number; height: number }) {
-  return { x0: area.x * page.width, y0: area.y * page.height, x1: (area.x + area.w) * page.width, y1: (area.y + area.h) * page.height };
+  return {
+    x0: area.x * page.width,
+    y0: area.y * page.height,
+    x1: (area.x + area.w) * page.width,
+    y1: (area.y + area.h) * page.height,
+  };
 }
 
 /** Every word of `value` found on the page, each inside `box` (with `slack` points). */
@@ -103,7 +131,8 @@ function expectWordsInBox(found: Word[], value: string, box: ReturnType<typeof d
   for (const token of value.split(/\s+/)) {
     // The page may hold the same word elsewhere (the tracemonkey paper has numbers): prefer the one in the box.
     const candidates = found.filter((w) => w.text === token && !matched.includes(w));
-    const inside = (w: Word) => w.xMin >= box.x0 - slack && w.xMax <= box.x1 + slack && w.yMin >= box.y0 - slack && w.yMax <= box.y1 + slack;
+    const inside = (w: Word) =>
+      w.xMin >= box.x0 - slack && w.xMax <= box.x1 + slack && w.yMin >= box.y0 - slack && w.yMax <= box.y1 + slack;
     const word = candidates.find(inside) ?? candidates[0];
     expect(word, `"${token}" of "${value}" in ${JSON.stringify(found.map((w) => w.text))}`).toBeDefined();
     matched.push(word!);
@@ -126,13 +155,20 @@ interface Raster {
   /** Grey level at a point given in points from the displayed page's top-left. */
   at(x: number, y: number): number;
   /** Bounding box (points) of pixels darker than `threshold` within a region (points). */
-  darkBox(region: { x0: number; y0: number; x1: number; y1: number }, threshold?: number): { x0: number; y0: number; x1: number; y1: number; count: number } | null;
+  darkBox(
+    region: { x0: number; y0: number; x1: number; y1: number },
+    threshold?: number,
+  ): { x0: number; y0: number; x1: number; y1: number; count: number } | null;
 }
 
 function render(pdf: Uint8Array, page: number, scale = 2): Raster {
-  const pgm = execFileSync('pdftoppm', ['-gray', '-cropbox', '-r', String(72 * scale), '-f', String(page + 1), '-l', String(page + 1), writeTmp(pdf)], {
-    maxBuffer: 256 << 20,
-  });
+  const pgm = execFileSync(
+    'pdftoppm',
+    ['-gray', '-cropbox', '-r', String(72 * scale), '-f', String(page + 1), '-l', String(page + 1), writeTmp(pdf)],
+    {
+      maxBuffer: 256 << 20,
+    },
+  );
   const header = /^P5\s+(\d+)\s+(\d+)\s+255\s/.exec(pgm.subarray(0, 50).toString('latin1'));
   if (!header) throw new Error('pdftoppm did not produce a PGM');
   const [width, height, offset] = [Number(header[1]), Number(header[2]), header[0].length];
@@ -143,8 +179,16 @@ function render(pdf: Uint8Array, page: number, scale = 2): Raster {
     at: (x, y) => pixel(Math.min(width - 1, Math.floor(x * scale)), Math.min(height - 1, Math.floor(y * scale))),
     darkBox(region, threshold = 128) {
       let box: { x0: number; y0: number; x1: number; y1: number; count: number } | null = null;
-      for (let py = Math.max(0, Math.floor(region.y0 * scale)); py < Math.min(height, Math.ceil(region.y1 * scale)); py += 1) {
-        for (let px = Math.max(0, Math.floor(region.x0 * scale)); px < Math.min(width, Math.ceil(region.x1 * scale)); px += 1) {
+      for (
+        let py = Math.max(0, Math.floor(region.y0 * scale));
+        py < Math.min(height, Math.ceil(region.y1 * scale));
+        py += 1
+      ) {
+        for (
+          let px = Math.max(0, Math.floor(region.x0 * scale));
+          px < Math.min(width, Math.ceil(region.x1 * scale));
+          px += 1
+        ) {
           if (pixel(px, py) >= threshold) continue;
           box ??= { x0: Infinity, y0: Infinity, x1: -Infinity, y1: -Infinity, count: 0 };
           box.x0 = Math.min(box.x0, px / scale);
@@ -233,7 +277,9 @@ describe('text values', () => {
     const pdf = fixturePdf('pdfjs-form_two_pages.pdf');
     const first = field('text', [{ x: 0.1, y: 0.9, w: 0.4, h: 0.03, page: 0 }]);
     const second = field('text', [{ x: 0.5, y: 0.05, w: 0.4, h: 0.03, page: 1 }]);
-    const otherDocument = field('text', [{ x: 0.1, y: 0.5, w: 0.4, h: 0.03, page: 0, attachment_uuid: 'another-document' }]);
+    const otherDocument = field('text', [
+      { x: 0.1, y: 0.5, w: 0.4, h: 0.03, page: 0, attachment_uuid: 'another-document' },
+    ]);
     const out = await draw(pdf, [
       [first, 'Zoe Quartermain'],
       [second, CYRILLIC],
@@ -254,7 +300,8 @@ describe('text values', () => {
     const name = field('text', [{ x: 0.1, y: 0.1, w: 0.2, h: 0.025 }]); // 122 × 20 pt
     const longName = 'Ελένη-Μαρία Παπαδοπούλου';
     const paragraph = field('text', [{ x: 0.1, y: 0.3, w: 0.3, h: 0.12 }]); // 184 × 95 pt
-    const essay = `${CYRILLIC} agrees to the terms of this agreement, including every schedule and annex attached hereto, ` +
+    const essay =
+      `${CYRILLIC} agrees to the terms of this agreement, including every schedule and annex attached hereto, ` +
       'and confirms having read them in full before signing in the presence of a witness.';
     const out = await draw(pdf, [
       [name, longName],
@@ -284,7 +331,9 @@ describe('text values', () => {
 
   it('honours font_size, align, valign, color and background', async () => {
     const page = { width: 612, height: 792 };
-    const right = field('text', [{ x: 0.1, y: 0.1, w: 0.5, h: 0.05 }], { preferences: { align: 'right', valign: 'top', font_size: 16 } });
+    const right = field('text', [{ x: 0.1, y: 0.1, w: 0.5, h: 0.05 }], {
+      preferences: { align: 'right', valign: 'top', font_size: 16 },
+    });
     const centred = field('text', [{ x: 0.1, y: 0.2, w: 0.5, h: 0.05 }], {
       preferences: { align: 'center', valign: 'bottom', color: '#ff0000', background: 'yellow' },
     });
@@ -462,7 +511,9 @@ describe('signatures and images', () => {
     const box = displayedBox(signature.areas[0], { width: 595, height: 842 });
     const [first, last] = expectWordsInBox(found, CYRILLIC, box);
     // As large as fits: 90 % of the area's width or 80 % of its height, centred.
-    expect(Math.max((last.xMax - first.xMin) / (box.x1 - box.x0), (first.yMax - first.yMin) / (box.y1 - box.y0))).toBeGreaterThan(0.78);
+    expect(
+      Math.max((last.xMax - first.xMin) / (box.x1 - box.x0), (first.yMax - first.yMin) / (box.y1 - box.y0)),
+    ).toBeGreaterThan(0.78);
     expectNear((first.xMin + last.xMax) / 2, (box.x0 + box.x1) / 2, 2, 'centre');
     expectWordsInBox(found, 'АИ', displayedBox(initials.areas[0], { width: 595, height: 842 }));
     expect(execFileSync('pdffonts', [writeTmp(out)]).toString()).toMatch(/DejaVuSerif-Italic/);
@@ -495,7 +546,8 @@ describe('checkboxes, options and cells', () => {
       { uuid: 'b', value: '' },
       { uuid: 'c', value: 'Gamma' },
     ];
-    const optionAreas = (y: number) => options.map((o, i) => ({ x: 0.1 + i * 0.1, y, w: 0.03, h: 0.03, option_uuid: o.uuid }));
+    const optionAreas = (y: number) =>
+      options.map((o, i) => ({ x: 0.1 + i * 0.1, y, w: 0.03, h: 0.03, option_uuid: o.uuid }));
     const radio = field('radio', optionAreas(0.2), { options });
     const multiple = field('multiple', optionAreas(0.4), { options });
     const out = await draw(fixturePdf('documenso-letter-size.pdf'), [
@@ -513,7 +565,9 @@ describe('checkboxes, options and cells', () => {
     const page = { width: 612, height: 792 };
     const cells = field('cells', [{ x: 0.1, y: 0.2, w: 0.4, h: 0.03, cell_w: 0.05 }]);
     const even = field('cells', [{ x: 0.1, y: 0.3, w: 0.3, h: 0.03 }]);
-    const right = field('cells', [{ x: 0.1, y: 0.4, w: 0.4, h: 0.03, cell_w: 0.05 }], { preferences: { align: 'right' } });
+    const right = field('cells', [{ x: 0.1, y: 0.4, w: 0.4, h: 0.03, cell_w: 0.05 }], {
+      preferences: { align: 'right' },
+    });
     const out = await draw(fixturePdf('documenso-letter-size.pdf'), [
       [cells, 'AB12Я'],
       [even, 'XYZ'],
@@ -528,18 +582,18 @@ describe('checkboxes, options and cells', () => {
     const row = inRow(cells.areas[0]);
     expect(row.map((w) => w.text)).toEqual(['A', 'B', '1', '2', 'Я']);
     row.forEach((w, i) => {
-expect(centreOf(w)).toBeCloseTo((0.1 + 0.05 * i + 0.025) * 612, 0);
-});
+      expect(centreOf(w)).toBeCloseTo((0.1 + 0.05 * i + 0.025) * 612, 0);
+    });
     const evenRow = inRow(even.areas[0]);
     expect(evenRow.map((w) => w.text)).toEqual(['X', 'Y', 'Z']);
     evenRow.forEach((w, i) => {
-expect(centreOf(w)).toBeCloseTo((0.1 + 0.1 * i + 0.05) * 612, 0);
-});
+      expect(centreOf(w)).toBeCloseTo((0.1 + 0.1 * i + 0.05) * 612, 0);
+    });
     const rightRow = inRow(right.areas[0]);
     expect(rightRow.map((w) => w.text)).toEqual(['7', '8', '9']);
     rightRow.forEach((w, i) => {
-expect(centreOf(w)).toBeCloseTo((0.5 - 0.05 * (3 - i) + 0.025) * 612, 0);
-});
+      expect(centreOf(w)).toBeCloseTo((0.5 - 0.05 * (3 - i) + 0.025) * 612, 0);
+    });
   });
 });
 
@@ -597,10 +651,18 @@ describe('parties and errors', () => {
     const signature = field('signature', [{ x: 0.1, y: 0.1, w: 0.3, h: 0.1 }]);
     await expectAppError(draw(pdf, [[signature, 'nowhere']]), 'NOT_FOUND', /image nowhere .*not provided/);
     const gif = { bytes: new TextEncoder().encode('GIF89a........'), contentType: 'image/gif' };
-    await expectAppError(draw(pdf, [[signature, 'gif']], { images: new Map([['gif', gif]]) }), 'VALIDATION', /neither PNG nor JPEG/);
+    await expectAppError(
+      draw(pdf, [[signature, 'gif']], { images: new Map([['gif', gif]]) }),
+      'VALIDATION',
+      /neither PNG nor JPEG/,
+    );
     const offPage = field('text', [{ x: 0.1, y: 0.1, w: 0.3, h: 0.1, page: 3 }]);
     await expectAppError(draw(pdf, [[offPage, 'x']]), 'VALIDATION', /page 3 .* 1 page/);
-    await expectAppError(draw(pdf, [[signature, 'text:A']], { timeZone: 'Mars/Olympus' }), 'VALIDATION', /unknown time zone/);
+    await expectAppError(
+      draw(pdf, [[signature, 'text:A']], { timeZone: 'Mars/Olympus' }),
+      'VALIDATION',
+      /unknown time zone/,
+    );
   });
 });
 
@@ -612,7 +674,9 @@ describe('value formats', () => {
     expect(formatDate('2025-03-07', 'MMM DD, YYYY')).toBe('Mar 07, 2025');
     expect(formatDate('2025-03-07', 'MMMM D YYY')).toBe('March 7 2025');
     expect(formatDate('2025-03', 'MM/YYYY')).toBe('03/2025');
-    expect(formatDate('2025-06-09T14:05:09Z', 'YYYY-MM-DD HH:mm:ss z', { timeZone: 'Europe/Athens' })).toBe('2025-06-09 17:05:09 GMT+3');
+    expect(formatDate('2025-06-09T14:05:09Z', 'YYYY-MM-DD HH:mm:ss z', { timeZone: 'Europe/Athens' })).toBe(
+      '2025-06-09 17:05:09 GMT+3',
+    );
     expect(formatDate('2025-06-09T14:05:09Z', 'h:m:s a / hh A / H', { timeZone: 'UTC' })).toBe('2:5:9 pm / 02 PM / 14');
     expect(formatDate('{{date}}', 'DD/MM/YYYY HH:mm', { now, timeZone: 'Asia/Tokyo' })).toBe('09/06/2025 23:05');
     expect(formatDate(1741305600, 'DD/MM/YYYY')).toBe('07/03/2025'); // unix seconds
@@ -663,7 +727,9 @@ describe('fonts, parsed once per process and shared by every document', () => {
   it("measure exactly what pdf-lib's widthOfTextAtSize measures, for plain and for complex text", async () => {
     // Plain characters (summed advances) and ones that go through fontkit's layout: combining
     // marks, a soft hyphen, Arabic, Hebrew, CJK (not in DejaVu), an emoji, "fi" and "ffl".
-    const plain = [...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?-–—()[]{}@#$%&*/\\\'"€£¥©®°±×÷ÀÉÎÕÜßàéîõüçñĄęŁőűŽǅΑΒΓΔαβγδάέήίΏΪϋАБВГДабвгдЁёЇїЄєҐґ'];
+    const plain = [
+      ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?-–—()[]{}@#$%&*/\\\'"€£¥©®°±×÷ÀÉÎÕÜßàéîõüçñĄęŁőűŽǅΑΒΓΔαβγδάέήίΏΪϋАБВГДабвгдЁёЇїЄєҐґ',
+    ];
     const complex = ['e\u0301', 'i\u0308', '\u00ad', 'عربي', 'עברית', '漢字', '🙂', 'fi', 'ffl'];
     let seed = 7;
     const random = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
@@ -671,14 +737,16 @@ describe('fonts, parsed once per process and shared by every document', () => {
     for (let i = 0; i < 300; i += 1) {
       const length = 1 + random(30);
       let text = '';
-      for (let j = 0; j < length; j += 1) text += random(10) === 0 ? complex[random(complex.length)] : plain[random(plain.length)];
+      for (let j = 0; j < length; j += 1)
+        text += random(10) === 0 ? complex[random(complex.length)] : plain[random(plain.length)];
       samples.push(text);
     }
     for (const name of ['DejaVuSans', 'DejaVuSerif-Italic', 'DejaVuSansMono-Bold']) {
       const doc = await PDFDocument.create();
       registerFontkit(doc);
       const { pdfFont, width } = await embedDejaVu(doc, await loadDejaVu(name));
-      for (const text of samples) expect(width(text, 11), `${name}: ${JSON.stringify(text)}`).toBeCloseTo(pdfFont.widthOfTextAtSize(text, 11), 9);
+      for (const text of samples)
+        expect(width(text, 11), `${name}: ${JSON.stringify(text)}`).toBeCloseTo(pdfFont.widthOfTextAtSize(text, 11), 9);
     }
   });
 });
@@ -692,7 +760,10 @@ describe('timing', () => {
     const entries: Array<[Field, unknown]> = [];
     for (let i = 0; i < 30; i += 1) {
       const page = i % 14;
-      entries.push([field('text', [{ x: 0.1 + (i % 2) * 0.45, y: 0.05 + Math.floor(i / 14) * 0.04, w: 0.35, h: 0.025, page }]), `${names[i % names.length]} ${i}`]);
+      entries.push([
+        field('text', [{ x: 0.1 + (i % 2) * 0.45, y: 0.05 + Math.floor(i / 14) * 0.04, w: 0.35, h: 0.025, page }]),
+        `${names[i % names.length]} ${i}`,
+      ]);
     }
     entries.push([field('signature', [{ x: 0.1, y: 0.85, w: 0.3, h: 0.08, page: 13 }]), 'sig-1']);
     entries.push([field('signature', [{ x: 0.55, y: 0.85, w: 0.3, h: 0.08, page: 13 }]), 'sig-2']);

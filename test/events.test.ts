@@ -70,7 +70,10 @@ async function createTemplate(body: Record<string, unknown> = {}): Promise<numbe
   return json.id;
 }
 
-async function createSubmission(templateId: number, body: Record<string, unknown> = {}): Promise<{ id: number; submitterIds: number[] }> {
+async function createSubmission(
+  templateId: number,
+  body: Record<string, unknown> = {},
+): Promise<{ id: number; submitterIds: number[] }> {
   const json = await ok(
     api('POST', '/submissions', {
       template_id: templateId,
@@ -97,14 +100,19 @@ afterAll(async () => {
 describe('template events', () => {
   it('template.created: POST /templates/pdf, clone, merge, and the GraphQL create mutation', async () => {
     let id = 0;
-    expect(await raisedBy(TEMPLATE_EVENTS, async () => (id = await createTemplate()))).toEqual([`template.created:${id}`]);
-    let clone = 0;
-    expect(await raisedBy(TEMPLATE_EVENTS, async () => (clone = (await ok(api('POST', `/templates/${id}/clone`, {}))).id))).toEqual([
-      `template.created:${clone}`,
+    expect(await raisedBy(TEMPLATE_EVENTS, async () => (id = await createTemplate()))).toEqual([
+      `template.created:${id}`,
     ]);
+    let clone = 0;
+    expect(
+      await raisedBy(TEMPLATE_EVENTS, async () => (clone = (await ok(api('POST', `/templates/${id}/clone`, {}))).id)),
+    ).toEqual([`template.created:${clone}`]);
     let merged = 0;
     expect(
-      await raisedBy(TEMPLATE_EVENTS, async () => (merged = (await ok(api('POST', '/templates/merge', { template_ids: [id, clone] }))).id)),
+      await raisedBy(
+        TEMPLATE_EVENTS,
+        async () => (merged = (await ok(api('POST', '/templates/merge', { template_ids: [id, clone] }))).id),
+      ),
     ).toEqual([`template.created:${merged}`]);
     let viaGraphql = 0;
     expect(
@@ -122,19 +130,31 @@ describe('template events', () => {
 
   it('template.updated, not created, when POST /templates/pdf replaces the template with the same external_id', async () => {
     let id = 0;
-    expect(await raisedBy(TEMPLATE_EVENTS, async () => (id = await createTemplate({ external_id: 'ext-1' })))).toEqual([`template.created:${id}`]);
+    expect(await raisedBy(TEMPLATE_EVENTS, async () => (id = await createTemplate({ external_id: 'ext-1' })))).toEqual([
+      `template.created:${id}`,
+    ]);
     let again = 0;
-    expect(await raisedBy(TEMPLATE_EVENTS, async () => (again = await createTemplate({ external_id: 'ext-1' })))).toEqual([`template.updated:${id}`]);
+    expect(
+      await raisedBy(TEMPLATE_EVENTS, async () => (again = await createTemplate({ external_id: 'ext-1' }))),
+    ).toEqual([`template.updated:${id}`]);
     expect(again).toBe(id);
   });
 
   it('template.updated on every PUT /templates/{id}, even without a change, and on PUT /templates/{id}/documents', async () => {
     const id = await createTemplate();
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, {})))).toEqual([`template.updated:${id}`]);
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, {})))).toEqual([`template.updated:${id}`]);
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, { name: 'Renamed' })))).toEqual([`template.updated:${id}`]);
+    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, {})))).toEqual([
+      `template.updated:${id}`,
+    ]);
+    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, {})))).toEqual([
+      `template.updated:${id}`,
+    ]);
+    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, { name: 'Renamed' })))).toEqual([
+      `template.updated:${id}`,
+    ]);
     expect(
-      await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}/documents`, { documents: [{ name: 'annex', file: pdf() }] }))),
+      await raisedBy(TEMPLATE_EVENTS, () =>
+        ok(api('PUT', `/templates/${id}/documents`, { documents: [{ name: 'annex', file: pdf() }] })),
+      ),
     ).toEqual([`template.updated:${id}`]);
   });
 
@@ -144,10 +164,18 @@ describe('template events', () => {
       `template.archived:${id}`,
       `template.updated:${id}`,
     ]);
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, { archived: true })))).toEqual([`template.updated:${id}`]);
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, { archived: false })))).toEqual([`template.updated:${id}`]);
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('DELETE', `/templates/${id}`)))).toEqual([`template.archived:${id}`]);
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('DELETE', `/templates/${id}`)))).toEqual([`template.archived:${id}`]);
+    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, { archived: true })))).toEqual([
+      `template.updated:${id}`,
+    ]);
+    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, { archived: false })))).toEqual([
+      `template.updated:${id}`,
+    ]);
+    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('DELETE', `/templates/${id}`)))).toEqual([
+      `template.archived:${id}`,
+    ]);
+    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('DELETE', `/templates/${id}`)))).toEqual([
+      `template.archived:${id}`,
+    ]);
   });
 
   it('nothing for a refused call, nor for another account', async () => {
@@ -178,7 +206,9 @@ describe('events nobody subscribes to', () => {
   it('make no dispatch-event job: none without an endpoint, none for a type the endpoints do not take', async () => {
     const carol = await t.createAccount({ name: 'Carol', email: 'carol@events.test' });
     const call = (method: string, path: string, body?: unknown) => rest(t.url, carol.apiKey, method, path, body);
-    const created = await ok(call('POST', '/templates/pdf', { name: 'Quiet', documents: [{ name: 'quiet', file: pdf() }] }));
+    const created = await ok(
+      call('POST', '/templates/pdf', { name: 'Quiet', documents: [{ name: 'quiet', file: pdf() }] }),
+    );
     const touch = () => ok(call('PUT', `/templates/${created.id}`, { name: 'Quiet' }));
     const ofCarol = async () => {
       await t.outboxRelayed();
@@ -188,11 +218,20 @@ describe('events nobody subscribes to', () => {
     expect(await ofCarol()).toEqual([]);
     // An endpoint for the form events only: template events still make no job.
     const { createWebhookEndpoint } = await import('../src/webhooks/endpoints.ts');
-    await createWebhookEndpoint(t.db, { accountId: carol.accountId, url: 'http://127.0.0.1:9/forms', destination: ANY_DESTINATION });
+    await createWebhookEndpoint(t.db, {
+      accountId: carol.accountId,
+      url: 'http://127.0.0.1:9/forms',
+      destination: ANY_DESTINATION,
+    });
     await touch();
     expect(await ofCarol()).toEqual([]);
     // Subscribed: from now on each event is a job.
-    await createWebhookEndpoint(t.db, { accountId: carol.accountId, url: 'http://127.0.0.1:9/templates', events: ['template.updated'], destination: ANY_DESTINATION });
+    await createWebhookEndpoint(t.db, {
+      accountId: carol.accountId,
+      url: 'http://127.0.0.1:9/templates',
+      events: ['template.updated'],
+      destination: ANY_DESTINATION,
+    });
     await touch();
     await touch();
     expect(await ofCarol()).toEqual(['template.updated', 'template.updated']);
@@ -202,17 +241,31 @@ describe('events nobody subscribes to', () => {
 describe('submission.archived', () => {
   it('on every DELETE /submissions/{id}, even when already archived', async () => {
     const { id } = await createSubmission(await createTemplate());
-    expect(await raisedBy(['submission.archived'], () => ok(api('DELETE', `/submissions/${id}`)))).toEqual([`submission.archived:${id}`]);
-    expect(await raisedBy(['submission.archived'], () => ok(api('DELETE', `/submissions/${id}`)))).toEqual([`submission.archived:${id}`]);
+    expect(await raisedBy(['submission.archived'], () => ok(api('DELETE', `/submissions/${id}`)))).toEqual([
+      `submission.archived:${id}`,
+    ]);
+    expect(await raisedBy(['submission.archived'], () => ok(api('DELETE', `/submissions/${id}`)))).toEqual([
+      `submission.archived:${id}`,
+    ]);
   });
 
   it('on PUT /submissions/{id} archived:true only when it changes; not for other changes', async () => {
     const { id } = await createSubmission(await createTemplate());
-    expect(await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { name: 'Renamed' })))).toEqual([]);
-    expect(await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { archived: true })))).toEqual([`submission.archived:${id}`]);
-    expect(await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { archived: true })))).toEqual([]);
-    expect(await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { archived: false })))).toEqual([]);
-    expect(await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { archived: 'true' })))).toEqual([`submission.archived:${id}`]);
+    expect(
+      await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { name: 'Renamed' }))),
+    ).toEqual([]);
+    expect(
+      await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { archived: true }))),
+    ).toEqual([`submission.archived:${id}`]);
+    expect(
+      await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { archived: true }))),
+    ).toEqual([]);
+    expect(
+      await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { archived: false }))),
+    ).toEqual([]);
+    expect(
+      await raisedBy(['submission.archived'], () => ok(api('PUT', `/submissions/${id}`, { archived: 'true' }))),
+    ).toEqual([`submission.archived:${id}`]);
   });
 });
 
@@ -245,14 +298,16 @@ describe('submission.expired', () => {
     const otherTemplate = await createTemplate();
     const templateArchived = await createSubmission(otherTemplate);
     await ok(api('DELETE', `/submissions/${archived.id}`));
-    for (const submitterId of completed.submitterIds) await ok(api('PUT', `/submitters/${submitterId}`, { completed: true }));
+    for (const submitterId of completed.submitterIds)
+      await ok(api('PUT', `/submitters/${submitterId}`, { completed: true }));
     // Declining happens in the signing form; its effect on the row is what the job reads.
     await t.db.submitter.update({ where: { id: declined.submitterIds[0]! }, data: { declinedAt: new Date() } });
     await ok(api('DELETE', `/templates/${otherTemplate}`));
     // The expiry is set once the state is in place, so the job cannot run before it.
     const raised = await raisedBy(['submission.expired'], async () => {
       const expireAt = soon();
-      for (const { id } of [archived, completed, declined, templateArchived]) await ok(api('PUT', `/submissions/${id}`, { expire_at: expireAt }));
+      for (const { id } of [archived, completed, declined, templateArchived])
+        await ok(api('PUT', `/submissions/${id}`, { expire_at: expireAt }));
       await runExpiryJobs();
     });
     expect(raised).toEqual([]);

@@ -154,7 +154,15 @@ describe('storeFile', () => {
 
     const row = await storeFile(
       { db, storage },
-      { accountId, bytes, filename: 'contract.pdf', contentType: 'application/pdf', pageCount: 1, pages, metadata: { source: 'test' } },
+      {
+        accountId,
+        bytes,
+        filename: 'contract.pdf',
+        contentType: 'application/pdf',
+        pageCount: 1,
+        pages,
+        metadata: { source: 'test' },
+      },
     );
 
     const hex = createHash('sha256').update(bytes).digest('hex');
@@ -180,7 +188,10 @@ describe('storeFile', () => {
     const bytes = Buffer.from('image bytes');
 
     const a = await storeFile({ db, storage }, { accountId: null, bytes, filename: '0.png', contentType: 'image/png' });
-    const b = await storeFile({ db, storage }, { accountId: null, bytes, filename: 'copy.png', contentType: 'image/png' });
+    const b = await storeFile(
+      { db, storage },
+      { accountId: null, bytes, filename: 'copy.png', contentType: 'image/png' },
+    );
 
     expect(a).toMatchObject({ accountId: null, pageCount: null, pages: null, metadata: {} });
     expect(b.uuid).not.toBe(a.uuid);
@@ -193,7 +204,10 @@ describe('storeFile', () => {
     let uuid = '';
     await expect(
       db.$transaction(async (tx) => {
-        const row = await storeFile({ db: tx, storage }, { accountId: null, bytes: Buffer.from('tx'), filename: 'tx.txt', contentType: 'text/plain' });
+        const row = await storeFile(
+          { db: tx, storage },
+          { accountId: null, bytes: Buffer.from('tx'), filename: 'tx.txt', contentType: 'text/plain' },
+        );
         uuid = row.uuid;
         throw new Error('roll back');
       }),
@@ -225,7 +239,9 @@ describe('resolveSecretKeyBase', () => {
 
   it('gives every concurrent caller the same secret', async () => {
     const dataDir = await tempDir();
-    const secrets = await Promise.all(Array.from({ length: 10 }, () => resolveSecretKeyBase({ secretKeyBase: undefined, dataDir })));
+    const secrets = await Promise.all(
+      Array.from({ length: 10 }, () => resolveSecretKeyBase({ secretKeyBase: undefined, dataDir })),
+    );
     expect(new Set(secrets).size).toBe(1);
     expect(await fs.readdir(dataDir)).toEqual([SECRET_KEY_BASE_FILE]);
   });

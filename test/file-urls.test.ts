@@ -30,7 +30,11 @@ describe('createFileUrlSigner', () => {
   it('carries the uuid, purpose "blob" and the expiry in unix seconds (default 40 minutes)', () => {
     const token = signer.token(UUID, { now: NOW });
     const [payload] = token.split('--');
-    expect(JSON.parse(Buffer.from(payload, 'base64url').toString())).toEqual({ id: UUID, pur: 'blob', exp: NOW / 1000 + 2400 });
+    expect(JSON.parse(Buffer.from(payload, 'base64url').toString())).toEqual({
+      id: UUID,
+      pur: 'blob',
+      exp: NOW / 1000 + 2400,
+    });
     expect(token).toMatch(/^[A-Za-z0-9_-]+--[A-Za-z0-9_-]{43}$/);
   });
 
@@ -47,7 +51,9 @@ describe('createFileUrlSigner', () => {
     const token = signer.token(UUID, { now: NOW });
     const [payload, signature] = [token.slice(0, -45), token.slice(-43)];
     const flipped = `${payload}--${signature[0] === 'A' ? 'B' : 'A'}${signature.slice(1)}`;
-    const otherUuid = Buffer.from(JSON.stringify({ id: UUID.replace(/^0/, '1'), pur: 'blob', exp: NOW / 1000 + 2400 })).toString('base64url');
+    const otherUuid = Buffer.from(
+      JSON.stringify({ id: UUID.replace(/^0/, '1'), pur: 'blob', exp: NOW / 1000 + 2400 }),
+    ).toString('base64url');
     const otherPurpose = createFileUrlSigner({ appUrl: 'x', secret: SECRET, ttlMs: 1 });
     const otherSecret = createFileUrlSigner({ appUrl: 'x', secret: 'b'.repeat(64), ttlMs: 40 * 60_000 });
     // The last base64url character of a 32-byte digest has 2 spare bits: another spelling of the same digest.
@@ -55,7 +61,17 @@ describe('createFileUrlSigner', () => {
     const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
     const respelled = `${payload}--${signature.slice(0, -1)}${alphabet[alphabet.indexOf(last) ^ 1]}`;
 
-    for (const bad of [flipped, `${otherUuid}--${signature}`, otherSecret.token(UUID, { now: NOW }), respelled, '', 'abc', `${payload}-${signature}`, `${token}x`, 'x'.repeat(600)]) {
+    for (const bad of [
+      flipped,
+      `${otherUuid}--${signature}`,
+      otherSecret.token(UUID, { now: NOW }),
+      respelled,
+      '',
+      'abc',
+      `${payload}-${signature}`,
+      `${token}x`,
+      'x'.repeat(600),
+    ]) {
       expect(signer.verify(bad, NOW)).toEqual({ ok: false, reason: 'invalid' });
       expect(signer.verify(bad, NOW + 10 * 3600_000)).toEqual({ ok: false, reason: 'invalid' });
     }
@@ -84,7 +100,9 @@ describe('parseRange and contentDisposition', () => {
     expect(contentDisposition('inline', 'Vertrag "März" 100%.pdf')).toBe(
       `inline; filename="Vertrag _M_rz_ 100_.pdf"; filename*=UTF-8''Vertrag%20%22M%C3%A4rz%22%20100%25.pdf`,
     );
-    expect(contentDisposition('attachment', "it's (1).pdf")).toBe(`attachment; filename="it's (1).pdf"; filename*=UTF-8''it%27s%20%281%29.pdf`);
+    expect(contentDisposition('attachment', "it's (1).pdf")).toBe(
+      `attachment; filename="it's (1).pdf"; filename*=UTF-8''it%27s%20%281%29.pdf`,
+    );
   });
 });
 
@@ -122,7 +140,9 @@ describe('GET/HEAD /file/:token/:filename', () => {
     expect(Buffer.from(await response.arrayBuffer())).toEqual(bytes);
     expect(response.headers.get('content-type')).toBe('application/pdf');
     expect(response.headers.get('content-length')).toBe('1000');
-    expect(response.headers.get('content-disposition')).toBe(`inline; filename="Vertrag M_rz.pdf"; filename*=UTF-8''Vertrag%20M%C3%A4rz.pdf`);
+    expect(response.headers.get('content-disposition')).toBe(
+      `inline; filename="Vertrag M_rz.pdf"; filename*=UTF-8''Vertrag%20M%C3%A4rz.pdf`,
+    );
     // Private (an account's document), and fresh no longer than the URL's 40 minutes.
     const cacheControl = response.headers.get('cache-control')!;
     expect(cacheControl).toMatch(/^private, max-age=\d+, immutable$/);
@@ -237,7 +257,9 @@ describe('GET/HEAD /file/:token/:filename', () => {
     const payload = token.slice(0, -45);
     const signature = token.slice(-43);
     const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
-    const otherUuidPayload = Buffer.from(JSON.stringify({ ...claims, id: '00000000-0000-4000-8000-000000000000' })).toString('base64url');
+    const otherUuidPayload = Buffer.from(
+      JSON.stringify({ ...claims, id: '00000000-0000-4000-8000-000000000000' }),
+    ).toString('base64url');
     const otherSecret = createFileUrlSigner({ appUrl: t.url, secret: 'z'.repeat(64), ttlMs: 60_000 });
     const tokens = [
       `${payload}--${signature.slice(0, 5)}${signature[5] === 'x' ? 'y' : 'x'}${signature.slice(6)}`,
@@ -257,7 +279,12 @@ describe('GET/HEAD /file/:token/:filename', () => {
 
   it('refuses a stored filename with a dangerous extension with 422 and an empty body', async () => {
     for (const filename of ['setup.exe', 'run.SH', 'tool.dll', 'app.apk', 'x.js', 'y.bat', 'trailing.exe. ']) {
-      const file = await storeFile(deps(), { accountId: null, bytes: Buffer.from('MZ'), filename, contentType: 'application/octet-stream' });
+      const file = await storeFile(deps(), {
+        accountId: null,
+        bytes: Buffer.from('MZ'),
+        filename,
+        contentType: 'application/octet-stream',
+      });
       const response = await fetchSigned(t.app.files.signer.url(file));
       expect(response.status, filename).toBe(422);
       expect(await response.text()).toBe('');
@@ -265,7 +292,12 @@ describe('GET/HEAD /file/:token/:filename', () => {
   });
 
   it('serves active content types (HTML, SVG) as attachments of type application/octet-stream', async () => {
-    const html = await storeFile(deps(), { accountId: null, bytes: Buffer.from('<script>alert(1)</script>'), filename: 'page.html', contentType: 'text/html; charset=utf-8' });
+    const html = await storeFile(deps(), {
+      accountId: null,
+      bytes: Buffer.from('<script>alert(1)</script>'),
+      filename: 'page.html',
+      contentType: 'text/html; charset=utf-8',
+    });
     const response = await fetchSigned(t.app.files.signer.url(html));
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toBe('application/octet-stream');
@@ -274,7 +306,12 @@ describe('GET/HEAD /file/:token/:filename', () => {
   });
 
   it('serves an empty file and answers any range on it with 416', async () => {
-    const empty = await storeFile(deps(), { accountId: null, bytes: new Uint8Array(), filename: 'empty.pdf', contentType: 'application/pdf' });
+    const empty = await storeFile(deps(), {
+      accountId: null,
+      bytes: new Uint8Array(),
+      filename: 'empty.pdf',
+      contentType: 'application/pdf',
+    });
     const response = await fetchSigned(t.app.files.signer.url(empty));
     expect(response.status).toBe(200);
     expect(response.headers.get('content-length')).toBe('0');
@@ -290,7 +327,10 @@ describe('buildApp with a given storage and signer', () => {
     const t = await startTestApp({ signer });
     try {
       expect(t.app.files.signer).toBe(signer);
-      const file = await storeFile({ db: t.db, storage: t.app.files.storage }, { accountId: null, bytes: Buffer.from('%PDF'), filename: 'a.pdf', contentType: 'application/pdf' });
+      const file = await storeFile(
+        { db: t.db, storage: t.app.files.storage },
+        { accountId: null, bytes: Buffer.from('%PDF'), filename: 'a.pdf', contentType: 'application/pdf' },
+      );
       const fresh = new URL(signer.url(file));
       expect(fresh.origin).toBe('https://files.example.test');
       expect((await fetch(`${t.url}${fresh.pathname}`)).status).toBe(200);

@@ -101,7 +101,7 @@ describe('GraphiQL offline', () => {
     await expectInPage(page.locator('.graphiql-response')).toContainText('"__typename": "Query"');
   });
 
-  it('sends the X-Auth-Token header from its headers editor: the viewer is the key\'s user', async () => {
+  it("sends the X-Auth-Token header from its headers editor: the viewer is the key's user", async () => {
     const email = `alice-${Date.now()}@graphiql.test`;
     const alice = await t.createAccount({ name: 'GraphiQL Ltd', email });
     const { page } = await openOfflinePage();

@@ -53,20 +53,30 @@ describe('authentication', () => {
   });
 
   it('refuses a key once revoked, and the revocation is scoped to the account', async () => {
-    const created = await graphql(t.url, 'mutation { createApiKey(input: {name: "ci"}) { token apiKey { id name prefix revokedAt user { id } } } }', {
-      key: alice.apiKey,
-    });
+    const created = await graphql(
+      t.url,
+      'mutation { createApiKey(input: {name: "ci"}) { token apiKey { id name prefix revokedAt user { id } } } }',
+      {
+        key: alice.apiKey,
+      },
+    );
     const { token, apiKey } = created.body.data.createApiKey;
     expect(apiKey).toMatchObject({ name: 'ci', revokedAt: null, user: { id: alice.userId } });
     expect(token.startsWith(apiKey.prefix)).toBe(true);
     expect((await graphql(t.url, VIEWER, { key: token })).body.data.viewer.user.id).toBe(alice.userId);
 
     // Bob cannot revoke Alice's key: another account's record, FORBIDDEN as everywhere (test/cross-account.test.ts).
-    const foreign = await graphql(t.url, `mutation { revokeApiKey(input: {id: ${apiKey.id}}) { apiKey { id } } }`, { key: bob.apiKey });
+    const foreign = await graphql(t.url, `mutation { revokeApiKey(input: {id: ${apiKey.id}}) { apiKey { id } } }`, {
+      key: bob.apiKey,
+    });
     expect(foreign.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     expect((await graphql(t.url, VIEWER, { key: token })).body.data.viewer.user.id).toBe(alice.userId);
 
-    const revoked = await graphql(t.url, `mutation { revokeApiKey(input: {id: ${apiKey.id}}) { apiKey { id revokedAt } } }`, { key: alice.apiKey });
+    const revoked = await graphql(
+      t.url,
+      `mutation { revokeApiKey(input: {id: ${apiKey.id}}) { apiKey { id revokedAt } } }`,
+      { key: alice.apiKey },
+    );
     expect(revoked.body.data.revokeApiKey.apiKey.revokedAt).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
     expect((await graphql(t.url, VIEWER, { key: token })).body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
   });
@@ -74,13 +84,17 @@ describe('authentication', () => {
   it('refuses the key of an archived user', async () => {
     const carol = await t.createAccount({ email: 'carol@example.test' });
     await t.db.user.update({ where: { id: carol.userId }, data: { archivedAt: new Date() } });
-    expect((await graphql(t.url, VIEWER, { key: carol.apiKey })).body.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
+    expect((await graphql(t.url, VIEWER, { key: carol.apiKey })).body.errors?.[0]?.extensions?.code).toBe(
+      'UNAUTHENTICATED',
+    );
   });
 });
 
 describe('apiKeys', () => {
   it("lists only the caller's account keys, never tokens", async () => {
-    const { body } = await graphql(t.url, '{ apiKeys { id prefix user { email account { id } } } }', { key: bob.apiKey });
+    const { body } = await graphql(t.url, '{ apiKeys { id prefix user { email account { id } } } }', {
+      key: bob.apiKey,
+    });
     expect(body.data.apiKeys).toHaveLength(1);
     expect(body.data.apiKeys[0].user).toEqual({ email: 'bob@example.test', account: { id: bob.accountId } });
     expect(JSON.stringify(body)).not.toContain(bob.apiKey);
@@ -117,7 +131,12 @@ describe('errors', () => {
 
 describe('graphql-ws on /graphql', () => {
   function run(connectionParams: Record<string, unknown>): Promise<any> {
-    const client = createClient({ url: `${t.url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, connectionParams, retryAttempts: 0 });
+    const client = createClient({
+      url: `${t.url.replace('http', 'ws')}/graphql`,
+      webSocketImpl: WebSocket,
+      connectionParams,
+      retryAttempts: 0,
+    });
     return new Promise((resolve, reject) => {
       let result: unknown;
       client.subscribe(

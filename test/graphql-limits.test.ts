@@ -15,13 +15,15 @@ import { subscribeSse, subscribeWs, wsClient } from './helpers/subscriptions.ts'
 const LIMIT = 'GRAPHQL_LIMIT_EXCEEDED';
 
 /** `{ a0: <field> a1: <field> … }` */
-const aliases = (n: number, field = '__typename') => `{ ${Array.from({ length: n }, (_, i) => `a${i}: ${field}`).join(' ')} }`;
+const aliases = (n: number, field = '__typename') =>
+  `{ ${Array.from({ length: n }, (_, i) => `a${i}: ${field}`).join(' ')} }`;
 /** `{ a { a { … b } } }`, `depth` levels of `a` above `b`. */
 const nested = (depth: number) => `{${'a{'.repeat(depth)}b${'}'.repeat(depth + 1)}`;
 /** Seven levels, valid against any schema (introspection types). */
 const SEVEN_DEEP = '{ __type(name: "Query") { fields { type { fields { type { ofType { name } } } } } } }';
 /** Six levels with `names` scalar leaves at the bottom: Armor's cost ≈ 26 + 7.6 × names. */
-const costly = (names: number) => `{ __type(name: "Query") { fields { type { fields { type { ${'name '.repeat(names)}} } } } } }`;
+const costly = (names: number) =>
+  `{ __type(name: "Query") { fields { type { fields { type { ${'name '.repeat(names)}} } } } } }`;
 
 let t: TestApp;
 let account: CreatedAccount;
@@ -66,14 +68,19 @@ async function expectFastLimit(query: string, message: RegExp): Promise<number> 
 function expectLimit(answer: { status: number; body: any }, message: RegExp) {
   expect(answer.status).toBe(400);
   expect(answer.body.data).toBeUndefined();
-  expect(answer.body.errors).toEqual([expect.objectContaining({ message: expect.stringMatching(message), extensions: { code: LIMIT } })]);
+  expect(answer.body.errors).toEqual([
+    expect.objectContaining({ message: expect.stringMatching(message), extensions: { code: LIMIT } }),
+  ]);
 }
 
 describe('the attacks of issue 12, without a key', () => {
   it('1,500 aliases of __typename: 400 before anything runs, in under 50 ms', async () => {
     // 1,500 aliases are 4,500 tokens: the parser stops at the token limit, before the alias rule.
     await expectFastLimit(aliases(1500), /^Syntax Error: Token limit of 500 exceeded\.$/);
-    expectLimit(await graphql(t.url, aliases(1500), { key: account.apiKey }), /^Syntax Error: Token limit of 1000 exceeded\.$/);
+    expectLimit(
+      await graphql(t.url, aliases(1500), { key: account.apiKey }),
+      /^Syntax Error: Token limit of 1000 exceeded\.$/,
+    );
   });
 
   it('1,500 aliases of introspection fields: 400, with or without a key', async () => {
@@ -92,7 +99,10 @@ describe('the attacks of issue 12, without a key', () => {
     const lists = `{ __typename(x: ${'['.repeat(1500)}${']'.repeat(1500)}) }`;
     expectLimit(await graphql(t.url, lists, { key: account.apiKey }), /Token limit of 1000 exceeded/);
     // 331 levels of fields fit in 1,000 tokens: the depth rule refuses them.
-    expectLimit(await graphql(t.url, nested(330), { key: account.apiKey }), /^Syntax Error: Query depth limit of 12 exceeded, found 331\.$/);
+    expectLimit(
+      await graphql(t.url, nested(330), { key: account.apiKey }),
+      /^Syntax Error: Query depth limit of 12 exceeded, found 331\.$/,
+    );
   });
 });
 
@@ -124,7 +134,10 @@ describe('each limit, tighter without a key', () => {
   it('directives: 10 without a key, 50 with one', async () => {
     const query = `{ ${'__typename @include(if: true) '.repeat(11)}}`;
     expectLimit(await graphql(t.url, query), /^Syntax Error: Directives limit of 10 exceeded, found 11\.$/);
-    expect(await graphql(t.url, query, { key: account.apiKey })).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });
+    expect(await graphql(t.url, query, { key: account.apiKey })).toEqual({
+      status: 200,
+      body: { data: { __typename: 'Query' } },
+    });
   });
 
   it('cost: 1,000 without a key, 5,000 with one', async () => {
@@ -158,17 +171,27 @@ describe('each limit, tighter without a key', () => {
       });
       expectLimit({ status: response.status, body: await response.json() }, /Aliases limit of 10 exceeded/);
     }
-    const get = await fetch(`${t.url}/graphql?query=${encodeURIComponent(nested(300))}`, { headers: { accept: 'application/json' } });
+    const get = await fetch(`${t.url}/graphql?query=${encodeURIComponent(nested(300))}`, {
+      headers: { accept: 'application/json' },
+    });
     expectLimit({ status: get.status, body: await get.json() }, /Token limit of 500 exceeded/);
   });
 
   it('lets every operation of the signing page through without a key (its largest selection)', async () => {
-    const selection = /const FORM_SELECTION = `([^`]*)`/.exec(fs.readFileSync('src/signing-form/page/api.ts', 'utf8'))![1];
-    const { body } = await graphql(t.url, `mutation OpenSigningForm($slug: String!) { openSigningForm(slug: $slug) { ${selection} } }`, {
-      variables: { slug: 'no-such-slug' },
-    });
+    const selection = /const FORM_SELECTION = `([^`]*)`/.exec(
+      fs.readFileSync('src/signing-form/page/api.ts', 'utf8'),
+    )![1];
+    const { body } = await graphql(
+      t.url,
+      `mutation OpenSigningForm($slug: String!) { openSigningForm(slug: $slug) { ${selection} } }`,
+      {
+        variables: { slug: 'no-such-slug' },
+      },
+    );
     // Past the limits: the resolver runs and does not find the form.
-    expect(body.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'NOT_FOUND' }) })]);
+    expect(body.errors).toEqual([
+      expect.objectContaining({ extensions: expect.objectContaining({ code: 'NOT_FOUND' }) }),
+    ]);
   });
 });
 
@@ -176,7 +199,12 @@ describe('over SSE and graphql-ws', () => {
   it('SSE (Accept: text/event-stream) gets the same refusal as an event', async () => {
     const { feed } = await subscribeSse(t.url, undefined, aliases(11));
     expect(await feed.next()).toEqual({
-      errors: [expect.objectContaining({ message: 'Syntax Error: Aliases limit of 10 exceeded, found 11.', extensions: { code: LIMIT } })],
+      errors: [
+        expect.objectContaining({
+          message: 'Syntax Error: Aliases limit of 10 exceeded, found 11.',
+          extensions: { code: LIMIT },
+        }),
+      ],
     });
     feed.close();
     const withKey = await subscribeSse(t.url, account.apiKey, aliases(11));
@@ -184,17 +212,21 @@ describe('over SSE and graphql-ws', () => {
     withKey.feed.close();
   });
 
-
   it('applies the same limits per caller, and the socket stays open', async () => {
     const anonymous = wsClient(t.url);
     const authenticated = wsClient(t.url, account.apiKey);
     try {
       const refused = subscribeWs(anonymous, aliases(11));
       await expect(refused.next()).rejects.toEqual([
-        expect.objectContaining({ message: 'Syntax Error: Aliases limit of 10 exceeded, found 11.', extensions: { code: LIMIT } }),
+        expect.objectContaining({
+          message: 'Syntax Error: Aliases limit of 10 exceeded, found 11.',
+          extensions: { code: LIMIT },
+        }),
       ]);
       const deep = subscribeWs(anonymous, nested(3000));
-      await expect(deep.next()).rejects.toEqual([expect.objectContaining({ message: 'Syntax Error: Token limit of 500 exceeded.' })]);
+      await expect(deep.next()).rejects.toEqual([
+        expect.objectContaining({ message: 'Syntax Error: Token limit of 500 exceeded.' }),
+      ]);
       const allowed = subscribeWs(anonymous, aliases(3));
       expect(await allowed.nextData()).toEqual({ a0: 'Query', a1: 'Query', a2: 'Query' });
 
@@ -203,7 +235,9 @@ describe('over SSE and graphql-ws', () => {
       const deepWithKey = subscribeWs(authenticated, SEVEN_DEEP);
       expect((await deepWithKey.nextData()).__type.fields.length).toBeGreaterThan(0);
       const tooDeep = subscribeWs(authenticated, nested(13));
-      await expect(tooDeep.next()).rejects.toEqual([expect.objectContaining({ message: expect.stringMatching(/Query depth limit of 12 exceeded/) })]);
+      await expect(tooDeep.next()).rejects.toEqual([
+        expect.objectContaining({ message: expect.stringMatching(/Query depth limit of 12 exceeded/) }),
+      ]);
     } finally {
       await anonymous.dispose();
       await authenticated.dispose();
@@ -218,7 +252,9 @@ describe('response size, and production', () => {
 
   beforeAll(async () => {
     // ~104 bytes without a key, ~314 with one.
-    small = await startTestApp({ env: { GRAPHQL_ANONYMOUS_MAX_RESPONSE_MB: '0.0001', GRAPHQL_MAX_RESPONSE_MB: '0.0003' } });
+    small = await startTestApp({
+      env: { GRAPHQL_ANONYMOUS_MAX_RESPONSE_MB: '0.0001', GRAPHQL_MAX_RESPONSE_MB: '0.0003' },
+    });
     production = await startTestApp({ env: { NODE_ENV: 'production' } });
     productionAccount = await production.createAccount();
   });
@@ -229,15 +265,31 @@ describe('response size, and production', () => {
 
   it('refuses a result over the size cap instead of sending it, tighter without a key', async () => {
     // {"data":{"a0":"Query",…,"a9":"Query"}}: 140 bytes.
-    expectLimit(await graphql(small.url, aliases(10)), /^Response size limit of 104 bytes exceeded, found 140 bytes\. Ask for fewer fields or fewer items\.$/);
+    expectLimit(
+      await graphql(small.url, aliases(10)),
+      /^Response size limit of 104 bytes exceeded, found 140 bytes\. Ask for fewer fields or fewer items\.$/,
+    );
     const key = (await small.createAccount()).apiKey;
-    expect(await graphql(small.url, aliases(10), { key })).toMatchObject({ status: 200, body: { data: { a9: 'Query' } } });
-    expect(await graphql(small.url, aliases(3))).toEqual({ status: 200, body: { data: { a0: 'Query', a1: 'Query', a2: 'Query' } } });
+    expect(await graphql(small.url, aliases(10), { key })).toMatchObject({
+      status: 200,
+      body: { data: { a9: 'Query' } },
+    });
+    expect(await graphql(small.url, aliases(3))).toEqual({
+      status: 200,
+      body: { data: { a0: 'Query', a1: 'Query', a2: 'Query' } },
+    });
 
     const ws = wsClient(small.url);
     try {
       const feed = subscribeWs(ws, aliases(10));
-      expect(await feed.next()).toEqual({ errors: [expect.objectContaining({ message: expect.stringMatching(/^Response size limit/), extensions: { code: LIMIT } })] });
+      expect(await feed.next()).toEqual({
+        errors: [
+          expect.objectContaining({
+            message: expect.stringMatching(/^Response size limit/),
+            extensions: { code: LIMIT },
+          }),
+        ],
+      });
     } finally {
       await ws.dispose();
     }
@@ -260,15 +312,21 @@ describe('response size, and production', () => {
         const { body } = await graphql(production.url, query, { key });
         expect(body.data).toBeUndefined();
         expect(body.errors?.length).toBeGreaterThan(0);
-        for (const error of body.errors ?? []) expect(error.message).toMatch(/^GraphQL introspection has been disabled/);
+        for (const error of body.errors ?? [])
+          expect(error.message).toMatch(/^GraphQL introspection has been disabled/);
       }
-      expect(await graphql(production.url, '{ __typename }', { key })).toEqual({ status: 200, body: { data: { __typename: 'Query' } } });
+      expect(await graphql(production.url, '{ __typename }', { key })).toEqual({
+        status: 200,
+        body: { data: { __typename: 'Query' } },
+      });
     }
     const page = await fetch(`${production.url}/graphql`, { headers: { accept: 'text/html' } });
     expect(await page.text()).not.toMatch(/graphiql/i);
 
     // Outside production (the test app): both are there.
-    expect((await graphql(t.url, '{ __schema { queryType { name } } }')).body).toEqual({ data: { __schema: { queryType: { name: 'Query' } } } });
+    expect((await graphql(t.url, '{ __schema { queryType { name } } }')).body).toEqual({
+      data: { __schema: { queryType: { name: 'Query' } } },
+    });
     const devPage = await fetch(`${t.url}/graphql`, { headers: { accept: 'text/html' } });
     expect(await devPage.text()).toMatch(/graphiql/i);
   });
@@ -280,8 +338,22 @@ describe('configuration', () => {
     expect(development.graphql).toEqual({
       introspection: true,
       limits: {
-        authenticated: { maxTokens: 1000, maxDepth: 12, maxAliases: 50, maxDirectives: 50, maxCost: 5000, maxResponseBytes: 20 * 1024 * 1024 },
-        anonymous: { maxTokens: 500, maxDepth: 6, maxAliases: 10, maxDirectives: 10, maxCost: 1000, maxResponseBytes: 2 * 1024 * 1024 },
+        authenticated: {
+          maxTokens: 1000,
+          maxDepth: 12,
+          maxAliases: 50,
+          maxDirectives: 50,
+          maxCost: 5000,
+          maxResponseBytes: 20 * 1024 * 1024,
+        },
+        anonymous: {
+          maxTokens: 500,
+          maxDepth: 6,
+          maxAliases: 10,
+          maxDirectives: 10,
+          maxCost: 1000,
+          maxResponseBytes: 2 * 1024 * 1024,
+        },
       },
     });
     expect(loadConfig({ NODE_ENV: 'production' }).graphql.introspection).toBe(false);
@@ -292,20 +364,30 @@ describe('configuration', () => {
     expect(() => loadConfig({ GRAPHQL_ANONYMOUS_MAX_DEPTH: '13' })).toThrow(
       new ConfigError('Invalid configuration: GRAPHQL_ANONYMOUS_MAX_DEPTH: must not exceed GRAPHQL_MAX_DEPTH'),
     );
-    expect(() => loadConfig({ GRAPHQL_MAX_ALIASES: '5' })).toThrow(/GRAPHQL_ANONYMOUS_MAX_ALIASES: must not exceed GRAPHQL_MAX_ALIASES/);
+    expect(() => loadConfig({ GRAPHQL_MAX_ALIASES: '5' })).toThrow(
+      /GRAPHQL_ANONYMOUS_MAX_ALIASES: must not exceed GRAPHQL_MAX_ALIASES/,
+    );
     expect(() => loadConfig({ GRAPHQL_MAX_TOKENS: '5000' })).toThrow(/GRAPHQL_MAX_TOKENS/);
-    expect(loadConfig({ GRAPHQL_MAX_RESPONSE_MB: '0.5', GRAPHQL_ANONYMOUS_MAX_RESPONSE_MB: '0.25' }).graphql.limits.anonymous.maxResponseBytes).toBe(262_144);
+    expect(
+      loadConfig({ GRAPHQL_MAX_RESPONSE_MB: '0.5', GRAPHQL_ANONYMOUS_MAX_RESPONSE_MB: '0.25' }).graphql.limits.anonymous
+        .maxResponseBytes,
+    ).toBe(262_144);
   });
 
   it('`npm start` runs in production unless NODE_ENV says otherwise, as the Docker image does', () => {
     const start = (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
     const run = start.split(' && ')[1];
     // The start command with node printing its NODE_ENV instead of starting the service.
-    const probe = run.replace(/node .*dist\/main\.mjs$/, `node -e "process.stdout.write(String(process.env.NODE_ENV))"`);
+    const probe = run.replace(
+      /node .*dist\/main\.mjs$/,
+      `node -e "process.stdout.write(String(process.env.NODE_ENV))"`,
+    );
     expect(probe).not.toBe(run);
     const envWithout = Object.fromEntries(Object.entries(process.env).filter(([name]) => name !== 'NODE_ENV'));
     expect(execFileSync('sh', ['-c', probe], { env: envWithout, encoding: 'utf8' })).toBe('production');
-    expect(execFileSync('sh', ['-c', probe], { env: { ...envWithout, NODE_ENV: 'development' }, encoding: 'utf8' })).toBe('development');
+    expect(
+      execFileSync('sh', ['-c', probe], { env: { ...envWithout, NODE_ENV: 'development' }, encoding: 'utf8' }),
+    ).toBe('development');
     expect(fs.readFileSync('Dockerfile', 'utf8')).toMatch(/^ENV .*\bNODE_ENV=production\b/m);
   });
 });

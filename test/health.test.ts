@@ -8,7 +8,6 @@ afterAll(async () => {
   await Promise.all(apps.map((a) => a.close()));
 });
 
-
 describe('GET /health', () => {
   it('answers 200 {"status":"ok"} when the database answers', async () => {
     const t = await startTestApp();
@@ -27,7 +26,8 @@ describe('GET /health', () => {
     expect(response.headers.get('retry-after')).toBe('5');
     const text = await response.text();
     expect(JSON.parse(text)).toEqual({ status: 'unavailable' });
-    for (const secret of [String(port), '127.0.0.1', 'nothing', 'postgres', 'database']) expect(text).not.toContain(secret);
+    for (const secret of [String(port), '127.0.0.1', 'nothing', 'postgres', 'database'])
+      expect(text).not.toContain(secret);
     const logged = t.logs.find((line) => line.msg === 'health check: the database did not answer');
     expect(JSON.stringify(logged?.err)).toContain(String(port));
   });

@@ -18,7 +18,6 @@ afterAll(async () => {
   await Promise.all(apps.map((a) => a.close()));
 });
 
-
 describe('GraphiQL', () => {
   it('is served to browsers outside production, not in production', async () => {
     const dev = await startTestApp({ env: { NODE_ENV: 'development' } });
@@ -48,7 +47,10 @@ describe('masked errors', () => {
     await t.db.$executeRawUnsafe('ALTER TABLE api_keys RENAME TO api_keys_elsewhere');
     const { body } = await graphql(t.url, '{ viewer { user { id } } }', { key: 'sgt_anything' });
     const text = JSON.stringify(body);
-    expect(body.errors?.[0]).toMatchObject({ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    expect(body.errors?.[0]).toMatchObject({
+      message: 'Unexpected error.',
+      extensions: { code: 'INTERNAL_SERVER_ERROR' },
+    });
     expect(text).not.toMatch(/api_keys|relation|postgres/i);
     const logged = t.logs.filter((line) => line.level === 50);
     expect(logged).toHaveLength(1);
@@ -66,7 +68,10 @@ describe('masked errors', () => {
     expect(response.status).toBe(503);
     expect(response.headers.get('retry-after')).toBe('5');
     const text = await response.text();
-    expect(JSON.parse(text).errors[0]).toEqual({ message: 'Service unavailable, please try again later', extensions: { code: 'UNAVAILABLE', details: { retryAfterSeconds: 5 } } });
+    expect(JSON.parse(text).errors[0]).toEqual({
+      message: 'Service unavailable, please try again later',
+      extensions: { code: 'UNAVAILABLE', details: { retryAfterSeconds: 5 } },
+    });
     expect(text).not.toMatch(/ECONNREFUSED|127\.0\.0\.1|postgres/i);
     expect(JSON.stringify(t.logs)).toMatch(/ECONNREFUSED|reach database server/);
   });
@@ -74,14 +79,19 @@ describe('masked errors', () => {
   it('keeps AppError messages with extensions.code, masks everything else', () => {
     const mask = createMaskError();
     // As graphql-js wraps a resolver's error: extensions come from the AppError.
-    const wrapped = new GraphQLError('name is required', { originalError: new AppError('VALIDATION', 'name is required') });
+    const wrapped = new GraphQLError('name is required', {
+      originalError: new AppError('VALIDATION', 'name is required'),
+    });
     expect(wrapped.extensions).toEqual({ code: 'VALIDATION' });
     // Returned unchanged, so Yoga does not log an expected error.
     expect(mask(wrapped, 'Unexpected error.')).toBe(wrapped);
     const bare = mask(new AppError('NOT_FOUND', 'Template 5 not found'), 'Unexpected error.');
     expect(bare).toMatchObject({ message: 'Template 5 not found', extensions: { code: 'NOT_FOUND' } });
     const internal = new GraphQLError('db down', { originalError: new Error('connection refused') });
-    expect(mask(internal, 'Unexpected error.')).toMatchObject({ message: 'Unexpected error.', extensions: { code: 'INTERNAL_SERVER_ERROR' } });
+    expect(mask(internal, 'Unexpected error.')).toMatchObject({
+      message: 'Unexpected error.',
+      extensions: { code: 'INTERNAL_SERVER_ERROR' },
+    });
   });
 });
 
@@ -134,7 +144,8 @@ describe('GraphQL over SSE', () => {
 });
 
 describe('GET /', () => {
-  const version = (JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+  const version = (JSON.parse(fs.readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string })
+    .version;
 
   it('names the service and its version, and links to /graphql, /api, /health and the docs', async () => {
     const dev = await startTestApp({ env: { NODE_ENV: 'development' } });
@@ -151,7 +162,8 @@ describe('GET /', () => {
       docs: { readme: 'README.md', pages: 'docs/', graphqlSchema: 'schema.graphql' },
     });
     // The docs are paths in Signet's repository: each exists.
-    for (const doc of Object.values(index.docs as Record<string, string>)) expect(fs.existsSync(path.join(PROJECT_ROOT, doc)), doc).toBe(true);
+    for (const doc of Object.values(index.docs as Record<string, string>))
+      expect(fs.existsSync(path.join(PROJECT_ROOT, doc)), doc).toBe(true);
     // Every link answers (GraphiQL to a browser; /api is the REST API's base, its routes below it).
     expect((await fetch(`${dev.url}/health`)).status).toBe(200);
     expect((await fetch(`${dev.url}/graphql`, { headers: { accept: 'text/html' } })).status).toBe(200);
@@ -173,7 +185,9 @@ describe('GET /', () => {
     for (const href of ['/graphql', '/health']) expect(html).toContain(`href="${href}"`);
     expect(html).toContain('<code>/api</code>');
     // curl's */* and an API client's application/json get the JSON.
-    expect((await fetch(`${t.url}/`, { headers: { accept: '*/*' } })).headers.get('content-type')).toMatch(/^application\/json/);
+    expect((await fetch(`${t.url}/`, { headers: { accept: '*/*' } })).headers.get('content-type')).toMatch(
+      /^application\/json/,
+    );
   });
 });
 

@@ -21,7 +21,9 @@ let templateId: number;
 const PDF = base64(fixturePdf('documenso-letter-size.pdf'));
 const api = (method: string, path: string, body?: unknown) => rest(t.url, alice.apiKey, method, path, body);
 const gql = (query: string, variables: Record<string, unknown>, key: string | undefined = alice.apiKey) =>
-  graphql(t.url, query, { key, variables }).then(({ body }) => body as { data?: any; errors?: { message: string; extensions?: Record<string, any> }[] });
+  graphql(t.url, query, { key, variables }).then(
+    ({ body }) => body as { data?: any; errors?: { message: string; extensions?: Record<string, any> }[] },
+  );
 
 /** A text field of the "Signer" role at the top of page 1 (PDF points). */
 const textField = (name: string, extra: Record<string, unknown> = {}, index = 0) => ({
@@ -31,7 +33,8 @@ const textField = (name: string, extra: Record<string, unknown> = {}, index = 0)
   ...extra,
 });
 
-const createTemplate = (body: Record<string, unknown>) => api('POST', '/templates/pdf', { documents: [{ name: 'doc', file: PDF }], ...body });
+const createTemplate = (body: Record<string, unknown>) =>
+  api('POST', '/templates/pdf', { documents: [{ name: 'doc', file: PDF }], ...body });
 
 const counts = async () => ({
   templates: await t.db.template.count(),
@@ -41,17 +44,31 @@ const counts = async () => ({
 
 /** One submission of `template` for one signer; its slug. */
 async function signerSlug(template = templateId): Promise<string> {
-  const { status, json } = await api('POST', '/submissions', { template_id: template, send_email: false, submitters: [{ role: 'Signer', email: 'sam@signer.test' }] });
+  const { status, json } = await api('POST', '/submissions', {
+    template_id: template,
+    send_email: false,
+    submitters: [{ role: 'Signer', email: 'sam@signer.test' }],
+  });
   expect(status, JSON.stringify(json)).toBe(200);
   return json[0].slug;
 }
 
 const FORM_FIELDS = 'slug state fields { uuid name value }';
-const loadForm = async (slug: string) => (await gql(`query($slug: String!) { signingForm(slug: $slug) { ${FORM_FIELDS} } }`, { slug }, undefined)).data.signingForm;
+const loadForm = async (slug: string) =>
+  (await gql(`query($slug: String!) { signingForm(slug: $slug) { ${FORM_FIELDS} } }`, { slug }, undefined)).data
+    .signingForm;
 const complete = (slug: string, values: unknown) =>
-  gql(`mutation($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ${FORM_FIELDS} } }`, { slug, values }, undefined);
+  gql(
+    `mutation($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ${FORM_FIELDS} } }`,
+    { slug, values },
+    undefined,
+  );
 const save = (slug: string, values: unknown) =>
-  gql(`mutation($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ${FORM_FIELDS} } }`, { slug, values }, undefined);
+  gql(
+    `mutation($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ${FORM_FIELDS} } }`,
+    { slug, values },
+    undefined,
+  );
 
 beforeAll(async () => {
   t = await startTestApp();
@@ -102,34 +119,73 @@ describe('template strings and lists', () => {
     const cases: [Record<string, unknown>, string][] = [
       [{ external_id: 'e'.repeat(256) }, 'external_id is too long (maximum is 255 characters).'],
       [{ folder_name: 'f'.repeat(1001) }, 'folder_name is too long (maximum is 1000 characters).'],
-      [{ folder_name: Array.from({ length: 11 }, (_, i) => `L${i}`).join(' / ') }, 'folder_name has too many levels (maximum is 10).'],
-      [{ documents: [{ name: 'd'.repeat(256), file: PDF }] }, 'documents[0].name is too long (maximum is 255 characters).'],
-      [{ documents: Array.from({ length: 51 }, () => ({ name: 'doc', file: 'junk' })) }, 'documents has too many entries (maximum is 50).'],
+      [
+        { folder_name: Array.from({ length: 11 }, (_, i) => `L${i}`).join(' / ') },
+        'folder_name has too many levels (maximum is 10).',
+      ],
+      [
+        { documents: [{ name: 'd'.repeat(256), file: PDF }] },
+        'documents[0].name is too long (maximum is 255 characters).',
+      ],
+      [
+        { documents: Array.from({ length: 51 }, () => ({ name: 'doc', file: 'junk' })) },
+        'documents has too many entries (maximum is 50).',
+      ],
       [{ fields: [textField('x'.repeat(256))] }, 'fields[0].name is too long (maximum is 255 characters).'],
-      [{ fields: [textField('Title', { title: 't'.repeat(1001) })] }, 'fields[0].title is too long (maximum is 1000 characters).'],
-      [{ fields: [textField('Text', { default_value: 'v'.repeat(10_001) })] }, 'fields[0].default_value is too long (maximum is 10000 characters).'],
-      [{ fields: [textField('Pick', { type: 'select', options: Array.from({ length: 501 }, (_, i) => `o${i}`) })] }, 'fields[0].options has too many entries (maximum is 500).'],
-      [{ fields: [textField('Prefs', { preferences: { font: 'x'.repeat(5000) } })] }, 'fields[0].preferences is too large (maximum is 4096 characters as JSON).'],
-      [{ fields: Array.from({ length: 501 }, (_, i) => textField(`F${i}`)) }, 'fields has too many entries (maximum is 500).'],
+      [
+        { fields: [textField('Title', { title: 't'.repeat(1001) })] },
+        'fields[0].title is too long (maximum is 1000 characters).',
+      ],
+      [
+        { fields: [textField('Text', { default_value: 'v'.repeat(10_001) })] },
+        'fields[0].default_value is too long (maximum is 10000 characters).',
+      ],
+      [
+        { fields: [textField('Pick', { type: 'select', options: Array.from({ length: 501 }, (_, i) => `o${i}`) })] },
+        'fields[0].options has too many entries (maximum is 500).',
+      ],
+      [
+        { fields: [textField('Prefs', { preferences: { font: 'x'.repeat(5000) } })] },
+        'fields[0].preferences is too large (maximum is 4096 characters as JSON).',
+      ],
+      [
+        { fields: Array.from({ length: 501 }, (_, i) => textField(`F${i}`)) },
+        'fields has too many entries (maximum is 500).',
+      ],
     ];
     const before = await counts();
     for (const [body, error] of cases) {
       const { status, json } = await createTemplate({ name: 'Parts', fields: [textField('Name')], ...body });
-      expect({ status, json, body: Object.keys(body) }).toEqual({ status: 422, json: { error }, body: Object.keys(body) });
+      expect({ status, json, body: Object.keys(body) }).toEqual({
+        status: 422,
+        json: { error },
+        body: Object.keys(body),
+      });
     }
     expect(await counts()).toEqual(before);
   });
 
   it('updates, clones and merges refuse over-long names and lists too', async () => {
     const path = `/templates/${templateId}`;
-    expect(await api('PUT', path, { name: 'n'.repeat(256) })).toEqual({ status: 422, json: { error: 'name is too long (maximum is 255 characters).' } });
+    expect(await api('PUT', path, { name: 'n'.repeat(256) })).toEqual({
+      status: 422,
+      json: { error: 'name is too long (maximum is 255 characters).' },
+    });
     expect(await api('PUT', path, { roles: Array.from({ length: 51 }, (_, i) => `Role ${i}`) })).toEqual({
       status: 422,
       json: { error: 'roles has too many entries (maximum is 50).' },
     });
-    expect(await api('PUT', path, { roles: ['r'.repeat(256)] })).toEqual({ status: 422, json: { error: 'roles[0] is too long (maximum is 255 characters).' } });
-    expect(await api('POST', `${path}/clone`, { external_id: 'e'.repeat(256) })).toEqual({ status: 422, json: { error: 'external_id is too long (maximum is 255 characters).' } });
-    expect(await api('POST', '/templates/merge', { template_ids: Array.from({ length: 21 }, () => templateId) })).toEqual({
+    expect(await api('PUT', path, { roles: ['r'.repeat(256)] })).toEqual({
+      status: 422,
+      json: { error: 'roles[0] is too long (maximum is 255 characters).' },
+    });
+    expect(await api('POST', `${path}/clone`, { external_id: 'e'.repeat(256) })).toEqual({
+      status: 422,
+      json: { error: 'external_id is too long (maximum is 255 characters).' },
+    });
+    expect(
+      await api('POST', '/templates/merge', { template_ids: Array.from({ length: 21 }, () => templateId) }),
+    ).toEqual({
       status: 422,
       json: { error: 'template_ids has too many entries (maximum is 20).' },
     });
@@ -151,7 +207,10 @@ describe('field values', () => {
       template_id: templateId,
       submitters: [{ role: 'Signer', email: 'sam@signer.test', values: { 'Full Name': 'x'.repeat(1_000_000) } }],
     });
-    expect({ status, json }).toEqual({ status: 422, json: { error: 'submitters[0].values.Full Name is too long (maximum is 10000 characters).' } });
+    expect({ status, json }).toEqual({
+      status: 422,
+      json: { error: 'submitters[0].values.Full Name is too long (maximum is 10000 characters).' },
+    });
     expect(await counts()).toEqual(before);
 
     const ok = await api('POST', '/submissions', {
@@ -165,8 +224,14 @@ describe('field values', () => {
   it('REST: a party’s values together are at most 64 KiB of JSON', async () => {
     const before = await counts();
     const values = Object.fromEntries(Array.from({ length: 7 }, (_, i) => [`Note ${i + 1}`, 'n'.repeat(10_000)]));
-    const { status, json } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Signer', email: 'sam@signer.test', values }] });
-    expect({ status, json }).toEqual({ status: 422, json: { error: 'submitters[0].values is too large (maximum is 65536 characters as JSON).' } });
+    const { status, json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Signer', email: 'sam@signer.test', values }],
+    });
+    expect({ status, json }).toEqual({
+      status: 422,
+      json: { error: 'submitters[0].values is too large (maximum is 65536 characters as JSON).' },
+    });
     expect(await counts()).toEqual(before);
   });
 
@@ -177,7 +242,10 @@ describe('field values', () => {
     const body = await complete(slug, { [fullName]: 'x'.repeat(1_000_000) });
     expect(body.errors?.[0]?.message).toBe('Full Name is too long (maximum is 10000 characters).');
     expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', fieldUuid: fullName });
-    const submitter = await t.db.submitter.findUniqueOrThrow({ where: { slug }, select: { completedAt: true, values: true } });
+    const submitter = await t.db.submitter.findUniqueOrThrow({
+      where: { slug },
+      select: { completedAt: true, values: true },
+    });
     expect(submitter).toEqual({ completedAt: null, values: {} });
     // The same value at the limit is taken.
     const done = await complete(slug, { [fullName]: 'x'.repeat(10_000) });
@@ -189,7 +257,10 @@ describe('field values', () => {
     const slug = await signerSlug();
     const form = await loadForm(slug);
     const uuidOf = (name: string) => form.fields.find((f: any) => f.name === name).uuid;
-    const first = await save(slug, Object.fromEntries([1, 2, 3, 4, 5, 6].map((i) => [uuidOf(`Note ${i}`), 'n'.repeat(10_000)])));
+    const first = await save(
+      slug,
+      Object.fromEntries([1, 2, 3, 4, 5, 6].map((i) => [uuidOf(`Note ${i}`), 'n'.repeat(10_000)])),
+    );
     expect(first.errors).toBeUndefined();
     const second = await save(slug, { [uuidOf('Note 7')]: 'n'.repeat(10_000) });
     expect(second.errors?.[0]?.message).toBe('values is too large (maximum is 65536 characters as JSON).');
@@ -200,7 +271,11 @@ describe('field values', () => {
 
   it('a decline reason is at most 10,000 characters', async () => {
     const slug = await signerSlug();
-    const body = await gql('mutation($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { state } }', { slug, reason: 'r'.repeat(10_001) }, undefined);
+    const body = await gql(
+      'mutation($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { state } }',
+      { slug, reason: 'r'.repeat(10_001) },
+      undefined,
+    );
     expect(body.errors?.[0]?.message).toBe('reason is too long (maximum is 10000 characters).');
     expect((await t.db.submitter.findUniqueOrThrow({ where: { slug } })).declinedAt).toBeNull();
   });
@@ -209,8 +284,14 @@ describe('field values', () => {
 describe('submissions: submitters, metadata, messages', () => {
   it('metadata over 64 KiB, or nested deeper than 10, is a 422 naming it; nothing is written', async () => {
     const before = await counts();
-    const big = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Signer', email: 's@x.test', metadata: { blob: 'm'.repeat(70_000) } }] });
-    expect(big).toEqual({ status: 422, json: { error: 'submitters[0].metadata is too large (maximum is 65536 characters as JSON).' } });
+    const big = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Signer', email: 's@x.test', metadata: { blob: 'm'.repeat(70_000) } }],
+    });
+    expect(big).toEqual({
+      status: 422,
+      json: { error: 'submitters[0].metadata is too large (maximum is 65536 characters as JSON).' },
+    });
     // 100,000 levels: deeper than any recursive walk (or JSON.stringify) of it could go; written by hand for that reason.
     const deep = `${'{"deep":'.repeat(100_000)}{"leaf":true}${'}'.repeat(100_000)}`;
     const nested = await fetch(`${t.url}/api/submissions`, {
@@ -218,7 +299,10 @@ describe('submissions: submitters, metadata, messages', () => {
       headers: { 'X-Auth-Token': alice.apiKey, 'content-type': 'application/json' },
       body: `{"template_id":${templateId},"submitters":[{"role":"Signer","email":"s@x.test","metadata":${deep}}]}`,
     });
-    expect({ status: nested.status, json: await nested.json() }).toEqual({ status: 422, json: { error: 'submitters[0].metadata is nested too deeply (maximum depth is 10).' } });
+    expect({ status: nested.status, json: await nested.json() }).toEqual({
+      status: 422,
+      json: { error: 'submitters[0].metadata is nested too deeply (maximum depth is 10).' },
+    });
     expect(await counts()).toEqual(before);
   });
 
@@ -229,9 +313,15 @@ describe('submissions: submitters, metadata, messages', () => {
       status: 422,
       json: { error: 'submitters has too many entries (maximum is 50).' },
     });
-    const body = await gql('mutation($input: CreateSubmissionsInput!) { createSubmissions(input: $input) { submissionIds } }', { input: { templateId, submitters } });
+    const body = await gql(
+      'mutation($input: CreateSubmissionsInput!) { createSubmissions(input: $input) { submissionIds } }',
+      { input: { templateId, submitters } },
+    );
     expect(body.errors?.[0]?.message).toBe('submitters has too many entries (maximum is 50).');
-    expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', details: { path: 'submitters', maximum: 50 } });
+    expect(body.errors?.[0]?.extensions).toMatchObject({
+      code: 'VALIDATION',
+      details: { path: 'submitters', maximum: 50 },
+    });
     expect(await counts()).toEqual(before);
   });
 
@@ -244,7 +334,10 @@ describe('submissions: submitters, metadata, messages', () => {
     });
     // Searching such a word with /[^sep]+@[^sep]+/g took time quadratic in its length (40,000 characters: 1.5 s).
     const started = performance.now();
-    const long = await api('POST', '/submissions/emails', { template_id: templateId, emails: `${'a'.repeat(300_000)}@x.test` });
+    const long = await api('POST', '/submissions/emails', {
+      template_id: templateId,
+      emails: `${'a'.repeat(300_000)}@x.test`,
+    });
     expect(performance.now() - started).toBeLessThan(2_000);
     expect(long).toEqual({ status: 422, json: { error: 'emails[0].email is too long (maximum is 255 characters).' } });
     expect(await counts()).toEqual(before);
@@ -252,10 +345,23 @@ describe('submissions: submitters, metadata, messages', () => {
 
   it('message bodies, names, emails and redirect URLs have maxima; PUT /submitters checks its JSON inputs', async () => {
     const create = (body: Record<string, unknown>, submitter: Record<string, unknown> = {}) =>
-      api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Signer', email: 's@x.test', ...submitter }], ...body });
-    expect(await create({ message: { subject: 'Hi', body: 'b'.repeat(20_001) } })).toEqual({ status: 422, json: { error: 'message.body is too long (maximum is 20000 characters).' } });
-    expect(await create({}, { name: 'n'.repeat(256) })).toEqual({ status: 422, json: { error: 'submitters[0].name is too long (maximum is 255 characters).' } });
-    expect(await create({}, { email: `${'e'.repeat(250)}@x.test` })).toEqual({ status: 422, json: { error: 'submitters[0].email is too long (maximum is 255 characters).' } });
+      api('POST', '/submissions', {
+        template_id: templateId,
+        submitters: [{ role: 'Signer', email: 's@x.test', ...submitter }],
+        ...body,
+      });
+    expect(await create({ message: { subject: 'Hi', body: 'b'.repeat(20_001) } })).toEqual({
+      status: 422,
+      json: { error: 'message.body is too long (maximum is 20000 characters).' },
+    });
+    expect(await create({}, { name: 'n'.repeat(256) })).toEqual({
+      status: 422,
+      json: { error: 'submitters[0].name is too long (maximum is 255 characters).' },
+    });
+    expect(await create({}, { email: `${'e'.repeat(250)}@x.test` })).toEqual({
+      status: 422,
+      json: { error: 'submitters[0].email is too long (maximum is 255 characters).' },
+    });
     expect(await create({ completed_redirect_url: `https://x.test/${'p'.repeat(2048)}` })).toEqual({
       status: 422,
       json: { error: 'completed_redirect_url is too long (maximum is 2048 characters).' },
@@ -263,7 +369,10 @@ describe('submissions: submitters, metadata, messages', () => {
 
     const slug = await signerSlug();
     const { id } = await t.db.submitter.findUniqueOrThrow({ where: { slug }, select: { id: true } });
-    expect(await api('PUT', `/submitters/${id}`, { name: 'n'.repeat(256) })).toEqual({ status: 422, json: { error: 'name is too long (maximum is 255 characters).' } });
+    expect(await api('PUT', `/submitters/${id}`, { name: 'n'.repeat(256) })).toEqual({
+      status: 422,
+      json: { error: 'name is too long (maximum is 255 characters).' },
+    });
     expect(await api('PUT', `/submitters/${id}`, { values: { 'Full Name': 'x'.repeat(10_001) } })).toEqual({
       status: 422,
       json: { error: 'submitter.values.Full Name is too long (maximum is 10000 characters).' },
@@ -273,9 +382,12 @@ describe('submissions: submitters, metadata, messages', () => {
   });
 
   it('a webhook URL is at most 2,048 characters (GraphQL)', async () => {
-    const body = await gql('mutation($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret } }', {
-      input: { url: `https://hooks.example.com/${'p'.repeat(2048)}` },
-    });
+    const body = await gql(
+      'mutation($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret } }',
+      {
+        input: { url: `https://hooks.example.com/${'p'.repeat(2048)}` },
+      },
+    );
     expect(body.errors?.[0]?.message).toBe('url is too long (maximum is 2048 characters).');
     expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', details: { path: 'url', maximum: 2048 } });
     expect(await t.db.webhookEndpoint.count()).toBe(0);
@@ -284,7 +396,16 @@ describe('submissions: submitters, metadata, messages', () => {
 
 describe('validation.pattern runs on RE2', () => {
   it('(a+)+$ against a 35-character value that does not match: the normal error, in milliseconds', async () => {
-    const field: Field = { uuid: 'code', submitter_uuid: 'signer', name: 'Code', type: 'text', required: true, preferences: {}, validation: { pattern: '(a+)+$' }, areas: [] };
+    const field: Field = {
+      uuid: 'code',
+      submitter_uuid: 'signer',
+      name: 'Code',
+      type: 'text',
+      required: true,
+      preferences: {},
+      validation: { pattern: '(a+)+$' },
+      areas: [],
+    };
     const started = performance.now();
     expect(() => completionValues([field], 'signer', { code: `${'a'.repeat(34)}!` })).toThrow('Code is invalid');
     expect(performance.now() - started).toBeLessThan(50);
@@ -301,7 +422,10 @@ describe('validation.pattern runs on RE2', () => {
     ]);
     expect(performance.now() - requestStarted).toBeLessThan(2_000);
     expect(health).toBe(200);
-    expect(body.errors?.[0]).toMatchObject({ message: 'Code is invalid', extensions: { code: 'VALIDATION', fieldUuid: uuidOf('Code') } });
+    expect(body.errors?.[0]).toMatchObject({
+      message: 'Code is invalid',
+      extensions: { code: 'VALIDATION', fieldUuid: uuidOf('Code') },
+    });
     expect((await t.db.submitter.findUniqueOrThrow({ where: { slug } })).completedAt).toBeNull();
   });
 
@@ -312,30 +436,57 @@ describe('validation.pattern runs on RE2', () => {
       ['(?<n>a)\\k<n>', '`\\k<name>` is a backreference'],
       ['(?=a)a', 'invalid or unsupported Perl syntax: `(?=`'],
     ]) {
-      const { status, json } = await createTemplate({ name: 'Patterns', fields: [textField('Name'), textField('Code', { validation: { pattern } }, 1)] });
+      const { status, json } = await createTemplate({
+        name: 'Patterns',
+        fields: [textField('Name'), textField('Code', { validation: { pattern } }, 1)],
+      });
       expect(status).toBe(422);
       expect(json.error).toBe(
         `fields[1].validation.pattern is not supported: ${reason} (patterns run on RE2, in linear time: lookahead, lookbehind and backreferences are not available).`,
       );
     }
-    const body = await gql('mutation($input: CreateTemplateFromFileInput!) { createTemplateFromPdf(input: $input) { template { id } } }', {
-      input: { documents: [{ name: 'doc', file: PDF }], fields: [{ name: 'Code', areas: [{ x: 72, y: 72, w: 100, h: 20, page: 1 }], validation: { pattern: '(a)\\1' } }] },
+    const body = await gql(
+      'mutation($input: CreateTemplateFromFileInput!) { createTemplateFromPdf(input: $input) { template { id } } }',
+      {
+        input: {
+          documents: [{ name: 'doc', file: PDF }],
+          fields: [
+            { name: 'Code', areas: [{ x: 72, y: 72, w: 100, h: 20, page: 1 }], validation: { pattern: '(a)\\1' } },
+          ],
+        },
+      },
+    );
+    expect(body.errors?.[0]?.extensions).toMatchObject({
+      code: 'VALIDATION',
+      details: { path: 'fields[0].validation.pattern' },
     });
-    expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', details: { path: 'fields[0].validation.pattern' } });
     expect(await counts()).toEqual(before);
   });
 
   it('patterns too long or compiling too large are refused; submission field settings are checked the same way', async () => {
-    const long = await createTemplate({ name: 'P', fields: [textField('Code', { validation: { pattern: 'a'.repeat(1001) } })] });
-    expect(long).toEqual({ status: 422, json: { error: 'fields[0].validation.pattern is too long (maximum is 1000 characters).' } });
-    const large = await createTemplate({ name: 'P', fields: [textField('Code', { validation: { pattern: '(?:a?){999}a{999}' } })] });
+    const long = await createTemplate({
+      name: 'P',
+      fields: [textField('Code', { validation: { pattern: 'a'.repeat(1001) } })],
+    });
+    expect(long).toEqual({
+      status: 422,
+      json: { error: 'fields[0].validation.pattern is too long (maximum is 1000 characters).' },
+    });
+    const large = await createTemplate({
+      name: 'P',
+      fields: [textField('Code', { validation: { pattern: '(?:a?){999}a{999}' } })],
+    });
     expect(large.status).toBe(422);
-    expect(large.json.error).toMatch(/^fields\[0\]\.validation\.pattern is too complex: it compiles to about 3000 steps \(maximum is 1000\)/);
+    expect(large.json.error).toMatch(
+      /^fields\[0\]\.validation\.pattern is too complex: it compiles to about 3000 steps \(maximum is 1000\)/,
+    );
 
     const before = await counts();
     const override = await api('POST', '/submissions', {
       template_id: templateId,
-      submitters: [{ role: 'Signer', email: 's@x.test', fields: [{ name: 'Full Name', validation_pattern: '(?<=a)b' }] }],
+      submitters: [
+        { role: 'Signer', email: 's@x.test', fields: [{ name: 'Full Name', validation_pattern: '(?<=a)b' }] },
+      ],
     });
     expect(override.status).toBe(422);
     expect(override.json.error).toMatch(/^submitters\[0\]\.fields\[0\]\.validation_pattern is not supported: /);

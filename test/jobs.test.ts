@@ -47,7 +47,13 @@ const logger = pino(
 /** A queue on the test database with fast polling, stopped after each test. */
 function makeQueue(options: Partial<JobQueueOptions> = {}): JobQueue {
   sequence += 1;
-  const queue = createJobQueue({ connectionString: database.url, logger, processEvery: 50, name: `test-${sequence}`, ...options });
+  const queue = createJobQueue({
+    connectionString: database.url,
+    logger,
+    processEvery: 50,
+    name: `test-${sequence}`,
+    ...options,
+  });
   queues.push(queue);
   return queue;
 }
@@ -222,7 +228,10 @@ describe('job queue', () => {
     const ids = [await a.enqueue(name, { n: 1 }, { at }), await a.enqueue(name, { n: 2 }, { at })];
     // A scan may already have locked them (they fall due within processEvery): stop releases them.
     await a.stop();
-    const [locked] = await sql<{ n: number }>('SELECT count(*)::int AS n FROM agenda.jobs WHERE id = ANY($1) AND locked_at IS NOT NULL', [ids]);
+    const [locked] = await sql<{ n: number }>(
+      'SELECT count(*)::int AS n FROM agenda.jobs WHERE id = ANY($1) AND locked_at IS NOT NULL',
+      [ids],
+    );
     expect(locked!.n).toBe(0);
 
     const b = makeQueue({ name: 'instance-b' });
@@ -332,7 +341,11 @@ describe('job queue', () => {
     await queue.start();
     // The cancelled job falls due long after the test: a scan cannot have taken it (a job due
     // within processEvery is locked ahead, and then runs) however long the enqueues take.
-    const cancelled = await queue.enqueue(name, { submissionId: 7, reason: 'expire_at' }, { at: new Date(Date.now() + 60_000), uniqueKey: 'submission:7:expire' });
+    const cancelled = await queue.enqueue(
+      name,
+      { submissionId: 7, reason: 'expire_at' },
+      { at: new Date(Date.now() + 60_000), uniqueKey: 'submission:7:expire' },
+    );
     await queue.enqueue(name, { submissionId: 8, reason: 'expire_at' }, { at: new Date(Date.now() + 300) });
     expect(await queue.cancel(name, { submissionId: 7 })).toBe(1);
     expect(await queue.cancel(name, { submissionId: 99 })).toBe(0);
@@ -424,10 +437,24 @@ describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', (
     await Promise.all(stores.splice(0).map((store) => store.close()));
     await sql('DELETE FROM agenda.jobs WHERE name = ANY($1)', [handLocked.splice(0)]);
   });
-  const due = (name: string, n: number, key?: string) => ({ name, data: { payload: { n }, ...(key ? { uniqueKey: key } : {}) }, nextRunAt: new Date(Date.now() - 1000) });
+  const due = (name: string, n: number, key?: string) => ({
+    name,
+    data: { payload: { n }, ...(key ? { uniqueKey: key } : {}) },
+    nextRunAt: new Date(Date.now() - 1000),
+  });
   const lockedIds = async (name: string) =>
-    (await sql<{ id: string }>('SELECT id::text AS id FROM agenda.jobs WHERE name = $1 AND locked_at IS NOT NULL ORDER BY id', [name])).map((r) => r.id).sort();
-  const ask = (store: JobStore, name: string) => store.repository.getNextJobToRun(name, new Date(Date.now() + 1000), new Date(Date.now() - 600_000), undefined, { lastModifiedBy: 'test' });
+    (
+      await sql<{ id: string }>(
+        'SELECT id::text AS id FROM agenda.jobs WHERE name = $1 AND locked_at IS NOT NULL ORDER BY id',
+        [name],
+      )
+    )
+      .map((r) => r.id)
+      .sort();
+  const ask = (store: JobStore, name: string) =>
+    store.repository.getNextJobToRun(name, new Date(Date.now() + 1000), new Date(Date.now() - 600_000), undefined, {
+      lastModifiedBy: 'test',
+    });
 
   it('enqueues made together are stored with their keys and announced on Agenda’s channel, once each', async () => {
     const queue = makeQueue();
@@ -447,14 +474,24 @@ describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', (
         runs.push(data.n);
       });
       await queue.start();
-      const ids = await Promise.all([queue.enqueue(name, { n: 1 }, { uniqueKey: 'a' }), queue.enqueue(name, { n: 2 }), queue.enqueue(name, { n: 3 }, { uniqueKey: 'a' })]);
+      const ids = await Promise.all([
+        queue.enqueue(name, { n: 1 }, { uniqueKey: 'a' }),
+        queue.enqueue(name, { n: 2 }),
+        queue.enqueue(name, { n: 3 }, { uniqueKey: 'a' }),
+      ]);
       expect(ids[2]).toBe(ids[0]);
       expect(ids[1]).not.toBe(ids[0]);
       await queue.waitForIdle();
       await sleep(100);
       expect(runs.sort()).toEqual([1, 2]);
-      const rows = await sql<{ id: string; data: unknown; last_finished_at: Date | null; locked_at: Date | null; next_run_at: Date | null }>(
-        'SELECT id::text AS id, data, last_finished_at, locked_at, next_run_at FROM agenda.jobs WHERE name = $1 ORDER BY data->\'payload\'->>\'n\'',
+      const rows = await sql<{
+        id: string;
+        data: unknown;
+        last_finished_at: Date | null;
+        locked_at: Date | null;
+        next_run_at: Date | null;
+      }>(
+        "SELECT id::text AS id, data, last_finished_at, locked_at, next_run_at FROM agenda.jobs WHERE name = $1 ORDER BY data->'payload'->>'n'",
         [name],
       );
       expect(rows.map((r) => [r.id, r.data])).toEqual([
@@ -462,12 +499,19 @@ describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', (
         [ids[1], { payload: { n: 2 } }],
       ]);
       // The end of each run was saved: finished, unlocked, nothing further to run.
-      for (const row of rows) expect(row).toMatchObject({ locked_at: null, next_run_at: null, last_finished_at: expect.any(Date) });
+      for (const row of rows)
+        expect(row).toMatchObject({ locked_at: null, next_run_at: null, last_finished_at: expect.any(Date) });
       // One announcement for the name (none for the key already stored); no state notifications.
       expect(heard).toHaveLength(1);
       expect(heard[0]!.channel).toBe('agenda:jobs');
       expect([ids[0], ids[1]]).toContain(heard[0]!.payload.jobId);
-      expect(heard[0]!.payload).toMatchObject({ jobName: name, priority: 0, source: expect.any(String), nextRunAt: expect.any(String), timestamp: expect.any(String) });
+      expect(heard[0]!.payload).toMatchObject({
+        jobName: name,
+        priority: 0,
+        source: expect.any(String),
+        nextRunAt: expect.any(String),
+        timestamp: expect.any(String),
+      });
     } finally {
       await listener.end();
     }
@@ -481,7 +525,12 @@ describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', (
     // One fill: Agenda asks again as soon as it has a job, until none.
     const handed = [await ask(store, name), await ask(store, name), await ask(store, name), await ask(store, name)];
     expect(handed[3]).toBeUndefined();
-    expect(handed.slice(0, 3).map((j) => String(j!._id)).sort()).toEqual([...ids].sort());
+    expect(
+      handed
+        .slice(0, 3)
+        .map((j) => String(j!._id))
+        .sort(),
+    ).toEqual([...ids].sort());
     expect(await lockedIds(name)).toEqual([...ids].sort());
     // A later fill asks the database again and finds the job stored since.
     const [later] = await store.insertJobs!([due(name, 4)], 'test');
@@ -492,7 +541,10 @@ describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', (
   it('with a backlog beyond the lock limit, finished jobs make room: every job runs once, with no scan', async () => {
     const name = jobName('backlog');
     const store = await openStore();
-    await store.insertJobs!(Array.from({ length: 60 }, (_, n) => due(name, n)), 'test');
+    await store.insertJobs!(
+      Array.from({ length: 60 }, (_, n) => due(name, n)),
+      'test',
+    );
     // Scans a minute apart: only the scan at start, then refills as jobs finish, can lock them.
     const queue = makeQueue({ processEvery: 60_000 });
     const runs: number[] = [];
@@ -538,21 +590,34 @@ describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', (
     await sql('DELETE FROM agenda.jobs WHERE id = $1', [String(b._id)]);
     const finished = new Date();
     const [savedA, savedB] = await Promise.allSettled([
-      store.repository.saveJobState({ ...a, lockedAt: undefined, nextRunAt: null, lastRunAt: finished, lastFinishedAt: finished }, { lastModifiedBy: 'test' }),
-      store.repository.saveJobState({ ...b, lockedAt: undefined, nextRunAt: null, lastRunAt: finished, lastFinishedAt: finished }, { lastModifiedBy: 'test' }),
+      store.repository.saveJobState(
+        { ...a, lockedAt: undefined, nextRunAt: null, lastRunAt: finished, lastFinishedAt: finished },
+        { lastModifiedBy: 'test' },
+      ),
+      store.repository.saveJobState(
+        { ...b, lockedAt: undefined, nextRunAt: null, lastRunAt: finished, lastFinishedAt: finished },
+        { lastModifiedBy: 'test' },
+      ),
     ]);
     expect(savedA.status).toBe('fulfilled');
     expect(savedB.status).toBe('rejected');
-    const [row] = await sql<{ locked_at: Date | null; next_run_at: Date | null; last_finished_at: Date; last_modified_by: string }>(
-      'SELECT locked_at, next_run_at, last_finished_at, last_modified_by FROM agenda.jobs WHERE id = $1',
-      [String(a._id)],
-    );
+    const [row] = await sql<{
+      locked_at: Date | null;
+      next_run_at: Date | null;
+      last_finished_at: Date;
+      last_modified_by: string;
+    }>('SELECT locked_at, next_run_at, last_finished_at, last_modified_by FROM agenda.jobs WHERE id = $1', [
+      String(a._id),
+    ]);
     expect(row).toEqual({ locked_at: null, next_run_at: null, last_finished_at: finished, last_modified_by: 'test' });
     // The start-of-run save (a lock held) writes nothing: the lock taken by the ask stands.
     await store.insertJobs!([due(name, 3)], 'test');
     const c = (await ask(store, name))!;
     await store.repository.saveJobState({ ...c, lastRunAt: new Date(), nextRunAt: null }, { lastModifiedBy: 'test' });
-    const [started] = await sql<{ next_run_at: Date | null; last_run_at: Date | null }>('SELECT next_run_at, last_run_at FROM agenda.jobs WHERE id = $1', [String(c._id)]);
+    const [started] = await sql<{ next_run_at: Date | null; last_run_at: Date | null }>(
+      'SELECT next_run_at, last_run_at FROM agenda.jobs WHERE id = $1',
+      [String(c._id)],
+    );
     expect(started).toEqual({ next_run_at: c.nextRunAt, last_run_at: null });
   });
 });
@@ -618,15 +683,23 @@ describe('the outbox (jobs recorded in a transaction)', () => {
     const t = await startTestApp();
     try {
       const { accountId } = await t.createAccount();
-      await t.db.webhookEndpoint.create({ data: { accountId, url: 'https://hooks.example.test/x', events: ['form.viewed'], secret: 's' } });
+      await t.db.webhookEndpoint.create({
+        data: { accountId, url: 'https://hooks.example.test/x', events: ['form.viewed'], secret: 's' },
+      });
       // Through the service's own function, on the app's database (where the endpoint is).
       await recordJobs(t.db, [
         { name: 'dispatch-probe', data: { type: 'form.viewed' }, ifWebhook: { accountId, eventType: 'form.viewed' } },
         { name: 'dispatch-probe', data: { type: 'form.started' }, ifWebhook: { accountId, eventType: 'form.started' } },
-        { name: 'dispatch-probe', data: { type: 'form.viewed' }, ifWebhook: { accountId: accountId + 1000, eventType: 'form.viewed' } },
+        {
+          name: 'dispatch-probe',
+          data: { type: 'form.viewed' },
+          ifWebhook: { accountId: accountId + 1000, eventType: 'form.viewed' },
+        },
         { name: 'dispatch-probe', data: { type: 'no condition' } },
       ]);
-      const kept = await t.db.$queryRaw<{ data: { type: string } }[]>`SELECT data FROM outbox WHERE name = 'dispatch-probe'
+      const kept = await t.db.$queryRaw<
+        { data: { type: string } }[]
+      >`SELECT data FROM outbox WHERE name = 'dispatch-probe'
         UNION ALL SELECT data->'payload' FROM agenda.jobs WHERE name = 'dispatch-probe'`;
       expect(kept.map((r) => r.data.type).sort()).toEqual(['form.viewed', 'no condition']);
     } finally {

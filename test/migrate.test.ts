@@ -12,7 +12,10 @@ import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 
 const INIT = '20261121000000_init';
 /** Every migration folder, in the order they apply. */
-const ALL = (await fs.readdir(MIGRATIONS_DIR, { withFileTypes: true })).filter((e) => e.isDirectory()).map((e) => e.name).sort();
+const ALL = (await fs.readdir(MIGRATIONS_DIR, { withFileTypes: true }))
+  .filter((e) => e.isDirectory())
+  .map((e) => e.name)
+  .sort();
 
 const cleanups: (() => Promise<void>)[] = [];
 afterEach(async () => {
@@ -66,7 +69,9 @@ describe('applyMigrations', () => {
     const first = await applyMigrations({ connectionString: db.url, log: (line) => lines.push(line) });
     expect(ALL[0]).toBe(INIT);
     expect(first).toEqual({ applied: ALL, alreadyApplied: [] });
-    expect(lines.filter((line) => line.startsWith('applying migration '))).toEqual(ALL.map((name) => `applying migration ${name}`));
+    expect(lines.filter((line) => line.startsWith('applying migration '))).toEqual(
+      ALL.map((name) => `applying migration ${name}`),
+    );
 
     const second = await applyMigrations({ connectionString: db.url });
     expect(second).toEqual({ applied: [], alreadyApplied: ALL });
@@ -96,7 +101,12 @@ describe('applyMigrations', () => {
   it("creates _prisma_migrations with Prisma's columns", async () => {
     const db = await emptyDatabase();
     await applyMigrations({ connectionString: db.url });
-    const columns = await query<{ column_name: string; type: string; is_nullable: string; column_default: string | null }>(
+    const columns = await query<{
+      column_name: string;
+      type: string;
+      is_nullable: string;
+      column_default: string | null;
+    }>(
       db.url,
       `SELECT column_name, format_type(a.atttypid, a.atttypmod) AS type, c.is_nullable, c.column_default
          FROM information_schema.columns c

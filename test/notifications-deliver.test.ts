@@ -8,7 +8,14 @@ import { createAccount } from '../src/accounts/create-account.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { AppError } from '../src/errors.ts';
 import { MailDeliveryError, SmsDeliveryError, type NotificationLogger } from '../src/notifications/delivery-error.ts';
-import { deliverEmail, deliverSms, queueAndDeliverEmail, queueEmail, queueSms, type QueueEmailInput } from '../src/notifications/deliver.ts';
+import {
+  deliverEmail,
+  deliverSms,
+  queueAndDeliverEmail,
+  queueEmail,
+  queueSms,
+  type QueueEmailInput,
+} from '../src/notifications/deliver.ts';
 import { createMailer, type Mailer } from '../src/notifications/mailer.ts';
 import { buildSignatureRequestEmail } from '../src/notifications/message-templates.ts';
 import type { OutgoingSms, SmsSender } from '../src/notifications/sms.ts';
@@ -31,7 +38,10 @@ beforeAll(async () => {
   // A second client stands for a second service instance.
   otherDb = createDb(database.url, { poolSize: 4 });
   smtp = await startSmtpServer();
-  mailer = createMailer({ sendgridApiKey: undefined, sendgridApiUrl: 'https://api.sendgrid.com', smtpUrl: smtp.url }, quiet);
+  mailer = createMailer(
+    { sendgridApiKey: undefined, sendgridApiUrl: 'https://api.sendgrid.com', smtpUrl: smtp.url },
+    quiet,
+  );
   accountId = (await createAccount(db, { name: 'Acme Corp', email: 'owner@acme.test' })).accountId;
 });
 
@@ -71,7 +81,13 @@ describe('queueEmail', () => {
   it('stores the row queued; the same dedupe key again returns that row and adds none', async () => {
     const input = emailInput();
     const first = await queueEmail(db, input);
-    expect(first).toMatchObject({ status: 'queued', attemptCount: 0, to: ['Ann Lee <ann@example.test>'], bcc: ['audit@example.test'], cc: [] });
+    expect(first).toMatchObject({
+      status: 'queued',
+      attemptCount: 0,
+      to: ['Ann Lee <ann@example.test>'],
+      bcc: ['audit@example.test'],
+      cc: [],
+    });
     const again = await queueEmail(db, { ...input, subject: 'changed' });
     expect(again.id).toBe(first.id);
     expect(again.subject).toBe('You are invited to sign a document');
@@ -115,11 +131,15 @@ describe('deliverEmail', () => {
       deliverEmail({ db: otherDb, mailer }, row.id),
     ]);
     expect(outcomes.filter((o) => o === 'sent')).toHaveLength(1);
-    for (const outcome of outcomes.filter((o) => o !== 'sent')) expect(['in-progress', 'already-sent']).toContain(outcome);
+    for (const outcome of outcomes.filter((o) => o !== 'sent'))
+      expect(['in-progress', 'already-sent']).toContain(outcome);
     await smtp.waitForMessages(1);
     await settle();
     expect(smtp.messages).toHaveLength(1);
-    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'sent', attemptCount: 1 });
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+      status: 'sent',
+      attemptCount: 1,
+    });
   });
 
   it('a transient failure rethrows and leaves the row queued; a later call sends it once', async () => {
@@ -138,7 +158,11 @@ describe('deliverEmail', () => {
     await smtp.waitForMessages(1);
     await settle();
     expect(smtp.messages).toHaveLength(1);
-    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'sent', attemptCount: 2, lastError: null });
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+      status: 'sent',
+      attemptCount: 2,
+      lastError: null,
+    });
   });
 
   it('a permanent refusal marks the row failed and it is never tried again', async () => {
@@ -156,10 +180,15 @@ describe('deliverEmail', () => {
   it('gives up as failed when transient failures reach maxAttempts', async () => {
     const row = await queueEmail(db, emailInput());
     smtp.rejectNext(451);
-    await expect(deliverEmail({ db, mailer, maxAttempts: 2, logger: quiet }, row.id)).rejects.toBeInstanceOf(MailDeliveryError);
+    await expect(deliverEmail({ db, mailer, maxAttempts: 2, logger: quiet }, row.id)).rejects.toBeInstanceOf(
+      MailDeliveryError,
+    );
     smtp.rejectNext(451);
     expect(await deliverEmail({ db, mailer, maxAttempts: 2, logger: quiet }, row.id)).toBe('failed-permanently');
-    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'failed', attemptCount: 2 });
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+      status: 'failed',
+      attemptCount: 2,
+    });
   });
 
   it('a row left sending by a dead worker waits for its lease, then is claimed again', async () => {
@@ -169,7 +198,10 @@ describe('deliverEmail', () => {
     await db.$executeRaw`UPDATE email_messages SET updated_at = now() - interval '11 minutes' WHERE id = ${row.id}`;
     expect(await deliverEmail({ db, mailer }, row.id)).toBe('sent');
     await smtp.waitForMessages(1);
-    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'sent', attemptCount: 2 });
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+      status: 'sent',
+      attemptCount: 2,
+    });
   });
 
   it('a row its own job left sending (that run died) is claimed again at once by the job; another claimant waits', async () => {
@@ -180,7 +212,11 @@ describe('deliverEmail', () => {
     expect(smtp.messages).toHaveLength(0);
     expect(await deliverEmail({ db, mailer, claimant: 'job-1' }, row.id)).toBe('sent');
     await smtp.waitForMessages(1);
-    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'sent', attemptCount: 2, claimedBy: 'job-1' });
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+      status: 'sent',
+      attemptCount: 2,
+      claimedBy: 'job-1',
+    });
   });
 
   it('every send of one row carries the same Message-ID, made from its dedupe key', async () => {
@@ -204,10 +240,17 @@ describe('deliverEmail', () => {
   it('with the outbox mailer the row is marked sent and the message only logged', async () => {
     const lines: string[] = [];
     const logger: NotificationLogger = { ...quiet, info: (_obj, msg) => void lines.push(msg ?? '') };
-    const outbox = createMailer({ sendgridApiKey: undefined, sendgridApiUrl: 'https://api.sendgrid.com', smtpUrl: undefined }, logger);
+    const outbox = createMailer(
+      { sendgridApiKey: undefined, sendgridApiUrl: 'https://api.sendgrid.com', smtpUrl: undefined },
+      logger,
+    );
     const row = await queueEmail(db, emailInput({ provider: 'outbox' }));
     expect(await deliverEmail({ db, mailer: outbox }, row.id)).toBe('sent');
-    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'sent', provider: 'outbox', providerMessageId: null });
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+      status: 'sent',
+      provider: 'outbox',
+      providerMessageId: null,
+    });
     expect(lines).toHaveLength(1);
     await settle();
     expect(smtp.messages).toHaveLength(0);
@@ -229,7 +272,13 @@ describe('deliverEmail', () => {
     });
     const row = await queueEmail(
       db,
-      emailInput({ subject: rendered.subject, textBody: rendered.text, htmlBody: rendered.html, bcc: [], replyTo: null }),
+      emailInput({
+        subject: rendered.subject,
+        textBody: rendered.text,
+        htmlBody: rendered.html,
+        bcc: [],
+        replyTo: null,
+      }),
     );
     expect(await deliverEmail({ db, mailer }, row.id)).toBe('sent');
     const [mail] = await smtp.waitForMessages(1);
@@ -242,7 +291,15 @@ describe('deliverEmail', () => {
 
 describe('queueAndDeliverEmail', () => {
   /** The columns a caller can tell apart (ids, keys and times left out). */
-  const comparable = ({ id: _id, dedupeKey: _key, createdAt: _c, updatedAt: _u, sentAt: _s, providerMessageId: _p, ...rest }: Awaited<ReturnType<typeof queueEmail>>) => rest;
+  const comparable = ({
+    id: _id,
+    dedupeKey: _key,
+    createdAt: _c,
+    updatedAt: _u,
+    sentAt: _s,
+    providerMessageId: _p,
+    ...rest
+  }: Awaited<ReturnType<typeof queueEmail>>) => rest;
 
   it('stores and sends the row as queueEmail + deliverEmail do, once; again → already-sent', async () => {
     const input = emailInput({ cc: ['cc@example.test'] });
@@ -250,7 +307,13 @@ describe('queueAndDeliverEmail', () => {
     expect(first.outcome).toBe('sent');
     const [mail] = await smtp.waitForMessages(1);
     const stored = await db.emailMessage.findUniqueOrThrow({ where: { id: first.emailMessageId } });
-    expect(stored).toMatchObject({ status: 'sent', attemptCount: 1, lastError: null, provider: 'smtp', dedupeKey: input.dedupeKey });
+    expect(stored).toMatchObject({
+      status: 'sent',
+      attemptCount: 1,
+      lastError: null,
+      provider: 'smtp',
+      dedupeKey: input.dedupeKey,
+    });
     expect(stored.providerMessageId).toBe(mail.parsed.messageId);
     expect(stored.sentAt!.getTime()).toBeGreaterThanOrEqual(stored.createdAt.getTime());
     expect(Math.abs(stored.sentAt!.getTime() - Date.now())).toBeLessThan(60_000);
@@ -262,41 +325,70 @@ describe('queueAndDeliverEmail', () => {
     const twoStep = await queueEmail(db, { ...input, dedupeKey: `${input.dedupeKey}:two-step` });
     expect(await deliverEmail({ db, mailer }, twoStep.id)).toBe('sent');
     await smtp.waitForMessages(2);
-    expect(comparable(stored)).toEqual(comparable(await db.emailMessage.findUniqueOrThrow({ where: { id: twoStep.id } })));
+    expect(comparable(stored)).toEqual(
+      comparable(await db.emailMessage.findUniqueOrThrow({ where: { id: twoStep.id } })),
+    );
 
-    expect(await queueAndDeliverEmail({ db, mailer }, { ...input, subject: 'changed' })).toEqual({ outcome: 'already-sent', emailMessageId: first.emailMessageId });
+    expect(await queueAndDeliverEmail({ db, mailer }, { ...input, subject: 'changed' })).toEqual({
+      outcome: 'already-sent',
+      emailMessageId: first.emailMessageId,
+    });
     await settle();
     expect(smtp.messages).toHaveLength(2);
   });
 
   it('through the outbox with a submission event: one statement stores it sent, its event and sent_at; the same columns as through a provider', async () => {
-    const outbox = createMailer({ sendgridApiKey: undefined, sendgridApiUrl: 'https://api.sendgrid.com', smtpUrl: undefined }, quiet);
+    const outbox = createMailer(
+      { sendgridApiKey: undefined, sendgridApiUrl: 'https://api.sendgrid.com', smtpUrl: undefined },
+      quiet,
+    );
     expect(outbox.name).toBe('outbox');
     const template = await db.template.create({ data: { accountId, slug: `t-${keys}`, name: 'T' } });
     const submission = await db.submission.create({ data: { accountId, templateId: template.id, slug: `s-${keys}` } });
     const roleUuid = '9b2f4c1e-1111-4a2b-8c3d-000000000001';
-    const submitter = await db.submitter.create({ data: { accountId, submissionId: submission.id, roleUuid, slug: `x-${keys}`, email: 'ann@example.test' } });
+    const submitter = await db.submitter.create({
+      data: { accountId, submissionId: submission.id, roleUuid, slug: `x-${keys}`, email: 'ann@example.test' },
+    });
     const input = emailInput({ submissionId: submission.id, submitterId: submitter.id, provider: 'outbox' });
     const statements: string[] = [];
     const counted = createDb(database.url, { poolSize: 1, onQuery: (sql) => statements.push(sql) });
     try {
-      const first = await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, { submissionEvent: 'send_email' });
+      const first = await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, {
+        submissionEvent: 'send_email',
+      });
       expect(first.outcome).toBe('sent');
       await new Promise((resolve) => setTimeout(resolve, 50));
       expect(statements).toHaveLength(1);
       const stored = await db.emailMessage.findUniqueOrThrow({ where: { id: first.emailMessageId } });
-      expect(stored).toMatchObject({ status: 'sent', attemptCount: 1, lastError: null, provider: 'outbox', providerMessageId: null, submitterId: submitter.id });
+      expect(stored).toMatchObject({
+        status: 'sent',
+        attemptCount: 1,
+        lastError: null,
+        provider: 'outbox',
+        providerMessageId: null,
+        submitterId: submitter.id,
+      });
       expect(stored.sentAt!.getTime()).toBe(stored.createdAt.getTime());
       const events = await db.submissionEvent.findMany({ where: { submitterId: submitter.id } });
       // Provider 'outbox': kept, nothing left the service (the audit log says so).
-      expect(events.map((e) => [e.eventType, e.data])).toEqual([['send_email', { email_message_id: stored.id, provider: 'outbox', attempt: 1, to: input.to[0] }]]);
-      expect((await db.submitter.findUniqueOrThrow({ where: { id: submitter.id } })).sentAt?.getTime()).toBe(stored.sentAt!.getTime());
+      expect(events.map((e) => [e.eventType, e.data])).toEqual([
+        ['send_email', { email_message_id: stored.id, provider: 'outbox', attempt: 1, to: input.to[0] }],
+      ]);
+      expect((await db.submitter.findUniqueOrThrow({ where: { id: submitter.id } })).sentAt?.getTime()).toBe(
+        stored.sentAt!.getTime(),
+      );
       // What the claimed-then-marked path stores for the same message.
-      const twoStep = await queueAndDeliverEmail({ db, mailer: { ...outbox, name: 'smtp' } }, { ...input, dedupeKey: `${input.dedupeKey}:two-step` }, { submissionEvent: 'send_email' });
+      const twoStep = await queueAndDeliverEmail(
+        { db, mailer: { ...outbox, name: 'smtp' } },
+        { ...input, dedupeKey: `${input.dedupeKey}:two-step` },
+        { submissionEvent: 'send_email' },
+      );
       const other = await db.emailMessage.findUniqueOrThrow({ where: { id: twoStep.emailMessageId } });
       expect(comparable(stored)).toEqual({ ...comparable(other), provider: 'outbox' });
       // Again: stored already, nothing new.
-      expect(await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, { submissionEvent: 'send_email' })).toEqual({ outcome: 'already-sent', emailMessageId: stored.id });
+      expect(
+        await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, { submissionEvent: 'send_email' }),
+      ).toEqual({ outcome: 'already-sent', emailMessageId: stored.id });
       expect(await db.submissionEvent.count({ where: { submitterId: submitter.id } })).toBe(2);
     } finally {
       await counted.$disconnect();
@@ -305,10 +397,13 @@ describe('queueAndDeliverEmail', () => {
 
   it('concurrent calls with one dedupe key, from two instances, store one row and send once', async () => {
     const input = emailInput();
-    const results = await Promise.all([db, otherDb, db, otherDb].map((client) => queueAndDeliverEmail({ db: client, mailer }, input)));
+    const results = await Promise.all(
+      [db, otherDb, db, otherDb].map((client) => queueAndDeliverEmail({ db: client, mailer }, input)),
+    );
     expect(new Set(results.map((r) => r.emailMessageId)).size).toBe(1);
     expect(results.filter((r) => r.outcome === 'sent')).toHaveLength(1);
-    for (const r of results.filter((r) => r.outcome !== 'sent')) expect(['in-progress', 'already-sent']).toContain(r.outcome);
+    for (const r of results.filter((r) => r.outcome !== 'sent'))
+      expect(['in-progress', 'already-sent']).toContain(r.outcome);
     await smtp.waitForMessages(1);
     await settle();
     expect(smtp.messages).toHaveLength(1);
@@ -328,7 +423,11 @@ describe('queueAndDeliverEmail', () => {
     await smtp.waitForMessages(1);
     await settle();
     expect(smtp.messages).toHaveLength(1);
-    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: waiting.id } })).toMatchObject({ status: 'sent', attemptCount: 2, lastError: null });
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: waiting.id } })).toMatchObject({
+      status: 'sent',
+      attemptCount: 2,
+      lastError: null,
+    });
   });
 
   it('a permanent refusal marks the row failed and it is never tried again', async () => {
@@ -336,7 +435,11 @@ describe('queueAndDeliverEmail', () => {
     smtp.rejectNext(550, 'No such user');
     const first = await queueAndDeliverEmail({ db, mailer, logger: quiet }, input);
     expect(first.outcome).toBe('failed-permanently');
-    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: first.emailMessageId } })).toMatchObject({ status: 'failed', attemptCount: 1, sentAt: null });
+    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: first.emailMessageId } })).toMatchObject({
+      status: 'failed',
+      attemptCount: 1,
+      sentAt: null,
+    });
     expect((await queueAndDeliverEmail({ db, mailer }, input)).outcome).toBe('failed-permanently');
     await settle();
     expect(smtp.messages).toHaveLength(0);
@@ -368,13 +471,25 @@ describe('queueSms / deliverSms', () => {
 
   it('dedupes, sends once under concurrency, retries a transient failure, records the sid', async () => {
     const { sender, sent, failures } = stubSender();
-    const input = { accountId, kind: 'signature_request', dedupeKey: 'sms:1', to: '+14155550100', body: 'Acme has invited you', provider: 'twilio' as const };
+    const input = {
+      accountId,
+      kind: 'signature_request',
+      dedupeKey: 'sms:1',
+      to: '+14155550100',
+      body: 'Acme has invited you',
+      provider: 'twilio' as const,
+    };
     const row = await queueSms(db, input);
     expect((await queueSms(db, input)).id).toBe(row.id);
 
-    failures.push(new SmsDeliveryError('Twilio 503: unavailable', { retryable: true, provider: 'twilio', status: 503 }));
+    failures.push(
+      new SmsDeliveryError('Twilio 503: unavailable', { retryable: true, provider: 'twilio', status: 503 }),
+    );
     await expect(deliverSms({ db, smsSender: sender, logger: quiet }, row.id)).rejects.toBeInstanceOf(SmsDeliveryError);
-    expect(await db.smsMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'queued', attemptCount: 1 });
+    expect(await db.smsMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+      status: 'queued',
+      attemptCount: 1,
+    });
 
     const outcomes = await Promise.all([
       deliverSms({ db, smsSender: sender }, row.id),
@@ -393,11 +508,29 @@ describe('queueSms / deliverSms', () => {
 
   it('a permanent refusal (an invalid number) marks the SMS failed', async () => {
     const { sender, sent, failures } = stubSender();
-    const row = await queueSms(db, { accountId, kind: 'signature_request', dedupeKey: 'sms:2', from: '+15005550006', to: '+1555', body: 'x', provider: 'twilio' });
-    failures.push(new SmsDeliveryError('Twilio 400: invalid To', { retryable: false, provider: 'twilio', status: 400, code: '21211' }));
+    const row = await queueSms(db, {
+      accountId,
+      kind: 'signature_request',
+      dedupeKey: 'sms:2',
+      from: '+15005550006',
+      to: '+1555',
+      body: 'x',
+      provider: 'twilio',
+    });
+    failures.push(
+      new SmsDeliveryError('Twilio 400: invalid To', {
+        retryable: false,
+        provider: 'twilio',
+        status: 400,
+        code: '21211',
+      }),
+    );
     expect(await deliverSms({ db, smsSender: sender, logger: quiet }, row.id)).toBe('failed-permanently');
     expect(await deliverSms({ db, smsSender: sender }, row.id)).toBe('failed-permanently');
     expect(sent).toHaveLength(0);
-    expect(await db.smsMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({ status: 'failed', lastError: 'Twilio 400: invalid To' });
+    expect(await db.smsMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+      status: 'failed',
+      lastError: 'Twilio 400: invalid To',
+    });
   });
 });

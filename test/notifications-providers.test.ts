@@ -7,7 +7,12 @@ import http from 'node:http';
 import net from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { DeliveryError, MailDeliveryError, SmsDeliveryError, type NotificationLogger } from '../src/notifications/delivery-error.ts';
+import {
+  DeliveryError,
+  MailDeliveryError,
+  SmsDeliveryError,
+  type NotificationLogger,
+} from '../src/notifications/delivery-error.ts';
 import { createMailer, type OutgoingEmail } from '../src/notifications/mailer.ts';
 import { createSmsSender } from '../src/notifications/sms.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
@@ -97,8 +102,12 @@ describe('SMTP mailer', () => {
     expect(mail.envelope.rcptTo.sort()).toEqual(['ann@example.test', 'audit@example.test', 'carl@example.test']);
     const parsed = mail.parsed;
     expect(parsed.from?.value).toEqual([{ name: 'Signet', address: 'no-reply@signet.test' }]);
-    expect(parsed.to && !Array.isArray(parsed.to) ? parsed.to.value : null).toEqual([{ name: 'Ann Lee', address: 'ann@example.test' }]);
-    expect(parsed.cc && !Array.isArray(parsed.cc) ? parsed.cc.value : null).toEqual([{ name: '', address: 'carl@example.test' }]);
+    expect(parsed.to && !Array.isArray(parsed.to) ? parsed.to.value : null).toEqual([
+      { name: 'Ann Lee', address: 'ann@example.test' },
+    ]);
+    expect(parsed.cc && !Array.isArray(parsed.cc) ? parsed.cc.value : null).toEqual([
+      { name: '', address: 'carl@example.test' },
+    ]);
     expect(parsed.replyTo?.value).toEqual([{ name: 'Owner', address: 'owner@example.test' }]);
     expect(parsed.bcc).toBeUndefined();
     expect(mail.raw.toString('utf8')).not.toMatch(/audit@example\.test/);
@@ -110,7 +119,11 @@ describe('SMTP mailer', () => {
 
   it('sends each recipient once when to, cc and bcc repeat an address', async () => {
     const mailer = createMailer({ ...NO_MAIL, smtpUrl: smtp.url }, recordingLogger().logger);
-    await mailer.send({ ...MESSAGE, cc: ['ANN@example.test', 'carl@example.test'], bcc: ['carl@example.test', 'audit@example.test'] });
+    await mailer.send({
+      ...MESSAGE,
+      cc: ['ANN@example.test', 'carl@example.test'],
+      bcc: ['carl@example.test', 'audit@example.test'],
+    });
     const [mail] = await smtp.waitForMessages(1);
     expect(mail.envelope.rcptTo.sort()).toEqual(['ann@example.test', 'audit@example.test', 'carl@example.test']);
   });
@@ -149,7 +162,9 @@ describe('SMTP mailer', () => {
     await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
     const closedPort = (closed.address() as AddressInfo).port;
     await new Promise<void>((resolve) => closed.close(() => resolve()));
-    const refused = await caught(createMailer({ ...NO_MAIL, smtpUrl: `smtp://127.0.0.1:${closedPort}` }, recordingLogger().logger).send(MESSAGE));
+    const refused = await caught(
+      createMailer({ ...NO_MAIL, smtpUrl: `smtp://127.0.0.1:${closedPort}` }, recordingLogger().logger).send(MESSAGE),
+    );
     expect(refused).toMatchObject({ retryable: true, provider: 'smtp' });
 
     const sockets: net.Socket[] = [];
@@ -179,7 +194,10 @@ describe('SendGrid mailer', () => {
       res.end();
     });
     try {
-      const mailer = createMailer({ sendgridApiKey: 'SG.test-key', sendgridApiUrl: fake.url, smtpUrl: 'smtp://127.0.0.1:1' }, recordingLogger().logger);
+      const mailer = createMailer(
+        { sendgridApiKey: 'SG.test-key', sendgridApiUrl: fake.url, smtpUrl: 'smtp://127.0.0.1:1' },
+        recordingLogger().logger,
+      );
       expect(mailer.name).toBe('sendgrid');
       const result = await mailer.send({ ...MESSAGE, from: '"Signet, Inc." <no-reply@signet.test>' });
       expect(result).toEqual({ providerMessageId: 'sg-msg-1' });
@@ -217,8 +235,16 @@ describe('SendGrid mailer', () => {
       res.end();
     });
     try {
-      const mailer = createMailer({ ...NO_MAIL, sendgridApiKey: 'SG.k', sendgridApiUrl: fake.url }, recordingLogger().logger);
-      const result = await mailer.send({ from: 'no-reply@signet.test', to: ['ann@example.test'], subject: 'S', text: 'T' });
+      const mailer = createMailer(
+        { ...NO_MAIL, sendgridApiKey: 'SG.k', sendgridApiUrl: fake.url },
+        recordingLogger().logger,
+      );
+      const result = await mailer.send({
+        from: 'no-reply@signet.test',
+        to: ['ann@example.test'],
+        subject: 'S',
+        text: 'T',
+      });
       expect(result.providerMessageId).toBeUndefined();
       expect(JSON.parse(fake.requests[0].body)).toEqual({
         personalizations: [{ to: [{ email: 'ann@example.test' }] }],
@@ -237,12 +263,19 @@ describe('SendGrid mailer', () => {
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(
         status === 400
-          ? JSON.stringify({ errors: [{ message: 'Does not contain a valid address.', field: 'personalizations.0.to.0.email', help: null }] })
+          ? JSON.stringify({
+              errors: [
+                { message: 'Does not contain a valid address.', field: 'personalizations.0.to.0.email', help: null },
+              ],
+            })
           : JSON.stringify({ errors: [{ message: 'Internal error' }] }),
       );
     });
     try {
-      const mailer = createMailer({ ...NO_MAIL, sendgridApiKey: 'SG.k', sendgridApiUrl: fake.url }, recordingLogger().logger);
+      const mailer = createMailer(
+        { ...NO_MAIL, sendgridApiKey: 'SG.k', sendgridApiUrl: fake.url },
+        recordingLogger().logger,
+      );
       const outage = await caught(mailer.send(MESSAGE));
       expect(outage).toBeInstanceOf(MailDeliveryError);
       expect(outage).toMatchObject({ retryable: true, provider: 'sendgrid', status: 500 });
@@ -259,9 +292,13 @@ describe('SendGrid mailer', () => {
   it('no answer within the timeout is retryable', async () => {
     const fake = await startHttpFake(() => undefined);
     try {
-      const mailer = createMailer({ ...NO_MAIL, sendgridApiKey: 'SG.k', sendgridApiUrl: fake.url }, recordingLogger().logger, {
-        timeouts: { socket: 300 },
-      });
+      const mailer = createMailer(
+        { ...NO_MAIL, sendgridApiKey: 'SG.k', sendgridApiUrl: fake.url },
+        recordingLogger().logger,
+        {
+          timeouts: { socket: 300 },
+        },
+      );
       const error = await caught(mailer.send(MESSAGE));
       expect(error).toMatchObject({ retryable: true, provider: 'sendgrid' });
     } finally {
@@ -298,13 +335,18 @@ describe('Twilio SMS sender', () => {
     try {
       const sender = createSmsSender({ twilio: TWILIO, twilioApiUrl: fake.url }, recordingLogger().logger);
       expect(sender.name).toBe('twilio');
-      const result = await sender.send({ to: '+14155550100', body: 'Acme has invited you to sign a document: http://x.test/s/abc' });
+      const result = await sender.send({
+        to: '+14155550100',
+        body: 'Acme has invited you to sign a document: http://x.test/s/abc',
+      });
       expect(result).toEqual({ providerMessageId: 'SM0123456789abcdef0123456789abcdef' });
 
       const [request] = fake.requests;
       expect(request.method).toBe('POST');
       expect(request.url).toBe(`/2010-04-01/Accounts/${TWILIO.accountSid}/Messages.json`);
-      expect(request.headers.authorization).toBe(`Basic ${Buffer.from(`${TWILIO.accountSid}:${TWILIO.authToken}`).toString('base64')}`);
+      expect(request.headers.authorization).toBe(
+        `Basic ${Buffer.from(`${TWILIO.accountSid}:${TWILIO.authToken}`).toString('base64')}`,
+      );
       expect(request.headers['content-type']).toBe('application/x-www-form-urlencoded');
       expect(Object.fromEntries(new URLSearchParams(request.body))).toEqual({
         To: '+14155550100',
@@ -326,7 +368,12 @@ describe('Twilio SMS sender', () => {
       res.end(
         JSON.stringify(
           status === 400
-            ? { code: 21211, message: "The 'To' number +1555 is not a valid phone number.", more_info: 'https://www.twilio.com/docs/errors/21211', status: 400 }
+            ? {
+                code: 21211,
+                message: "The 'To' number +1555 is not a valid phone number.",
+                more_info: 'https://www.twilio.com/docs/errors/21211',
+                status: 400,
+              }
             : { code: 20003, message: 'Authenticate', status },
         ),
       );
@@ -339,9 +386,15 @@ describe('Twilio SMS sender', () => {
       expect(refused.message).toContain('not a valid phone number');
 
       status = 503;
-      expect(await caught(sender.send({ to: '+14155550100', body: 'x' }))).toMatchObject({ retryable: true, status: 503 });
+      expect(await caught(sender.send({ to: '+14155550100', body: 'x' }))).toMatchObject({
+        retryable: true,
+        status: 503,
+      });
       status = 401;
-      expect(await caught(sender.send({ to: '+14155550100', body: 'x' }))).toMatchObject({ retryable: true, status: 401 });
+      expect(await caught(sender.send({ to: '+14155550100', body: 'x' }))).toMatchObject({
+        retryable: true,
+        status: 401,
+      });
     } finally {
       await fake.close();
     }
@@ -350,13 +403,21 @@ describe('Twilio SMS sender', () => {
   it('no answer within the timeout, or no server, is retryable', async () => {
     const fake = await startHttpFake(() => undefined);
     try {
-      const sender = createSmsSender({ twilio: TWILIO, twilioApiUrl: fake.url }, recordingLogger().logger, { timeout: 300 });
-      expect(await caught(sender.send({ to: '+14155550100', body: 'x' }))).toMatchObject({ retryable: true, code: 'ETIMEDOUT' });
+      const sender = createSmsSender({ twilio: TWILIO, twilioApiUrl: fake.url }, recordingLogger().logger, {
+        timeout: 300,
+      });
+      expect(await caught(sender.send({ to: '+14155550100', body: 'x' }))).toMatchObject({
+        retryable: true,
+        code: 'ETIMEDOUT',
+      });
     } finally {
       await fake.close();
     }
     const sender = createSmsSender({ twilio: TWILIO, twilioApiUrl: fake.url }, recordingLogger().logger);
-    expect(await caught(sender.send({ to: '+14155550100', body: 'x' }))).toMatchObject({ retryable: true, code: 'ECONNREFUSED' });
+    expect(await caught(sender.send({ to: '+14155550100', body: 'x' }))).toMatchObject({
+      retryable: true,
+      code: 'ECONNREFUSED',
+    });
   });
 
   it('without TWILIO_* the outbox logs the SMS at info and sends nothing', async () => {
@@ -364,6 +425,8 @@ describe('Twilio SMS sender', () => {
     const sender = createSmsSender({ twilio: undefined, twilioApiUrl: 'https://api.twilio.com' }, logger);
     expect(sender.name).toBe('outbox');
     expect(await sender.send({ to: '+14155550100', body: 'hello' })).toEqual({});
-    expect(lines).toEqual([expect.objectContaining({ level: 'info', obj: expect.objectContaining({ to: '+14155550100' }) })]);
+    expect(lines).toEqual([
+      expect.objectContaining({ level: 'info', obj: expect.objectContaining({ to: '+14155550100' }) }),
+    ]);
   });
 });

@@ -78,15 +78,25 @@ describe('renderTemplateText', () => {
   it('takes single or double braces in any case; leaves unknown names; empties known ones without a value', () => {
     const v = variables({ sender: null, documentsLink: null });
     expect(renderTemplateText('Sign {template.name} at {{SUBMITTER.LINK}}', v)).toBe(`Sign NDA at ${LINK}`);
-    expect(renderTemplateText('{{unknown.thing}} and {not a variable} stay', v)).toBe('{{unknown.thing}} and {not a variable} stay');
-    expect(renderTemplateText('[{{sender.name}}][{{documents.link}}][{{submitter.Nope}}][{{submitters[9].email}}]', v)).toBe('[][][][]');
+    expect(renderTemplateText('{{unknown.thing}} and {not a variable} stay', v)).toBe(
+      '{{unknown.thing}} and {not a variable} stay',
+    );
+    expect(
+      renderTemplateText('[{{sender.name}}][{{documents.link}}][{{submitter.Nope}}][{{submitters[9].email}}]', v),
+    ).toBe('[][][][]');
   });
 
   it('submitter.name falls back to the email, then the phone; submission.name is its own when set', () => {
     const v = variables();
-    expect(renderTemplateText('{{submitter.name}}', { ...v, submitter: { ...v.submitter, name: null } })).toBe('ann.lee@example.test');
-    expect(renderTemplateText('{{submitter.name}}', { ...v, submitter: { ...v.submitter, name: null, email: null } })).toBe('+14155550100');
-    expect(renderTemplateText('{{submission.name}}', { ...v, submission: { ...v.submission, name: 'Q4 NDA' } })).toBe('Q4 NDA');
+    expect(renderTemplateText('{{submitter.name}}', { ...v, submitter: { ...v.submitter, name: null } })).toBe(
+      'ann.lee@example.test',
+    );
+    expect(
+      renderTemplateText('{{submitter.name}}', { ...v, submitter: { ...v.submitter, name: null, email: null } }),
+    ).toBe('+14155550100');
+    expect(renderTemplateText('{{submission.name}}', { ...v, submission: { ...v.submission, name: 'Q4 NDA' } })).toBe(
+      'Q4 NDA',
+    );
   });
 
   it('does not expand a value that looks like a variable', () => {
@@ -96,7 +106,9 @@ describe('renderTemplateText', () => {
   });
 
   it('prints expire_at in the given time zone', () => {
-    expect(renderTemplateText('{{submission.expire_at}}', { ...variables(), timeZone: 'America/New_York' })).toBe('05 Nov 09:05');
+    expect(renderTemplateText('{{submission.expire_at}}', { ...variables(), timeZone: 'America/New_York' })).toBe(
+      '05 Nov 09:05',
+    );
   });
 });
 
@@ -131,7 +143,10 @@ describe('buildSignatureRequestEmail', () => {
   it('a custom subject and body take the variables; the body is not given the link it lacks (§14.10)', () => {
     const email = buildSignatureRequestEmail({
       variables: variables(),
-      message: { subject: 'Please sign {{template.name}} for {{account.name}}', body: 'Hello {{submitter.first_name}},\n\nsee you soon.' },
+      message: {
+        subject: 'Please sign {{template.name}} for {{account.name}}',
+        body: 'Hello {{submitter.first_name}},\n\nsee you soon.',
+      },
     });
     expect(email.subject).toBe('Please sign NDA for Acme Corp');
     expect(email.text).toBe('Hello Ann,\n\nsee you soon.');
@@ -148,17 +163,28 @@ describe('buildSignatureRequestEmail', () => {
     expect(linked.html).toContain(`<p>Sign here: <a href="${LINK}">${LINK}</a></p>`);
     expect(linked.html).toContain(`<p>Or <a href="${LINK}">open it</a>.</p>`);
 
-    const appended = buildSignatureRequestEmail({ variables: variables(), message: { body: 'Please sign.' }, appendLinkIfMissing: true });
+    const appended = buildSignatureRequestEmail({
+      variables: variables(),
+      message: { body: 'Please sign.' },
+      appendLinkIfMissing: true,
+    });
     expect(appended.text).toBe(`Please sign.\n\n${LINK}`);
-    const notTwice = buildSignatureRequestEmail({ variables: variables(), message: { body: 'Go: {submitter.link}' }, appendLinkIfMissing: true });
+    const notTwice = buildSignatureRequestEmail({
+      variables: variables(),
+      message: { body: 'Go: {submitter.link}' },
+      appendLinkIfMissing: true,
+    });
     expect(notTwice.text).toBe(`Go: ${LINK}`);
   });
 
   it('a body without a subject gets “You are invited to sign a document”; subjects are one line', () => {
-    expect(buildSignatureRequestEmail({ variables: variables(), message: { subject: '  ', body: 'B' }, purpose: 'submit' }).subject).toBe(
-      'You are invited to sign a document',
-    );
-    expect(buildSignatureRequestEmail({ variables: variables(), message: { subject: 'A\r\nBcc: x@y', body: 'B' } }).subject).toBe('A Bcc: x@y');
+    expect(
+      buildSignatureRequestEmail({ variables: variables(), message: { subject: '  ', body: 'B' }, purpose: 'submit' })
+        .subject,
+    ).toBe('You are invited to sign a document');
+    expect(
+      buildSignatureRequestEmail({ variables: variables(), message: { subject: 'A\r\nBcc: x@y', body: 'B' } }).subject,
+    ).toBe('A Bcc: x@y');
   });
 
   it('escapes values and text in HTML, renders bold and italic, refuses javascript: links', () => {
@@ -176,7 +202,11 @@ describe('buildSignatureRequestEmail', () => {
 
 describe('buildSignatureRequestSms', () => {
   it('is DocuSeal’s short text with the link, or a given body with variables', () => {
-    expect(buildSignatureRequestSms({ variables: variables() })).toBe(`Acme Corp has invited you to sign a document: ${LINK}`);
-    expect(buildSignatureRequestSms({ variables: variables(), body: 'Sign {{template.name}}: {{submitter.link}}' })).toBe(`Sign NDA: ${LINK}`);
+    expect(buildSignatureRequestSms({ variables: variables() })).toBe(
+      `Acme Corp has invited you to sign a document: ${LINK}`,
+    );
+    expect(
+      buildSignatureRequestSms({ variables: variables(), body: 'Sign {{template.name}}: {{submitter.link}}' }),
+    ).toBe(`Sign NDA: ${LINK}`);
   });
 });

@@ -31,7 +31,8 @@ describe('readWithPdfLib', () => {
     // Four copies of the 14-page paper in one file (built here with pdf-lib, before the clock runs).
     const source = await PDFDocument.load(fixturePdf('pdfjs-tracemonkey.pdf'));
     const big = await PDFDocument.create();
-    for (let i = 0; i < 4; i += 1) for (const page of await big.copyPages(source, source.getPageIndices())) big.addPage(page);
+    for (let i = 0; i < 4; i += 1)
+      for (const page of await big.copyPages(source, source.getPageIndices())) big.addPage(page);
     const bytes = await big.save({ useObjectStreams: false });
     const onThread = performance.now();
     await PDFDocument.load(bytes, { updateMetadata: false, parseSpeed: ParseSpeeds.Fastest });

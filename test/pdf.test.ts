@@ -112,7 +112,12 @@ function decodePng(png: Buffer): Raster {
       const b = y > 0 ? out[(y - 1) * stride + x] : 0;
       const c = x >= channels && y > 0 ? out[(y - 1) * stride + x - channels] : 0;
       const p = a + b - c;
-      const paeth = Math.abs(p - a) <= Math.abs(p - b) && Math.abs(p - a) <= Math.abs(p - c) ? a : Math.abs(p - b) <= Math.abs(p - c) ? b : c;
+      const paeth =
+        Math.abs(p - a) <= Math.abs(p - b) && Math.abs(p - a) <= Math.abs(p - c)
+          ? a
+          : Math.abs(p - b) <= Math.abs(p - c)
+            ? b
+            : c;
       const predictor = [0, a, b, (a + b) >> 1, paeth][filter];
       out[y * stride + x] = (value + predictor) & 0xff;
     }
@@ -177,7 +182,8 @@ describe('inspectPdf', () => {
       const page = doc.addPage([100, 100]);
       const [x0, y0, x1, y1] = spec.media;
       page.setMediaBox(x0, y0, x1 - x0, y1 - y0);
-      if (spec.crop) page.setCropBox(spec.crop[0], spec.crop[1], spec.crop[2] - spec.crop[0], spec.crop[3] - spec.crop[1]);
+      if (spec.crop)
+        page.setCropBox(spec.crop[0], spec.crop[1], spec.crop[2] - spec.crop[0], spec.crop[3] - spec.crop[1]);
       page.setRotation(degrees(spec.rotate));
     }
     const bytes = await doc.save();
@@ -197,8 +203,8 @@ describe('inspectPdf', () => {
       const toDisplay = mupdf.Matrix.concat(mpage.getTransform(), mupdf.Matrix.translate(-bx0, -by0));
       const roundTrip = mupdf.Matrix.concat(displayToUserMatrix(page), toDisplay);
       roundTrip.forEach((value, k) => {
-expect(value, `page ${i + 1}`).toBeCloseTo(mupdf.Matrix.identity[k], 6);
-});
+        expect(value, `page ${i + 1}`).toBeCloseTo(mupdf.Matrix.identity[k], 6);
+      });
     });
   });
 
@@ -206,15 +212,29 @@ expect(value, `page ${i + 1}`).toBeCloseTo(mupdf.Matrix.identity[k], 6);
     await expectValidation(inspectPdf(new Uint8Array(), 'documents[0]'), /^documents\[0\] is empty$/);
     const random = Uint8Array.from({ length: 4096 }, (_, i) => (i * 7919 + 13) % 251);
     await expectValidation(inspectPdf(random, 'documents[1]'), /^documents\[1\] is not a PDF/);
-    await expectValidation(inspectPdf(Buffer.concat([Buffer.from('%PDF-1.7\n'), random]), 'junk.pdf'), /^junk\.pdf is not a valid PDF: its structure cannot be parsed/);
+    await expectValidation(
+      inspectPdf(Buffer.concat([Buffer.from('%PDF-1.7\n'), random]), 'junk.pdf'),
+      /^junk\.pdf is not a valid PDF: its structure cannot be parsed/,
+    );
     const tracemonkey = fixturePdf('pdfjs-tracemonkey.pdf');
-    await expectValidation(inspectPdf(tracemonkey.subarray(0, tracemonkey.length >> 1), 'half.pdf'), /^half\.pdf is not a valid PDF: it is damaged/);
+    await expectValidation(
+      inspectPdf(tracemonkey.subarray(0, tracemonkey.length >> 1), 'half.pdf'),
+      /^half\.pdf is not a valid PDF: it is damaged/,
+    );
 
     const letter = new mupdf.PDFDocument(fixturePdf('documenso-letter-size.pdf'));
-    const locked = letter.saveToBuffer('encrypt=aes-256,user-password=secret,owner-password=owner').asUint8Array().slice();
+    const locked = letter
+      .saveToBuffer('encrypt=aes-256,user-password=secret,owner-password=owner')
+      .asUint8Array()
+      .slice();
     fs.writeFileSync(path.join(tmp, 'locked.pdf'), locked);
-    expect(execFileSync('pdfinfo', ['-upw', 'secret', path.join(tmp, 'locked.pdf')]).toString()).toMatch(/Encrypted:\s+yes/);
-    await expectValidation(inspectPdf(locked, 'locked.pdf'), /^locked\.pdf is an encrypted PDF protected by a password/);
+    expect(execFileSync('pdfinfo', ['-upw', 'secret', path.join(tmp, 'locked.pdf')]).toString()).toMatch(
+      /Encrypted:\s+yes/,
+    );
+    await expectValidation(
+      inspectPdf(locked, 'locked.pdf'),
+      /^locked\.pdf is an encrypted PDF protected by a password/,
+    );
 
     const noPages = await (await PDFDocument.create()).save({ addDefaultPage: false });
     await expectValidation(inspectPdf(noPages, 'blank.pdf'), /^blank\.pdf is a PDF with no pages$/);
@@ -270,8 +290,8 @@ describe('renderPagePng', () => {
     const [ox0, oy0, ox1, oy1] = inkBox(ours);
     expect(oy1 - oy0).toBeGreaterThan(3 * (ox1 - ox0)); // "Hello world" reads vertically
     inkBox(poppler).forEach((value, i) => {
-expect(Math.abs(value - [ox0, oy0, ox1, oy1][i])).toBeLessThanOrEqual(4);
-});
+      expect(Math.abs(value - [ox0, oy0, ox1, oy1][i])).toBeLessThanOrEqual(4);
+    });
   });
 
   it('flattens AcroForm fields into the image (§12.2)', async () => {
@@ -279,16 +299,26 @@ expect(Math.abs(value - [ox0, oy0, ox1, oy1][i])).toBeLessThanOrEqual(4);
     const page = doc.addPage([612, 792]);
     const field = doc.getForm().createTextField('customer');
     field.setText('WWWWWWWW');
-    field.addToPage(page, { x: 100, y: 600, width: 300, height: 60, font: await doc.embedFont(StandardFonts.Helvetica) });
+    field.addToPage(page, {
+      x: 100,
+      y: 600,
+      width: 300,
+      height: 60,
+      font: await doc.embedFont(StandardFonts.Helvetica),
+    });
     field.setFontSize(36);
     const raster = decodePng(await renderPagePng(await doc.save(), 0, 612));
     let dark = 0;
-    for (let y = 792 - 655; y < 792 - 605; y += 1) for (let x = 105; x < 395; x += 1) if (isDark(raster.pixel(x, y))) dark += 1;
+    for (let y = 792 - 655; y < 792 - 605; y += 1)
+      for (let x = 105; x < 395; x += 1) if (isDark(raster.pixel(x, y))) dark += 1;
     expect(dark).toBeGreaterThan(500); // the value's glyphs, not an empty box
   });
 
   it('refuses a page out of range', async () => {
-    await expectValidation(renderPagePng(fixturePdf('documenso-a4-size.pdf'), 1), /page 1 is out of range: the document has 1 page/);
+    await expectValidation(
+      renderPagePng(fixturePdf('documenso-a4-size.pdf'), 1),
+      /page 1 is out of range: the document has 1 page/,
+    );
   });
 });
 
@@ -307,9 +337,16 @@ describe('pointsToFractions / fractionsToPoints', () => {
     expect(fractions.h).toBeCloseTo(50 / 612, 12);
     const points = fractionsToPoints(fractions, pages, 'x');
     expect(points.page).toBe(2);
-    for (const key of ['x', 'y', 'w', 'h'] as const) expect(points[key]).toBeCloseTo({ x: 72, y: 144, w: 100, h: 50 }[key], 9);
+    for (const key of ['x', 'y', 'w', 'h'] as const)
+      expect(points[key]).toBeCloseTo({ x: 72, y: 144, w: 100, h: 50 }[key], 9);
     // An area filling the page exactly, and one a rounding error past the edge, are fine.
-    expect(pointsToFractions({ x: 0, y: 0, w: 612, h: 792, page: 1 }, pages, 'a')).toEqual({ x: 0, y: 0, w: 1, h: 1, page: 0 });
+    expect(pointsToFractions({ x: 0, y: 0, w: 612, h: 792, page: 1 }, pages, 'a')).toEqual({
+      x: 0,
+      y: 0,
+      w: 1,
+      h: 1,
+      page: 0,
+    });
     const edge = pointsToFractions({ x: 512, y: 742, w: 100.2, h: 50.3, page: 1 }, pages, 'a');
     expect(edge.x + edge.w).toBeLessThanOrEqual(1);
     expect(edge.y + edge.h).toBeLessThanOrEqual(1);
@@ -326,15 +363,27 @@ describe('pointsToFractions / fractionsToPoints', () => {
       [{ x: -1 }, /x and y must not be negative/],
       [{ h: 0 }, /w and h must be greater than 0/],
       [{ w: -5 }, /w and h must be greater than 0/],
-      [{ x: 600 }, /the area \(x 600, y 144, w 100, h 50 points\) does not fit on page 1, which is 612 × 792 points as displayed/],
+      [
+        { x: 600 },
+        /the area \(x 600, y 144, w 100, h 50 points\) does not fit on page 1, which is 612 × 792 points as displayed/,
+      ],
       [{ y: 760 }, /the area .* does not fit on page 1/],
     ];
     for (const [change, pattern] of cases) {
       const area = { x: 72, y: 144, w: 100, h: 50, page: 1, ...change };
-      await expectValidation(() => pointsToFractions(area, pages, label), new RegExp(`^${label.replace(/[[\].]/g, '\\$&')}: ${pattern.source}`));
+      await expectValidation(
+        () => pointsToFractions(area, pages, label),
+        new RegExp(`^${label.replace(/[[\].]/g, '\\$&')}: ${pattern.source}`),
+      );
     }
-    await expectValidation(() => pointsToFractions({ x: 1, y: 1, w: 1, h: 1, page: '1' as unknown as number }, pages, label), /page must be a finite number/);
-    await expectValidation(() => fractionsToPoints({ x: 0, y: 0, w: 0.1, h: 0.1, page: 2 }, pages, label), /page 2 \(0-based\) is out of range/);
+    await expectValidation(
+      () => pointsToFractions({ x: 1, y: 1, w: 1, h: 1, page: '1' as unknown as number }, pages, label),
+      /page must be a finite number/,
+    );
+    await expectValidation(
+      () => fractionsToPoints({ x: 0, y: 0, w: 0.1, h: 0.1, page: 2 }, pages, label),
+      /page 2 \(0-based\) is out of range/,
+    );
   });
 });
 
@@ -381,7 +430,12 @@ describe('areas drawn back onto the page land where they were asked for', () => 
     }
   }
 
-  for (const file of ['pdfjs-hello_world_rotated.pdf', 'documenso-a4-size.pdf', 'documenso-letter-size.pdf', 'documenso-tabloid-landscape.pdf']) {
+  for (const file of [
+    'pdfjs-hello_world_rotated.pdf',
+    'documenso-a4-size.pdf',
+    'documenso-letter-size.pdf',
+    'documenso-tabloid-landscape.pdf',
+  ]) {
     it(`on ${file}`, async () => {
       await drawAndCheck(fixturePdf(file), file);
     });

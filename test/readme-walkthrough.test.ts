@@ -44,14 +44,23 @@ describe('README walkthrough', () => {
     const [setup, ...steps] = walkthroughBlocks();
     expect(steps.length).toBeGreaterThanOrEqual(3);
     // The first block defines exactly SIGNET and KEY; every later command uses them.
-    expect(setup!.trim().split('\n').map((line) => /^(\w+)=/.exec(line)?.[1])).toEqual(['SIGNET', 'KEY']);
+    expect(
+      setup!
+        .trim()
+        .split('\n')
+        .map((line) => /^(\w+)=/.exec(line)?.[1]),
+    ).toEqual(['SIGNET', 'KEY']);
     expect(setup).toContain('SIGNET=http://localhost:3000');
     const { apiKey } = await t.createAccount({ name: 'Acme', email: 'you@acme.test' });
 
     const script = ['set -euo pipefail', `SIGNET=${t.url}`, `KEY=${apiKey}`, ...steps].join('\n');
     const output = await new Promise<string>((resolve, reject) => {
-      execFile('bash', ['-c', script], { cwd: dir, timeout: 45_000, env: { ...process.env, PATH: process.env.PATH } }, (error, stdout, stderr) =>
-        error ? reject(new Error(`${error.message}\nstdout:\n${stdout}\nstderr:\n${stderr}`)) : resolve(stdout),
+      execFile(
+        'bash',
+        ['-c', script],
+        { cwd: dir, timeout: 45_000, env: { ...process.env, PATH: process.env.PATH } },
+        (error, stdout, stderr) =>
+          error ? reject(new Error(`${error.message}\nstdout:\n${stdout}\nstderr:\n${stderr}`)) : resolve(stdout),
       );
     });
 

@@ -46,7 +46,11 @@ async function readRequest(req: http.IncomingMessage): Promise<Received> {
   for await (const chunk of req) chunks.push(chunk as Buffer);
   const body = Buffer.concat(chunks);
   const contentType = req.headers['content-type'] ?? '';
-  const form = await new Request('http://gotenberg.test/', { method: 'POST', headers: { 'content-type': contentType }, body }).formData();
+  const form = await new Request('http://gotenberg.test/', {
+    method: 'POST',
+    headers: { 'content-type': contentType },
+    body,
+  }).formData();
   const fields: Record<string, string> = {};
   const files: Received['files'] = [];
   for (const [name, value] of form.entries()) {
@@ -75,13 +79,23 @@ async function rejection(promise: Promise<unknown>): Promise<AppError> {
 }
 
 /** A PDF of one page `width`×`height` pt with a link annotation per entry (rect in PDF space). */
-async function pdfWithLinks(width: number, height: number, links: Array<{ uri: string; rect: [number, number, number, number] }>) {
+async function pdfWithLinks(
+  width: number,
+  height: number,
+  links: Array<{ uri: string; rect: [number, number, number, number] }>,
+) {
   const doc = await PDFDocument.create();
   const page = doc.addPage([width, height]);
   page.drawText('Made by the fake Gotenberg', { x: 50, y: height - 50, size: 12 });
   const refs = links.map(({ uri, rect }) =>
     doc.context.register(
-      doc.context.obj({ Type: 'Annot', Subtype: 'Link', Rect: rect, Border: [0, 0, 0], A: { Type: 'Action', S: 'URI', URI: PDFString.of(uri) } }),
+      doc.context.obj({
+        Type: 'Annot',
+        Subtype: 'Link',
+        Rect: rect,
+        Border: [0, 0, 0],
+        A: { Type: 'Action', S: 'URI', URI: PDFString.of(uri) },
+      }),
     ),
   );
   page.node.set(PDFName.of('Annots'), doc.context.obj(refs) as PDFArray);
@@ -129,7 +143,9 @@ describe('Gotenberg 8 requests', () => {
     const markers: string[] = [];
     handler = async (request, res) => {
       const index = request.files.find((f) => f.filename === 'index.html')!.content.toString('utf8');
-      markers.push(...[...index.matchAll(/href="(https:\/\/fields\.signet\.invalid\/[0-9a-f]+\/\d+)"/g)].map((m) => m[1]!));
+      markers.push(
+        ...[...index.matchAll(/href="(https:\/\/fields\.signet\.invalid\/[0-9a-f]+\/\d+)"/g)].map((m) => m[1]!),
+      );
       const width = Number(request.fields.paperWidth) * 72;
       const height = Number(request.fields.paperHeight) * 72;
       // Field 0 at (100, 200) pt from the top-left, 150 × 30 pt; field 1 at (300, 400), 60 × 60.
@@ -175,10 +191,14 @@ describe('Gotenberg 8 requests', () => {
       skipNetworkIdleEvent: 'true',
     });
     const [index, header, footer] = request.files.map((f) => f.content.toString('utf8'));
-    expect(index).toMatch(/^<!doctype html><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none';/);
+    expect(index).toMatch(
+      /^<!doctype html><meta charset="utf-8"><meta http-equiv="Content-Security-Policy" content="default-src 'none';/,
+    );
     expect(index).toContain('<p>Hello <text-field name="A" role="Buyer" style="width:200px;height:40px"><svg');
     expect(markers).toHaveLength(2);
-    expect(header).toMatch(/^<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy"/);
+    expect(header).toMatch(
+      /^<!doctype html><html><head><meta charset="utf-8"><meta http-equiv="Content-Security-Policy"/,
+    );
     expect(header).toContain('<b>HEAD</b>');
     expect(footer).toContain('FOOT <span class="pageNumber"></span>');
 
@@ -194,7 +214,9 @@ describe('Gotenberg 8 requests', () => {
     expect(a.w * 1224).toBeCloseTo(150, 6);
     expect(a.h * 792).toBeCloseTo(30, 6);
     const b = fields[1]!.area;
-    expect([b.x * 1224, b.y * 792, b.w * 1224, b.h * 792].map((v) => Math.round(v * 1000) / 1000)).toEqual([300, 400, 60, 60]);
+    expect([b.x * 1224, b.y * 792, b.w * 1224, b.h * 792].map((v) => Math.round(v * 1000) / 1000)).toEqual([
+      300, 400, 60, 60,
+    ]);
     // The markers are gone; the document's own link stays.
     expect(await pdfLinkUris(pdf)).toEqual([['https://example.com/own-link']]);
   });
@@ -207,7 +229,12 @@ describe('Gotenberg 8 requests', () => {
     expect(fields).toEqual([]);
     const request = received[0]!;
     expect(request.files.map((f) => f.filename)).toEqual(['index.html']);
-    expect(request.fields).toMatchObject({ paperWidth: '8.2677', paperHeight: '11.6929', marginTop: '0.5', marginBottom: '0.5' });
+    expect(request.fields).toMatchObject({
+      paperWidth: '8.2677',
+      paperHeight: '11.6929',
+      marginTop: '0.5',
+      marginBottom: '0.5',
+    });
   });
 
   it('answers 422 naming the field when Gotenberg’s PDF has no box for it', async () => {
@@ -281,13 +308,17 @@ describe('Gotenberg errors', () => {
   it('maps 4xx to 422 with Gotenberg’s message', async () => {
     handler = (_request, res) => {
       res.writeHead(400, { 'content-type': 'text/plain; charset=UTF-8' });
-      res.end("Invalid form data: form field 'paperWidth' is invalid (got 'abc', resulting to strconv.ParseFloat: parsing \"abc\": invalid syntax)");
+      res.end(
+        "Invalid form data: form field 'paperWidth' is invalid (got 'abc', resulting to strconv.ParseFloat: parsing \"abc\": invalid syntax)",
+      );
     };
     const r = renderer();
     const error = await rejection(r.htmlToPdf({ html: '<p>x</p>', size: 'Letter' }));
     await r.close();
     expect(error.status).toBe(422);
-    expect(error.message).toMatch(/The HTML could not be converted to PDF: Invalid form data: form field 'paperWidth' is invalid/);
+    expect(error.message).toMatch(
+      /The HTML could not be converted to PDF: Invalid form data: form field 'paperWidth' is invalid/,
+    );
   });
 
   it('maps 5xx to 503', async () => {
@@ -382,7 +413,12 @@ describe('Gotenberg with a real Chromium behind it', () => {
         const pdf = await page.pdf({
           width: inches(f.paperWidth),
           height: inches(f.paperHeight),
-          margin: { top: inches(f.marginTop), bottom: inches(f.marginBottom), left: inches(f.marginLeft), right: inches(f.marginRight) },
+          margin: {
+            top: inches(f.marginTop),
+            bottom: inches(f.marginBottom),
+            left: inches(f.marginLeft),
+            right: inches(f.marginRight),
+          },
           printBackground: f.printBackground === 'true',
           preferCSSPageSize: f.preferCssPageSize === 'true',
           displayHeaderFooter: Boolean(header || footer),

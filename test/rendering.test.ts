@@ -100,7 +100,9 @@ describe('paper sizes', () => {
       expect(pages, size).toHaveLength(1);
       // Chromium rounds the paper to its device units: within 1 pt of the nominal size.
       expect(Math.abs(pages[0]!.width - PAPER_SIZES[size].width), `${size} width ${pages[0]!.width}`).toBeLessThan(1);
-      expect(Math.abs(pages[0]!.height - PAPER_SIZES[size].height), `${size} height ${pages[0]!.height}`).toBeLessThan(1);
+      expect(Math.abs(pages[0]!.height - PAPER_SIZES[size].height), `${size} height ${pages[0]!.height}`).toBeLessThan(
+        1,
+      );
       // 96 × 48 CSS px = 72 × 36 pt, at the 0.5 in (36 pt) margin plus the body's 8 px (6 pt).
       const box = areaInPoints(fields[0]!, pages[0]!);
       expect(Math.abs(box.right - box.x - 72)).toBeLessThan(1);
@@ -138,7 +140,8 @@ describe('HTML templates', () => {
   beforeAll(async () => {
     result = await renderer.htmlToPdf({
       html,
-      header: '<div style="font-size: 10px">HEADERMARK page <span class="pageNumber"></span> of <span class="totalPages"></span></div>',
+      header:
+        '<div style="font-size: 10px">HEADERMARK page <span class="pageNumber"></span> of <span class="totalPages"></span></div>',
       footer: '<div style="font-size: 10px; text-align: right">FOOTERMARK</div>',
       size: 'Letter',
     });
@@ -156,7 +159,11 @@ describe('HTML templates', () => {
       { name: 'Plan', type: 'select', required: true, readonly: false, options: ['Basic', 'Pro', 'Team'] },
       { name: 'Agree', type: 'checkbox', required: true, readonly: false },
     ]);
-    expect(result.fields[0]!.attributes).toEqual({ name: 'Industry', role: 'First Party', style: 'width: 80px; height: 16px' });
+    expect(result.fields[0]!.attributes).toEqual({
+      name: 'Industry',
+      role: 'First Party',
+      style: 'width: 80px; height: 16px',
+    });
     expect(result.fields.map((f) => f.area.page)).toEqual([0, 0, 0, 1, 1, 1]);
   });
 
@@ -252,7 +259,24 @@ describe('HTML templates', () => {
   });
 
   it('accepts every <type>-field', async () => {
-    const types = ['text', 'signature', 'initials', 'date', 'datenow', 'image', 'file', 'payment', 'stamp', 'select', 'checkbox', 'multiple', 'radio', 'cells', 'phone', 'number'];
+    const types = [
+      'text',
+      'signature',
+      'initials',
+      'date',
+      'datenow',
+      'image',
+      'file',
+      'payment',
+      'stamp',
+      'select',
+      'checkbox',
+      'multiple',
+      'radio',
+      'cells',
+      'phone',
+      'number',
+    ];
     const { fields } = await renderer.htmlToPdf({
       html: types.map((t) => `<div><${t}-field name="${t}"></${t}-field></div>`).join(''),
       size: 'Legal',
@@ -262,17 +286,28 @@ describe('HTML templates', () => {
   });
 
   it('refuses an unknown <foo-field> with 422 naming it', async () => {
-    const error = await rejection(renderer.htmlToPdf({ html: '<p>x <foo-field name="X"></foo-field></p>', size: 'Letter' }));
+    const error = await rejection(
+      renderer.htmlToPdf({ html: '<p>x <foo-field name="X"></foo-field></p>', size: 'Letter' }),
+    );
     expect(error.status).toBe(422);
     expect(error.message).toMatch(/Unknown field tag <foo-field>/);
   });
 
   it('refuses bad attributes with 422 naming the element', async () => {
     const cases: Array<[string, RegExp]> = [
-      ['<text-field name="Age" required="maybe"></text-field>', /<text-field name="Age">: required="maybe" is not a boolean/],
+      [
+        '<text-field name="Age" required="maybe"></text-field>',
+        /<text-field name="Age">: required="maybe" is not a boolean/,
+      ],
       ['<checkbox-field name="C" readonly="sure"></checkbox-field>', /<checkbox-field name="C">: readonly="sure"/],
-      ['<text-field name="T" options="a,b"></text-field>', /<text-field name="T">: options are only for select, radio and multiple/],
-      ['<text-field name="R" role="A" submitter="B"></text-field>', /<text-field name="R">: role="A" and submitter="B" disagree/],
+      [
+        '<text-field name="T" options="a,b"></text-field>',
+        /<text-field name="T">: options are only for select, radio and multiple/,
+      ],
+      [
+        '<text-field name="R" role="A" submitter="B"></text-field>',
+        /<text-field name="R">: role="A" and submitter="B" disagree/,
+      ],
     ];
     for (const [html, message] of cases) {
       const error = await rejection(renderer.htmlToPdf({ html, size: 'Letter' }));
@@ -283,7 +318,10 @@ describe('HTML templates', () => {
 
   it('refuses a field with no painted box, and field tags in the header', async () => {
     const hidden = await rejection(
-      renderer.htmlToPdf({ html: '<div style="display:none"><text-field name="Hidden"></text-field></div>', size: 'Letter' }),
+      renderer.htmlToPdf({
+        html: '<div style="display:none"><text-field name="Hidden"></text-field></div>',
+        size: 'Letter',
+      }),
     );
     expect(hidden.status).toBe(422);
     expect(hidden.message).toMatch(/<text-field name="Hidden"> has no box/);
@@ -364,7 +402,12 @@ describe('DOCX', () => {
     const docx = makeDocx([
       { paragraph: 'Services agreement' },
       { paragraph: 'Sign here: {{Sign;type=signature}}' },
-      { table: [['Customer', '{{Customer;role=Customer}}'], ['Date', '{{Date;type=date;required=false}}']] },
+      {
+        table: [
+          ['Customer', '{{Customer;role=Customer}}'],
+          ['Date', '{{Date;type=date;required=false}}'],
+        ],
+      },
     ]);
     const started = performance.now();
     const pdf = await renderer.docxToPdf({ docx, filename: 'agreement.docx' });
@@ -393,13 +436,18 @@ describe('DOCX', () => {
   });
 
   it('refuses a ZIP that is no archive with 422, before LibreOffice', async () => {
-    const error = await rejection(renderer.docxToPdf({ docx: Buffer.from('PK\u0003\u0004garbage-garbage'), filename: 'broken.docx' }));
+    const error = await rejection(
+      renderer.docxToPdf({ docx: Buffer.from('PK\u0003\u0004garbage-garbage'), filename: 'broken.docx' }),
+    );
     expect(error.status).toBe(422);
     expect(error.message).toMatch(/^broken\.docx is not a valid DOCX archive: /);
   });
 
   it('refuses a ZIP that LibreOffice cannot read with 422', async () => {
-    const docx = makeZip([['word/document.xml', 'this is not XML <<<'], ['notes.txt', 'hello']]);
+    const docx = makeZip([
+      ['word/document.xml', 'this is not XML <<<'],
+      ['notes.txt', 'hello'],
+    ]);
     const error = await rejection(renderer.docxToPdf({ docx, filename: 'broken.docx' }));
     expect(error.status).toBe(422);
     expect(error.message).toMatch(/broken\.docx could not be converted/);
@@ -432,7 +480,9 @@ describe('timeouts, limits and missing engines', () => {
     const after = (await fs.readdir(tmp)).filter((n) => n.startsWith('signet-docx-'));
     expect(after.filter((n) => !before.includes(n))).toEqual([]);
     const { stdout } = await promisify(execFile)('ps', ['-eo', 'args']);
-    const ours = stdout.split('\n').filter((line) => line.includes('signet-soffice-profile-') && line.includes(path.join(tmp, 'signet-docx-')));
+    const ours = stdout
+      .split('\n')
+      .filter((line) => line.includes('signet-soffice-profile-') && line.includes(path.join(tmp, 'signet-docx-')));
     expect(ours).toEqual([]);
   }, 30_000);
 

@@ -13,7 +13,12 @@ const echoRoute: RestRoute = {
   method: ['POST', 'PUT'],
   path: '/test/echo/:id',
   operation: 'query RestTestEcho { viewer { user { id } } }',
-  serialize: (data, request) => ({ user_id: data.viewer.user.id, id: request.params.id, query: request.query, body: request.body ?? null }),
+  serialize: (data, request) => ({
+    user_id: data.viewer.user.id,
+    id: request.params.id,
+    query: request.query,
+    body: request.body ?? null,
+  }),
   status: 201,
 };
 /** A route whose variables() throws `error`, as a service rejecting the request would. */
@@ -54,7 +59,11 @@ afterAll(async () => {
   await t?.close();
 });
 
-async function call(method: string, path: string, options: { key?: string; body?: string; headers?: Record<string, string> } = {}) {
+async function call(
+  method: string,
+  path: string,
+  options: { key?: string; body?: string; headers?: Record<string, string> } = {},
+) {
   const response = await fetch(`${t.url}${path}`, {
     method,
     headers: { ...(options.key ? { 'X-Auth-Token': options.key } : {}), ...options.headers },
@@ -122,13 +131,20 @@ describe('request bodies', () => {
   });
 
   it('accepts an empty body', async () => {
-    const { status, json } = await call('PUT', '/api/test/echo/1', { key: alice.apiKey, headers: { 'content-type': 'application/json' } });
+    const { status, json } = await call('PUT', '/api/test/echo/1', {
+      key: alice.apiKey,
+      headers: { 'content-type': 'application/json' },
+    });
     expect(status).toBe(201);
     expect(json.body).toBeNull();
   });
 
   it('answers malformed JSON with 422 {"error":"JSON parse error: ..."}', async () => {
-    const { status, json } = await call('POST', '/api/test/echo/1', { key: alice.apiKey, body: '{"name": ', headers: { 'content-type': 'application/json' } });
+    const { status, json } = await call('POST', '/api/test/echo/1', {
+      key: alice.apiKey,
+      body: '{"name": ',
+      headers: { 'content-type': 'application/json' },
+    });
     expect(status).toBe(422);
     expect(json.error).toMatch(/^JSON parse error: /);
   });
@@ -165,8 +181,14 @@ describe('error shapes', () => {
       status: 422,
       json: { error: 'email is invalid in `submitters[0]`.' },
     });
-    expect(await call('GET', '/api/test/forbidden', { key: alice.apiKey })).toMatchObject({ status: 403, json: { error: 'Not authorized' } });
-    expect(await call('GET', '/api/test/missing', { key: alice.apiKey })).toMatchObject({ status: 404, json: { error: 'Template 999 not found' } });
+    expect(await call('GET', '/api/test/forbidden', { key: alice.apiKey })).toMatchObject({
+      status: 403,
+      json: { error: 'Not authorized' },
+    });
+    expect(await call('GET', '/api/test/missing', { key: alice.apiKey })).toMatchObject({
+      status: 404,
+      json: { error: 'Template 999 not found' },
+    });
   });
 
   it('answers input GraphQL refuses (variable coercion) with 422, not 500', async () => {
@@ -188,16 +210,27 @@ describe('error shapes', () => {
 describe('route preparation', () => {
   it('rejects at start an operation that does not validate against the schema', () => {
     expect(() =>
-      prepareRoutes(schema, [{ method: 'GET', path: '/x', operation: 'query RestX { viewer { nope } }', serialize: () => ({}) }]),
+      prepareRoutes(schema, [
+        { method: 'GET', path: '/x', operation: 'query RestX { viewer { nope } }', serialize: () => ({}) },
+      ]),
     ).toThrow(/REST route GET \/x: invalid operation RestX: Cannot query field "nope"/);
   });
 
   it('rejects at start an unnamed operation or several operations', () => {
-    expect(() => prepareRoutes(schema, [{ method: 'GET', path: '/x', operation: '{ viewer { user { id } } }', serialize: () => ({}) }])).toThrow(
-      /exactly one named operation/,
-    );
     expect(() =>
-      prepareRoutes(schema, [{ method: 'GET', path: '/x', operation: 'query A { viewer { user { id } } } query B { apiKeys { id } }', serialize: () => ({}) }]),
+      prepareRoutes(schema, [
+        { method: 'GET', path: '/x', operation: '{ viewer { user { id } } }', serialize: () => ({}) },
+      ]),
+    ).toThrow(/exactly one named operation/);
+    expect(() =>
+      prepareRoutes(schema, [
+        {
+          method: 'GET',
+          path: '/x',
+          operation: 'query A { viewer { user { id } } } query B { apiKeys { id } }',
+          serialize: () => ({}),
+        },
+      ]),
     ).toThrow(/exactly one named operation/);
   });
 });

@@ -100,7 +100,11 @@ describe('loadSigningIdentity', () => {
     expect(cert.subject.getField('CN').value).toBe('Signet');
     expect(cert.issuer.getField('CN').value).toBe('Signet');
     expect(cert.verify(cert)).toBe(true);
-    expect(cert.getExtension('keyUsage')).toMatchObject({ digitalSignature: true, nonRepudiation: true, critical: true });
+    expect(cert.getExtension('keyUsage')).toMatchObject({
+      digitalSignature: true,
+      nonRepudiation: true,
+      critical: true,
+    });
     expect(cert.getExtension('basicConstraints')).toMatchObject({ cA: false });
     expect((cert.publicKey as forge.pki.rsa.PublicKey).n.bitLength()).toBe(2048);
     const years = (cert.validity.notAfter.getTime() - cert.validity.notBefore.getTime()) / (365.25 * 86_400_000);
@@ -143,7 +147,13 @@ describe('loadSigningIdentity', () => {
     try {
       const expired = await generateSelfSignedPkcs12('old-password', new Date('2000-01-01T00:00:00Z'));
       const old = await freshDb.signingCertificate.create({
-        data: { accountId: null, name: 'Old', p12: new Uint8Array(expired.p12), password: 'old-password', isDefault: true },
+        data: {
+          accountId: null,
+          name: 'Old',
+          p12: new Uint8Array(expired.p12),
+          password: 'old-password',
+          isDefault: true,
+        },
       });
 
       const identity = await loadSigningIdentity({ db: freshDb, config: NO_P12 }, { accountId: 1, signerName: 'x' });
@@ -175,7 +185,9 @@ describe('loadSigningIdentity', () => {
     expect(identity).toMatchObject({ password: 'file-password', name: 'Acme' });
     expect(identity.p12.equals(await fs.readFile(file))).toBe(true);
     expect(await db.signingCertificate.count()).toBe(before);
-    const report = await pdfsig(await signPdf(fixturePdf('documenso-letter-size.pdf'), identity, { name: identity.name }));
+    const report = await pdfsig(
+      await signPdf(fixturePdf('documenso-letter-size.pdf'), identity, { name: identity.name }),
+    );
     expect(report).toContain('Signer Certificate Common Name: Configured Signer');
     expect(report).toContain('Signature is Valid.');
   });
@@ -274,7 +286,7 @@ describe('signPdf', () => {
     expect(text(dict, 'Reason')).toBe(signatureReason(SIGNER));
     expect(text(dict, 'Location')).toBe('Zürich (HQ)');
     expect(text(dict, 'ContactInfo')).toBe('legal@example.test');
-    expect(text(dict, 'M')).toBe("D:20260304050607Z");
+    expect(text(dict, 'M')).toBe('D:20260304050607Z');
     expect(dict.get(PDFName.of('SubFilter'))).toBe(PDFName.of('adbe.pkcs7.detached'));
     const report = await pdfsig(signed);
     expect(report).toContain('Signing Time: Mar 04 2026 05:06:07');

@@ -45,13 +45,23 @@ async function gql(query: string, variables: Record<string, unknown>) {
   return body as { data?: any; errors?: { message: string; extensions?: { code?: string; fieldUuid?: string } }[] };
 }
 const load = (slug: string) => gql('query Load($slug: String!) { signingForm(slug: $slug) { ...Form } }', { slug });
-const open = (slug: string) => gql('mutation Open($slug: String!) { openSigningForm(slug: $slug) { ...Form } }', { slug });
+const open = (slug: string) =>
+  gql('mutation Open($slug: String!) { openSigningForm(slug: $slug) { ...Form } }', { slug });
 const save = (slug: string, values: unknown) =>
-  gql('mutation Save($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ...Form } }', { slug, values });
+  gql(
+    'mutation Save($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ...Form } }',
+    { slug, values },
+  );
 const complete = (slug: string, values?: unknown) =>
-  gql('mutation Complete($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ...Form } }', { slug, values });
+  gql(
+    'mutation Complete($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ...Form } }',
+    { slug, values },
+  );
 const decline = (slug: string, reason: string) =>
-  gql('mutation Decline($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { ...Form } }', { slug, reason });
+  gql(
+    'mutation Decline($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { ...Form } }',
+    { slug, reason },
+  );
 
 /** The error of a GraphQL answer that must have failed. */
 function failure(body: Awaited<ReturnType<typeof gql>>) {
@@ -64,7 +74,11 @@ async function upload(fields: Record<string, string>, file?: { bytes: Uint8Array
   const form = new FormData();
   for (const [name, value] of Object.entries(fields)) form.append(name, value);
   if (file) form.append('file', new Blob([new Uint8Array(file.bytes)], { type: file.type }), file.name);
-  const response = await fetch(`${t.url}/api/attachments`, { method: 'POST', body: form, headers: { 'user-agent': UA } });
+  const response = await fetch(`${t.url}/api/attachments`, {
+    method: 'POST',
+    body: form,
+    headers: { 'user-agent': UA },
+  });
   const text = await response.text();
   return { status: response.status, json: text ? JSON.parse(text) : undefined };
 }
@@ -105,19 +119,26 @@ async function createSubmission(template = templateId, body: Record<string, unkn
 const fieldUuid = (form: any, name: string): string => form.fields.find((f: any) => f.name === name).uuid;
 
 const events = (submitterId: number, eventType?: string) =>
-  t.db.submissionEvent.findMany({ where: { submitterId, ...(eventType ? { eventType } : {}) }, orderBy: { id: 'asc' } });
+  t.db.submissionEvent.findMany({
+    where: { submitterId, ...(eventType ? { eventType } : {}) },
+    orderBy: { id: 'asc' },
+  });
 
 /** The persisted dispatch-event jobs of one event type about one record (src/events/events.ts). */
 async function dispatchJobs(type: string, recordId: number): Promise<{ uniqueKey?: string }[]> {
   await t.outboxRelayed();
-  const rows = await t.db.$queryRawUnsafe<{ data: { payload: { type: string; recordId: number }; uniqueKey?: string } }[]>(
-    `SELECT data FROM agenda.jobs WHERE name = 'dispatch-event'`,
-  );
+  const rows = await t.db.$queryRawUnsafe<
+    { data: { payload: { type: string; recordId: number }; uniqueKey?: string } }[]
+  >(`SELECT data FROM agenda.jobs WHERE name = 'dispatch-event'`);
   return rows.map((r) => r.data).filter((d) => d.payload.type === type && d.payload.recordId === recordId);
 }
 
 /** Polls until `check` holds (jobs run in the background; the other helpers' jobs may be pending). */
-async function until<T>(what: string, check: () => Promise<T | undefined | null | false>, timeoutMs = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  check: () => Promise<T | undefined | null | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await check();
@@ -142,10 +163,36 @@ beforeAll(async () => {
         validation: { pattern: '[A-Z]{3}', message: 'Code must be three capital letters' },
         areas: [{ x: 72, y: 110, w: 80, h: 24, page: 1 }],
       },
-      { name: 'Plan', type: 'radio', role: 'Client', options: ['Basic', 'Pro'], areas: [{ x: 72, y: 150, w: 20, h: 20, page: 1, option: 'Basic' }, { x: 110, y: 150, w: 20, h: 20, page: 1, option: 'Pro' }] },
-      { name: 'Phone', type: 'phone', role: 'Client', required: false, areas: [{ x: 72, y: 190, w: 150, h: 24, page: 1 }] },
-      { name: 'Notes', role: 'Client', readonly: true, default_value: 'Fixed terms', areas: [{ x: 72, y: 230, w: 200, h: 24, page: 1 }] },
-      { name: 'Client Signature', type: 'signature', role: 'Client', areas: [{ x: 72, y: 270, w: 200, h: 50, page: 1 }] },
+      {
+        name: 'Plan',
+        type: 'radio',
+        role: 'Client',
+        options: ['Basic', 'Pro'],
+        areas: [
+          { x: 72, y: 150, w: 20, h: 20, page: 1, option: 'Basic' },
+          { x: 110, y: 150, w: 20, h: 20, page: 1, option: 'Pro' },
+        ],
+      },
+      {
+        name: 'Phone',
+        type: 'phone',
+        role: 'Client',
+        required: false,
+        areas: [{ x: 72, y: 190, w: 150, h: 24, page: 1 }],
+      },
+      {
+        name: 'Notes',
+        role: 'Client',
+        readonly: true,
+        default_value: 'Fixed terms',
+        areas: [{ x: 72, y: 230, w: 200, h: 24, page: 1 }],
+      },
+      {
+        name: 'Client Signature',
+        type: 'signature',
+        role: 'Client',
+        areas: [{ x: 72, y: 270, w: 200, h: 50, page: 1 }],
+      },
       { name: 'Manager Name', role: 'Manager', areas: [{ x: 300, y: 72, w: 200, h: 24, page: 1 }] },
     ],
   });
@@ -169,17 +216,40 @@ describe('reading and opening the form (no API key)', () => {
     const { data, errors } = await load(client.slug);
     expect(errors).toBeUndefined();
     const form = data.signingForm;
-    expect(form).toMatchObject({ slug: client.slug, state: 'OPEN', message: null, waitingFor: null, accountName: 'Acme Signing' });
-    expect(form.submitter).toMatchObject({ id: client.id, name: 'Cleo Client', role: 'Client', status: 'sent', openedAt: null });
+    expect(form).toMatchObject({
+      slug: client.slug,
+      state: 'OPEN',
+      message: null,
+      waitingFor: null,
+      accountName: 'Acme Signing',
+    });
+    expect(form.submitter).toMatchObject({
+      id: client.id,
+      name: 'Cleo Client',
+      role: 'Client',
+      status: 'sent',
+      openedAt: null,
+    });
     expect(form.submission).toMatchObject({ id: client.submission_id, status: 'pending', order: 'preserved' });
     // The document, its signed URL (which serves the PDF) and its page as displayed, in points.
     expect(form.documents).toHaveLength(1);
     expect(form.documents[0].pages).toEqual([{ width: 612, height: 792 }]);
     const pdf = await fetch(form.documents[0].url);
     expect(pdf.status).toBe(200);
-    expect(Buffer.from(await pdf.arrayBuffer()).subarray(0, 5).toString()).toBe('%PDF-');
+    expect(
+      Buffer.from(await pdf.arrayBuffer())
+        .subarray(0, 5)
+        .toString(),
+    ).toBe('%PDF-');
     // Own fields only (the manager has completed nothing), areas on that document.
-    expect(form.fields.map((f: any) => f.name)).toEqual(['Full Name', 'Code', 'Plan', 'Phone', 'Notes', 'Client Signature']);
+    expect(form.fields.map((f: any) => f.name)).toEqual([
+      'Full Name',
+      'Code',
+      'Plan',
+      'Phone',
+      'Notes',
+      'Client Signature',
+    ]);
     expect(form.fields.every((f: any) => f.own && f.role === 'Client')).toBe(true);
     expect(form.fields.find((f: any) => f.name === 'Notes')).toMatchObject({ readonly: true, value: 'Fixed terms' });
     expect(form.fields.find((f: any) => f.name === 'Plan').options.map((o: any) => o.value)).toEqual(['Basic', 'Pro']);
@@ -207,7 +277,9 @@ describe('reading and opening the form (no API key)', () => {
     const row = await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } });
     expect(row.openedAt?.toISOString()).toBe(second.data.openSigningForm.submitter.openedAt);
     // One persisted dispatch-event job for form.viewed, keyed to the submitter.
-    expect(await dispatchJobs('form.viewed', client.id)).toEqual([expect.objectContaining({ uniqueKey: `form.viewed:${client.id}` })]);
+    expect(await dispatchJobs('form.viewed', client.id)).toEqual([
+      expect.objectContaining({ uniqueKey: `form.viewed:${client.id}` }),
+    ]);
   });
 
   it('POST /api/submitter_form_views {submitter_slug} does what openSigningForm does, without a key', async () => {
@@ -222,7 +294,10 @@ describe('reading and opening the form (no API key)', () => {
     expect((await events(client.id, 'view_form')).map((e) => e.data)).toEqual([{ ip: '127.0.0.1', ua: UA }]);
     expect(await dispatchJobs('form.viewed', client.id)).toHaveLength(1);
 
-    const unknown = await fetch(`${t.url}/api/submitter_form_views`, { method: 'POST', body: JSON.stringify({ submitter_slug: 'nope' }) });
+    const unknown = await fetch(`${t.url}/api/submitter_form_views`, {
+      method: 'POST',
+      body: JSON.stringify({ submitter_slug: 'nope' }),
+    });
     expect(unknown.status).toBe(404);
     const missing = await fetch(`${t.url}/api/submitter_form_views`, { method: 'POST', body: '{}' });
     expect(missing.status).toBe(404);
@@ -237,7 +312,7 @@ describe('saving values', () => {
     expect(first.errors).toBeUndefined();
     const second = await save(client.slug, { [fieldUuid(form, 'Code')]: 'ab' });
     expect(second.errors).toBeUndefined();
-    const saved = (await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } }));
+    const saved = await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } });
     expect(saved.values).toEqual({ [fieldUuid(form, 'Full Name')]: 'Cleo Client', [fieldUuid(form, 'Code')]: 'ab' });
     expect(saved.openedAt).not.toBeNull();
     expect(saved.startedAt).not.toBeNull();
@@ -245,12 +320,16 @@ describe('saving values', () => {
     expect(fields.find((f: any) => f.name === 'Full Name').value).toBe('Cleo Client');
     // A null clears a value.
     await save(client.slug, { [fieldUuid(form, 'Code')]: null });
-    expect((await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } })).values).toEqual({ [fieldUuid(form, 'Full Name')]: 'Cleo Client' });
+    expect((await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } })).values).toEqual({
+      [fieldUuid(form, 'Full Name')]: 'Cleo Client',
+    });
 
     const starts = await events(client.id, 'start_form');
     expect(starts).toHaveLength(1);
     expect(starts[0]!.data).toEqual({ ip: '127.0.0.1', ua: UA });
-    expect(await dispatchJobs('form.started', client.id)).toEqual([expect.objectContaining({ uniqueKey: `form.started:${client.id}` })]);
+    expect(await dispatchJobs('form.started', client.id)).toEqual([
+      expect.objectContaining({ uniqueKey: `form.started:${client.id}` }),
+    ]);
   });
 
   it('refuses an unknown field, another party’s field and a readonly one, naming the field; writes nothing', async () => {
@@ -260,10 +339,18 @@ describe('saving values', () => {
     const unknownUuid = '00000000-0000-4000-8000-000000000000';
 
     const missing = failure(await save(client.slug, { [unknownUuid]: 'x' }));
-    expect(missing).toMatchObject({ message: 'Missing field', extensions: { code: 'VALIDATION', fieldUuid: unknownUuid } });
+    expect(missing).toMatchObject({
+      message: 'Missing field',
+      extensions: { code: 'VALIDATION', fieldUuid: unknownUuid },
+    });
     const invalid = failure(await save(client.slug, { [fieldUuid(managerForm, 'Manager Name')]: 'Mallory' }));
-    expect(invalid).toMatchObject({ message: 'Invalid field', extensions: { fieldUuid: fieldUuid(managerForm, 'Manager Name') } });
-    const readonly = failure(await save(client.slug, { [fieldUuid(form, 'Full Name')]: 'ok', [fieldUuid(form, 'Notes')]: 'changed' }));
+    expect(invalid).toMatchObject({
+      message: 'Invalid field',
+      extensions: { fieldUuid: fieldUuid(managerForm, 'Manager Name') },
+    });
+    const readonly = failure(
+      await save(client.slug, { [fieldUuid(form, 'Full Name')]: 'ok', [fieldUuid(form, 'Notes')]: 'changed' }),
+    );
     expect(readonly).toMatchObject({ message: 'Read-only field', extensions: { fieldUuid: fieldUuid(form, 'Notes') } });
     const notObject = failure(await save(client.slug, ['x']));
     expect(notObject.extensions?.code).toBe('VALIDATION');
@@ -284,7 +371,11 @@ describe('saving values', () => {
     expect(JSON.stringify(managerForm)).not.toContain('Secret Name');
     const write = failure(await save(manager.slug, { [fieldUuid(clientForm, 'Full Name')]: 'Overwritten' }));
     expect(write.message).toBe('Invalid field');
-    expect(((await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } })).values as any)[fieldUuid(clientForm, 'Full Name')]).toBe('Secret Name');
+    expect(
+      ((await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } })).values as any)[
+        fieldUuid(clientForm, 'Full Name')
+      ],
+    ).toBe('Secret Name');
   });
 });
 
@@ -292,9 +383,18 @@ describe('uploads (POST /api/attachments, multipart, no key)', () => {
   it('stores a PNG signature and answers DocuSeal’s body; the file is served at its URL', async () => {
     const [client] = await createSubmission();
     const bytes = await png();
-    const { status, json } = await upload({ submitter_slug: client.slug, type: 'signature' }, { bytes, name: 'signature.png', type: 'image/png' });
+    const { status, json } = await upload(
+      { submitter_slug: client.slug, type: 'signature' },
+      { bytes, name: 'signature.png', type: 'image/png' },
+    );
     expect(status, JSON.stringify(json)).toBe(200);
-    expect(json).toEqual({ uuid: expect.stringMatching(/^[0-9a-f-]{36}$/), created_at: expect.any(String), url: expect.stringContaining('/file/'), filename: 'signature.png', content_type: 'image/png' });
+    expect(json).toEqual({
+      uuid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      created_at: expect.any(String),
+      url: expect.stringContaining('/file/'),
+      filename: 'signature.png',
+      content_type: 'image/png',
+    });
     const served = await fetch(json.url);
     expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
     const stored = await t.db.storedFile.findUniqueOrThrow({ where: { uuid: json.uuid } });
@@ -304,17 +404,33 @@ describe('uploads (POST /api/attachments, multipart, no key)', () => {
 
   it('refuses a dangerous extension, a blank signature, a missing file and an unknown slug', async () => {
     const [client] = await createSubmission();
-    const exe = await upload({ submitter_slug: client.slug, type: 'file' }, { bytes: Buffer.from('MZ\x90\x00'), name: 'setup.EXE', type: 'application/octet-stream' });
+    const exe = await upload(
+      { submitter_slug: client.slug, type: 'file' },
+      { bytes: Buffer.from('MZ\x90\x00'), name: 'setup.EXE', type: 'application/octet-stream' },
+    );
     expect(exe).toEqual({ status: 422, json: { error: "File type '.exe' is not allowed." } });
-    const blank = await upload({ submitter_slug: client.slug, type: 'signature' }, { bytes: await png({ blank: true }), name: 'signature.png', type: 'image/png' });
+    const blank = await upload(
+      { submitter_slug: client.slug, type: 'signature' },
+      { bytes: await png({ blank: true }), name: 'signature.png', type: 'image/png' },
+    );
     expect(blank).toEqual({ status: 422, json: { error: 'signature is empty' } });
-    const garbage = await upload({ submitter_slug: client.slug, type: 'initials' }, { bytes: Buffer.from('not an image at all'), name: 'initials.png', type: 'image/png' });
+    const garbage = await upload(
+      { submitter_slug: client.slug, type: 'initials' },
+      { bytes: Buffer.from('not an image at all'), name: 'initials.png', type: 'image/png' },
+    );
     expect(garbage).toEqual({ status: 422, json: { error: 'signature error, try to sign on another device' } });
     const noFile = await upload({ submitter_slug: client.slug, type: 'file' });
     expect(noFile).toEqual({ status: 422, json: { error: 'file is required' } });
-    const unknown = await upload({ submitter_slug: 'no-such-slug', type: 'signature' }, { bytes: await png(), name: 's.png', type: 'image/png' });
+    const unknown = await upload(
+      { submitter_slug: 'no-such-slug', type: 'signature' },
+      { bytes: await png(), name: 's.png', type: 'image/png' },
+    );
     expect(unknown.status).toBe(404);
-    const json = await fetch(`${t.url}/api/attachments`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ submitter_slug: client.slug }) });
+    const json = await fetch(`${t.url}/api/attachments`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ submitter_slug: client.slug }),
+    });
     expect(json.status).toBe(422);
     expect(await t.db.storedFile.count({ where: { metadata: { path: ['submitter_id'], equals: client.id } } })).toBe(0);
   });
@@ -322,10 +438,19 @@ describe('uploads (POST /api/attachments, multipart, no key)', () => {
   it('an upload is usable by its own signer only, and a signature must be uploaded as one', async () => {
     const [client, manager] = await createSubmission();
     const form = (await load(client.slug)).data.signingForm;
-    const managers = await upload({ submitter_slug: manager.slug, type: 'signature' }, { bytes: await png(), name: 's.png', type: 'image/png' });
+    const managers = await upload(
+      { submitter_slug: manager.slug, type: 'signature' },
+      { bytes: await png(), name: 's.png', type: 'image/png' },
+    );
     const stolen = failure(await save(client.slug, { [fieldUuid(form, 'Client Signature')]: managers.json.uuid }));
-    expect(stolen).toMatchObject({ message: `Unknown attachment ${managers.json.uuid}`, extensions: { fieldUuid: fieldUuid(form, 'Client Signature') } });
-    const plain = await upload({ submitter_slug: client.slug, type: 'file' }, { bytes: await png({ blank: true }), name: 'blank.png', type: 'image/png' });
+    expect(stolen).toMatchObject({
+      message: `Unknown attachment ${managers.json.uuid}`,
+      extensions: { fieldUuid: fieldUuid(form, 'Client Signature') },
+    });
+    const plain = await upload(
+      { submitter_slug: client.slug, type: 'file' },
+      { bytes: await png({ blank: true }), name: 'blank.png', type: 'image/png' },
+    );
     expect(plain.status).toBe(200);
     const unchecked = failure(await save(client.slug, { [fieldUuid(form, 'Client Signature')]: plain.json.uuid }));
     expect(unchecked.message).toContain('must be uploaded as a signature');
@@ -339,11 +464,17 @@ describe('completing', () => {
     // Each refused completion writes nothing, so each call sends everything so far.
     const values: Record<string, unknown> = { [fieldUuid(form, 'Full Name')]: 'Cleo Client' };
     const required = failure(await complete(client.slug, values));
-    expect(required).toMatchObject({ message: 'Code is required', extensions: { code: 'VALIDATION', fieldUuid: fieldUuid(form, 'Code') } });
+    expect(required).toMatchObject({
+      message: 'Code is required',
+      extensions: { code: 'VALIDATION', fieldUuid: fieldUuid(form, 'Code') },
+    });
 
     values[fieldUuid(form, 'Code')] = 'abc';
     const pattern = failure(await complete(client.slug, values));
-    expect(pattern).toMatchObject({ message: 'Code must be three capital letters', extensions: { fieldUuid: fieldUuid(form, 'Code') } });
+    expect(pattern).toMatchObject({
+      message: 'Code must be three capital letters',
+      extensions: { fieldUuid: fieldUuid(form, 'Code') },
+    });
 
     values[fieldUuid(form, 'Code')] = 'ABC';
     values[fieldUuid(form, 'Plan')] = 'Platinum';
@@ -359,7 +490,10 @@ describe('completing', () => {
 
     values[fieldUuid(form, 'Phone')] = null;
     const signature = failure(await complete(client.slug, values));
-    expect(signature).toMatchObject({ message: 'Client Signature is required', extensions: { fieldUuid: fieldUuid(form, 'Client Signature') } });
+    expect(signature).toMatchObject({
+      message: 'Client Signature is required',
+      extensions: { fieldUuid: fieldUuid(form, 'Client Signature') },
+    });
 
     // Refused completions wrote nothing: not completed, no complete_form (the values saved by earlier saves only).
     const row = await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } });
@@ -373,7 +507,10 @@ describe('completing', () => {
     const managerForm = (await load(manager.slug)).data.signingForm;
     expect(managerForm.waitingFor).toBe('Client');
     const refused = failure(await complete(manager.slug, { [fieldUuid(managerForm, 'Manager Name')]: 'Max' }));
-    expect(refused).toMatchObject({ message: 'Waiting for Client to complete the form.', extensions: { code: 'VALIDATION' } });
+    expect(refused).toMatchObject({
+      message: 'Waiting for Client to complete the form.',
+      extensions: { code: 'VALIDATION' },
+    });
     expect((await t.db.submitter.findUniqueOrThrow({ where: { id: manager.id } })).completedAt).toBeNull();
     expect(client.id).toBeLessThan(manager.id);
   });
@@ -381,11 +518,16 @@ describe('completing', () => {
   it('completes with a drawn signature: complete_form, the next party’s request, documents with the image', async () => {
     const [client, manager] = await createSubmission();
     const form = (await open(client.slug)).data.openSigningForm;
-    const signature = await upload({ submitter_slug: client.slug, type: 'signature' }, { bytes: await png(), name: 'signature.png', type: 'image/png' });
+    const signature = await upload(
+      { submitter_slug: client.slug, type: 'signature' },
+      { bytes: await png(), name: 'signature.png', type: 'image/png' },
+    );
     expect(signature.status).toBe(200);
     const saved = await save(client.slug, { [fieldUuid(form, 'Client Signature')]: signature.json.uuid });
     const shown = saved.data.saveSigningFormValues.fields.find((f: any) => f.name === 'Client Signature');
-    expect(shown.attachments).toEqual([expect.objectContaining({ uuid: signature.json.uuid, contentType: 'image/png' })]);
+    expect(shown.attachments).toEqual([
+      expect.objectContaining({ uuid: signature.json.uuid, contentType: 'image/png' }),
+    ]);
     // The manager has not been asked yet (preserved order).
     expect(await t.db.emailMessage.count({ where: { submitterId: manager.id } })).toBe(0);
 
@@ -396,17 +538,25 @@ describe('completing', () => {
       [fieldUuid(form, 'Phone')]: '+44 20 7946 0958',
     });
     expect(done.errors).toBeUndefined();
-    expect(done.data.completeSigningForm).toMatchObject({ state: 'COMPLETED', message: 'Form has been completed already.' });
+    expect(done.data.completeSigningForm).toMatchObject({
+      state: 'COMPLETED',
+      message: 'Form has been completed already.',
+    });
     expect(done.data.completeSigningForm.submitter.status).toBe('completed');
 
     const row = await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } });
     expect(row.completedAt).not.toBeNull();
     expect(row).toMatchObject({ ip: '127.0.0.1', ua: UA });
     // Phones are stored in E.164; the readonly default is kept with the values.
-    expect(row.values).toMatchObject({ [fieldUuid(form, 'Phone')]: '+442079460958', [fieldUuid(form, 'Notes')]: 'Fixed terms' });
+    expect(row.values).toMatchObject({
+      [fieldUuid(form, 'Phone')]: '+442079460958',
+      [fieldUuid(form, 'Notes')]: 'Fixed terms',
+    });
     const completeEvents = await events(client.id, 'complete_form');
     expect(completeEvents.map((e) => e.data)).toEqual([{ ip: '127.0.0.1', ua: UA }]);
-    expect(await t.db.submission.findUniqueOrThrow({ where: { id: client.submission_id } })).toMatchObject({ completedAt: null });
+    expect(await t.db.submission.findUniqueOrThrow({ where: { id: client.submission_id } })).toMatchObject({
+      completedAt: null,
+    });
 
     // The next party in order gets its request.
     const mail = await until('the manager’s request', () =>
@@ -417,7 +567,10 @@ describe('completing', () => {
 
     // The completion job draws the client's values: the signature image is in its document.
     const documents = await until('the client’s documents', async () => {
-      const rows = await t.db.completedDocument.findMany({ where: { submitterId: client.id, kind: 'document' }, include: { file: true } });
+      const rows = await t.db.completedDocument.findMany({
+        where: { submitterId: client.id, kind: 'document' },
+        include: { file: true },
+      });
       return rows.length > 0 ? rows : undefined;
     });
     const file = path.join(tmp, `client-${client.id}.pdf`);
@@ -445,10 +598,15 @@ describe('completing', () => {
     const [solo] = await createSubmission(soloTemplateId);
     const form = (await load(solo.slug)).data.signingForm;
     const values = { [fieldUuid(form, 'Signer Name')]: 'Solo' };
-    const answers = await Promise.all([complete(solo.slug, values), complete(solo.slug, values), complete(solo.slug, values)]);
+    const answers = await Promise.all([
+      complete(solo.slug, values),
+      complete(solo.slug, values),
+      complete(solo.slug, values),
+    ]);
     const succeeded = answers.filter((a) => !a.errors);
     expect(succeeded).toHaveLength(1);
-    for (const refused of answers.filter((a) => a.errors)) expect(refused.errors![0]!.message).toBe('Form has been completed already.');
+    for (const refused of answers.filter((a) => a.errors))
+      expect(refused.errors![0]!.message).toBe('Form has been completed already.');
     expect(await events(solo.id, 'complete_form')).toHaveLength(1);
   });
 });
@@ -462,7 +620,9 @@ describe('declining and refusals', () => {
     const row = await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } });
     expect(row.declinedAt).not.toBeNull();
     expect(row.declineReason).toBe('Wrong company name');
-    expect((await events(client.id, 'decline_form')).map((e) => e.data)).toEqual([{ reason: 'Wrong company name', ip: '127.0.0.1', ua: UA }]);
+    expect((await events(client.id, 'decline_form')).map((e) => e.data)).toEqual([
+      { reason: 'Wrong company name', ip: '127.0.0.1', ua: UA },
+    ]);
     expect(await dispatchJobs('form.declined', client.id)).toHaveLength(1);
   });
 
@@ -475,11 +635,14 @@ describe('declining and refusals', () => {
       expect(failure(await complete(slug)).message).toBe(message);
       expect(failure(await decline(slug, 'no')).message).toBe(message);
       // Opening records nothing then.
-      const before = (await t.db.submissionEvent.count({ where: { eventType: 'view_form' } }));
+      const before = await t.db.submissionEvent.count({ where: { eventType: 'view_form' } });
       expect((await open(slug)).data.openSigningForm.message).toBe(message);
       expect(await t.db.submissionEvent.count({ where: { eventType: 'view_form' } })).toBe(before);
       // Uploads get DocuSeal's one message for all of these.
-      const uploaded = await upload({ submitter_slug: slug, type: 'signature' }, { bytes: await png(), name: 's.png', type: 'image/png' });
+      const uploaded = await upload(
+        { submitter_slug: slug, type: 'signature' },
+        { bytes: await png(), name: 's.png', type: 'image/png' },
+      );
       expect(uploaded).toEqual({ status: 422, json: { error: 'Form has been archived.' } });
     };
 
@@ -512,13 +675,21 @@ describe('fields the signer does not fill', () => {
       documents: [{ name: 'doc', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
       fields: [
         { name: 'Seal', type: 'stamp', role: 'Signer', areas: [{ x: 72, y: 72, w: 120, h: 60, page: 1 }] },
-        { name: 'Toppings', type: 'multiple', role: 'Signer', options: ['Egg', 'Ham'], areas: [{ x: 72, y: 200, w: 120, h: 24, page: 1 }] },
+        {
+          name: 'Toppings',
+          type: 'multiple',
+          role: 'Signer',
+          options: ['Egg', 'Ham'],
+          areas: [{ x: 72, y: 200, w: 120, h: 24, page: 1 }],
+        },
       ],
     });
     expect(created.status, JSON.stringify(created.json)).toBe(200);
     const seal = created.json.fields.find((f: { name: string }) => f.name === 'Seal');
     expect(seal.required).toBe(true);
-    const [signer] = await createSubmission(created.json.id, { submitters: [{ role: 'Signer', email: 'stamp@signer.test', values: { Toppings: ['Egg'] } }] });
+    const [signer] = await createSubmission(created.json.id, {
+      submitters: [{ role: 'Signer', email: 'stamp@signer.test', values: { Toppings: ['Egg'] } }],
+    });
     const form = await load(signer!.slug);
     expect(form.errors).toBeUndefined();
     expect(form.data.signingForm.fields.find((f: { name: string }) => f.name === 'Toppings').value).toEqual(['Egg']);

@@ -21,7 +21,14 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { chromium, type Browser, type BrowserContext, type BrowserContextOptions, type Locator, type Page } from 'playwright-core';
+import {
+  chromium,
+  type Browser,
+  type BrowserContext,
+  type BrowserContextOptions,
+  type Locator,
+  type Page,
+} from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
@@ -113,7 +120,9 @@ async function drawWithMouse(page: Page, selector: string): Promise<void> {
   await page.mouse.move(box.x + box.width * 0.15, y);
   await page.mouse.down();
   for (let i = 1; i <= 8; i++) {
-    await page.mouse.move(box.x + box.width * (0.15 + i * 0.08), y + (i % 2 ? -1 : 1) * box.height * 0.25, { steps: 4 });
+    await page.mouse.move(box.x + box.width * (0.15 + i * 0.08), y + (i % 2 ? -1 : 1) * box.height * 0.25, {
+      steps: 4,
+    });
   }
   await page.mouse.up();
 }
@@ -122,12 +131,20 @@ async function drawWithMouse(page: Page, selector: string): Promise<void> {
 async function drawWithTouch(page: Page, selector: string): Promise<void> {
   const box = (await page.locator(selector).boundingBox())!;
   const session = await page.context().newCDPSession(page);
-  const point = (i: number) => ({ x: box.x + box.width * (0.1 + i * 0.07), y: box.y + box.height * (0.5 + (i % 2 ? -0.2 : 0.2)) });
+  const point = (i: number) => ({
+    x: box.x + box.width * (0.1 + i * 0.07),
+    y: box.y + box.height * (0.5 + (i % 2 ? -0.2 : 0.2)),
+  });
   await session.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [point(0)] });
-  for (let i = 1; i <= 10; i++) await session.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [point(i)] });
+  for (let i = 1; i <= 10; i++)
+    await session.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [point(i)] });
   // The finger rests before lifting, as fingers do: a fast release makes Chromium start a fling,
   // and a tap that lands while it runs only stops the fling (no click).
-  for (let i = 0; i < 5; i++) await session.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [{ ...point(10), y: point(10).y + (i % 2) * 0.1 }] });
+  for (let i = 0; i < 5; i++)
+    await session.send('Input.dispatchTouchEvent', {
+      type: 'touchMove',
+      touchPoints: [{ ...point(10), y: point(10).y + (i % 2) * 0.1 }],
+    });
   await session.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
   await session.detach();
 }
@@ -139,7 +156,8 @@ async function download(url: string, name: string): Promise<{ file: string; byte
   return { file, bytes };
 }
 const sha256 = (bytes: Buffer) => createHash('sha256').update(bytes).digest('hex');
-const pdftotext = (file: string, page: number) => execFileSync('pdftotext', ['-f', String(page), '-l', String(page), file, '-']).toString();
+const pdftotext = (file: string, page: number) =>
+  execFileSync('pdftotext', ['-f', String(page), '-l', String(page), file, '-']).toString();
 const pdfsig = (file: string) => {
   try {
     return execFileSync('pdfsig', [file]).toString();
@@ -150,17 +168,31 @@ const pdfsig = (file: string) => {
 
 /** A one-document template from the sample PDF with the given fields (areas in points, page 1-based). */
 async function createTemplate(name: string, fields: unknown[], file = 'docuseal-sample-document.pdf'): Promise<number> {
-  const { status, json } = await api('POST', '/templates/pdf', { name, documents: [{ name, file: base64(fixturePdf(file)) }], fields });
+  const { status, json } = await api('POST', '/templates/pdf', {
+    name,
+    documents: [{ name, file: base64(fixturePdf(file)) }],
+    fields,
+  });
   expect(status, JSON.stringify(json)).toBe(200);
   return json.id;
 }
 
 /** A submission for one signer (no email); returns the submitter as the API shows it. */
-async function createSubmission(templateId: number, submitter: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
+async function createSubmission(
+  templateId: number,
+  submitter: Record<string, unknown> = {},
+  extra: Record<string, unknown> = {},
+) {
   const { status, json } = await api('POST', '/submissions', {
     template_id: templateId,
     send_email: false,
-    submitters: [{ role: 'Signer', email: `signer-${Date.now()}-${Math.random().toString(36).slice(2)}@example.test`, ...submitter }],
+    submitters: [
+      {
+        role: 'Signer',
+        email: `signer-${Date.now()}-${Math.random().toString(36).slice(2)}@example.test`,
+        ...submitter,
+      },
+    ],
     ...extra,
   });
   expect(status, JSON.stringify(json)).toBe(200);
@@ -171,7 +203,9 @@ beforeAll(async () => {
   smtp = await startSmtpServer();
   receiver = await startReceiver();
   // The webhook receiver is on loopback: allowed for this test (WEBHOOK_ALLOW_PRIVATE).
-  t = await startTestApp({ env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>', WEBHOOK_ALLOW_PRIVATE: 'true' } });
+  t = await startTestApp({
+    env: { SMTP_URL: smtp.url, MAIL_FROM: 'Signet <signet@example.test>', WEBHOOK_ALLOW_PRIVATE: 'true' },
+  });
   alice = await t.createAccount({ name: 'Acme Ltd', email: 'alice@signing-page.test' });
   browser = await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true });
 });
@@ -189,7 +223,12 @@ describe('the main job in a browser', () => {
     // Two templates from two real PDFs with the same two roles, merged into one.
     const sampleId = await createTemplate('Sample', [
       { name: 'Full Name', role: 'Client', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] },
-      { name: 'Client Signature', type: 'signature', role: 'Client', areas: [{ x: 60, y: 170, w: 200, h: 60, page: 1 }] },
+      {
+        name: 'Client Signature',
+        type: 'signature',
+        role: 'Client',
+        areas: [{ x: 60, y: 170, w: 200, h: 60, page: 1 }],
+      },
       { name: 'Manager Name', role: 'Manager', areas: [{ x: 320, y: 120, w: 220, h: 24, page: 1 }] },
     ]);
     const formId = await createTemplate(
@@ -197,7 +236,12 @@ describe('the main job in a browser', () => {
       [
         { name: 'Company', role: 'Client', areas: [{ x: 60, y: 40, w: 240, h: 22, page: 1 }] },
         { name: 'Manager Title', role: 'Manager', areas: [{ x: 60, y: 40, w: 240, h: 22, page: 2 }] },
-        { name: 'Manager Signature', type: 'signature', role: 'Manager', areas: [{ x: 320, y: 40, w: 200, h: 50, page: 2 }] },
+        {
+          name: 'Manager Signature',
+          type: 'signature',
+          role: 'Manager',
+          areas: [{ x: 320, y: 40, w: 200, h: 50, page: 2 }],
+        },
       ],
       'pdfjs-form_two_pages.pdf',
     );
@@ -211,7 +255,22 @@ describe('the main job in a browser', () => {
     const hook = await graphql(
       t.url,
       'mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret endpoint { id } } }',
-      { key: alice.apiKey, variables: { input: { url: `${receiver.url}/hooks`, events: ['form.viewed', 'form.started', 'form.completed', 'form.declined', 'submission.created', 'submission.completed'] } } },
+      {
+        key: alice.apiKey,
+        variables: {
+          input: {
+            url: `${receiver.url}/hooks`,
+            events: [
+              'form.viewed',
+              'form.started',
+              'form.completed',
+              'form.declined',
+              'submission.created',
+              'submission.completed',
+            ],
+          },
+        },
+      },
     );
     expect(hook.body.errors).toBeUndefined();
     const secret = hook.body.data.createWebhookEndpoint.secret as string;
@@ -323,8 +382,18 @@ describe('the main job in a browser', () => {
     // The webhooks of this run: each event once, in the order it happened, signed, with the
     // signer's IP and browser, the values and the signed documents.
     type Hook = { event_type: string; timestamp: string; data: Record<string, any> };
-    const hooks = (await receiver.waitFor((r) => r.filter((x) => x.json?.data?.submission_id === submissionId || x.json?.data?.id === submissionId).length >= 8, 60_000))
-      .filter((x) => x.json?.data?.submission_id === submissionId || (x.json?.event_type.startsWith('submission.') && x.json?.data?.id === submissionId));
+    const hooks = (
+      await receiver.waitFor(
+        (r) =>
+          r.filter((x) => x.json?.data?.submission_id === submissionId || x.json?.data?.id === submissionId).length >=
+          8,
+        60_000,
+      )
+    ).filter(
+      (x) =>
+        x.json?.data?.submission_id === submissionId ||
+        (x.json?.event_type.startsWith('submission.') && x.json?.data?.id === submissionId),
+    );
     for (const request of hooks) {
       expect(request.path).toBe('/hooks');
       expect(signatureMatches(request.headers['x-docuseal-signature'], secret, request.body)).toBe(true);
@@ -333,8 +402,17 @@ describe('the main job in a browser', () => {
     const rank = ['submission.created', 'form.viewed', 'form.started', 'form.completed', 'submission.completed'];
     const events = hooks
       .map((x) => x.json as Hook)
-      .sort((a, b) => a.timestamp.localeCompare(b.timestamp) || rank.indexOf(a.event_type) - rank.indexOf(b.event_type));
-    const who = (e: Hook) => (e.event_type.startsWith('form.') ? (e.data.id === client.id ? 'client' : e.data.id === manager.id ? 'manager' : '?') : 'submission');
+      .sort(
+        (a, b) => a.timestamp.localeCompare(b.timestamp) || rank.indexOf(a.event_type) - rank.indexOf(b.event_type),
+      );
+    const who = (e: Hook) =>
+      e.event_type.startsWith('form.')
+        ? e.data.id === client.id
+          ? 'client'
+          : e.data.id === manager.id
+            ? 'manager'
+            : '?'
+        : 'submission';
     const sequence = events.map((e) => `${e.event_type} ${who(e)}`);
     // The manager looked first (while waiting), once more later: one form.viewed (first open only).
     expect(sequence).toEqual([
@@ -348,9 +426,19 @@ describe('the main job in a browser', () => {
       'submission.completed submission',
     ]);
     const clientCompleted = events.find((e) => e.event_type === 'form.completed' && e.data.id === client.id)!.data;
-    expect(clientCompleted).toMatchObject({ email: 'chloe@client.test', role: 'Client', ip: '127.0.0.1', submitter_status: 'completed' });
+    expect(clientCompleted).toMatchObject({
+      email: 'chloe@client.test',
+      role: 'Client',
+      ip: '127.0.0.1',
+      submitter_status: 'completed',
+    });
     expect(clientCompleted.ua).toContain('Chrome');
-    expect(clientCompleted.values).toEqual(expect.arrayContaining([{ field: 'Full Name', value: 'Chloé Durand' }, { field: 'Company', value: 'Durand Consulting SARL' }]));
+    expect(clientCompleted.values).toEqual(
+      expect.arrayContaining([
+        { field: 'Full Name', value: 'Chloé Durand' },
+        { field: 'Company', value: 'Durand Consulting SARL' },
+      ]),
+    );
     const submissionCompleted = events.at(-1)!.data;
     expect(submissionCompleted).toMatchObject({ id: submissionId, status: 'completed' });
     expect(submissionCompleted.documents.map((d: { name: string }) => d.name)).toEqual(['Sample', 'Form']);
@@ -379,7 +467,10 @@ async function inkPng(text: string): Promise<Buffer> {
 
 /** The signer's saved values by field name (the database row, keyed by field uuid). */
 async function savedValues(submitterId: number): Promise<Record<string, unknown>> {
-  const submitter = await t.db.submitter.findUniqueOrThrow({ where: { id: submitterId }, include: { submission: true } });
+  const submitter = await t.db.submitter.findUniqueOrThrow({
+    where: { id: submitterId },
+    include: { submission: true },
+  });
   const fields = submitter.submission.templateFields as { uuid: string; name: string }[];
   const values = submitter.values as Record<string, unknown>;
   return Object.fromEntries(fields.filter((f) => f.uuid in values).map((f) => [f.name, values[f.uuid]]));
@@ -391,9 +482,26 @@ describe('filling the form', () => {
     templateId = await createTemplate('Order', [
       { name: 'Name', role: 'Signer', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] },
       { name: 'Agree', type: 'checkbox', role: 'Signer', areas: [{ x: 320, y: 120, w: 18, h: 18, page: 1 }] },
-      { name: 'Size', type: 'select', role: 'Signer', options: ['S', 'M', 'L'], areas: [{ x: 360, y: 120, w: 80, h: 24, page: 1 }] },
-      { name: 'ZIP', role: 'Signer', validation: { pattern: '[0-9]{5}', message: 'Enter the 5-digit ZIP code' }, areas: [{ x: 60, y: 160, w: 100, h: 24, page: 1 }] },
-      { name: 'Phone', type: 'phone', role: 'Signer', required: false, areas: [{ x: 180, y: 160, w: 160, h: 24, page: 1 }] },
+      {
+        name: 'Size',
+        type: 'select',
+        role: 'Signer',
+        options: ['S', 'M', 'L'],
+        areas: [{ x: 360, y: 120, w: 80, h: 24, page: 1 }],
+      },
+      {
+        name: 'ZIP',
+        role: 'Signer',
+        validation: { pattern: '[0-9]{5}', message: 'Enter the 5-digit ZIP code' },
+        areas: [{ x: 60, y: 160, w: 100, h: 24, page: 1 }],
+      },
+      {
+        name: 'Phone',
+        type: 'phone',
+        role: 'Signer',
+        required: false,
+        areas: [{ x: 180, y: 160, w: 160, h: 24, page: 1 }],
+      },
       { name: 'Signature', type: 'signature', role: 'Signer', areas: [{ x: 60, y: 200, w: 200, h: 60, page: 1 }] },
     ]);
   });
@@ -411,7 +519,12 @@ describe('filling the form', () => {
     await page.getByRole('button', { name: 'Apply signature' }).click();
     await page.locator('.type-signature button img').waitFor();
     await expectInPage(page.locator('.status')).toHaveText('All changes saved.');
-    expect(await savedValues(submitter.id)).toMatchObject({ Name: 'Grace Hopper', Agree: true, Size: 'M', Signature: expect.any(String) });
+    expect(await savedValues(submitter.id)).toMatchObject({
+      Name: 'Grace Hopper',
+      Agree: true,
+      Size: 'M',
+      Signature: expect.any(String),
+    });
 
     await page.reload();
     await waitForForm(page);
@@ -429,7 +542,8 @@ describe('filling the form', () => {
     const { page } = await openBrowserPage();
     const completions: string[] = [];
     page.on('request', (request) => {
-      if (request.url().endsWith('/graphql') && (request.postData() ?? '').includes('completeSigningForm')) completions.push(request.url());
+      if (request.url().endsWith('/graphql') && (request.postData() ?? '').includes('completeSigningForm'))
+        completions.push(request.url());
     });
     await page.goto(submitter.embed_src);
     await waitForForm(page);
@@ -511,7 +625,9 @@ describe('filling the form', () => {
 describe('forms that are not open, and unknown links', () => {
   let templateId: number;
   beforeAll(async () => {
-    templateId = await createTemplate('Closed', [{ name: 'Name', role: 'Signer', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] }]);
+    templateId = await createTemplate('Closed', [
+      { name: 'Name', role: 'Signer', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] },
+    ]);
   });
 
   it('an archived submission shows DocuSeal’s message and no inputs', async () => {
@@ -525,7 +641,10 @@ describe('forms that are not open, and unknown links', () => {
 
   it('an expired submission shows DocuSeal’s message and no inputs', async () => {
     const submitter = await createSubmission(templateId);
-    await t.db.submission.update({ where: { id: submitter.submission_id }, data: { expireAt: new Date(Date.now() - 60_000) } });
+    await t.db.submission.update({
+      where: { id: submitter.submission_id },
+      data: { expireAt: new Date(Date.now() - 60_000) },
+    });
     const { page } = await openBrowserPage();
     await page.goto(submitter.embed_src);
     await page.getByRole('heading', { name: 'Form has been expired.' }).waitFor();
@@ -557,22 +676,57 @@ describe('forms that are not open, and unknown links', () => {
 describe('every field type', () => {
   it('offers the right input for each type and completes with their values', async () => {
     const templateId = await createTemplate('All types', [
-      { name: 'Name', areas: [{ x: 60, y: 60, w: 220, h: 22, page: 1 }, { x: 60, y: 420, w: 220, h: 22, page: 1 }] },
+      {
+        name: 'Name',
+        areas: [
+          { x: 60, y: 60, w: 220, h: 22, page: 1 },
+          { x: 60, y: 420, w: 220, h: 22, page: 1 },
+        ],
+      },
       { name: 'Age', type: 'number', areas: [{ x: 300, y: 60, w: 60, h: 22, page: 1 }] },
-      { name: 'Signed on', type: 'date', default_value: '{{date}}', areas: [{ x: 380, y: 60, w: 120, h: 22, page: 1 }] },
+      {
+        name: 'Signed on',
+        type: 'date',
+        default_value: '{{date}}',
+        areas: [{ x: 380, y: 60, w: 120, h: 22, page: 1 }],
+      },
       { name: 'Agree', type: 'checkbox', areas: [{ x: 60, y: 100, w: 18, h: 18, page: 1 }] },
-      { name: 'Color', type: 'radio', options: ['Red', 'Blue'], areas: [{ x: 100, y: 100, w: 16, h: 16, page: 1, option: 'Red' }, { x: 130, y: 100, w: 16, h: 16, page: 1, option: 'Blue' }] },
+      {
+        name: 'Color',
+        type: 'radio',
+        options: ['Red', 'Blue'],
+        areas: [
+          { x: 100, y: 100, w: 16, h: 16, page: 1, option: 'Red' },
+          { x: 130, y: 100, w: 16, h: 16, page: 1, option: 'Blue' },
+        ],
+      },
       { name: 'Size', type: 'select', options: ['S', 'M', 'L'], areas: [{ x: 160, y: 100, w: 80, h: 22, page: 1 }] },
-      { name: 'Toppings', type: 'multiple', options: ['Ham', 'Egg', 'Cheese'], areas: [{ x: 260, y: 100, w: 140, h: 22, page: 1 }] },
+      {
+        name: 'Toppings',
+        type: 'multiple',
+        options: ['Ham', 'Egg', 'Cheese'],
+        areas: [{ x: 260, y: 100, w: 140, h: 22, page: 1 }],
+      },
       { name: 'Code', type: 'cells', areas: [{ x: 60, y: 140, w: 160, h: 24, page: 1 }] },
       { name: 'Phone', type: 'phone', areas: [{ x: 240, y: 140, w: 160, h: 22, page: 1 }] },
       { name: 'Photo', type: 'image', areas: [{ x: 60, y: 180, w: 120, h: 80, page: 1 }] },
       { name: 'Attachments', type: 'file', areas: [{ x: 200, y: 180, w: 160, h: 30, page: 1 }] },
       { name: 'Stamp', type: 'stamp', required: false, areas: [{ x: 380, y: 180, w: 120, h: 60, page: 1 }] },
-      { name: 'Fee', type: 'payment', required: false, preferences: { price: 10, currency: 'EUR' }, areas: [{ x: 60, y: 280, w: 200, h: 40, page: 1 }] },
+      {
+        name: 'Fee',
+        type: 'payment',
+        required: false,
+        preferences: { price: 10, currency: 'EUR' },
+        areas: [{ x: 60, y: 280, w: 200, h: 40, page: 1 }],
+      },
       { name: 'Initials', type: 'initials', areas: [{ x: 300, y: 280, w: 60, h: 30, page: 1 }] },
       { name: 'Signature', type: 'signature', areas: [{ x: 60, y: 340, w: 200, h: 60, page: 1 }] },
-      { name: 'Reference', readonly: true, default_value: 'REF-42', areas: [{ x: 300, y: 340, w: 120, h: 22, page: 1 }] },
+      {
+        name: 'Reference',
+        readonly: true,
+        default_value: 'REF-42',
+        areas: [{ x: 300, y: 340, w: 120, h: 22, page: 1 }],
+      },
     ]);
     const submitter = await createSubmission(templateId, { role: 'First Party', name: 'Ada Lovelace' });
     const { page } = await openBrowserPage();
@@ -617,14 +771,20 @@ describe('every field type', () => {
 
     // Uploads: a dangerous extension is refused by the server, with its message at the field.
     const attachments = field('Attachments').locator('input[type="file"]');
-    await attachments.setInputFiles({ name: 'setup.exe', mimeType: 'application/octet-stream', buffer: Buffer.from('MZ') });
+    await attachments.setInputFiles({
+      name: 'setup.exe',
+      mimeType: 'application/octet-stream',
+      buffer: Buffer.from('MZ'),
+    });
     await expectInPage(await errorOf(attachments)).toHaveText("File type '.exe' is not allowed.");
     await attachments.setInputFiles([
       { name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('hello') },
       { name: 'more.txt', mimeType: 'text/plain', buffer: Buffer.from('world') },
     ]);
     await expectInPage(field('Attachments')).toHaveText('notes.txt, more.txt');
-    await field('Photo').locator('input[type="file"]').setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: await inkPng('Photo') });
+    await field('Photo')
+      .locator('input[type="file"]')
+      .setInputFiles({ name: 'photo.png', mimeType: 'image/png', buffer: await inkPng('Photo') });
     await field('Photo').locator('img').waitFor();
 
     // Initials typed (suggested from the name), signature uploaded as an image.
@@ -635,7 +795,9 @@ describe('every field type', () => {
     await field('Initials').locator('img').waitFor();
     await page.getByRole('button', { name: 'Signature (required)' }).click();
     await page.getByRole('tab', { name: 'Upload' }).click();
-    await page.locator('dialog.signature-dialog input[type="file"]').setInputFiles({ name: 'sig.png', mimeType: 'image/png', buffer: await inkPng('Ada L.') });
+    await page
+      .locator('dialog.signature-dialog input[type="file"]')
+      .setInputFiles({ name: 'sig.png', mimeType: 'image/png', buffer: await inkPng('Ada L.') });
     await page.getByRole('button', { name: 'Apply signature' }).click();
     await field('Signature').locator('img').waitFor();
 
@@ -669,7 +831,12 @@ describe('every field type', () => {
   it('a required payment field cannot be completed, and the page says why', async () => {
     const templateId = await createTemplate('Pay', [
       { name: 'Name', areas: [{ x: 60, y: 60, w: 220, h: 22, page: 1 }] },
-      { name: 'Deposit', type: 'payment', preferences: { price: 50, currency: 'USD' }, areas: [{ x: 60, y: 100, w: 200, h: 40, page: 1 }] },
+      {
+        name: 'Deposit',
+        type: 'payment',
+        preferences: { price: 50, currency: 'USD' },
+        areas: [{ x: 60, y: 100, w: 200, h: 40, page: 1 }],
+      },
     ]);
     const submitter = await createSubmission(templateId, { role: 'First Party' });
     const { page } = await openBrowserPage();
@@ -693,7 +860,12 @@ describe('devices and embedding', () => {
 
   it('a phone-sized touch screen: the page fits the width and is signed with a finger', async () => {
     const submitter = await createSubmission(templateId);
-    const { page } = await openBrowserPage({ viewport: { width: 390, height: 844 }, isMobile: true, hasTouch: true, deviceScaleFactor: 2 });
+    const { page } = await openBrowserPage({
+      viewport: { width: 390, height: 844 },
+      isMobile: true,
+      hasTouch: true,
+      deviceScaleFactor: 2,
+    });
     await page.goto(submitter.embed_src);
     await waitForForm(page);
     // Nothing wider than the screen; the fields keep their place on the scaled page.
@@ -751,7 +923,9 @@ describe('devices and embedding', () => {
     expect(headers.get('content-security-policy')).not.toMatch(/frame-ancestors/);
     const host: Server = createServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/html' });
-      response.end(`<!doctype html><title>Partner site</title><h1>Partner</h1><iframe src="${submitter.embed_src}" width="900" height="800"></iframe>`);
+      response.end(
+        `<!doctype html><title>Partner site</title><h1>Partner</h1><iframe src="${submitter.embed_src}" width="900" height="800"></iframe>`,
+      );
     });
     await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));
     try {
@@ -807,7 +981,9 @@ describe('devices and embedding', () => {
 describe('what the page loads', () => {
   let templateId: number;
   beforeAll(async () => {
-    templateId = await createTemplate('Assets', [{ name: 'Name', role: 'Signer', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] }]);
+    templateId = await createTemplate('Assets', [
+      { name: 'Name', role: 'Signer', areas: [{ x: 60, y: 120, w: 240, h: 24, page: 1 }] },
+    ]);
   });
 
   it('its Content-Security-Policy is enforced: an injected inline script does not run', async () => {
@@ -819,7 +995,9 @@ describe('what the page loads', () => {
     // Chromium reports the refusal on the console too; that message reaches us on its own schedule.
     const refusalLogged = page.waitForEvent('console', (message) => /inline script/i.test(message.text()));
     const ran = await page.evaluate(async () => {
-      const violation = new Promise<string>((resolve) => document.addEventListener('securitypolicyviolation', (e) => resolve(e.violatedDirective), { once: true }));
+      const violation = new Promise<string>((resolve) =>
+        document.addEventListener('securitypolicyviolation', (e) => resolve(e.violatedDirective), { once: true }),
+      );
       const script = document.createElement('script');
       script.textContent = 'window.injected = true';
       document.body.append(script);
@@ -834,7 +1012,9 @@ describe('what the page loads', () => {
 
   it('the bundled service (npm start) serves the page, its script, pdf.js and the font', async () => {
     const port = await freePort();
-    const service = await startService(testServiceEnv({ databaseUrl: t.database.url, dataDir: t.config.dataDir, port }));
+    const service = await startService(
+      testServiceEnv({ databaseUrl: t.database.url, dataDir: t.config.dataDir, port }),
+    );
     try {
       const submitter = await createSubmission(templateId);
       const link = `${service.url}/s/${submitter.slug}`;
@@ -842,20 +1022,23 @@ describe('what the page loads', () => {
       const { page } = await openBrowserPage();
       const assets: string[] = [];
       page.on('response', (response) => {
-        if (response.url().includes('/s-assets/')) assets.push(`${response.status()} ${new URL(response.url()).pathname}`);
+        if (response.url().includes('/s-assets/'))
+          assets.push(`${response.status()} ${new URL(response.url()).pathname}`);
       });
       await page.goto(link);
       await waitForForm(page);
       await page.getByRole('textbox', { name: 'Name (required)' }).waitFor();
       // Responses are reported as they come (pdf.js's worker from its own thread).
-      await expect.poll(() => assets, { timeout: PAGE_TIMEOUT_MS }).toEqual(
-        expect.arrayContaining([
-          '200 /s-assets/form.css',
-          '200 /s-assets/form.js',
-          expect.stringMatching(/^200 \/s-assets\/pdfjs-[\d.]+\/build\/pdf\.min\.mjs$/),
-          expect.stringMatching(/^200 \/s-assets\/pdfjs-[\d.]+\/build\/pdf\.worker\.min\.mjs$/),
-        ]),
-      );
+      await expect
+        .poll(() => assets, { timeout: PAGE_TIMEOUT_MS })
+        .toEqual(
+          expect.arrayContaining([
+            '200 /s-assets/form.css',
+            '200 /s-assets/form.js',
+            expect.stringMatching(/^200 \/s-assets\/pdfjs-[\d.]+\/build\/pdf\.min\.mjs$/),
+            expect.stringMatching(/^200 \/s-assets\/pdfjs-[\d.]+\/build\/pdf\.worker\.min\.mjs$/),
+          ]),
+        );
       const font = await fetch(`${service.url}/s-assets/fonts/dancing-script-latin-400-normal.woff2`);
       expect(font.status).toBe(200);
       expect(font.headers.get('content-type')).toBe('font/woff2');

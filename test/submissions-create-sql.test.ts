@@ -12,7 +12,11 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { serializeCreatedSubmitter, SUBMITTER_CREATE_FRAGMENT, type CreatedSubmitterData } from '../rest-compat/serializers/submitter.ts';
+import {
+  serializeCreatedSubmitter,
+  SUBMITTER_CREATE_FRAGMENT,
+  type CreatedSubmitterData,
+} from '../rest-compat/serializers/submitter.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { buyerSellerTemplateBody } from './helpers/pdfs.ts';
 
@@ -31,12 +35,20 @@ const withoutTokens = (json: string) => json.replace(/\/file\/[^/"]+\//g, '/file
 async function throughFragment(submissionIds: number[]) {
   const out: ReturnType<typeof serializeCreatedSubmitter>[] = [];
   for (const id of [...new Set(submissionIds)].sort((a, b) => a - b)) {
-    const { body } = await graphql(t.url, `query ($id: Int) { submitters(submissionId: $id, limit: 100) { nodes { ...RestCreatedSubmitter } } } ${SUBMITTER_CREATE_FRAGMENT}`, {
-      key: alice.apiKey,
-      variables: { id },
-    });
+    const { body } = await graphql(
+      t.url,
+      `query ($id: Int) { submitters(submissionId: $id, limit: 100) { nodes { ...RestCreatedSubmitter } } } ${SUBMITTER_CREATE_FRAGMENT}`,
+      {
+        key: alice.apiKey,
+        variables: { id },
+      },
+    );
     expect(body.errors).toBeUndefined();
-    out.push(...body.data.submitters.nodes.map((n: CreatedSubmitterData) => serializeCreatedSubmitter(n)).sort((a: { id: number }, b: { id: number }) => a.id - b.id));
+    out.push(
+      ...body.data.submitters.nodes
+        .map((n: CreatedSubmitterData) => serializeCreatedSubmitter(n))
+        .sort((a: { id: number }, b: { id: number }) => a.id - b.id),
+    );
   }
   return out;
 }
@@ -58,12 +70,29 @@ describe('the create answer read back in one statement', () => {
       '/submissions',
       {
         submitters: [
-          { role: 'Buyer', email: 'Buyer@X.test', name: 'Zoë', external_id: 'b-1', metadata: { n: 1, nested: { a: [1, 'b'] } }, values: { 'Full Name': 'Bea «B»', amount: '1,250.5', agree: 'yes' }, message: { subject: 'S', body: 'B' } },
+          {
+            role: 'Buyer',
+            email: 'Buyer@X.test',
+            name: 'Zoë',
+            external_id: 'b-1',
+            metadata: { n: 1, nested: { a: [1, 'b'] } },
+            values: { 'Full Name': 'Bea «B»', amount: '1,250.5', agree: 'yes' },
+            message: { subject: 'S', body: 'B' },
+          },
           { role: 'Seller', email: 'seller@x.test', phone: '+14155550123', send_sms: false },
         ],
       },
     ],
-    ['a completed party (every own field listed) and the next one sent', '/submissions', { submitters: [{ role: 'Buyer', email: 'done@x.test', completed: true, values: { 'Full Name': 'Ada' } }, { role: 'Seller', email: 'next@x.test' }] }],
+    [
+      'a completed party (every own field listed) and the next one sent',
+      '/submissions',
+      {
+        submitters: [
+          { role: 'Buyer', email: 'done@x.test', completed: true, values: { 'Full Name': 'Ada' } },
+          { role: 'Seller', email: 'next@x.test' },
+        ],
+      },
+    ],
     [
       'a typed signature and a stored image, random order',
       '/submissions',
@@ -71,18 +100,42 @@ describe('the create answer read back in one statement', () => {
         order: 'random',
         submitters: [
           { role: 'Buyer', name: 'Pat', values: { full_name: 'Pat P', phone: '+15550001111' } },
-          { role: 'Seller', email: 's@x.test', fields: [{ name: 'Stamp Image', default_value: PNG_1PX, readonly: true }], values: { 'Seller Signature': 'Sam Seller' } },
+          {
+            role: 'Seller',
+            email: 's@x.test',
+            fields: [{ name: 'Stamp Image', default_value: PNG_1PX, readonly: true }],
+            values: { 'Seller Signature': 'Sam Seller' },
+          },
         ],
       },
     ],
-    ['several submissions in one request (the earlier shape)', '/submissions', { submissions: [{ submitters: [{ email: 'l1@x.test' }] }, { submitters: [{ email: 'l2@x.test', completed: true }] }] }],
-    ['nobody sent (send_email false)', `/templates/{id}/submissions`, { send_email: false, submitters: [{ email: 'quiet@x.test', completed_redirect_url: 'https://example.test/done' }] }],
+    [
+      'several submissions in one request (the earlier shape)',
+      '/submissions',
+      {
+        submissions: [
+          { submitters: [{ email: 'l1@x.test' }] },
+          { submitters: [{ email: 'l2@x.test', completed: true }] },
+        ],
+      },
+    ],
+    [
+      'nobody sent (send_email false)',
+      `/templates/{id}/submissions`,
+      {
+        send_email: false,
+        submitters: [{ email: 'quiet@x.test', completed_redirect_url: 'https://example.test/done' }],
+      },
+    ],
     ['one submission per address', '/submissions/emails', { emails: 'one@x.test, two@x.test' }],
   ];
 
   for (const [name, path, body] of cases) {
     it(`equals the GraphQL fragment through the serializer: ${name}`, async () => {
-      const { status, json } = await api('POST', path.replace('{id}', String(templateId)), { template_id: templateId, ...body });
+      const { status, json } = await api('POST', path.replace('{id}', String(templateId)), {
+        template_id: templateId,
+        ...body,
+      });
       expect(status, JSON.stringify(json)).toBe(200);
       const expected = await throughFragment(json.map((s: { submission_id: number }) => s.submission_id));
       expect(json.length).toBeGreaterThan(0);
@@ -106,8 +159,15 @@ describe('the create answer read back in one statement', () => {
   });
 
   it('POST /submissions/init answers the submission’s id, expire_at and created_at as GraphQL does', async () => {
-    const { json } = await api('POST', '/submissions/init', { template_id: templateId, expire_at: '2030-01-02 03:04:05', submitters: [{ email: 'init@x.test' }] });
-    const { body } = await graphql(t.url, `query ($id: Int!) { submission(id: $id) { id expireAt createdAt } }`, { key: alice.apiKey, variables: { id: json.id } });
+    const { json } = await api('POST', '/submissions/init', {
+      template_id: templateId,
+      expire_at: '2030-01-02 03:04:05',
+      submitters: [{ email: 'init@x.test' }],
+    });
+    const { body } = await graphql(t.url, `query ($id: Int!) { submission(id: $id) { id expireAt createdAt } }`, {
+      key: alice.apiKey,
+      variables: { id: json.id },
+    });
     expect(json).toEqual({
       id: body.data.submission.id,
       submitters: await throughFragment([json.id]),
@@ -120,24 +180,41 @@ describe('the create answer read back in one statement', () => {
 
 describe('what the create reads', () => {
   it('a template changed since the last create is read anew (its parsed fields are kept per row version)', async () => {
-    const first = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'v1@x.test', values: { 'Full Name': 'A' } }] });
+    const first = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Buyer', email: 'v1@x.test', values: { 'Full Name': 'A' } }],
+    });
     expect(first.json[0]).toMatchObject({ role: 'Buyer', values: [{ field: 'Full Name', value: 'A' }] });
     expect((await api('PUT', `/templates/${templateId}`, { roles: ['Purchaser', 'Vendor'] })).status).toBe(200);
-    const renamed = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Purchaser', email: 'v2@x.test' }] });
+    const renamed = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Purchaser', email: 'v2@x.test' }],
+    });
     expect(renamed.status, JSON.stringify(renamed.json)).toBe(200);
     expect(renamed.json[0].role).toBe('Purchaser');
     // A change made by any means (here plain SQL, no updated_at) is seen too.
-    await t.db.$executeRaw`UPDATE templates SET submitters = jsonb_set(submitters, '{0,name}', '"Client"') WHERE id = ${templateId}`;
-    const bySql = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Client', email: 'v3@x.test' }] });
+    await t.db
+      .$executeRaw`UPDATE templates SET submitters = jsonb_set(submitters, '{0,name}', '"Client"') WHERE id = ${templateId}`;
+    const bySql = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Client', email: 'v3@x.test' }],
+    });
     expect(bySql.json[0].role).toBe('Client');
     expect((await api('PUT', `/templates/${templateId}`, { roles: ['Buyer', 'Seller'] })).status).toBe(200);
-    const back = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'v4@x.test' }] });
+    const back = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Buyer', email: 'v4@x.test' }],
+    });
     expect(back.json[0].role).toBe('Buyer');
     // An archived template is refused even when its fields are known.
     const clone = await api('POST', `/templates/${templateId}/clone`, {});
-    expect((await api('POST', '/submissions', { template_id: clone.json.id, submitters: [{ email: 'c@x.test' }] })).status).toBe(200);
+    expect(
+      (await api('POST', '/submissions', { template_id: clone.json.id, submitters: [{ email: 'c@x.test' }] })).status,
+    ).toBe(200);
     await api('DELETE', `/templates/${clone.json.id}`);
-    expect(await api('POST', '/submissions', { template_id: clone.json.id, submitters: [{ email: 'c@x.test' }] })).toEqual({ status: 422, json: { error: 'Template has been archived' } });
+    expect(
+      await api('POST', '/submissions', { template_id: clone.json.id, submitters: [{ email: 'c@x.test' }] }),
+    ).toEqual({ status: 422, json: { error: 'Template has been archived' } });
   });
 });
 
@@ -145,9 +222,18 @@ describe('a template used before', () => {
   const readsTemplate = (sql: string) => /FROM templates t\s+WHERE t\.id = \$1/.test(sql);
 
   it('is not read again while unchanged: one statement writes the submission', async () => {
-    await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'warm@x.test' }] });
+    await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Buyer', email: 'warm@x.test' }],
+    });
     await t.resetQueries();
-    const { status } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'known@x.test' }, { role: 'Seller', email: 's@x.test' }] });
+    const { status } = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [
+        { role: 'Buyer', email: 'known@x.test' },
+        { role: 'Seller', email: 's@x.test' },
+      ],
+    });
     expect(status).toBe(200);
     await t.settleQueries();
     const inRequest = t.queries.filter((q) => !/agenda|jobs/.test(q));
@@ -156,26 +242,46 @@ describe('a template used before', () => {
   });
 
   it('a refusal judged on it as last read is judged again on the template as it is', async () => {
-    await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'warm2@x.test' }] });
+    await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Buyer', email: 'warm2@x.test' }],
+    });
     // A field added behind the service's back (plain SQL): the request names it.
-    await t.db.$executeRaw`UPDATE templates SET fields = fields || jsonb_build_array(jsonb_build_object('uuid', gen_random_uuid()::text, 'submitter_uuid', submitters->0->>'uuid', 'name', 'Nickname', 'type', 'text', 'required', false, 'areas', '[]'::jsonb)) WHERE id = ${templateId}`;
+    await t.db
+      .$executeRaw`UPDATE templates SET fields = fields || jsonb_build_array(jsonb_build_object('uuid', gen_random_uuid()::text, 'submitter_uuid', submitters->0->>'uuid', 'name', 'Nickname', 'type', 'text', 'required', false, 'areas', '[]'::jsonb)) WHERE id = ${templateId}`;
     try {
-      const { status, json } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Buyer', email: 'nick@x.test', fields: [{ name: 'Nickname', default_value: 'Bee' }] }] });
+      const { status, json } = await api('POST', '/submissions', {
+        template_id: templateId,
+        submitters: [{ role: 'Buyer', email: 'nick@x.test', fields: [{ name: 'Nickname', default_value: 'Bee' }] }],
+      });
       expect(status, JSON.stringify(json)).toBe(200);
       expect(json[0].values).toEqual([{ field: 'Nickname', value: 'Bee' }]);
       // Refusals still come, for what the template really lacks.
-      expect(await api('POST', '/submissions', { template_id: templateId, submitters: [{ email: 'x@x.test', fields: [{ name: 'Nope', default_value: 'x' }] }] })).toEqual({
+      expect(
+        await api('POST', '/submissions', {
+          template_id: templateId,
+          submitters: [{ email: 'x@x.test', fields: [{ name: 'Nope', default_value: 'x' }] }],
+        }),
+      ).toEqual({
         status: 422,
         json: { error: 'Unknown field: Nope' },
       });
     } finally {
-      await t.db.$executeRaw`UPDATE templates SET fields = (SELECT jsonb_agg(f) FROM jsonb_array_elements(fields) f WHERE f->>'name' <> 'Nickname') WHERE id = ${templateId}`;
+      await t.db
+        .$executeRaw`UPDATE templates SET fields = (SELECT jsonb_agg(f) FROM jsonb_array_elements(fields) f WHERE f->>'name' <> 'Nickname') WHERE id = ${templateId}`;
     }
   });
 
   it('another account’s template is refused even when known', async () => {
     const other = await t.createAccount({ email: 'other@create-sql.test' });
-    expect((await rest(t.url, other.apiKey, 'POST', '/submissions', { template_id: templateId, submitters: [{ email: 'o@x.test' }] })).status).toBe(403);
+    expect(
+      (
+        await rest(t.url, other.apiKey, 'POST', '/submissions', {
+          template_id: templateId,
+          submitters: [{ email: 'o@x.test' }],
+        })
+      ).status,
+    ).toBe(403);
   });
 });
 
@@ -192,7 +298,10 @@ describe('what the create writes', () => {
         { role: 'Seller', email: 'w2@x.test', completed: true },
       ],
     });
-    const submission = await t.db.submission.findUniqueOrThrow({ where: { id: json[0].submission_id }, include: { submitters: { orderBy: { id: 'asc' } }, events: { orderBy: { id: 'asc' } } } });
+    const submission = await t.db.submission.findUniqueOrThrow({
+      where: { id: json[0].submission_id },
+      include: { submitters: { orderBy: { id: 'asc' } }, events: { orderBy: { id: 'asc' } } },
+    });
     expect(submission).toMatchObject({
       accountId: alice.accountId,
       templateId,
@@ -205,7 +314,9 @@ describe('what the create writes', () => {
     });
     // Its own copy of the documents, in order.
     const documents = await t.db.templateDocument.findMany({ where: { templateId }, orderBy: { position: 'asc' } });
-    expect(submission.templateSchema).toEqual(documents.map((d) => ({ attachment_uuid: d.uuid, name: d.name, file_id: d.fileId })));
+    expect(submission.templateSchema).toEqual(
+      documents.map((d) => ({ attachment_uuid: d.uuid, name: d.name, file_id: d.fileId })),
+    );
     // Everyone completed at creation: the submission is completed at the same instant.
     expect(submission.completedAt).toEqual(submission.createdAt);
     expect(submission.updatedAt).toEqual(submission.createdAt);
@@ -214,7 +325,9 @@ describe('what the create writes', () => {
       ['w2@x.test', 1, submission.createdAt.getTime(), null],
     ]);
     const completedEvents = submission.events.filter((e) => e.eventType === 'api_complete_form');
-    expect(completedEvents.map((e) => [e.submitterId, e.eventTimestamp.getTime()])).toEqual(submission.submitters.map((s) => [s.id, submission.createdAt.getTime()]));
+    expect(completedEvents.map((e) => [e.submitterId, e.eventTimestamp.getTime()])).toEqual(
+      submission.submitters.map((s) => [s.id, submission.createdAt.getTime()]),
+    );
     expect(Math.abs(submission.createdAt.getTime() - Date.now())).toBeLessThan(60_000);
   });
 
@@ -222,12 +335,29 @@ describe('what the create writes', () => {
     const { body } = await graphql(
       t.url,
       `mutation ($input: CreateSubmissionsInput!) { createSubmissions(input: $input) { submissionIds submissions { id status submitters { email role } } submitters { email status role embedSrc } } }`,
-      { key: alice.apiKey, variables: { input: { templateId, submitters: [{ role: 'Seller', email: 'g2@x.test' }, { role: 'Buyer', email: 'g1@x.test' }] } } },
+      {
+        key: alice.apiKey,
+        variables: {
+          input: {
+            templateId,
+            submitters: [
+              { role: 'Seller', email: 'g2@x.test' },
+              { role: 'Buyer', email: 'g1@x.test' },
+            ],
+          },
+        },
+      },
     );
     expect(body.errors).toBeUndefined();
     const payload = body.data.createSubmissions;
     expect(payload.submissionIds).toEqual([payload.submissions[0].id]);
-    expect(payload.submissions[0]).toMatchObject({ status: 'pending', submitters: [{ email: 'g2@x.test', role: 'Seller' }, { email: 'g1@x.test', role: 'Buyer' }] });
+    expect(payload.submissions[0]).toMatchObject({
+      status: 'pending',
+      submitters: [
+        { email: 'g2@x.test', role: 'Seller' },
+        { email: 'g1@x.test', role: 'Buyer' },
+      ],
+    });
     expect(payload.submitters.map((s: { email: string; status: string }) => [s.email, s.status])).toEqual([
       ['g2@x.test', 'sent'],
       ['g1@x.test', 'awaiting'],

@@ -11,7 +11,11 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { serializeSubmissionListItem, SUBMISSION_LIST_FRAGMENT, type SubmissionListData } from '../rest-compat/serializers/submission.ts';
+import {
+  serializeSubmissionListItem,
+  SUBMISSION_LIST_FRAGMENT,
+  type SubmissionListData,
+} from '../rest-compat/serializers/submission.ts';
 import { renderSubmissionList } from '../rest-compat/serializers/submission-list.ts';
 import type { GraphQLContext } from '../src/graphql/context.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
@@ -51,17 +55,49 @@ beforeAll(async () => {
   alice = await t.createAccount({ name: 'Ελληνικά & Co', email: 'alice@list-sql.test' });
   const nested = await template('Nested «lease»', 'Housing / Leases / 2026');
   const plain = await template('Plain');
-  await submission({ template_id: nested, submitters: [{ role: 'First Party', email: 'pending@x.test', name: 'Zoë', metadata: { n: 1, nested: { a: [1, 'b'] } }, message: { subject: 'S', body: 'B' } }, { role: 'Second Party', email: 'second@x.test', phone: '+14155550123' }] });
-  await submission({ template_id: plain, name: 'Named one', variables: { amount: 12.5, who: 'Ünal' }, submitters: [{ email: 'random@x.test', external_id: 'ext-1' }], order: 'random' });
-  await submission({ template_id: plain, submitters: [{ role: 'First Party', email: 'done1@x.test', completed: true, values: { 'First Name': 'Ada' } }, { role: 'Second Party', email: 'done2@x.test', completed: true }] });
-  const declined = await submission({ template_id: nested, submitters: [{ email: 'declined@x.test' }, { email: 'other@x.test' }] });
-  const expired = await submission({ template_id: plain, submitters: [{ email: 'expired@x.test' }], send_email: false });
+  await submission({
+    template_id: nested,
+    submitters: [
+      {
+        role: 'First Party',
+        email: 'pending@x.test',
+        name: 'Zoë',
+        metadata: { n: 1, nested: { a: [1, 'b'] } },
+        message: { subject: 'S', body: 'B' },
+      },
+      { role: 'Second Party', email: 'second@x.test', phone: '+14155550123' },
+    ],
+  });
+  await submission({
+    template_id: plain,
+    name: 'Named one',
+    variables: { amount: 12.5, who: 'Ünal' },
+    submitters: [{ email: 'random@x.test', external_id: 'ext-1' }],
+    order: 'random',
+  });
+  await submission({
+    template_id: plain,
+    submitters: [
+      { role: 'First Party', email: 'done1@x.test', completed: true, values: { 'First Name': 'Ada' } },
+      { role: 'Second Party', email: 'done2@x.test', completed: true },
+    ],
+  });
+  const declined = await submission({
+    template_id: nested,
+    submitters: [{ email: 'declined@x.test' }, { email: 'other@x.test' }],
+  });
+  const expired = await submission({
+    template_id: plain,
+    submitters: [{ email: 'expired@x.test' }],
+    send_email: false,
+  });
   const archived = await submission({ template_id: plain, submitters: [{ email: 'archived@x.test' }] });
   await t.app.jobs.waitForIdle({ timeoutMs: 60_000 });
   expect((await api('PUT', `/submissions/${expired}`, { expire_at: '2020-01-01T00:00:00Z' })).status).toBe(200);
   expect((await api('DELETE', `/submissions/${archived}`)).status).toBe(200);
   // Declining and opening come from the signing form; set them directly here.
-  await t.db.$executeRaw`UPDATE submitters SET declined_at = now() AT TIME ZONE 'UTC', decline_reason = 'no' WHERE submission_id = ${declined} AND email = 'declined@x.test'`;
+  await t.db
+    .$executeRaw`UPDATE submitters SET declined_at = now() AT TIME ZONE 'UTC', decline_reason = 'no' WHERE submission_id = ${declined} AND email = 'declined@x.test'`;
   await t.db.$executeRaw`UPDATE submitters SET opened_at = now() AT TIME ZONE 'UTC' WHERE email = 'pending@x.test'`;
 });
 afterAll(async () => {
@@ -73,13 +109,24 @@ describe('GET /submissions rendered by PostgreSQL', () => {
     const { status, json } = await api('GET', '/submissions?limit=100');
     expect(status).toBe(200);
     expect(openApiErrors('get', '/submissions', json)).toEqual([]);
-    const { body } = await graphql(t.url, `query { submissions(limit: 100) { nodes { ...RestSubmissionList } pagination { count next prev } } } ${SUBMISSION_LIST_FRAGMENT}`, { key: alice.apiKey });
+    const { body } = await graphql(
+      t.url,
+      `query { submissions(limit: 100) { nodes { ...RestSubmissionList } pagination { count next prev } } } ${SUBMISSION_LIST_FRAGMENT}`,
+      { key: alice.apiKey },
+    );
     expect(body.errors).toBeUndefined();
-    const expected = { data: body.data.submissions.nodes.map((n: SubmissionListData) => serializeSubmissionListItem(n)), pagination: body.data.submissions.pagination };
+    const expected = {
+      data: body.data.submissions.nodes.map((n: SubmissionListData) => serializeSubmissionListItem(n)),
+      pagination: body.data.submissions.pagination,
+    };
     expect(json.data).toHaveLength(6);
-    expect(new Set(json.data.map((s: { status: string }) => s.status))).toEqual(new Set(['pending', 'completed', 'declined', 'expired']));
+    expect(new Set(json.data.map((s: { status: string }) => s.status))).toEqual(
+      new Set(['pending', 'completed', 'declined', 'expired']),
+    );
     expect(json.data.some((s: { archived_at: string | null }) => s.archived_at)).toBe(true);
-    expect(json.data.map((s: { template: { folder_name: string } }) => s.template.folder_name)).toContain('Housing / Leases / 2026');
+    expect(json.data.map((s: { template: { folder_name: string } }) => s.template.folder_name)).toContain(
+      'Housing / Leases / 2026',
+    );
     const completed = json.data.find((s: { status: string }) => s.status === 'completed');
     expect(completed.audit_log_url).toMatch(/^http.*\/file\//);
     expect(withoutTokens(JSON.stringify(json))).toBe(withoutTokens(JSON.stringify(expected)));
@@ -101,7 +148,10 @@ describe('GET /submissions rendered by PostgreSQL', () => {
     expect((await api('GET', '/submissions?q=%25')).json.data).toHaveLength(0);
     expect((await api('GET', '/submissions?q=pending_x')).json.data).toHaveLength(0);
     expect((await api('GET', '/submissions?q=pending%40x')).json.data).toHaveLength(1);
-    expect((await api('GET', '/submissions?after=999999')).json).toEqual({ data: [], pagination: { count: 0, next: null, prev: null } });
+    expect((await api('GET', '/submissions?after=999999')).json).toEqual({
+      data: [],
+      pagination: { count: 0, next: null, prev: null },
+    });
   });
 });
 
@@ -124,9 +174,18 @@ const kept = async (): Promise<Map<number, KeptItem>> => {
 
 /** The list as GraphQL + the serializer make it (never from the kept items). */
 async function expectedList(): Promise<string> {
-  const { body } = await graphql(t.url, `query { submissions(limit: 100) { nodes { ...RestSubmissionList } pagination { count next prev } } } ${SUBMISSION_LIST_FRAGMENT}`, { key: alice.apiKey });
+  const { body } = await graphql(
+    t.url,
+    `query { submissions(limit: 100) { nodes { ...RestSubmissionList } pagination { count next prev } } } ${SUBMISSION_LIST_FRAGMENT}`,
+    { key: alice.apiKey },
+  );
   expect(body.errors).toBeUndefined();
-  return withoutTokens(JSON.stringify({ data: body.data.submissions.nodes.map((n: SubmissionListData) => serializeSubmissionListItem(n)), pagination: body.data.submissions.pagination }));
+  return withoutTokens(
+    JSON.stringify({
+      data: body.data.submissions.nodes.map((n: SubmissionListData) => serializeSubmissionListItem(n)),
+      pagination: body.data.submissions.pagination,
+    }),
+  );
 }
 
 async function listed(): Promise<{ text: string; data: Record<string, any>[] }> {
@@ -212,7 +271,8 @@ describe('kept list items', () => {
 
   it('made by another rendering statement are rendered again', async () => {
     const before = await listed();
-    await t.db.$executeRaw`UPDATE submission_list_items SET item = '{"stale":true}', format = 'older' WHERE submission_id IN (SELECT id FROM submissions WHERE account_id = ${alice.accountId})`;
+    await t.db
+      .$executeRaw`UPDATE submission_list_items SET item = '{"stale":true}', format = 'older' WHERE submission_id IN (SELECT id FROM submissions WHERE account_id = ${alice.accountId})`;
     const after = await listed();
     expect(after.text).toBe(before.text);
     for (const row of (await kept()).values()) expect(row.item).not.toContain('stale');
@@ -221,14 +281,28 @@ describe('kept list items', () => {
   it('pages asked for in one turn share the statement that reads their versions; each gets its own items', async () => {
     const { data } = await listed();
     const ids: number[] = data.map((s) => s.id);
-    const context = { db: t.db, files: t.app.files.signer, viewer: { account: { id: alice.accountId } } } as unknown as GraphQLContext;
+    const context = {
+      db: t.db,
+      files: t.app.files.signer,
+      viewer: { account: { id: alice.accountId } },
+    } as unknown as GraphQLContext;
     const pages = [ids.slice(0, 2), ids.slice(1, 5), ids];
-    const alone = await Promise.all(pages.map(async (page) => ((await renderSubmissionList(context, page, { count: page.length, next: null, prev: null })).text as Buffer).toString()));
+    const alone = await Promise.all(
+      pages.map(async (page) =>
+        (
+          (await renderSubmissionList(context, page, { count: page.length, next: null, prev: null })).text as Buffer
+        ).toString(),
+      ),
+    );
     await t.resetQueries();
-    const together = await Promise.all(pages.map((page) => renderSubmissionList(context, page, { count: page.length, next: null, prev: null })));
+    const together = await Promise.all(
+      pages.map((page) => renderSubmissionList(context, page, { count: page.length, next: null, prev: null })),
+    );
     await t.settleQueries();
     expect(together.map((body) => withoutTokens((body.text as Buffer).toString()))).toEqual(alone.map(withoutTokens));
-    expect(together.map((body) => JSON.parse((body.text as Buffer).toString()).data.map((s: { id: number }) => s.id))).toEqual(pages);
+    expect(
+      together.map((body) => JSON.parse((body.text as Buffer).toString()).data.map((s: { id: number }) => s.id)),
+    ).toEqual(pages);
     expect(t.queries.filter((sql) => sql.includes('c.xmin::text'))).toHaveLength(1);
   });
 

@@ -43,8 +43,14 @@ afterAll(async () => {
 
 describe('GET /submissions', () => {
   it('lists in the list shape, ascending, with filters and DocuSeal pagination', async () => {
-    const first = await createSubmission([{ role: 'Tenant', email: 'tina@example.test', name: 'Tina' }, { role: 'Landlord', email: 'lou@example.test' }]);
-    const second = await createSubmission([{ role: 'Tenant', email: 'tom@example.test', completed: true }, { role: 'Landlord', email: 'lou@example.test', completed: true }]);
+    const first = await createSubmission([
+      { role: 'Tenant', email: 'tina@example.test', name: 'Tina' },
+      { role: 'Landlord', email: 'lou@example.test' },
+    ]);
+    const second = await createSubmission([
+      { role: 'Tenant', email: 'tom@example.test', completed: true },
+      { role: 'Landlord', email: 'lou@example.test', completed: true },
+    ]);
     const { status, json } = await api('GET', '/submissions?limit=100');
     expect(status).toBe(200);
     expect(openApiErrors('get', '/submissions', json)).toEqual([]);
@@ -66,9 +72,17 @@ describe('GET /submissions', () => {
       ['Landlord', 'awaiting'],
     ]);
 
-    expect((await api('GET', '/submissions?q=TINA')).json.data.map((s: { id: number }) => s.id)).toEqual([first[0]!.submission_id]);
-    expect((await api('GET', '/submissions?status=completed')).json.data.map((s: { id: number }) => s.id)).toEqual([second[0]!.submission_id]);
-    expect((await api('GET', `/submissions?template_id=${templateId}&status=pending`)).json.data.map((s: { id: number }) => s.id)).toContain(first[0]!.submission_id);
+    expect((await api('GET', '/submissions?q=TINA')).json.data.map((s: { id: number }) => s.id)).toEqual([
+      first[0]!.submission_id,
+    ]);
+    expect((await api('GET', '/submissions?status=completed')).json.data.map((s: { id: number }) => s.id)).toEqual([
+      second[0]!.submission_id,
+    ]);
+    expect(
+      (await api('GET', `/submissions?template_id=${templateId}&status=pending`)).json.data.map(
+        (s: { id: number }) => s.id,
+      ),
+    ).toContain(first[0]!.submission_id);
     expect((await api('GET', '/submissions?template_folder=Housing')).json.data.length).toBeGreaterThanOrEqual(2);
     expect((await api('GET', '/submissions?template_folder=Nowhere')).json.data).toEqual([]);
     expect((await api('GET', `/templates/${templateId}/submissions`)).json.data.length).toBeGreaterThanOrEqual(2);
@@ -87,7 +101,8 @@ describe('GET /submissions', () => {
     expect(archived.status).toBe(200);
     expect(archived.json).toEqual({ id: s!.submission_id, archived_at: expect.stringMatching(/Z$/) });
     expect(openApiErrors('delete', '/submissions/{id}', archived.json)).toEqual([]);
-    const ids = (query: string) => api('GET', `/submissions?limit=100${query}`).then((r) => r.json.data.map((x: { id: number }) => x.id));
+    const ids = (query: string) =>
+      api('GET', `/submissions?limit=100${query}`).then((r) => r.json.data.map((x: { id: number }) => x.id));
     expect(await ids('')).toContain(s!.submission_id);
     expect(await ids('&archived=true')).toEqual([s!.submission_id]);
     expect(await ids('&archived=false')).not.toContain(s!.submission_id);
@@ -98,11 +113,19 @@ describe('GET /submissions', () => {
     const template = await api('POST', `/templates/${templateId}/clone`, {}, alice.apiKey);
     const post = (key: string, body: unknown) => api('POST', '/submissions', body, key);
     // Carol needs her own template.
-    const own = await api('POST', '/templates/pdf', {
-      name: 'Carol',
-      documents: [{ name: 'c', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
-      fields: [{ name: 'A', role: 'One', areas: [{ x: 1, y: 1, w: 10, h: 10, page: 1 }] }, { name: 'B', role: 'Two', areas: [{ x: 1, y: 20, w: 10, h: 10, page: 1 }] }],
-    }, carol.apiKey);
+    const own = await api(
+      'POST',
+      '/templates/pdf',
+      {
+        name: 'Carol',
+        documents: [{ name: 'c', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
+        fields: [
+          { name: 'A', role: 'One', areas: [{ x: 1, y: 1, w: 10, h: 10, page: 1 }] },
+          { name: 'B', role: 'Two', areas: [{ x: 1, y: 20, w: 10, h: 10, page: 1 }] },
+        ],
+      },
+      carol.apiKey,
+    );
     void template;
     const reads = () => t.queries.filter((sql) => /^\s*SELECT/i.test(sql)).length;
     await post(carol.apiKey, { template_id: own.json.id, submitters: [{ email: 'a@x.test' }, { email: 'b@x.test' }] });
@@ -119,7 +142,11 @@ describe('GET /submissions', () => {
     await t.resetQueries();
     const oneKept = await countReads();
     expect(oneCold.items).toBe(1);
-    for (let i = 0; i < 100; i += 1) await post(carol.apiKey, { template_id: own.json.id, submitters: [{ email: `a${i}@x.test` }, { email: `b${i}@x.test` }] });
+    for (let i = 0; i < 100; i += 1)
+      await post(carol.apiKey, {
+        template_id: own.json.id,
+        submitters: [{ email: `a${i}@x.test` }, { email: `b${i}@x.test` }],
+      });
     await t.app.jobs.waitForIdle({ timeoutMs: 60_000 });
     const hundredCold = await countReads();
     const hundredKept = await countReads();
@@ -132,7 +159,10 @@ describe('GET /submissions', () => {
 
 describe('one submission', () => {
   it('GET /submissions/{id} in the get shape with events and documents; 403 and 404', async () => {
-    const [tenant] = await createSubmission([{ role: 'Tenant', email: 'get@example.test', completed: true, values: { 'Tenant Name': 'Gwen' } }, { role: 'Landlord', email: 'll@example.test' }]);
+    const [tenant] = await createSubmission([
+      { role: 'Tenant', email: 'get@example.test', completed: true, values: { 'Tenant Name': 'Gwen' } },
+      { role: 'Landlord', email: 'll@example.test' },
+    ]);
     // The completed party's documents are produced by the completion job.
     await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
     const { status, json } = await api('GET', `/submissions/${tenant!.submission_id}`);
@@ -140,25 +170,46 @@ describe('one submission', () => {
     expect(openApiErrors('get', '/submissions/{id}', json)).toEqual([]);
     // The API completion, and the request the next party was then sent (outbox mailer).
     expect(json.submission_events).toEqual([
-      { id: expect.any(Number), submitter_id: tenant!.id, event_type: 'api_complete_form', event_timestamp: expect.stringMatching(/Z$/) },
-      { id: expect.any(Number), submitter_id: json.submitters[1].id, event_type: 'send_email', event_timestamp: expect.stringMatching(/Z$/) },
+      {
+        id: expect.any(Number),
+        submitter_id: tenant!.id,
+        event_type: 'api_complete_form',
+        event_timestamp: expect.stringMatching(/Z$/),
+      },
+      {
+        id: expect.any(Number),
+        submitter_id: json.submitters[1].id,
+        event_type: 'send_email',
+        event_timestamp: expect.stringMatching(/Z$/),
+      },
     ]);
     expect(json.documents).toEqual([]);
-    expect(json.submitters[0]).toMatchObject({ status: 'completed', values: [{ field: 'Tenant Name', value: 'Gwen' }] });
+    expect(json.submitters[0]).toMatchObject({
+      status: 'completed',
+      values: [{ field: 'Tenant Name', value: 'Gwen' }],
+    });
     expect(json.submitters[0].documents).toEqual([{ name: 'lease', url: expect.stringContaining('/file/') }]);
     // Not everyone has completed: the submission has no documents yet.
     expect(json.documents).toEqual([]);
-    expect(await api('GET', `/submissions/${tenant!.submission_id}`, undefined, bob.apiKey)).toEqual({ status: 403, json: { error: 'Not authorized' } });
+    expect(await api('GET', `/submissions/${tenant!.submission_id}`, undefined, bob.apiKey)).toEqual({
+      status: 403,
+      json: { error: 'Not authorized' },
+    });
     expect((await api('GET', '/submissions/99999999')).status).toBe(404);
     const documents = await api('GET', `/submissions/${tenant!.submission_id}/documents`);
     expect(documents.json).toEqual({ id: tenant!.submission_id, documents: [] });
     expect(openApiErrors('get', '/submissions/{id}/documents', documents.json)).toEqual([]);
-    expect((await api('GET', `/submissions/${tenant!.submission_id}/documents`, undefined, bob.apiKey)).status).toBe(403);
+    expect((await api('GET', `/submissions/${tenant!.submission_id}/documents`, undefined, bob.apiKey)).status).toBe(
+      403,
+    );
   });
 
   it('PUT /submissions/{id} changes name and expiry; a past expire_at makes it expired', async () => {
     const [s] = await createSubmission([{ email: 'exp@example.test' }]);
-    const { status, json } = await api('PUT', `/submissions/${s!.submission_id}`, { name: 'Renamed', expire_at: '2001-01-01 00:00:00' });
+    const { status, json } = await api('PUT', `/submissions/${s!.submission_id}`, {
+      name: 'Renamed',
+      expire_at: '2001-01-01 00:00:00',
+    });
     expect(status).toBe(200);
     expect(json).toMatchObject({ name: 'Renamed', expire_at: '2001-01-01T00:00:00.000Z', status: 'expired' });
     expect(json).not.toHaveProperty('submission_events');
@@ -172,7 +223,9 @@ describe('one submission', () => {
 
 describe('submitters', () => {
   it('GET /submitters lists the read shape with filters; GET /submitters/{id}', async () => {
-    const [x] = await createSubmission([{ role: 'Tenant', email: 'filter@example.test', name: 'Filtered', external_id: 'ext-9' }]);
+    const [x] = await createSubmission([
+      { role: 'Tenant', email: 'filter@example.test', name: 'Filtered', external_id: 'ext-9' },
+    ]);
     // Its request email is sent by a job: wait for it, so the events are known (no race).
     await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
     const list = await api('GET', `/submitters?submission_id=${x!.submission_id}`);
@@ -181,28 +234,55 @@ describe('submitters', () => {
     expect(list.json.data.map((s: { id: number }) => s.id)).toEqual([x!.id]);
     expect(list.json.data[0]).toMatchObject({
       template: { id: templateId, name: 'Lease' },
-      submission_events: [{ id: expect.any(Number), submitter_id: x!.id, event_type: 'send_email', event_timestamp: expect.stringMatching(/Z$/) }],
+      submission_events: [
+        {
+          id: expect.any(Number),
+          submitter_id: x!.id,
+          event_type: 'send_email',
+          event_timestamp: expect.stringMatching(/Z$/),
+        },
+      ],
       values: [],
       documents: [],
       external_id: 'ext-9',
     });
     expect((await api('GET', '/submitters?q=filtered')).json.data.map((s: { id: number }) => s.id)).toEqual([x!.id]);
-    expect((await api('GET', '/submitters?external_id=ext-9')).json.data.map((s: { id: number }) => s.id)).toEqual([x!.id]);
-    expect((await api('GET', '/submitters?application_key=ext-9')).json.data.map((s: { id: number }) => s.id)).toEqual([x!.id]);
-    expect((await api('GET', '/submitters?completed_after=2000-01-01')).json.data.every((s: { completed_at: string | null }) => s.completed_at)).toBe(true);
+    expect((await api('GET', '/submitters?external_id=ext-9')).json.data.map((s: { id: number }) => s.id)).toEqual([
+      x!.id,
+    ]);
+    expect((await api('GET', '/submitters?application_key=ext-9')).json.data.map((s: { id: number }) => s.id)).toEqual([
+      x!.id,
+    ]);
+    expect(
+      (await api('GET', '/submitters?completed_after=2000-01-01')).json.data.every(
+        (s: { completed_at: string | null }) => s.completed_at,
+      ),
+    ).toBe(true);
     const one = await api('GET', `/submitters/${x!.id}`);
     expect(openApiErrors('get', '/submitters/{id}', one.json)).toEqual([]);
     expect(one.json.id).toBe(x!.id);
-    expect(await api('GET', `/submitters/${x!.id}`, undefined, bob.apiKey)).toEqual({ status: 403, json: { error: 'Not authorized' } });
+    expect(await api('GET', `/submitters/${x!.id}`, undefined, bob.apiKey)).toEqual({
+      status: 403,
+      json: { error: 'Not authorized' },
+    });
     expect((await api('GET', '/submitters/99999999')).status).toBe(404);
   });
 
   it('PUT /submitters/{id} updates details and values, completes, then refuses further changes', async () => {
     const [x] = await createSubmission([{ role: 'Tenant', email: 'put@example.test' }]);
-    const updated = await api('PUT', `/submitters/${x!.id}`, { name: 'Putty', values: { tenant_name: 'Putty P' }, external_id: 'p-1' });
+    const updated = await api('PUT', `/submitters/${x!.id}`, {
+      name: 'Putty',
+      values: { tenant_name: 'Putty P' },
+      external_id: 'p-1',
+    });
     expect(updated.status, JSON.stringify(updated.json)).toBe(200);
     expect(openApiErrors('put', '/submitters/{id}', updated.json)).toEqual([]);
-    expect(updated.json).toMatchObject({ name: 'Putty', external_id: 'p-1', values: [{ field: 'Tenant Name', value: 'Putty P' }], embed_src: expect.stringContaining('/s/') });
+    expect(updated.json).toMatchObject({
+      name: 'Putty',
+      external_id: 'p-1',
+      values: [{ field: 'Tenant Name', value: 'Putty P' }],
+      embed_src: expect.stringContaining('/s/'),
+    });
     const done = await api('PUT', `/submitters/${x!.id}`, { submitter: { completed: true } });
     expect(done.json.status).toBe('completed');
     const again = await api('PUT', `/submitters/${x!.id}`, { name: 'Late' });

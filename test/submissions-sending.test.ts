@@ -31,7 +31,9 @@ beforeAll(async () => {
     req.on('data', (chunk) => (body += chunk));
     req.on('end', () => {
       twilioRequests.push({ path: req.url ?? '', auth: req.headers.authorization, form: new URLSearchParams(body) });
-      res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify({ sid: `SM${twilioRequests.length}` }));
+      res
+        .writeHead(201, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ sid: `SM${twilioRequests.length}` }));
     });
   });
   await new Promise<void>((resolve) => twilio.listen(0, '127.0.0.1', resolve));
@@ -52,8 +54,18 @@ beforeAll(async () => {
     name: 'Employment contract',
     documents: [{ name: 'contract', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
     fields: [
-      { name: 'Employee Signature', type: 'signature', role: 'Employee', areas: [{ x: 72, y: 72, w: 150, h: 40, page: 1 }] },
-      { name: 'Employer Signature', type: 'signature', role: 'Employer', areas: [{ x: 72, y: 200, w: 150, h: 40, page: 1 }] },
+      {
+        name: 'Employee Signature',
+        type: 'signature',
+        role: 'Employee',
+        areas: [{ x: 72, y: 72, w: 150, h: 40, page: 1 }],
+      },
+      {
+        name: 'Employer Signature',
+        type: 'signature',
+        role: 'Employer',
+        areas: [{ x: 72, y: 200, w: 150, h: 40, page: 1 }],
+      },
     ],
   });
   templateId = json.id;
@@ -95,7 +107,12 @@ describe('sending in order', () => {
     expect(events.map((e) => e.eventType)).toEqual(['send_email']);
     const sentRow = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: employee.id } });
     // Which provider took it, on which attempt, to whom (the audit log prints it).
-    expect(events[0]!.data).toEqual({ email_message_id: sentRow.id, provider: 'smtp', attempt: 1, to: 'emma@example.test' });
+    expect(events[0]!.data).toEqual({
+      email_message_id: sentRow.id,
+      provider: 'smtp',
+      attempt: 1,
+      to: 'emma@example.test',
+    });
 
     // The first party completes through the API: the second is sent now.
     await api('PUT', `/submitters/${employee.id}`, { completed: true });
@@ -109,7 +126,9 @@ describe('sending in order', () => {
     // Not sent at creation: sent_at is the time the mail went out, recorded with its send_email event.
     const employerRow = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: employer.id } });
     expect(new Date(employerNow.sent_at).getTime()).toBe(employerRow.sentAt!.getTime());
-    expect((await t.db.submissionEvent.findMany({ where: { submitterId: employer.id } })).map((e) => [e.eventType, e.data])).toEqual([
+    expect(
+      (await t.db.submissionEvent.findMany({ where: { submitterId: employer.id } })).map((e) => [e.eventType, e.data]),
+    ).toEqual([
       ['send_email', { email_message_id: employerRow.id, provider: 'smtp', attempt: 1, to: 'boss@example.test' }],
     ]);
     // Nothing was sent twice.
@@ -134,18 +153,26 @@ describe('sending in order', () => {
   it('uses the custom message with DocuSeal variables', async () => {
     const { json } = await api('POST', '/submissions', {
       template_id: templateId,
-      message: { subject: 'Please sign {{template.name}}', body: 'Hello {{submitter.name}}, sign here: {{submitter.link}} — {{account.name}} (#{{submission.id}})' },
+      message: {
+        subject: 'Please sign {{template.name}}',
+        body: 'Hello {{submitter.name}}, sign here: {{submitter.link}} — {{account.name}} (#{{submission.id}})',
+      },
       submitters: [{ role: 'Employee', email: 'custom@example.test', name: 'Cora' }],
     });
     await t.app.jobs.waitForIdle();
     const [mail] = mailsTo('custom@example.test');
     expect(mail!.parsed.subject).toBe('Please sign Employment contract');
-    expect(mail!.parsed.text).toContain(`Hello Cora, sign here: ${json[0].embed_src} — Acme Inc (#${json[0].submission_id})`);
+    expect(mail!.parsed.text).toContain(
+      `Hello Cora, sign here: ${json[0].embed_src} — Acme Inc (#${json[0].submission_id})`,
+    );
   });
 
   it('a provider outage does not fail the API call; the mail goes out once when it recovers', async () => {
     smtp.rejectNext(451, 'Try again later');
-    const { status } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Employee', email: 'retry@example.test' }] });
+    const { status } = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Employee', email: 'retry@example.test' }],
+    });
     expect(status).toBe(200);
     await t.app.jobs.waitForIdle({ timeoutMs: 10_000, withinMs: 5_000 });
     expect(mailsTo('retry@example.test')).toHaveLength(1);
@@ -153,22 +180,39 @@ describe('sending in order', () => {
     expect(rows).toHaveLength(1);
     expect(rows[0]).toMatchObject({ status: 'sent', attemptCount: 2 });
     // The failed attempt is recorded as failed and retried, then the send by the run that made it.
-    const events = await t.db.submissionEvent.findMany({ where: { submitterId: rows[0]!.submitterId! }, orderBy: { id: 'asc' } });
+    const events = await t.db.submissionEvent.findMany({
+      where: { submitterId: rows[0]!.submitterId! },
+      orderBy: { id: 'asc' },
+    });
     expect(events.map((e) => [e.eventType, e.data])).toEqual([
       [
         'fail_email',
-        { email_message_id: rows[0]!.id, provider: 'smtp', attempt: 1, to: 'retry@example.test', error: expect.stringContaining('451 Try again later'), max_attempts: 10, retrying: true },
+        {
+          email_message_id: rows[0]!.id,
+          provider: 'smtp',
+          attempt: 1,
+          to: 'retry@example.test',
+          error: expect.stringContaining('451 Try again later'),
+          max_attempts: 10,
+          retrying: true,
+        },
       ],
       ['send_email', { email_message_id: rows[0]!.id, provider: 'smtp', attempt: 2, to: 'retry@example.test' }],
     ]);
     // REST lists both, under DocuSeal's item shape.
     const submitter = (await api('GET', `/submitters/${rows[0]!.submitterId}`)).json;
-    expect(submitter.submission_events.map((e: { event_type: string }) => e.event_type)).toEqual(['fail_email', 'send_email']);
+    expect(submitter.submission_events.map((e: { event_type: string }) => e.event_type)).toEqual([
+      'fail_email',
+      'send_email',
+    ]);
   });
 
   it('a refused email is recorded as failed and not retried, with no send_email', async () => {
     smtp.rejectNext(550, 'Mailbox unavailable');
-    const { json } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Employee', email: 'refused@example.test' }] });
+    const { json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Employee', email: 'refused@example.test' }],
+    });
     await t.app.jobs.waitForIdle({ timeoutMs: 10_000 });
     expect(mailsTo('refused@example.test')).toHaveLength(0);
     const row = await t.db.emailMessage.findFirstOrThrow({ where: { submitterId: json[0].id } });
@@ -177,7 +221,15 @@ describe('sending in order', () => {
     expect(events.map((e) => [e.eventType, e.data])).toEqual([
       [
         'fail_email',
-        { email_message_id: row.id, provider: 'smtp', attempt: 1, to: 'refused@example.test', error: expect.stringContaining('550 Mailbox unavailable'), max_attempts: 10, retrying: false },
+        {
+          email_message_id: row.id,
+          provider: 'smtp',
+          attempt: 1,
+          to: 'refused@example.test',
+          error: expect.stringContaining('550 Mailbox unavailable'),
+          max_attempts: 10,
+          retrying: false,
+        },
       ],
     ]);
   });
@@ -198,25 +250,39 @@ describe('sending in order', () => {
     expect(request!.form.get('From')).toBe('+15550000000');
     expect(request!.form.get('Body')).toContain(json[0].embed_src);
     const events = await t.db.submissionEvent.findMany({ where: { submitterId: json[0].id } });
-    expect(events.map((e) => [e.eventType, e.data])).toEqual([['send_sms', { sms_message_id: expect.any(Number), provider: 'twilio', attempt: 1, to: '+15551234567' }]]);
+    expect(events.map((e) => [e.eventType, e.data])).toEqual([
+      ['send_sms', { sms_message_id: expect.any(Number), provider: 'twilio', attempt: 1, to: '+15551234567' }],
+    ]);
   });
 
   it('re-sends the request on PUT /submitters/{id} with send_email true', async () => {
-    const { json } = await api('POST', '/submissions', { template_id: templateId, submitters: [{ role: 'Employee', email: 'again@example.test' }] });
+    const { json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [{ role: 'Employee', email: 'again@example.test' }],
+    });
     await t.app.jobs.waitForIdle();
     expect(mailsTo('again@example.test')).toHaveLength(1);
     await api('PUT', `/submitters/${json[0].id}`, { send_email: true });
     await t.app.jobs.waitForIdle();
     expect(mailsTo('again@example.test')).toHaveLength(2);
     const rows = await t.db.emailMessage.findMany({ where: { submitterId: json[0].id }, orderBy: { id: 'asc' } });
-    const events = await t.db.submissionEvent.findMany({ where: { submitterId: json[0].id, eventType: 'send_email' }, orderBy: { id: 'asc' } });
-    expect(events.map((e) => e.data)).toEqual(rows.map((r) => ({ email_message_id: r.id, provider: 'smtp', attempt: 1, to: 'again@example.test' })));
+    const events = await t.db.submissionEvent.findMany({
+      where: { submitterId: json[0].id, eventType: 'send_email' },
+      orderBy: { id: 'asc' },
+    });
+    expect(events.map((e) => e.data)).toEqual(
+      rows.map((r) => ({ email_message_id: r.id, provider: 'smtp', attempt: 1, to: 'again@example.test' })),
+    );
   });
 
   it('an expire_at that passes makes the submission expired', async () => {
     // Far enough ahead that the create and the read below finish before it on a busy machine.
     const soon = new Date(Date.now() + 3000).toISOString();
-    const { json } = await api('POST', '/submissions', { template_id: templateId, expire_at: soon, submitters: [{ role: 'Employee', email: 'exp@example.test' }] });
+    const { json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      expire_at: soon,
+      submitters: [{ role: 'Employee', email: 'exp@example.test' }],
+    });
     expect((await api('GET', `/submissions/${json[0].submission_id}`)).json.status).toBe('pending');
     await t.app.jobs.waitForIdle({ withinMs: 5000, timeoutMs: 20_000 });
     expect((await api('GET', `/submissions/${json[0].submission_id}`)).json.status).toBe('expired');

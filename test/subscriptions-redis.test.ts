@@ -54,7 +54,8 @@ const SUBMISSION_UPDATED = /* GraphQL */ `
   subscription ($id: Int!) { submissionUpdated(id: $id) { eventType submitter { id } submission { id archivedAt } } }
 `;
 
-const channel = (account: CreatedAccount, secret = SECRET) => `${redisChannelPrefix(secret)}${ACCOUNT_EVENTS_TOPIC}:${account.accountId}`;
+const channel = (account: CreatedAccount, secret = SECRET) =>
+  `${redisChannelPrefix(secret)}${ACCOUNT_EVENTS_TOPIC}:${account.accountId}`;
 
 /** Waits until `count` Redis connections (instances) subscribe to the account's channel. */
 async function redisSubscribers(account: CreatedAccount, count: number, secret = SECRET): Promise<void> {
@@ -151,12 +152,19 @@ describe('two instances, one database, one Redis', () => {
     const archived = await rest(b.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`);
     expect(archived.status).toBe(200);
     for (const feed of [onA, onB]) {
-      expect((await feed.nextData()).submissionUpdated).toEqual({ eventType: 'submission.archived', submitter: null, submission: { id: submissionId, archivedAt: archived.json.archived_at } });
+      expect((await feed.nextData()).submissionUpdated).toEqual({
+        eventType: 'submission.archived',
+        submitter: null,
+        submission: { id: submissionId, archivedAt: archived.json.archived_at },
+      });
     }
     // Once each, not once from Redis and once in process: a later event of the submission comes next.
     await emitOnA(alice, 'form.viewed', aliceParties[1]!.id);
     for (const feed of [onA, onB]) {
-      expect((await feed.nextData()).submissionUpdated).toMatchObject({ eventType: 'form.viewed', submitter: { id: aliceParties[1]!.id } });
+      expect((await feed.nextData()).submissionUpdated).toMatchObject({
+        eventType: 'form.viewed',
+        submitter: { id: aliceParties[1]!.id },
+      });
       expect(feed.count).toBe(2);
     }
     onA.close();
@@ -172,13 +180,24 @@ describe('two instances, one database, one Redis', () => {
     await redisSubscribers(alice, 1);
     await emitOnA(alice, 'form.started', aliceParties[0]!.id);
     // Alice's submitter under Bob's account (a faulty emitter): dropped before publication.
-    await sinkA.emit([{ type: 'form.started', accountId: bob.accountId, recordId: aliceParties[1]!.id, at: new Date() }]);
+    await sinkA.emit([
+      { type: 'form.started', accountId: bob.accountId, recordId: aliceParties[1]!.id, at: new Date() },
+    ]);
     await emitOnA(bob, 'form.completed', bobParties[0]!.id);
-    expect((await bobFeed.nextData()).formEvents).toMatchObject({ eventType: 'form.completed', submitter: { id: bobParties[0]!.id } });
-    expect((await aliceFeed.nextData()).formEvents).toMatchObject({ eventType: 'form.started', submitter: { id: aliceParties[0]!.id } });
+    expect((await bobFeed.nextData()).formEvents).toMatchObject({
+      eventType: 'form.completed',
+      submitter: { id: bobParties[0]!.id },
+    });
+    expect((await aliceFeed.nextData()).formEvents).toMatchObject({
+      eventType: 'form.started',
+      submitter: { id: aliceParties[0]!.id },
+    });
     expect(bobFeed.count).toBe(1);
     await emitOnA(alice, 'form.declined', aliceParties[1]!.id);
-    expect((await aliceFeed.nextData()).formEvents).toMatchObject({ eventType: 'form.declined', submitter: { id: aliceParties[1]!.id } });
+    expect((await aliceFeed.nextData()).formEvents).toMatchObject({
+      eventType: 'form.declined',
+      submitter: { id: aliceParties[1]!.id },
+    });
     bobFeed.close();
     aliceFeed.close();
     await redisSubscribers(bob, 0);
@@ -188,7 +207,11 @@ describe('two instances, one database, one Redis', () => {
   it('a deployment with another secret on the same Redis does not hear these events', async () => {
     const logger = pino({ level: 'silent' }) as unknown as FastifyBaseLogger;
     const otherSecret = randomBytes(32).toString('hex');
-    const other: LiveEvents = await createLiveEvents({ db: a.db, logger, redis: { url: REDIS_URL, secretKeyBase: otherSecret } });
+    const other: LiveEvents = await createLiveEvents({
+      db: a.db,
+      logger,
+      redis: { url: REDIS_URL, secretKeyBase: otherSecret },
+    });
     try {
       expect(redisChannelPrefix(otherSecret)).not.toBe(redisChannelPrefix(SECRET));
       const iterator = other.subscribe(alice.accountId)[Symbol.asyncIterator]();
@@ -196,7 +219,9 @@ describe('two instances, one database, one Redis', () => {
       await redisSubscribers(alice, 1, otherSecret);
       // Ours (same account id), then the other deployment's own: only the latter arrives there.
       await emitOnA(alice, 'form.viewed', aliceParties[0]!.id);
-      await other.publish([{ type: 'form.completed', accountId: alice.accountId, recordId: aliceParties[1]!.id, at: new Date() }]);
+      await other.publish([
+        { type: 'form.completed', accountId: alice.accountId, recordId: aliceParties[1]!.id, at: new Date() },
+      ]);
       expect((await first).value).toMatchObject({ type: 'form.completed', submitterId: aliceParties[1]!.id });
       await iterator.return?.();
     } finally {
@@ -207,7 +232,9 @@ describe('two instances, one database, one Redis', () => {
 
 describe('Redis unavailable', () => {
   it('an instance with an unreachable REDIS_URL still starts and serves; emitting does not fail', async () => {
-    const down = await startTestApp({ env: { REDIS_URL: `redis://127.0.0.1:${await freePort()}`, SECRET_KEY_BASE: SECRET } });
+    const down = await startTestApp({
+      env: { REDIS_URL: `redis://127.0.0.1:${await freePort()}`, SECRET_KEY_BASE: SECRET },
+    });
     try {
       const carol = await down.createAccount({ name: 'Carol', email: 'carol@redis.test' });
       const created = await rest(down.url, carol.apiKey, 'POST', '/templates/pdf', {
@@ -216,7 +243,11 @@ describe('Redis unavailable', () => {
       });
       // template.created is emitted; its live publication fails and is logged, the call succeeds.
       expect(created.status, JSON.stringify(created.json)).toBe(200);
-      await until(() => down.logs.some((l) => l.msg === 'live events not published'), 15_000, 'the publication failure to be logged');
+      await until(
+        () => down.logs.some((l) => l.msg === 'live events not published'),
+        15_000,
+        'the publication failure to be logged',
+      );
     } finally {
       await down.close();
     }

@@ -4,7 +4,15 @@
  * executions for another caller, other variables, another selection, or an event not marked as
  * shared; errors from the source stream pass through.
  */
-import { GraphQLInt, GraphQLObjectType, GraphQLSchema, GraphQLString, parse, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import {
+  GraphQLInt,
+  GraphQLObjectType,
+  GraphQLSchema,
+  GraphQLString,
+  parse,
+  type ExecutionArgs,
+  type ExecutionResult,
+} from 'graphql';
 import { Repeater } from 'graphql-yoga';
 import { describe, expect, it } from 'vitest';
 import { useSharedSubscriptionResults } from '../src/graphql/shared-subscription-results.ts';
@@ -68,7 +76,12 @@ async function subscribeAll(specs: { query: string; user: string; variables?: Re
   const subscribe = sharedSubscribe();
   const streams: AsyncIterableIterator<ExecutionResult>[] = [];
   for (const spec of specs) {
-    const stream = await subscribe({ schema, document: parse(spec.query), contextValue: { user: spec.user }, variableValues: spec.variables });
+    const stream = await subscribe({
+      schema,
+      document: parse(spec.query),
+      contextValue: { user: spec.user },
+      variableValues: spec.variables,
+    });
     streams.push(stream as AsyncIterableIterator<ExecutionResult>);
   }
   return streams;
@@ -99,7 +112,9 @@ describe('useSharedSubscriptionResults', () => {
     // The next event is executed again (results are per event).
     const second = { n: 2 };
     shared.add(second);
-    expect((await publish(streams, second)).map((r) => r?.data?.ticks)).toEqual([0, 1, 2].map(() => ({ n: 2, label: '2 for ada' })));
+    expect((await publish(streams, second)).map((r) => r?.data?.ticks)).toEqual(
+      [0, 1, 2].map(() => ({ n: 2, label: '2 for ada' })),
+    );
     expect(executions).toBe(2);
     for (const s of streams) await s.return?.();
   });
@@ -129,14 +144,21 @@ describe('useSharedSubscriptionResults', () => {
       { query: 'subscription { ticks { label } }', user: 'ada' },
       { query: 'subscription { ticks { label } }', user: 'ada' },
     ]);
-    expect((await publish(same, { n: 8 })).map((r) => r?.data?.ticks)).toEqual([{ label: '8 for ada' }, { label: '8 for ada' }]);
+    expect((await publish(same, { n: 8 })).map((r) => r?.data?.ticks)).toEqual([
+      { label: '8 for ada' },
+      { label: '8 for ada' },
+    ]);
     expect(executions).toBe(2);
     for (const s of [...streams, ...same]) await s.return?.();
   });
 
   it('returns the error of a subscription that cannot start', async () => {
     const subscribe = sharedSubscribe();
-    const result = (await subscribe({ schema, document: parse('subscription { ticks(fail: "nope") { n } }'), contextValue: { user: 'ada' } })) as ExecutionResult;
+    const result = (await subscribe({
+      schema,
+      document: parse('subscription { ticks(fail: "nope") { n } }'),
+      contextValue: { user: 'ada' },
+    })) as ExecutionResult;
     expect(result.errors?.[0]?.message).toBe('nope');
   });
 });

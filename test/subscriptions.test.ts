@@ -78,7 +78,8 @@ async function createSubmission(account: CreatedAccount, templateId: number, tag
   return json;
 }
 
-const emit = (account: CreatedAccount, type: EventType, recordId: number) => sink.emit([{ type, accountId: account.accountId, recordId, at: new Date() }]);
+const emit = (account: CreatedAccount, type: EventType, recordId: number) =>
+  sink.emit([{ type, accountId: account.accountId, recordId, at: new Date() }]);
 
 /** A graphql-ws client with this API key (none: unauthenticated), closed after the file. */
 function client(apiKey?: string): Client {
@@ -89,7 +90,11 @@ function client(apiKey?: string): Client {
 
 /** Waits until `count` subscriptions of the account listen on the server. */
 const listening = (account: CreatedAccount, count: number) =>
-  until(() => t.app.live.subscriberCount(account.accountId) === count, 15_000, `${count} subscription(s) of account ${account.accountId}`);
+  until(
+    () => t.app.live.subscriberCount(account.accountId) === count,
+    15_000,
+    `${count} subscription(s) of account ${account.accountId}`,
+  );
 
 async function closeAll(...feeds: Feed[]) {
   for (const feed of feeds) feed.close();
@@ -130,7 +135,12 @@ describe('formEvents over graphql-ws', () => {
     expect(data.formEvents).toEqual({
       eventType: 'form.viewed',
       timestamp: '2026-11-21T10:00:00.123Z',
-      submitter: { id: S1[0]!.id, email: 'client-s1@example.test', status: expect.any(String), submissionId: S1[0]!.submission_id },
+      submitter: {
+        id: S1[0]!.id,
+        email: 'client-s1@example.test',
+        status: expect.any(String),
+        submissionId: S1[0]!.submission_id,
+      },
       submission: { id: S1[0]!.submission_id, status: 'pending', template: { id: T1 } },
     });
     feed.close();
@@ -143,7 +153,8 @@ describe('formEvents over graphql-ws', () => {
     const submitter = S2[1]!.id;
     await emit(alice, 'submission.created', S2[1]!.submission_id);
     await emit(alice, 'template.updated', T1);
-    for (const type of ['form.viewed', 'form.started', 'form.completed', 'form.declined'] as const) await emit(alice, type, submitter);
+    for (const type of ['form.viewed', 'form.started', 'form.completed', 'form.declined'] as const)
+      await emit(alice, type, submitter);
     const types = [];
     for (let i = 0; i < 4; i += 1) types.push((await feed.nextData()).formEvents.eventType);
     expect(types).toEqual(['form.viewed', 'form.started', 'form.completed', 'form.declined']);
@@ -167,9 +178,18 @@ describe('formEvents over graphql-ws', () => {
     await emit(alice, 'form.completed', S2[1]!.id);
     await emit(alice, 'form.completed', S3[0]!.id);
     await emit(alice, 'form.completed', S1[1]!.id);
-    expect((await bySubmission.nextData()).formEvents).toMatchObject({ eventType: 'form.completed', submitter: { id: S2[1]!.id } });
-    expect((await byTemplate.nextData()).formEvents).toMatchObject({ eventType: 'form.completed', submitter: { id: S3[0]!.id } });
-    expect((await both.nextData()).formEvents).toMatchObject({ eventType: 'form.completed', submitter: { id: S1[1]!.id } });
+    expect((await bySubmission.nextData()).formEvents).toMatchObject({
+      eventType: 'form.completed',
+      submitter: { id: S2[1]!.id },
+    });
+    expect((await byTemplate.nextData()).formEvents).toMatchObject({
+      eventType: 'form.completed',
+      submitter: { id: S3[0]!.id },
+    });
+    expect((await both.nextData()).formEvents).toMatchObject({
+      eventType: 'form.completed',
+      submitter: { id: S1[1]!.id },
+    });
     expect([bySubmission.count, byTemplate.count, both.count]).toEqual([2, 2, 2]);
     await closeAll(bySubmission, byTemplate, both);
     await listening(alice, 0);
@@ -187,7 +207,11 @@ describe('formEvents over graphql-ws', () => {
     expect(await first.nextData()).toEqual(small);
     expect(await second.nextData()).toEqual(small);
     expect(await overSse.nextData()).toEqual(small);
-    expect((await full.nextData()).formEvents).toMatchObject({ eventType: 'form.started', submitter: { email: 'client-s3@example.test' }, submission: { id: S3[0]!.submission_id } });
+    expect((await full.nextData()).formEvents).toMatchObject({
+      eventType: 'form.started',
+      submitter: { email: 'client-s3@example.test' },
+      submission: { id: S3[0]!.submission_id },
+    });
     await closeAll(first, second, overSse, full);
     await listening(alice, 0);
   });
@@ -203,13 +227,26 @@ describe('submissionUpdated', () => {
     const archived = await rest(t.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`);
     expect(archived.status).toBe(200);
     const first = (await feed.nextData()).submissionUpdated;
-    expect(first).toMatchObject({ eventType: 'submission.archived', timestamp: archived.json.archived_at, submitter: null, submission: { id: submissionId, archivedAt: archived.json.archived_at } });
+    expect(first).toMatchObject({
+      eventType: 'submission.archived',
+      timestamp: archived.json.archived_at,
+      submitter: null,
+      submission: { id: submissionId, archivedAt: archived.json.archived_at },
+    });
     // A submitter event (emitted the way services do) names its submitter and brings the submission again, as it is now.
     await emit(alice, 'form.viewed', S3[1]!.id);
-    expect((await feed.nextData()).submissionUpdated).toMatchObject({ eventType: 'form.viewed', submitter: { id: S3[1]!.id }, submission: { id: submissionId } });
+    expect((await feed.nextData()).submissionUpdated).toMatchObject({
+      eventType: 'form.viewed',
+      submitter: { id: S3[1]!.id },
+      submission: { id: submissionId },
+    });
     // Restored with PUT, then archived again with PUT archived:true: one event (the change).
-    expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: false })).status).toBe(200);
-    expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: true })).status).toBe(200);
+    expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: false })).status).toBe(
+      200,
+    );
+    expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: true })).status).toBe(
+      200,
+    );
     const again = (await feed.nextData()).submissionUpdated;
     expect(again.eventType).toBe('submission.archived');
     expect(again.submission.archivedAt).not.toBeNull();
@@ -223,11 +260,18 @@ describe('submissionUpdated', () => {
     const [client1] = S1;
     const feed = subscribeWs(client(alice.apiKey), SUBMISSION_UPDATED, { id: client1!.submission_id });
     await listening(alice, 1);
-    const put = await rest(t.url, alice.apiKey, 'PUT', `/submitters/${client1!.id}`, { completed: true, values: { 'Client Name': 'Ada' } });
+    const put = await rest(t.url, alice.apiKey, 'PUT', `/submitters/${client1!.id}`, {
+      completed: true,
+      values: { 'Client Name': 'Ada' },
+    });
     expect(put.status, JSON.stringify(put.json)).toBe(200);
     // The completion job emits form.completed once the party's documents are made.
     const update = (await feed.nextData(60_000)).submissionUpdated;
-    expect(update).toMatchObject({ eventType: 'form.completed', submitter: { id: client1!.id }, submission: { id: client1!.submission_id, status: 'pending' } });
+    expect(update).toMatchObject({
+      eventType: 'form.completed',
+      submitter: { id: client1!.id },
+      submission: { id: client1!.submission_id, status: 'pending' },
+    });
     expect(update.submission.submitters.find((s: { id: number }) => s.id === client1!.id).completedAt).not.toBeNull();
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     feed.close();
@@ -237,7 +281,8 @@ describe('submissionUpdated', () => {
   it('one message per event, saying which event and which submitter: two completions and an archive, in order, no duplicates', async () => {
     const [first, second] = await createSubmission(alice, T2, 'sequence');
     const submissionId = first!.submission_id;
-    const SEQUENCE = 'subscription ($id: Int!) { submissionUpdated(id: $id) { eventType submitter { id } submission { id status } } }';
+    const SEQUENCE =
+      'subscription ($id: Int!) { submissionUpdated(id: $id) { eventType submitter { id } submission { id status } } }';
     const feed = subscribeWs(client(alice.apiKey), SEQUENCE, { id: submissionId });
     await listening(alice, 1);
     for (const party of [first!, second!]) {
@@ -268,16 +313,25 @@ describe('submissionUpdated', () => {
 
   it('over SSE through the Fastify route: an event stream, results as they happen, cleaned up when the client leaves', async () => {
     const submissionId = S4[0]!.submission_id;
-    const { feed, status, contentType } = await subscribeSse(t.url, bob.apiKey, SUBMISSION_UPDATED, { id: submissionId });
+    const { feed, status, contentType } = await subscribeSse(t.url, bob.apiKey, SUBMISSION_UPDATED, {
+      id: submissionId,
+    });
     expect(status).toBe(200);
     expect(contentType).toContain('text/event-stream');
     await listening(bob, 1);
     const archived = await rest(t.url, bob.apiKey, 'DELETE', `/submissions/${submissionId}`);
     expect(archived.status).toBe(200);
-    expect((await feed.nextData()).submissionUpdated).toMatchObject({ eventType: 'submission.archived', submitter: null, submission: { id: submissionId, archivedAt: archived.json.archived_at } });
+    expect((await feed.nextData()).submissionUpdated).toMatchObject({
+      eventType: 'submission.archived',
+      submitter: null,
+      submission: { id: submissionId, archivedAt: archived.json.archived_at },
+    });
     // DELETE again: submission.archived every time (reference §7.8).
     const second = await rest(t.url, bob.apiKey, 'DELETE', `/submissions/${submissionId}`);
-    expect((await feed.nextData()).submissionUpdated).toMatchObject({ eventType: 'submission.archived', submission: { id: submissionId, archivedAt: second.json.archived_at } });
+    expect((await feed.nextData()).submissionUpdated).toMatchObject({
+      eventType: 'submission.archived',
+      submission: { id: submissionId, archivedAt: second.json.archived_at },
+    });
     feed.close();
     await listening(bob, 0);
   });
@@ -286,7 +340,11 @@ describe('submissionUpdated', () => {
     const { feed } = await subscribeSse(t.url, alice.apiKey, FORM_EVENTS, { templateId: T2 });
     await listening(alice, 1);
     await emit(alice, 'form.declined', S3[1]!.id);
-    expect((await feed.nextData()).formEvents).toMatchObject({ eventType: 'form.declined', submitter: { id: S3[1]!.id }, submission: { id: S3[1]!.submission_id } });
+    expect((await feed.nextData()).formEvents).toMatchObject({
+      eventType: 'form.declined',
+      submitter: { id: S3[1]!.id },
+      submission: { id: S3[1]!.submission_id },
+    });
     feed.close();
     await listening(alice, 0);
   });
@@ -337,14 +395,21 @@ describe('authentication and accounts', () => {
     await emit(bob, 'form.started', S4[1]!.id);
     for (const feed of [bobFeed, bobSse]) {
       const first = (await feed.nextData()).formEvents;
-      expect(first).toMatchObject({ eventType: 'form.started', submitter: { id: S4[1]!.id }, submission: { id: S4[1]!.submission_id } });
+      expect(first).toMatchObject({
+        eventType: 'form.started',
+        submitter: { id: S4[1]!.id },
+        submission: { id: S4[1]!.submission_id },
+      });
       expect(feed.count).toBe(1);
     }
     // Alice got hers (and not the forged one).
     expect((await aliceFeed.nextData()).formEvents.submitter.id).toBe(S1[1]!.id);
     expect((await aliceFeed.nextData()).formEvents.submitter.id).toBe(S2[0]!.id);
     await emit(alice, 'form.declined', S3[0]!.id);
-    expect((await aliceFeed.nextData()).formEvents).toMatchObject({ eventType: 'form.declined', submitter: { id: S3[0]!.id } });
+    expect((await aliceFeed.nextData()).formEvents).toMatchObject({
+      eventType: 'form.declined',
+      submitter: { id: S3[0]!.id },
+    });
     await closeAll(bobFeed, bobSse, aliceFeed);
     await listening(bob, 0);
     await listening(alice, 0);

@@ -36,7 +36,9 @@ async function createTemplate(key: string, name: string, folderName?: string) {
         name,
         folderName,
         documents: [{ name: 'doc', file: base64(fixturePdf('documenso-a4-size.pdf')) }],
-        fields: [{ name: 'Sign here', type: 'signature', role: 'Signer', areas: [{ x: 100, y: 200, w: 150, h: 40, page: 1 }] }],
+        fields: [
+          { name: 'Sign here', type: 'signature', role: 'Signer', areas: [{ x: 100, y: 200, w: 150, h: 40, page: 1 }] },
+        ],
       },
     },
   });
@@ -52,7 +54,9 @@ describe('createTemplateFromPdf', () => {
     expect(area.page).toBe(0);
     expect(area.attachmentUuid).toBe(template.documents[0].uuid);
     // documenso-a4-size.pdf is A4 (595.3 × 841.9 points or so): compare to the stored page size.
-    const file = await t.db.storedFile.findFirstOrThrow({ where: { templateDocuments: { some: { uuid: area.attachmentUuid } } } });
+    const file = await t.db.storedFile.findFirstOrThrow({
+      where: { templateDocuments: { some: { uuid: area.attachmentUuid } } },
+    });
     const [page] = file.pages as { width: number; height: number }[];
     expect(area.x).toBeCloseTo(100 / page!.width, 6);
     expect(area.y).toBeCloseTo(200 / page!.height, 6);
@@ -82,15 +86,28 @@ describe('a template without fields', () => {
 
   it('is created with a TEMPLATE_HAS_NO_FIELDS warning (none when it has fields); createSubmissions then fails with VALIDATION naming it', async () => {
     const file = base64(fixturePdf('documenso-a4-size.pdf'));
-    const blank = await graphql(t.url, CREATE_WITH_WARNINGS, { key: alice.apiKey, variables: { input: { name: 'Blank', documents: [{ name: 'doc', file }] } } });
+    const blank = await graphql(t.url, CREATE_WITH_WARNINGS, {
+      key: alice.apiKey,
+      variables: { input: { name: 'Blank', documents: [{ name: 'doc', file }] } },
+    });
     expect(blank.body.errors, JSON.stringify(blank.body.errors)).toBeUndefined();
     const { template, warnings } = blank.body.data.createTemplateFromPdf;
     expect(template.fields).toEqual([]);
-    expect(warnings).toEqual([{ code: 'TEMPLATE_HAS_NO_FIELDS', message: expect.stringContaining('The template has no fields') }]);
+    expect(warnings).toEqual([
+      { code: 'TEMPLATE_HAS_NO_FIELDS', message: expect.stringContaining('The template has no fields') },
+    ]);
 
     const withFields = await graphql(t.url, CREATE_WITH_WARNINGS, {
       key: alice.apiKey,
-      variables: { input: { name: 'Signed', documents: [{ name: 'doc', file }], fields: [{ name: 'Sign', type: 'signature', role: 'Signer', areas: [{ x: 100, y: 200, w: 150, h: 40, page: 1 }] }] } },
+      variables: {
+        input: {
+          name: 'Signed',
+          documents: [{ name: 'doc', file }],
+          fields: [
+            { name: 'Sign', type: 'signature', role: 'Signer', areas: [{ x: 100, y: 200, w: 150, h: 40, page: 1 }] },
+          ],
+        },
+      },
     });
     expect(withFields.body.data.createTemplateFromPdf.warnings).toEqual([]);
 
@@ -107,7 +124,8 @@ describe('a template without fields', () => {
 
 describe('templates and template', () => {
   it('lists only the caller account, in a constant number of queries', async () => {
-    const LIST = '{ templates(limit: 100) { nodes { id name folderName author { email } documents { url previewImageUrl } } pagination { count next prev } } }';
+    const LIST =
+      '{ templates(limit: 100) { nodes { id name folderName author { email } documents { url previewImageUrl } } pagination { count next prev } } }';
     const carol = await t.createAccount({ email: 'carol@gql-templates.test' });
     await createTemplate(carol.apiKey, 'One', 'F1');
     await graphql(t.url, LIST, { key: carol.apiKey });
@@ -123,7 +141,11 @@ describe('templates and template', () => {
     const three = await graphql(t.url, LIST, { key: carol.apiKey });
     await t.settleQueries();
     expect(three.body.data.templates.nodes.map((n: { name: string }) => n.name)).toEqual(['One', 'Two', 'Three']);
-    expect(three.body.data.templates.nodes.map((n: { folderName: string }) => n.folderName)).toEqual(['F1', 'F2', 'F3 / Sub']);
+    expect(three.body.data.templates.nodes.map((n: { folderName: string }) => n.folderName)).toEqual([
+      'F1',
+      'F2',
+      'F3 / Sub',
+    ]);
     // Folder names load level by level: one more query for the nested folder's parent.
     expect(reads()).toBeLessThanOrEqual(withOne + 1);
   });
@@ -138,13 +160,27 @@ describe('templates and template', () => {
 
   it('updates, archives and clones', async () => {
     const template = await createTemplate(alice.apiKey, 'Editable');
-    const updated = await graphql(t.url, `mutation { updateTemplate(input: {id: ${template.id}, name: "Edited", roles: ["Client"]}) { template { name roles { name } } } }`, { key: alice.apiKey });
+    const updated = await graphql(
+      t.url,
+      `mutation { updateTemplate(input: {id: ${template.id}, name: "Edited", roles: ["Client"]}) { template { name roles { name } } } }`,
+      { key: alice.apiKey },
+    );
     expect(updated.body.data.updateTemplate.template).toEqual({ name: 'Edited', roles: [{ name: 'Client' }] });
-    const cloned = await graphql(t.url, `mutation { cloneTemplate(input: {id: ${template.id}}) { template { id name } } }`, { key: alice.apiKey });
+    const cloned = await graphql(
+      t.url,
+      `mutation { cloneTemplate(input: {id: ${template.id}}) { template { id name } } }`,
+      { key: alice.apiKey },
+    );
     expect(cloned.body.data.cloneTemplate.template.name).toBe('Edited (Clone)');
-    const archived = await graphql(t.url, `mutation { archiveTemplate(input: {id: ${template.id}}) { template { archivedAt } } }`, { key: alice.apiKey });
+    const archived = await graphql(
+      t.url,
+      `mutation { archiveTemplate(input: {id: ${template.id}}) { template { archivedAt } } }`,
+      { key: alice.apiKey },
+    );
     expect(archived.body.data.archiveTemplate.template.archivedAt).toMatch(/Z$/);
-    const listed = await graphql(t.url, '{ templates(archived: true, limit: 100) { nodes { id } } }', { key: alice.apiKey });
+    const listed = await graphql(t.url, '{ templates(archived: true, limit: 100) { nodes { id } } }', {
+      key: alice.apiKey,
+    });
     expect(listed.body.data.templates.nodes.map((n: { id: number }) => n.id)).toContain(template.id);
   });
 });

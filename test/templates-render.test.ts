@@ -20,10 +20,14 @@ afterAll(async () => {
   await t?.close();
 });
 
-const api = (app: TestApp, method: string, path: string, key: string, body?: unknown) => rest(app.url, key, method, path, body);
+const api = (app: TestApp, method: string, path: string, key: string, body?: unknown) =>
+  rest(app.url, key, method, path, body);
 
 async function storedPages(attachmentUuid: string) {
-  const doc = await t.db.templateDocument.findUniqueOrThrow({ where: { uuid: attachmentUuid }, include: { file: true } });
+  const doc = await t.db.templateDocument.findUniqueOrThrow({
+    where: { uuid: attachmentUuid },
+    include: { file: true },
+  });
   return doc.file.pages as { width: number; height: number }[];
 }
 
@@ -63,7 +67,10 @@ describe('POST /templates/html', () => {
     const { status, json } = await api(t, 'POST', '/templates/html', alice.apiKey, {
       documents: [
         { name: 'Part 1', html: '<p>One <date-field name="Date" style="width: 100px; height: 20px"></date-field></p>' },
-        { name: 'Part 2', html: '<p>Two <checkbox-field name="Agree" style="width: 20px; height: 20px"></checkbox-field> <datenow-field name="Today"></datenow-field></p>' },
+        {
+          name: 'Part 2',
+          html: '<p>Two <checkbox-field name="Agree" style="width: 20px; height: 20px"></checkbox-field> <datenow-field name="Today"></datenow-field></p>',
+        },
       ],
     });
     expect(status, JSON.stringify(json)).toBe(200);
@@ -76,7 +83,9 @@ describe('POST /templates/html', () => {
   });
 
   it('refuses an unknown field tag and a bad size with 422', async () => {
-    const unknown = await api(t, 'POST', '/templates/html', alice.apiKey, { html: '<hologram-field name="x"></hologram-field>' });
+    const unknown = await api(t, 'POST', '/templates/html', alice.apiKey, {
+      html: '<hologram-field name="x"></hologram-field>',
+    });
     expect(unknown.status).toBe(422);
     expect(unknown.json.error).toMatch(/hologram/);
     const size = await api(t, 'POST', '/templates/html', alice.apiKey, { html: '<p>x</p>', size: 'Napkin' });
@@ -89,7 +98,12 @@ describe('POST /templates/docx', () => {
   it('converts a DOCX and takes its text tags, in table cells and over several pages', async () => {
     const docx = makeDocx([
       { paragraph: 'Agreement between the parties.' },
-      { table: [['Buyer', '{{Buyer Name;role=Buyer}}'], ['Seller', '{{Seller Name;role=Seller}}']] },
+      {
+        table: [
+          ['Buyer', '{{Buyer Name;role=Buyer}}'],
+          ['Seller', '{{Seller Name;role=Seller}}'],
+        ],
+      },
       { pageBreak: true },
       { paragraph: 'Signed: {{Buyer Sign;type=signature;role=Buyer}}' },
     ]);
@@ -124,7 +138,9 @@ describe('POST /templates/docx', () => {
 
 describe('without a renderer', () => {
   it('answers 503 naming what is missing', async () => {
-    const bare = await startTestApp({ env: { CHROMIUM_PATH: '/nonexistent/chromium', SOFFICE_PATH: '/nonexistent/soffice' } });
+    const bare = await startTestApp({
+      env: { CHROMIUM_PATH: '/nonexistent/chromium', SOFFICE_PATH: '/nonexistent/soffice' },
+    });
     try {
       const account = await bare.createAccount({ email: 'nobody@render.test' });
       const html = await api(bare, 'POST', '/templates/html', account.apiKey, { html: '<p>x</p>' });

@@ -31,12 +31,15 @@ function writeTmp(name: string, bytes: Uint8Array): string {
   return file;
 }
 
-const pdftotext = (bytes: Uint8Array, name: string): string => execFileSync('pdftotext', ['-layout', writeTmp(`${name}.pdf`, bytes), '-']).toString();
+const pdftotext = (bytes: Uint8Array, name: string): string =>
+  execFileSync('pdftotext', ['-layout', writeTmp(`${name}.pdf`, bytes), '-']).toString();
 
 /** Renders page `page` (0-based) as displayed at 72 dpi: 1 pixel = 1 point. */
 function render(bytes: Uint8Array, page: number, name: string) {
   const file = writeTmp(`${name}-render.pdf`, bytes);
-  const ppm = execFileSync('pdftoppm', ['-r', '72', '-cropbox', '-f', String(page + 1), '-l', String(page + 1), file], { maxBuffer: 64 << 20 });
+  const ppm = execFileSync('pdftoppm', ['-r', '72', '-cropbox', '-f', String(page + 1), '-l', String(page + 1), file], {
+    maxBuffer: 64 << 20,
+  });
   const header = /^P6\s+(\d+)\s+(\d+)\s+255\s/.exec(ppm.subarray(0, 50).toString('latin1'));
   if (!header) throw new Error('pdftoppm did not produce a PPM');
   const [width, offset] = [Number(header[1]), header[0].length];
@@ -52,7 +55,11 @@ function render(bytes: Uint8Array, page: number, name: string) {
 type Raster = ReturnType<typeof render>;
 
 /** Pixels in a box (displayed points) that differ from `background` by more than a little. */
-function inkIn(raster: Raster, box: { x0: number; y0: number; x1: number; y1: number }, background = [255, 255, 255]): number {
+function inkIn(
+  raster: Raster,
+  box: { x0: number; y0: number; x1: number; y1: number },
+  background = [255, 255, 255],
+): number {
   let count = 0;
   for (let y = Math.ceil(box.y0); y <= Math.floor(box.y1); y += 1) {
     for (let x = Math.ceil(box.x0); x <= Math.floor(box.x1); x += 1) {
@@ -88,7 +95,12 @@ interface Drawn {
 }
 
 /** The displayed box a drawn text's glyphs occupy (Helvetica: cap height 0.718, descent 0.207 em). */
-const inkBox = (d: Drawn) => ({ x0: d.x, x1: d.x + d.width, y0: d.baseline - 0.718 * d.size, y1: d.baseline + 0.207 * d.size });
+const inkBox = (d: Drawn) => ({
+  x0: d.x,
+  x1: d.x + d.width,
+  y0: d.baseline - 0.718 * d.size,
+  y1: d.baseline + 0.207 * d.size,
+});
 
 const GREY = [0.85, 0.85, 0.85] as const;
 
@@ -104,7 +116,15 @@ async function buildTaggedPdf() {
   const cells: Array<{ tag: string; x0: number; y0: number; x1: number; y1: number }> = [];
 
   /** Draws text on an unrotated page at displayed (x, baseline). */
-  const text = (page: PDFPage, pageIndex: number, value: string, x: number, baseline: number, size: number, f: PDFFont = font) => {
+  const text = (
+    page: PDFPage,
+    pageIndex: number,
+    value: string,
+    x: number,
+    baseline: number,
+    size: number,
+    f: PDFFont = font,
+  ) => {
     page.drawText(value, { x, y: page.getHeight() - baseline, size, font: f });
     const d = { page: pageIndex, text: value, x, baseline, size, width: f.widthOfTextAtSize(value, size) };
     drawn.push(d);
@@ -115,7 +135,14 @@ async function buildTaggedPdf() {
   const p1 = doc.addPage([612, 792]);
   const before = text(p1, 0, 'Buyer name: ', 72, 100, 12);
   text(p1, 0, '{{Buyer Name;role=Buyer}}', 72 + before.width, 100, 12);
-  text(p1, 0, ' (as on the ID card)', 72 + before.width + font.widthOfTextAtSize('{{Buyer Name;role=Buyer}}', 12), 100, 12);
+  text(
+    p1,
+    0,
+    ' (as on the ID card)',
+    72 + before.width + font.widthOfTextAtSize('{{Buyer Name;role=Buyer}}', 12),
+    100,
+    12,
+  );
   const rows = [
     { label: 'Buyer signature', tag: '{{Sign;type=signature;role=Buyer}}', shaded: false },
     { label: 'Seller signature', tag: '{{Sign;type=signature;role=Seller}}', shaded: true },
@@ -164,7 +191,14 @@ async function buildTaggedPdf() {
   p3.setRotation(degrees(90));
   const rotatedTag = '{{Initials;type=initials;role=Seller}}';
   p3.drawText(rotatedTag, { x: 200, y: 100, size: 12, font, rotate: degrees(90) });
-  drawn.push({ page: 2, text: rotatedTag, x: 100, baseline: 200, size: 12, width: font.widthOfTextAtSize(rotatedTag, 12) });
+  drawn.push({
+    page: 2,
+    text: rotatedTag,
+    x: 100,
+    baseline: 200,
+    size: 12,
+    width: font.widthOfTextAtSize(rotatedTag, 12),
+  });
   p3.drawText('Initial here:', { x: 200, y: 30, size: 12, font, rotate: degrees(90) });
 
   return { bytes: await doc.save(), drawn, cells };
@@ -172,7 +206,14 @@ async function buildTaggedPdf() {
 
 describe('parseTextTag', () => {
   it('reads the name, defaults and every attribute (§12.3)', () => {
-    expect(parseTextTag('{{Full Name}}', 'doc')).toEqual({ name: 'Full Name', type: 'text', role: 'First Party', required: true, readonly: false, preferences: {} });
+    expect(parseTextTag('{{Full Name}}', 'doc')).toEqual({
+      name: 'Full Name',
+      type: 'text',
+      role: 'First Party',
+      required: true,
+      readonly: false,
+      preferences: {},
+    });
     expect(
       parseTextTag(
         '{{ Name ; role=Signer1;type=date;required=false;readonly=true;default=Bob;width=200;height=30;condition=Agree:Yes;font=courier;font_size=9.5;color=blue;align=Center;format=DD/MM/YYYY}}',
@@ -196,10 +237,18 @@ describe('parseTextTag', () => {
       options: ['Opt1', 'Opt2'],
     });
     expect(parseTextTag('{{type=checkbox}}', 'doc')).toMatchObject({ name: '', type: 'checkbox' });
-    expect(parseTextTag('{{Date;type=datenow}}', 'doc')).toMatchObject({ type: 'date', readonly: true, defaultValue: '{{date}}' });
+    expect(parseTextTag('{{Date;type=datenow}}', 'doc')).toMatchObject({
+      type: 'date',
+      readonly: true,
+      defaultValue: '{{date}}',
+    });
     expect(parseTextTag('{{Seal;type=stamp}}', 'doc')).toMatchObject({ type: 'stamp', readonly: true });
     expect(parseTextTag('{{Agree;type=checkbox;condition=Terms}}', 'doc').condition).toEqual({ field: 'Terms' });
-    expect(parseTextTag('{{Amount;type=number;required=TRUE;mask=-4}}', 'doc')).toMatchObject({ type: 'number', required: true, preferences: { mask: -4 } });
+    expect(parseTextTag('{{Amount;type=number;required=TRUE;mask=-4}}', 'doc')).toMatchObject({
+      type: 'number',
+      required: true,
+      preferences: { mask: -4 },
+    });
   });
 
   it('refuses bad tags with a 422 naming the document and the tag', async () => {
@@ -224,7 +273,11 @@ describe('parseTextTag', () => {
     ];
     for (const [raw, pattern] of cases) {
       const error = await expectValidation(() => parseTextTag(raw, 'contract.pdf, page 2'), pattern);
-      expect(error.message.startsWith(`contract.pdf, page 2: text tag ${JSON.stringify(raw.startsWith('{{') ? raw.trim() : `{{${raw}}}`)}: `)).toBe(true);
+      expect(
+        error.message.startsWith(
+          `contract.pdf, page 2: text tag ${JSON.stringify(raw.startsWith('{{') ? raw.trim() : `{{${raw}}}`)}: `,
+        ),
+      ).toBe(true);
     }
   });
 });
@@ -251,7 +304,14 @@ describe('extractTextTags', () => {
   it('turns tags into fields, with roles in order of first appearance', () => {
     expect(result.tagCount).toBe(12);
     expect(result.roles).toEqual(['Buyer', 'Seller', 'First Party']);
-    const summary = result.fields.map((f) => [f.role, f.name, f.type, f.required, f.readonly, f.areas.map((a) => a.page)]);
+    const summary = result.fields.map((f) => [
+      f.role,
+      f.name,
+      f.type,
+      f.required,
+      f.readonly,
+      f.areas.map((a) => a.page),
+    ]);
     expect(summary).toEqual([
       ['Buyer', 'Buyer Name', 'text', true, false, [0]],
       ['Buyer', 'Sign', 'signature', true, false, [0, 1]], // same name and role twice: one field, two areas
@@ -274,13 +334,17 @@ describe('extractTextTags', () => {
   it('places each area within 2 pt of where its tag was drawn', () => {
     // The datenow tag sits inside a sentence: it starts after "Signed on ".
     const sentence = drawnTag('Signed on {{Date;type=datenow;role=Seller}} by both parties.');
-    const single = (name: string, role?: string) => result.fields.find((f) => f.name === name && (!role || f.role === role))!.areas;
+    const single = (name: string, role?: string) =>
+      result.fields.find((f) => f.name === name && (!role || f.role === role))!.areas;
     const checks: Array<[TextTagArea, Drawn]> = [
       [single('Buyer Name')[0], drawnTag('{{Buyer Name;role=Buyer}}')],
       [single('Sign', 'Buyer')[0], drawnTag('{{Sign;type=signature;role=Buyer}}')],
       [single('Sign', 'Buyer')[1], source.drawn.filter((d) => d.text === '{{Sign;type=signature;role=Buyer}}')[1]],
       [single('Sign', 'Seller')[0], drawnTag('{{Sign;type=signature;role=Seller}}')],
-      [single('Date')[0], { ...sentence, x: 72 + widthOf('Signed on ', 11), width: widthOf('{{Date;type=datenow;role=Seller}}', 11) }],
+      [
+        single('Date')[0],
+        { ...sentence, x: 72 + widthOf('Signed on ', 11), width: widthOf('{{Date;type=datenow;role=Seller}}', 11) },
+      ],
       [single('Name')[0], { ...drawnTag('{{Na'), width: drawnTag('{{Na').width + drawnTag('me}}').width }],
       [single('Initials')[0], drawnTag('{{Initials;type=initials;role=Seller}}')],
     ];
@@ -314,7 +378,10 @@ describe('extractTextTags', () => {
     const notes = toPoints(result.fields.find((f) => f.name === 'Notes')!.areas[0]);
     expect(notes.y0).toBeLessThanOrEqual(374 - 0.718 * 10);
     expect(notes.y1).toBeGreaterThanOrEqual(386 + 0.207 * 10);
-    expect(notes.x1 - notes.x0).toBeCloseTo(Math.max(widthOf('{{Notes;role=Buyer;', 10), widthOf('required=false}}', 10)), 0);
+    expect(notes.x1 - notes.x0).toBeCloseTo(
+      Math.max(widthOf('{{Notes;role=Buyer;', 10), widthOf('required=false}}', 10)),
+      0,
+    );
   });
 
   it('gives width/height tags an area of that size in points from the tag box top-left', () => {
@@ -332,12 +399,22 @@ describe('extractTextTags', () => {
     expect(text).not.toContain('{{');
     expect(text).not.toContain('}}');
     expect(text).not.toMatch(/role=|type=/);
-    for (const kept of ['Buyer name:', '(as on the ID card)', 'Buyer signature', 'Seller signature', 'Total', 'Signed on', 'by both parties.', 'Initial here:']) {
+    for (const kept of [
+      'Buyer name:',
+      '(as on the ID card)',
+      'Buyer signature',
+      'Seller signature',
+      'Total',
+      'Signed on',
+      'by both parties.',
+      'Initial here:',
+    ]) {
       expect(text, kept).toContain(kept);
     }
     // mupdf's own text extraction agrees, page by page.
     const doc = new mupdf.PDFDocument(result.pdf);
-    for (let i = 0; i < doc.countPages(); i += 1) expect(doc.loadPage(i).toStructuredText('').asText()).not.toContain('{{');
+    for (let i = 0; i < doc.countPages(); i += 1)
+      expect(doc.loadPage(i).toStructuredText('').asText()).not.toContain('{{');
     expect(doc.countPages()).toBe(3);
   });
 
@@ -356,12 +433,31 @@ describe('extractTextTags', () => {
     }
     // The sentence's tag is gone but its words are still drawn; the datenow tag sits mid-sentence.
     const sentence = drawnTag('Signed on {{Date;type=datenow;role=Seller}} by both parties.');
-    const signedOn = { x0: 73, y0: sentence.baseline - 7, x1: 72 + widthOf('Signed on', 11) - 1, y1: sentence.baseline };
+    const signedOn = {
+      x0: 73,
+      y0: sentence.baseline - 7,
+      x1: 72 + widthOf('Signed on', 11) - 1,
+      y1: sentence.baseline,
+    };
     expect(inkIn(out[1], signedOn)).toBeGreaterThan(20);
     const tagWidth = widthOf('{{Date;type=datenow;role=Seller}}', 11);
     const tagStart = 72 + widthOf('Signed on ', 11);
-    expect(inkIn(out[1], { x0: tagStart + 1, y0: sentence.baseline - 7, x1: tagStart + tagWidth - 1, y1: sentence.baseline })).toBe(0);
-    expect(inkIn(out[1], { x0: tagStart + tagWidth + 3, y0: sentence.baseline - 7, x1: tagStart + tagWidth + 40, y1: sentence.baseline })).toBeGreaterThan(20);
+    expect(
+      inkIn(out[1], {
+        x0: tagStart + 1,
+        y0: sentence.baseline - 7,
+        x1: tagStart + tagWidth - 1,
+        y1: sentence.baseline,
+      }),
+    ).toBe(0);
+    expect(
+      inkIn(out[1], {
+        x0: tagStart + tagWidth + 3,
+        y0: sentence.baseline - 7,
+        x1: tagStart + tagWidth + 40,
+        y1: sentence.baseline,
+      }),
+    ).toBeGreaterThan(20);
     const before = drawnTag('Buyer name: ');
     expect(inkIn(out[0], { ...inkBox(before), x1: before.x + before.width - 4 })).toBeGreaterThan(20);
     // Table borders and the shaded cell survive.
@@ -371,7 +467,12 @@ describe('extractTextTags', () => {
   });
 
   it('returns a PDF without tags unchanged, and finds nothing in the fixtures', async () => {
-    for (const file of ['documenso-letter-size.pdf', 'docuseal-sample-document.pdf', 'pdfjs-form_two_pages.pdf', 'pdfjs-hello_world_rotated.pdf']) {
+    for (const file of [
+      'documenso-letter-size.pdf',
+      'docuseal-sample-document.pdf',
+      'pdfjs-form_two_pages.pdf',
+      'pdfjs-hello_world_rotated.pdf',
+    ]) {
       const bytes = fixturePdf(file);
       const found = await extractTextTags(bytes, { label: file });
       expect(found, file).toEqual({ pdf: bytes, roles: [], fields: [], tagCount: 0 });
@@ -399,7 +500,10 @@ describe('extractTextTags', () => {
       async () => extractTextTags(await clash.save(), { label: 'a.pdf' }),
       /^a\.pdf, page 1: text tag field "Start" of role "First Party" is date in an earlier tag and text here/,
     );
-    await expectValidation(() => extractTextTags(Buffer.from('hello'), { label: 'hello.txt' }), /^hello\.txt is not a PDF/);
+    await expectValidation(
+      () => extractTextTags(Buffer.from('hello'), { label: 'hello.txt' }),
+      /^hello\.txt is not a PDF/,
+    );
   });
 
   // Speed is measured by `npm run bench:templates`; this only proves the scan finds nothing there.
@@ -413,6 +517,8 @@ describe('extractTextTags', () => {
       times.push(performance.now() - started);
       expect(found.tagCount).toBe(0);
     }
-    console.log(`extractTextTags on pdfjs-tracemonkey.pdf (14 pages, no tags): ${times.map((t) => `${t.toFixed(0)} ms`).join(', ')}`);
+    console.log(
+      `extractTextTags on pdfjs-tracemonkey.pdf (14 pages, no tags): ${times.map((t) => `${t.toFixed(0)} ms`).join(', ')}`,
+    );
   });
 });

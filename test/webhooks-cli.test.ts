@@ -53,14 +53,24 @@ describe('signet webhook', { timeout: 180_000 }, () => {
     const listed = await runSignet(['webhook', 'list', '--account-id', String(account.accountId)], env);
     expect(listed.code, listed.stderr).toBe(0);
     expect(jsonLine(listed.stdout)).toEqual([
-      { id: endpoint.id, accountId: account.accountId, url, events: endpoint.events, headerName: null, enabled: true, createdAt: expect.stringMatching(/Z$/) },
+      {
+        id: endpoint.id,
+        accountId: account.accountId,
+        url,
+        events: endpoint.events,
+        headerName: null,
+        enabled: true,
+        createdAt: expect.stringMatching(/Z$/),
+      },
     ]);
     expect(listed.stdout).not.toContain('whsec_');
 
     const removed = await runSignet(['webhook', 'remove', '--id', String(endpoint.id)], env);
     expect(removed.code, removed.stderr).toBe(0);
     expect(jsonLine(removed.stdout)).toEqual({ id: endpoint.id });
-    expect(jsonLine((await runSignet(['webhook', 'list', '--account-id', String(account.accountId)], env)).stdout)).toEqual([]);
+    expect(
+      jsonLine((await runSignet(['webhook', 'list', '--account-id', String(account.accountId)], env)).stdout),
+    ).toEqual([]);
   });
 
   it('exits 2 with a message on bad input, writing nothing', async () => {
@@ -68,9 +78,27 @@ describe('signet webhook', { timeout: 180_000 }, () => {
     const cases: [string[], RegExp][] = [
       [['webhook', 'add', '--account-id', String(account.accountId)], /Missing --url/],
       [['webhook', 'add', '--url', 'https://x.example'], /Missing --account-id/],
-      [['webhook', 'add', '--account-id', 'abc', '--url', 'https://x.example'], /--account-id must be a positive integer/],
-      [['webhook', 'add', '--account-id', String(account.accountId), '--url', 'ftp://x.example'], /url must be an http or https URL/],
-      [['webhook', 'add', '--account-id', String(account.accountId), '--url', 'https://x.example', '--events', 'form.completed,form.exploded'], /unknown event type form\.exploded/],
+      [
+        ['webhook', 'add', '--account-id', 'abc', '--url', 'https://x.example'],
+        /--account-id must be a positive integer/,
+      ],
+      [
+        ['webhook', 'add', '--account-id', String(account.accountId), '--url', 'ftp://x.example'],
+        /url must be an http or https URL/,
+      ],
+      [
+        [
+          'webhook',
+          'add',
+          '--account-id',
+          String(account.accountId),
+          '--url',
+          'https://x.example',
+          '--events',
+          'form.completed,form.exploded',
+        ],
+        /unknown event type form\.exploded/,
+      ],
       [['webhook', 'add', '--account-id', '999999', '--url', 'https://x.example'], /Account 999999 not found/],
       [['webhook', 'remove', '--id', '999999'], /Webhook endpoint 999999 not found/],
       [['webhook', 'remove', '--id', '0'], /--id must be a positive integer/],
@@ -86,7 +114,7 @@ describe('signet webhook', { timeout: 180_000 }, () => {
     expect(await t.db.webhookEndpoint.count()).toBe(before);
   });
 
-  it('refuses, as it is added, a URL delivery would refuse: in delivery\'s words, the same for every cause', async () => {
+  it("refuses, as it is added, a URL delivery would refuse: in delivery's words, the same for every cause", async () => {
     const before = await t.db.webhookEndpoint.count();
     const production = { DATABASE_URL: t.database.url };
     const refused = [
@@ -98,7 +126,10 @@ describe('signet webhook', { timeout: 180_000 }, () => {
       'https://no-such-host.invalid/hook', // does not resolve
     ];
     for (const url of refused) {
-      const result = await runSignet(['webhook', 'add', '--account-id', String(account.accountId), '--url', url], production);
+      const result = await runSignet(
+        ['webhook', 'add', '--account-id', String(account.accountId), '--url', url],
+        production,
+      );
       expect(result.code, url).toBe(2);
       expect(result.stdout).toBe('');
       // Delivery tells the account "Webhook request failed" for every cause; this says the same
@@ -109,23 +140,46 @@ describe('signet webhook', { timeout: 180_000 }, () => {
     expect(await t.db.webhookEndpoint.count()).toBe(before);
 
     // The switches deliveries honour are honoured here: WEBHOOK_ALLOWED_HOSTS, WEBHOOK_ALLOW_PRIVATE.
-    const allowed = await runSignet(['webhook', 'add', '--account-id', String(account.accountId), '--url', `${receiver.url}/allowed`], {
-      ...production,
-      WEBHOOK_ALLOWED_HOSTS: '127.0.0.0/8',
-    });
+    const allowed = await runSignet(
+      ['webhook', 'add', '--account-id', String(account.accountId), '--url', `${receiver.url}/allowed`],
+      {
+        ...production,
+        WEBHOOK_ALLOWED_HOSTS: '127.0.0.0/8',
+      },
+    );
     expect(allowed.code, allowed.stderr).toBe(0);
-    const anyAddress = await runSignet(['webhook', 'add', '--account-id', String(account.accountId), '--url', 'http://10.0.0.5/private'], env);
+    const anyAddress = await runSignet(
+      ['webhook', 'add', '--account-id', String(account.accountId), '--url', 'http://10.0.0.5/private'],
+      env,
+    );
     expect(anyAddress.code, anyAddress.stderr).toBe(0);
     // A name that does not resolve is refused even then: delivery could not send to it either.
-    const unresolved = await runSignet(['webhook', 'add', '--account-id', String(account.accountId), '--url', 'https://no-such-host.invalid/hook'], env);
+    const unresolved = await runSignet(
+      ['webhook', 'add', '--account-id', String(account.accountId), '--url', 'https://no-such-host.invalid/hook'],
+      env,
+    );
     expect(unresolved.code).toBe(2);
     expect(unresolved.stderr.trim()).toBe(`signet: ${WEBHOOK_DESTINATION_REFUSED}`);
-    for (const { id } of [jsonLine(allowed.stdout), jsonLine(anyAddress.stdout)]) await runSignet(['webhook', 'remove', '--id', String(id)], env);
+    for (const { id } of [jsonLine(allowed.stdout), jsonLine(anyAddress.stdout)])
+      await runSignet(['webhook', 'remove', '--id', String(id)], env);
   });
 
   it('the printed secret verifies the deliveries of the events chosen with --events', async () => {
     const added = await runSignet(
-      ['webhook', 'add', '--account-id', String(account.accountId), '--url', `${receiver.url}/cli`, '--events', 'template.created, template.updated', '--header-name', 'X-From', '--header-value', 'cli'],
+      [
+        'webhook',
+        'add',
+        '--account-id',
+        String(account.accountId),
+        '--url',
+        `${receiver.url}/cli`,
+        '--events',
+        'template.created, template.updated',
+        '--header-name',
+        'X-From',
+        '--header-value',
+        'cli',
+      ],
       env,
     );
     expect(added.code, added.stderr).toBe(0);
@@ -139,7 +193,9 @@ describe('signet webhook', { timeout: 180_000 }, () => {
       fields: [{ name: 'Name', role: 'Signer', areas: [{ x: 72, y: 120, w: 200, h: 20, page: 1 }] }],
     });
     expect(template.status).toBe(200);
-    await t.app.effects.emit([{ type: 'template.updated', accountId: account.accountId, recordId: template.json.id, at: new Date() }]);
+    await t.app.effects.emit([
+      { type: 'template.updated', accountId: account.accountId, recordId: template.json.id, at: new Date() },
+    ]);
     const requests = await receiver.waitFor((r) => r.some((x) => x.json?.event_type === 'template.updated'));
     const request = requests.find((x) => x.json?.event_type === 'template.updated')!;
     expect(request.json.data.id).toBe(template.json.id);

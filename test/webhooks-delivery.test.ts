@@ -11,7 +11,13 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import type { EventType } from '../src/events/events.ts';
-import { deliverWebhook, MAX_SENDS, retryDelayMs, retryWindowMs, type DeliveryDeps } from '../src/webhooks/deliver-webhook.ts';
+import {
+  deliverWebhook,
+  MAX_SENDS,
+  retryDelayMs,
+  retryWindowMs,
+  type DeliveryDeps,
+} from '../src/webhooks/deliver-webhook.ts';
 import { createWebhookEndpoint } from '../src/webhooks/endpoints.ts';
 import { isAllowed, sendWebhookRequest } from '../src/webhooks/send-request.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
@@ -38,8 +44,15 @@ async function createTemplate(app: TestApp, owner: CreatedAccount): Promise<numb
 
 /** An endpoint for template.updated on `url`, and one template.updated event for it. */
 async function deliverOnce(app: TestApp, owner: CreatedAccount, template: number, url: string) {
-  const { endpoint, secret } = await createWebhookEndpoint(app.db, { accountId: owner.accountId, url, events: ['template.updated'], destination: ANY_DESTINATION });
-  await app.app.effects.emit([{ type: 'template.updated' as EventType, accountId: owner.accountId, recordId: template, at: new Date() }]);
+  const { endpoint, secret } = await createWebhookEndpoint(app.db, {
+    accountId: owner.accountId,
+    url,
+    events: ['template.updated'],
+    destination: ANY_DESTINATION,
+  });
+  await app.app.effects.emit([
+    { type: 'template.updated' as EventType, accountId: owner.accountId, recordId: template, at: new Date() },
+  ]);
   const delivery = await waitForDelivery(app, endpoint.id);
   return { endpoint, secret, delivery };
 }
@@ -54,9 +67,17 @@ async function waitForDelivery(app: TestApp, endpointId: number) {
 }
 
 /** Polls the delivery until `done` holds for it (with its attempts). */
-async function waitForState(app: TestApp, deliveryId: number, done: (d: { status: string; attempts: { attempt: number }[] }) => boolean, timeoutMs = 60_000) {
+async function waitForState(
+  app: TestApp,
+  deliveryId: number,
+  done: (d: { status: string; attempts: { attempt: number }[] }) => boolean,
+  timeoutMs = 60_000,
+) {
   for (const deadline = Date.now() + timeoutMs; ; ) {
-    const delivery = await app.db.webhookDelivery.findUniqueOrThrow({ where: { id: deliveryId }, include: { attempts: { orderBy: { attempt: 'asc' } } } });
+    const delivery = await app.db.webhookDelivery.findUniqueOrThrow({
+      where: { id: deliveryId },
+      include: { attempts: { orderBy: { attempt: 'asc' } } },
+    });
     if (done(delivery)) return delivery;
     if (Date.now() > deadline) throw new Error(`delivery ${deliveryId} stuck: ${JSON.stringify(delivery)}`);
     await new Promise((r) => setTimeout(r, 20));
@@ -67,14 +88,21 @@ const on = (path: string) => receiver.requests.filter((r) => r.path === path);
 const gaps = (requests: ReceivedRequest[]) => requests.slice(1).map((r, i) => r.at - requests[i]!.at);
 
 beforeAll(async () => {
-  t = await startTestApp({ env: { WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: String(BASE_MS), WEBHOOK_RESPONSE_TIMEOUT_SECONDS: '0.5' } });
+  t = await startTestApp({
+    env: {
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_RETRY_BASE_MS: String(BASE_MS),
+      WEBHOOK_RESPONSE_TIMEOUT_SECONDS: '0.5',
+    },
+  });
   receiver = await startReceiver();
   account = await t.createAccount({ email: 'owner@delivery.test' });
   templateId = await createTemplate(t, account);
   receiver.respond((request) => {
     const path = request.path;
     const n = receiver.requests.filter((r) => r.path === path).length;
-    if (path === '/flaky') return n <= 3 ? { status: [500, 404, 429][n - 1]!, body: 'boom' } : { status: 200, body: 'thanks' };
+    if (path === '/flaky')
+      return n <= 3 ? { status: [500, 404, 429][n - 1]!, body: 'boom' } : { status: 200, body: 'thanks' };
     if (path === '/hang') return { hang: true };
     if (path === '/redirect') return { status: 302, headers: { location: `${receiver.url}/elsewhere` }, body: 'moved' };
     if (path === '/big-error') return { status: 500, body: 'x'.repeat(5000) };
@@ -123,16 +151,22 @@ describe('retries', { timeout: 180_000 }, () => {
     // Same body every time (the record did not change), each waited for at least 2^attempt × base.
     expect(new Set(requests.map((r) => r.json.timestamp)).size).toBe(1);
     gaps(requests).forEach((gap, attempt) => {
-expect(gap, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(retryDelayMs(attempt, BASE_MS));
-});
+      expect(gap, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(retryDelayMs(attempt, BASE_MS));
+    });
     // Attempts are recorded at their start, in order, spaced like the requests.
     const starts = done.attempts.map((a) => a.createdAt.getTime());
     starts.slice(1).forEach((start, i) => {
-expect(start - starts[i]!).toBeGreaterThanOrEqual(retryDelayMs(i, BASE_MS));
-});
+      expect(start - starts[i]!).toBeGreaterThanOrEqual(retryDelayMs(i, BASE_MS));
+    });
 
     // A late run of any of its attempts sends nothing more.
-    const deps: DeliveryDeps = { db: t.db, jobs: t.jobs, payloads: { build: async () => null }, config: t.config.webhooks, logger: t.app.fastify.log };
+    const deps: DeliveryDeps = {
+      db: t.db,
+      jobs: t.jobs,
+      payloads: { build: async () => null },
+      config: t.config.webhooks,
+      logger: t.app.fastify.log,
+    };
     for (const attempt of [0, 3, 4]) await deliverWebhook(deps, { deliveryId: delivery.id, attempt });
     await new Promise((r) => setTimeout(r, 4 * BASE_MS));
     expect(on('/flaky')).toHaveLength(4);
@@ -142,14 +176,29 @@ expect(start - starts[i]!).toBeGreaterThanOrEqual(retryDelayMs(i, BASE_MS));
     const { endpoint, delivery } = await deliverOnce(t, account, templateId, `${receiver.url}/hang`);
     const first = await waitForState(t, delivery.id, (d) => d.attempts.length >= 1);
     // The account sees a generic failure; the reason is in the server log (src/webhooks/send-request.ts).
-    expect(first.attempts[0]).toMatchObject({ attempt: 0, statusCode: null, error: 'Webhook request failed', responseBody: null });
-    expect(t.logs).toContainEqual(expect.objectContaining({ msg: 'webhook request failed', deliveryId: delivery.id, reason: 'Response timeout: no complete answer within 0.5 s of connecting' }));
+    expect(first.attempts[0]).toMatchObject({
+      attempt: 0,
+      statusCode: null,
+      error: 'Webhook request failed',
+      responseBody: null,
+    });
+    expect(t.logs).toContainEqual(
+      expect.objectContaining({
+        msg: 'webhook request failed',
+        deliveryId: delivery.id,
+        reason: 'Response timeout: no complete answer within 0.5 s of connecting',
+      }),
+    );
     expect(first.attempts[0]!.durationMs).toBeGreaterThanOrEqual(500);
     expect(on('/hang').length).toBeGreaterThanOrEqual(1);
 
     await t.db.webhookEndpoint.update({ where: { id: endpoint.id }, data: { disabledAt: new Date() } });
     const stopped = await waitForState(t, delivery.id, (d) => d.status === 'failed');
-    expect(stopped.attempts.at(-1)).toMatchObject({ statusCode: null, error: 'Not sent: the endpoint is disabled', durationMs: 0 });
+    expect(stopped.attempts.at(-1)).toMatchObject({
+      statusCode: null,
+      error: 'Not sent: the endpoint is disabled',
+      durationMs: 0,
+    });
     expect(stopped.nextAttemptAt).toBeNull();
     const sent = on('/hang').length;
     await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 2000 });
@@ -181,12 +230,27 @@ expect(start - starts[i]!).toBeGreaterThanOrEqual(retryDelayMs(i, BASE_MS));
     const template = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
     // As left by a run that claimed attempt 0 and died before recording it.
     const crashed = await t.db.webhookDelivery.create({
-      data: { accountId: account.accountId, endpointId: endpoint.id, eventType: 'template.updated', recordType: 'Template', recordId: templateId, payload: template.payload as never, attemptCount: 1 },
+      data: {
+        accountId: account.accountId,
+        endpointId: endpoint.id,
+        eventType: 'template.updated',
+        recordType: 'Template',
+        recordId: templateId,
+        payload: template.payload as never,
+        attemptCount: 1,
+      },
     });
     // Claimed longer ago than an attempt can take: a dead run's, not one still sending.
-    await t.db.$executeRaw`UPDATE webhook_deliveries SET updated_at = updated_at - interval '1 hour' WHERE id = ${crashed.id}`;
+    await t.db
+      .$executeRaw`UPDATE webhook_deliveries SET updated_at = updated_at - interval '1 hour' WHERE id = ${crashed.id}`;
     const before = on('/after-crash').length;
-    const deps: DeliveryDeps = { db: t.db, jobs: t.jobs, payloads: { build: async () => null }, config: t.config.webhooks, logger: t.app.fastify.log };
+    const deps: DeliveryDeps = {
+      db: t.db,
+      jobs: t.jobs,
+      payloads: { build: async () => null },
+      config: t.config.webhooks,
+      logger: t.app.fastify.log,
+    };
     await deliverWebhook(deps, { deliveryId: crashed.id, attempt: 0 });
     const done = await waitForState(t, crashed.id, (d) => d.status !== 'pending');
     expect(done.status).toBe('succeeded');
@@ -203,10 +267,24 @@ expect(start - starts[i]!).toBeGreaterThanOrEqual(retryDelayMs(i, BASE_MS));
     const template = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
     // Attempt 0 claimed just now by a run that is still sending (not recorded yet).
     const claimed = await t.db.webhookDelivery.create({
-      data: { accountId: account.accountId, endpointId: endpoint.id, eventType: 'template.updated', recordType: 'Template', recordId: templateId, payload: template.payload as never, attemptCount: 1 },
+      data: {
+        accountId: account.accountId,
+        endpointId: endpoint.id,
+        eventType: 'template.updated',
+        recordType: 'Template',
+        recordId: templateId,
+        payload: template.payload as never,
+        attemptCount: 1,
+      },
     });
     const before = on('/in-flight').length;
-    const deps: DeliveryDeps = { db: t.db, jobs: t.jobs, payloads: { build: async () => null }, config: t.config.webhooks, logger: t.app.fastify.log };
+    const deps: DeliveryDeps = {
+      db: t.db,
+      jobs: t.jobs,
+      payloads: { build: async () => null },
+      config: t.config.webhooks,
+      logger: t.app.fastify.log,
+    };
     const duplicate = deliverWebhook(deps, { deliveryId: claimed.id, attempt: 0 });
     await new Promise((resolve) => setTimeout(resolve, 400));
     // The first run records its success.
@@ -215,7 +293,10 @@ expect(start - starts[i]!).toBeGreaterThanOrEqual(retryDelayMs(i, BASE_MS));
       t.db.webhookDelivery.update({ where: { id: claimed.id }, data: { status: 'succeeded' } }),
     ]);
     await duplicate;
-    const done = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id: claimed.id }, include: { attempts: { orderBy: { attempt: 'asc' } } } });
+    const done = await t.db.webhookDelivery.findUniqueOrThrow({
+      where: { id: claimed.id },
+      include: { attempts: { orderBy: { attempt: 'asc' } } },
+    });
     expect(done.status).toBe('succeeded');
     expect(done.attempts.map((a) => [a.attempt, a.statusCode, a.error])).toEqual([[0, 200, null]]);
     expect(on('/in-flight')).toHaveLength(before);
@@ -227,13 +308,30 @@ expect(start - starts[i]!).toBeGreaterThanOrEqual(retryDelayMs(i, BASE_MS));
     const first = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
     const make = () =>
       t.db.webhookDelivery.create({
-        data: { accountId: account.accountId, endpointId: endpoint.id, eventType: 'template.updated', recordType: 'Template', recordId: templateId, payload: first.payload as never },
+        data: {
+          accountId: account.accountId,
+          endpointId: endpoint.id,
+          eventType: 'template.updated',
+          recordType: 'Template',
+          recordId: templateId,
+          payload: first.payload as never,
+        },
       });
     const [a, b] = [await make(), await make()];
     const before = on('/at-once').length;
-    const deps: DeliveryDeps = { db: t.db, jobs: t.jobs, payloads: { build: async () => null }, config: t.config.webhooks, logger: t.app.fastify.log };
+    const deps: DeliveryDeps = {
+      db: t.db,
+      jobs: t.jobs,
+      payloads: { build: async () => null },
+      config: t.config.webhooks,
+      logger: t.app.fastify.log,
+    };
     // In one turn of the event loop: one claim statement for the three, then one record statement.
-    await Promise.all([deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }), deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }), deliverWebhook(deps, { deliveryId: b.id, attempt: 0 })]);
+    await Promise.all([
+      deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }),
+      deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }),
+      deliverWebhook(deps, { deliveryId: b.id, attempt: 0 }),
+    ]);
     expect(on('/at-once')).toHaveLength(before + 2);
     for (const id of [a.id, b.id]) {
       const done = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id }, include: { attempts: true } });
@@ -259,7 +357,9 @@ describe('the 12-send cap and private addresses', { timeout: 180_000 }, () => {
   });
 
   it('a receiver that always fails gets 12 sends, spaced 2^attempt × base, then the delivery is failed', async () => {
-    receiver.respond((request) => (request.path === '/always-503' ? { status: 503, body: 'down' } : { status: 200, body: 'ok' }));
+    receiver.respond((request) =>
+      request.path === '/always-503' ? { status: 503, body: 'down' } : { status: 200, body: 'ok' },
+    );
     const { delivery } = await deliverOnce(strict, owner, template, `http://localhost:${receiver.port}/always-503`);
     const done = await waitForState(strict, delivery.id, (d) => d.status !== 'pending', 120_000);
     await strict.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 5000 });
@@ -271,8 +371,8 @@ describe('the 12-send cap and private addresses', { timeout: 180_000 }, () => {
     const requests = on('/always-503');
     expect(requests).toHaveLength(12);
     gaps(requests).forEach((gap, attempt) => {
-expect(gap, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(retryDelayMs(attempt, 5));
-});
+      expect(gap, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(retryDelayMs(attempt, 5));
+    });
   });
 
   it('refuses a destination on a loopback address unless allowed, logging why and telling the account only that it failed', async () => {
@@ -285,7 +385,11 @@ expect(gap, `gap after attempt ${attempt}`).toBeGreaterThanOrEqual(retryDelayMs(
       responseBody: null,
     });
     expect(strict.logs).toContainEqual(
-      expect.objectContaining({ msg: 'webhook request failed', deliveryId: delivery.id, reason: expect.stringMatching(/^Refused: 127\.0\.0\.1 resolves to 127\.0\.0\.1, a private, loopback/) }),
+      expect.objectContaining({
+        msg: 'webhook request failed',
+        deliveryId: delivery.id,
+        reason: expect.stringMatching(/^Refused: 127\.0\.0\.1 resolves to 127\.0\.0\.1, a private, loopback/),
+      }),
     );
     const done = await waitForState(strict, delivery.id, (d) => d.status !== 'pending', 120_000);
     expect(done.status).toBe('failed');
@@ -313,7 +417,13 @@ describe('sendWebhookRequest', { timeout: 180_000 }, () => {
       policy,
       resolve: () => new Promise(() => {}),
     });
-    expect(result).toMatchObject({ ok: false, statusCode: null, error: 'Webhook request failed', detail: 'Connect timeout: no connection within 0.2 s', responseBody: null });
+    expect(result).toMatchObject({
+      ok: false,
+      statusCode: null,
+      error: 'Webhook request failed',
+      detail: 'Connect timeout: no connection within 0.2 s',
+      responseBody: null,
+    });
     expect(result.durationMs).toBeGreaterThanOrEqual(200);
   });
 
@@ -325,8 +435,19 @@ describe('sendWebhookRequest', { timeout: 180_000 }, () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const { port } = server.address() as AddressInfo;
     try {
-      const result = await sendWebhookRequest({ url: `http://127.0.0.1:${port}/`, headers: {}, body: '{}', connectTimeoutMs: 1000, responseTimeoutMs: 300, policy });
-      expect(result).toMatchObject({ ok: false, error: 'Webhook request failed', detail: 'Response timeout: no complete answer within 0.3 s of connecting' });
+      const result = await sendWebhookRequest({
+        url: `http://127.0.0.1:${port}/`,
+        headers: {},
+        body: '{}',
+        connectTimeoutMs: 1000,
+        responseTimeoutMs: 300,
+        policy,
+      });
+      expect(result).toMatchObject({
+        ok: false,
+        error: 'Webhook request failed',
+        detail: 'Response timeout: no complete answer within 0.3 s of connecting',
+      });
     } finally {
       server.closeAllConnections();
       server.close();
@@ -341,10 +462,34 @@ describe('sendWebhookRequest', { timeout: 180_000 }, () => {
         s.close(() => resolve(port));
       });
     });
-    const refused = await sendWebhookRequest({ url: `http://127.0.0.1:${closed}/`, headers: {}, body: '{}', connectTimeoutMs: 1000, responseTimeoutMs: 1000, policy });
-    expect(refused).toMatchObject({ ok: false, statusCode: null, error: 'Webhook request failed', detail: 'Connection refused' });
-    const unknown = await sendWebhookRequest({ url: 'http://no-such-host.invalid/', headers: {}, body: '{}', connectTimeoutMs: 2000, responseTimeoutMs: 1000, policy, resolve: async () => [] });
-    expect(unknown).toMatchObject({ ok: false, error: 'Webhook request failed', detail: 'The host name no-such-host.invalid does not resolve' });
+    const refused = await sendWebhookRequest({
+      url: `http://127.0.0.1:${closed}/`,
+      headers: {},
+      body: '{}',
+      connectTimeoutMs: 1000,
+      responseTimeoutMs: 1000,
+      policy,
+    });
+    expect(refused).toMatchObject({
+      ok: false,
+      statusCode: null,
+      error: 'Webhook request failed',
+      detail: 'Connection refused',
+    });
+    const unknown = await sendWebhookRequest({
+      url: 'http://no-such-host.invalid/',
+      headers: {},
+      body: '{}',
+      connectTimeoutMs: 2000,
+      responseTimeoutMs: 1000,
+      policy,
+      resolve: async () => [],
+    });
+    expect(unknown).toMatchObject({
+      ok: false,
+      error: 'Webhook request failed',
+      detail: 'The host name no-such-host.invalid does not resolve',
+    });
   });
 
   it('refuses a name with any non-public address, and pins the connection to the checked one', async () => {
@@ -412,7 +557,15 @@ describe('sendWebhookRequest: kept-alive connections', { timeout: 180_000 }, () 
     };
   }
   const send = (url: string, extra: Partial<Parameters<typeof sendWebhookRequest>[0]> = {}) =>
-    sendWebhookRequest({ url, headers: {}, body: '{}', connectTimeoutMs: 2000, responseTimeoutMs: 2000, policy: { allowPrivate: true, allowedHosts: [] }, ...extra });
+    sendWebhookRequest({
+      url,
+      headers: {},
+      body: '{}',
+      connectTimeoutMs: 2000,
+      responseTimeoutMs: 2000,
+      policy: { allowPrivate: true, allowedHosts: [] },
+      ...extra,
+    });
 
   it('reuses a connection to the same checked address, and opens a new one when the resolution changes; a refused one sends nothing', async () => {
     const server = await startCountingServer((_n, res) => res.end('ok'));
@@ -421,7 +574,8 @@ describe('sendWebhookRequest: kept-alive connections', { timeout: 180_000 }, () 
       const policy = { allowPrivate: false, allowedHosts: ['127.0.0.0/8'] };
       let address = '127.0.0.1';
       const resolve = async () => [{ address, family: 4 }];
-      for (let i = 0; i < 3; i += 1) expect(await send(url, { policy, resolve })).toMatchObject({ ok: true, statusCode: 200 });
+      for (let i = 0; i < 3; i += 1)
+        expect(await send(url, { policy, resolve })).toMatchObject({ ok: true, statusCode: 200 });
       expect(server.connections).toHaveLength(1);
       expect(server.requests.map((r) => r.connection)).toEqual([0, 0, 0]);
 
@@ -433,7 +587,9 @@ describe('sendWebhookRequest: kept-alive connections', { timeout: 180_000 }, () 
 
       // Then to an address the policy refuses: nothing is sent, on the kept sockets or any other.
       address = '10.1.2.3';
-      expect((await send(url, { policy, resolve })).detail).toMatch(/^Refused: hooks\.keepalive\.test resolves to 10\.1\.2\.3/);
+      expect((await send(url, { policy, resolve })).detail).toMatch(
+        /^Refused: hooks\.keepalive\.test resolves to 10\.1\.2\.3/,
+      );
       expect(server.requests).toHaveLength(4);
       expect(server.connections).toHaveLength(2);
     } finally {
@@ -461,7 +617,12 @@ describe('sendWebhookRequest: kept-alive connections', { timeout: 180_000 }, () 
       const url = `http://127.0.0.1:${server.port}/hang`;
       expect(await send(url)).toMatchObject({ ok: true });
       const hung = await send(url, { responseTimeoutMs: 300 });
-      expect(hung).toMatchObject({ ok: false, statusCode: null, error: 'Webhook request failed', detail: 'Response timeout: no complete answer within 0.3 s of connecting' });
+      expect(hung).toMatchObject({
+        ok: false,
+        statusCode: null,
+        error: 'Webhook request failed',
+        detail: 'Response timeout: no complete answer within 0.3 s of connecting',
+      });
       expect(server.requests.map((r) => r.connection)).toEqual([0, 0]);
       // The timed-out socket is not reused: the next request opens a new connection.
       expect(await send(url)).toMatchObject({ ok: true });
@@ -477,7 +638,20 @@ describe('isAllowed', { timeout: 180_000 }, () => {
   it('allows public unicast addresses only, unless allowed by configuration', () => {
     expect(isAllowed('example.com', '93.184.216.34', none)).toBe(true);
     expect(isAllowed('example.com', '2606:2800:220:1:248:1893:25c8:1946', none)).toBe(true);
-    for (const address of ['127.0.0.1', '10.0.0.5', '172.16.3.4', '192.168.1.1', '169.254.169.254', '100.64.0.1', '0.0.0.0', '::1', 'fd00::1', 'fe80::1', '::ffff:127.0.0.1', '::ffff:10.0.0.1']) {
+    for (const address of [
+      '127.0.0.1',
+      '10.0.0.5',
+      '172.16.3.4',
+      '192.168.1.1',
+      '169.254.169.254',
+      '100.64.0.1',
+      '0.0.0.0',
+      '::1',
+      'fd00::1',
+      'fe80::1',
+      '::ffff:127.0.0.1',
+      '::ffff:10.0.0.1',
+    ]) {
       expect(isAllowed('h.example', address, none), address).toBe(false);
     }
     expect(isAllowed('h.example', '10.0.0.5', { allowPrivate: true, allowedHosts: [] })).toBe(true);

@@ -33,7 +33,12 @@ beforeAll(async () => {
   queue = createJobQueue({ connectionString: database.url, logger: pino({ level: 'silent' }) });
   receiver = await startReceiver();
   account = await createAccount(db, { name: 'Restart', email: 'owner@restart.test' });
-  env = { DATABASE_URL: database.url, WEBHOOK_ALLOW_PRIVATE: 'true', WEBHOOK_RETRY_BASE_MS: String(BASE_MS), CREATE_DEV_ACCOUNT: 'false' };
+  env = {
+    DATABASE_URL: database.url,
+    WEBHOOK_ALLOW_PRIVATE: 'true',
+    WEBHOOK_RETRY_BASE_MS: String(BASE_MS),
+    CREATE_DEV_ACCOUNT: 'false',
+  };
 });
 afterAll(async () => {
   for (const service of services) if (service.child.exitCode === null) service.child.kill('SIGKILL');
@@ -43,7 +48,11 @@ afterAll(async () => {
   await database?.drop();
 });
 
-async function until<T>(what: string, check: () => Promise<T | null | undefined | false>, timeoutMs = 60_000): Promise<T> {
+async function until<T>(
+  what: string,
+  check: () => Promise<T | null | undefined | false>,
+  timeoutMs = 60_000,
+): Promise<T> {
   for (const deadline = Date.now() + timeoutMs; ; ) {
     const value = await check();
     if (value) return value;
@@ -63,16 +72,30 @@ describe('restart while a delivery waits for its retry', () => {
     });
     expect(template.status, JSON.stringify(template.json)).toBe(200);
 
-    const { endpoint } = await createWebhookEndpoint(db, { accountId: account.accountId, url: `${receiver.url}/restart`, events: ['template.updated'], destination: ANY_DESTINATION });
-    receiver.respond((_request, index) => (index === 0 ? { status: 500, body: 'not yet' } : { status: 200, body: 'ok' }));
+    const { endpoint } = await createWebhookEndpoint(db, {
+      accountId: account.accountId,
+      url: `${receiver.url}/restart`,
+      events: ['template.updated'],
+      destination: ANY_DESTINATION,
+    });
+    receiver.respond((_request, index) =>
+      index === 0 ? { status: 500, body: 'not yet' } : { status: 200, body: 'ok' },
+    );
     // The event as a service raises it: a persisted dispatch-event job, run by the service.
-    await createSideEffects({ db, jobs: queue }).emit([{ type: 'template.updated', accountId: account.accountId, recordId: template.json.id, at: new Date() }]);
+    await createSideEffects({ db, jobs: queue }).emit([
+      { type: 'template.updated', accountId: account.accountId, recordId: template.json.id, at: new Date() },
+    ]);
 
     await receiver.waitFor((requests) => requests.length === 1);
     const waiting = await until('the retry to be scheduled', async () => {
-      const delivery = await db.webhookDelivery.findFirst({ where: { endpointId: endpoint.id }, include: { attempts: true } });
+      const delivery = await db.webhookDelivery.findFirst({
+        where: { endpointId: endpoint.id },
+        include: { attempts: true },
+      });
       if (!delivery?.nextAttemptAt) return null;
-      const [job] = await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM agenda.jobs WHERE name = 'deliver-webhook' AND data->>'uniqueKey' = ${`${delivery.id}:1`}`;
+      const [job] = await db.$queryRaw<
+        { n: bigint }[]
+      >`SELECT count(*) AS n FROM agenda.jobs WHERE name = 'deliver-webhook' AND data->>'uniqueKey' = ${`${delivery.id}:1`}`;
       return job && Number(job.n) === 1 ? delivery : null;
     });
     expect(waiting).toMatchObject({ status: 'pending', attemptCount: 1 });
@@ -94,7 +117,10 @@ describe('restart while a delivery waits for its retry', () => {
     expect(retry!.json.timestamp).toBe(receiver.requests[0]!.json.timestamp);
 
     const done = await until('the delivery to succeed', async () => {
-      const delivery = await db.webhookDelivery.findFirst({ where: { endpointId: endpoint.id }, include: { attempts: { orderBy: { attempt: 'asc' } } } });
+      const delivery = await db.webhookDelivery.findFirst({
+        where: { endpointId: endpoint.id },
+        include: { attempts: { orderBy: { attempt: 'asc' } } },
+      });
       return delivery?.status === 'succeeded' ? delivery : null;
     });
     expect(done.attempts.map((a) => [a.attempt, a.statusCode])).toEqual([

@@ -31,7 +31,8 @@ let endpoint: { id: number; secret: string };
 let templateId: number;
 
 const api = (method: string, p: string, body?: unknown, key = alice.apiKey) => rest(t.url, key, method, p, body);
-const gql = (query: string, variables: Record<string, unknown> = {}, key = alice.apiKey) => graphql(t.url, query, { key, variables });
+const gql = (query: string, variables: Record<string, unknown> = {}, key = alice.apiKey) =>
+  graphql(t.url, query, { key, variables });
 
 const CREATE = /* GraphQL */ `
   mutation ($input: CreateWebhookEndpointInput!) {
@@ -43,27 +44,59 @@ const CREATE = /* GraphQL */ `
 const emit = (events: Omit<DomainEvent, 'at'>[]) => t.app.effects.emit(events.map((e) => ({ ...e, at: new Date() })));
 
 /** The requests for event `type` about record `id`. */
-const received = (type: string, id: number) => receiver.requests.filter((r) => r.json?.event_type === type && r.json?.data?.id === id);
+const received = (type: string, id: number) =>
+  receiver.requests.filter((r) => r.json?.event_type === type && r.json?.data?.id === id);
 const waitForEvent = async (type: string, id: number, count = 1): Promise<ReceivedRequest> => {
   await receiver.waitFor(() => received(type, id).length >= count);
   return received(type, id)[count - 1]!;
 };
 
 /** Signed file URLs differ by their token (expiry); compare them without it. */
-const withoutTokens = (value: unknown) => JSON.parse(JSON.stringify(value).replace(/\/file\/[^/"]+\//g, '/file/TOKEN/'));
+const withoutTokens = (value: unknown) =>
+  JSON.parse(JSON.stringify(value).replace(/\/file\/[^/"]+\//g, '/file/TOKEN/'));
 
 /** The data properties DocuSeal's OpenAPI document gives each webhook. */
-const openApiWebhook = JSON.parse(fs.readFileSync(path.join(ROOT, '..', 'shared', 'reference', 'docuseal-openapi.json'), 'utf8')).webhooks as Record<
+const openApiWebhook = JSON.parse(
+  fs.readFileSync(path.join(ROOT, '..', 'shared', 'reference', 'docuseal-openapi.json'), 'utf8'),
+).webhooks as Record<
   string,
-  { post: { requestBody: { content: { 'application/json': { schema: { properties: { data: { properties: Record<string, unknown> } } } } } } } }
+  {
+    post: {
+      requestBody: {
+        content: { 'application/json': { schema: { properties: { data: { properties: Record<string, unknown> } } } } };
+      };
+    };
+  }
 >;
-const openApiDataKeys = (name: string) => Object.keys(openApiWebhook[name]!.post.requestBody.content['application/json'].schema.properties.data.properties);
+const openApiDataKeys = (name: string) =>
+  Object.keys(openApiWebhook[name]!.post.requestBody.content['application/json'].schema.properties.data.properties);
 
 /** The fields the interface spec's Events section lists for form.* data. */
 const SPEC_FORM_FIELDS = [
-  'id', 'submission_id', 'email', 'ua', 'ip', 'name', 'phone', 'role', 'external_id', 'application_key',
-  'sent_at', 'opened_at', 'completed_at', 'created_at', 'updated_at', 'status', 'preferences', 'submission',
-  'template', 'values', 'metadata', 'audit_log_url', 'submission_url', 'documents',
+  'id',
+  'submission_id',
+  'email',
+  'ua',
+  'ip',
+  'name',
+  'phone',
+  'role',
+  'external_id',
+  'application_key',
+  'sent_at',
+  'opened_at',
+  'completed_at',
+  'created_at',
+  'updated_at',
+  'status',
+  'preferences',
+  'submission',
+  'template',
+  'values',
+  'metadata',
+  'audit_log_url',
+  'submission_url',
+  'documents',
 ];
 
 beforeAll(async () => {
@@ -72,7 +105,12 @@ beforeAll(async () => {
   alice = await t.createAccount({ email: 'alice@webhooks.test' });
   bob = await t.createAccount({ email: 'bob@webhooks.test' });
   const { body } = await gql(CREATE, {
-    input: { url: `${receiver.url}/hooks/alice`, events: [...EVENT_TYPES], headerName: 'X-Test-Secret', headerValue: 's3cr3t value' },
+    input: {
+      url: `${receiver.url}/hooks/alice`,
+      events: [...EVENT_TYPES],
+      headerName: 'X-Test-Secret',
+      headerValue: 's3cr3t value',
+    },
   });
   expect(body.errors).toBeUndefined();
   endpoint = { id: body.data.createWebhookEndpoint.endpoint.id, secret: body.data.createWebhookEndpoint.secret };
@@ -102,11 +140,18 @@ describe('endpoints', { timeout: 180_000 }, () => {
     expect(stored.secret).toBe(created.secret);
 
     const list = await gql('{ webhookEndpoints { id url events } }');
-    expect(list.body.data.webhookEndpoints.map((e: { id: number }) => e.id)).toEqual([endpoint.id, created.endpoint.id]);
+    expect(list.body.data.webhookEndpoints.map((e: { id: number }) => e.id)).toEqual([
+      endpoint.id,
+      created.endpoint.id,
+    ]);
     expect(JSON.stringify(list.body)).not.toContain('whsec_');
     // No field of the endpoint type gives the secret.
     const introspection = await gql('{ __type(name: "WebhookEndpoint") { fields { name } } }');
-    expect(introspection.body.data.__type.fields.map((f: { name: string }) => f.name).filter((n: string) => /secret/i.test(n))).toEqual(['previousSecretExpiresAt']);
+    expect(
+      introspection.body.data.__type.fields
+        .map((f: { name: string }) => f.name)
+        .filter((n: string) => /secret/i.test(n)),
+    ).toEqual(['previousSecretExpiresAt']);
 
     await gql('mutation ($id: Int!) { deleteWebhookEndpoint(input: {id: $id}) { id } }', { id: created.endpoint.id });
   });
@@ -136,19 +181,33 @@ describe('endpoints', { timeout: 180_000 }, () => {
   it('refuse a URL delivery would refuse, in its words: a name that does not resolve, even with WEBHOOK_ALLOW_PRIVATE', async () => {
     const before = await t.db.webhookEndpoint.count();
     const created = await gql(CREATE, { input: { url: 'https://hooks.no-such-host.invalid/x' } });
-    expect(created.body.errors?.[0]).toMatchObject({ message: WEBHOOK_DESTINATION_REFUSED, extensions: { code: 'VALIDATION' } });
+    expect(created.body.errors?.[0]).toMatchObject({
+      message: WEBHOOK_DESTINATION_REFUSED,
+      extensions: { code: 'VALIDATION' },
+    });
     expect(await t.db.webhookEndpoint.count()).toBe(before);
-    const UPDATE = 'mutation ($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { endpoint { url } } }';
+    const UPDATE =
+      'mutation ($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { endpoint { url } } }';
     const updated = await gql(UPDATE, { input: { id: endpoint.id, url: 'https://hooks.no-such-host.invalid/x' } });
-    expect(updated.body.errors?.[0]).toMatchObject({ message: WEBHOOK_DESTINATION_REFUSED, extensions: { code: 'VALIDATION' } });
-    expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } })).url).toBe(`${receiver.url}/hooks/alice`);
+    expect(updated.body.errors?.[0]).toMatchObject({
+      message: WEBHOOK_DESTINATION_REFUSED,
+      extensions: { code: 'VALIDATION' },
+    });
+    expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } })).url).toBe(
+      `${receiver.url}/hooks/alice`,
+    );
   });
 
   it('are updated (URL, events, header, enabled) and deleted; a disabled endpoint gets no deliveries', async () => {
-    const { body } = await gql(CREATE, { input: { url: `${receiver.url}/hooks/second`, events: ['template.updated'], headerName: 'X-A', headerValue: '1' } });
+    const { body } = await gql(CREATE, {
+      input: { url: `${receiver.url}/hooks/second`, events: ['template.updated'], headerName: 'X-A', headerValue: '1' },
+    });
     const id = body.data.createWebhookEndpoint.endpoint.id as number;
-    const UPDATE = 'mutation ($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { endpoint { id url events headerName headerValue enabled } } }';
-    const renamed = await gql(UPDATE, { input: { id, url: `${receiver.url}/hooks/second-v2`, events: ['template.updated', 'template.archived'] } });
+    const UPDATE =
+      'mutation ($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { endpoint { id url events headerName headerValue enabled } } }';
+    const renamed = await gql(UPDATE, {
+      input: { id, url: `${receiver.url}/hooks/second-v2`, events: ['template.updated', 'template.archived'] },
+    });
     expect(renamed.body.data.updateWebhookEndpoint.endpoint).toEqual({
       id,
       url: `${receiver.url}/hooks/second-v2`,
@@ -160,7 +219,11 @@ describe('endpoints', { timeout: 180_000 }, () => {
     const bad = await gql(UPDATE, { input: { id, events: ['nope'] } });
     expect(bad.body.errors?.[0]?.extensions?.code).toBe('VALIDATION');
     const noHeader = await gql(UPDATE, { input: { id, headerName: null, enabled: false } });
-    expect(noHeader.body.data.updateWebhookEndpoint.endpoint).toMatchObject({ headerName: null, headerValue: null, enabled: false });
+    expect(noHeader.body.data.updateWebhookEndpoint.endpoint).toMatchObject({
+      headerName: null,
+      headerValue: null,
+      enabled: false,
+    });
 
     await emit([{ type: 'template.updated', accountId: alice.accountId, recordId: 999_999 }]);
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
@@ -202,7 +265,9 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
     await api('PUT', `/templates/${templateId}`, { name: 'Agreement v2' });
     const updated = await waitForEvent('template.updated', templateId);
     expect(updated.json.data.name).toBe('Agreement v2');
-    expect(withoutTokens(updated.json.data)).toEqual(withoutTokens((await api('GET', `/templates/${templateId}`)).json));
+    expect(withoutTokens(updated.json.data)).toEqual(
+      withoutTokens((await api('GET', `/templates/${templateId}`)).json),
+    );
   });
 
   it('every request is a signed JSON POST with the user agent and the custom header', async () => {
@@ -219,7 +284,9 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
     expect(signatureMatches(signature, endpoint.secret, request.body.replace('Agreement', 'Agreemenu'))).toBe(false);
     expect(signatureMatches(signature, 'whsec_other', request.body)).toBe(false);
     const [timestamp] = signature.split('.');
-    expect(signatureMatches(`${Number(timestamp) + 1}.${signature.split('.')[1]}`, endpoint.secret, request.body)).toBe(false);
+    expect(signatureMatches(`${Number(timestamp) + 1}.${signature.split('.')[1]}`, endpoint.secret, request.body)).toBe(
+      false,
+    );
     expect(Math.abs(Number(timestamp) - Date.now() / 1000)).toBeLessThan(300);
 
     // The verifier printed in docs/webhooks.md accepts it and refuses a forgery.
@@ -242,7 +309,14 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
       template_id: templateId,
       send_email: false,
       submitters: [
-        { role: 'Client', email: 'client@example.test', name: 'Chloé Client', phone: '+14155550100', external_id: 'cl-1', metadata: { crm: 42 } },
+        {
+          role: 'Client',
+          email: 'client@example.test',
+          name: 'Chloé Client',
+          phone: '+14155550100',
+          external_id: 'cl-1',
+          metadata: { crm: 42 },
+        },
         { role: 'Manager', email: 'manager@example.test', name: 'Max Manager' },
       ],
     });
@@ -255,7 +329,11 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
   });
 
   /** What the form payload must hold for a submitter, from the REST API's answers. */
-  async function expectFormPayload(data: Record<string, any>, submitterId: number, extra: { ip: string | null; ua: string | null; declineReason: string | null }) {
+  async function expectFormPayload(
+    data: Record<string, any>,
+    submitterId: number,
+    extra: { ip: string | null; ua: string | null; declineReason: string | null },
+  ) {
     const submitter = (await api('GET', `/submitters/${submitterId}`)).json;
     const submission = (await api('GET', `/submissions/${submitter.submission_id}`)).json;
     const submissionUrl = `${t.config.appUrl}/e/${submission.slug}`;
@@ -312,24 +390,46 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
   }
 
   it('form.viewed and form.started carry the submitter payload with the IP and user agent', async () => {
-    await t.db.submitter.update({ where: { id: client.id }, data: { ip: '203.0.113.7', ua: 'Mozilla/5.0 (WebhookTest)', openedAt: new Date() } });
+    await t.db.submitter.update({
+      where: { id: client.id },
+      data: { ip: '203.0.113.7', ua: 'Mozilla/5.0 (WebhookTest)', openedAt: new Date() },
+    });
     await emit([{ type: 'form.viewed', accountId: alice.accountId, recordId: client.id }]);
     const viewed = await waitForEvent('form.viewed', client.id);
-    expect(viewed.json.data).toMatchObject({ id: client.id, status: 'pending', submitter_status: 'opened', ip: '203.0.113.7', ua: 'Mozilla/5.0 (WebhookTest)', email: 'client@example.test', role: 'Client' });
+    expect(viewed.json.data).toMatchObject({
+      id: client.id,
+      status: 'pending',
+      submitter_status: 'opened',
+      ip: '203.0.113.7',
+      ua: 'Mozilla/5.0 (WebhookTest)',
+      email: 'client@example.test',
+      role: 'Client',
+    });
     expect(viewed.json.data.submission).toMatchObject({ id: client.submission_id, status: 'pending' });
     expect(viewed.json.data.metadata).toEqual({ crm: 42 });
     expect(viewed.json.data.external_id).toBe('cl-1');
     expect(viewed.json.data.submission_url).toMatch(new RegExp(`^${t.config.appUrl}/e/.+`));
-    await expectFormPayload(viewed.json.data, client.id, { ip: '203.0.113.7', ua: 'Mozilla/5.0 (WebhookTest)', declineReason: null });
+    await expectFormPayload(viewed.json.data, client.id, {
+      ip: '203.0.113.7',
+      ua: 'Mozilla/5.0 (WebhookTest)',
+      declineReason: null,
+    });
 
     await emit([{ type: 'form.started', accountId: alice.accountId, recordId: client.id }]);
     const started = await waitForEvent('form.started', client.id);
     expect(started.json.event_type).toBe('form.started');
-    await expectFormPayload(started.json.data, client.id, { ip: '203.0.113.7', ua: 'Mozilla/5.0 (WebhookTest)', declineReason: null });
+    await expectFormPayload(started.json.data, client.id, {
+      ip: '203.0.113.7',
+      ua: 'Mozilla/5.0 (WebhookTest)',
+      declineReason: null,
+    });
   });
 
   it('form.completed carries the values and the signed documents', async () => {
-    const completed = await api('PUT', `/submitters/${client.id}`, { completed: true, values: { 'Client Name': 'Chloé Client' } });
+    const completed = await api('PUT', `/submitters/${client.id}`, {
+      completed: true,
+      values: { 'Client Name': 'Chloé Client' },
+    });
     expect(completed.status, JSON.stringify(completed.json)).toBe(200);
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     const before = received('form.completed', client.id).length;
@@ -345,18 +445,35 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
     // The manager has not signed: no audit log yet, the submission is pending.
     expect(data.audit_log_url).toBeNull();
     expect(data.submission.status).toBe('pending');
-    await expectFormPayload(data, client.id, { ip: '203.0.113.7', ua: 'Mozilla/5.0 (WebhookTest)', declineReason: null });
+    await expectFormPayload(data, client.id, {
+      ip: '203.0.113.7',
+      ua: 'Mozilla/5.0 (WebhookTest)',
+      declineReason: null,
+    });
     // The document URL in the payload serves the PDF.
     const pdf = await fetch(data.documents[0].url);
     expect(pdf.status).toBe(200);
-    expect(Buffer.from(await pdf.arrayBuffer()).subarray(0, 5).toString()).toBe('%PDF-');
+    expect(
+      Buffer.from(await pdf.arrayBuffer())
+        .subarray(0, 5)
+        .toString(),
+    ).toBe('%PDF-');
   });
 
   it('form.declined carries the decline reason', async () => {
-    await t.db.submitter.update({ where: { id: manager.id }, data: { declinedAt: new Date(), declineReason: 'Wrong salary figure' } });
+    await t.db.submitter.update({
+      where: { id: manager.id },
+      data: { declinedAt: new Date(), declineReason: 'Wrong salary figure' },
+    });
     await emit([{ type: 'form.declined', accountId: alice.accountId, recordId: manager.id }]);
     const event = await waitForEvent('form.declined', manager.id);
-    expect(event.json.data).toMatchObject({ id: manager.id, status: 'declined', submitter_status: 'declined', decline_reason: 'Wrong salary figure', declined_at: expect.stringMatching(/Z$/) });
+    expect(event.json.data).toMatchObject({
+      id: manager.id,
+      status: 'declined',
+      submitter_status: 'declined',
+      decline_reason: 'Wrong salary figure',
+      declined_at: expect.stringMatching(/Z$/),
+    });
     expect(event.json.data.submission.status).toBe('declined');
     // No IP recorded for this one: null, as DocuSeal before the signer acts.
     await expectFormPayload(event.json.data, manager.id, { ip: null, ua: null, declineReason: 'Wrong salary figure' });
@@ -367,7 +484,9 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
     for (const type of ['submission.completed', 'submission.expired'] as const) {
       await emit([{ type, accountId: alice.accountId, recordId: submissionId }]);
       const event = await waitForEvent(type, submissionId);
-      expect(withoutTokens(event.json.data)).toEqual(withoutTokens((await api('GET', `/submissions/${submissionId}`)).json));
+      expect(withoutTokens(event.json.data)).toEqual(
+        withoutTokens((await api('GET', `/submissions/${submissionId}`)).json),
+      );
     }
 
     expect((await api('DELETE', `/submissions/${submissionId}`)).status).toBe(200);
@@ -404,9 +523,21 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
         status: 'succeeded',
         attemptCount: 1,
         nextAttemptAt: null,
-        payload: expect.objectContaining({ event_type: 'form.viewed', data: expect.objectContaining({ id: client.id }) }),
+        payload: expect.objectContaining({
+          event_type: 'form.viewed',
+          data: expect.objectContaining({ id: client.id }),
+        }),
         endpoint: { id: endpoint.id },
-        attempts: [{ attempt: 0, statusCode: 200, durationMs: expect.any(Number), error: null, responseBody: 'ok', createdAt: expect.stringMatching(/Z$/) }],
+        attempts: [
+          {
+            attempt: 0,
+            statusCode: 200,
+            durationMs: expect.any(Number),
+            error: null,
+            responseBody: 'ok',
+            createdAt: expect.stringMatching(/Z$/),
+          },
+        ],
       },
     ]);
     // Every event raised so far reached the endpoint exactly once per raise, all succeeded.
@@ -432,30 +563,51 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
 
 describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
   it('sendTestWebhook posts a signed form.completed of the latest completed submitter and answers with the attempt', async () => {
-    const latest = await t.db.submitter.findFirstOrThrow({ where: { accountId: alice.accountId, completedAt: { not: null } }, orderBy: { completedAt: 'desc' } });
+    const latest = await t.db.submitter.findFirstOrThrow({
+      where: { accountId: alice.accountId, completedAt: { not: null } },
+      orderBy: { completedAt: 'desc' },
+    });
     const before = receiver.requests.length;
     const { body } = await gql(
       'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { eventType recordId status attempts { attempt statusCode error } } } }',
       { id: endpoint.id },
     );
     expect(body.errors).toBeUndefined();
-    expect(body.data.sendTestWebhook.delivery).toEqual({ eventType: 'form.completed', recordId: latest.id, status: 'succeeded', attempts: [{ attempt: 0, statusCode: 200, error: null }] });
+    expect(body.data.sendTestWebhook.delivery).toEqual({
+      eventType: 'form.completed',
+      recordId: latest.id,
+      status: 'succeeded',
+      attempts: [{ attempt: 0, statusCode: 200, error: null }],
+    });
     const request = receiver.requests[before]!;
-    expect(request.json).toMatchObject({ event_type: 'form.completed', data: { id: latest.id, submitter_status: 'completed' } });
+    expect(request.json).toMatchObject({
+      event_type: 'form.completed',
+      data: { id: latest.id, submitter_status: 'completed' },
+    });
     expect(signatureMatches(request.headers['x-docuseal-signature'], endpoint.secret, request.body)).toBe(true);
 
     // Bob has no submitter: nothing to show.
     const bobs = await gql(CREATE, { input: { url: `${receiver.url}/hooks/bob` } }, bob.apiKey);
     const bobEndpoint = bobs.body.data.createWebhookEndpoint.endpoint.id;
-    const none = await gql('mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id } } }', { id: bobEndpoint }, bob.apiKey);
+    const none = await gql(
+      'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id } } }',
+      { id: bobEndpoint },
+      bob.apiKey,
+    );
     expect(none.body.errors?.[0]?.extensions?.code).toBe('VALIDATION');
     expect(none.body.errors?.[0]?.message).toMatch(/create a submission first/);
   });
 
   it('redeliverWebhook sends the event again now as a new delivery with the same timestamp', async () => {
-    const original = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id, eventType: 'template.updated' }, orderBy: { id: 'asc' } });
+    const original = await t.db.webhookDelivery.findFirstOrThrow({
+      where: { endpointId: endpoint.id, eventType: 'template.updated' },
+      orderBy: { id: 'asc' },
+    });
     const originalRequest = received('template.updated', templateId)[0]!;
-    const { body } = await gql('mutation ($id: Int!) { redeliverWebhook(input: {deliveryId: $id}) { delivery { id eventType recordId status } } }', { id: original.id });
+    const { body } = await gql(
+      'mutation ($id: Int!) { redeliverWebhook(input: {deliveryId: $id}) { delivery { id eventType recordId status } } }',
+      { id: original.id },
+    );
     expect(body.errors).toBeUndefined();
     const copy = body.data.redeliverWebhook.delivery;
     expect(copy).toMatchObject({ eventType: 'template.updated', recordId: templateId });
@@ -466,16 +618,25 @@ describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
     expect(again.json.data.archived_at).toEqual(expect.stringMatching(/Z$/));
     expect(originalRequest.json.data.archived_at).toBeNull();
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
-    const stored = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id: copy.id }, include: { attempts: true } });
+    const stored = await t.db.webhookDelivery.findUniqueOrThrow({
+      where: { id: copy.id },
+      include: { attempts: true },
+    });
     expect(stored.status).toBe('succeeded');
     expect(stored.attempts).toHaveLength(1);
     // The original is untouched.
-    const originalAfter = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id: original.id }, include: { attempts: true } });
+    const originalAfter = await t.db.webhookDelivery.findUniqueOrThrow({
+      where: { id: original.id },
+      include: { attempts: true },
+    });
     expect(originalAfter.attempts).toHaveLength(1);
   });
 
   it('rotateWebhookSecret: for 24 hours each delivery is signed with the new and the old secret, then with the new only', async () => {
-    const { body } = await gql('mutation ($id: Int!) { rotateWebhookSecret(input: {id: $id}) { secret endpoint { id previousSecretExpiresAt } } }', { id: endpoint.id });
+    const { body } = await gql(
+      'mutation ($id: Int!) { rotateWebhookSecret(input: {id: $id}) { secret endpoint { id previousSecretExpiresAt } } }',
+      { id: endpoint.id },
+    );
     expect(body.errors).toBeUndefined();
     const rotated = body.data.rotateWebhookSecret;
     expect(rotated.secret).toMatch(/^whsec_/);
@@ -498,7 +659,10 @@ describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
     expect(signatureMatches(previous, endpoint.secret, during.body)).toBe(true);
 
     // 24 hours later (moved back in the database): the old secret no longer signs.
-    await t.db.webhookEndpoint.update({ where: { id: endpoint.id }, data: { previousSecretExpiresAt: new Date(Date.now() - 1000) } });
+    await t.db.webhookEndpoint.update({
+      where: { id: endpoint.id },
+      data: { previousSecretExpiresAt: new Date(Date.now() - 1000) },
+    });
     await emit([{ type: 'submission.completed', accountId: alice.accountId, recordId }]);
     const after = await waitForEvent('submission.completed', recordId, before + 2);
     const single = after.headers['x-docuseal-signature'] as string;
@@ -522,7 +686,12 @@ function payloadBuilder() {
     effects: t.app.effects,
     live: undefined as never,
   });
-  return createPayloadBuilder({ schema, db: t.db, appUrl: t.config.appUrl, contextFor: createAccountContexts(contextFactory, t.db) });
+  return createPayloadBuilder({
+    schema,
+    db: t.db,
+    appUrl: t.config.appUrl,
+    contextFor: createAccountContexts(contextFactory, t.db),
+  });
 }
 
 describe('dispatch', { timeout: 180_000 }, () => {
@@ -530,7 +699,12 @@ describe('dispatch', { timeout: 180_000 }, () => {
     const submission = await t.db.submission.findFirstOrThrow({ where: { accountId: alice.accountId } });
     const payloads = payloadBuilder();
     const deps = { db: t.db, jobs: t.jobs, payloads, logger: t.app.fastify.log };
-    const event = { type: 'submission.expired' as EventType, accountId: alice.accountId, recordId: submission.id, at: new Date().toISOString() };
+    const event = {
+      type: 'submission.expired' as EventType,
+      accountId: alice.accountId,
+      recordId: submission.id,
+      at: new Date().toISOString(),
+    };
     const before = received('submission.expired', submission.id).length;
     await dispatchEvent(deps, event, { id: 'test-dispatch-1' });
     await dispatchEvent(deps, event, { id: 'test-dispatch-1' });
@@ -538,7 +712,15 @@ describe('dispatch', { timeout: 180_000 }, () => {
     await dispatchEvent(deps, event, { id: 'test-dispatch-1' });
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     expect(received('submission.expired', submission.id)).toHaveLength(before + 1);
-    expect(await t.db.webhookDelivery.count({ where: { eventType: 'submission.expired', recordId: submission.id, payload: { path: ['timestamp'], equals: event.at } } })).toBe(1);
+    expect(
+      await t.db.webhookDelivery.count({
+        where: {
+          eventType: 'submission.expired',
+          recordId: submission.id,
+          payload: { path: ['timestamp'], equals: event.at },
+        },
+      }),
+    ).toBe(1);
     // Another dispatch (another event) is another delivery.
     await dispatchEvent(deps, event, { id: 'test-dispatch-2' });
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
@@ -552,13 +734,24 @@ describe('dispatch', { timeout: 180_000 }, () => {
     ]);
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     expect(received('submission.expired', submission.id)).toHaveLength(before + 4);
-    expect(await t.db.webhookDelivery.count({ where: { eventType: 'submission.expired', recordId: submission.id, payload: { path: ['timestamp'], equals: event.at } } })).toBe(4);
+    expect(
+      await t.db.webhookDelivery.count({
+        where: {
+          eventType: 'submission.expired',
+          recordId: submission.id,
+          payload: { path: ['timestamp'], equals: event.at },
+        },
+      }),
+    ).toBe(4);
   });
 
   it('payloads asked for at once (one context per account and turn) each carry their own record as the REST API answers it', async () => {
     const payloads = payloadBuilder();
     const pdf = await drawPdf([{ texts: [{ text: 'Second', x: 72, y: 72 }] }]);
-    const second = await api('POST', '/templates/pdf', { name: 'Second', documents: [{ name: 'second', file: base64(pdf) }] });
+    const second = await api('POST', '/templates/pdf', {
+      name: 'Second',
+      documents: [{ name: 'second', file: base64(pdf) }],
+    });
     expect(second.status, JSON.stringify(second.json)).toBe(200);
     const submission = await t.db.submission.findFirstOrThrow({ where: { accountId: alice.accountId } });
     const at = new Date();
@@ -571,7 +764,9 @@ describe('dispatch', { timeout: 180_000 }, () => {
     ]);
     expect(withoutTokens(first!.data)).toEqual(withoutTokens((await api('GET', `/templates/${templateId}`)).json));
     expect(withoutTokens(other!.data)).toEqual(withoutTokens((await api('GET', `/templates/${second.json.id}`)).json));
-    expect(withoutTokens(ofSubmission!.data)).toEqual(withoutTokens((await api('GET', `/submissions/${submission.id}`)).json));
+    expect(withoutTokens(ofSubmission!.data)).toEqual(
+      withoutTokens((await api('GET', `/submissions/${submission.id}`)).json),
+    );
     expect(ofBob).toBeNull();
   });
 
@@ -595,7 +790,10 @@ describe('cross-account', { timeout: 180_000 }, () => {
       ['query ($id: Int!) { webhookEndpoint(id: $id) { id } }', { id: endpoint.id }],
       ['query ($id: Int!) { webhookDeliveries(endpointId: $id) { id } }', { id: endpoint.id }],
       ['query ($id: Int!) { webhookDelivery(id: $id) { id } }', { id: delivery.id }],
-      ['mutation ($id: Int!) { updateWebhookEndpoint(input: {id: $id, url: "https://evil.example"}) { endpoint { id } } }', { id: endpoint.id }],
+      [
+        'mutation ($id: Int!) { updateWebhookEndpoint(input: {id: $id, url: "https://evil.example"}) { endpoint { id } } }',
+        { id: endpoint.id },
+      ],
       ['mutation ($id: Int!) { deleteWebhookEndpoint(input: {id: $id}) { id } }', { id: endpoint.id }],
       ['mutation ($id: Int!) { rotateWebhookSecret(input: {id: $id}) { secret } }', { id: endpoint.id }],
       ['mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id } } }', { id: endpoint.id }],

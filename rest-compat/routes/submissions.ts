@@ -8,11 +8,7 @@
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
 import { bodyObject, isTruthy, pathId, queryInt, queryString } from '../params.ts';
-import {
-  serializeSubmissionGet,
-  SUBMISSION_GET_FRAGMENT,
-  type SubmissionGetData,
-} from '../serializers/submission.ts';
+import { serializeSubmissionGet, SUBMISSION_GET_FRAGMENT, type SubmissionGetData } from '../serializers/submission.ts';
 import {
   serializeCreatedSubmitter,
   serializeSubmitterRead,
@@ -34,7 +30,8 @@ function isObject(value: unknown): value is Body {
 function str(value: unknown, key: string, where?: string): string | undefined {
   if (value === undefined || value === null) return undefined;
   if (typeof value === 'number') return String(value);
-  if (typeof value !== 'string') throw new AppError('VALIDATION', where ? `${key} must be a String in \`${where}\`.` : `${key} must be a String`);
+  if (typeof value !== 'string')
+    throw new AppError('VALIDATION', where ? `${key} must be a String in \`${where}\`.` : `${key} must be a String`);
   return value;
 }
 
@@ -44,7 +41,8 @@ function bool(value: unknown): boolean | undefined {
 
 function obj(value: unknown, key: string, where?: string): Body | undefined {
   if (value === undefined || value === null) return undefined;
-  if (!isObject(value)) throw new AppError('VALIDATION', where ? `${key} must be a Object in \`${where}\`.` : `${key} must be a Object`);
+  if (!isObject(value))
+    throw new AppError('VALIDATION', where ? `${key} must be a Object in \`${where}\`.` : `${key} must be a Object`);
   return value;
 }
 
@@ -53,7 +51,11 @@ function message(value: unknown, where?: string) {
   if (!m || Object.keys(m).length === 0) return undefined;
   const subject = str(m.subject, 'subject', 'message');
   const body = str(m.body, 'body', 'message');
-  if (!body) throw new AppError('VALIDATION', where ? `body is required in \`${where}.message\`.` : 'body is required in `message`.');
+  if (!body)
+    throw new AppError(
+      'VALIDATION',
+      where ? `body is required in \`${where}.message\`.` : 'body is required in `message`.',
+    );
   return { subject, body };
 }
 
@@ -61,9 +63,11 @@ function submitterInput(raw: unknown, index: number, path: string) {
   const where = `${path}[${index}]`;
   if (!isObject(raw)) throw new AppError('VALIDATION', `${index} must be a Object in \`${path}\`.`);
   const fields = raw.fields;
-  if (fields !== undefined && fields !== null && !Array.isArray(fields)) throw new AppError('VALIDATION', `fields must be a Array in \`${where}\`.`);
+  if (fields !== undefined && fields !== null && !Array.isArray(fields))
+    throw new AppError('VALIDATION', `fields must be a Array in \`${where}\`.`);
   const order = raw.order;
-  if (order !== undefined && order !== null && !Number.isInteger(Number(order))) throw new AppError('VALIDATION', `order must be a Integer in \`${where}\`.`);
+  if (order !== undefined && order !== null && !Number.isInteger(Number(order)))
+    throw new AppError('VALIDATION', `order must be a Integer in \`${where}\`.`);
   return {
     uuid: str(raw.uuid, 'uuid', where),
     role: str(raw.role, 'role', where),
@@ -101,7 +105,8 @@ function submitterInput(raw: unknown, index: number, path: string) {
 }
 
 function submitterList(value: unknown, path: string) {
-  if (value === undefined || value === null || (Array.isArray(value) && value.length === 0)) throw new AppError('VALIDATION', 'submitters is required');
+  if (value === undefined || value === null || (Array.isArray(value) && value.length === 0))
+    throw new AppError('VALIDATION', 'submitters is required');
   if (!Array.isArray(value)) throw new AppError('VALIDATION', 'submitters must be a Array');
   return value.map((s, i) => submitterInput(s, i, path));
 }
@@ -122,7 +127,8 @@ function createVariables(request: RestRequest) {
   const groups: unknown[] = [];
   if (body.submitters !== undefined) groups.push(body.submitters);
   else if (Array.isArray(body.submission) || Array.isArray(body.submissions)) {
-    for (const entry of (body.submission ?? body.submissions) as unknown[]) groups.push(isObject(entry) ? entry.submitters : undefined);
+    for (const entry of (body.submission ?? body.submissions) as unknown[])
+      groups.push(isObject(entry) ? entry.submitters : undefined);
   } else if (isObject(body.submission)) groups.push(body.submission.submitters);
   else if (typeof (body.emails ?? body.email) === 'string') return emailsVariables(request);
   else groups.push(undefined);
@@ -131,7 +137,9 @@ function createVariables(request: RestRequest) {
   if (order !== undefined && order !== null && order !== 'preserved' && order !== 'random') {
     throw new AppError('VALIDATION', 'order must be one of preserved, random');
   }
-  const [first, ...rest] = groups.map((g, i) => submitterList(g, groups.length > 1 ? `submissions[${i}].submitters` : 'submitters'));
+  const [first, ...rest] = groups.map((g, i) =>
+    submitterList(g, groups.length > 1 ? `submissions[${i}].submitters` : 'submitters'),
+  );
   return {
     input: {
       templateId,
@@ -194,14 +202,34 @@ const OPERATION = /* GraphQL */ `
 
 type CreateData = { createSubmissions: { submissionIds: number[] } };
 
-const created = ({ createSubmissions }: CreateData, request: RestRequest) => readCreatedSubmissions(request.context, createSubmissions.submissionIds);
+const created = ({ createSubmissions }: CreateData, request: RestRequest) =>
+  readCreatedSubmissions(request.context, createSubmissions.submissionIds);
 
-const submittersArray = async (data: CreateData, request: RestRequest) => (await created(data, request)).submitters.map(serializeCreatedSubmitter);
+const submittersArray = async (data: CreateData, request: RestRequest) =>
+  (await created(data, request)).submitters.map(serializeCreatedSubmitter);
 
 export const submissionRoutes: RestRoute[] = [
-  { method: 'POST', path: '/submissions', operation: OPERATION, variables: createVariables, serialize: submittersArray },
-  { method: 'POST', path: '/templates/:id/submissions', operation: OPERATION, variables: createVariables, serialize: submittersArray },
-  { method: 'POST', path: '/submissions/emails', operation: OPERATION, variables: emailsVariables, serialize: submittersArray },
+  {
+    method: 'POST',
+    path: '/submissions',
+    operation: OPERATION,
+    variables: createVariables,
+    serialize: submittersArray,
+  },
+  {
+    method: 'POST',
+    path: '/templates/:id/submissions',
+    operation: OPERATION,
+    variables: createVariables,
+    serialize: submittersArray,
+  },
+  {
+    method: 'POST',
+    path: '/submissions/emails',
+    operation: OPERATION,
+    variables: emailsVariables,
+    serialize: submittersArray,
+  },
   {
     method: 'POST',
     path: '/submissions/init',
@@ -246,9 +274,12 @@ function listSubmissionsVariables(request: RestRequest) {
   };
 }
 
-type ListData = { submissions: { ids: number[]; pagination: { count: number; next: number | null; prev: number | null } } };
+type ListData = {
+  submissions: { ids: number[]; pagination: { count: number; next: number | null; prev: number | null } };
+};
 /** The page's items are rendered by PostgreSQL from the ids the GraphQL query chose (serializers/submission-list.ts). */
-const serializeSubmissionList = ({ submissions }: ListData, request: RestRequest) => renderSubmissionList(request.context, submissions.ids, submissions.pagination);
+const serializeSubmissionList = ({ submissions }: ListData, request: RestRequest) =>
+  renderSubmissionList(request.context, submissions.ids, submissions.pagination);
 
 const getSubmissionOperation = /* GraphQL */ `
   query RestSubmission($id: Int!) { submission(id: $id) { ...RestSubmissionGet } }
@@ -270,14 +301,28 @@ function queryDate(request: RestRequest, name: string): string | undefined {
   const raw = queryString(request, name);
   if (raw === undefined || raw === '') return undefined;
   const text = raw.trim();
-  const date = new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}${/T|\s/.test(text) ? '' : 'T00:00:00'}Z`);
+  const date = new Date(
+    /[zZ]|[+-]\d\d:?\d\d$/.test(text) ? text : `${text.replace(' ', 'T')}${/T|\s/.test(text) ? '' : 'T00:00:00'}Z`,
+  );
   if (Number.isNaN(date.getTime())) throw new AppError('VALIDATION', `${name} is invalid`);
   return date.toISOString();
 }
 
 export const submissionReadRoutes: RestRoute[] = [
-  { method: 'GET', path: '/submissions', operation: listSubmissionsOperation, variables: listSubmissionsVariables, serialize: serializeSubmissionList },
-  { method: 'GET', path: '/templates/:id/submissions', operation: listSubmissionsOperation, variables: listSubmissionsVariables, serialize: serializeSubmissionList },
+  {
+    method: 'GET',
+    path: '/submissions',
+    operation: listSubmissionsOperation,
+    variables: listSubmissionsVariables,
+    serialize: serializeSubmissionList,
+  },
+  {
+    method: 'GET',
+    path: '/templates/:id/submissions',
+    operation: listSubmissionsOperation,
+    variables: listSubmissionsVariables,
+    serialize: serializeSubmissionList,
+  },
   {
     method: 'GET',
     path: '/submissions/:id',
@@ -290,7 +335,10 @@ export const submissionReadRoutes: RestRoute[] = [
     path: '/submissions/:id/documents',
     operation: /* GraphQL */ `query RestSubmissionDocuments($id: Int!) { submission(id: $id) { id documents { name url } } }`,
     variables: (request) => ({ id: pathId(request, 'Submission') }),
-    serialize: ({ submission }: { submission: { id: number; documents: unknown[] } }) => ({ id: submission.id, documents: submission.documents }),
+    serialize: ({ submission }: { submission: { id: number; documents: unknown[] } }) => ({
+      id: submission.id,
+      documents: submission.documents,
+    }),
   },
   {
     method: ['PUT', 'PATCH'],
@@ -314,7 +362,8 @@ export const submissionReadRoutes: RestRoute[] = [
         },
       };
     },
-    serialize: ({ updateSubmission }: { updateSubmission: { submission: SubmissionGetData } }) => serializeSubmissionGet(updateSubmission.submission, { withEvents: false }),
+    serialize: ({ updateSubmission }: { updateSubmission: { submission: SubmissionGetData } }) =>
+      serializeSubmissionGet(updateSubmission.submission, { withEvents: false }),
   },
   {
     method: 'DELETE',
@@ -365,7 +414,8 @@ export const submissionReadRoutes: RestRoute[] = [
       const outer = bodyObject(request);
       const body = isObject(outer.submitter) ? outer.submitter : outer;
       const id = pathId(request, 'Submitter');
-      if (body.fields !== undefined && body.fields !== null && !Array.isArray(body.fields)) throw new AppError('VALIDATION', 'fields must be a Array');
+      if (body.fields !== undefined && body.fields !== null && !Array.isArray(body.fields))
+        throw new AppError('VALIDATION', 'fields must be a Array');
       return {
         input: {
           id,
@@ -384,6 +434,7 @@ export const submissionReadRoutes: RestRoute[] = [
         },
       };
     },
-    serialize: ({ updateSubmitter }: { updateSubmitter: { submitter: SubmitterUpdateData } }) => serializeSubmitterUpdate(updateSubmitter.submitter),
+    serialize: ({ updateSubmitter }: { updateSubmitter: { submitter: SubmitterUpdateData } }) =>
+      serializeSubmitterUpdate(updateSubmitter.submitter),
   },
 ];

@@ -6,7 +6,9 @@ import type { RestRequest, RestRoute } from '../gateway.ts';
 import { bodyObject, isTruthy, optionalStringList, pathId, queryInt, queryString } from '../params.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../serializers/template.ts';
 
-const listTemplates: RestRoute<{ templates: { nodes: TemplateData[]; pagination: { count: number; next: number | null; prev: number | null } } }> = {
+const listTemplates: RestRoute<{
+  templates: { nodes: TemplateData[]; pagination: { count: number; next: number | null; prev: number | null } };
+}> = {
   method: 'GET',
   path: '/templates',
   operation: /* GraphQL */ `
@@ -66,7 +68,9 @@ function fieldInput(raw: unknown): unknown {
     defaultValue: pick(f.default_value),
     title: pick(f.title),
     description: pick(f.description),
-    options: Array.isArray(f.options) ? f.options.map((o) => (typeof o === 'object' && o !== null ? String((o as FieldBody).value ?? '') : String(o))) : pick(f.options),
+    options: Array.isArray(f.options)
+      ? f.options.map((o) => (typeof o === 'object' && o !== null ? String((o as FieldBody).value ?? '') : String(o)))
+      : pick(f.options),
     validation: pick(f.validation),
     preferences: pick(f.preferences),
     areas: Array.isArray(f.areas)
@@ -102,10 +106,16 @@ function fileTemplateInput(request: RestRequest) {
       folderName: stringOrUndefined(body.folder_name, 'folder_name'),
       sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
       documents: documents.map((doc, i) => {
-        if (typeof doc !== 'object' || doc === null) throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
+        if (typeof doc !== 'object' || doc === null)
+          throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
         const d = doc as FieldBody;
-        if (typeof d.file !== 'string' || d.file === '') throw new AppError('VALIDATION', `file is required in \`documents[${i}]\`.`);
-        return { name: stringOrUndefined(d.name, `name in documents[${i}]`), file: d.file, fields: fieldList(d.fields) };
+        if (typeof d.file !== 'string' || d.file === '')
+          throw new AppError('VALIDATION', `file is required in \`documents[${i}]\`.`);
+        return {
+          name: stringOrUndefined(d.name, `name in documents[${i}]`),
+          file: d.file,
+          fields: fieldList(d.fields),
+        };
       }),
       fields: fieldList(body.fields),
     },
@@ -116,7 +126,12 @@ interface TemplatePayloadData {
   [mutation: string]: { template: TemplateData; warnings: { code: string; message: string }[] };
 }
 
-function createRoute(path: string, mutation: string, inputType: string, variables: RestRoute['variables']): RestRoute<TemplatePayloadData> {
+function createRoute(
+  path: string,
+  mutation: string,
+  inputType: string,
+  variables: RestRoute['variables'],
+): RestRoute<TemplatePayloadData> {
   return {
     method: 'POST',
     path,
@@ -135,31 +150,47 @@ function createRoute(path: string, mutation: string, inputType: string, variable
   };
 }
 
-const createFromPdf = createRoute('/templates/pdf', 'createTemplateFromPdf', 'CreateTemplateFromFileInput', fileTemplateInput);
-const createFromDocx = createRoute('/templates/docx', 'createTemplateFromDocx', 'CreateTemplateFromFileInput', fileTemplateInput);
-const createFromHtml = createRoute('/templates/html', 'createTemplateFromHtml', 'CreateTemplateFromHtmlInput', (request) => {
-  const body = bodyObject(request);
-  const documents = body.documents;
-  return {
-    input: {
-      html: stringOrUndefined(body.html, 'html'),
-      htmlHeader: stringOrUndefined(body.html_header, 'html_header'),
-      htmlFooter: stringOrUndefined(body.html_footer, 'html_footer'),
-      name: stringOrUndefined(body.name, 'name'),
-      size: stringOrUndefined(body.size, 'size'),
-      externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
-      folderName: stringOrUndefined(body.folder_name, 'folder_name'),
-      sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
-      documents: Array.isArray(documents)
-        ? documents.map((doc, i) => {
-            const d = (doc ?? {}) as FieldBody;
-            if (typeof d.html !== 'string' || d.html === '') throw new AppError('VALIDATION', `html is required in \`documents[${i}]\`.`);
-            return { html: d.html, name: stringOrUndefined(d.name, `name in documents[${i}]`) };
-          })
-        : undefined,
-    },
-  };
-});
+const createFromPdf = createRoute(
+  '/templates/pdf',
+  'createTemplateFromPdf',
+  'CreateTemplateFromFileInput',
+  fileTemplateInput,
+);
+const createFromDocx = createRoute(
+  '/templates/docx',
+  'createTemplateFromDocx',
+  'CreateTemplateFromFileInput',
+  fileTemplateInput,
+);
+const createFromHtml = createRoute(
+  '/templates/html',
+  'createTemplateFromHtml',
+  'CreateTemplateFromHtmlInput',
+  (request) => {
+    const body = bodyObject(request);
+    const documents = body.documents;
+    return {
+      input: {
+        html: stringOrUndefined(body.html, 'html'),
+        htmlHeader: stringOrUndefined(body.html_header, 'html_header'),
+        htmlFooter: stringOrUndefined(body.html_footer, 'html_footer'),
+        name: stringOrUndefined(body.name, 'name'),
+        size: stringOrUndefined(body.size, 'size'),
+        externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
+        folderName: stringOrUndefined(body.folder_name, 'folder_name'),
+        sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
+        documents: Array.isArray(documents)
+          ? documents.map((doc, i) => {
+              const d = (doc ?? {}) as FieldBody;
+              if (typeof d.html !== 'string' || d.html === '')
+                throw new AppError('VALIDATION', `html is required in \`documents[${i}]\`.`);
+              return { html: d.html, name: stringOrUndefined(d.name, `name in documents[${i}]`) };
+            })
+          : undefined,
+      },
+    };
+  },
+);
 
 const cloneTemplateRoute: RestRoute<TemplatePayloadData> = {
   ...createRoute('/templates/:id/clone', 'cloneTemplate', 'CloneTemplateInput', (request) => {
@@ -171,7 +202,9 @@ const cloneTemplateRoute: RestRoute<TemplatePayloadData> = {
         folderName: stringOrUndefined(body.folder_name, 'folder_name'),
         externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
         documentNames: Array.isArray(body.documents)
-          ? body.documents.map((d) => (typeof (d as FieldBody)?.name === 'string' ? ((d as FieldBody).name as string) : null))
+          ? body.documents.map((d) =>
+              typeof (d as FieldBody)?.name === 'string' ? ((d as FieldBody).name as string) : null,
+            )
           : undefined,
       },
     };
@@ -189,7 +222,10 @@ const updateTemplateRoute: RestRoute<{ updateTemplate: { template: { id: number;
   variables: (request) => {
     const outer = bodyObject(request);
     // The earlier shape wraps the changes: {template: {folder_name}}.
-    const body = typeof outer.template === 'object' && outer.template !== null && !Array.isArray(outer.template) ? (outer.template as FieldBody) : outer;
+    const body =
+      typeof outer.template === 'object' && outer.template !== null && !Array.isArray(outer.template)
+        ? (outer.template as FieldBody)
+        : outer;
     const roles = optionalStringList(body.roles, 'roles');
     const archived = body.archived === undefined || body.archived === null ? undefined : isTruthy(body.archived);
     return {
@@ -204,7 +240,10 @@ const updateTemplateRoute: RestRoute<{ updateTemplate: { template: { id: number;
       },
     };
   },
-  serialize: ({ updateTemplate }) => ({ id: updateTemplate.template.id, updated_at: updateTemplate.template.updatedAt }),
+  serialize: ({ updateTemplate }) => ({
+    id: updateTemplate.template.id,
+    updated_at: updateTemplate.template.updatedAt,
+  }),
 };
 
 const archiveTemplateRoute: RestRoute<{ archiveTemplate: { template: { id: number; archivedAt: string } } }> = {
@@ -216,7 +255,10 @@ const archiveTemplateRoute: RestRoute<{ archiveTemplate: { template: { id: numbe
     }
   `,
   variables: (request) => ({ input: { id: pathId(request, 'Template') } }),
-  serialize: ({ archiveTemplate }) => ({ id: archiveTemplate.template.id, archived_at: archiveTemplate.template.archivedAt }),
+  serialize: ({ archiveTemplate }) => ({
+    id: archiveTemplate.template.id,
+    archived_at: archiveTemplate.template.archivedAt,
+  }),
 };
 
 const updateDocumentsRoute: RestRoute<TemplatePayloadData> = {
@@ -228,10 +270,12 @@ const updateDocumentsRoute: RestRoute<TemplatePayloadData> = {
         id: pathId(request, 'Template'),
         merge: body.merge === undefined || body.merge === null ? undefined : isTruthy(body.merge),
         documents: body.documents.map((doc, i) => {
-          if (typeof doc !== 'object' || doc === null) throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
+          if (typeof doc !== 'object' || doc === null)
+            throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
           const d = doc as FieldBody;
           const position = d.position === undefined || d.position === null ? undefined : Number(d.position);
-          if (position !== undefined && !Number.isInteger(position)) throw new AppError('VALIDATION', `position must be an integer in \`documents[${i}]\`.`);
+          if (position !== undefined && !Number.isInteger(position))
+            throw new AppError('VALIDATION', `position must be an integer in \`documents[${i}]\`.`);
           return {
             name: stringOrUndefined(d.name, `name in documents[${i}]`),
             file: stringOrUndefined(d.file, `file in documents[${i}]`) || undefined,
@@ -250,7 +294,8 @@ const updateDocumentsRoute: RestRoute<TemplatePayloadData> = {
 const mergeRoute = createRoute('/templates/merge', 'mergeTemplates', 'MergeTemplatesInput', (request) => {
   const body = bodyObject(request);
   const ids = body.template_ids;
-  if (!Array.isArray(ids) || ids.some((id) => !Number.isInteger(Number(id)))) throw new AppError('VALIDATION', 'template_ids must be an array of template ids.');
+  if (!Array.isArray(ids) || ids.some((id) => !Number.isInteger(Number(id))))
+    throw new AppError('VALIDATION', 'template_ids must be an array of template ids.');
   const roles = optionalStringList(body.roles, 'roles');
   return {
     input: {

@@ -31,9 +31,13 @@ const at = (value: string | null) => (value === null ? null : new Date(value));
 export async function readCreatedSubmissions(
   context: GraphQLContext,
   ids: number[],
-): Promise<{ submissions: { id: number; expireAt: string | null; createdAt: string }[]; submitters: CreatedSubmitterData[] }> {
+): Promise<{
+  submissions: { id: number; expireAt: string | null; createdAt: string }[];
+  submitters: CreatedSubmitterData[];
+}> {
   const created = createdInRequest(context, ids);
-  if (!created) throw new Error(`readCreatedSubmissions: submissions ${ids.join(', ')} were not created in this request`);
+  if (!created)
+    throw new Error(`readCreatedSubmissions: submissions ${ids.join(', ')} were not created in this request`);
   // Stored files named by attachment values (a prefilled signature or image), in one lookup.
   const uuids = new Set<string>();
   for (const submission of created) {
@@ -71,8 +75,17 @@ export async function readCreatedSubmissions(
         phone: s.phone,
         externalId: s.externalId,
         metadata: s.metadata,
-        status: submitterStatus({ declinedAt: null, completedAt: at(s.completedAt), openedAt: null, sentAt: at(s.sentAt) }),
-        values: buildValues(submission.fields, { roleUuid: s.roleUuid, values: s.values, completedAt: at(s.completedAt) }, fileUrl),
+        status: submitterStatus({
+          declinedAt: null,
+          completedAt: at(s.completedAt),
+          openedAt: null,
+          sentAt: at(s.sentAt),
+        }),
+        values: buildValues(
+          submission.fields,
+          { roleUuid: s.roleUuid, values: s.values, completedAt: at(s.completedAt) },
+          fileUrl,
+        ),
         preferences: s.preferences,
         role: roleName(submission.roles, s.roleUuid),
         embedSrc: `${context.config.appUrl}/s/${s.slug}`,

@@ -30,7 +30,6 @@ import { sqlPool } from '../../src/db/client.ts';
 import { perClient, turnBatch } from '../../src/db/turn-batch.ts';
 import { RawJson } from '../gateway.ts';
 
-
 /** `timestamp(3)` (UTC) as the DateTime scalar writes it: 2026-11-21T15:54:27.000Z. */
 const ts = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
@@ -190,7 +189,8 @@ SELECT c.submission_id AS id, ${VERSION} AS version, c.item,
  * so an entry is either exact or never asked for again.
  */
 const itemBytesOf = perClient(
-  (_pool: object) => new LRUCache<string, Buffer>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (bytes) => bytes.length + 64 }),
+  (_pool: object) =>
+    new LRUCache<string, Buffer>({ maxSize: 64 * 1024 * 1024, sizeCalculation: (bytes) => bytes.length + 64 }),
 );
 
 interface Row {
@@ -220,21 +220,30 @@ interface VersionsRequest {
  * latest `now` among them (a few milliseconds apart; an item expiring in between is only
  * rendered again a little early). Each request gets the rows of its own ids.
  */
-const versionLookups = perClient((pool: import('pg').Pool): DataLoader<VersionsRequest, Row[]> =>
-  turnBatch<VersionsRequest, Row[]>(async (requests) => {
-    const byAccount = new Map<number, VersionsRequest[]>();
-    for (const request of requests) byAccount.set(request.accountId, [...(byAccount.get(request.accountId) ?? []), request]);
-    const rowsById = new Map<number, Row>();
-    await Promise.all(
-      [...byAccount].map(async ([accountId, group]) => {
-        const ids = [...new Set(group.flatMap((request) => request.ids))];
-        const at = group.map((request) => request.at).sort().at(-1)!;
-        const { rows } = await pool.query<Row>({ name: 'rest_submission_list_versions', text: CURRENT_VERSIONS_SQL, values: [ids, at, accountId, FORMAT] });
-        for (const row of rows) rowsById.set(row.id, row);
-      }),
-    );
-    return requests.map((request) => request.ids.flatMap((id) => rowsById.get(id) ?? []));
-  }),
+const versionLookups = perClient(
+  (pool: import('pg').Pool): DataLoader<VersionsRequest, Row[]> =>
+    turnBatch<VersionsRequest, Row[]>(async (requests) => {
+      const byAccount = new Map<number, VersionsRequest[]>();
+      for (const request of requests)
+        byAccount.set(request.accountId, [...(byAccount.get(request.accountId) ?? []), request]);
+      const rowsById = new Map<number, Row>();
+      await Promise.all(
+        [...byAccount].map(async ([accountId, group]) => {
+          const ids = [...new Set(group.flatMap((request) => request.ids))];
+          const at = group
+            .map((request) => request.at)
+            .sort()
+            .at(-1)!;
+          const { rows } = await pool.query<Row>({
+            name: 'rest_submission_list_versions',
+            text: CURRENT_VERSIONS_SQL,
+            values: [ids, at, accountId, FORMAT],
+          });
+          for (const row of rows) rowsById.set(row.id, row);
+        }),
+      );
+      return requests.map((request) => request.ids.flatMap((id) => rowsById.get(id) ?? []));
+    }),
 );
 
 /**
@@ -261,7 +270,11 @@ export async function renderSubmissionList(
     const unheld = rows.filter((row) => !itemBytes.has(`${row.id}@${row.version}`)).map((row) => row.id);
     const texts = new Map<number, Row>();
     if (unheld.length > 0) {
-      const fetched = await pool.query<Row>({ name: 'rest_submission_list_current', text: CURRENT_ITEMS_SQL, values: [unheld, ...values.slice(1)] });
+      const fetched = await pool.query<Row>({
+        name: 'rest_submission_list_current',
+        text: CURRENT_ITEMS_SQL,
+        values: [unheld, ...values.slice(1)],
+      });
       for (const row of fetched.rows) {
         itemBytes.set(`${row.id}@${row.version}`, Buffer.from(row.item!));
         texts.set(row.id, row);
@@ -276,7 +289,11 @@ export async function renderSubmissionList(
     }
     const missing = ids.filter((id) => !ready.has(id));
     if (missing.length > 0) {
-      const rendered = await pool.query<Row>({ name: 'rest_submission_list_items', text: LIST_ITEMS_SQL, values: [missing, ...values.slice(1)] });
+      const rendered = await pool.query<Row>({
+        name: 'rest_submission_list_items',
+        text: LIST_ITEMS_SQL,
+        values: [missing, ...values.slice(1)],
+      });
       for (const row of rendered.rows) ready.set(row.id, { row, bytes: Buffer.from(row.item!) });
     }
     let first = true;
@@ -292,8 +309,10 @@ export async function renderSubmissionList(
       }
       // Signed file URLs are minted per request: patch the item's text.
       const item = JSON.parse(bytes.toString()) as Record<string, unknown>;
-      if (row.audit_uuid) item.audit_log_url = context.files.url({ uuid: row.audit_uuid, filename: row.audit_filename! });
-      if (row.combined_uuid) item.combined_document_url = context.files.url({ uuid: row.combined_uuid, filename: row.combined_filename! });
+      if (row.audit_uuid)
+        item.audit_log_url = context.files.url({ uuid: row.audit_uuid, filename: row.audit_filename! });
+      if (row.combined_uuid)
+        item.combined_document_url = context.files.url({ uuid: row.combined_uuid, filename: row.combined_filename! });
       parts.push(Buffer.from(JSON.stringify(item)));
     }
   }

@@ -50,7 +50,14 @@ export interface SubmissionListData {
   completedAt: string | null;
   auditLogUrl: string | null;
   combinedDocumentUrl: string | null;
-  template: { id: number; name: string; externalId: string | null; createdAt: string; updatedAt: string; folderName: string } | null;
+  template: {
+    id: number;
+    name: string;
+    externalId: string | null;
+    createdAt: string;
+    updatedAt: string;
+    folderName: string;
+  } | null;
   createdByUser: { id: number; email: string; firstName: string | null; lastName: string | null } | null;
   submitters: SubmitterBaseData[];
 }
@@ -76,10 +83,22 @@ function base(s: Omit<SubmissionListData, 'submitters'>) {
     updated_at: s.updatedAt,
     archived_at: s.archivedAt,
     template: s.template
-      ? { id: s.template.id, name: s.template.name, external_id: s.template.externalId, created_at: s.template.createdAt, updated_at: s.template.updatedAt, folder_name: s.template.folderName }
+      ? {
+          id: s.template.id,
+          name: s.template.name,
+          external_id: s.template.externalId,
+          created_at: s.template.createdAt,
+          updated_at: s.template.updatedAt,
+          folder_name: s.template.folderName,
+        }
       : null,
     created_by_user: s.createdByUser
-      ? { id: s.createdByUser.id, email: s.createdByUser.email, first_name: s.createdByUser.firstName, last_name: s.createdByUser.lastName }
+      ? {
+          id: s.createdByUser.id,
+          email: s.createdByUser.email,
+          first_name: s.createdByUser.firstName,
+          last_name: s.createdByUser.lastName,
+        }
       : null,
     variables: s.variables ?? {},
     audit_log_url: s.auditLogUrl,
@@ -108,6 +127,8 @@ export function serializeSubmissionGet(s: SubmissionGetData, options: { withEven
     // Required by DocuSeal's OpenAPI for this response although its code never fills it (§14.11).
     metadata: {},
     // Signet extension (docs/compatibility.md): why the signed documents could not be produced.
-    completion_error: s.completionError ? { message: s.completionError.message, failed_at: s.completionError.failedAt } : null,
+    completion_error: s.completionError
+      ? { message: s.completionError.message, failed_at: s.completionError.failedAt }
+      : null,
   };
 }

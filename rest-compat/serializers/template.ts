@@ -51,14 +51,25 @@ export interface TemplateData {
     preferences: unknown;
     validation: unknown;
     options: { value: string; uuid: string }[] | null;
-    areas: { x: number; y: number; w: number; h: number; page: number; attachmentUuid: string; optionUuid: string | null; cellW: number | null }[];
+    areas: {
+      x: number;
+      y: number;
+      w: number;
+      h: number;
+      page: number;
+      attachmentUuid: string;
+      optionUuid: string | null;
+      cellW: number | null;
+    }[];
   }[];
   documents: { id: number; uuid: string; url: string; previewImageUrl: string | null; filename: string }[];
 }
 
 /** Drops keys whose value is null (optional keys DocuSeal leaves out of field objects). */
 function compact<T extends Record<string, unknown>>(object: T): Partial<T> {
-  return Object.fromEntries(Object.entries(object).filter(([, value]) => value !== null && value !== undefined)) as Partial<T>;
+  return Object.fromEntries(
+    Object.entries(object).filter(([, value]) => value !== null && value !== undefined),
+  ) as Partial<T>;
 }
 
 /** The full template JSON (GET /templates/{id}, list items, create and clone responses). */

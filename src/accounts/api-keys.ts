@@ -64,7 +64,10 @@ export async function createApiKey(
   input: z.input<typeof CreateApiKeyInput>,
 ): Promise<{ apiKey: ApiKeySummary; token: string }> {
   const { userId, name } = parseInput(CreateApiKeyInput, input);
-  const user = await db.user.findUnique({ where: { id: userId }, select: { id: true, accountId: true, archivedAt: true } });
+  const user = await db.user.findUnique({
+    where: { id: userId },
+    select: { id: true, accountId: true, archivedAt: true },
+  });
   if (!user || user.archivedAt) throw new AppError('NOT_FOUND', `User ${userId} not found`);
   const { token, tokenHash, prefix } = generateApiKey();
   const apiKey = await db.apiKey.create({
@@ -91,7 +94,9 @@ export async function revokeApiKey(
   const key = await db.apiKey.findUnique({ where: { id: options.keyId }, select: summarySelect });
   if (!key) throw new AppError('NOT_FOUND', `API key ${options.keyId} not found`);
   if (options.accountId !== undefined && key.accountId !== options.accountId) throw new AppError('FORBIDDEN');
-  const revoked = key.revokedAt ? key : await db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() }, select: summarySelect });
+  const revoked = key.revokedAt
+    ? key
+    : await db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() }, select: summarySelect });
   await options.live?.publishRevocation({ apiKeyIds: [key.id] });
   return revoked;
 }

@@ -67,12 +67,13 @@ type KeyRow = Record<string, any>;
  * keeps no results): a key revoked, or whose user or account is archived, fails on its very next
  * request on every instance (docs/security.md "A revoked key ends at once, everywhere").
  */
-const keyLookups = perClient((pool: pg.Pool): DataLoader<string, KeyRow | null> =>
-  turnBatch<string, KeyRow | null>(async (hashes) => {
-    const { rows } = await pool.query({ ...AUTHENTICATE, values: [hashes] });
-    const byIndex = new Map(rows.map((row) => [Number(row.n), row]));
-    return hashes.map((_hash, index) => byIndex.get(index + 1) ?? null);
-  }),
+const keyLookups = perClient(
+  (pool: pg.Pool): DataLoader<string, KeyRow | null> =>
+    turnBatch<string, KeyRow | null>(async (hashes) => {
+      const { rows } = await pool.query({ ...AUTHENTICATE, values: [hashes] });
+      const byIndex = new Map(rows.map((row) => [Number(row.n), row]));
+      return hashes.map((_hash, index) => byIndex.get(index + 1) ?? null);
+    }),
 );
 
 /**

@@ -56,7 +56,10 @@ export function createCredentialSessions(options: {
     for (const session of [...sessions]) {
       if (!match(session.credential)) continue;
       sessions.delete(session);
-      logger.info({ apiKeyId: session.credential.apiKeyId, reason }, 'session ended: its credential no longer authenticates');
+      logger.info(
+        { apiKeyId: session.credential.apiKeyId, reason },
+        'session ended: its credential no longer authenticates',
+      );
       try {
         session.end();
       } catch (error) {
@@ -99,7 +102,10 @@ export function createCredentialSessions(options: {
 
   return {
     track(viewer, end) {
-      const session: Session = { credential: { apiKeyId: viewer.apiKeyId, userId: viewer.user.id, accountId: viewer.account.id }, end };
+      const session: Session = {
+        credential: { apiKeyId: viewer.apiKeyId, userId: viewer.user.id, accountId: viewer.account.id },
+        end,
+      };
       sessions.add(session);
       return () => {
         sessions.delete(session);

@@ -33,7 +33,14 @@ export interface UserSummary {
 export async function listAccounts(db: Pick<Db, 'account'>): Promise<AccountSummary[]> {
   const accounts = await db.account.findMany({
     orderBy: { id: 'asc' },
-    select: { id: true, name: true, testing: true, createdAt: true, archivedAt: true, _count: { select: { users: true } } },
+    select: {
+      id: true,
+      name: true,
+      testing: true,
+      createdAt: true,
+      archivedAt: true,
+      _count: { select: { users: true } },
+    },
   });
   return accounts.map(({ _count, ...account }) => ({ ...account, userCount: _count.users }));
 }
@@ -46,6 +53,15 @@ export function listUsers(db: Pick<Db, 'user'>, options: { accountId?: number } 
   return db.user.findMany({
     where: options.accountId === undefined ? {} : { accountId: options.accountId },
     orderBy: { id: 'asc' },
-    select: { id: true, accountId: true, email: true, firstName: true, lastName: true, role: true, createdAt: true, archivedAt: true },
+    select: {
+      id: true,
+      accountId: true,
+      email: true,
+      firstName: true,
+      lastName: true,
+      role: true,
+      createdAt: true,
+      archivedAt: true,
+    },
   });
 }

@@ -16,7 +16,12 @@ import { createDb, type Db } from '../db/client.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { isAppError } from '../errors.ts';
-import { createWebhookEndpoint, listWebhookEndpoints, removeWebhookEndpoint, webhookDestinationCheck } from '../webhooks/endpoints.ts';
+import {
+  createWebhookEndpoint,
+  listWebhookEndpoints,
+  removeWebhookEndpoint,
+  webhookDestinationCheck,
+} from '../webhooks/endpoints.ts';
 
 /** Bad command line: usage on stderr, exit code 2. */
 class UsageError extends Error {}
@@ -39,8 +44,14 @@ interface Command {
 const COMMANDS: Record<string, Command> = {
   'account create': {
     synopsis: 'account create --name NAME --email EMAIL [--first-name F] [--last-name L]',
-    description: 'Creates an account, its first user and an API key.\nPrints {"accountId":1,"userId":1,"apiKey":"..."}; the key is shown only this once.',
-    options: { name: { type: 'string' }, email: { type: 'string' }, 'first-name': { type: 'string' }, 'last-name': { type: 'string' } },
+    description:
+      'Creates an account, its first user and an API key.\nPrints {"accountId":1,"userId":1,"apiKey":"..."}; the key is shown only this once.',
+    options: {
+      name: { type: 'string' },
+      email: { type: 'string' },
+      'first-name': { type: 'string' },
+      'last-name': { type: 'string' },
+    },
     required: ['name', 'email'],
     async run(db, flags) {
       const created = await createAccount(db, {
@@ -54,7 +65,8 @@ const COMMANDS: Record<string, Command> = {
   },
   'account list': {
     synopsis: 'account list',
-    description: 'Prints every account (archived ones too) as a JSON array:\n[{"id":1,"name":"..","testing":false,"createdAt":"..","archivedAt":null,"userCount":1}, ...]',
+    description:
+      'Prints every account (archived ones too) as a JSON array:\n[{"id":1,"name":"..","testing":false,"createdAt":"..","archivedAt":null,"userCount":1}, ...]',
     options: {},
     required: [],
     async run(db) {
@@ -68,16 +80,22 @@ const COMMANDS: Record<string, Command> = {
     options: { 'account-id': { type: 'string' } },
     required: [],
     async run(db, flags) {
-      return listUsers(db, { accountId: flags['account-id'] === undefined ? undefined : positiveInt(flags, 'account-id') });
+      return listUsers(db, {
+        accountId: flags['account-id'] === undefined ? undefined : positiveInt(flags, 'account-id'),
+      });
     },
   },
   'api-key create': {
     synopsis: 'api-key create --user-id N [--name LABEL]',
-    description: 'Creates an API key for a user (`signet user list` shows the ids).\nPrints {"id":..,"accountId":..,"userId":..,"name":"..","apiKey":"..."}; the key is shown only this once.',
+    description:
+      'Creates an API key for a user (`signet user list` shows the ids).\nPrints {"id":..,"accountId":..,"userId":..,"name":"..","apiKey":"..."}; the key is shown only this once.',
     options: { 'user-id': { type: 'string' }, name: { type: 'string' } },
     required: ['user-id'],
     async run(db, flags) {
-      const { apiKey, token } = await createApiKey(db, { userId: positiveInt(flags, 'user-id'), name: flags.name as string | undefined });
+      const { apiKey, token } = await createApiKey(db, {
+        userId: positiveInt(flags, 'user-id'),
+        name: flags.name as string | undefined,
+      });
       return { id: apiKey.id, accountId: apiKey.accountId, userId: apiKey.userId, name: apiKey.name, apiKey: token };
     },
   },
@@ -101,7 +119,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'api-key list': {
     synopsis: 'api-key list --account-id N',
-    description: 'Prints the account\'s keys (never the tokens) as a JSON array.',
+    description: "Prints the account's keys (never the tokens) as a JSON array.",
     options: { 'account-id': { type: 'string' } },
     required: ['account-id'],
     async run(db, flags) {
@@ -109,13 +127,26 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'webhook add': {
-    synopsis: 'webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]',
+    synopsis:
+      'webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]',
     description:
       'Adds a webhook endpoint (default events: form.viewed, form.started, form.completed, form.declined).\nThe URL\'s host must resolve to public addresses (or be allowed by WEBHOOK_ALLOWED_HOSTS or\nWEBHOOK_ALLOW_PRIVATE), as for every delivery.\nPrints {"id":..,"url":"..","events":[..],"secret":"whsec_..."}; the secret is shown only this once.',
-    options: { 'account-id': { type: 'string' }, url: { type: 'string' }, events: { type: 'string' }, 'header-name': { type: 'string' }, 'header-value': { type: 'string' } },
+    options: {
+      'account-id': { type: 'string' },
+      url: { type: 'string' },
+      events: { type: 'string' },
+      'header-name': { type: 'string' },
+      'header-value': { type: 'string' },
+    },
     required: ['account-id', 'url'],
     async run(db, flags, config) {
-      const events = flags.events === undefined ? undefined : String(flags.events).split(',').map((e) => e.trim()).filter(Boolean);
+      const events =
+        flags.events === undefined
+          ? undefined
+          : String(flags.events)
+              .split(',')
+              .map((e) => e.trim())
+              .filter(Boolean);
       const { endpoint, secret } = await createWebhookEndpoint(db, {
         accountId: positiveInt(flags, 'account-id'),
         url: String(flags.url),
@@ -129,7 +160,7 @@ const COMMANDS: Record<string, Command> = {
   },
   'webhook list': {
     synopsis: 'webhook list --account-id N',
-    description: 'Prints the account\'s webhook endpoints (never the secrets) as a JSON array.',
+    description: "Prints the account's webhook endpoints (never the secrets) as a JSON array.",
     options: { 'account-id': { type: 'string' } },
     required: ['account-id'],
     async run(db, flags) {
@@ -183,7 +214,9 @@ ${CONFIGURATION_NOTE}`;
 /** The usage of the commands named by `words` (`api-key create`, or a group: `api-key`), or undefined for none. */
 function usageOf(words: string[]): string | undefined {
   const name = words.join(' ');
-  const matching = Object.entries(COMMANDS).filter(([key]) => key === name || (words.length === 1 && key.startsWith(`${name} `)));
+  const matching = Object.entries(COMMANDS).filter(
+    ([key]) => key === name || (words.length === 1 && key.startsWith(`${name} `)),
+  );
   if (matching.length === 0) return undefined;
   if (matching.length === 1) {
     const [, command] = matching[0]!;
@@ -208,7 +241,8 @@ async function connectLiveEvents(db: Db, config: Config, redisUrl: string) {
 
 function positiveInt(flags: Flags, name: string): number {
   const raw = String(flags[name]);
-  if (!/^[1-9]\d{0,9}$/.test(raw) || Number(raw) > 2_147_483_647) throw new UsageError(`--${name} must be a positive integer, got "${raw}"`);
+  if (!/^[1-9]\d{0,9}$/.test(raw) || Number(raw) > 2_147_483_647)
+    throw new UsageError(`--${name} must be a positive integer, got "${raw}"`);
   return Number(raw);
 }
 
@@ -217,7 +251,10 @@ function positiveInt(flags: Flags, name: string): number {
  * @param argv arguments after the program name
  * @returns the exit code
  */
-export async function runCli(argv: string[], io: { out: (line: string) => void; err: (line: string) => void }): Promise<number> {
+export async function runCli(
+  argv: string[],
+  io: { out: (line: string) => void; err: (line: string) => void },
+): Promise<number> {
   const [first, second, ...rest] = argv;
   if (!first || first === 'help' || isHelpFlag(first)) {
     if (!first) {
@@ -267,7 +304,8 @@ export async function runCli(argv: string[], io: { out: (line: string) => void; 
     const missing = command.required.filter((option) => values[option] === undefined || values[option] === '');
     if (missing.length > 0) throw new UsageError(`Missing ${missing.map((m) => `--${m}`).join(', ')}`);
     // Validate numeric flags before touching the database.
-    for (const option of Object.keys(command.options)) if ((option === 'id' || option.endsWith('-id')) && values[option] !== undefined) positiveInt(values, option);
+    for (const option of Object.keys(command.options))
+      if ((option === 'id' || option.endsWith('-id')) && values[option] !== undefined) positiveInt(values, option);
     migrateOnly = command.migrateOnly === true;
     run = (db, config) => command.run(db, values, config);
   } catch (error) {

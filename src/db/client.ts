@@ -17,7 +17,10 @@ const pools = new WeakMap<Db, pg.Pool>();
  * @param options.poolSize connections in the pool (default 10)
  * @param options.onQuery called with each SQL statement, Prisma's and plain (tests count queries with it)
  */
-export function createDb(connectionString: string, options: { poolSize?: number; onQuery?: (sql: string) => void } = {}): Db {
+export function createDb(
+  connectionString: string,
+  options: { poolSize?: number; onQuery?: (sql: string) => void } = {},
+): Db {
   const pool = new pg.Pool({ connectionString, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
   // An idle connection dropped by the server is replaced on next use; it must not crash the process.
   pool.on('error', () => undefined);

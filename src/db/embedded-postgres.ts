@@ -164,11 +164,17 @@ async function loadBinaries(dataDir: string, runAs: RunAs | undefined): Promise<
 function tryRun(postgres: string, runAs: RunAs): Promise<{ ok: true } | { ok: false; reason: string }> {
   return new Promise((resolve) => {
     let output = '';
-    const child = spawn(postgres, ['--version'], { ...runAs, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+    const child = spawn(postgres, ['--version'], {
+      ...runAs,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LC_MESSAGES: 'C' },
+    });
     child.stdout.on('data', (chunk: Buffer) => (output += chunk));
     child.stderr.on('data', (chunk: Buffer) => (output += chunk));
     child.once('error', (error: NodeJS.ErrnoException) => resolve({ ok: false, reason: error.code ?? error.message }));
-    child.once('exit', (code) => resolve(code === 0 ? { ok: true } : { ok: false, reason: `exit code ${code}: ${output.trim().slice(0, 300)}` }));
+    child.once('exit', (code) =>
+      resolve(code === 0 ? { ok: true } : { ok: false, reason: `exit code ${code}: ${output.trim().slice(0, 300)}` }),
+    );
   });
 }
 
@@ -185,7 +191,10 @@ const BINARIES_DIR = 'postgres-binaries';
  * @returns the copy's root (the counterpart of the package root)
  */
 async function reachableCopy(packageRoot: string, dataDir: string): Promise<string> {
-  const { name, version } = JSON.parse(await fs.readFile(path.join(packageRoot, 'package.json'), 'utf8')) as { name: string; version: string };
+  const { name, version } = JSON.parse(await fs.readFile(path.join(packageRoot, 'package.json'), 'utf8')) as {
+    name: string;
+    version: string;
+  };
   const key = `${path.basename(name)}-${version}`.replace(/[^A-Za-z0-9._-]/g, '_');
   const base = path.join(dataDir, BINARIES_DIR);
   const target = path.join(base, key);
@@ -196,7 +205,10 @@ async function reachableCopy(packageRoot: string, dataDir: string): Promise<stri
   const temporary = await fs.mkdtemp(path.join(base, `.${key}-`));
   try {
     await fs.copyFile(path.join(packageRoot, 'package.json'), path.join(temporary, 'package.json'));
-    await fs.cp(path.join(packageRoot, 'native'), path.join(temporary, 'native'), { recursive: true, verbatimSymlinks: true });
+    await fs.cp(path.join(packageRoot, 'native'), path.join(temporary, 'native'), {
+      recursive: true,
+      verbatimSymlinks: true,
+    });
     await hydrateSymlinks(temporary);
     await openUp(temporary);
     try {
@@ -264,9 +276,19 @@ async function postgresUserIfRoot(): Promise<RunAs | undefined> {
   } catch {
     try {
       await execFileAsync('groupadd', ['--system', '--force', PG_USER]);
-      await execFileAsync('useradd', ['--system', '--gid', PG_USER, '--no-create-home', '--shell', '/usr/sbin/nologin', PG_USER]);
+      await execFileAsync('useradd', [
+        '--system',
+        '--gid',
+        PG_USER,
+        '--no-create-home',
+        '--shell',
+        '/usr/sbin/nologin',
+        PG_USER,
+      ]);
     } catch (cause) {
-      throw new Error(`Running as root: could not create the '${PG_USER}' user to run the embedded PostgreSQL.`, { cause });
+      throw new Error(`Running as root: could not create the '${PG_USER}' user to run the embedded PostgreSQL.`, {
+        cause,
+      });
     }
     return lookup();
   }
@@ -447,7 +469,11 @@ async function ensureDatabase(adminUrl: string, database: string): Promise<void>
 
 function run(file: string, args: string[], runAs: RunAs | undefined, log: (line: string) => void): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { ...runAs, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, LC_MESSAGES: 'C' } });
+    const child = spawn(file, args, {
+      ...runAs,
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, LC_MESSAGES: 'C' },
+    });
     let output = '';
     const onData = (chunk: Buffer) => {
       const text = chunk.toString('utf8');

@@ -18,7 +18,11 @@ export const TURN_BATCH_MAX = 100;
  * twice) and returning one answer per request, in order. Nothing is cached.
  */
 export function turnBatch<K, V>(run: (requests: readonly K[]) => Promise<V[]>): DataLoader<K, V> {
-  return new DataLoader<K, V>(run, { cache: false, maxBatchSize: TURN_BATCH_MAX, batchScheduleFn: (flush) => setImmediate(flush) });
+  return new DataLoader<K, V>(run, {
+    cache: false,
+    maxBatchSize: TURN_BATCH_MAX,
+    batchScheduleFn: (flush) => setImmediate(flush),
+  });
 }
 
 /**

@@ -119,7 +119,9 @@ function isUnavailableNode(error: ErrorLike, socketErrorsCount: boolean): boolea
   if (PG_CONNECTION_MESSAGES.test(message)) return true;
   // Node's AggregateError from a connection tried on several addresses (IPv4 and IPv6).
   if (socketErrorsCount && Array.isArray(error.errors) && error.errors.length > 0) {
-    return error.errors.every((inner) => inner && typeof inner === 'object' && isUnavailableNode(inner as ErrorLike, true));
+    return error.errors.every(
+      (inner) => inner && typeof inner === 'object' && isUnavailableNode(inner as ErrorLike, true),
+    );
   }
   return false;
 }

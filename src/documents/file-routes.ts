@@ -28,26 +28,124 @@ import { MissingFileError, type FileStorage } from './storage.ts';
 
 /** Extensions never served (lower case, without the dot): programs and scripts a click would run. */
 export const DANGEROUS_EXTENSIONS: ReadonlySet<string> = new Set([
-  'exe', 'com', 'bat', 'cmd', 'msi', 'msp', 'mst', 'scr', 'pif', 'cpl', 'dll', 'sys', 'drv', 'ocx',
-  'ps1', 'psm1', 'psd1', 'ps1xml', 'vb', 'vbs', 'vbe', 'js', 'jse', 'mjs', 'cjs', 'ws', 'wsf', 'wsc', 'wsh',
-  'hta', 'jar', 'class', 'apk', 'aab', 'xapk', 'ipa', 'app', 'dmg', 'pkg', 'mpkg', 'deb', 'rpm', 'appimage',
-  'sh', 'bash', 'zsh', 'csh', 'ksh', 'fish', 'command', 'run', 'bin', 'elf', 'so', 'dylib',
-  'lnk', 'url', 'reg', 'inf', 'gadget', 'msc', 'appx', 'appxbundle', 'msix', 'msixbundle', 'xap', 'scf',
-  'application', 'vsto', 'ade', 'adp', 'chm', 'hlp', 'cab', 'iso', 'img', 'vhd', 'vhdx',
-  'py', 'pyc', 'pyw', 'pl', 'rb', 'php', 'asp', 'aspx', 'jsp', 'cgi',
+  'exe',
+  'com',
+  'bat',
+  'cmd',
+  'msi',
+  'msp',
+  'mst',
+  'scr',
+  'pif',
+  'cpl',
+  'dll',
+  'sys',
+  'drv',
+  'ocx',
+  'ps1',
+  'psm1',
+  'psd1',
+  'ps1xml',
+  'vb',
+  'vbs',
+  'vbe',
+  'js',
+  'jse',
+  'mjs',
+  'cjs',
+  'ws',
+  'wsf',
+  'wsc',
+  'wsh',
+  'hta',
+  'jar',
+  'class',
+  'apk',
+  'aab',
+  'xapk',
+  'ipa',
+  'app',
+  'dmg',
+  'pkg',
+  'mpkg',
+  'deb',
+  'rpm',
+  'appimage',
+  'sh',
+  'bash',
+  'zsh',
+  'csh',
+  'ksh',
+  'fish',
+  'command',
+  'run',
+  'bin',
+  'elf',
+  'so',
+  'dylib',
+  'lnk',
+  'url',
+  'reg',
+  'inf',
+  'gadget',
+  'msc',
+  'appx',
+  'appxbundle',
+  'msix',
+  'msixbundle',
+  'xap',
+  'scf',
+  'application',
+  'vsto',
+  'ade',
+  'adp',
+  'chm',
+  'hlp',
+  'cab',
+  'iso',
+  'img',
+  'vhd',
+  'vhdx',
+  'py',
+  'pyc',
+  'pyw',
+  'pl',
+  'rb',
+  'php',
+  'asp',
+  'aspx',
+  'jsp',
+  'cgi',
 ]);
 
 /** Served inline; anything else is an attachment whatever `?disposition` says. */
 const INLINE_TYPES = new Set([
-  'application/pdf', 'image/png', 'image/jpeg', 'image/gif', 'image/webp', 'image/bmp', 'image/tiff',
-  'image/vnd.microsoft.icon', 'image/x-icon', 'image/vnd.adobe.photoshop',
+  'application/pdf',
+  'image/png',
+  'image/jpeg',
+  'image/gif',
+  'image/webp',
+  'image/bmp',
+  'image/tiff',
+  'image/vnd.microsoft.icon',
+  'image/x-icon',
+  'image/vnd.adobe.photoshop',
 ]);
 
 /** Served as application/octet-stream: a browser would interpret them as active content. */
 const BINARY_TYPES = new Set([
-  'text/html', 'text/javascript', 'application/javascript', 'application/x-javascript', 'image/svg+xml',
-  'application/postscript', 'application/x-shockwave-flash', 'text/xml', 'application/xml',
-  'application/xhtml+xml', 'application/mathml+xml', 'text/cache-manifest',
+  'text/html',
+  'text/javascript',
+  'application/javascript',
+  'application/x-javascript',
+  'image/svg+xml',
+  'application/postscript',
+  'application/x-shockwave-flash',
+  'text/xml',
+  'application/xml',
+  'application/xhtml+xml',
+  'application/mathml+xml',
+  'text/cache-manifest',
 ]);
 
 /**
@@ -61,7 +159,10 @@ export function fileCacheControl(expiresAt: number, now = Date.now()): string {
 
 /** Whether the filename ends in an extension from DANGEROUS_EXTENSIONS (case-insensitive). */
 export function hasDangerousExtension(filename: string): boolean {
-  const extension = path.extname(filename.trim().replace(/[.\s]+$/, '')).slice(1).toLowerCase();
+  const extension = path
+    .extname(filename.trim().replace(/[.\s]+$/, ''))
+    .slice(1)
+    .toLowerCase();
   return extension !== '' && DANGEROUS_EXTENSIONS.has(extension);
 }
 
@@ -71,7 +172,10 @@ export function hasDangerousExtension(filename: string): boolean {
  */
 export function contentDisposition(type: 'inline' | 'attachment', filename: string): string {
   const fallback = filename.replace(/[^\x20-\x7e]|["\\%]/g, '_');
-  const encoded = encodeURIComponent(filename).replace(/['()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+  const encoded = encodeURIComponent(filename).replace(
+    /['()*]/g,
+    (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`,
+  );
   return `${type}; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
@@ -81,7 +185,10 @@ export function contentDisposition(type: 'inline' | 'attachment', filename: stri
  *   file is then sent, as the RFC allows); `'unsatisfiable'` when no byte of the range exists;
  *   otherwise the inclusive byte positions.
  */
-export function parseRange(header: string | undefined, size: number): { start: number; end: number } | 'unsatisfiable' | undefined {
+export function parseRange(
+  header: string | undefined,
+  size: number,
+): { start: number; end: number } | 'unsatisfiable' | undefined {
   if (header === undefined) return undefined;
   const match = /^\s*bytes\s*=\s*(\d*)\s*-\s*(\d*)\s*$/i.exec(header);
   if (!match || (match[1] === '' && match[2] === '')) return undefined;
@@ -102,7 +209,10 @@ export function parseRange(header: string | undefined, size: number): { start: n
  * Registers `GET` and `HEAD /file/<token>/<filename>`.
  * @param deps.signer verifies tokens (createFileUrlSigner)
  */
-export function registerFileRoutes(app: FastifyInstance, deps: { db: Db; storage: FileStorage; signer: FileUrlSigner }): void {
+export function registerFileRoutes(
+  app: FastifyInstance,
+  deps: { db: Db; storage: FileStorage; signer: FileUrlSigner },
+): void {
   app.route<{ Params: { '*': string }; Querystring: { disposition?: unknown } }>({
     method: ['GET', 'HEAD'],
     // A wildcard, not `:token`: tokens are longer than Fastify's parameter limit (100 characters).
@@ -151,7 +261,8 @@ export function registerFileRoutes(app: FastifyInstance, deps: { db: Db; storage
       // Range applies to GET only (RFC 9110 §14.2), and If-Range lets a client with another
       // version ask for the whole file instead (§13.1.5).
       const ifRange = request.headers['if-range'];
-      const rangeHeader = request.method === 'GET' && (ifRange === undefined || ifRange === etag) ? request.headers.range : undefined;
+      const rangeHeader =
+        request.method === 'GET' && (ifRange === undefined || ifRange === etag) ? request.headers.range : undefined;
       const range = parseRange(rangeHeader, size);
       if (range === 'unsatisfiable') {
         reply.removeHeader('content-disposition');

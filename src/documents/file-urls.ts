@@ -19,7 +19,9 @@ const UUID_PATTERN = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{
 const MAX_TOKEN_LENGTH = 512;
 
 /** A valid token's file and expiry (ms since the epoch: the token's whole second), or why it is refused. */
-export type FileUrlVerification = { ok: true; uuid: string; expiresAt: number } | { ok: false; reason: 'expired' | 'invalid' };
+export type FileUrlVerification =
+  | { ok: true; uuid: string; expiresAt: number }
+  | { ok: false; reason: 'expired' | 'invalid' };
 
 export interface FileUrlSigner {
   /**
@@ -63,7 +65,12 @@ export function createFileUrlSigner(options: { appUrl: string; secret: string; t
     verify(value, now = Date.now()) {
       const invalid = { ok: false, reason: 'invalid' } as const;
       // base64url may itself contain "--", so the signature is found by its fixed length.
-      if (typeof value !== 'string' || value.length > MAX_TOKEN_LENGTH || value.length <= SIGNATURE_LENGTH + SEPARATOR.length) return invalid;
+      if (
+        typeof value !== 'string' ||
+        value.length > MAX_TOKEN_LENGTH ||
+        value.length <= SIGNATURE_LENGTH + SEPARATOR.length
+      )
+        return invalid;
       const payload = value.slice(0, -(SIGNATURE_LENGTH + SEPARATOR.length));
       const separator = value.slice(payload.length, payload.length + SEPARATOR.length);
       const signature = value.slice(-SIGNATURE_LENGTH);
@@ -80,7 +87,14 @@ export function createFileUrlSigner(options: { appUrl: string; secret: string; t
         return invalid;
       }
       const { id, pur, exp } = (claims ?? {}) as { id?: unknown; pur?: unknown; exp?: unknown };
-      if (pur !== PURPOSE || typeof id !== 'string' || !UUID_PATTERN.test(id) || typeof exp !== 'number' || !Number.isInteger(exp)) return invalid;
+      if (
+        pur !== PURPOSE ||
+        typeof id !== 'string' ||
+        !UUID_PATTERN.test(id) ||
+        typeof exp !== 'number' ||
+        !Number.isInteger(exp)
+      )
+        return invalid;
       if (exp * 1000 <= now) return { ok: false, reason: 'expired' };
       return { ok: true, uuid: id, expiresAt: exp * 1000 };
     },

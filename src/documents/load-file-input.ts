@@ -134,7 +134,8 @@ function decodeBase64(text: string, options: LoadFileInputOptions): Buffer {
   // characters of a group, 2 after 3. Node would silently drop them.
   const last = BASE64_ALPHABET.indexOf(compact[length - 1].replace('-', '+').replace('_', '/'));
   if ((length % 4 === 2 && (last & 0xf) !== 0) || (length % 4 === 3 && (last & 0x3) !== 0)) throw notBase64();
-  if (Math.floor((length * 3) / 4) > options.maxBytes) throw invalid(options.field, `is larger than ${formatBytes(options.maxBytes)}`);
+  if (Math.floor((length * 3) / 4) > options.maxBytes)
+    throw invalid(options.field, `is larger than ${formatBytes(options.maxBytes)}`);
   return Buffer.from(compact, 'base64');
 }
 
@@ -147,7 +148,9 @@ async function download(value: string, options: LoadFileInputOptions): Promise<L
   }
   const shown = displayUrl(value, url);
   const fail = (reason: string, details: Record<string, unknown> = {}) =>
-    new AppError('VALIDATION', `Error loading: ${shown} (${options.field}). ${reason}`, { details: { field: options.field, url: shown, ...details } });
+    new AppError('VALIDATION', `Error loading: ${shown} (${options.field}). ${reason}`, {
+      details: { field: options.field, url: shown, ...details },
+    });
 
   const controller = new AbortController();
   const timer = setTimeout(() => controller.abort(), options.timeoutMs);
@@ -174,7 +177,9 @@ async function download(value: string, options: LoadFileInputOptions): Promise<L
       }
       if (status < 200 || status >= 300) {
         response.destroy();
-        throw fail(`The server answered HTTP ${status}${response.statusMessage ? ` ${response.statusMessage}` : ''}.`, { status });
+        throw fail(`The server answered HTTP ${status}${response.statusMessage ? ` ${response.statusMessage}` : ''}.`, {
+          status,
+        });
       }
       const bytes = await readBody(response, options, fail).catch((error: unknown) => {
         if (error instanceof AppError) throw error;
@@ -199,7 +204,11 @@ async function download(value: string, options: LoadFileInputOptions): Promise<L
  */
 const NOT_PUBLIC = "Can't download from this host: it is not a public address, or its name does not resolve.";
 
-async function resolveAllowed(url: URL, options: LoadFileInputOptions, fail: (reason: string) => AppError): Promise<ResolvedAddress> {
+async function resolveAllowed(
+  url: URL,
+  options: LoadFileInputOptions,
+  fail: (reason: string) => AppError,
+): Promise<ResolvedAddress> {
   const host = url.hostname.replace(/^\[|\]$/g, '');
   let addresses: ResolvedAddress[];
   if (net.isIP(host)) {
@@ -226,7 +235,11 @@ function defaultResolve(hostname: string): Promise<ResolvedAddress[]> {
 
 /** One GET to `url`, connecting to `address` whatever the host name resolves to now. */
 function request(url: URL, address: ResolvedAddress, signal: AbortSignal): Promise<http.IncomingMessage> {
-  const pinnedLookup = ((_hostname: string, lookupOptions: { all?: boolean }, callback: (...args: unknown[]) => void) => {
+  const pinnedLookup = ((
+    _hostname: string,
+    lookupOptions: { all?: boolean },
+    callback: (...args: unknown[]) => void,
+  ) => {
     if (lookupOptions?.all) callback(null, [{ address: address.address, family: address.family }]);
     else callback(null, address.address, address.family);
   }) as unknown as net.LookupFunction;
@@ -252,7 +265,11 @@ function request(url: URL, address: ResolvedAddress, signal: AbortSignal): Promi
   });
 }
 
-async function readBody(response: http.IncomingMessage, options: LoadFileInputOptions, fail: (reason: string) => AppError): Promise<Buffer> {
+async function readBody(
+  response: http.IncomingMessage,
+  options: LoadFileInputOptions,
+  fail: (reason: string) => AppError,
+): Promise<Buffer> {
   const tooLarge = () => fail(`The file is larger than ${formatBytes(options.maxBytes)}.`);
   const encoding = (response.headers['content-encoding'] ?? 'identity').trim().toLowerCase();
   const declared = Number(response.headers['content-length']);
@@ -309,7 +326,10 @@ function filenameFromPath(pathname: string): string | undefined {
 
 /** Drops directories and control characters; undefined when nothing is left. */
 function sanitizeFilename(name: string): string | undefined {
-  const base = path.posix.basename(name.replace(/\\/g, '/')).replace(/\p{Cc}/gu, '').trim();
+  const base = path.posix
+    .basename(name.replace(/\\/g, '/'))
+    .replace(/\p{Cc}/gu, '')
+    .trim();
   return base === '' || base === '.' || base === '..' ? undefined : base;
 }
 
@@ -330,7 +350,8 @@ function connectionFailure(error: unknown): string {
   const code = (error as NodeJS.ErrnoException)?.code;
   if (code === 'ECONNREFUSED') return 'The connection was refused.';
   if (code === 'ECONNRESET' || code === 'EPIPE') return 'The connection was reset.';
-  if (code && /^(CERT_|ERR_TLS_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code)) return `The TLS certificate was not accepted (${code}).`;
+  if (code && /^(CERT_|ERR_TLS_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code))
+    return `The TLS certificate was not accepted (${code}).`;
   return `The download failed${code ? ` (${code})` : ''}.`;
 }
 

@@ -66,7 +66,10 @@ export function readWithPdfLib(bytes: Uint8Array): Promise<PdfLibReading> {
 function next(): void {
   if (current || queue.length === 0) return;
   const job = queue.shift()!;
-  const timer = setTimeout(() => finish({ error: `it could not be read within ${READ_TIMEOUT_MS / 1000} s` }, true), READ_TIMEOUT_MS);
+  const timer = setTimeout(
+    () => finish({ error: `it could not be read within ${READ_TIMEOUT_MS / 1000} s` }, true),
+    READ_TIMEOUT_MS,
+  );
   current = { job, timer };
   // A copy: the caller keeps its bytes (they are stored next), the worker gets its own.
   const copy = new Uint8Array(job.bytes);
@@ -103,7 +106,11 @@ function startedWorker(): Worker {
     worker = undefined;
     finish(reading);
   };
-  started.on('error', (error) => gone({ error: /heap|memory/i.test(error.message) ? 'it needs too much memory to read' : error.message.split('\n')[0] }));
+  started.on('error', (error) =>
+    gone({
+      error: /heap|memory/i.test(error.message) ? 'it needs too much memory to read' : error.message.split('\n')[0],
+    }),
+  );
   started.on('exit', () => gone({ error: 'it could not be read' }));
   // Idle, it must not keep the process alive (the service and the CLI stop as before); after the
   // listeners, which would otherwise hold it again.

@@ -101,7 +101,9 @@ export async function inspectPdf(bytes: Uint8Array, label: string): Promise<PdfI
     if (pageCount === 0) {
       throw new AppError(
         'VALIDATION',
-        repaired ? `${label} is not a valid PDF: it is damaged (truncated or corrupt) and no page can be read` : `${label} is a PDF with no pages`,
+        repaired
+          ? `${label} is not a valid PDF: it is damaged (truncated or corrupt) and no page can be read`
+          : `${label} is a PDF with no pages`,
       );
     }
     const pages: PdfPageInfo[] = [];
@@ -110,7 +112,9 @@ export async function inspectPdf(bytes: Uint8Array, label: string): Promise<PdfI
       try {
         page = doc.loadPage(index);
       } catch (error) {
-        throw new AppError('VALIDATION', `${label} is not a valid PDF: page ${index + 1} cannot be read`, { cause: error });
+        throw new AppError('VALIDATION', `${label} is not a valid PDF: page ${index + 1} cannot be read`, {
+          cause: error,
+        });
       }
       try {
         pages.push(readPageGeometry(page));
@@ -147,7 +151,10 @@ export async function renderPagePng(bytes: Uint8Array, pageIndex: number, widthP
   try {
     const pageCount = doc.countPages();
     if (!Number.isInteger(pageIndex) || pageIndex < 0 || pageIndex >= pageCount) {
-      throw new AppError('VALIDATION', `page ${pageIndex} is out of range: the document has ${pageCount} page(s) (0-based)`);
+      throw new AppError(
+        'VALIDATION',
+        `page ${pageIndex} is out of range: the document has ${pageCount} page(s) (0-based)`,
+      );
     }
     const page = doc.loadPage(pageIndex);
     try {
@@ -155,7 +162,10 @@ export async function renderPagePng(bytes: Uint8Array, pageIndex: number, widthP
       const scale = widthPx / (x1 - x0);
       const heightPx = Math.max(1, Math.round((y1 - y0) * scale));
       if (heightPx > MAX_PREVIEW_HEIGHT_PX) {
-        throw new AppError('VALIDATION', `page ${pageIndex + 1} is too tall to preview (${heightPx} px at ${widthPx} px wide)`);
+        throw new AppError(
+          'VALIDATION',
+          `page ${pageIndex + 1} is too tall to preview (${heightPx} px at ${widthPx} px wide)`,
+        );
       }
       // A pixmap of exactly widthPx × heightPx, drawn into through a device: toPixmap would size
       // the image from the rounded-out bounds, which can come out a pixel wider.
@@ -229,7 +239,10 @@ export async function readUploadedPdf(bytes: Uint8Array, label: string): Promise
     throw invalidPdf(label, error);
   }
   if (rewritten.pageCount !== info.pageCount) {
-    throw new AppError('VALIDATION', `${label} is not a valid PDF: ${info.pageCount} page(s) are listed but ${rewritten.pageCount} can be read`);
+    throw new AppError(
+      'VALIDATION',
+      `${label} is not a valid PDF: ${info.pageCount} page(s) are listed but ${rewritten.pageCount} can be read`,
+    );
   }
   return { pdf, info: rewritten };
 }
@@ -244,9 +257,16 @@ export async function readUploadedPdf(bytes: Uint8Array, label: string): Promise
  */
 export async function assertPdfEditable(bytes: Uint8Array, label: string, pageCount: number): Promise<void> {
   const reading = await readWithPdfLib(bytes);
-  if ('error' in reading) throw new AppError('VALIDATION', `${label} is not a valid PDF: ${reading.error.slice(0, 200) || 'it cannot be read'}`);
+  if ('error' in reading)
+    throw new AppError(
+      'VALIDATION',
+      `${label} is not a valid PDF: ${reading.error.slice(0, 200) || 'it cannot be read'}`,
+    );
   if (reading.pageCount !== pageCount) {
-    throw new AppError('VALIDATION', `${label} is not a valid PDF: its page tree holds ${reading.pageCount} page(s) where ${pageCount} can be read`);
+    throw new AppError(
+      'VALIDATION',
+      `${label} is not a valid PDF: its page tree holds ${reading.pageCount} page(s) where ${pageCount} can be read`,
+    );
   }
 }
 
@@ -254,7 +274,9 @@ export async function assertPdfEditable(bytes: Uint8Array, label: string, pageCo
 export function invalidPdf(label: string, error: unknown): AppError {
   if (error instanceof AppError) return error;
   const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-  return new AppError('VALIDATION', `${label} is not a valid PDF: ${reason.slice(0, 200) || 'it cannot be read'}`, { cause: error });
+  return new AppError('VALIDATION', `${label} is not a valid PDF: ${reason.slice(0, 200) || 'it cannot be read'}`, {
+    cause: error,
+  });
 }
 
 /**
@@ -308,7 +330,10 @@ export function pointsToFractions(area: Area, pages: readonly PdfPage[], label: 
 export function fractionsToPoints(area: Area, pages: readonly PdfPage[], label: string): Area {
   const page = pages[area.page];
   if (!Number.isInteger(area.page) || page === undefined) {
-    throw new AppError('VALIDATION', `${label}: page ${area.page} (0-based) is out of range; the document has ${pages.length} page(s)`);
+    throw new AppError(
+      'VALIDATION',
+      `${label}: page ${area.page} (0-based) is out of range; the document has ${pages.length} page(s)`,
+    );
   }
   return {
     x: area.x * page.width,
@@ -326,7 +351,10 @@ export function fractionsToPoints(area: Area, pages: readonly PdfPage[], label: 
  * §7.7.3.3) and visible boxes that do not start at (0, 0) (`cropBox`; without it the box is
  * taken to start at the origin). `area.page` is not used: the caller picks the page.
  */
-export function fractionsToPdfRect(area: Omit<Area, 'page'> & { page?: number }, page: PdfPage & { cropBox?: PdfBox }): PdfRect {
+export function fractionsToPdfRect(
+  area: Omit<Area, 'page'> & { page?: number },
+  page: PdfPage & { cropBox?: PdfBox },
+): PdfRect {
   const toUser = displayToUserMatrix(page);
   const a = applyMatrix(toUser, area.x * page.width, area.y * page.height);
   const b = applyMatrix(toUser, (area.x + area.w) * page.width, (area.y + area.h) * page.height);
@@ -344,9 +372,16 @@ export function fractionsToPdfRect(area: Omit<Area, 'page'> & { page?: number },
  * [x0, y0, x1, y1]: /Rotate 0 → (x0 + x, y1 − y); 90 → (x0 + y, y0 + x); 180 → (x1 − x, y0 + y);
  * 270 → (x1 − y, y1 − x).
  */
-export function displayToUserMatrix(page: PdfPage & { cropBox?: PdfBox }): [number, number, number, number, number, number] {
+export function displayToUserMatrix(
+  page: PdfPage & { cropBox?: PdfBox },
+): [number, number, number, number, number, number] {
   const quarterTurn = page.rotate === 90 || page.rotate === 270;
-  const [x0, y0, x1, y1] = page.cropBox ?? [0, 0, quarterTurn ? page.height : page.width, quarterTurn ? page.width : page.height];
+  const [x0, y0, x1, y1] = page.cropBox ?? [
+    0,
+    0,
+    quarterTurn ? page.height : page.width,
+    quarterTurn ? page.width : page.height,
+  ];
   switch (page.rotate) {
     case 90:
       return [0, 1, 1, 0, x0, y0];
@@ -369,7 +404,6 @@ function round2(value: number): number {
 
 // --- mupdf helpers shared with text-tags.ts -------------------------------------------------
 
-
 /**
  * Opens PDF bytes with mupdf, or throws `AppError('VALIDATION')` naming `label` for empty input,
  * a missing `%PDF-` header, unparsable bytes or a user password. The caller destroys the document.
@@ -389,7 +423,10 @@ export function openPdf(mupdf: Mupdf, bytes: Uint8Array, label: string): PDFDocu
   }
   if (doc.needsPassword()) {
     doc.destroy();
-    throw new AppError('VALIDATION', `${label} is an encrypted PDF protected by a password; upload it without the password protection`);
+    throw new AppError(
+      'VALIDATION',
+      `${label} is an encrypted PDF protected by a password; upload it without the password protection`,
+    );
   }
   return doc;
 }

@@ -66,7 +66,9 @@ async function readSecret(file: string): Promise<string | undefined> {
   }
   const secret = text.trim();
   if (secret.length < MIN_LENGTH) {
-    throw new Error(`${file} holds no usable secret (fewer than ${MIN_LENGTH} characters): fix or delete it, or set SECRET_KEY_BASE`);
+    throw new Error(
+      `${file} holds no usable secret (fewer than ${MIN_LENGTH} characters): fix or delete it, or set SECRET_KEY_BASE`,
+    );
   }
   return secret;
 }

@@ -66,7 +66,8 @@ export function createLocalStorage(root: string): FileStorage {
 
   const pathOf = (key: string): string => {
     const match = KEY_PATTERN.exec(key);
-    if (!match || match[3].slice(0, 2) !== match[1] || match[3].slice(2, 4) !== match[2]) throw new MissingFileError(key);
+    if (!match || match[3].slice(0, 2) !== match[1] || match[3].slice(2, 4) !== match[2])
+      throw new MissingFileError(key);
     return path.join(resolvedRoot, key);
   };
 
@@ -74,7 +75,8 @@ export function createLocalStorage(root: string): FileStorage {
     try {
       return await fs.stat(pathOf(key));
     } catch (error) {
-      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof MissingFileError) throw new MissingFileError(key);
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof MissingFileError)
+        throw new MissingFileError(key);
       throw error;
     }
   };
@@ -89,7 +91,10 @@ export function createLocalStorage(root: string): FileStorage {
       if (existing?.isFile() && existing.size === bytes.byteLength) return { key, sha256, byteSize: bytes.byteLength };
 
       await fs.mkdir(path.dirname(target), { recursive: true });
-      const temporary = path.join(path.dirname(target), `.${sha256}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`);
+      const temporary = path.join(
+        path.dirname(target),
+        `.${sha256}.${process.pid}.${randomBytes(6).toString('hex')}.tmp`,
+      );
       const handle = await fs.open(temporary, 'wx', 0o644);
       try {
         try {
@@ -110,7 +115,8 @@ export function createLocalStorage(root: string): FileStorage {
       try {
         return await fs.readFile(pathOf(key));
       } catch (error) {
-        if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof MissingFileError) throw new MissingFileError(key);
+        if ((error as NodeJS.ErrnoException).code === 'ENOENT' || error instanceof MissingFileError)
+          throw new MissingFileError(key);
         throw error;
       }
     },

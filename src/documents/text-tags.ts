@@ -107,7 +107,8 @@ export function parseTextTag(raw: string, label: string): ParsedTag {
   for (const segment of segments) {
     const eq = segment.indexOf('=');
     if (eq === -1) {
-      if (name !== undefined) fail(`${quote(segment)} has no value (write key=value); the field name is already ${quote(name)}`);
+      if (name !== undefined)
+        fail(`${quote(segment)} has no value (write key=value); the field name is already ${quote(name)}`);
       name = segment;
       continue;
     }
@@ -138,7 +139,9 @@ export function parseTextTag(raw: string, label: string): ParsedTag {
     if (value === undefined) return undefined;
     const number = /^[+]?(\d+(\.\d*)?|\.\d+)$/.test(value) ? Number(value) : Number.NaN;
     if (!Number.isFinite(number) || (positive ? number <= 0 : number < 0)) {
-      return fail(`${key} must be a ${positive ? 'positive' : 'non-negative'} number${key === 'width' || key === 'height' ? ' of points' : ''}, not ${quote(value)}`);
+      return fail(
+        `${key} must be a ${positive ? 'positive' : 'non-negative'} number${key === 'width' || key === 'height' ? ' of points' : ''}, not ${quote(value)}`,
+      );
     }
     return number;
   };
@@ -158,7 +161,8 @@ export function parseTextTag(raw: string, label: string): ParsedTag {
 
   const options = attributes.get('options');
   if (options !== undefined) {
-    if (!TYPES_WITH_OPTIONS.has(type)) fail(`options are only for ${[...TYPES_WITH_OPTIONS].join(', ')} fields, not ${typeValue}`);
+    if (!TYPES_WITH_OPTIONS.has(type))
+      fail(`options are only for ${[...TYPES_WITH_OPTIONS].join(', ')} fields, not ${typeValue}`);
     const list = options
       .split(',')
       .map((option) => option.trim())
@@ -398,7 +402,10 @@ function redactionBand(chars: StextChar[]): Quad {
   const first = chars[0].quad;
   const last = chars[chars.length - 1].quad;
   // Quad corners: upper-left (0,1), upper-right (2,3), lower-left (4,5), lower-right (6,7).
-  const lerp = (ax: number, ay: number, bx: number, by: number, t: number): [number, number] => [ax + (bx - ax) * t, ay + (by - ay) * t];
+  const lerp = (ax: number, ay: number, bx: number, by: number, t: number): [number, number] => [
+    ax + (bx - ax) * t,
+    ay + (by - ay) * t,
+  ];
   const upperStart = lerp(first[0], first[1], first[2], first[3], 0.3);
   const lowerStart = lerp(first[4], first[5], first[6], first[7], 0.3);
   const upperEnd = lerp(last[0], last[1], last[2], last[3], 0.7);
@@ -426,7 +433,14 @@ function unionRects(rects: Rect[]): Rect {
 }
 
 /** The tag's area as fractions of the displayed page, clipped to it. */
-function toArea(tag: ParsedTag, box: Rect, originX: number, originY: number, page: PdfPageInfo, pageIndex: number): TextTagArea {
+function toArea(
+  tag: ParsedTag,
+  box: Rect,
+  originX: number,
+  originY: number,
+  page: PdfPageInfo,
+  pageIndex: number,
+): TextTagArea {
   const clamp = (value: number, max: number) => Math.min(Math.max(value, 0), max);
   const x = clamp(box[0] - originX, page.width);
   const y = clamp(box[1] - originY, page.height);
@@ -435,7 +449,10 @@ function toArea(tag: ParsedTag, box: Rect, originX: number, originY: number, pag
   return { page: pageIndex, x: x / page.width, y: y / page.height, w: w / page.width, h: h / page.height };
 }
 
-function groupFields(found: Array<{ tag: ParsedTag; area: TextTagArea; where: string }>): { fields: TextTagField[]; roles: string[] } {
+function groupFields(found: Array<{ tag: ParsedTag; area: TextTagArea; where: string }>): {
+  fields: TextTagField[];
+  roles: string[];
+} {
   const roles: string[] = [];
   const fields: TextTagField[] = [];
   const byKey = new Map<string, TextTagField>();

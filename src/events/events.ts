@@ -81,7 +81,12 @@ export function effectJobs(effects: Effects): OutboxJob[] {
   return [
     ...effects.jobs,
     ...effects.events.map((event): OutboxJob => {
-      const data: DispatchEventData = { type: event.type, accountId: event.accountId, recordId: event.recordId, at: event.at.toISOString() };
+      const data: DispatchEventData = {
+        type: event.type,
+        accountId: event.accountId,
+        recordId: event.recordId,
+        at: event.at.toISOString(),
+      };
       return {
         name: DISPATCH_EVENT_JOB,
         data,
@@ -111,7 +116,10 @@ export interface SideEffects {
    * commit, hands them on (see committed()). A thrown error rolls everything back, effects too.
    * @returns what `change` returned
    */
-  transaction<T>(change: (tx: Prisma.TransactionClient, effects: Effects) => Promise<T>, options?: TransactionOptions): Promise<T>;
+  transaction<T>(
+    change: (tx: Prisma.TransactionClient, effects: Effects) => Promise<T>,
+    options?: TransactionOptions,
+  ): Promise<T>;
   /**
    * Records effects that follow no other write (e.g. an expiry that came due), in one statement,
    * and hands them on.
@@ -131,7 +139,11 @@ export interface SideEffects {
  * @param deps.jobs the job queue whose relayOutbox() moves the outbox rows after each commit
  * @param deps.live where events are published live; omitted: not published (tools, tests of jobs)
  */
-export function createSideEffects(deps: { db: Db; jobs: Pick<JobQueue, 'relayOutbox'>; live?: LiveEventPublisher | undefined }): SideEffects {
+export function createSideEffects(deps: {
+  db: Db;
+  jobs: Pick<JobQueue, 'relayOutbox'>;
+  live?: LiveEventPublisher | undefined;
+}): SideEffects {
   const committed = async (effects: Effects): Promise<void> => {
     if (effects.jobs.length > 0 || effects.events.length > 0) deps.jobs.relayOutbox();
     if (effects.events.length > 0 && deps.live) await deps.live.publish(effects.events).catch(() => undefined);

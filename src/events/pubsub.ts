@@ -240,7 +240,10 @@ export async function createLiveEvents(options: {
         if (redis) await redis.publishClient.publish(revocationTopic, JSON.stringify(message));
         else revocations.dispatchEvent(new CustomEvent(revocationTopic, { detail: message }));
       } catch (error) {
-        logger.error({ err: error, revocation: message }, 'credential revocation not announced; sessions end at the next check');
+        logger.error(
+          { err: error, revocation: message },
+          'credential revocation not announced; sessions end at the next check',
+        );
       }
     },
 
@@ -249,7 +252,11 @@ export async function createLiveEvents(options: {
         const detail = event.detail;
         if (!detail || typeof detail !== 'object') return;
         // A message from Redis is data from outside the process: keep integer ids only.
-        listener({ apiKeyIds: ids(detail.apiKeyIds), userIds: ids(detail.userIds), accountIds: ids(detail.accountIds) });
+        listener({
+          apiKeyIds: ids(detail.apiKeyIds),
+          userIds: ids(detail.userIds),
+          accountIds: ids(detail.accountIds),
+        });
       };
       revocations.addEventListener(revocationTopic, handle);
       return () => revocations.removeEventListener(revocationTopic, handle);
@@ -271,7 +278,9 @@ function ids(value: unknown): number[] {
 
 /** Looks up the ids each message carries; drops events whose record is gone or in another account. */
 async function toLiveEvents(db: Db, events: DomainEvent[]): Promise<LiveEvent[]> {
-  const idsOf = (type: 'Submitter' | 'Submission') => [...new Set(events.filter((e) => recordTypeOf(e.type) === type).map((e) => e.recordId))];
+  const idsOf = (type: 'Submitter' | 'Submission') => [
+    ...new Set(events.filter((e) => recordTypeOf(e.type) === type).map((e) => e.recordId)),
+  ];
   const submitterIds = idsOf('Submitter');
   const submissionIds = idsOf('Submission');
   const [submitters, submissions] = await Promise.all([
@@ -281,7 +290,12 @@ async function toLiveEvents(db: Db, events: DomainEvent[]): Promise<LiveEvent[]>
           select: { id: true, accountId: true, submissionId: true, submission: { select: { templateId: true } } },
         })
       : [],
-    submissionIds.length ? db.submission.findMany({ where: { id: { in: submissionIds } }, select: { id: true, accountId: true, templateId: true } }) : [],
+    submissionIds.length
+      ? db.submission.findMany({
+          where: { id: { in: submissionIds } },
+          select: { id: true, accountId: true, templateId: true },
+        })
+      : [],
   ]);
   const submitterById = new Map(submitters.map((s) => [s.id, s]));
   const submissionById = new Map(submissions.map((s) => [s.id, s]));
@@ -292,7 +306,12 @@ async function toLiveEvents(db: Db, events: DomainEvent[]): Promise<LiveEvent[]>
     if (recordType === 'Submitter') {
       const submitter = submitterById.get(event.recordId);
       if (submitter?.accountId !== event.accountId) continue;
-      messages.push({ ...base, submitterId: submitter.id, submissionId: submitter.submissionId, templateId: submitter.submission.templateId });
+      messages.push({
+        ...base,
+        submitterId: submitter.id,
+        submissionId: submitter.submissionId,
+        templateId: submitter.submission.templateId,
+      });
     } else if (recordType === 'Submission') {
       const submission = submissionById.get(event.recordId);
       if (submission?.accountId !== event.accountId) continue;
@@ -316,13 +335,20 @@ interface RedisConnection {
  * first use, so an instance without REDIS_URL never loads ioredis.
  */
 async function connectRedis(url: string, logger: FastifyBaseLogger): Promise<RedisConnection> {
-  const [{ Redis }, { createRedisEventTarget }] = await Promise.all([import('ioredis'), import('@graphql-yoga/redis-event-target')]);
+  const [{ Redis }, { createRedisEventTarget }] = await Promise.all([
+    import('ioredis'),
+    import('@graphql-yoga/redis-event-target'),
+  ]);
   const retryStrategy = (times: number) => Math.min(times * 200, 5000);
   // Publishing fails fast while Redis is away (the emit must not hang); subscribing waits for it
   // (its commands are never rejected, so the event target, which does not await them, cannot
   // leave a rejection unhandled).
   const publishClient = new Redis(url, { retryStrategy, maxRetriesPerRequest: 1, connectionName: 'signet-publish' });
-  const subscribeClient = new Redis(url, { retryStrategy, maxRetriesPerRequest: null, connectionName: 'signet-subscribe' });
+  const subscribeClient = new Redis(url, {
+    retryStrategy,
+    maxRetriesPerRequest: null,
+    connectionName: 'signet-subscribe',
+  });
   let reported = false;
   for (const client of [publishClient, subscribeClient]) {
     client.on('error', (error: Error) => {
@@ -336,12 +362,19 @@ async function connectRedis(url: string, logger: FastifyBaseLogger): Promise<Red
     });
   }
   return {
-    eventTarget: createRedisEventTarget<CustomEvent<LiveEvent>>({ publishClient, subscribeClient }) as unknown as LiveEventTarget,
+    eventTarget: createRedisEventTarget<CustomEvent<LiveEvent>>({
+      publishClient,
+      subscribeClient,
+    }) as unknown as LiveEventTarget,
     publishClient,
     async quit() {
       // quit() would wait for the commands queued while Redis is away (a SUBSCRIBE waits forever):
       // a client that is not connected is just disconnected.
-      await Promise.all([publishClient, subscribeClient].map((c) => (c.status === 'ready' ? c.quit().catch(() => c.disconnect()) : c.disconnect())));
+      await Promise.all(
+        [publishClient, subscribeClient].map((c) =>
+          c.status === 'ready' ? c.quit().catch(() => c.disconnect()) : c.disconnect(),
+        ),
+      );
     },
   };
 }

@@ -71,8 +71,9 @@ export function createContextFactory(deps: {
       return typeof value === 'string' ? value : undefined;
     };
     const token =
-      apiKeyFromHeaders((name) => fromParams(name) ?? (name === 'x-auth-token' ? fromParams('authtoken') : undefined)) ??
-      apiKeyFromHeaders((name) => request.header(name));
+      apiKeyFromHeaders(
+        (name) => fromParams(name) ?? (name === 'x-auth-token' ? fromParams('authtoken') : undefined),
+      ) ?? apiKeyFromHeaders((name) => request.header(name));
     return {
       db: deps.db,
       files: deps.files,

@@ -60,12 +60,19 @@ export function createMaskError() {
       const retryAfter = retryAfterSecondsOf(appError);
       if (retryAfter === undefined) {
         if (gqlError && gqlError.extensions?.code === appError.code) return gqlError;
-        return new GraphQLError(appError.message, { nodes: gqlError?.nodes, path: gqlError?.path, extensions: appError.extensions });
+        return new GraphQLError(appError.message, {
+          nodes: gqlError?.nodes,
+          path: gqlError?.path,
+          extensions: appError.extensions,
+        });
       }
       return new GraphQLError(appError.message, {
         nodes: gqlError?.nodes,
         path: gqlError?.path,
-        extensions: { ...appError.extensions, http: { status: appError.status, headers: { 'Retry-After': String(retryAfter) } } },
+        extensions: {
+          ...appError.extensions,
+          http: { status: appError.status, headers: { 'Retry-After': String(retryAfter) } },
+        },
       });
     }
     if (isGraphQLOwnError(error)) return error as GraphQLError;

@@ -85,7 +85,8 @@ const armor = { onReject: [reject], propagateOnRejection: false, exposeLimits: t
 function createTier(limits: GraphQLLimits, introspection: boolean): Tier {
   return {
     limits,
-    parse: (source, options) => new MaxTokensParserWLexer(source, { ...options, ...armor, n: limits.maxTokens }).parseDocument(),
+    parse: (source, options) =>
+      new MaxTokensParserWLexer(source, { ...options, ...armor, n: limits.maxTokens }).parseDocument(),
     rules: [
       // `__typename` is not exempt (Armor exempts it by default): 1,500 aliases of it answered 47 MB.
       maxAliasesRule({ ...armor, n: limits.maxAliases, allowList: [] }),
@@ -95,7 +96,11 @@ function createTier(limits: GraphQLLimits, introspection: boolean): Tier {
       costLimitRule({ ...armor, maxCost: limits.maxCost, flattenFragments: true }),
       ...(introspection ? [] : [NoSchemaIntrospectionCustomRule]),
     ],
-    documents: new LRUCache({ max: CACHE_DOCUMENTS, maxSize: CACHE_CHARACTERS, sizeCalculation: (_value, key) => key.length || 1 }),
+    documents: new LRUCache({
+      max: CACHE_DOCUMENTS,
+      maxSize: CACHE_CHARACTERS,
+      sizeCalculation: (_value, key) => key.length || 1,
+    }),
     validations: new WeakMap(),
   };
 }
@@ -186,7 +191,9 @@ export function useGraphQLLimits(options: {
               errors: [
                 limitExceededError(
                   `Response size limit of ${size(maxResponseBytes)} exceeded, found ${size(bytes)}.` +
-                    (mutation ? ' The mutation was carried out; ask for fewer fields to see its result.' : ' Ask for fewer fields or fewer items.'),
+                    (mutation
+                      ? ' The mutation was carried out; ask for fewer fields to see its result.'
+                      : ' Ask for fewer fields or fewer items.'),
                 ),
               ],
             });

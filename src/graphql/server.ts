@@ -126,7 +126,10 @@ export function createGraphQLServer(options: {
       execute: (args: any) => args.rootValue.execute(args),
       subscribe: (args: any) => args.rootValue.subscribe(args),
       onSubscribe: async (ctx, _id, payload) => {
-        const initial: YogaServerContext = { upgradeRequest: ctx.extra.request, connectionParams: ctx.connectionParams };
+        const initial: YogaServerContext = {
+          upgradeRequest: ctx.extra.request,
+          connectionParams: ctx.connectionParams,
+        };
         initial.graphqlContext = await buildContext(initial);
         if (options.sessions) trackWebSocket(options.sessions, ctx.extra.socket, initial.graphqlContext.viewer);
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped(initial);

@@ -10,7 +10,14 @@
  * object per published event and instance) are shared, only between callers with the same
  * `callerKey` (account and user), and only while the event object is alive (a WeakMap).
  */
-import { createSourceEventStream, execute, print, type DocumentNode, type ExecutionArgs, type ExecutionResult } from 'graphql';
+import {
+  createSourceEventStream,
+  execute,
+  print,
+  type DocumentNode,
+  type ExecutionArgs,
+  type ExecutionResult,
+} from 'graphql';
 import { isAsyncIterable, map, type Plugin } from 'graphql-yoga';
 
 export interface SharedSubscriptionResultsOptions<Context> {
@@ -24,7 +31,9 @@ export interface SharedSubscriptionResultsOptions<Context> {
  * @returns a Yoga/envelop plugin; results of subscriptions whose events are not shared are
  *   executed per subscriber, as without it
  */
-export function useSharedSubscriptionResults<Context>(options: SharedSubscriptionResultsOptions<Context>): Plugin<Record<string, unknown>> {
+export function useSharedSubscriptionResults<Context>(
+  options: SharedSubscriptionResultsOptions<Context>,
+): Plugin<Record<string, unknown>> {
   const documentKeys = new WeakMap<DocumentNode, string>();
   const results = new WeakMap<object, Map<string, Promise<ExecutionResult>>>();
   const documentKey = (document: DocumentNode) => {
@@ -40,7 +49,9 @@ export function useSharedSubscriptionResults<Context>(options: SharedSubscriptio
         if (!isAsyncIterable(stream)) return stream;
         const caller = options.callerKey(args.contextValue as Context);
         const operationKey =
-          caller === undefined ? undefined : `${caller}\n${args.operationName ?? ''}\n${JSON.stringify(args.variableValues ?? {})}\n${documentKey(args.document)}`;
+          caller === undefined
+            ? undefined
+            : `${caller}\n${args.operationName ?? ''}\n${JSON.stringify(args.variableValues ?? {})}\n${documentKey(args.document)}`;
         return map((event: unknown) => {
           const run = () => execute({ ...args, rootValue: event }) as Promise<ExecutionResult> | ExecutionResult;
           if (operationKey === undefined || !options.isShared(event)) return run();

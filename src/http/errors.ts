@@ -17,7 +17,11 @@ export function registerErrorHandler(app: FastifyInstance): void {
     const appError = findAppError(error);
     // Fastify's default handler: its own errors' statuses (400 for a bad body...), else 500.
     if (!appError) throw error;
-    if (appError.code === 'UNAVAILABLE' && appError.cause) request.log.warn({ err: appError.cause }, `${request.method} ${request.routeOptions.url ?? request.url}: service unavailable`);
+    if (appError.code === 'UNAVAILABLE' && appError.cause)
+      request.log.warn(
+        { err: appError.cause },
+        `${request.method} ${request.routeOptions.url ?? request.url}: service unavailable`,
+      );
     const response = restErrorFor(appError);
     if (wantsHtml(request)) return sendHtml(reply, response.status, appError, response.headers);
     return sendRestError(reply, response);
@@ -30,7 +34,12 @@ export function wantsHtml(request: FastifyRequest): boolean {
   return request.method === 'GET' && /^\s*text\/html\b/.test(accept);
 }
 
-function sendHtml(reply: FastifyReply, status: number, error: AppError, headers: Record<string, string> | undefined): FastifyReply {
+function sendHtml(
+  reply: FastifyReply,
+  status: number,
+  error: AppError,
+  headers: Record<string, string> | undefined,
+): FastifyReply {
   if (headers) reply.headers(headers);
   const message = escapeHtml(error.message);
   return reply

@@ -19,7 +19,10 @@ export function registerHealthRoute(app: FastifyInstance, db: Db): void {
       return reply.code(200).send({ status: 'ok' });
     } catch (error) {
       request.log.warn({ err: error }, 'health check: the database did not answer');
-      return reply.code(503).header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS)).send({ status: 'unavailable' });
+      return reply
+        .code(503)
+        .header('retry-after', String(DATABASE_RETRY_AFTER_SECONDS))
+        .send({ status: 'unavailable' });
     }
   });
 }

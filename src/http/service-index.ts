@@ -42,7 +42,10 @@ export function registerServiceIndexRoute(app: FastifyInstance, options: { graph
 }
 
 function describeService(options: { graphiql: boolean }): ServiceIndex {
-  const manifest = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string; description: string };
+  const manifest = JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as {
+    version: string;
+    description: string;
+  };
   return {
     service: 'Signet',
     // "Signet: a document-signing service …" → "A document-signing service …"

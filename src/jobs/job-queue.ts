@@ -29,7 +29,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { Agenda, type Job } from 'agenda';
 import pg from 'pg';
-import { countOutbox, deleteOutboxRows, lockOutboxRows, } from '../db/queries/outbox.ts';
+import { countOutbox, deleteOutboxRows, lockOutboxRows } from '../db/queries/outbox.ts';
 import { AppError } from '../errors.ts';
 import { logOutageOnce } from '../db/unavailable.ts';
 import { openMongoJobStore, openPostgresJobStore, type JobLogger, type JobStore } from './job-store.ts';
@@ -272,7 +272,11 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       async (job: Job<StoredData>) => {
         const attempt = job.attrs.failCount ?? 0;
         const id = String(job.attrs._id);
-        const keepAlive = startKeepAlive(() => store.renewLock(job), lockLifetimeMs, (error) => logger.warn({ err: error, job: name, jobId: id }, 'jobs: could not renew a lock'));
+        const keepAlive = startKeepAlive(
+          () => store.renewLock(job),
+          lockLifetimeMs,
+          (error) => logger.warn({ err: error, job: name, jobId: id }, 'jobs: could not renew a lock'),
+        );
         keepAlives.set(job, keepAlive);
         try {
           await handler(job.attrs.data?.payload as never, { attempt, id });
@@ -281,10 +285,18 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
           const delay = permanent ? null : retryDelay(retry, attempt);
           const context = { err: error, job: name, jobId: id, attempt, permanent };
           if (delay === null) {
-            logger.error(context, `job ${name} failed (attempt ${attempt + 1}${permanent ? ', permanently' : ''}); giving up`);
-            await defined.onGiveUp?.(job.attrs.data?.payload as never, { error, attempt, permanent }).catch((recordError: unknown) =>
-              logger.error({ err: recordError, job: name, jobId: id }, `job ${name}: could not record why it gave up`),
+            logger.error(
+              context,
+              `job ${name} failed (attempt ${attempt + 1}${permanent ? ', permanently' : ''}); giving up`,
             );
+            await defined
+              .onGiveUp?.(job.attrs.data?.payload as never, { error, attempt, permanent })
+              .catch((recordError: unknown) =>
+                logger.error(
+                  { err: recordError, job: name, jobId: id },
+                  `job ${name}: could not record why it gave up`,
+                ),
+              );
           } else {
             logger.warn({ ...context, retryInMs: delay }, `job ${name} failed (attempt ${attempt + 1}); retrying`);
           }
@@ -301,7 +313,12 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         // (quadratic in a backlog); at most twice the concurrency here, refilled as jobs finish.
         ...(store.refill ? { lockLimit: 2 * (defined.concurrency ?? AGENDA_DEFAULT_CONCURRENCY) } : {}),
         // Agenda counts failures from 1 (ctx.attempt = failures so far); our attempts count runs from 0.
-        ...(retry ? { backoff: (ctx: { attempt: number; error: unknown }) => (isPermanentJobError(ctx.error) ? null : retryDelay(retry, ctx.attempt - 1)) } : {}),
+        ...(retry
+          ? {
+              backoff: (ctx: { attempt: number; error: unknown }) =>
+                isPermanentJobError(ctx.error) ? null : retryDelay(retry, ctx.attempt - 1),
+            }
+          : {}),
       },
     );
   };
@@ -312,7 +329,9 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
     for (;;) {
       const moved = store.relayOutbox
         ? await store.relayOutbox(outboxTable, OUTBOX_BATCH, instanceName)
-        : await relayThroughQueue(outboxPool, outboxTable, (name, data, at, uniqueKey) => queue.enqueue(name, data, { at, uniqueKey }));
+        : await relayThroughQueue(outboxPool, outboxTable, (name, data, at, uniqueKey) =>
+            queue.enqueue(name, data, { at, uniqueKey }),
+          );
       if (moved < OUTBOX_BATCH) return;
     }
   };
@@ -333,7 +352,9 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
     setImmediate(() => {
       relayScheduled = false;
       relayRun = moveOutbox()
-        .catch((error: unknown) => logRelayError(error, 'jobs: could not move the outbox into the job store; the next scan will'))
+        .catch((error: unknown) =>
+          logRelayError(error, 'jobs: could not move the outbox into the job store; the next scan will'),
+        )
         .finally(() => {
           relayRun = undefined;
           if (relayAgain) {
@@ -353,7 +374,10 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       if (retry && !(Number.isInteger(retry.maxAttempts) && retry.maxAttempts >= 1)) {
         throw new TypeError(`job ${name}: retry.maxAttempts must be an integer ≥ 1`);
       }
-      const definition: Definition = { handler: handler as JobHandler<never>, options: defineOptions as DefineJobOptions<never> };
+      const definition: Definition = {
+        handler: handler as JobHandler<never>,
+        options: defineOptions as DefineJobOptions<never>,
+      };
       definitions.set(name, definition);
       // Already connected: register now too (a connection in progress registers every definition).
       void connection?.then(({ agenda, store }) => register(agenda, store, name, definition)).catch(() => undefined);
@@ -361,7 +385,8 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
 
     async enqueue(name, data, enqueueOptions = {}) {
       const at = enqueueOptions.at ?? new Date();
-      if (!(at instanceof Date) || Number.isNaN(at.getTime())) throw new TypeError(`job ${name}: "at" is not a valid date`);
+      if (!(at instanceof Date) || Number.isNaN(at.getTime()))
+        throw new TypeError(`job ${name}: "at" is not a valid date`);
       const { agenda, store } = await connect();
       const { uniqueKey } = enqueueOptions;
       const stored: StoredData = uniqueKey === undefined ? { payload: data } : { payload: data, uniqueKey };
@@ -424,8 +449,13 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
           for (const job of left) {
             await keepAlives.get(job)?.stop();
             await store.repository
-              .saveJobState({ ...job.attrs, lockedAt: undefined, nextRunAt: new Date() }, { lastModifiedBy: instanceName })
-              .catch((error: unknown) => logger.error({ err: error, jobId: String(job.attrs._id) }, 'jobs: could not release a job'));
+              .saveJobState(
+                { ...job.attrs, lockedAt: undefined, nextRunAt: new Date() },
+                { lastModifiedBy: instanceName },
+              )
+              .catch((error: unknown) =>
+                logger.error({ err: error, jobId: String(job.attrs._id) }, 'jobs: could not release a job'),
+              );
           }
         }
         connection = undefined;
@@ -451,7 +481,10 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         }
         if (pending.size === 0) return;
         if (Date.now() >= deadline) {
-          const list = [...pending].map(([name, n]) => `${name} ×${n}${definitions.has(name) || name === 'outbox' ? '' : ' (not defined on this queue)'}`);
+          const list = [...pending].map(
+            ([name, n]) =>
+              `${name} ×${n}${definitions.has(name) || name === 'outbox' ? '' : ' (not defined on this queue)'}`,
+          );
           throw new Error(`waitForIdle: jobs still running or due after ${timeoutMs} ms: ${list.join(', ')}`);
         }
         await sleep(IDLE_POLL_MS);
@@ -497,7 +530,13 @@ async function relayThroughQueue(
   const client = await pool.connect();
   try {
     await client.query('BEGIN');
-    const { rows } = await client.query<{ id: string; name: string; data: unknown; uniqueKey: string | null; runAt: Date }>(lockOutboxRows(outboxTable), [OUTBOX_BATCH]);
+    const { rows } = await client.query<{
+      id: string;
+      name: string;
+      data: unknown;
+      uniqueKey: string | null;
+      runAt: Date;
+    }>(lockOutboxRows(outboxTable), [OUTBOX_BATCH]);
     for (const row of rows) await enqueue(row.name, row.data, row.runAt, row.uniqueKey ?? `outbox:${row.id}`);
     if (rows.length > 0) await client.query(deleteOutboxRows(outboxTable), [rows.map((r) => r.id)]);
     await client.query('COMMIT');
@@ -553,15 +592,22 @@ interface KeepAlive {
  * lock lifetime, so that neither this instance (Agenda cancels a run whose lock expired) nor
  * another (which takes jobs whose lock expired) treats a long run as abandoned.
  */
-function startKeepAlive(renew: () => Promise<void>, lockLifetimeMs: number, onError: (error: unknown) => void): KeepAlive {
+function startKeepAlive(
+  renew: () => Promise<void>,
+  lockLifetimeMs: number,
+  onError: (error: unknown) => void,
+): KeepAlive {
   let inFlight: Promise<void> | undefined;
-  const timer = setInterval(() => {
-    inFlight ??= renew()
-      .catch(onError)
-      .finally(() => {
-        inFlight = undefined;
-      });
-  }, Math.max(50, Math.floor(lockLifetimeMs / 3)));
+  const timer = setInterval(
+    () => {
+      inFlight ??= renew()
+        .catch(onError)
+        .finally(() => {
+          inFlight = undefined;
+        });
+    },
+    Math.max(50, Math.floor(lockLifetimeMs / 3)),
+  );
   timer.unref();
   return {
     async stop() {

@@ -100,7 +100,8 @@ export async function openPostgresJobStore(options: {
   poolSize?: number;
 }): Promise<JobStore> {
   const schema = options.schema ?? DEFAULT_JOBS_SCHEMA;
-  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`jobs schema: "${schema}" is not a lower-case SQL identifier`);
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema))
+    throw new Error(`jobs schema: "${schema}" is not a lower-case SQL identifier`);
   const pool = new pg.Pool({
     ...withSearchPath(options.connectionString, schema),
     max: options.poolSize ?? 10,
@@ -139,7 +140,8 @@ export async function openPostgresJobStore(options: {
   }
 
   // Agenda's channel name (its config is not in the NotificationChannel type).
-  const channelName = (inner.notificationChannel as { config?: { channelName?: string } } | undefined)?.config?.channelName;
+  const channelName = (inner.notificationChannel as { config?: { channelName?: string } } | undefined)?.config
+    ?.channelName;
   const repository = new LockAheadRepository(pool);
   // One batch per source (instance name): the statement stores it as last_modified_by.
   const insertBatches = new Map<string, (job: NewJob) => Promise<string>>();
@@ -164,7 +166,10 @@ export async function openPostgresJobStore(options: {
     insertJob: (job, source) => {
       let batch = insertBatches.get(source);
       if (!batch) {
-        batch = batched((jobs: NewJob[]) => insertJobs(pool, jobs, source, channelName), { delayMs: 0, max: MAX_BATCH });
+        batch = batched((jobs: NewJob[]) => insertJobs(pool, jobs, source, channelName), {
+          delayMs: 0,
+          max: MAX_BATCH,
+        });
         insertBatches.set(source, batch);
       }
       return batch(job);
@@ -172,7 +177,11 @@ export async function openPostgresJobStore(options: {
     renewLock: async (job) => {
       const lockedAt = new Date();
       job.attrs.lockedAt = lockedAt;
-      await pool.query({ name: 'signet_jobs_renew_lock', text: `UPDATE ${JOBS_TABLE} SET locked_at = $2 WHERE id = $1`, values: [String(job.attrs._id), lockedAt] });
+      await pool.query({
+        name: 'signet_jobs_renew_lock',
+        text: `UPDATE ${JOBS_TABLE} SET locked_at = $2 WHERE id = $1`,
+        values: [String(job.attrs._id), lockedAt],
+      });
     },
     releaseLockedAhead: () => repository.releaseLockedAhead(),
     async countPending(withinMs) {
@@ -203,7 +212,10 @@ const MAX_BATCH = 200;
  * of the event loop, setImmediate) or when it holds `max` items. `run` answers one result per
  * item, in order; its failure fails every call of the batch.
  */
-function batched<I, O>(run: (items: I[]) => Promise<O[]>, options: { delayMs: number; max: number }): ((item: I) => Promise<O>) & { flush(): Promise<void> } {
+function batched<I, O>(
+  run: (items: I[]) => Promise<O[]>,
+  options: { delayMs: number; max: number },
+): ((item: I) => Promise<O>) & { flush(): Promise<void> } {
   let open: { items: I[]; settle: { resolve(value: O): void; reject(error: unknown): void }[] } | undefined;
   let timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
   const close = (): Promise<void> => {
@@ -216,19 +228,22 @@ function batched<I, O>(run: (items: I[]) => Promise<O[]>, options: { delayMs: nu
       timer = undefined;
     }
     return run(batch.items).then(
-      (results) => batch.settle.forEach((s, i) => {
-s.resolve(results[i]!);
-}),
-      (error: unknown) => batch.settle.forEach((s) => {
-s.reject(error);
-}),
+      (results) =>
+        batch.settle.forEach((s, i) => {
+          s.resolve(results[i]!);
+        }),
+      (error: unknown) =>
+        batch.settle.forEach((s) => {
+          s.reject(error);
+        }),
     );
   };
   const call = (item: I) =>
     new Promise<O>((resolve, reject) => {
       if (!open) {
         open = { items: [], settle: [] };
-        timer = options.delayMs > 0 ? setTimeout(() => void close(), options.delayMs) : setImmediate(() => void close());
+        timer =
+          options.delayMs > 0 ? setTimeout(() => void close(), options.delayMs) : setImmediate(() => void close());
       }
       open.items.push(item);
       open.settle.push({ resolve, reject });
@@ -284,7 +299,11 @@ export async function openMongoJobStore(options: { url: string }): Promise<JobSt
  * in its constructor without handling a failure (an unhandled rejection); connecting first,
  * where errors reach the caller, avoids that. The store closes the connection itself.
  */
-function connectedBackend(inner: AgendaBackend, repository: JobRepository, notificationChannel: NotificationChannel | undefined): AgendaBackend {
+function connectedBackend(
+  inner: AgendaBackend,
+  repository: JobRepository,
+  notificationChannel: NotificationChannel | undefined,
+): AgendaBackend {
   return {
     name: inner.name,
     repository,
@@ -373,7 +392,12 @@ const FIND_BY_KEY = `
  * its queue of that name at once. Job ids are made here (random UUIDs, as the table's default)
  * so the notification can be written before the insert.
  */
-async function insertJobs(pool: pg.Pool, jobs: NewJob[], source: string, channelName: string | undefined): Promise<string[]> {
+async function insertJobs(
+  pool: pg.Pool,
+  jobs: NewJob[],
+  source: string,
+  channelName: string | undefined,
+): Promise<string[]> {
   if (jobs.length === 0) return [];
   const timestamp = new Date().toISOString();
   const rows = jobs.map((job) => {
@@ -481,7 +505,13 @@ class LockAheadRepository extends PostgresJobRepository {
     this.#pool = pool;
   }
 
-  override async getNextJobToRun(jobName: string, nextScanAt: Date, lockDeadline: Date, now?: Date, options?: { lastModifiedBy?: string }): Promise<JobParameters | undefined> {
+  override async getNextJobToRun(
+    jobName: string,
+    nextScanAt: Date,
+    lockDeadline: Date,
+    now?: Date,
+    options?: { lastModifiedBy?: string },
+  ): Promise<JobParameters | undefined> {
     const ahead = this.#ahead.get(jobName);
     if (ahead) {
       // Held a quarter of the lock lifetime already: give them back rather than hand over an old lock.
@@ -538,13 +568,19 @@ class LockAheadRepository extends PostgresJobRepository {
   }
 
   /** End-of-run saves, written together (see the class comment). */
-  readonly #saves = batched((saves: { job: JobParameters; lastModifiedBy: string | null }[]) => this.#saveStates(saves), { delayMs: STATE_SAVE_DELAY_MS, max: MAX_BATCH });
+  readonly #saves = batched(
+    (saves: { job: JobParameters; lastModifiedBy: string | null }[]) => this.#saveStates(saves),
+    { delayMs: STATE_SAVE_DELAY_MS, max: MAX_BATCH },
+  );
 
   override async saveJobState(job: JobParameters, options?: { lastModifiedBy?: string }): Promise<void> {
     if (job.lockedAt) return; // the start of a run (see the class comment)
     if (!job._id) throw new Error('Cannot save job state without job ID');
     const saved = await this.#saves({ job: { ...job }, lastModifiedBy: options?.lastModifiedBy ?? null });
-    if (!saved) throw new Error(`job ${String(job._id)} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`);
+    if (!saved)
+      throw new Error(
+        `job ${String(job._id)} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`,
+      );
   }
 
   /** Writes the end-of-run saves waiting for their batch now (before the pool closes). */
@@ -569,7 +605,11 @@ class LockAheadRepository extends PostgresJobRepository {
       last_finished_at: job.lastFinishedAt || null,
       last_modified_by: lastModifiedBy,
     }));
-    const { rows: updated } = await this.#pool.query<{ id: string }>({ name: 'signet_jobs_save_states', text: SAVE_STATES, values: [JSON.stringify(rows)] });
+    const { rows: updated } = await this.#pool.query<{ id: string }>({
+      name: 'signet_jobs_save_states',
+      text: SAVE_STATES,
+      values: [JSON.stringify(rows)],
+    });
     const found = new Set(updated.map((r) => r.id));
     return saves.map((s) => found.has(String(s.job._id)));
   }
@@ -610,7 +650,8 @@ function quietChannel(channel: NotificationChannel): { channel: NotificationChan
       const name = notification.jobName;
       if (waiting.has(name)) {
         const queued = waiting.get(name);
-        const earlier = (n: Notification | null | undefined) => (n?.nextRunAt ? new Date(n.nextRunAt).getTime() : Number.NEGATIVE_INFINITY);
+        const earlier = (n: Notification | null | undefined) =>
+          n?.nextRunAt ? new Date(n.nextRunAt).getTime() : Number.NEGATIVE_INFINITY;
         if (!queued || earlier(notification) < earlier(queued)) waiting.set(name, notification);
         return;
       }
@@ -649,7 +690,9 @@ function quietChannel(channel: NotificationChannel): { channel: NotificationChan
     },
   });
   const refill = (name: string) => {
-    void subscribed?.({ jobId: '' as never, jobName: name, nextRunAt: null, priority: 0, timestamp: new Date() }).catch(() => undefined);
+    void subscribed?.({ jobId: '' as never, jobName: name, nextRunAt: null, priority: 0, timestamp: new Date() }).catch(
+      () => undefined,
+    );
   };
   return { channel: proxy, refill };
 }

@@ -52,7 +52,8 @@ export interface OutboxRow {
 export function outboxRows(jobs: readonly OutboxJob[], now = new Date()): OutboxRow[] {
   return jobs.map((job) => {
     const at = job.at ?? now;
-    if (!(at instanceof Date) || Number.isNaN(at.getTime())) throw new TypeError(`job ${job.name}: "at" is not a valid date`);
+    if (!(at instanceof Date) || Number.isNaN(at.getTime()))
+      throw new TypeError(`job ${job.name}: "at" is not a valid date`);
     return {
       name: job.name,
       data: job.data ?? null,
@@ -67,7 +68,10 @@ export function outboxRows(jobs: readonly OutboxJob[], now = new Date()): Outbox
  * Writes jobs into the outbox through `tx`, a Prisma transaction (or client: then the statement
  * is its own transaction), in one statement. Call the queue's relayOutbox() once it has committed.
  */
-export async function recordJobs(tx: Pick<Prisma.TransactionClient, '$executeRawUnsafe'>, jobs: readonly OutboxJob[]): Promise<void> {
+export async function recordJobs(
+  tx: Pick<Prisma.TransactionClient, '$executeRawUnsafe'>,
+  jobs: readonly OutboxJob[],
+): Promise<void> {
   if (jobs.length === 0) return;
   await tx.$executeRawUnsafe(INSERT_OUTBOX.text, JSON.stringify(outboxRows(jobs)));
 }

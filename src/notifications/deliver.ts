@@ -21,7 +21,13 @@
  */
 import { createHash } from 'node:crypto';
 import { sqlPool, type Db, type Prisma } from '../db/client.ts';
-import { markFailedAndRecord, markSentAndRecord, messageReturning, recordSentCtes, type NotificationChannel } from '../db/queries/notification-events.ts';
+import {
+  markFailedAndRecord,
+  markSentAndRecord,
+  messageReturning,
+  recordSentCtes,
+  type NotificationChannel,
+} from '../db/queries/notification-events.ts';
 import { AppError } from '../errors.ts';
 import type { EmailMessage, SmsMessage } from '../generated/prisma/client.ts';
 import { DeliveryError, type NotificationLogger } from './delivery-error.ts';
@@ -87,7 +93,10 @@ export interface QueueEmailInput {
  * @returns the new row, or the existing row for that dedupe key (its content unchanged)
  * @throws AppError VALIDATION when there is no recipient or no dedupe key
  */
-export async function queueEmail(db: Pick<Prisma.TransactionClient, 'emailMessage'>, input: QueueEmailInput): Promise<EmailMessage> {
+export async function queueEmail(
+  db: Pick<Prisma.TransactionClient, 'emailMessage'>,
+  input: QueueEmailInput,
+): Promise<EmailMessage> {
   if (!input.dedupeKey) throw new AppError('VALIDATION', 'dedupeKey is required');
   if (input.to.length === 0) throw new AppError('VALIDATION', 'an email needs at least one recipient in to');
   await db.emailMessage.createMany({
@@ -126,7 +135,11 @@ export async function queueEmail(db: Pick<Prisma.TransactionClient, 'emailMessag
  * @throws AppError NOT_FOUND when there is no such row
  */
 export async function deliverEmail(
-  deps: { db: Pick<Db, 'emailMessage'>; mailer: Mailer; attachments?: () => Promise<EmailAttachment[]> } & DeliveryOptions,
+  deps: {
+    db: Pick<Db, 'emailMessage'>;
+    mailer: Mailer;
+    attachments?: () => Promise<EmailAttachment[]>;
+  } & DeliveryOptions,
   emailMessageId: number,
 ): Promise<DeliveryOutcome> {
   return deliverOnce<EmailMessage>(deps, emailTable(deps, emailMessageId));
@@ -134,7 +147,11 @@ export async function deliverEmail(
 
 /** deliverEmail's claim, read, update and send of one email_messages row, through Prisma. */
 function emailTable(
-  deps: { db: Pick<Db, 'emailMessage'>; mailer: Mailer; attachments?: () => Promise<EmailAttachment[]> } & DeliveryOptions,
+  deps: {
+    db: Pick<Db, 'emailMessage'>;
+    mailer: Mailer;
+    attachments?: () => Promise<EmailAttachment[]>;
+  } & DeliveryOptions,
   emailMessageId: number,
 ): OutboxTable<EmailMessage> {
   const { db, mailer } = deps;
@@ -145,7 +162,12 @@ function emailTable(
     claim: (staleBefore) =>
       table.updateMany({
         where: { id: emailMessageId, OR: claimableWhere(staleBefore, deps.claimant) },
-        data: { status: 'sending', attemptCount: { increment: 1 }, provider: mailer.name, claimedBy: deps.claimant ?? null },
+        data: {
+          status: 'sending',
+          attemptCount: { increment: 1 },
+          provider: mailer.name,
+          claimedBy: deps.claimant ?? null,
+        },
       }),
     find: () => table.findUnique({ where: { id: emailMessageId } }),
     update: (data) => table.update({ where: { id: emailMessageId }, data, select: { id: true } }),
@@ -189,11 +211,17 @@ function recordingUpdate(
   return async (data) => {
     const now = (data.sentAt ?? new Date()).toISOString();
     if (data.status === 'sent' && events.submissionEvent) {
-      return pool.query({ ...RECORDING[channel].sent, values: [id, events.submissionEvent, now, data.providerMessageId ?? null] });
+      return pool.query({
+        ...RECORDING[channel].sent,
+        values: [id, events.submissionEvent, now, data.providerMessageId ?? null],
+      });
     }
     if ((data.status === 'queued' || data.status === 'failed') && data.lastError != null && events.failureEvent) {
       const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-      return pool.query({ ...RECORDING[channel].failed, values: [id, events.failureEvent, now, data.status, data.lastError, maxAttempts] });
+      return pool.query({
+        ...RECORDING[channel].failed,
+        values: [id, events.failureEvent, now, data.status, data.lastError, maxAttempts],
+      });
     }
     return plain(data);
   };
@@ -243,7 +271,10 @@ const INSERT_CLAIMED_EMAIL = {
     RETURNING id`,
 };
 
-const EMAIL_ID_BY_DEDUPE_KEY = { name: 'signet_outbox_email_by_key', text: `SELECT id FROM email_messages WHERE dedupe_key = $1` };
+const EMAIL_ID_BY_DEDUPE_KEY = {
+  name: 'signet_outbox_email_by_key',
+  text: `SELECT id FROM email_messages WHERE dedupe_key = $1`,
+};
 
 /** `$1` id, `$2` status, `$3` now (ISO), `$4` sent (bool), `$5` provider message id, `$6` last error: deliverOnce's updates. */
 const UPDATE_EMAIL_STATE = {
@@ -278,7 +309,11 @@ const INSERT_SENT_OUTBOX_EMAIL_AND_RECORD = {
 };
 
 /** The message a mailer sends for a stored or to-be-stored email. */
-function outgoingEmail(email: Pick<QueueEmailInput, 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'subject' | 'textBody' | 'htmlBody'> & { dedupeKey: string | null }): OutgoingEmail {
+function outgoingEmail(
+  email: Pick<QueueEmailInput, 'from' | 'to' | 'cc' | 'bcc' | 'replyTo' | 'subject' | 'textBody' | 'htmlBody'> & {
+    dedupeKey: string | null;
+  },
+): OutgoingEmail {
   return {
     ...(email.dedupeKey ? { messageId: messageIdFor(email.dedupeKey, email.from) } : {}),
     from: email.from,
@@ -321,27 +356,51 @@ export async function queueAndDeliverEmail(
     const { rows: stored } = await pool.query<{ id: number }>({ ...EMAIL_ID_BY_DEDUPE_KEY, values: [input.dedupeKey] });
     const id = stored[0]!.id;
     const table = emailTable(deps, id);
-    const outcome = await deliverOnce<EmailMessage>(deps, { ...table, update: recordingUpdate(pool, 'email', id, options, deps, table.update) });
+    const outcome = await deliverOnce<EmailMessage>(deps, {
+      ...table,
+      update: recordingUpdate(pool, 'email', id, options, deps, table.update),
+    });
     return { outcome, emailMessageId: id };
   };
   if (mailer.name === 'outbox' && submissionEvent) {
     // The outbox's sending is the storing: one statement, then its log line.
-    const { rows: stored } = await pool.query<{ id: number }>({ ...INSERT_SENT_OUTBOX_EMAIL_AND_RECORD, values: [JSON.stringify(input), submissionEvent, new Date().toISOString()] });
+    const { rows: stored } = await pool.query<{ id: number }>({
+      ...INSERT_SENT_OUTBOX_EMAIL_AND_RECORD,
+      values: [JSON.stringify(input), submissionEvent, new Date().toISOString()],
+    });
     if (!stored[0]) return deliverStored();
     await mailer.send(outgoingEmail(input));
     return { outcome: 'sent', emailMessageId: stored[0].id };
   }
-  const { rows } = await pool.query<{ id: number }>({ ...INSERT_CLAIMED_EMAIL, values: [JSON.stringify(input), mailer.name, new Date().toISOString(), deps.claimant ?? null] });
+  const { rows } = await pool.query<{ id: number }>({
+    ...INSERT_CLAIMED_EMAIL,
+    values: [JSON.stringify(input), mailer.name, new Date().toISOString(), deps.claimant ?? null],
+  });
   const inserted = rows[0];
   if (!inserted) return deliverStored();
   const id = inserted.id;
-  const outcome = await sendClaimed<OutboxRow>(deps, {
-    label: 'email',
-    id,
-    update: recordingUpdate(pool, 'email', id, options, deps, ({ status, sentAt, providerMessageId, lastError }) =>
-      pool.query({ ...UPDATE_EMAIL_STATE, values: [id, status, (sentAt ?? new Date()).toISOString(), sentAt !== undefined, providerMessageId ?? null, lastError ?? null] })),
-    send: () => mailer.send(outgoingEmail(input)),
-  }, { id, status: 'sending', attemptCount: 1 });
+  const outcome = await sendClaimed<OutboxRow>(
+    deps,
+    {
+      label: 'email',
+      id,
+      update: recordingUpdate(pool, 'email', id, options, deps, ({ status, sentAt, providerMessageId, lastError }) =>
+        pool.query({
+          ...UPDATE_EMAIL_STATE,
+          values: [
+            id,
+            status,
+            (sentAt ?? new Date()).toISOString(),
+            sentAt !== undefined,
+            providerMessageId ?? null,
+            lastError ?? null,
+          ],
+        }),
+      ),
+      send: () => mailer.send(outgoingEmail(input)),
+    },
+    { id, status: 'sending', attemptCount: 1 },
+  );
   return { outcome, emailMessageId: id };
 }
 
@@ -365,7 +424,10 @@ export interface QueueSmsInput {
  * @returns the new row, or the existing row for that dedupe key
  * @throws AppError VALIDATION when there is no number or no dedupe key
  */
-export async function queueSms(db: Pick<Prisma.TransactionClient, 'smsMessage'>, input: QueueSmsInput): Promise<SmsMessage> {
+export async function queueSms(
+  db: Pick<Prisma.TransactionClient, 'smsMessage'>,
+  input: QueueSmsInput,
+): Promise<SmsMessage> {
   if (!input.dedupeKey) throw new AppError('VALIDATION', 'dedupeKey is required');
   if (!input.to) throw new AppError('VALIDATION', 'an SMS needs a number in to');
   await db.smsMessage.createMany({
@@ -401,17 +463,26 @@ export async function deliverSms(
 ): Promise<DeliveryOutcome> {
   const { db, smsSender } = deps;
   const table = db.smsMessage;
-  const update: OutboxTable<SmsMessage>['update'] = (data) => table.update({ where: { id: smsMessageId }, data, select: { id: true } });
+  const update: OutboxTable<SmsMessage>['update'] = (data) =>
+    table.update({ where: { id: smsMessageId }, data, select: { id: true } });
   return deliverOnce<SmsMessage>(deps, {
     label: 'SMS',
     id: smsMessageId,
     claim: (staleBefore) =>
       table.updateMany({
         where: { id: smsMessageId, OR: claimableWhere(staleBefore, deps.claimant) },
-        data: { status: 'sending', attemptCount: { increment: 1 }, provider: smsSender.name, claimedBy: deps.claimant ?? null },
+        data: {
+          status: 'sending',
+          attemptCount: { increment: 1 },
+          provider: smsSender.name,
+          claimedBy: deps.claimant ?? null,
+        },
       }),
     find: () => table.findUnique({ where: { id: smsMessageId } }),
-    update: events.submissionEvent || events.failureEvent ? recordingUpdate(sqlPool(db), 'sms', smsMessageId, events, deps, update) : update,
+    update:
+      events.submissionEvent || events.failureEvent
+        ? recordingUpdate(sqlPool(db), 'sms', smsMessageId, events, deps, update)
+        : update,
     send: (row) => smsSender.send({ to: row.to, from: row.from ?? undefined, body: row.body }),
   });
 }
@@ -437,7 +508,10 @@ interface OutboxTable<Row extends OutboxRow> {
   send(row: Row): Promise<{ providerMessageId?: string }>;
 }
 
-async function deliverOnce<Row extends OutboxRow>(options: DeliveryOptions, table: OutboxTable<Row>): Promise<DeliveryOutcome> {
+async function deliverOnce<Row extends OutboxRow>(
+  options: DeliveryOptions,
+  table: OutboxTable<Row>,
+): Promise<DeliveryOutcome> {
   const staleBefore = new Date(Date.now() - (options.leaseMs ?? DEFAULT_LEASE_MS));
   const { count } = await table.claim(staleBefore);
   const row = await table.find();
@@ -451,7 +525,11 @@ async function deliverOnce<Row extends OutboxRow>(options: DeliveryOptions, tabl
 }
 
 /** Sends a row this call has claimed, and records the outcome (see the module comment). */
-async function sendClaimed<Row extends OutboxRow>(options: DeliveryOptions, table: Pick<OutboxTable<Row>, 'label' | 'id' | 'update' | 'send'>, row: Row): Promise<DeliveryOutcome> {
+async function sendClaimed<Row extends OutboxRow>(
+  options: DeliveryOptions,
+  table: Pick<OutboxTable<Row>, 'label' | 'id' | 'update' | 'send'>,
+  row: Row,
+): Promise<DeliveryOutcome> {
   const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
   let result: { providerMessageId?: string };
   try {
@@ -473,7 +551,12 @@ async function sendClaimed<Row extends OutboxRow>(options: DeliveryOptions, tabl
   }
 
   // The provider has it now: recording that must not be lost, or a later reclaim would send again.
-  const sent = { status: 'sent' as const, sentAt: new Date(), providerMessageId: result.providerMessageId ?? null, lastError: null };
+  const sent = {
+    status: 'sent' as const,
+    sentAt: new Date(),
+    providerMessageId: result.providerMessageId ?? null,
+    lastError: null,
+  };
   for (let attempt = 1; ; attempt++) {
     try {
       await table.update(sent);

@@ -83,7 +83,11 @@ export function createMailer(
 ): Mailer {
   const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
   if (config.sendgridApiKey) {
-    return createSendGridMailer({ apiKey: config.sendgridApiKey, apiUrl: config.sendgridApiUrl, timeout: timeouts.socket });
+    return createSendGridMailer({
+      apiKey: config.sendgridApiKey,
+      apiUrl: config.sendgridApiUrl,
+      timeout: timeouts.socket,
+    });
   }
   if (config.smtpUrl) return createSmtpMailer(config.smtpUrl, timeouts);
   return createOutboxMailer(logger);
@@ -96,7 +100,14 @@ export function createOutboxMailer(logger: NotificationLogger): Mailer {
     async send(message) {
       const { to, cc, bcc } = withDistinctRecipients(message);
       logger.info(
-        { to, cc, bcc, replyTo: message.replyTo, subject: message.subject, attachments: message.attachments?.map((a) => a.filename) },
+        {
+          to,
+          cc,
+          bcc,
+          replyTo: message.replyTo,
+          subject: message.subject,
+          attachments: message.attachments?.map((a) => a.filename),
+        },
         'email kept in the outbox (no SENDGRID_API_KEY or SMTP_URL configured)',
       );
       return {};
@@ -133,7 +144,11 @@ export function createSmtpMailer(smtpUrl: string, timeouts: MailerTimeouts = {})
           subject: message.subject,
           text: message.text,
           html: message.html,
-          attachments: message.attachments?.map((a) => ({ filename: a.filename, contentType: a.contentType, content: Buffer.from(a.content) })),
+          attachments: message.attachments?.map((a) => ({
+            filename: a.filename,
+            contentType: a.contentType,
+            content: Buffer.from(a.content),
+          })),
         });
         return { providerMessageId: info.messageId };
       } catch (error) {
@@ -221,10 +236,19 @@ function sendGridError(error: unknown): MailDeliveryError {
   }
   // No answer: axios' network and timeout errors carry a string code (ECONNREFUSED, ECONNABORTED…).
   if (typeof e.code === 'string') {
-    return new MailDeliveryError(`SendGrid: ${e.message ?? e.code}`, { retryable: true, provider: 'sendgrid', code: e.code, cause: error });
+    return new MailDeliveryError(`SendGrid: ${e.message ?? e.code}`, {
+      retryable: true,
+      provider: 'sendgrid',
+      code: e.code,
+      cause: error,
+    });
   }
   // Anything else was thrown before a request was made (the helper refused the message).
-  return new MailDeliveryError(`SendGrid: ${e.message ?? String(error)}`, { retryable: false, provider: 'sendgrid', cause: error });
+  return new MailDeliveryError(`SendGrid: ${e.message ?? String(error)}`, {
+    retryable: false,
+    provider: 'sendgrid',
+    cause: error,
+  });
 }
 
 function toSendGridAddress(mailbox: string): { email: string; name?: string } {
@@ -240,7 +264,10 @@ function toSendGridAddress(mailbox: string): { email: string; name?: string } {
 export function parseMailbox(mailbox: string): { name: string; address: string } {
   const [first] = addressparser(mailbox, { flatten: true });
   if (!first?.address) {
-    throw new MailDeliveryError(`not an email address: ${JSON.stringify(mailbox)}`, { retryable: false, provider: 'mailer' });
+    throw new MailDeliveryError(`not an email address: ${JSON.stringify(mailbox)}`, {
+      retryable: false,
+      provider: 'mailer',
+    });
   }
   return { name: first.name, address: first.address };
 }

@@ -197,7 +197,14 @@ function firstName(name: string | null | undefined): string {
 /** Rails' `:short` time format, "%d %b %H:%M" ("05 Nov 14:05"), in the given zone. */
 function formatShortDate(date: Date, timeZone = 'UTC'): string {
   const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', { timeZone, day: '2-digit', month: 'short', hour: '2-digit', minute: '2-digit', hourCycle: 'h23' })
+    new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      day: '2-digit',
+      month: 'short',
+      hour: '2-digit',
+      minute: '2-digit',
+      hourCycle: 'h23',
+    })
       .formatToParts(date)
       .map((part) => [part.type, part.value]),
   );
@@ -233,9 +240,14 @@ export function buildSignatureRequestEmail(options: {
   const purpose = options.purpose ?? 'sign';
   const customSubject = options.message?.subject?.trim();
   const customBody = options.message?.body?.trim() ? options.message.body : undefined;
-  const subjectTemplate = customSubject || (customBody ? DEFAULT_REQUEST_SUBJECTS.sign : DEFAULT_REQUEST_SUBJECTS[purpose]);
+  const subjectTemplate =
+    customSubject || (customBody ? DEFAULT_REQUEST_SUBJECTS.sign : DEFAULT_REQUEST_SUBJECTS[purpose]);
   let body = customBody ?? DEFAULT_REQUEST_BODIES[purpose];
-  if (customBody && options.appendLinkIfMissing && !/\{+(submitter\.link|submitter\.id|submission\.link|template\.id)\}+/i.test(customBody)) {
+  if (
+    customBody &&
+    options.appendLinkIfMissing &&
+    !/\{+(submitter\.link|submitter\.id|submission\.link|template\.id)\}+/i.test(customBody)
+  ) {
     body = `${body.trimEnd()}\n\n{{submitter.link}}`;
   }
   return {
@@ -290,21 +302,29 @@ export function renderMessageBody(body: string, variables: MessageVariables): { 
 
 const MARKDOWN_LINK = /\[([^\]\n]+)\]\(([^)\s]+)\)/g;
 /** A Markdown link, a bare URL, or a value. */
-const INLINE_PIECE = /\[([^\]\n]+)\]\(([^)\s]+)\)|(https?:\/\/[^\s<>"\uE000-\uE003]+[^\s<>"\uE000-\uE003.,;:!?)'])|\uE000(\d+)\uE001/g;
+const INLINE_PIECE =
+  /\[([^\]\n]+)\]\(([^)\s]+)\)|(https?:\/\/[^\s<>"\uE000-\uE003]+[^\s<>"\uE000-\uE003.,;:!?)'])|\uE000(\d+)\uE001/g;
 
 function inlineHtml(paragraph: string, values: string[]): string {
   const pieces: string[] = [];
   const keep = (html: string) => `${PIECE_OPEN}${pieces.push(html) - 1}${PIECE_CLOSE}`;
   const fill = (s: string) => s.replace(/\uE000(\d+)\uE001/g, (_, i: string) => values[Number(i)]);
-  const withPieces = paragraph.replace(INLINE_PIECE, (_, label?: string, href?: string, bare?: string, index?: string) => {
-    if (label !== undefined && href !== undefined) {
-      const url = fill(href);
-      return keep(isSafeUrl(url) ? `<a href="${escapeHtml(url)}">${escapeHtml(fill(label))}</a>` : escapeHtml(fill(label)));
-    }
-    if (bare !== undefined) return keep(`<a href="${escapeHtml(bare)}">${escapeHtml(bare)}</a>`);
-    const value = values[Number(index)];
-    return keep(/^https?:\/\/\S+$/.test(value) ? `<a href="${escapeHtml(value)}">${escapeHtml(value)}</a>` : escapeHtml(value));
-  });
+  const withPieces = paragraph.replace(
+    INLINE_PIECE,
+    (_, label?: string, href?: string, bare?: string, index?: string) => {
+      if (label !== undefined && href !== undefined) {
+        const url = fill(href);
+        return keep(
+          isSafeUrl(url) ? `<a href="${escapeHtml(url)}">${escapeHtml(fill(label))}</a>` : escapeHtml(fill(label)),
+        );
+      }
+      if (bare !== undefined) return keep(`<a href="${escapeHtml(bare)}">${escapeHtml(bare)}</a>`);
+      const value = values[Number(index)];
+      return keep(
+        /^https?:\/\/\S+$/.test(value) ? `<a href="${escapeHtml(value)}">${escapeHtml(value)}</a>` : escapeHtml(value),
+      );
+    },
+  );
   return escapeHtml(withPieces)
     .replace(/\*\*(?=\S)([\s\S]*?\S)\*\*/g, '<strong>$1</strong>')
     .replace(/(^|[^*\w])\*(?=\S)([^*]*?\S)\*(?![*\w])/g, '$1<em>$2</em>')

@@ -36,7 +36,8 @@ export function createSmsSender(
   logger: NotificationLogger,
   options: { timeout?: number } = {},
 ): SmsSender {
-  if (config.twilio) return createTwilioSender({ ...config.twilio, apiUrl: config.twilioApiUrl, timeout: options.timeout });
+  if (config.twilio)
+    return createTwilioSender({ ...config.twilio, apiUrl: config.twilioApiUrl, timeout: options.timeout });
   return createOutboxSmsSender(logger);
 }
 

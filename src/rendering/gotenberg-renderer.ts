@@ -48,8 +48,10 @@ export class GotenbergRenderer implements Renderer {
     const prepared = prepareHtml(input);
     const form = new FormData();
     form.append('files', new Blob([prepared.document], { type: 'text/html' }), 'index.html');
-    if (prepared.header !== undefined) form.append('files', new Blob([prepared.header], { type: 'text/html' }), 'header.html');
-    if (prepared.footer !== undefined) form.append('files', new Blob([prepared.footer], { type: 'text/html' }), 'footer.html');
+    if (prepared.header !== undefined)
+      form.append('files', new Blob([prepared.header], { type: 'text/html' }), 'header.html');
+    if (prepared.footer !== undefined)
+      form.append('files', new Blob([prepared.footer], { type: 'text/html' }), 'footer.html');
     appendLayout(form, prepared.width, prepared.height, prepared.margins);
     form.append('printBackground', 'true');
     form.append('preferCssPageSize', 'false');
@@ -89,10 +91,14 @@ export class GotenbergRenderer implements Renderer {
     } catch (error) {
       const name = error instanceof Error ? error.name : '';
       if (name === 'TimeoutError' || name === 'AbortError') {
-        throw new AppError('UNAVAILABLE', `Gotenberg did not convert the ${what} within ${formatSeconds(this.options.timeout)} (${url}).`, {
-          details: { reason: 'timeout' },
-          cause: error,
-        });
+        throw new AppError(
+          'UNAVAILABLE',
+          `Gotenberg did not convert the ${what} within ${formatSeconds(this.options.timeout)} (${url}).`,
+          {
+            details: { reason: 'timeout' },
+            cause: error,
+          },
+        );
       }
       const cause = error instanceof Error && error.cause instanceof Error ? error.cause.message : String(error);
       throw new AppError('UNAVAILABLE', `Gotenberg at ${this.baseUrl} is unreachable: ${cause}.`, { cause: error });
@@ -100,7 +106,10 @@ export class GotenbergRenderer implements Renderer {
     const ms = Math.round(performance.now() - started);
     if (response.status >= 200 && response.status < 300) {
       if (body.subarray(0, 5).toString('latin1') !== '%PDF-') {
-        this.options.logger.warn({ url, status: response.status, contentType: response.headers.get('content-type') }, 'gotenberg answered without a PDF');
+        this.options.logger.warn(
+          { url, status: response.status, contentType: response.headers.get('content-type') },
+          'gotenberg answered without a PDF',
+        );
         throw new AppError('UNAVAILABLE', `Gotenberg answered ${route} without a PDF.`);
       }
       this.options.logger.debug({ url, ms, bytes: body.length }, 'gotenberg converted');
@@ -110,13 +119,21 @@ export class GotenbergRenderer implements Renderer {
     const message = body.toString('utf8', 0, Math.min(body.length, 300)).trim();
     this.options.logger.warn({ url, status: response.status, ms, message }, 'gotenberg refused a conversion');
     if (response.status >= 400 && response.status < 500) {
-      throw new AppError('VALIDATION', `The ${what} could not be converted to PDF: ${message || `Gotenberg answered ${response.status}`}.`, {
-        details: { gotenbergStatus: response.status },
-      });
+      throw new AppError(
+        'VALIDATION',
+        `The ${what} could not be converted to PDF: ${message || `Gotenberg answered ${response.status}`}.`,
+        {
+          details: { gotenbergStatus: response.status },
+        },
+      );
     }
-    throw new AppError('UNAVAILABLE', `Gotenberg failed to convert the ${what} (${response.status}${message ? `: ${message}` : ''}).`, {
-      details: { gotenbergStatus: response.status },
-    });
+    throw new AppError(
+      'UNAVAILABLE',
+      `Gotenberg failed to convert the ${what} (${response.status}${message ? `: ${message}` : ''}).`,
+      {
+        details: { gotenbergStatus: response.status },
+      },
+    );
   }
 }
 

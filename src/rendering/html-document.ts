@@ -4,7 +4,13 @@
  * One place, so that Gotenberg and the local Chromium print the same thing.
  */
 import { randomBytes } from 'node:crypto';
-import { markFieldTags, fieldTagStyles, rejectFieldTags, stripRefreshMeta, type ParsedFieldTag } from './html-field-tags.ts';
+import {
+  markFieldTags,
+  fieldTagStyles,
+  rejectFieldTags,
+  stripRefreshMeta,
+  type ParsedFieldTag,
+} from './html-field-tags.ts';
 import { PAPER_SIZES, type PaperSize } from './types.ts';
 
 /** Page margins, in inches. */
@@ -58,7 +64,12 @@ const HEAD = `<meta charset="utf-8"><meta http-equiv="Content-Security-Policy" c
  * @param input.size paper size (PAPER_SIZES, points → inches here).
  * @throws AppError VALIDATION for bad field tags, or field tags in the header or footer.
  */
-export function prepareHtml(input: { html: string; header?: string | undefined; footer?: string | undefined; size: PaperSize }): PreparedHtml {
+export function prepareHtml(input: {
+  html: string;
+  header?: string | undefined;
+  footer?: string | undefined;
+  size: PaperSize;
+}): PreparedHtml {
   const markerPrefix = `https://fields.signet.invalid/${randomBytes(12).toString('hex')}/`;
   const { html, tags } = markFieldTags(stripRefreshMeta(input.html), markerPrefix);
   const doctype = /^(?:\s|<!--[\s\S]*?-->)*<!doctype[^>]*>/i.exec(html);

@@ -201,9 +201,13 @@ function toFieldTag(tag: StartTag): ParsedFieldTag {
   const role = a.role?.trim() || undefined;
   const submitter = a.submitter?.trim() || undefined; // the earlier shape's name for role
   if (role && submitter && role !== submitter) {
-    throw new AppError('VALIDATION', `${label}: role="${role}" and submitter="${submitter}" disagree; give only role.`, {
-      details: { element: label, attribute: 'submitter' },
-    });
+    throw new AppError(
+      'VALIDATION',
+      `${label}: role="${role}" and submitter="${submitter}" disagree; give only role.`,
+      {
+        details: { element: label, attribute: 'submitter' },
+      },
+    );
   }
   let options: string[] | undefined;
   if (a.options !== undefined) {
@@ -250,7 +254,9 @@ function markerHtml(href: string): string {
  */
 export function fieldTagStyles(): string {
   const all = HTML_FIELD_TYPES.map((t) => `${t}-field`).join(',');
-  const sizes = HTML_FIELD_TYPES.map((t) => `:where(${t}-field){width:${DEFAULT_SIZES[t][0]}px;height:${DEFAULT_SIZES[t][1]}px}`).join('');
+  const sizes = HTML_FIELD_TYPES.map(
+    (t) => `:where(${t}-field){width:${DEFAULT_SIZES[t][0]}px;height:${DEFAULT_SIZES[t][1]}px}`,
+  ).join('');
   return `:where(${all}){display:inline-block;position:relative;box-sizing:border-box;break-inside:avoid;page-break-inside:avoid;vertical-align:baseline}${sizes}`;
 }
 
@@ -291,9 +297,13 @@ export function markFieldTags(html: string, markerPrefix: string): { html: strin
 export function rejectFieldTags(html: string, what: string): void {
   scanStartTags(html, (tag) => {
     if (tag.name.endsWith('-field') && tag.name.length > '-field'.length) {
-      throw new AppError('VALIDATION', `${what} cannot hold field tags (${labelOf(tag)}); put fields in the body html.`, {
-        details: { element: labelOf(tag) },
-      });
+      throw new AppError(
+        'VALIDATION',
+        `${what} cannot hold field tags (${labelOf(tag)}); put fields in the body html.`,
+        {
+          details: { element: labelOf(tag) },
+        },
+      );
     }
   });
 }
@@ -347,7 +357,12 @@ export async function readFieldAreas(
     const keep: Array<ReturnType<PDFArray['get']>> = [];
     for (let i = 0; i < annots.size(); i++) {
       const entry = annots.get(i);
-      const dict = entry instanceof PDFRef ? doc.context.lookupMaybe(entry, PDFDict) : entry instanceof PDFDict ? entry : undefined;
+      const dict =
+        entry instanceof PDFRef
+          ? doc.context.lookupMaybe(entry, PDFDict)
+          : entry instanceof PDFDict
+            ? entry
+            : undefined;
       const uri = dict ? linkUri(lib, dict) : undefined;
       const index = uri?.startsWith(markerPrefix) ? Number(uri.slice(markerPrefix.length)) : NaN;
       if (!dict || !Number.isInteger(index) || index < 0 || index >= tags.length) {
@@ -357,7 +372,12 @@ export async function readFieldAreas(
       const rect = dict.lookupMaybe(PDFName.of('Rect'), PDFArray);
       const n = rect ? [0, 1, 2, 3].map((k) => rect.lookupMaybe(k, PDFNumber)?.asNumber() ?? NaN) : [];
       if (n.length === 4 && n.every(Number.isFinite)) {
-        const [x1, y1, x2, y2] = [Math.min(n[0]!, n[2]!), Math.min(n[1]!, n[3]!), Math.max(n[0]!, n[2]!), Math.max(n[1]!, n[3]!)];
+        const [x1, y1, x2, y2] = [
+          Math.min(n[0]!, n[2]!),
+          Math.min(n[1]!, n[3]!),
+          Math.max(n[0]!, n[2]!),
+          Math.max(n[1]!, n[3]!),
+        ];
         const area = {
           page: pageIndex,
           x: (x1 - box.x) / box.width,

@@ -59,7 +59,9 @@ export async function withDeadline<T>(
   const expired = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {
       // Reject first: a task that settles when aborted must not win the race.
-      reject(new AppError('UNAVAILABLE', options.message, { details: { reason: 'timeout', timeoutMs: options.timeoutMs } }));
+      reject(
+        new AppError('UNAVAILABLE', options.message, { details: { reason: 'timeout', timeoutMs: options.timeoutMs } }),
+      );
       controller.abort();
       try {
         void Promise.resolve(options.onTimeout?.()).catch(() => {});

@@ -119,7 +119,12 @@ export class LocalRenderer implements Renderer {
             },
             displayHeaderFooter: bands,
             // Chromium's default bands print the date, title and URL; an empty span prints nothing.
-            ...(bands ? { headerTemplate: prepared.header ?? '<span></span>', footerTemplate: prepared.footer ?? '<span></span>' } : {}),
+            ...(bands
+              ? {
+                  headerTemplate: prepared.header ?? '<span></span>',
+                  footerTemplate: prepared.footer ?? '<span></span>',
+                }
+              : {}),
           });
           if (signal.aborted) throw signal.reason;
           return await readFieldAreas(pdf, prepared.tags, prepared.markerPrefix);
@@ -134,7 +139,10 @@ export class LocalRenderer implements Renderer {
         onTimeout: () => this.abandon(context),
       },
     );
-    this.options.logger.debug({ ms: Math.round(performance.now() - started), fields: result.fields.length }, 'html rendered');
+    this.options.logger.debug(
+      { ms: Math.round(performance.now() - started), fields: result.fields.length },
+      'html rendered',
+    );
     return result;
   }
 
@@ -175,7 +183,10 @@ export class LocalRenderer implements Renderer {
       profileHealthy = true;
       const pdf = await fs.readFile(path.join(outDir, 'document.pdf')).catch(() => undefined);
       if (pdf?.subarray(0, 5).toString('latin1') !== '%PDF-') {
-        this.options.logger.warn({ filename: input.filename, code: run.code, signal: run.signal, stderr: run.stderr }, 'soffice made no PDF');
+        this.options.logger.warn(
+          { filename: input.filename, code: run.code, signal: run.signal, stderr: run.stderr },
+          'soffice made no PDF',
+        );
         const name = input.filename || 'The document';
         const limit = this.options.sofficeMaxMemory;
         if (limit !== undefined && ranOutOfMemory(run)) {
@@ -220,7 +231,9 @@ export class LocalRenderer implements Renderer {
     throw new AppError(
       'UNAVAILABLE',
       'HTML templates need Chromium: install the chromium package or set GOTENBERG_URL' +
-        (configured ? ` (CHROMIUM_PATH=${configured} is not an executable).` : ` (none of ${CHROMIUM_NAMES.join(', ')} is on PATH).`),
+        (configured
+          ? ` (CHROMIUM_PATH=${configured} is not an executable).`
+          : ` (none of ${CHROMIUM_NAMES.join(', ')} is on PATH).`),
       { details: { missing: 'chromium' } },
     );
   }
@@ -232,7 +245,9 @@ export class LocalRenderer implements Renderer {
     throw new AppError(
       'UNAVAILABLE',
       'DOCX templates need LibreOffice: install the libreoffice-writer-nogui package or set GOTENBERG_URL' +
-        (configured ? ` (SOFFICE_PATH=${configured} is not an executable).` : ` (neither ${SOFFICE_NAMES.join(' nor ')} is on PATH).`),
+        (configured
+          ? ` (SOFFICE_PATH=${configured} is not an executable).`
+          : ` (neither ${SOFFICE_NAMES.join(' nor ')} is on PATH).`),
       { details: { missing: 'libreoffice' } },
     );
   }
@@ -243,7 +258,9 @@ export class LocalRenderer implements Renderer {
       // playwright-core is loaded on the first HTML render only: it costs ~80 MB of memory, which
       // a service that never renders HTML should not carry (bench/README.md, idle RSS).
       const launching = import('playwright-core')
-        .then(({ chromium }) => chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS, timeout: this.options.timeout }))
+        .then(({ chromium }) =>
+          chromium.launch({ executablePath, headless: true, args: CHROMIUM_ARGS, timeout: this.options.timeout }),
+        )
         .then(
           (browser) => {
             browser.on('disconnected', () => {
@@ -255,7 +272,9 @@ export class LocalRenderer implements Renderer {
           (error: unknown) => {
             if (this.browser === launching) this.browser = undefined;
             const reason = error instanceof Error ? (error.message.split('\n')[0] ?? '') : String(error);
-            throw new AppError('UNAVAILABLE', `Chromium (${executablePath}) could not start: ${reason}`, { cause: error });
+            throw new AppError('UNAVAILABLE', `Chromium (${executablePath}) could not start: ${reason}`, {
+              cause: error,
+            });
           },
         );
       this.browser = launching;
@@ -286,7 +305,8 @@ export class LocalRenderer implements Renderer {
     const spare = this.spare;
     this.spare = undefined;
     const opened = spare ? await spare.catch(() => undefined) : undefined;
-    if (opened && browser.isConnected() && opened.context.browser() === browser && !opened.page.isClosed()) return opened;
+    if (opened && browser.isConnected() && opened.context.browser() === browser && !opened.page.isClosed())
+      return opened;
     if (opened) await opened.context.close().catch(() => {});
     return this.openPage(browser);
   }
@@ -308,7 +328,13 @@ export class LocalRenderer implements Renderer {
    */
   private async abandon(context: BrowserContext | undefined): Promise<void> {
     if (!context) return;
-    const closed = await Promise.race([context.close().then(() => true, () => false), sleep(5000).then(() => false)]);
+    const closed = await Promise.race([
+      context.close().then(
+        () => true,
+        () => false,
+      ),
+      sleep(5000).then(() => false),
+    ]);
     if (closed || !this.browser) return;
     const browser = this.browser;
     this.browser = undefined;
@@ -340,7 +366,17 @@ export class LocalRenderer implements Renderer {
     const [command, commandArgs] =
       limit === undefined
         ? [executable, args]
-        : ['/bin/sh', ['-c', 'ulimit -v "$1" || exit 125; shift; exec "$@"', 'signet-soffice', String(Math.floor(limit / 1024)), executable, ...args]];
+        : [
+            '/bin/sh',
+            [
+              '-c',
+              'ulimit -v "$1" || exit 125; shift; exec "$@"',
+              'signet-soffice',
+              String(Math.floor(limit / 1024)),
+              executable,
+              ...args,
+            ],
+          ];
     return new Promise((resolve, reject) => {
       let child: ChildProcess;
       try {
@@ -350,7 +386,11 @@ export class LocalRenderer implements Renderer {
           env: { ...process.env, SAL_USE_VCLPLUGIN: 'svp' },
         });
       } catch (error) {
-        reject(new AppError('UNAVAILABLE', `LibreOffice (${executable}) could not start: ${String(error)}`, { cause: error }));
+        reject(
+          new AppError('UNAVAILABLE', `LibreOffice (${executable}) could not start: ${String(error)}`, {
+            cause: error,
+          }),
+        );
         return;
       }
       this.children.add(child);
@@ -366,13 +406,21 @@ export class LocalRenderer implements Renderer {
       child.once('error', (error) => {
         clearTimeout(timer);
         this.children.delete(child);
-        reject(new AppError('UNAVAILABLE', `LibreOffice (${executable}) could not start: ${error.message}`, { cause: error }));
+        reject(
+          new AppError('UNAVAILABLE', `LibreOffice (${executable}) could not start: ${error.message}`, {
+            cause: error,
+          }),
+        );
       });
       child.once('close', (code, signal) => {
         clearTimeout(timer);
         this.children.delete(child);
         if (timedOut) {
-          reject(new AppError('UNAVAILABLE', `Converting the DOCX took longer than ${formatSeconds(timeout)}.`, { details: { reason: 'timeout' } }));
+          reject(
+            new AppError('UNAVAILABLE', `Converting the DOCX took longer than ${formatSeconds(timeout)}.`, {
+              details: { reason: 'timeout' },
+            }),
+          );
         } else if (this.closed) {
           reject(new AppError('UNAVAILABLE', 'The renderer is shut down.'));
         } else {
@@ -430,4 +478,3 @@ export async function findExecutable(candidates: string[]): Promise<string | und
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
-

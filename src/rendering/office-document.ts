@@ -43,7 +43,11 @@ const isZip = (bytes: Buffer) => bytes.subarray(0, 4).equals(Buffer.from([0x50, 
  * compound file, RTF starts with "{\rtf" (neither is compressed, so neither inflates).
  * @throws AppError VALIDATION (422) naming `filename`.
  */
-export async function assertOfficeDocument(bytes: Buffer, filename: string, limits: OfficeArchiveLimits): Promise<void> {
+export async function assertOfficeDocument(
+  bytes: Buffer,
+  filename: string,
+  limits: OfficeArchiveLimits,
+): Promise<void> {
   const name = filename || 'The document';
   if (bytes.length === 0) throw new AppError('VALIDATION', `${name} is empty.`);
   const ole = bytes.subarray(0, 8).equals(Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]));
@@ -64,12 +68,20 @@ export async function assertOfficeDocument(bytes: Buffer, filename: string, limi
  *   does not match its declared size ("too many bytes in the stream"), encryption or an unknown
  *   compression method.
  */
-export async function assertArchiveWithinLimits(bytes: Buffer, name: string, limits: OfficeArchiveLimits): Promise<void> {
+export async function assertArchiveWithinLimits(
+  bytes: Buffer,
+  name: string,
+  limits: OfficeArchiveLimits,
+): Promise<void> {
   const limitMb = formatMb(limits.maxUncompressedBytes);
   const tooLarge = () =>
-    new AppError('VALIDATION', `${name} inflates to more than ${limitMb} MB; at most ${limitMb} MB are accepted (DOCX_MAX_UNCOMPRESSED_MB).`, {
-      details: { limit: 'DOCX_MAX_UNCOMPRESSED_MB', maxBytes: limits.maxUncompressedBytes },
-    });
+    new AppError(
+      'VALIDATION',
+      `${name} inflates to more than ${limitMb} MB; at most ${limitMb} MB are accepted (DOCX_MAX_UNCOMPRESSED_MB).`,
+      {
+        details: { limit: 'DOCX_MAX_UNCOMPRESSED_MB', maxBytes: limits.maxUncompressedBytes },
+      },
+    );
   const invalid = (reason: string, cause?: unknown) =>
     new AppError('VALIDATION', `${name} is not a valid DOCX archive: ${reason.replace(/\.$/, '')}.`, { cause });
 
@@ -80,9 +92,13 @@ export async function assertArchiveWithinLimits(bytes: Buffer, name: string, lim
     throw invalid((error as Error).message, error);
   }
   if (zip.entryCount > limits.maxEntries) {
-    throw new AppError('VALIDATION', `${name} has ${zip.entryCount} entries; at most ${limits.maxEntries} are accepted (DOCX_MAX_ENTRIES).`, {
-      details: { limit: 'DOCX_MAX_ENTRIES', entries: zip.entryCount, maxEntries: limits.maxEntries },
-    });
+    throw new AppError(
+      'VALIDATION',
+      `${name} has ${zip.entryCount} entries; at most ${limits.maxEntries} are accepted (DOCX_MAX_ENTRIES).`,
+      {
+        details: { limit: 'DOCX_MAX_ENTRIES', entries: zip.entryCount, maxEntries: limits.maxEntries },
+      },
+    );
   }
   // The whole directory first: a declared total over the limit is refused without inflating.
   const entries: yauzl.Entry[] = [];
@@ -100,7 +116,8 @@ export async function assertArchiveWithinLimits(bytes: Buffer, name: string, lim
   let inflated = 0;
   for (const entry of entries) {
     if (entry.fileName.endsWith('/')) continue; // a directory
-    if (!entry.canDecodeFileData()) throw invalid(`entry "${entry.fileName}" is encrypted or uses an unsupported compression method`);
+    if (!entry.canDecodeFileData())
+      throw invalid(`entry "${entry.fileName}" is encrypted or uses an unsupported compression method`);
     try {
       const stream = await zip.openReadStreamPromise(entry);
       for await (const chunk of stream as AsyncIterable<Buffer>) {

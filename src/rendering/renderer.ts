@@ -23,7 +23,16 @@ export * from './types.ts';
  * under `config.sofficeMaxMemory`.
  */
 export function createRenderer(
-  config: Pick<Config, 'gotenbergUrl' | 'chromiumPath' | 'sofficePath' | 'renderTimeout' | 'renderConcurrency' | 'docxLimits' | 'sofficeMaxMemory'>,
+  config: Pick<
+    Config,
+    | 'gotenbergUrl'
+    | 'chromiumPath'
+    | 'sofficePath'
+    | 'renderTimeout'
+    | 'renderConcurrency'
+    | 'docxLimits'
+    | 'sofficeMaxMemory'
+  >,
   logger: RenderLogger,
 ): Renderer {
   const inner: Renderer = config.gotenbergUrl

@@ -111,4 +111,3 @@ export interface Renderer {
 
 /** Just the logger methods renderers use (pino's and Fastify's loggers fit). */
 export type RenderLogger = Pick<FastifyBaseLogger, 'debug' | 'info' | 'warn' | 'error'>;
-

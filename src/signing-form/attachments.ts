@@ -21,21 +21,138 @@ import { imageKindOf, readDrawableImage, UnreadableImageError, type ImageLimits 
  */
 export const DANGEROUS_EXTENSIONS: ReadonlySet<string> = new Set([
   // Windows programs, libraries, installers, shortcuts, registry, control panel
-  'exe', 'com', 'scr', 'pif', 'cpl', 'dll', 'ocx', 'sys', 'drv', 'msi', 'msp', 'mst', 'msix', 'msixbundle', 'appx',
-  'appxbundle', 'msc', 'lnk', 'scf', 'url', 'reg', 'inf', 'ins', 'isp', 'hta', 'gadget', 'application', 'appref-ms',
-  'xbap', 'vsix', 'vsto', 'xll', 'cab', 'diagcab', 'chm', 'jnlp', 'settingcontent-ms', 'library-ms', 'website',
+  'exe',
+  'com',
+  'scr',
+  'pif',
+  'cpl',
+  'dll',
+  'ocx',
+  'sys',
+  'drv',
+  'msi',
+  'msp',
+  'mst',
+  'msix',
+  'msixbundle',
+  'appx',
+  'appxbundle',
+  'msc',
+  'lnk',
+  'scf',
+  'url',
+  'reg',
+  'inf',
+  'ins',
+  'isp',
+  'hta',
+  'gadget',
+  'application',
+  'appref-ms',
+  'xbap',
+  'vsix',
+  'vsto',
+  'xll',
+  'cab',
+  'diagcab',
+  'chm',
+  'jnlp',
+  'settingcontent-ms',
+  'library-ms',
+  'website',
   // Windows scripts
-  'bat', 'cmd', 'vb', 'vbs', 'vbe', 'js', 'jse', 'ws', 'wsf', 'wsc', 'wsh', 'ps1', 'ps1xml', 'ps2', 'ps2xml', 'psc1',
-  'psc2', 'psd1', 'psm1', 'pssc', 'msh', 'msh1', 'msh2', 'mshxml', 'msh1xml', 'msh2xml', 'sct',
+  'bat',
+  'cmd',
+  'vb',
+  'vbs',
+  'vbe',
+  'js',
+  'jse',
+  'ws',
+  'wsf',
+  'wsc',
+  'wsh',
+  'ps1',
+  'ps1xml',
+  'ps2',
+  'ps2xml',
+  'psc1',
+  'psc2',
+  'psd1',
+  'psm1',
+  'pssc',
+  'msh',
+  'msh1',
+  'msh2',
+  'mshxml',
+  'msh1xml',
+  'msh2xml',
+  'sct',
   // Unix shells and interpreters, packages and binaries
-  'sh', 'bash', 'zsh', 'csh', 'tcsh', 'ksh', 'fish', 'command', 'run', 'bin', 'elf', 'out', 'so', 'ko', 'deb', 'rpm',
-  'appimage', 'snap', 'flatpak', 'py', 'pyc', 'pyo', 'pyw', 'pl', 'pm', 'rb', 'lua', 'tcl', 'mjs', 'cjs',
+  'sh',
+  'bash',
+  'zsh',
+  'csh',
+  'tcsh',
+  'ksh',
+  'fish',
+  'command',
+  'run',
+  'bin',
+  'elf',
+  'out',
+  'so',
+  'ko',
+  'deb',
+  'rpm',
+  'appimage',
+  'snap',
+  'flatpak',
+  'py',
+  'pyc',
+  'pyo',
+  'pyw',
+  'pl',
+  'pm',
+  'rb',
+  'lua',
+  'tcl',
+  'mjs',
+  'cjs',
   // macOS
-  'app', 'dmg', 'pkg', 'mpkg', 'action', 'workflow', 'scpt', 'scptd', 'osax', 'dylib', 'kext',
+  'app',
+  'dmg',
+  'pkg',
+  'mpkg',
+  'action',
+  'workflow',
+  'scpt',
+  'scptd',
+  'osax',
+  'dylib',
+  'kext',
   // Java, Android, iOS
-  'jar', 'class', 'war', 'ear', 'apk', 'xapk', 'apks', 'aab', 'dex', 'ipa',
+  'jar',
+  'class',
+  'war',
+  'ear',
+  'apk',
+  'xapk',
+  'apks',
+  'aab',
+  'dex',
+  'ipa',
   // server-side pages
-  'php', 'php3', 'php4', 'php5', 'phtml', 'phar', 'asp', 'aspx', 'jsp', 'cgi',
+  'php',
+  'php3',
+  'php4',
+  'php5',
+  'phtml',
+  'phar',
+  'asp',
+  'aspx',
+  'jsp',
+  'cgi',
 ]);
 
 /** Upload purposes the page sends in `type`. */
@@ -57,14 +174,18 @@ export interface CreatedAttachment {
  */
 export async function findUploadingSigner(db: Db, slug: string) {
   const signer = await findSignerBySlug(db, slug);
-  if (formStateOf({ submitter: signer, submission: signer.submission }) !== 'OPEN') throw new AppError('VALIDATION', 'Form has been archived.');
+  if (formStateOf({ submitter: signer, submission: signer.submission }) !== 'OPEN')
+    throw new AppError('VALIDATION', 'Form has been archived.');
   return signer;
 }
 
 /** A file name safe to store and show: no directories, no control characters, at most 200 characters. */
 function cleanFilename(name: string | undefined): string {
   // eslint-disable-next-line no-control-regex
-  const base = path.basename((name ?? '').replace(/\\/g, '/')).replace(/\p{Cc}/gu, '').trim();
+  const base = path
+    .basename((name ?? '').replace(/\\/g, '/'))
+    .replace(/\p{Cc}/gu, '')
+    .trim();
   return base.length > 200 ? base.slice(base.length - 200) : base;
 }
 
@@ -87,7 +208,13 @@ const extensionOf = (filename: string) => (filename.includes('.') ? filename.spl
  */
 export async function createSigningFormAttachment(
   deps: { db: Db; storage: FileStorage; files: Pick<FileUrlSigner, 'url'>; images: ImageLimits },
-  input: { slug: string; type?: string | undefined; filename?: string | undefined; contentType?: string | undefined; bytes: Uint8Array },
+  input: {
+    slug: string;
+    type?: string | undefined;
+    filename?: string | undefined;
+    contentType?: string | undefined;
+    bytes: Uint8Array;
+  },
 ): Promise<CreatedAttachment> {
   const signer = await findUploadingSigner(deps.db, input.slug);
   const type = input.type || undefined;
@@ -96,19 +223,26 @@ export async function createSigningFormAttachment(
   }
   let filename = cleanFilename(input.filename);
   const extension = extensionOf(filename);
-  if (extension && DANGEROUS_EXTENSIONS.has(extension)) throw new AppError('VALIDATION', `File type '.${extension}' is not allowed.`);
+  if (extension && DANGEROUS_EXTENSIONS.has(extension))
+    throw new AppError('VALIDATION', `File type '.${extension}' is not allowed.`);
   if (input.bytes.length === 0) throw new AppError('VALIDATION', 'file is empty');
 
   let bytes = input.bytes;
-  let contentType = /^[\w.+-]+\/[\w.+-]+$/.test(input.contentType ?? '') ? input.contentType!.toLowerCase() : 'application/octet-stream';
+  let contentType = /^[\w.+-]+\/[\w.+-]+$/.test(input.contentType ?? '')
+    ? input.contentType!.toLowerCase()
+    : 'application/octet-stream';
   if (type === 'signature' || type === 'initials' || type === 'image') {
     let image: Awaited<ReturnType<typeof readDrawableImage>>;
     try {
       image = await readDrawableImage(bytes, deps.images, { checkInk: type !== 'image' });
     } catch (error) {
       if (!(error instanceof UnreadableImageError)) throw error;
-      if (error.reason === 'too-large') throw new AppError('VALIDATION', `${type} ${error.message}`, { details: { field: type } });
-      throw new AppError('VALIDATION', type === 'image' ? 'image is not a readable image file' : 'signature error, try to sign on another device');
+      if (error.reason === 'too-large')
+        throw new AppError('VALIDATION', `${type} ${error.message}`, { details: { field: type } });
+      throw new AppError(
+        'VALIDATION',
+        type === 'image' ? 'image is not a readable image file' : 'signature error, try to sign on another device',
+      );
     }
     if (image.hasInk === false) throw new AppError('VALIDATION', 'signature is empty');
     bytes = image.bytes;
@@ -119,14 +253,31 @@ export async function createSigningFormAttachment(
     // A file said to be a PNG or JPEG could be named as an image field's value (field-values.ts
     // checkAttachments goes by this type): it keeps the type only if it is one.
     const kind = imageKindOf(bytes);
-    const drawable = `image/${kind}` === contentType && (await readDrawableImage(bytes, deps.images).then(() => true, () => false));
+    const drawable =
+      `image/${kind}` === contentType &&
+      (await readDrawableImage(bytes, deps.images).then(
+        () => true,
+        () => false,
+      ));
     if (!drawable) contentType = 'application/octet-stream';
   }
   if (!filename) filename = 'file';
 
   const stored = await storeFile(
     { db: deps.db, storage: deps.storage },
-    { accountId: signer.accountId, bytes, filename, contentType, metadata: { submitter_id: signer.id, ...(type ? { type } : {}), source: 'signing_form' } },
+    {
+      accountId: signer.accountId,
+      bytes,
+      filename,
+      contentType,
+      metadata: { submitter_id: signer.id, ...(type ? { type } : {}), source: 'signing_form' },
+    },
   );
-  return { uuid: stored.uuid, created_at: stored.createdAt.toISOString(), url: deps.files.url(stored), filename: stored.filename, content_type: stored.contentType };
+  return {
+    uuid: stored.uuid,
+    created_at: stored.createdAt.toISOString(),
+    url: deps.files.url(stored),
+    filename: stored.filename,
+    content_type: stored.contentType,
+  };
 }

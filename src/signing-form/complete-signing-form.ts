@@ -16,7 +16,14 @@ import { completionJob } from '../signing/complete-submission.ts';
 import { nextPartyJobs } from '../submissions/send-requests.ts';
 import { parseFields } from '../templates/fields.ts';
 import { checkAttachments, checkSentValues, completionValues } from './field-values.ts';
-import { formStarted, mergeValues, recordStart, trackingData, type SignerRequest, type SigningFormDeps } from './form-events.ts';
+import {
+  formStarted,
+  mergeValues,
+  recordStart,
+  trackingData,
+  type SignerRequest,
+  type SigningFormDeps,
+} from './form-events.ts';
 import { assertFormOpen, findSignerBySlug, FORM_STATE_MESSAGES, lockSignerForm, waitingForRole } from './form-state.ts';
 import { buildSigningFormView, type SigningFormView } from './load-signing-form.ts';
 
@@ -28,7 +35,10 @@ import { buildSigningFormView, type SigningFormView } from './load-signing-form.
  *   the save errors, "<name> is required", the field's invalid message or "<name> is invalid",
  *   a required payment field
  */
-export async function completeSigningForm(deps: SigningFormDeps, request: SignerRequest & { values?: unknown }): Promise<SigningFormView> {
+export async function completeSigningForm(
+  deps: SigningFormDeps,
+  request: SignerRequest & { values?: unknown },
+): Promise<SigningFormView> {
   const { db } = deps;
   const found = await findSignerBySlug(db, request.slug);
   const now = new Date();
@@ -43,7 +53,10 @@ export async function completeSigningForm(deps: SigningFormDeps, request: Signer
 
     const fields = parseFields(signer.submission.templateFields);
     const saved = (signer.values ?? {}) as Record<string, unknown>;
-    const sent = request.values === undefined || request.values === null ? {} : checkSentValues(fields, signer.roleUuid, request.values);
+    const sent =
+      request.values === undefined || request.values === null
+        ? {}
+        : checkSentValues(fields, signer.roleUuid, request.values);
     await checkAttachments(tx, signer, fields, sent, saved);
     const values = completionValues(fields, signer.roleUuid, mergeValues(saved, sent));
 
@@ -61,10 +74,22 @@ export async function completeSigningForm(deps: SigningFormDeps, request: Signer
     // Only a writer that does not take the locks (none today) could get here first.
     if (count !== 1) throw new AppError('VALIDATION', FORM_STATE_MESSAGES.COMPLETED);
     await tx.submissionEvent.create({
-      data: { accountId: signer.accountId, submissionId: signer.submissionId, submitterId: signer.id, eventType: 'complete_form', eventTimestamp: now, data: trackingData(request) },
+      data: {
+        accountId: signer.accountId,
+        submissionId: signer.submissionId,
+        submitterId: signer.id,
+        eventType: 'complete_form',
+        eventTimestamp: now,
+        data: trackingData(request),
+      },
     });
     const pending = await tx.submitter.count({ where: { submissionId: signer.submissionId, completedAt: null } });
-    if (pending === 0) await tx.submission.update({ where: { id: signer.submissionId }, data: { completedAt: now }, select: { id: true } });
+    if (pending === 0)
+      await tx.submission.update({
+        where: { id: signer.submissionId },
+        data: { completedAt: now },
+        select: { id: true },
+      });
     if (started) effects.events.push(formStarted(signer, now));
     effects.jobs.push(completionJob(signer.submissionId, signer.id), ...(await nextPartyJobs(tx, signer.submissionId)));
     return {

@@ -14,7 +14,10 @@ import { buildSigningFormView, type SigningFormView } from './load-signing-form.
  * @throws AppError NOT_FOUND for an unknown slug; VALIDATION with DocuSeal's message when the form
  *   is not OPEN, "reason is too long (maximum is 10000 characters)."
  */
-export async function declineSigningForm(deps: SigningFormDeps, request: SignerRequest & { reason: string }): Promise<SigningFormView> {
+export async function declineSigningForm(
+  deps: SigningFormDeps,
+  request: SignerRequest & { reason: string },
+): Promise<SigningFormView> {
   const { db } = deps;
   checkText(request.reason, MAX_LENGTH.text, 'reason');
   const found = await findSignerBySlug(db, request.slug);
@@ -25,7 +28,11 @@ export async function declineSigningForm(deps: SigningFormDeps, request: SignerR
   const signer = await deps.effects.transaction(async (tx, effects) => {
     const signer = await lockSignerForm(tx, found);
     assertFormOpen({ submitter: signer, submission: signer.submission }, now);
-    await tx.submitter.update({ where: { id: signer.id }, data: { declinedAt: now, declineReason: reason || null }, select: { id: true } });
+    await tx.submitter.update({
+      where: { id: signer.id },
+      data: { declinedAt: now, declineReason: reason || null },
+      select: { id: true },
+    });
     await tx.submissionEvent.create({
       data: {
         accountId: signer.accountId,
@@ -36,11 +43,20 @@ export async function declineSigningForm(deps: SigningFormDeps, request: SignerR
         data: { reason, ...trackingData(request) },
       },
     });
-    effects.events.push({ type: 'form.declined', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.declined:${signer.id}` });
+    effects.events.push({
+      type: 'form.declined',
+      accountId: signer.accountId,
+      recordId: signer.id,
+      at: now,
+      key: `form.declined:${signer.id}`,
+    });
     return {
       ...signer,
       declinedAt: now,
-      submission: { ...signer.submission, submitters: signer.submission.submitters.map((s) => (s.id === signer.id ? { ...s, declinedAt: now } : s)) },
+      submission: {
+        ...signer.submission,
+        submitters: signer.submission.submitters.map((s) => (s.id === signer.id ? { ...s, declinedAt: now } : s)),
+      },
     };
   });
 

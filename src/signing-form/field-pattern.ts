@@ -221,7 +221,13 @@ function estimateProgramSize(pattern: string): number {
         const min = Number(repeat[1]);
         const max = repeat[2] === undefined ? min : repeat[3] === '' ? -1 : Number(repeat[3]);
         const operand = top().last;
-        quantify(max === -1 ? (min === 0 ? 2 + operand : 1 + min * Math.max(operand, 1)) : max * operand + Math.max(max - min, 0));
+        quantify(
+          max === -1
+            ? min === 0
+              ? 2 + operand
+              : 1 + min * Math.max(operand, 1)
+            : max * operand + Math.max(max - min, 0),
+        );
         i = REPEAT.lastIndex + (pattern[REPEAT.lastIndex] === '?' ? 1 : 0);
         continue;
       }

@@ -97,7 +97,9 @@ function checkKind(field: Field, raw: unknown): unknown {
     case 'checkbox':
       return typeof raw === 'boolean' ? raw : fail('must be true or false');
     case 'number':
-      return (typeof raw === 'number' && Number.isFinite(raw)) || typeof raw === 'string' ? raw : fail('must be a number');
+      return (typeof raw === 'number' && Number.isFinite(raw)) || typeof raw === 'string'
+        ? raw
+        : fail('must be a number');
     case 'multiple':
       return Array.isArray(raw) && raw.every((v) => typeof v === 'string') ? raw : fail('must be a list of options');
     case 'file': {
@@ -109,7 +111,9 @@ function checkKind(field: Field, raw: unknown): unknown {
     }
     default:
       if (SINGLE_ATTACHMENT_TYPES.has(field.type)) {
-        return typeof raw === 'string' && UUID_PATTERN.test(raw) ? raw.toLowerCase() : fail('must be an attachment uuid (POST /api/attachments)');
+        return typeof raw === 'string' && UUID_PATTERN.test(raw)
+          ? raw.toLowerCase()
+          : fail('must be an attachment uuid (POST /api/attachments)');
       }
       return typeof raw === 'string' ? raw : fail('must be text');
   }
@@ -121,10 +125,13 @@ function checkKind(field: Field, raw: unknown): unknown {
  * field's name, or the value's path in a request), or undefined.
  */
 export function valueSizeMessage(value: unknown, subject: string): string | undefined {
-  if (typeof value === 'string') return value.length > MAX_LENGTH.text ? tooLongMessage(subject, MAX_LENGTH.text) : undefined;
+  if (typeof value === 'string')
+    return value.length > MAX_LENGTH.text ? tooLongMessage(subject, MAX_LENGTH.text) : undefined;
   if (!Array.isArray(value)) return undefined;
   if (value.length > MAX_ITEMS.options) return tooManyMessage(subject, MAX_ITEMS.options);
-  return value.some((item) => typeof item === 'string' && item.length > MAX_LENGTH.text) ? tooLongMessage(subject, MAX_LENGTH.text) : undefined;
+  return value.some((item) => typeof item === 'string' && item.length > MAX_LENGTH.text)
+    ? tooLongMessage(subject, MAX_LENGTH.text)
+    : undefined;
 }
 
 /**
@@ -151,7 +158,8 @@ function attachmentUuids(fields: Field[], values: Record<string, unknown>): { fi
   for (const [fieldUuid, value] of Object.entries(values)) {
     const field = fields.find((f) => f.uuid === fieldUuid);
     if (!field || !(SINGLE_ATTACHMENT_TYPES.has(field.type) || field.type === 'file')) continue;
-    for (const uuid of Array.isArray(value) ? value : [value]) if (typeof uuid === 'string' && UUID_PATTERN.test(uuid)) out.push({ fieldUuid, uuid });
+    for (const uuid of Array.isArray(value) ? value : [value])
+      if (typeof uuid === 'string' && UUID_PATTERN.test(uuid)) out.push({ fieldUuid, uuid });
   }
   return out;
 }
@@ -188,8 +196,16 @@ export async function checkAttachments(
     }
     const field = fields.find((f) => f.uuid === fieldUuid)!;
     // A signature must have gone through the blank check of a signature upload.
-    if ((field.type === 'signature' || field.type === 'initials') && !held.has(uuid) && metadata.type !== 'signature' && metadata.type !== 'initials') {
-      throw new SigningFieldError(fieldUuid, `${displayName(field)} must be uploaded as a signature (type=${field.type})`);
+    if (
+      (field.type === 'signature' || field.type === 'initials') &&
+      !held.has(uuid) &&
+      metadata.type !== 'signature' &&
+      metadata.type !== 'initials'
+    ) {
+      throw new SigningFieldError(
+        fieldUuid,
+        `${displayName(field)} must be uploaded as a signature (type=${field.type})`,
+      );
     }
     if (DRAWN_IMAGE_TYPES.has(field.type) && !/^image\/(png|jpeg)$/.test(file.contentType)) {
       throw new SigningFieldError(fieldUuid, `${displayName(field)} must be a PNG or JPEG image`);
@@ -208,18 +224,30 @@ export async function checkAttachments(
  *   or "<name> is invalid" (and a clearer message where the type says more), "<name> is too long
  *   (maximum is N characters)."; AppError VALIDATION "values is too large …"
  */
-export function completionValues(fields: Field[], roleUuid: string, saved: Record<string, unknown>): Record<string, unknown> {
+export function completionValues(
+  fields: Field[],
+  roleUuid: string,
+  saved: Record<string, unknown>,
+): Record<string, unknown> {
   checkValuesSize(saved);
   const values = { ...saved };
   for (const field of fields.filter((f) => f.submitter_uuid === roleUuid)) {
-    if (!hasValue(field, values[field.uuid]) && field.default_value !== undefined && field.default_value !== null && field.default_value !== '') {
+    if (
+      !hasValue(field, values[field.uuid]) &&
+      field.default_value !== undefined &&
+      field.default_value !== null &&
+      field.default_value !== ''
+    ) {
       values[field.uuid] = field.default_value;
     }
     const value = values[field.uuid];
     const name = displayName(field);
     if (!hasValue(field, value)) {
       if (field.required && field.type === 'payment') {
-        throw new SigningFieldError(field.uuid, `${name} requires a payment, and payments are not available on this server: the form cannot be completed`);
+        throw new SigningFieldError(
+          field.uuid,
+          `${name} requires a payment, and payments are not available on this server: the form cannot be completed`,
+        );
       }
       // A readonly field (stamp, a prefilled readonly value) is not the signer's to fill: DocuSeal
       // skips it too (reference §11: stamp, heading and strikethrough are always readonly).
@@ -249,7 +277,8 @@ function checkCompletedValue(field: Field, value: unknown): unknown {
     }
     case 'phone': {
       const text = String(value).replace(/[\s().-]/g, '');
-      if (!text.startsWith('+') || !isValidPhoneNumber(text)) invalid('not a phone number in international format (+<country code><number>)');
+      if (!text.startsWith('+') || !isValidPhoneNumber(text))
+        invalid('not a phone number in international format (+<country code><number>)');
       checked = parsePhoneNumberFromString(text)!.number;
       break;
     }
@@ -258,7 +287,8 @@ function checkCompletedValue(field: Field, value: unknown): unknown {
       break;
     case 'radio':
     case 'select':
-      if (field.options?.length && !field.options.some((o) => o.value === value)) invalid(`"${String(value)}" is not one of its options`);
+      if (field.options?.length && !field.options.some((o) => o.value === value))
+        invalid(`"${String(value)}" is not one of its options`);
       break;
     case 'multiple':
       if (field.options?.length) {
@@ -273,7 +303,10 @@ function checkCompletedValue(field: Field, value: unknown): unknown {
   if (pattern && PATTERN_TYPES.has(field.type) && typeof value !== 'object') {
     const regexp = compileFieldPattern(pattern);
     if (regexp && !regexp.test(String(value))) {
-      const custom = typeof field.validation?.message === 'string' && field.validation.message ? field.validation.message : undefined;
+      const custom =
+        typeof field.validation?.message === 'string' && field.validation.message
+          ? field.validation.message
+          : undefined;
       throw new SigningFieldError(field.uuid, custom ?? `${name} is invalid`);
     }
   }
@@ -285,7 +318,11 @@ function isDateValue(text: string): boolean {
   const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
   if (day) {
     const date = new Date(Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3])));
-    return date.getUTCFullYear() === Number(day[1]) && date.getUTCMonth() === Number(day[2]) - 1 && date.getUTCDate() === Number(day[3]);
+    return (
+      date.getUTCFullYear() === Number(day[1]) &&
+      date.getUTCMonth() === Number(day[2]) - 1 &&
+      date.getUTCDate() === Number(day[3])
+    );
   }
   if (/^\d{4}-(0[1-9]|1[0-2])$/.test(text)) return true;
   return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(text) && !Number.isNaN(new Date(text).getTime());

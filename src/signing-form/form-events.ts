@@ -25,7 +25,13 @@ export interface SignerRequest {
 
 /** form.started of a signer (once per signer: key `form.started:<id>`). */
 export function formStarted(signer: { id: number; accountId: number }, at: Date): DomainEvent {
-  return { type: 'form.started', accountId: signer.accountId, recordId: signer.id, at, key: `form.started:${signer.id}` };
+  return {
+    type: 'form.started',
+    accountId: signer.accountId,
+    recordId: signer.id,
+    at,
+    key: `form.started:${signer.id}`,
+  };
 }
 
 /** `{ip, ua}` for an event's data, leaving out what is unknown. */
@@ -44,10 +50,20 @@ export async function recordStart(
   request: SignerRequest,
   now: Date,
 ): Promise<boolean> {
-  const { count } = await tx.submitter.updateMany({ where: { id: signer.id, startedAt: null }, data: { startedAt: now } });
+  const { count } = await tx.submitter.updateMany({
+    where: { id: signer.id, startedAt: null },
+    data: { startedAt: now },
+  });
   if (count === 0) return false;
   await tx.submissionEvent.create({
-    data: { accountId: signer.accountId, submissionId: signer.submissionId, submitterId: signer.id, eventType: 'start_form', eventTimestamp: now, data: trackingData(request) },
+    data: {
+      accountId: signer.accountId,
+      submissionId: signer.submissionId,
+      submitterId: signer.id,
+      eventType: 'start_form',
+      eventTimestamp: now,
+      data: trackingData(request),
+    },
   });
   return true;
 }

@@ -30,7 +30,13 @@ export interface FormStateInput {
     submittersOrder: string;
     templateSubmitters: unknown;
     template: { archivedAt: Date | null } | null;
-    submitters: { id: number; roleUuid: string; orderIndex: number; completedAt: Date | null; declinedAt: Date | null }[];
+    submitters: {
+      id: number;
+      roleUuid: string;
+      orderIndex: number;
+      completedAt: Date | null;
+      declinedAt: Date | null;
+    }[];
   };
 }
 
@@ -130,7 +136,9 @@ const SLUG_PATTERN = /^[A-Za-z0-9_-]{1,64}$/;
  * @throws AppError NOT_FOUND (404) for an unknown slug
  */
 export async function findSignerBySlug(db: Db | Prisma.TransactionClient, slug: string): Promise<SignerForm> {
-  const submitter = SLUG_PATTERN.test(slug) ? await db.submitter.findUnique({ where: { slug }, select: formSelect }) : null;
+  const submitter = SLUG_PATTERN.test(slug)
+    ? await db.submitter.findUnique({ where: { slug }, select: formSelect })
+    : null;
   if (!submitter) throw new AppError('NOT_FOUND', 'Submitter not found');
   return submitter;
 }
@@ -141,7 +149,10 @@ export async function findSignerBySlug(db: Db | Prisma.TransactionClient, slug: 
  * Changes of one form run one after another: of two completions at once, the second sees the
  * first's completed_at and is refused.
  */
-export async function lockSignerForm(tx: Prisma.TransactionClient, signer: { id: number; submissionId: number }): Promise<SignerForm> {
+export async function lockSignerForm(
+  tx: Prisma.TransactionClient,
+  signer: { id: number; submissionId: number },
+): Promise<SignerForm> {
   await tx.$queryRaw`SELECT id FROM submissions WHERE id = ${signer.submissionId} FOR UPDATE`;
   await tx.$queryRaw`SELECT id FROM submitters WHERE id = ${signer.id} FOR UPDATE`;
   return tx.submitter.findUniqueOrThrow({ where: { id: signer.id }, select: formSelect });

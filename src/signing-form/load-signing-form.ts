@@ -9,7 +9,14 @@ import type { FileUrlSigner } from '../documents/file-urls.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { submissionStatus, submitterStatus } from '../submissions/status.ts';
 import { parseFields, parseRoles, type Area, type Field } from '../templates/fields.ts';
-import { findSignerBySlug, formStateMessage, formStateOf, waitingForRole, type SignerForm, type SigningFormState } from './form-state.ts';
+import {
+  findSignerBySlug,
+  formStateMessage,
+  formStateOf,
+  waitingForRole,
+  type SignerForm,
+  type SigningFormState,
+} from './form-state.ts';
 import { hasValue, SINGLE_ATTACHMENT_TYPES } from './field-values.ts';
 
 export interface SigningFormAttachment {
@@ -90,13 +97,20 @@ export interface LoadSigningFormDeps {
  * @param options.now the time expiry is judged at (default now)
  * @throws AppError NOT_FOUND (404) for an unknown slug
  */
-export async function loadSigningForm(deps: LoadSigningFormDeps, options: { slug: string; now?: Date }): Promise<SigningFormView> {
+export async function loadSigningForm(
+  deps: LoadSigningFormDeps,
+  options: { slug: string; now?: Date },
+): Promise<SigningFormView> {
   const signer = await findSignerBySlug(deps.db, options.slug);
   return buildSigningFormView(deps, signer, options.now);
 }
 
 /** The view of an already loaded signer (after a change, from the row the change read back). */
-export async function buildSigningFormView(deps: LoadSigningFormDeps, signer: SignerForm, now = new Date()): Promise<SigningFormView> {
+export async function buildSigningFormView(
+  deps: LoadSigningFormDeps,
+  signer: SignerForm,
+  now = new Date(),
+): Promise<SigningFormView> {
   const { db, files } = deps;
   const { submission } = signer;
   const roles = parseRoles(submission.templateSubmitters);
@@ -108,7 +122,8 @@ export async function buildSigningFormView(deps: LoadSigningFormDeps, signer: Si
   const ownValues = (signer.values ?? {}) as Record<string, unknown>;
   const completedValues = new Map<string, Record<string, unknown>>();
   for (const party of submission.submitters) {
-    if (party.id !== signer.id && party.completedAt) completedValues.set(party.roleUuid, (party.values ?? {}) as Record<string, unknown>);
+    if (party.id !== signer.id && party.completedAt)
+      completedValues.set(party.roleUuid, (party.values ?? {}) as Record<string, unknown>);
   }
   const shown: { field: Field; own: boolean; value: unknown }[] = [];
   for (const field of allFields) {
@@ -124,7 +139,10 @@ export async function buildSigningFormView(deps: LoadSigningFormDeps, signer: Si
   const schema = submission.templateSchema as { attachment_uuid: string; name: string; file_id: number }[];
   const attachmentUuids = shown.flatMap(({ field, value }) => attachmentUuidsOf(field, value));
   const [documentFiles, attachmentFiles, completedDocuments] = await Promise.all([
-    db.storedFile.findMany({ where: { id: { in: schema.map((d) => d.file_id) } }, select: { id: true, uuid: true, filename: true, pages: true } }),
+    db.storedFile.findMany({
+      where: { id: { in: schema.map((d) => d.file_id) } },
+      select: { id: true, uuid: true, filename: true, pages: true },
+    }),
     attachmentUuids.length
       ? db.storedFile.findMany({
           where: { uuid: { in: [...new Set(attachmentUuids)] }, accountId: signer.accountId },
@@ -166,7 +184,10 @@ export async function buildSigningFormView(deps: LoadSigningFormDeps, signer: Si
     documents: schema.flatMap((doc) => {
       const file = documentFiles.find((f) => f.id === doc.file_id);
       if (!file) return [];
-      const pages = ((file.pages ?? []) as { width: number; height: number }[]).map((p) => ({ width: p.width, height: p.height }));
+      const pages = ((file.pages ?? []) as { width: number; height: number }[]).map((p) => ({
+        width: p.width,
+        height: p.height,
+      }));
       return [{ uuid: doc.attachment_uuid, name: doc.name, url: files.url(file), pages }];
     }),
     fields: shown.map(({ field, own, value }) => ({
@@ -197,7 +218,9 @@ export async function buildSigningFormView(deps: LoadSigningFormDeps, signer: Si
 
 function attachmentUuidsOf(field: Field, value: unknown): string[] {
   if (!SINGLE_ATTACHMENT_TYPES.has(field.type) && field.type !== 'file' && field.type !== 'payment') return [];
-  return (Array.isArray(value) ? value : [value]).filter((v): v is string => typeof v === 'string' && /^[0-9a-f-]{36}$/i.test(v));
+  return (Array.isArray(value) ? value : [value]).filter(
+    (v): v is string => typeof v === 'string' && /^[0-9a-f-]{36}$/i.test(v),
+  );
 }
 
 /**

@@ -17,7 +17,8 @@ export async function openSigningForm(deps: SigningFormDeps, request: SignerRequ
   const { db } = deps;
   const found = await findSignerBySlug(db, request.slug);
   const now = new Date();
-  if (formStateOf({ submitter: found, submission: found.submission }, now) !== 'OPEN') return buildSigningFormView(deps, found, now);
+  if (formStateOf({ submitter: found, submission: found.submission }, now) !== 'OPEN')
+    return buildSigningFormView(deps, found, now);
 
   const signer = await deps.effects.transaction(async (tx, effects) => {
     const signer = await lockSignerForm(tx, found);
@@ -25,10 +26,24 @@ export async function openSigningForm(deps: SigningFormDeps, request: SignerRequ
     // Under the row lock, so of two first opens at once only one sees no earlier view.
     const earlierViews = await tx.submissionEvent.count({ where: { submitterId: signer.id, eventType: 'view_form' } });
     await tx.submissionEvent.create({
-      data: { accountId: signer.accountId, submissionId: signer.submissionId, submitterId: signer.id, eventType: 'view_form', eventTimestamp: now, data: trackingData(request) },
+      data: {
+        accountId: signer.accountId,
+        submissionId: signer.submissionId,
+        submitterId: signer.id,
+        eventType: 'view_form',
+        eventTimestamp: now,
+        data: trackingData(request),
+      },
     });
     await tx.submitter.update({ where: { id: signer.id }, data: { openedAt: now }, select: { id: true } });
-    if (earlierViews === 0) effects.events.push({ type: 'form.viewed', accountId: signer.accountId, recordId: signer.id, at: now, key: `form.viewed:${signer.id}` });
+    if (earlierViews === 0)
+      effects.events.push({
+        type: 'form.viewed',
+        accountId: signer.accountId,
+        recordId: signer.id,
+        at: now,
+        key: `form.viewed:${signer.id}`,
+      });
     return { ...signer, openedAt: now };
   });
   return buildSigningFormView(deps, signer, now);

@@ -226,7 +226,10 @@ async function bundlePage(): Promise<Bundle> {
       {
         name: 'pdfjs-from-signet',
         setup(pluginBuild) {
-          pluginBuild.onResolve({ filter: /^pdfjs-dist$/ }, () => ({ path: `${PDFJS_BASE}/build/pdf.min.mjs`, external: true }));
+          pluginBuild.onResolve({ filter: /^pdfjs-dist$/ }, () => ({
+            path: `${PDFJS_BASE}/build/pdf.min.mjs`,
+            external: true,
+          }));
         },
       },
     ],

@@ -18,7 +18,10 @@ import { buildSigningFormView, type SigningFormView } from './load-signing-form.
  *   "Invalid field" / "Read-only field", a value of the wrong kind or too long, an attachment not
  *   this signer's; AppError VALIDATION when the values together are too large (src/limits.ts)
  */
-export async function saveSigningFormValues(deps: SigningFormDeps, request: SignerRequest & { values: unknown }): Promise<SigningFormView> {
+export async function saveSigningFormValues(
+  deps: SigningFormDeps,
+  request: SignerRequest & { values: unknown },
+): Promise<SigningFormView> {
   const { db } = deps;
   const found = await findSignerBySlug(db, request.slug);
   const now = new Date();
@@ -35,7 +38,11 @@ export async function saveSigningFormValues(deps: SigningFormDeps, request: Sign
     checkValuesSize(values);
     const started = await recordStart(tx, signer, request, now);
     const openedAt = signer.openedAt ?? now;
-    await tx.submitter.update({ where: { id: signer.id }, data: { values: values as Prisma.InputJsonValue, openedAt }, select: { id: true } });
+    await tx.submitter.update({
+      where: { id: signer.id },
+      data: { values: values as Prisma.InputJsonValue, openedAt },
+      select: { id: true },
+    });
     if (started) effects.events.push(formStarted(signer, now));
     return { ...signer, values: values as Prisma.JsonValue, openedAt };
   });

@@ -37,7 +37,8 @@ export const imageLimits = (config: Pick<Config, 'images'>): ImageLimits => conf
 
 /** PNG or JPEG by magic bytes, else null. */
 export function imageKindOf(bytes: Uint8Array): ImageKind | null {
-  if (bytes.length >= 8 && bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47) return 'png';
+  if (bytes.length >= 8 && bytes[0] === 0x89 && bytes[1] === 0x50 && bytes[2] === 0x4e && bytes[3] === 0x47)
+    return 'png';
   if (bytes.length >= 3 && bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return 'jpeg';
   return null;
 }
@@ -80,7 +81,11 @@ export interface DrawableImage {
  * @param options.checkInk also tell whether the image has ink (a signature pad left blank has none)
  * @throws UnreadableImageError
  */
-export async function readDrawableImage(bytes: Uint8Array, limits: ImageLimits, options: { checkInk?: boolean } = {}): Promise<DrawableImage> {
+export async function readDrawableImage(
+  bytes: Uint8Array,
+  limits: ImageLimits,
+  options: { checkInk?: boolean } = {},
+): Promise<DrawableImage> {
   if (bytes.length > limits.maxBytes) {
     throw new UnreadableImageError('too-large', `is larger than ${formatMb(limits.maxBytes)} MB (IMAGE_MAX_MB)`);
   }
@@ -92,17 +97,26 @@ export async function readDrawableImage(bytes: Uint8Array, limits: ImageLimits, 
       image = new mupdf.Image(bytes);
     } catch (error) {
       const kind = imageKindOf(bytes);
-      throw new UnreadableImageError('unreadable', kind ? `is a damaged image: not a readable ${kind.toUpperCase()}` : 'is not an image (PNG or JPEG)', { cause: error });
+      throw new UnreadableImageError(
+        'unreadable',
+        kind ? `is a damaged image: not a readable ${kind.toUpperCase()}` : 'is not an image (PNG or JPEG)',
+        { cause: error },
+      );
     }
     const width = image.getWidth();
     const height = image.getHeight();
     if (width * height > limits.maxPixels) {
-      throw new UnreadableImageError('too-large', `is ${width} × ${height} pixels, over ${limits.maxPixels / 1_000_000} megapixels (IMAGE_MAX_MEGAPIXELS)`);
+      throw new UnreadableImageError(
+        'too-large',
+        `is ${width} × ${height} pixels, over ${limits.maxPixels / 1_000_000} megapixels (IMAGE_MAX_MEGAPIXELS)`,
+      );
     }
     try {
       pixmap = image.toPixmap();
     } catch (error) {
-      throw new UnreadableImageError('unreadable', 'is a damaged image: its pixels cannot be decoded', { cause: error });
+      throw new UnreadableImageError('unreadable', 'is a damaged image: its pixels cannot be decoded', {
+        cause: error,
+      });
     }
     const hasInk = options.checkInk ? pixmapHasInk(mupdf, pixmap) : undefined;
     const kind = imageKindOf(bytes);
@@ -141,7 +155,8 @@ type Mupdf = Awaited<ReturnType<typeof loadMupdf>>;
 function pixmapHasInk(mupdf: Mupdf, decoded: InstanceType<Mupdf['Pixmap']>): boolean {
   const colorants = decoded.getNumberOfComponents() - decoded.getAlpha();
   // Gray and RGB read as "lower is darker"; anything else (CMYK, indexed) is converted first.
-  const pixmap = colorants === 1 || colorants === 3 ? decoded : decoded.convertToColorSpace(mupdf.ColorSpace.DeviceRGB, true);
+  const pixmap =
+    colorants === 1 || colorants === 3 ? decoded : decoded.convertToColorSpace(mupdf.ColorSpace.DeviceRGB, true);
   try {
     const n = pixmap.getNumberOfComponents();
     const hasAlpha = pixmap.getAlpha() === 1;

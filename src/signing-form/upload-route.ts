@@ -37,7 +37,13 @@ const MAX_FIELD_BYTES = 4096;
 export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: UploadRouteDeps): Promise<void> {
   await app.register(async (scope) => {
     await scope.register(multipart, {
-      limits: { fileSize: deps.maxFileBytes, files: 1, fields: MAX_FIELDS, fieldSize: MAX_FIELD_BYTES, parts: MAX_FIELDS + 1 },
+      limits: {
+        fileSize: deps.maxFileBytes,
+        files: 1,
+        fields: MAX_FIELDS,
+        fieldSize: MAX_FIELD_BYTES,
+        parts: MAX_FIELDS + 1,
+      },
     });
 
     scope.setErrorHandler((error, request, reply) => {
@@ -50,13 +56,26 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
         return send(reply, restErrorFor(new AppError('VALIDATION', `File is too large (limit ${limitMb} MB)`)));
       }
       if (code === 'FST_PARTS_LIMIT' || code === 'FST_FILES_LIMIT' || code === 'FST_FIELDS_LIMIT') {
-        return send(reply, restErrorFor(new AppError('VALIDATION', 'Too many parts: send submitter_slug, type and one file')));
+        return send(
+          reply,
+          restErrorFor(new AppError('VALIDATION', 'Too many parts: send submitter_slug, type and one file')),
+        );
       }
-      if (code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' || code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' || code.startsWith('FST_ERR_CTP_')) {
+      if (
+        code === 'FST_INVALID_MULTIPART_CONTENT_TYPE' ||
+        code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ||
+        code.startsWith('FST_ERR_CTP_')
+      ) {
         return send(reply, restErrorFor(new AppError('VALIDATION', 'file is required (multipart/form-data)')));
       }
-      if ((error as { statusCode?: number }).statusCode === 400 || (error instanceof Error && /multipart|boundary/i.test(error.message))) {
-        return send(reply, restErrorFor(new AppError('BAD_REQUEST', `Malformed multipart body: ${(error as Error).message}`)));
+      if (
+        (error as { statusCode?: number }).statusCode === 400 ||
+        (error instanceof Error && /multipart|boundary/i.test(error.message))
+      ) {
+        return send(
+          reply,
+          restErrorFor(new AppError('BAD_REQUEST', `Malformed multipart body: ${(error as Error).message}`)),
+        );
       }
       request.log.error({ err: error }, 'unexpected error in POST /api/attachments');
       return send(reply, INTERNAL_ERROR);

@@ -44,7 +44,13 @@ export const AUDIT_LOG_FILE_TYPES: ReadonlySet<string> = new Set(['file', 'payme
 /** Types DocuSeal leaves out of the audit log (they hold no answer). */
 const SKIPPED_TYPES = new Set(['heading', 'strikethrough']);
 
-const TYPE_NAMES: Record<string, string> = { signature: 'Signature', initials: 'Initials', image: 'Image', stamp: 'Stamp', file: 'File' };
+const TYPE_NAMES: Record<string, string> = {
+  signature: 'Signature',
+  initials: 'Initials',
+  image: 'Image',
+  stamp: 'Stamp',
+  file: 'File',
+};
 
 /**
  * The values of one party (the submitter of role `roleUuid`) for the audit log, following
@@ -96,7 +102,10 @@ export function listAuditLogValues(
     if (field.submitter_uuid !== roleUuid || SKIPPED_TYPES.has(field.type) || skipped.has(field.uuid)) continue;
     const value = values[field.uuid];
     if (isBlank(value)) continue;
-    const grouped = typeof value === 'string' && (field.type === 'signature' || field.type === 'initials') ? groupedNames.get(value) : undefined;
+    const grouped =
+      typeof value === 'string' && (field.type === 'signature' || field.type === 'initials')
+        ? groupedNames.get(value)
+        : undefined;
     const name = grouped || field.title || field.name || fallbackName(field, n);
     const entry = { name, type: field.type };
 
@@ -114,7 +123,9 @@ export function listAuditLogValues(
       continue;
     }
     if (AUDIT_LOG_FILE_TYPES.has(field.type)) {
-      const uuids = (Array.isArray(value) ? value : [value]).filter((v): v is string => typeof v === 'string' && v !== '');
+      const uuids = (Array.isArray(value) ? value : [value]).filter(
+        (v): v is string => typeof v === 'string' && v !== '',
+      );
       list.push({ ...entry, text: uuids.map((uuid) => files.get(uuid)?.filename ?? uuid).join('\n') });
       continue;
     }
@@ -126,24 +137,38 @@ export function listAuditLogValues(
 /** DocuSeal's `Array.wrap(value).compact_blank.blank?`: nothing, or only blanks and `false`. */
 function isBlank(value: unknown): boolean {
   const items = Array.isArray(value) ? value : [value];
-  return items.every((item) => item === null || item === undefined || item === false || (typeof item === 'string' && item.trim() === ''));
+  return items.every(
+    (item) => item === null || item === undefined || item === false || (typeof item === 'string' && item.trim() === ''),
+  );
 }
 
 /** A text value as the documents show it (src/signing/draw-values.ts displayText, plus DocuSeal's checkbox "True"). */
-function displayText(field: Field, value: unknown, options: { timeZone?: string; now?: Date; locale?: string }): string {
+function displayText(
+  field: Field,
+  value: unknown,
+  options: { timeZone?: string; now?: Date; locale?: string },
+): string {
   const format = typeof field.preferences?.format === 'string' ? field.preferences.format : undefined;
   let text: string;
   if (field.type === 'checkbox') text = value === true || value === 'true' ? 'True' : capitalize(String(value));
   else if (field.type === 'date') text = formatDateIn(value, format, options);
   else if (field.type === 'number') text = formatNumber(value, format);
-  else if (Array.isArray(value)) text = value.filter((item) => item !== null && item !== undefined && item !== '').map(String).join(', ');
+  else if (Array.isArray(value))
+    text = value
+      .filter((item) => item !== null && item !== undefined && item !== '')
+      .map(String)
+      .join(', ');
   else if (typeof value === 'object') text = JSON.stringify(value);
   else text = String(value);
   return maskText(text, field.preferences?.mask);
 }
 
 /** formatDate in the zone, or in UTC when Intl does not know the zone (the audit log prints times in UTC then too). */
-function formatDateIn(value: unknown, format: string | undefined, options: { timeZone?: string; now?: Date; locale?: string }): string {
+function formatDateIn(
+  value: unknown,
+  format: string | undefined,
+  options: { timeZone?: string; now?: Date; locale?: string },
+): string {
   try {
     return formatDate(value, format, { timeZone: options.timeZone ?? 'UTC', now: options.now, locale: options.locale });
   } catch (error) {

@@ -101,12 +101,22 @@ const PROVIDER_NAMES: Record<string, string> = { smtp: 'SMTP', sendgrid: 'SendGr
 export function deliverySentence(type: string, data: Record<string, unknown> | null | undefined): string | undefined {
   if (!data || typeof data.provider !== 'string') return undefined;
   const sms = type.includes('sms');
-  const what = type === 'send_reminder_email' ? 'Reminder email' : type === 'send_reminder_sms' ? 'Reminder SMS' : type === 'send_2fa_sms' ? 'Verification SMS' : sms ? 'SMS' : 'Email';
+  const what =
+    type === 'send_reminder_email'
+      ? 'Reminder email'
+      : type === 'send_reminder_sms'
+        ? 'Reminder SMS'
+        : type === 'send_2fa_sms'
+          ? 'Verification SMS'
+          : sms
+            ? 'SMS'
+            : 'Email';
   const to = typeof data.to === 'string' && data.to ? ` to ${data.to}` : '';
   const attempt = typeof data.attempt === 'number' ? data.attempt : 1;
   const provider = PROVIDER_NAMES[data.provider] ?? data.provider;
   if (type.startsWith('send_')) {
-    if (data.provider === 'outbox') return `${what}${to} kept, not sent: no ${sms ? 'SMS' : 'email'} provider configured`;
+    if (data.provider === 'outbox')
+      return `${what}${to} kept, not sent: no ${sms ? 'SMS' : 'email'} provider configured`;
     return `${what} sent${to} via ${provider}${attempt > 1 ? ` on attempt ${attempt}` : ''}`;
   }
   if (type.startsWith('fail_')) {
@@ -129,7 +139,8 @@ export function deliverySentence(type: string, data: Record<string, unknown> | n
 const A4: [number, number] = [595.28, 841.89];
 const LETTER: [number, number] = [612, 792];
 /** Zones DocuSeal would print on Letter: the US ones. */
-const US_TIME_ZONE = /^(US\/|America\/(New_York|Detroit|Chicago|Denver|Phoenix|Boise|Los_Angeles|Anchorage|Juneau|Sitka|Nome|Adak|Metlakatla|Yakutat|Menominee|Indiana\/|Kentucky\/|North_Dakota\/)|Pacific\/Honolulu$)/;
+const US_TIME_ZONE =
+  /^(US\/|America\/(New_York|Detroit|Chicago|Denver|Phoenix|Boise|Los_Angeles|Anchorage|Juneau|Sitka|Nome|Adak|Metlakatla|Yakutat|Menominee|Indiana\/|Kentucky\/|North_Dakota\/)|Pacific\/Honolulu$)/;
 
 const MARGIN = 50;
 const FOOTER_HEIGHT = 30;
@@ -161,7 +172,11 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   const title = input.testing ? TESTING_AUDIT_LOG_TITLE : AUDIT_LOG_TITLE;
   const doc = await PDFDocument.create({ updateMetadata: false });
   registerFontkit(doc);
-  const [regular, bold, mono] = await Promise.all([loadDejaVu('DejaVuSans'), loadDejaVu('DejaVuSans-Bold'), loadDejaVu('DejaVuSansMono')]);
+  const [regular, bold, mono] = await Promise.all([
+    loadDejaVu('DejaVuSans'),
+    loadDejaVu('DejaVuSans-Bold'),
+    loadDejaVu('DejaVuSansMono'),
+  ]);
   // pdf-lib would name each subset "<font>-<random number>"; a tag derived from the input keeps
   // the output reproducible and is the "ABCDEF+" form that marks a subset (ISO 32000-1 §9.6.4).
   const tag = subsetTag(input);
@@ -179,7 +194,12 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   doc.setCreationDate(input.generatedAt);
   doc.setModificationDate(input.generatedAt);
 
-  const layout = new Layout(doc, fonts, (font, text, size) => widths.get(font)!(text, size), timeZone && US_TIME_ZONE.test(timeZone) ? LETTER : A4);
+  const layout = new Layout(
+    doc,
+    fonts,
+    (font, text, size) => widths.get(font)!(text, size),
+    timeZone && US_TIME_ZONE.test(timeZone) ? LETTER : A4,
+  );
   const time = (date: Date) => formatTime(date, timeZone);
 
   // Each stored image is embedded once, however many fields and parties show it.
@@ -196,7 +216,9 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   let signatureFont: PDFFont | undefined;
   const typedSignatureFont = async () => {
     if (!signatureFont) {
-      const embeddedFont = await embedDejaVu(doc, await loadDejaVu(SIGNATURE_FONT), { customName: `${tag}+${SIGNATURE_FONT}` });
+      const embeddedFont = await embedDejaVu(doc, await loadDejaVu(SIGNATURE_FONT), {
+        customName: `${tag}+${SIGNATURE_FONT}`,
+      });
       widths.set(embeddedFont.pdfFont, embeddedFont.width);
       signatureFont = embeddedFont.pdfFont;
     }
@@ -204,7 +226,10 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   };
   /** One answer (DocuSeal's layout): the field's name in small capitals, then the value, image or typed signature below it. */
   const drawValue = async (value: AuditLogValue) => {
-    const name = { text: value.name.toLocaleUpperCase('en'), style: { font: fonts.bold, size: 7, color: MUTED, indent: 12, gapAfter: 1 } };
+    const name = {
+      text: value.name.toLocaleUpperCase('en'),
+      style: { font: fonts.bold, size: 7, color: MUTED, indent: 12, gapAfter: 1 },
+    };
     const nameHeight = layout.height(name.text, name.style);
     if (value.image) {
       const image = await embedImage(value.image);
@@ -271,9 +296,13 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
     for (const event of events) {
       const label = eventSentence(event);
       const what = { text: `${time(event.at)}   ${label}`, style: { size: 9, indent: 12 } };
-      const where = [event.ip ? `IP ${event.ip}` : '', event.userAgent ? `User agent ${event.userAgent}` : ''].filter(Boolean);
+      const where = [event.ip ? `IP ${event.ip}` : '', event.userAgent ? `User agent ${event.userAgent}` : ''].filter(
+        Boolean,
+      );
       const details = { text: where.join(' · '), style: { size: 8, color: MUTED, indent: 24, gapAfter: 2 } };
-      layout.keepTogether(layout.height(what.text, what.style) + (where.length > 0 ? layout.height(details.text, details.style) : 0));
+      layout.keepTogether(
+        layout.height(what.text, what.style) + (where.length > 0 ? layout.height(details.text, details.style) : 0),
+      );
       layout.text(what.text, what.style);
       if (where.length > 0) layout.text(details.text, details.style);
     }
@@ -347,7 +376,12 @@ class Layout {
 
   /** Points that text(text, style) takes. */
   height(text: string, style: TextStyle = {}): number {
-    const lines = this.wrap(clean(text), style.font ?? this.fonts.regular, style.size ?? 10, this.width - (style.indent ?? 0));
+    const lines = this.wrap(
+      clean(text),
+      style.font ?? this.fonts.regular,
+      style.size ?? 10,
+      this.width - (style.indent ?? 0),
+    );
     return lines.length * lineHeight(style.size ?? 10) + (style.gapAfter ?? 0);
   }
 
@@ -378,11 +412,19 @@ class Layout {
   }
 
   /** An image of `width` × `height` points at the cursor (its top edge), on a new page if it does not fit. */
-  image(image: PDFImage, options: { width: number; height: number; indent?: number; gapBefore?: number; gapAfter?: number }): void {
+  image(
+    image: PDFImage,
+    options: { width: number; height: number; indent?: number; gapBefore?: number; gapAfter?: number },
+  ): void {
     this.space(options.gapBefore ?? 0);
     this.keepTogether(options.height);
     this.y -= options.height;
-    this.page.drawImage(image, { x: MARGIN + (options.indent ?? 0), y: this.y, width: options.width, height: options.height });
+    this.page.drawImage(image, {
+      x: MARGIN + (options.indent ?? 0),
+      y: this.y,
+      width: options.width,
+      height: options.height,
+    });
     this.space(options.gapAfter ?? 0);
   }
 
@@ -433,7 +475,8 @@ function eventSentence(event: AuditLogEvent): string {
   const delivery = deliverySentence(event.type, event.data);
   if (delivery) return `${delivery} (${event.type})`;
   const label = EVENT_LABELS[event.type];
-  const reason = event.type === FAIL_COMPLETION && typeof event.data?.reason === 'string' ? `: ${event.data.reason}` : '';
+  const reason =
+    event.type === FAIL_COMPLETION && typeof event.data?.reason === 'string' ? `: ${event.data.reason}` : '';
   return label ? `${label}${reason} (${event.type})` : event.type;
 }
 
@@ -538,4 +581,3 @@ function usableTimeZone(timeZone: string | undefined): string | undefined {
     return undefined;
   }
 }
-

@@ -83,7 +83,12 @@ export async function loadSigningIdentity(
         `Signing certificate: the certificate in ${source} expired on ${certificate.validity.notAfter.toISOString()}`,
       );
     }
-    return { p12, password: signingP12Password, certificatePem: forge.pki.certificateToPem(certificate), name: options.signerName };
+    return {
+      p12,
+      password: signingP12Password,
+      certificatePem: forge.pki.certificateToPem(certificate),
+      name: options.signerName,
+    };
   }
 
   const stored = await findUsableCertificate(deps.db, options.accountId);
@@ -103,9 +108,16 @@ interface UsableCertificate {
 }
 
 /** The account's own default certificate, else the instance's; null when neither is usable. */
-async function findUsableCertificate(db: Pick<Db, 'signingCertificate'>, accountId: number | null): Promise<UsableCertificate | null> {
+async function findUsableCertificate(
+  db: Pick<Db, 'signingCertificate'>,
+  accountId: number | null,
+): Promise<UsableCertificate | null> {
   const rows = await db.signingCertificate.findMany({
-    where: { isDefault: true, revokedAt: null, OR: [...(accountId === null ? [] : [{ accountId }]), { accountId: null }] },
+    where: {
+      isDefault: true,
+      revokedAt: null,
+      OR: [...(accountId === null ? [] : [{ accountId }]), { accountId: null }],
+    },
     select: { id: true, p12: true, password: true },
     // The account's own row before the instance row; the newest first within each.
     orderBy: [{ accountId: { sort: 'asc', nulls: 'last' } }, { id: 'desc' }],
@@ -138,7 +150,13 @@ async function createGeneratedCertificate(db: Db): Promise<UsableCertificate> {
         data: { isDefault: false, revokedAt: new Date() },
       });
       await tx.signingCertificate.create({
-        data: { accountId: null, name: 'Signet (generated)', p12: new Uint8Array(generated.p12), password, isDefault: true },
+        data: {
+          accountId: null,
+          name: 'Signet (generated)',
+          p12: new Uint8Array(generated.p12),
+          password,
+          isDefault: true,
+        },
         select: { id: true },
       });
       return { p12: generated.p12, password, certificate: generated.certificate };
@@ -212,7 +230,8 @@ function openPkcs12(p12: Buffer, password: string, source: string): { certificat
     const message = (error as Error).message ?? '';
     // node-forge: "PKCS#12 MAC could not be verified. Invalid password?"; a wrong password on an
     // unMACed bundle fails later, decrypting the key ("Invalid password?" or a padding error).
-    if (/password|MAC|decrypt|padding/i.test(message)) return fail('does not open with the password in SIGNING_P12_PASSWORD (wrong password?)', error);
+    if (/password|MAC|decrypt|padding/i.test(message))
+      return fail('does not open with the password in SIGNING_P12_PASSWORD (wrong password?)', error);
     return fail(`is not a PKCS#12 file node-forge can read: ${message}`, error);
   }
   const { key, certificate } = keyAndCertificateOf(bundle);
@@ -232,7 +251,8 @@ export function keyAndCertificateOf(bundle: forge.pkcs12.Pkcs12Pfx): {
   certificate: forge.pki.Certificate | undefined;
   certificates: forge.pki.Certificate[];
 } {
-  const key = bundle.getBags({ bagType: forge.pki.oids.pkcs8ShroudedKeyBag })[forge.pki.oids.pkcs8ShroudedKeyBag]?.[0]?.key as forge.pki.rsa.PrivateKey | undefined;
+  const key = bundle.getBags({ bagType: forge.pki.oids.pkcs8ShroudedKeyBag })[forge.pki.oids.pkcs8ShroudedKeyBag]?.[0]
+    ?.key as forge.pki.rsa.PrivateKey | undefined;
   const certificates = (bundle.getBags({ bagType: forge.pki.oids.certBag })[forge.pki.oids.certBag] ?? [])
     .map((bag) => bag.cert)
     .filter((cert): cert is forge.pki.Certificate => cert !== undefined);

@@ -28,7 +28,12 @@ import type { JobFailure, JobLogger, JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { type Field, parseFields, parseRoles } from '../templates/fields.ts';
 // Pure and small (no PDF libraries): loaded with this module.
-import { AUDIT_LOG_FILE_TYPES, AUDIT_LOG_IMAGE_TYPES, type AuditLogFile, listAuditLogValues } from './audit-log-values.ts';
+import {
+  AUDIT_LOG_FILE_TYPES,
+  AUDIT_LOG_IMAGE_TYPES,
+  type AuditLogFile,
+  listAuditLogValues,
+} from './audit-log-values.ts';
 import { completedEmailsJob } from './completed-emails.ts';
 import type { ImageFile } from './draw-values.ts';
 
@@ -58,11 +63,15 @@ export interface CompletionJobData {
  * records why on the submission (recordCompletionFailure).
  */
 export function defineCompletionJob(queue: JobQueue, deps: CompletionDeps): void {
-  queue.define<CompletionJobData>(COMPLETE_SUBMISSION_JOB, ({ submissionId }) => completeSubmission(deps, submissionId), {
-    concurrency: 2,
-    retry: { maxAttempts: COMPLETION_MAX_ATTEMPTS, delayMs: (attempt) => 2 ** attempt * 5_000 },
-    onGiveUp: (data, failure) => recordCompletionFailure(deps, data, failure),
-  });
+  queue.define<CompletionJobData>(
+    COMPLETE_SUBMISSION_JOB,
+    ({ submissionId }) => completeSubmission(deps, submissionId),
+    {
+      concurrency: 2,
+      retry: { maxAttempts: COMPLETION_MAX_ATTEMPTS, delayMs: (attempt) => 2 ** attempt * 5_000 },
+      onGiveUp: (data, failure) => recordCompletionFailure(deps, data, failure),
+    },
+  );
 }
 
 /** Runs of the completion job in all after transient failures (docs/security.md "Documents and images"). */
@@ -79,15 +88,26 @@ export const FAIL_COMPLETION_EVENT = 'fail_completion';
  * The reason is the AppError's message (user-safe: "field \"Stamp\": the image … cannot be read");
  * for other errors a generic sentence, the details going to the log only.
  */
-export async function recordCompletionFailure(deps: Pick<CompletionDeps, 'db'>, data: CompletionJobData, failure: JobFailure): Promise<void> {
-  const reason = failure.error instanceof AppError
-    ? failure.error.message
-    : `The signed documents could not be produced after ${failure.attempt + 1} attempts (an internal error); the service logs say why.`;
-  const submission = await deps.db.submission.findUnique({ where: { id: data.submissionId }, select: { accountId: true } });
+export async function recordCompletionFailure(
+  deps: Pick<CompletionDeps, 'db'>,
+  data: CompletionJobData,
+  failure: JobFailure,
+): Promise<void> {
+  const reason =
+    failure.error instanceof AppError
+      ? failure.error.message
+      : `The signed documents could not be produced after ${failure.attempt + 1} attempts (an internal error); the service logs say why.`;
+  const submission = await deps.db.submission.findUnique({
+    where: { id: data.submissionId },
+    select: { accountId: true },
+  });
   if (!submission) return;
   const failedAt = new Date();
   await deps.db.$transaction([
-    deps.db.submission.update({ where: { id: data.submissionId }, data: { completionError: reason, completionFailedAt: failedAt } }),
+    deps.db.submission.update({
+      where: { id: data.submissionId },
+      data: { completionError: reason, completionFailedAt: failedAt },
+    }),
     deps.db.submissionEvent.create({
       data: {
         accountId: submission.accountId,
@@ -103,7 +123,11 @@ export async function recordCompletionFailure(deps: Pick<CompletionDeps, 'db'>, 
 
 /** The pipeline's job after a party completed, recorded by the completing transaction; one per party. */
 export function completionJob(submissionId: number, submitterId: number): OutboxJob {
-  return { name: COMPLETE_SUBMISSION_JOB, data: { submissionId, submitterId } satisfies CompletionJobData, uniqueKey: `${submissionId}:${submitterId}` };
+  return {
+    name: COMPLETE_SUBMISSION_JOB,
+    data: { submissionId, submitterId } satisfies CompletionJobData,
+    uniqueKey: `${submissionId}:${submitterId}`,
+  };
 }
 
 /**
@@ -116,7 +140,12 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
   const { db } = deps;
   // Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
   // that an idle service need not hold (bench/README.md, idle RSS).
-  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues, drawValuesOn, loadPdfForDrawing }, { signPdf, signPdfDocument }] = await Promise.all([
+  const [
+    { buildAuditLog },
+    { loadSigningIdentity },
+    { drawValues, drawValuesOn, loadPdfForDrawing },
+    { signPdf, signPdfDocument },
+  ] = await Promise.all([
     import('./audit-log.ts'),
     import('./certificates.ts'),
     import('./draw-values.ts'),
@@ -125,7 +154,10 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
   // The signing identity is loaded (or generated once) outside the work transaction, on first need.
   let identityPromise: ReturnType<typeof loadSigningIdentity> | undefined;
   const identityFor = (account: { id: number; name: string }) =>
-    (identityPromise ??= loadSigningIdentity({ db, config: deps.config }, { accountId: account.id, signerName: account.name }));
+    (identityPromise ??= loadSigningIdentity(
+      { db, config: deps.config },
+      { accountId: account.id, signerName: account.name },
+    ));
   for (;;) {
     const progressed = await deps.effects.transaction(
       async (tx, effects) => {
@@ -141,7 +173,9 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
         const schema = submission.templateSchema as { attachment_uuid: string; name: string; file_id: number }[];
         const fields = parseFields(submission.templateFields);
         const completed = submission.submitters.filter((s) => s.completedAt);
-        const done = new Set(submission.completedDocuments.filter((d) => d.kind === 'document').map((d) => d.submitterId));
+        const done = new Set(
+          submission.completedDocuments.filter((d) => d.kind === 'document').map((d) => d.submitterId),
+        );
         const next = completed.find((s) => !done.has(s.id));
         const everyoneDone = submission.submitters.length > 0 && submission.submitters.every((s) => s.completedAt);
 
@@ -153,10 +187,16 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
           const images = await loadImages(tx, deps.storage, next.values as Record<string, unknown>);
           for (const [position, doc] of schema.entries()) {
             const baseFileId =
-              (previous && submission.completedDocuments.find((d) => d.kind === 'document' && d.submitterId === previous.id && d.position === position)?.fileId) ??
+              (previous &&
+                submission.completedDocuments.find(
+                  (d) => d.kind === 'document' && d.submitterId === previous.id && d.position === position,
+                )?.fileId) ??
               doc.file_id;
             const base = await tx.storedFile.findUniqueOrThrow({ where: { id: baseFileId } });
-            const original = await tx.storedFile.findUniqueOrThrow({ where: { id: doc.file_id }, select: { pages: true } });
+            const original = await tx.storedFile.findUniqueOrThrow({
+              where: { id: doc.file_id },
+              select: { pages: true },
+            });
             const drawing = {
               pdf: await deps.storage.read(base.storageKey),
               pages: original.pages as unknown as PdfPageInfo[],
@@ -176,20 +216,36 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
             } else {
               pdf = await drawValues(drawing);
             }
-            const stored = await storeFile({ db: tx, storage: deps.storage }, {
-              accountId: submission.accountId,
-              bytes: pdf,
-              filename: `${doc.name}.pdf`,
-              contentType: 'application/pdf',
-              pageCount: (original.pages as unknown[] | null)?.length,
-              pages: original.pages,
-            });
+            const stored = await storeFile(
+              { db: tx, storage: deps.storage },
+              {
+                accountId: submission.accountId,
+                bytes: pdf,
+                filename: `${doc.name}.pdf`,
+                contentType: 'application/pdf',
+                pageCount: (original.pages as unknown[] | null)?.length,
+                pages: original.pages,
+              },
+            );
             await tx.completedDocument.create({
-              data: { accountId: submission.accountId, submissionId, submitterId: next.id, fileId: stored.id, kind: 'document', name: doc.name, sha256: stored.sha256, position },
+              data: {
+                accountId: submission.accountId,
+                submissionId,
+                submitterId: next.id,
+                fileId: stored.id,
+                kind: 'document',
+                name: doc.name,
+                sha256: stored.sha256,
+                position,
+              },
             });
           }
           // A run that makes progress ends an earlier failure (the data was fixed, or it was transient).
-          if (submission.completionError !== null) await tx.submission.update({ where: { id: submissionId }, data: { completionError: null, completionFailedAt: null } });
+          if (submission.completionError !== null)
+            await tx.submission.update({
+              where: { id: submissionId },
+              data: { completionError: null, completionFailedAt: null },
+            });
           effects.events.push(formCompleted(submission.accountId, next));
           await testPause(deps, 'drawn', { submissionId, submitterId: next.id });
           return true;
@@ -201,9 +257,18 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
 
         // Everyone has completed and every party's documents exist: the audit log, then done.
         const last = completed.at(-1)!;
-        const finals = await tx.completedDocument.findMany({ where: { submissionId, submitterId: last.id, kind: 'document' }, orderBy: { position: 'asc' } });
-        const originals = await tx.storedFile.findMany({ where: { id: { in: schema.map((d) => d.file_id) } }, select: { id: true, sha256: true } });
-        const events = await tx.submissionEvent.findMany({ where: { submissionId }, orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }] });
+        const finals = await tx.completedDocument.findMany({
+          where: { submissionId, submitterId: last.id, kind: 'document' },
+          orderBy: { position: 'asc' },
+        });
+        const originals = await tx.storedFile.findMany({
+          where: { id: { in: schema.map((d) => d.file_id) } },
+          select: { id: true, sha256: true },
+        });
+        const events = await tx.submissionEvent.findMany({
+          where: { submissionId },
+          orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }],
+        });
         const roles = parseRoles(submission.templateSubmitters);
         const files = await loadAuditLogFiles(tx, deps.storage, fields, submission.submitters);
         const log = await buildAuditLog({
@@ -242,13 +307,28 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
         });
         const identity = await identityFor(submission.account);
         const signed = await signPdf(log, identity, { name: identity.name });
-        const stored = await storeFile({ db: tx, storage: deps.storage }, { accountId: submission.accountId, bytes: signed, filename: 'Audit Log.pdf', contentType: 'application/pdf' });
+        const stored = await storeFile(
+          { db: tx, storage: deps.storage },
+          { accountId: submission.accountId, bytes: signed, filename: 'Audit Log.pdf', contentType: 'application/pdf' },
+        );
         await tx.completedDocument.create({
-          data: { accountId: submission.accountId, submissionId, submitterId: null, fileId: stored.id, kind: 'audit_log', name: 'Audit Log', sha256: sha256(signed), position: 0 },
+          data: {
+            accountId: submission.accountId,
+            submissionId,
+            submitterId: null,
+            fileId: stored.id,
+            kind: 'audit_log',
+            name: 'Audit Log',
+            sha256: sha256(signed),
+            position: 0,
+          },
         });
         const completedAt = submission.completedAt ?? last.completedAt ?? new Date();
         if (!submission.completedAt || submission.completionError !== null) {
-          await tx.submission.update({ where: { id: submissionId }, data: { completedAt, completionError: null, completionFailedAt: null } });
+          await tx.submission.update({
+            where: { id: submissionId },
+            data: { completedAt, completionError: null, completionFailedAt: null },
+          });
         }
         effects.events.push(submissionCompleted(submission.accountId, submissionId, completedAt));
         effects.jobs.push(completedEmailsJob(submissionId));
@@ -283,7 +363,11 @@ const submissionCompleted = (accountId: number, submissionId: number, at: Date):
  * TEST_PAUSE_COMPLETION (tests only, NODE_ENV=test): sleeps at `point` so that a test can kill
  * the process there, after saying so in the log.
  */
-async function testPause(deps: CompletionDeps, point: 'drawn' | 'committed', context: Record<string, unknown>): Promise<void> {
+async function testPause(
+  deps: CompletionDeps,
+  point: 'drawn' | 'committed',
+  context: Record<string, unknown>,
+): Promise<void> {
   const pause = deps.config.testPauseCompletion;
   if (!pause || pause.point !== point) return;
   deps.logger?.warn({ ...context, point, ms: pause.ms }, `TEST_PAUSE_COMPLETION: pausing at ${point}`);
@@ -316,7 +400,10 @@ async function loadAuditLogFiles(
   }
   const files = new Map<string, AuditLogFile>();
   if (uuids.size === 0) return files;
-  const rows = await tx.storedFile.findMany({ where: { uuid: { in: [...uuids] } }, select: { uuid: true, filename: true, contentType: true, storageKey: true } });
+  const rows = await tx.storedFile.findMany({
+    where: { uuid: { in: [...uuids] } },
+    select: { uuid: true, filename: true, contentType: true, storageKey: true },
+  });
   await Promise.all(
     rows.map(async (row) => {
       const bytes = imageUuids.has(row.uuid) ? await storage.read(row.storageKey) : undefined;
@@ -327,13 +414,18 @@ async function loadAuditLogFiles(
 }
 
 /** The image files of a party's attachment values (uuids of stored files), by uuid. */
-async function loadImages(tx: Parameters<Parameters<Db['$transaction']>[0]>[0], storage: FileStorage, values: Record<string, unknown>): Promise<Map<string, ImageFile>> {
+async function loadImages(
+  tx: Parameters<Parameters<Db['$transaction']>[0]>[0],
+  storage: FileStorage,
+  values: Record<string, unknown>,
+): Promise<Map<string, ImageFile>> {
   const uuids = Object.values(values)
     .flatMap((v) => (Array.isArray(v) ? v : [v]))
     .filter((v): v is string => typeof v === 'string' && /^[0-9a-f-]{36}$/i.test(v));
   const images = new Map<string, ImageFile>();
   if (uuids.length === 0) return images;
   const files = await tx.storedFile.findMany({ where: { uuid: { in: uuids } } });
-  for (const file of files) images.set(file.uuid, { bytes: await storage.read(file.storageKey), contentType: file.contentType });
+  for (const file of files)
+    images.set(file.uuid, { bytes: await storage.read(file.storageKey), contentType: file.contentType });
   return images;
 }

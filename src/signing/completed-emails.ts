@@ -49,9 +49,13 @@ export interface CompletedEmailDeps {
 
 /** Registers the completed emails' job: retried as signature requests are (SEND_RETRY_BASE_MS, doubling, 10 runs). */
 export function defineCompletedEmailsJob(queue: JobQueue, deps: CompletedEmailDeps): void {
-  queue.define<{ submissionId: number }>(SEND_COMPLETED_EMAILS_JOB, ({ submissionId }, run) => sendCompletedEmails(deps, submissionId, { claimant: run.id }), {
-    retry: { maxAttempts: 10, delayMs: (attempt) => Math.min(2 ** attempt * deps.config.sendRetryBase, 3_600_000) },
-  });
+  queue.define<{ submissionId: number }>(
+    SEND_COMPLETED_EMAILS_JOB,
+    ({ submissionId }, run) => sendCompletedEmails(deps, submissionId, { claimant: run.id }),
+    {
+      retry: { maxAttempts: 10, delayMs: (attempt) => Math.min(2 ** attempt * deps.config.sendRetryBase, 3_600_000) },
+    },
+  );
 }
 
 /** The completed emails' job of a submission, recorded by the transaction that completed it; once per submission. */
@@ -73,7 +77,11 @@ interface PlannedAttachment {
  * @throws DeliveryError when a provider failed transiently, or another worker holds a message
  *   (the job retries; sent messages are not sent again)
  */
-export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId: number, options: { claimant?: string } = {}): Promise<void> {
+export async function sendCompletedEmails(
+  deps: CompletedEmailDeps,
+  submissionId: number,
+  options: { claimant?: string } = {},
+): Promise<void> {
   const { db } = deps;
   const submission = await db.submission.findUnique({
     where: { id: submissionId },
@@ -82,7 +90,10 @@ export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId
       account: { select: { name: true, timezone: true } },
       createdByUser: { select: { firstName: true, lastName: true, email: true } },
       submitters: { orderBy: [{ completedAt: 'asc' }, { id: 'asc' }] },
-      completedDocuments: { include: { file: { select: { filename: true, storageKey: true, contentType: true, byteSize: true } } }, orderBy: { position: 'asc' } },
+      completedDocuments: {
+        include: { file: { select: { filename: true, storageKey: true, contentType: true, byteSize: true } } },
+        orderBy: { position: 'asc' },
+      },
     },
   });
   if (!submission?.completedAt) return;
@@ -97,19 +108,33 @@ export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId
   let total = 0;
   let leftOut = 0;
   const title = submission.name || submission.template.name;
-  for (const doc of [{ ...auditLog, filename: `Audit Log - ${title}.pdf` }, ...finals.map((d) => ({ ...d, filename: d.file.filename }))]) {
+  for (const doc of [
+    { ...auditLog, filename: `Audit Log - ${title}.pdf` },
+    ...finals.map((d) => ({ ...d, filename: d.file.filename })),
+  ]) {
     const bytes = Number(doc.file.byteSize);
     if (total + bytes >= MAX_ATTACHMENTS_BYTES) {
       leftOut += 1;
       continue;
     }
     total += bytes;
-    planned.push({ filename: doc.filename.replace(/"/g, "'"), storageKey: doc.file.storageKey, contentType: doc.file.contentType, bytes });
+    planned.push({
+      filename: doc.filename.replace(/"/g, "'"),
+      storageKey: doc.file.storageKey,
+      contentType: doc.file.contentType,
+      bytes,
+    });
   }
   // Read once per run, and only if a message is sent now.
   let loaded: Promise<EmailAttachment[]> | undefined;
   const attachments = () =>
-    (loaded ??= Promise.all(planned.map(async (a) => ({ filename: a.filename, contentType: a.contentType, content: await deps.storage.read(a.storageKey) }))));
+    (loaded ??= Promise.all(
+      planned.map(async (a) => ({
+        filename: a.filename,
+        contentType: a.contentType,
+        content: await deps.storage.read(a.storageKey),
+      })),
+    ));
 
   const variablesFor = (party: (typeof submission.submitters)[number]): MessageVariables => ({
     account: { name: submission.account.name },
@@ -117,15 +142,40 @@ export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId
     submission: {
       id: submission.id,
       name: submission.name,
-      submitters: submission.submitters.map((s) => ({ id: s.id, slug: s.slug, email: s.email, name: s.name, phone: s.phone })),
+      submitters: submission.submitters.map((s) => ({
+        id: s.id,
+        slug: s.slug,
+        email: s.email,
+        name: s.name,
+        phone: s.phone,
+      })),
     },
-    submitter: { id: party.id, slug: party.slug, email: party.email, name: party.name, phone: party.phone, link: `${deps.config.appUrl}/s/${party.slug}` },
+    submitter: {
+      id: party.id,
+      slug: party.slug,
+      email: party.email,
+      name: party.name,
+      phone: party.phone,
+      link: `${deps.config.appUrl}/s/${party.slug}`,
+    },
     sender: submission.createdByUser,
     timeZone: submission.account.timezone,
   });
-  const tooLarge = leftOut > 0 ? `${leftOut === 1 ? 'One file is' : `${leftOut} files are`} too large to attach (over 10 MB in all).` : '';
+  const tooLarge =
+    leftOut > 0
+      ? `${leftOut === 1 ? 'One file is' : `${leftOut} files are`} too large to attach (over 10 MB in all).`
+      : '';
 
-  const messages: Array<{ kind: string; dedupeKey: string; submitterId: number | null; to: string; replyTo: string | null; subject: string; text: string; html: string }> = [];
+  const messages: Array<{
+    kind: string;
+    dedupeKey: string;
+    submitterId: number | null;
+    to: string;
+    replyTo: string | null;
+    subject: string;
+    text: string;
+    html: string;
+  }> = [];
   const isParty = (email: string) => submission.submitters.some((s) => s.email?.toLowerCase() === email.toLowerCase());
   const anyoneEmailed = submission.submitters.some((s) => preferencesOf(s).send_email !== false);
 
@@ -136,16 +186,38 @@ export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId
       ? `${tooLarge} Download them with GET /api/submissions/{submission.id}/documents.`
       : 'The signed documents and the audit log are attached.';
     const body = renderMessageBody(
-      ['Hi there,', '"{template.name}" has been completed by {submission.submitters}.', note, 'Thanks,\n{account.name}'].join('\n\n'),
+      [
+        'Hi there,',
+        '"{template.name}" has been completed by {submission.submitters}.',
+        note,
+        'Thanks,\n{account.name}',
+      ].join('\n\n'),
       variables,
     );
     const ownerEmail = submission.createdByUser?.email;
     const toOwner = ownerEmail && !isParty(ownerEmail) ? ownerEmail : null;
-    if (toOwner) messages.push({ kind: 'completed', dedupeKey: `completed:${submission.id}:owner`, submitterId: null, to: toOwner, replyTo: null, subject, ...body });
+    if (toOwner)
+      messages.push({
+        kind: 'completed',
+        dedupeKey: `completed:${submission.id}:owner`,
+        submitterId: null,
+        to: toOwner,
+        replyTo: null,
+        subject,
+        ...body,
+      });
     const prefs = (submission.preferences ?? {}) as { bcc_completed?: unknown };
     for (const address of emailAddressesIn(prefs.bcc_completed)) {
       if (toOwner && address === toOwner.toLowerCase()) continue;
-      messages.push({ kind: 'completed', dedupeKey: `completed:${submission.id}:bcc:${address}`, submitterId: null, to: address, replyTo: null, subject, ...body });
+      messages.push({
+        kind: 'completed',
+        dedupeKey: `completed:${submission.id}:bcc:${address}`,
+        submitterId: null,
+        to: address,
+        replyTo: null,
+        subject,
+        ...body,
+      });
     }
   }
 
@@ -156,7 +228,9 @@ export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId
     const body = renderMessageBody(
       [
         'Hi there,',
-        tooLarge ? `Please check the copy of your "{template.name}" in the email attachments. ${tooLarge}` : 'Please check the copy of your "{template.name}" in the email attachments.',
+        tooLarge
+          ? `Please check the copy of your "{template.name}" in the email attachments. ${tooLarge}`
+          : 'Please check the copy of your "{template.name}" in the email attachments.',
         'You can also review and download your copy here: [{template.name}]({submitter.link})',
         'Thanks,\n{account.name}',
       ].join('\n\n'),
@@ -196,8 +270,15 @@ export async function sendCompletedEmails(deps: CompletedEmailDeps, submissionId
   let failure: unknown;
   for (const row of rows) {
     try {
-      const outcome = await deliverEmail({ db, mailer: deps.mailer, logger: deps.logger, attachments, claimant: options.claimant }, row.id);
-      if (outcome === 'in-progress') throw new DeliveryError('another worker is sending this message; retrying later', { retryable: true, provider: deps.mailer.name });
+      const outcome = await deliverEmail(
+        { db, mailer: deps.mailer, logger: deps.logger, attachments, claimant: options.claimant },
+        row.id,
+      );
+      if (outcome === 'in-progress')
+        throw new DeliveryError('another worker is sending this message; retrying later', {
+          retryable: true,
+          provider: deps.mailer.name,
+        });
     } catch (error) {
       failure ??= error;
     }

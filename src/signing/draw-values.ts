@@ -67,7 +67,6 @@ const LINE_SPACING = 1.2;
 /** Gap between the area's edge and text (DocuSeal's TEXT_LEFT_MARGIN / TEXT_TOP_MARGIN, points). */
 const TEXT_PADDING = 1;
 
-
 /** Field types whose value is an image file (or `text:<typed signature>`). */
 const IMAGE_TYPES = new Set(['signature', 'initials', 'image', 'stamp', 'kba']);
 /** Field types drawn as nothing (DocuSeal draws a paperclip and the file name; not done here). */
@@ -75,8 +74,18 @@ const SKIPPED_TYPES = new Set(['file', 'payment']);
 
 /** Unicode faces standing in for DocuSeal's `font` preference (Times/Helvetica/Courier) and `font_type`. */
 const FONT_FILES: Record<string, Record<string, string>> = {
-  Helvetica: { none: 'DejaVuSans', bold: 'DejaVuSans-Bold', italic: 'DejaVuSans-Oblique', bold_italic: 'DejaVuSans-BoldOblique' },
-  Times: { none: 'DejaVuSerif', bold: 'DejaVuSerif-Bold', italic: 'DejaVuSerif-Italic', bold_italic: 'DejaVuSerif-BoldItalic' },
+  Helvetica: {
+    none: 'DejaVuSans',
+    bold: 'DejaVuSans-Bold',
+    italic: 'DejaVuSans-Oblique',
+    bold_italic: 'DejaVuSans-BoldOblique',
+  },
+  Times: {
+    none: 'DejaVuSerif',
+    bold: 'DejaVuSerif-Bold',
+    italic: 'DejaVuSerif-Italic',
+    bold_italic: 'DejaVuSerif-BoldItalic',
+  },
   Courier: {
     none: 'DejaVuSansMono',
     bold: 'DejaVuSansMono-Bold',
@@ -254,9 +263,13 @@ export async function loadPdfForDrawing(bytes: Uint8Array, attachmentUuid: strin
   try {
     doc = await PDFDocument.load(bytes, { updateMetadata: false, parseSpeed: ParseSpeeds.Fastest });
   } catch (error) {
-    throw new AppError('VALIDATION', `document ${attachmentUuid} cannot be opened for drawing values: ${(error as Error).message}`, {
-      cause: error,
-    });
+    throw new AppError(
+      'VALIDATION',
+      `document ${attachmentUuid} cannot be opened for drawing values: ${(error as Error).message}`,
+      {
+        cause: error,
+      },
+    );
   }
   registerFontkit(doc);
   return doc;
@@ -326,7 +339,12 @@ async function drawJob(context: DrawContext, page: PDFPage, box: Box, job: DrawJ
   const baseSize = fontSize ?? baseFontSize(context.input.pages[area.page]);
   if (field.type === 'cells') {
     const pageWidth = context.input.pages[area.page].width;
-    drawCells(page, box, area, pageWidth, font, text, { color, baseSize, fixed: fontSize !== undefined, align: preferences.align });
+    drawCells(page, box, area, pageWidth, font, text, {
+      color,
+      baseSize,
+      fixed: fontSize !== undefined,
+      align: preferences.align,
+    });
     return;
   }
   drawText(page, box, font, text, {
@@ -355,7 +373,11 @@ function displayText(field: Field, value: unknown, dates: DrawContext['dates']):
   const format = typeof field.preferences?.format === 'string' ? field.preferences.format : undefined;
   if (field.type === 'date') return formatDate(value, format, dates);
   if (field.type === 'number') return formatNumber(value, format);
-  if (Array.isArray(value)) return value.filter((item) => item !== null && item !== undefined && item !== '').map(String).join(', ');
+  if (Array.isArray(value))
+    return value
+      .filter((item) => item !== null && item !== undefined && item !== '')
+      .map(String)
+      .join(', ');
   if (typeof value === 'object') return '';
   // No-break spaces become spaces so wrapping and every face behave (DocuSeal does the same).
   return String(value).replace(/\u00a0/g, ' ');
@@ -387,10 +409,19 @@ function drawText(page: PDFPage, box: Box, font: MeasuredFont, text: string, sty
     : fitText(font, text, inner, style.baseSize);
   const blockHeight = textBlockHeight(font, size, lines.length);
   const top =
-    style.valign === 'top' ? inner.y + inner.h : style.valign === 'bottom' ? inner.y + blockHeight : inner.y + (inner.h + blockHeight) / 2;
+    style.valign === 'top'
+      ? inner.y + inner.h
+      : style.valign === 'bottom'
+        ? inner.y + blockHeight
+        : inner.y + (inner.h + blockHeight) / 2;
   lines.forEach((line, index) => {
     const width = font.width(line) * size;
-    const x = style.align === 'left' ? inner.x : style.align === 'right' ? inner.x + inner.w - width : inner.x + (inner.w - width) / 2;
+    const x =
+      style.align === 'left'
+        ? inner.x
+        : style.align === 'right'
+          ? inner.x + inner.w - width
+          : inner.x + (inner.w - width) / 2;
     const baseline = top - font.ascent * size - index * LINE_SPACING * size;
     if (line !== '') page.drawText(line, { x, y: baseline, size, font: font.pdfFont, color: style.color });
   });
@@ -415,7 +446,8 @@ function fitText(font: MeasuredFont, text: string, box: Box, baseSize: number): 
   const largestWrapped = (from: number, to: number): Layout | undefined => {
     for (let size = from; size >= to - 1e-9; size -= SIZE_STEP) {
       const { lines, widest } = wrap(font, text, size, box.w);
-      if (textBlockHeight(font, size, lines.length) <= box.h + 0.01 && widest * size <= box.w + 0.01) return { size, lines };
+      if (textBlockHeight(font, size, lines.length) <= box.h + 0.01 && widest * size <= box.w + 0.01)
+        return { size, lines };
     }
     return undefined;
   };
@@ -501,14 +533,27 @@ function drawCells(
   const widest = Math.max(...chars.map((char) => font.width(char)), 1e-9);
   const size = style.fixed
     ? style.baseSize
-    : Math.max(FLOOR_FONT_SIZE, Math.min(style.baseSize, (box.h - 2 * Math.min(TEXT_PADDING, box.h * 0.1)) / lineHeight, (cellWidth * 0.9) / widest));
+    : Math.max(
+        FLOOR_FONT_SIZE,
+        Math.min(
+          style.baseSize,
+          (box.h - 2 * Math.min(TEXT_PADDING, box.h * 0.1)) / lineHeight,
+          (cellWidth * 0.9) / widest,
+        ),
+      );
   const baseline = box.y + box.h / 2 - (lineHeight * size) / 2 + font.descent * size;
   const fromRight = style.align === 'right';
   chars.forEach((char, index) => {
     if (char.trim() === '') return;
     const cellX = fromRight ? box.x + box.w - cellWidth * (chars.length - index) : box.x + cellWidth * index;
     const width = font.width(char) * size;
-    page.drawText(char, { x: cellX + (cellWidth - width) / 2, y: baseline, size, font: font.pdfFont, color: style.color });
+    page.drawText(char, {
+      x: cellX + (cellWidth - width) / 2,
+      y: baseline,
+      size,
+      font: font.pdfFont,
+      color: style.color,
+    });
   });
 }
 
@@ -519,7 +564,10 @@ function drawTypedSignature(page: PDFPage, box: Box, font: MeasuredFont, name: s
   // Some air around the name, and room for the italic's overhang past its advance widths.
   const [padX, padY] = [box.w * 0.05, box.h * 0.1];
   const lineHeight = font.ascent + font.descent;
-  const size = Math.max(FLOOR_FONT_SIZE, Math.min((box.h - 2 * padY) / lineHeight, (box.w - 2 * padX) / Math.max(font.width(text), 1e-9)));
+  const size = Math.max(
+    FLOOR_FONT_SIZE,
+    Math.min((box.h - 2 * padY) / lineHeight, (box.w - 2 * padX) / Math.max(font.width(text), 1e-9)),
+  );
   const width = font.width(text) * size;
   const baseline = box.y + box.h / 2 - (lineHeight * size) / 2 + font.descent * size;
   page.drawText(text, { x: box.x + (box.w - width) / 2, y: baseline, size, font: font.pdfFont, color });
@@ -556,12 +604,16 @@ async function embedImage(context: DrawContext, uuid: string, field: Field): Pro
 
 function fontFile(preferences: Record<string, unknown>): string {
   const family = typeof preferences.font === 'string' && FONT_FILES[preferences.font] ? preferences.font : 'Helvetica';
-  const variant = typeof preferences.font_type === 'string' && FONT_FILES[family][preferences.font_type] ? preferences.font_type : 'none';
+  const variant =
+    typeof preferences.font_type === 'string' && FONT_FILES[family][preferences.font_type]
+      ? preferences.font_type
+      : 'none';
   return FONT_FILES[family][variant];
 }
 
 function explicitFontSize(value: unknown): number | undefined {
-  const size = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
+  const size =
+    typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
   return Number.isFinite(size) && size > 0 ? size : undefined;
 }
 

@@ -59,7 +59,13 @@ export async function embedImageFile(doc: PDFDocument, file: ImageFile, what: st
  * accepts only its own embedder classes (and their constructors are private), and PDFImage uses
  * only `width`, `height` and `embedIntoContext` of one.
  */
-function pixelEmbedder(width: number, height: number, colorSpace: 'DeviceRGB' | 'DeviceGray', colorStream: Uint8Array, alphaStream: Uint8Array | undefined): PngEmbedder {
+function pixelEmbedder(
+  width: number,
+  height: number,
+  colorSpace: 'DeviceRGB' | 'DeviceGray',
+  colorStream: Uint8Array,
+  alphaStream: Uint8Array | undefined,
+): PngEmbedder {
   const embedder = Object.create(PngEmbedder.prototype) as PngEmbedder;
   return Object.assign(embedder, {
     width,
@@ -67,9 +73,22 @@ function pixelEmbedder(width: number, height: number, colorSpace: 'DeviceRGB' | 
     bitsPerComponent: 8,
     colorSpace,
     async embedIntoContext(context: PDFContext, ref?: PDFRef): Promise<PDFRef> {
-      const image = { Type: 'XObject', Subtype: 'Image', Width: width, Height: height, BitsPerComponent: 8, Filter: 'FlateDecode' };
-      const mask = alphaStream ? context.register(context.stream(alphaStream, { ...image, ColorSpace: 'DeviceGray', Decode: [0, 1] })) : undefined;
-      const xObject = context.stream(colorStream, { ...image, ColorSpace: colorSpace, ...(mask ? { SMask: mask } : {}) });
+      const image = {
+        Type: 'XObject',
+        Subtype: 'Image',
+        Width: width,
+        Height: height,
+        BitsPerComponent: 8,
+        Filter: 'FlateDecode',
+      };
+      const mask = alphaStream
+        ? context.register(context.stream(alphaStream, { ...image, ColorSpace: 'DeviceGray', Decode: [0, 1] }))
+        : undefined;
+      const xObject = context.stream(colorStream, {
+        ...image,
+        ColorSpace: colorSpace,
+        ...(mask ? { SMask: mask } : {}),
+      });
       if (!ref) return context.register(xObject);
       context.assign(ref, xObject);
       return ref;
@@ -86,11 +105,17 @@ async function decodePng(bytes: Uint8Array, what: string): Promise<PngEmbedder> 
     try {
       image = new mupdf.Image(bytes);
     } catch (error) {
-      throw new AppError('VALIDATION', `${what} cannot be read: it is a damaged image, not a readable PNG`, { cause: error });
+      throw new AppError('VALIDATION', `${what} cannot be read: it is a damaged image, not a readable PNG`, {
+        cause: error,
+      });
     }
     const width = image.getWidth();
     const height = image.getHeight();
-    if (width * height > MAX_PIXELS) throw new AppError('VALIDATION', `${what} is ${width} × ${height} pixels, over ${MAX_PIXELS / 1_000_000} megapixels`);
+    if (width * height > MAX_PIXELS)
+      throw new AppError(
+        'VALIDATION',
+        `${what} is ${width} × ${height} pixels, over ${MAX_PIXELS / 1_000_000} megapixels`,
+      );
     try {
       pixmap = image.toPixmap();
     } catch (error) {
@@ -115,7 +140,14 @@ async function decodePng(bytes: Uint8Array, what: string): Promise<PngEmbedder> 
  * own PNG writer does).
  */
 function planes(
-  pixmap: { getWidth(): number; getHeight(): number; getStride(): number; getAlpha(): number | boolean; getNumberOfComponents(): number; getPixels(): Uint8ClampedArray },
+  pixmap: {
+    getWidth(): number;
+    getHeight(): number;
+    getStride(): number;
+    getAlpha(): number | boolean;
+    getNumberOfComponents(): number;
+    getPixels(): Uint8ClampedArray;
+  },
   colorSpace: 'DeviceRGB' | 'DeviceGray',
 ): PngEmbedder {
   const width = pixmap.getWidth();
@@ -140,7 +172,9 @@ function planes(
         for (let c = 0; c < colors; c += 1) color[d * colors + c] = samples[s + c]!;
       } else {
         opaque = false;
-        if (a !== 0) for (let c = 0; c < colors; c += 1) color[d * colors + c] = Math.min(255, Math.round((samples[s + c]! * 255) / a));
+        if (a !== 0)
+          for (let c = 0; c < colors; c += 1)
+            color[d * colors + c] = Math.min(255, Math.round((samples[s + c]! * 255) / a));
       }
     }
   }

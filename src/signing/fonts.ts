@@ -67,7 +67,8 @@ export function loadDejaVu(name: string): Promise<DejaVuFace> {
  * every document.
  */
 const cachingFontkit: Parameters<PDFDocument['registerFontkit']>[0] = {
-  create: (data: Uint8Array, postscriptName?: string) => (postscriptName === undefined && parsed.get(data)) || fontkit.create(data, postscriptName),
+  create: (data: Uint8Array, postscriptName?: string) =>
+    (postscriptName === undefined && parsed.get(data)) || fontkit.create(data, postscriptName),
 };
 
 /** Registers the caching fontkit on a document (instead of `doc.registerFontkit(fontkit)`). */
@@ -84,7 +85,11 @@ export function registerFontkit(doc: PDFDocument): void {
  * joins characters). Any other text is measured by pdf-lib. test/draw-values.test.ts compares
  * the two on random strings.
  */
-export async function embedDejaVu(doc: PDFDocument, face: DejaVuFace, options: { customName?: string } = {}): Promise<{ pdfFont: PDFFont; width(text: string, size: number): number }> {
+export async function embedDejaVu(
+  doc: PDFDocument,
+  face: DejaVuFace,
+  options: { customName?: string } = {},
+): Promise<{ pdfFont: PDFFont; width(text: string, size: number): number }> {
   const pdfFont = await doc.embedFont(face.bytes, { subset: true, features: TEXT_FEATURES, ...options });
   const advances = advancesOf(face.face);
   const unitsPerEm = face.face.unitsPerEm;
@@ -103,7 +108,8 @@ export async function embedDejaVu(doc: PDFDocument, face: DejaVuFace, options: {
 }
 
 /** Latin (with Latin-1, Extended-A/B and Additional), Greek (and Extended), Cyrillic, general punctuation, currency and letterlike symbols. No combining marks (U+0300–U+036F) and no soft hyphen. */
-const SIMPLE_CHARACTER = /^[\u0020-\u007e\u00a0-\u00ac\u00ae-\u024f\u0370-\u03ff\u0400-\u0482\u048a-\u052f\u1e00-\u1eff\u1f00-\u1ffe\u2010-\u2027\u2030-\u205e\u20a0-\u20c0\u2100-\u214f]$/u;
+const SIMPLE_CHARACTER =
+  /^[\u0020-\u007e\u00a0-\u00ac\u00ae-\u024f\u0370-\u03ff\u0400-\u0482\u048a-\u052f\u1e00-\u1eff\u1f00-\u1ffe\u2010-\u2027\u2030-\u205e\u20a0-\u20c0\u2100-\u214f]$/u;
 const advanceCaches = new WeakMap<Face, Map<string, number | null>>();
 
 /** Per face: a character's advance in font units when it is simple (see embedDejaVu), else null; memoised. */

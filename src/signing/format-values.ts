@@ -46,11 +46,14 @@ export function formatDate(
   const locale = options.locale ?? 'en';
   const parts = parseDateValue(value, timeZone, options.now ?? new Date());
   if (!parts) return String(value);
-  const pattern = format && format.trim() !== '' ? format : locale.endsWith('US') ? DEFAULT_DATE_FORMAT_US : DEFAULT_DATE_FORMAT;
+  const pattern =
+    format && format.trim() !== '' ? format : locale.endsWith('US') ? DEFAULT_DATE_FORMAT_US : DEFAULT_DATE_FORMAT;
   const pad = (n: number, width = 2) => String(n).padStart(width, '0');
   const hour12 = parts.hour % 12 === 0 ? 12 : parts.hour % 12;
   const monthName = (style: 'long' | 'short') =>
-    new Intl.DateTimeFormat(locale, { month: style, timeZone: 'UTC' }).format(new Date(Date.UTC(2000, parts.month - 1, 15)));
+    new Intl.DateTimeFormat(locale, { month: style, timeZone: 'UTC' }).format(
+      new Date(Date.UTC(2000, parts.month - 1, 15)),
+    );
   return pattern.replace(DATE_TOKENS, (token) => {
     switch (token) {
       case 'YYYY':
@@ -128,8 +131,17 @@ function partsInZone(instant: Date, timeZone: string): DateParts {
     minute: 'numeric',
     second: 'numeric',
   });
-  const get = (type: Intl.DateTimeFormatPartTypes) => Number(formatter.formatToParts(instant).find((p) => p.type === type)?.value ?? 0);
-  return { year: get('year'), month: get('month'), day: get('day'), hour: get('hour') % 24, minute: get('minute'), second: get('second'), instant };
+  const get = (type: Intl.DateTimeFormatPartTypes) =>
+    Number(formatter.formatToParts(instant).find((p) => p.type === type)?.value ?? 0);
+  return {
+    year: get('year'),
+    month: get('month'),
+    day: get('day'),
+    hour: get('hour') % 24,
+    minute: get('minute'),
+    second: get('second'),
+    instant,
+  };
 }
 
 function timeZoneAbbreviation(instant: Date, timeZone: string): string {
@@ -148,7 +160,12 @@ function decimals(n: number): number {
 const grouped = (locale: string, n: number) =>
   new Intl.NumberFormat(locale, { minimumFractionDigits: decimals(n), maximumFractionDigits: decimals(n) }).format(n);
 const currency = (locale: string, code: string, n: number) =>
-  new Intl.NumberFormat(locale, { style: 'currency', currency: code, minimumFractionDigits: 2, maximumFractionDigits: Math.max(2, decimals(n)) }).format(n);
+  new Intl.NumberFormat(locale, {
+    style: 'currency',
+    currency: code,
+    minimumFractionDigits: 2,
+    maximumFractionDigits: Math.max(2, decimals(n)),
+  }).format(n);
 
 const NUMBER_FORMATS: Record<string, (n: number) => string> = {
   comma: (n) => grouped('en-US', n),
@@ -172,7 +189,8 @@ const NUMBER_FORMATS: Record<string, (n: number) => string> = {
  * same for U+00A0), so every font has the glyph.
  */
 export function formatNumber(value: unknown, format: string | undefined): string {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
+  const n =
+    typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
   const formatter = format ? NUMBER_FORMATS[format] : undefined;
   if (!formatter || !Number.isFinite(n)) return String(value);
   return formatter(n).replace(/[\u00a0\u202f]/g, ' ');

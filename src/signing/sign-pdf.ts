@@ -88,9 +88,17 @@ export async function signPdfDocument(
   });
   renameNewSignatureField(doc, fieldName);
   // As drawValues saves: in one go, no object streams, form appearances left as they are.
-  const prepared = await doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY, updateFieldAppearances: false });
+  const prepared = await doc.save({
+    useObjectStreams: false,
+    objectsPerTick: Number.POSITIVE_INFINITY,
+    updateFieldAppearances: false,
+  });
   const signer = new NativeP12Signer(identity.p12, identity.password);
-  return new SignPdf().sign(Buffer.from(prepared.buffer, prepared.byteOffset, prepared.byteLength), signer, signingTime);
+  return new SignPdf().sign(
+    Buffer.from(prepared.buffer, prepared.byteOffset, prepared.byteLength),
+    signer,
+    signingTime,
+  );
 }
 
 /** A PKCS#12 bundle opened once per process: the key for node:crypto and the certificates' DER. */
@@ -117,13 +125,18 @@ function openP12(p12: Buffer, password: string): OpenedP12 {
   if (cached) return cached;
   let bundle: forge.pkcs12.Pkcs12Pfx;
   try {
-    bundle = forge.pkcs12.pkcs12FromAsn1(forge.asn1.fromDer(forge.util.createBuffer(p12.toString('binary'))), false, password);
+    bundle = forge.pkcs12.pkcs12FromAsn1(
+      forge.asn1.fromDer(forge.util.createBuffer(p12.toString('binary'))),
+      false,
+      password,
+    );
   } catch (error) {
     throw new SignPdfError(`The PKCS#12 bundle does not open: ${(error as Error).message}`, SignPdfError.TYPE_INPUT);
   }
   const { key, certificate, certificates } = keyAndCertificateOf(bundle);
   if (!key) throw new SignPdfError('The PKCS#12 bundle holds no RSA private key.', SignPdfError.TYPE_INPUT);
-  if (!certificate) throw new SignPdfError('Failed to find a certificate that matches the private key.', SignPdfError.TYPE_INPUT);
+  if (!certificate)
+    throw new SignPdfError('Failed to find a certificate that matches the private key.', SignPdfError.TYPE_INPUT);
   const opened = { key: createPrivateKey(forge.pki.privateKeyToPem(key)), certificate, certificates };
   if (openedBundles.size >= MAX_OPENED_BUNDLES) openedBundles.clear();
   openedBundles.set(id, opened);
@@ -133,9 +146,16 @@ function openP12(p12: Buffer, password: string): OpenedP12 {
 const { asn1 } = forge;
 const der = (node: forge.asn1.Asn1) => Buffer.from(asn1.toDer(node).getBytes(), 'binary');
 const oid = (id: string) => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(id).getBytes());
-const algorithm = (id: string) => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [oid(id), asn1.create(asn1.Class.UNIVERSAL, asn1.Type.NULL, false, '')]);
+const algorithm = (id: string) =>
+  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+    oid(id),
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.NULL, false, ''),
+  ]);
 const attribute = (type: string, value: forge.asn1.Asn1) =>
-  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [oid(type), asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, [value])]);
+  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+    oid(type),
+    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, [value]),
+  ]);
 
 /**
  * The CMS SignedData (RFC 5652) that @signpdf/signer-p12 makes with node-forge, byte for byte
@@ -166,7 +186,10 @@ export class NativeP12Signer extends Signer {
     const attributes = () => [
       attribute(oids.contentType!, oid(oids.data!)),
       attribute(oids.signingTime!, time),
-      attribute(oids.messageDigest!, asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OCTETSTRING, false, digest.toString('binary'))),
+      attribute(
+        oids.messageDigest!,
+        asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OCTETSTRING, false, digest.toString('binary')),
+      ),
     ];
     // The signature covers the attributes as a SET OF (RFC 5652 §5.4), stored as [0] IMPLICIT.
     const signature = rsaSign('sha256', der(asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, attributes())), key);
@@ -185,10 +208,20 @@ export class NativeP12Signer extends Signer {
       asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, asn1.integerToDer(1).getBytes()),
       asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, [algorithm(oids.sha256!)]),
       asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [oid(oids.data!)]),
-      asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, certificates.map((cert) => forge.pki.certificateToAsn1(cert))),
+      asn1.create(
+        asn1.Class.CONTEXT_SPECIFIC,
+        0,
+        true,
+        certificates.map((cert) => forge.pki.certificateToAsn1(cert)),
+      ),
       asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, [signerInfo]),
     ]);
-    return der(asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [oid(oids.signedData!), asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, [signedData])]));
+    return der(
+      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
+        oid(oids.signedData!),
+        asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, [signedData]),
+      ]),
+    );
   }
 }
 

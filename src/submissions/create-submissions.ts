@@ -27,7 +27,13 @@ import { checkValuesSize, valueSizeMessage } from '../signing-form/field-values.
 import { noFieldsError } from '../templates/template-warnings.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
 import { expiryJobs, requestJobs } from './send-requests.ts';
-import { checkSubmitterContact, checkUniqueRoles, isValidEmailList, type FieldConfig, type SubmitterInput } from './submitter-input.ts';
+import {
+  checkSubmitterContact,
+  checkUniqueRoles,
+  isValidEmailList,
+  type FieldConfig,
+  type SubmitterInput,
+} from './submitter-input.ts';
 
 export type SubmittersOrder = 'preserved' | 'random';
 
@@ -150,7 +156,12 @@ export function parameterize(name: string): string {
 }
 
 function matchesField(field: Field, key: string): boolean {
-  return field.uuid === key || field.name === key || field.name.toLowerCase() === key.toLowerCase() || parameterize(field.name) === key;
+  return (
+    field.uuid === key ||
+    field.name === key ||
+    field.name.toLowerCase() === key.toLowerCase() ||
+    parameterize(field.name) === key
+  );
 }
 
 interface TemplateRow {
@@ -203,21 +214,40 @@ function knownTemplate(db: Db, templateId: number): KnownTemplate | undefined {
  * row's xmin, which every update of the row changes, whoever makes it. The parsed arrays are
  * shared: callers copy before changing (planSubmission).
  */
-async function readTemplate(db: Db, templateId: number): Promise<(Omit<TemplateRow, 'fields' | 'submitters'> & { fields: Field[]; roles: Role[] }) | undefined> {
+async function readTemplate(
+  db: Db,
+  templateId: number,
+): Promise<(Omit<TemplateRow, 'fields' | 'submitters'> & { fields: Field[]; roles: Role[] }) | undefined> {
   const cache = knownTemplates(db);
   const known = cache.get(templateId);
-  const { rows } = await sqlPool(db).query<TemplateRow>({ ...READ_TEMPLATE, values: [templateId, known?.version ?? null] });
+  const { rows } = await sqlPool(db).query<TemplateRow>({
+    ...READ_TEMPLATE,
+    values: [templateId, known?.version ?? null],
+  });
   const row = rows[0];
   if (!row) {
     cache.delete(templateId);
     return undefined;
   }
   let parsed = known && row.fields === null && row.version === known.version ? known : undefined;
-  if (!parsed) parsed = { version: row.version, accountId: row.accountId, fields: parseFields(row.fields), roles: parseRoles(row.submitters) };
+  if (!parsed)
+    parsed = {
+      version: row.version,
+      accountId: row.accountId,
+      fields: parseFields(row.fields),
+      roles: parseRoles(row.submitters),
+    };
   cache.delete(templateId);
   if (cache.size >= KNOWN_TEMPLATES_KEPT) cache.delete(cache.keys().next().value!);
   cache.set(templateId, parsed);
-  return { id: row.id, accountId: row.accountId, archived: row.archived, version: row.version, fields: parsed.fields, roles: parsed.roles };
+  return {
+    id: row.id,
+    accountId: row.accountId,
+    archived: row.archived,
+    version: row.version,
+    fields: parsed.fields,
+    roles: parsed.roles,
+  };
 }
 
 /** What createSubmissions needs: the database, file storage, and where its effects go once committed. */
@@ -232,7 +262,10 @@ export interface CreateDeps {
  * @throws AppError NOT_FOUND / FORBIDDEN (template), VALIDATION with DocuSeal's messages (§7.1);
  *   a template without fields: VALIDATION noFieldsError (src/templates/template-warnings.ts)
  */
-export async function createSubmissions(deps: CreateDeps, options: CreateSubmissionsOptions): Promise<CreatedSubmission[]> {
+export async function createSubmissions(
+  deps: CreateDeps,
+  options: CreateSubmissionsOptions,
+): Promise<CreatedSubmission[]> {
   const { db } = deps;
   // The usual request (one submission of a template used before, nothing to store) plans with the
   // template's roles and fields as last read and writes in one statement that inserts only if the
@@ -281,7 +314,8 @@ export async function createSubmissions(deps: CreateDeps, options: CreateSubmiss
     const created: CreatedSubmission[] = [];
     for (const [i, plan] of plans.entries()) {
       const values: Record<string, unknown>[] = [];
-      for (const party of plan.parties) values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
+      for (const party of plan.parties)
+        values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
       const row = submissionRow(options, plan, values, now, ids[i]!);
       const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, row.json);
       if (rows.length === 0) throw gone();
@@ -309,11 +343,24 @@ const TEMPLATE_CHANGED = Symbol('template changed');
  *   not archived (planned on the template as last read)
  * @returns what was created, or undefined when `templateVersion` no longer holds (nothing written)
  */
-async function writeSubmission(deps: CreateDeps, options: CreateSubmissionsOptions, plan: SubmissionPlan, now: Date, templateVersion?: string): Promise<CreatedSubmission | undefined> {
+async function writeSubmission(
+  deps: CreateDeps,
+  options: CreateSubmissionsOptions,
+  plan: SubmissionPlan,
+  now: Date,
+  templateVersion?: string,
+): Promise<CreatedSubmission | undefined> {
   const { db } = deps;
   const ids = await allocateIds(db, plan.parties.length);
   if (plan.staged.length === 0) {
-    const row = submissionRow(options, plan, plan.parties.map((p) => p.values), now, ids, templateVersion);
+    const row = submissionRow(
+      options,
+      plan,
+      plan.parties.map((p) => p.values),
+      now,
+      ids,
+      templateVersion,
+    );
     const { rows } = await sqlPool(db).query<InsertedRow>({ ...INSERT_SUBMISSION, values: [row.json] });
     if (rows.length === 0) return undefined;
     await deps.effects.committed(row.effects);
@@ -323,7 +370,8 @@ async function writeSubmission(deps: CreateDeps, options: CreateSubmissionsOptio
     let effects: Effects = noEffects();
     const created = await db.$transaction(async (tx) => {
       const values: Record<string, unknown>[] = [];
-      for (const party of plan.parties) values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
+      for (const party of plan.parties)
+        values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
       const row = submissionRow(options, plan, values, now, ids, templateVersion);
       const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, row.json);
       if (rows.length === 0) throw TEMPLATE_CHANGED;
@@ -360,7 +408,10 @@ const DRAW_IDS = {
 const idDraws = perClient((db: Db) =>
   turnBatch(async (parties: readonly number[]) => {
     const total = parties.reduce((sum, n) => sum + n, 0);
-    const { rows } = await sqlPool(db).query<{ submissions: number[]; submitters: number[] }>({ ...DRAW_IDS, values: [parties.length, total] });
+    const { rows } = await sqlPool(db).query<{ submissions: number[]; submitters: number[] }>({
+      ...DRAW_IDS,
+      values: [parties.length, total],
+    });
     const { submissions, submitters } = rows[0]!;
     let next = 0;
     return parties.map((n, i): SubmissionIds => {
@@ -380,32 +431,58 @@ function allocateIds(db: Db, parties: number): Promise<SubmissionIds> {
  * What a planned submission causes (see the module comment): the requests of who is sent now,
  * its expiry, the documents of parties created completed, and submission.created.
  */
-function creationEffects(accountId: number, ids: SubmissionIds, parties: { sendNow: boolean; completed: boolean; preferences: unknown; email: string | null; phone: string | null }[], expireAt: Date | null | undefined, now: Date): Effects {
+function creationEffects(
+  accountId: number,
+  ids: SubmissionIds,
+  parties: { sendNow: boolean; completed: boolean; preferences: unknown; email: string | null; phone: string | null }[],
+  expireAt: Date | null | undefined,
+  now: Date,
+): Effects {
   const submissionId = ids.submissionId;
   return {
     jobs: [
-      ...requestJobs(parties.flatMap((p, i) => (p.sendNow ? [{ id: ids.submitterIds[i]!, preferences: p.preferences, email: p.email, phone: p.phone }] : []))),
+      ...requestJobs(
+        parties.flatMap((p, i) =>
+          p.sendNow ? [{ id: ids.submitterIds[i]!, preferences: p.preferences, email: p.email, phone: p.phone }] : [],
+        ),
+      ),
       ...expiryJobs(submissionId, expireAt),
       ...parties.flatMap((p, i) => (p.completed ? [completionJob(submissionId, ids.submitterIds[i]!)] : [])),
     ],
-    events: [{ type: 'submission.created', accountId, recordId: submissionId, at: now, key: `submission.created:${submissionId}` }],
+    events: [
+      {
+        type: 'submission.created',
+        accountId,
+        recordId: submissionId,
+        at: now,
+        key: `submission.created:${submissionId}`,
+      },
+    ],
   };
 }
 
 /** The request-wide settings' checks (§7.1). @throws AppError VALIDATION */
 function checkSettings(settings: SubmissionSettings): void {
-  if (settings.replyTo && !isValidEmailList(settings.replyTo)) throw new AppError('VALIDATION', 'reply_to email is invalid');
-  if (settings.bccCompleted && !isValidEmailList(settings.bccCompleted)) throw new AppError('VALIDATION', 'bcc_completed email is invalid');
-  if (settings.message?.subject && !settings.message.body) throw new AppError('VALIDATION', 'body is required in `message`.');
+  if (settings.replyTo && !isValidEmailList(settings.replyTo))
+    throw new AppError('VALIDATION', 'reply_to email is invalid');
+  if (settings.bccCompleted && !isValidEmailList(settings.bccCompleted))
+    throw new AppError('VALIDATION', 'bcc_completed email is invalid');
+  if (settings.message?.subject && !settings.message.body)
+    throw new AppError('VALIDATION', 'body is required in `message`.');
 }
 
 /** One submission's checks (§7.1) and plan. @throws AppError VALIDATION */
-async function planRequest(deps: { db: Db; storage: FileStorage }, options: CreateSubmissionsOptions, request: SubmissionRequest, template: { roles: Role[]; fields: Field[] }) {
+async function planRequest(
+  deps: { db: Db; storage: FileStorage },
+  options: CreateSubmissionsOptions,
+  request: SubmissionRequest,
+  template: { roles: Role[]; fields: Field[] },
+) {
   if (request.submitters.length === 0) throw new AppError('VALIDATION', 'submitters is required');
   checkUniqueRoles(request.submitters, request.path);
   request.submitters.forEach((s, i) => {
-checkSubmitterContact(s, `${request.path}[${i}]`);
-});
+    checkSubmitterContact(s, `${request.path}[${i}]`);
+  });
   return planSubmission(deps, options, request, template.roles, template.fields);
 }
 
@@ -505,7 +582,14 @@ const INSERT_SUBMISSION = {
  * it writes into the outbox; `values` per party, files stored; `ids` drawn by allocateIds;
  * `templateVersion`: write only if the template is still that version (see the statement).
  */
-function submissionRow(options: CreateSubmissionsOptions, plan: SubmissionPlan, values: Record<string, unknown>[], now: Date, ids: SubmissionIds, templateVersion?: string): { json: string; effects: Effects } {
+function submissionRow(
+  options: CreateSubmissionsOptions,
+  plan: SubmissionPlan,
+  values: Record<string, unknown>[],
+  now: Date,
+  ids: SubmissionIds,
+  templateVersion?: string,
+): { json: string; effects: Effects } {
   const settings = options.settings;
   const parties = plan.parties.map((party, i) => ({
     id: ids.submitterIds[i]!,
@@ -634,12 +718,19 @@ async function planSubmission(
       if (changes) fields[i] = structuredClone(field);
       own.push(fields[i]!);
     });
-    const { values, phone } = await applyPrefill({ download: options.download, images: options.images, staged }, own, input, path);
+    const { values, phone } = await applyPrefill(
+      { download: options.download, images: options.images, staged },
+      own,
+      input,
+      path,
+    );
     const sendEmail = input.send_email ?? settings.sendEmail;
     const sendSms = input.send_sms ?? settings.sendSms;
     const replyTo = input.reply_to ?? settings.replyTo;
-    if (input.reply_to && !isValidEmailList(input.reply_to)) throw new AppError('VALIDATION', `reply_to email is invalid in \`${path}\`.`);
-    if (input.message?.subject && !input.message.body) throw new AppError('VALIDATION', `body is required in \`${path}.message\`.`);
+    if (input.reply_to && !isValidEmailList(input.reply_to))
+      throw new AppError('VALIDATION', `reply_to email is invalid in \`${path}\`.`);
+    if (input.message?.subject && !input.message.body)
+      throw new AppError('VALIDATION', `body is required in \`${path}.message\`.`);
     parties.push({
       input,
       slug: generateSubmissionSlug(),
@@ -650,7 +741,9 @@ async function planSubmission(
         send_email: sendEmail,
         send_sms: sendSms,
         ...(replyTo ? { reply_to: replyTo } : {}),
-        ...((input.completed_redirect_url ?? settings.completedRedirectUrl) ? { completed_redirect_url: input.completed_redirect_url ?? settings.completedRedirectUrl } : {}),
+        ...((input.completed_redirect_url ?? settings.completedRedirectUrl)
+          ? { completed_redirect_url: input.completed_redirect_url ?? settings.completedRedirectUrl }
+          : {}),
         ...((input.message ?? settings.message) ? { message: input.message ?? settings.message } : {}),
       },
       group: 0,
@@ -667,7 +760,9 @@ async function planSubmission(
   const pendingGroups = parties.filter((p) => !p.input.completed).map((p) => p.group);
   const firstPending = pendingGroups.length > 0 ? Math.min(...pendingGroups) : undefined;
   for (const party of parties) {
-    const reachable = (party.preferences.send_email === true && Boolean(party.input.email)) || (party.preferences.send_sms === true && Boolean(party.phone));
+    const reachable =
+      (party.preferences.send_email === true && Boolean(party.input.email)) ||
+      (party.preferences.send_sms === true && Boolean(party.phone));
     party.sendNow = !party.input.completed && reachable && party.group === firstPending;
   }
 
@@ -715,24 +810,33 @@ export async function applyPrefill(
   };
 
   for (const [key, raw] of Object.entries(input.values ?? {})) {
-    for (const field of own.filter((f) => matchesField(f, key))) await prefill(field, raw, `values.${key} in \`${path}\``, `${path}.values.${key}`);
+    for (const field of own.filter((f) => matchesField(f, key)))
+      await prefill(field, raw, `values.${key} in \`${path}\``, `${path}.values.${key}`);
   }
   for (const [i, config] of (input.fields ?? []).entries()) {
     const matches = own.filter((f) => matchesField(f, config.uuid ?? config.name ?? ''));
     const raw = config.default_value ?? config.value;
     if (matches.length === 0) {
-      if (raw !== undefined && !input.values) throw new AppError('VALIDATION', `Unknown field: ${config.name ?? config.uuid}`);
+      if (raw !== undefined && !input.values)
+        throw new AppError('VALIDATION', `Unknown field: ${config.name ?? config.uuid}`);
       continue;
     }
     const at = `${path}.fields[${i}]`;
-    if (config.validation_pattern !== undefined) checkFieldPattern(config.validation_pattern, `${at}.validation_pattern`);
+    if (config.validation_pattern !== undefined)
+      checkFieldPattern(config.validation_pattern, `${at}.validation_pattern`);
     else checkFieldPattern(config.validation?.pattern, `${at}.validation.pattern`);
     for (const field of matches) {
       applyFieldConfig(field, config);
-      await prefill(field, raw, `fields[${i}] in \`${path}\``, `${at}.${config.default_value !== undefined ? 'default_value' : 'value'}`);
+      await prefill(
+        field,
+        raw,
+        `fields[${i}] in \`${path}\``,
+        `${at}.${config.default_value !== undefined ? 'default_value' : 'value'}`,
+      );
     }
   }
-  for (const name of input.readonly_fields ?? []) for (const field of own.filter((f) => matchesField(f, name))) field.readonly = true;
+  for (const name of input.readonly_fields ?? [])
+    for (const field of own.filter((f) => matchesField(f, name))) field.readonly = true;
   // All of the party's values together, as they will be stored (files as placeholders, then uuids).
   checkValuesSize(values, `${path}.values`);
   return { values, phone };
@@ -766,7 +870,12 @@ export function normalizeValue(field: Field, raw: unknown): unknown {
     case 'checkbox':
       return raw === true || /^(1|true|yes)$/i.test(String(raw));
     case 'multiple':
-      return Array.isArray(raw) ? raw.map(String) : String(raw).split(',').map((s) => s.trim()).filter(Boolean);
+      return Array.isArray(raw)
+        ? raw.map(String)
+        : String(raw)
+            .split(',')
+            .map((s) => s.trim())
+            .filter(Boolean);
     default:
       return typeof raw === 'string' ? raw : String(raw);
   }
@@ -795,25 +904,47 @@ const DRAWN_IMAGE_TYPES = new Set(['signature', 'initials', 'image', 'stamp']);
  * @throws AppError VALIDATION "<where> is not an image (PNG or JPEG)." and the other reasons of
  *   readDrawableImage ("… is 9000 × 9000 pixels, over 25 megapixels (IMAGE_MAX_MEGAPIXELS).")
  */
-async function attachmentValue(staged: StagedFile[], options: Pick<CreateSubmissionsOptions, 'download' | 'images'>, raw: unknown, field: Field, where: string): Promise<string | string[]> {
+async function attachmentValue(
+  staged: StagedFile[],
+  options: Pick<CreateSubmissionsOptions, 'download' | 'images'>,
+  raw: unknown,
+  field: Field,
+  where: string,
+): Promise<string | string[]> {
   if (field.type === 'file' && Array.isArray(raw)) {
     const tokens: string[] = [];
     for (const item of raw) tokens.push((await attachmentValue(staged, options, item, field, where)) as string);
     return tokens;
   }
   if (typeof raw !== 'string' || raw === '') throw new AppError('VALIDATION', `Invalid ${field.type} value`);
-  if ((field.type === 'signature' || field.type === 'initials') && raw.length < 60 && !/^https?:\/\//i.test(raw) && !raw.startsWith('data:')) {
+  if (
+    (field.type === 'signature' || field.type === 'initials') &&
+    raw.length < 60 &&
+    !/^https?:\/\//i.test(raw) &&
+    !raw.startsWith('data:')
+  ) {
     // Short text: a typed signature, drawn in a script font when the documents are produced.
     return `text:${raw}`;
   }
   const loaded = await loadFileInput(raw, { field: where, ...options.download });
-  let file = { bytes: loaded.bytes, filename: loaded.filename ?? `${field.type}-${randomUUID()}`, contentType: loaded.contentType ?? 'application/octet-stream' };
+  let file = {
+    bytes: loaded.bytes,
+    filename: loaded.filename ?? `${field.type}-${randomUUID()}`,
+    contentType: loaded.contentType ?? 'application/octet-stream',
+  };
   if (DRAWN_IMAGE_TYPES.has(field.type)) {
     const image = await readDrawableImage(loaded.bytes, options.images).catch((error: unknown) => {
-      if (error instanceof UnreadableImageError) throw new AppError('VALIDATION', `${where} ${error.message}.`, { details: { field: field.name, reason: error.reason } });
+      if (error instanceof UnreadableImageError)
+        throw new AppError('VALIDATION', `${where} ${error.message}.`, {
+          details: { field: field.name, reason: error.reason },
+        });
       throw error;
     });
-    file = { bytes: Buffer.from(image.bytes), filename: `${file.filename.replace(/\.(png|jpe?g)$/i, '')}.${image.kind === 'png' ? 'png' : 'jpg'}`, contentType: `image/${image.kind}` };
+    file = {
+      bytes: Buffer.from(image.bytes),
+      filename: `${file.filename.replace(/\.(png|jpe?g)$/i, '')}.${image.kind === 'png' ? 'png' : 'jpg'}`,
+      contentType: `image/${image.kind}`,
+    };
   }
   const token = `${STAGED_PREFIX}${staged.length}:${randomUUID()}`;
   staged.push({ token, ...file });
@@ -835,7 +966,10 @@ export async function storeStagedFiles(
   const uuids = new Map<string, string>();
   for (const file of staged) {
     if (!JSON.stringify(values).includes(file.token)) continue;
-    const stored = await storeFile({ db: tx, storage }, { accountId, bytes: file.bytes, filename: file.filename, contentType: file.contentType });
+    const stored = await storeFile(
+      { db: tx, storage },
+      { accountId, bytes: file.bytes, filename: file.filename, contentType: file.contentType },
+    );
     uuids.set(file.token, stored.uuid);
   }
   const swap = (v: unknown) => (typeof v === 'string' && uuids.has(v) ? uuids.get(v)! : v);

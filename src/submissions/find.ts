@@ -6,18 +6,36 @@ import type { Prisma } from '../generated/prisma/client.ts';
 import { AppError } from '../errors.ts';
 
 /** @throws AppError NOT_FOUND ("Submission <id> not found") or FORBIDDEN */
-export async function findSubmissionForAccount(db: Pick<Prisma.TransactionClient, 'submission'>, options: { id: number; accountId: number }) {
-  const submission = await db.submission.findUnique({ where: { id: options.id }, select: { id: true, accountId: true, archivedAt: true, completedAt: true, expireAt: true } });
+export async function findSubmissionForAccount(
+  db: Pick<Prisma.TransactionClient, 'submission'>,
+  options: { id: number; accountId: number },
+) {
+  const submission = await db.submission.findUnique({
+    where: { id: options.id },
+    select: { id: true, accountId: true, archivedAt: true, completedAt: true, expireAt: true },
+  });
   if (!submission) throw new AppError('NOT_FOUND', `Submission ${options.id} not found`);
   if (submission.accountId !== options.accountId) throw new AppError('FORBIDDEN');
   return submission;
 }
 
 /** @throws AppError NOT_FOUND ("Submitter <id> not found") or FORBIDDEN */
-export async function findSubmitterForAccount(db: Pick<Prisma.TransactionClient, 'submitter'>, options: { id: number; accountId: number }) {
+export async function findSubmitterForAccount(
+  db: Pick<Prisma.TransactionClient, 'submitter'>,
+  options: { id: number; accountId: number },
+) {
   const submitter = await db.submitter.findUnique({
     where: { id: options.id },
-    select: { id: true, accountId: true, submissionId: true, completedAt: true, declinedAt: true, roleUuid: true, values: true, preferences: true },
+    select: {
+      id: true,
+      accountId: true,
+      submissionId: true,
+      completedAt: true,
+      declinedAt: true,
+      roleUuid: true,
+      values: true,
+      preferences: true,
+    },
   });
   if (!submitter) throw new AppError('NOT_FOUND', `Submitter ${options.id} not found`);
   if (submitter.accountId !== options.accountId) throw new AppError('FORBIDDEN');

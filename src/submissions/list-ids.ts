@@ -54,14 +54,23 @@ export async function submissionPageIds(db: Db, filter: SubmissionPageFilter): P
   if (filter.slug !== undefined) where.push(`s.slug = ${param(filter.slug)}`);
   if (filter.q) {
     const pattern = param(`%${likeLiteral(filter.q)}%`);
-    where.push(`EXISTS (SELECT 1 FROM submitters x WHERE x.submission_id = s.id AND (x.name ILIKE ${pattern} OR x.email ILIKE ${pattern} OR x.phone LIKE ${pattern}))`);
+    where.push(
+      `EXISTS (SELECT 1 FROM submitters x WHERE x.submission_id = s.id AND (x.name ILIKE ${pattern} OR x.email ILIKE ${pattern} OR x.phone LIKE ${pattern}))`,
+    );
   }
-  if (filter.archived !== undefined) where.push(filter.archived ? 's.archived_at IS NOT NULL' : 's.archived_at IS NULL');
-  if (filter.folderIds !== undefined) where.push(`s.template_id IN (SELECT t.id FROM templates t WHERE t.folder_id = ANY(${param(filter.folderIds)}::int[]))`);
+  if (filter.archived !== undefined)
+    where.push(filter.archived ? 's.archived_at IS NOT NULL' : 's.archived_at IS NULL');
+  if (filter.folderIds !== undefined)
+    where.push(
+      `s.template_id IN (SELECT t.id FROM templates t WHERE t.folder_id = ANY(${param(filter.folderIds)}::int[]))`,
+    );
   if (filter.status) {
     const now = () => param(filter.now.toISOString().replace('T', ' ').replace('Z', ''));
     if (filter.status === 'completed') where.push('s.completed_at IS NOT NULL');
-    if (filter.status === 'declined') where.push('s.completed_at IS NULL AND EXISTS (SELECT 1 FROM submitters d WHERE d.submission_id = s.id AND d.declined_at IS NOT NULL)');
+    if (filter.status === 'declined')
+      where.push(
+        's.completed_at IS NULL AND EXISTS (SELECT 1 FROM submitters d WHERE d.submission_id = s.id AND d.declined_at IS NOT NULL)',
+      );
     if (filter.status === 'expired') where.push(`s.completed_at IS NULL AND s.expire_at <= ${now()}::timestamp`);
     if (filter.status === 'pending') {
       const at = now();

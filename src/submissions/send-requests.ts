@@ -18,7 +18,11 @@ import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverSms, queueAndDeliverEmail, queueSms } from '../notifications/deliver.ts';
 import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
 import type { Mailer } from '../notifications/mailer.ts';
-import { buildSignatureRequestEmail, buildSignatureRequestSms, type MessageVariables } from '../notifications/message-templates.ts';
+import {
+  buildSignatureRequestEmail,
+  buildSignatureRequestSms,
+  type MessageVariables,
+} from '../notifications/message-templates.ts';
 import type { SmsSender } from '../notifications/sms.ts';
 
 export const SEND_REQUEST_JOB = 'send-signature-request';
@@ -48,7 +52,10 @@ export interface SendDeps {
 const SEND_MAX_ATTEMPTS = 10;
 
 /** Retry after base (SEND_RETRY_BASE_MS, 30 s), then twice as long each time, capped at an hour; 10 runs in all. */
-const sendRetry = (baseMs: number) => ({ maxAttempts: SEND_MAX_ATTEMPTS, delayMs: (attempt: number) => Math.min(2 ** attempt * baseMs, 3_600_000) });
+const sendRetry = (baseMs: number) => ({
+  maxAttempts: SEND_MAX_ATTEMPTS,
+  delayMs: (attempt: number) => Math.min(2 ** attempt * baseMs, 3_600_000),
+});
 
 /** What a request's delivery records on the submission (src/db/queries/notification-events.ts). */
 const EMAIL_EVENTS = { submissionEvent: 'send_email', failureEvent: 'fail_email' } as const;
@@ -68,7 +75,10 @@ const SEND_CONCURRENCY = 10;
 
 /** Registers the submission jobs on a queue (every instance that should run them). */
 export function defineSubmissionJobs(queue: JobQueue, deps: SendDeps): void {
-  queue.define<SendRequestJob>(SEND_REQUEST_JOB, (job, run) => sendRequest(deps, job, run.id), { retry: sendRetry(deps.config.sendRetryBase), concurrency: SEND_CONCURRENCY });
+  queue.define<SendRequestJob>(SEND_REQUEST_JOB, (job, run) => sendRequest(deps, job, run.id), {
+    retry: sendRetry(deps.config.sendRetryBase),
+    concurrency: SEND_CONCURRENCY,
+  });
   queue.define<{ submissionId: number; expireAt: string }>(EXPIRE_SUBMISSION_JOB, (job) => expireSubmission(deps, job));
 }
 
@@ -78,7 +88,10 @@ export function defineSubmissionJobs(queue: JobQueue, deps: SendDeps): void {
  * only if nothing changed meanwhile. Reference §6 ("Webhook event triggers"): skipped if the
  * submission or its template is archived, anyone declined, it is completed, or expire_at moved.
  */
-async function expireSubmission(deps: Pick<SendDeps, 'db' | 'effects' | 'logger'>, job: { submissionId: number; expireAt: string }): Promise<void> {
+async function expireSubmission(
+  deps: Pick<SendDeps, 'db' | 'effects' | 'logger'>,
+  job: { submissionId: number; expireAt: string },
+): Promise<void> {
   const submission = await deps.db.submission.findUnique({
     where: { id: job.submissionId },
     select: {
@@ -94,7 +107,13 @@ async function expireSubmission(deps: Pick<SendDeps, 'db' | 'effects' | 'logger'
   if (submission.submitters.length > 0 || submission.expireAt?.toISOString() !== job.expireAt) return;
   deps.logger.info({ submissionId: job.submissionId }, 'submission expired');
   await deps.effects.emit([
-    { type: 'submission.expired', accountId: submission.accountId, recordId: job.submissionId, at: new Date(), key: `submission.expired:${job.submissionId}` },
+    {
+      type: 'submission.expired',
+      accountId: submission.accountId,
+      recordId: job.submissionId,
+      at: new Date(),
+      key: `submission.expired:${job.submissionId}`,
+    },
   ]);
 }
 
@@ -104,7 +123,10 @@ async function expireSubmission(deps: Pick<SendDeps, 'db' | 'effects' | 'logger'
  * address), to record in the transaction that decides the sending.
  * @param sending 0 for the first request; re-sends pass a new number so they are not deduplicated away
  */
-export function requestJobs(submitters: readonly { id: number; preferences: unknown; email: string | null; phone: string | null }[], sending = 0): OutboxJob[] {
+export function requestJobs(
+  submitters: readonly { id: number; preferences: unknown; email: string | null; phone: string | null }[],
+  sending = 0,
+): OutboxJob[] {
   const jobs: OutboxJob[] = [];
   for (const s of submitters) {
     const prefs = (s.preferences ?? {}) as { send_email?: boolean; send_sms?: boolean };
@@ -124,10 +146,28 @@ export function requestJobs(submitters: readonly { id: number; preferences: unkn
  * of the next group in order that have not been contacted (§7.3). `random` submissions sent
  * everyone at creation.
  */
-export async function nextPartyJobs(tx: Pick<Prisma.TransactionClient, 'submission'>, submissionId: number): Promise<OutboxJob[]> {
+export async function nextPartyJobs(
+  tx: Pick<Prisma.TransactionClient, 'submission'>,
+  submissionId: number,
+): Promise<OutboxJob[]> {
   const submission = await tx.submission.findUnique({
     where: { id: submissionId },
-    select: { submittersOrder: true, archivedAt: true, submitters: { select: { id: true, orderIndex: true, completedAt: true, declinedAt: true, sentAt: true, preferences: true, email: true, phone: true } } },
+    select: {
+      submittersOrder: true,
+      archivedAt: true,
+      submitters: {
+        select: {
+          id: true,
+          orderIndex: true,
+          completedAt: true,
+          declinedAt: true,
+          sentAt: true,
+          preferences: true,
+          email: true,
+          phone: true,
+        },
+      },
+    },
   });
   if (!submission || submission.archivedAt) return [];
   const pending = submission.submitters.filter((s) => !s.completedAt && !s.declinedAt);
@@ -141,7 +181,14 @@ export async function nextPartyJobs(tx: Pick<Prisma.TransactionClient, 'submissi
 export function expiryJobs(submissionId: number, expireAt: Date | null | undefined): OutboxJob[] {
   if (!expireAt) return [];
   const at = expireAt.toISOString();
-  return [{ name: EXPIRE_SUBMISSION_JOB, data: { submissionId, expireAt: at }, at: expireAt, uniqueKey: `${submissionId}:${at}` }];
+  return [
+    {
+      name: EXPIRE_SUBMISSION_JOB,
+      data: { submissionId, expireAt: at },
+      at: expireAt,
+      uniqueKey: `${submissionId}:${at}`,
+    },
+  ];
 }
 
 /**
@@ -213,16 +260,24 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
   // of a request that failed before ends here: its message is given up, and the submission's
   // events say so (they said "will be retried").
   if (submitter.done || submitter.closed) {
-    const reason = submitter.done ? 'the party had completed or declined the form' : 'the submission was completed or archived';
-    const [statement, eventType] = job.channel === 'email' ? [ABANDON_EMAIL, EMAIL_EVENTS.failureEvent] : [ABANDON_SMS, SMS_EVENTS.failureEvent];
-    await sqlPool(db).query({ ...statement, values: [requestDedupeKey(job), eventType, new Date().toISOString(), reason, SEND_MAX_ATTEMPTS] });
+    const reason = submitter.done
+      ? 'the party had completed or declined the form'
+      : 'the submission was completed or archived';
+    const [statement, eventType] =
+      job.channel === 'email' ? [ABANDON_EMAIL, EMAIL_EVENTS.failureEvent] : [ABANDON_SMS, SMS_EVENTS.failureEvent];
+    await sqlPool(db).query({
+      ...statement,
+      values: [requestDedupeKey(job), eventType, new Date().toISOString(), reason, SEND_MAX_ATTEMPTS],
+    });
     return;
   }
 
   const prefs = submitter.preferences ?? {};
   const submissionPrefs = submitter.submissionPreferences ?? {};
   const link = `${deps.config.appUrl}/s/${submitter.slug}`;
-  const sender = submitter.hasSender ? { firstName: submitter.senderFirstName, lastName: submitter.senderLastName, email: submitter.senderEmail } : null;
+  const sender = submitter.hasSender
+    ? { firstName: submitter.senderFirstName, lastName: submitter.senderLastName, email: submitter.senderEmail }
+    : null;
   const variables: MessageVariables = {
     account: { name: submitter.accountName },
     template: { id: submitter.templateId, name: submitter.templateName },
@@ -232,7 +287,14 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
       expireAt: submitter.expireAt,
       submitters: submitter.parties,
     },
-    submitter: { id: submitter.id, slug: submitter.slug, email: submitter.email, name: submitter.name, phone: submitter.phone, link },
+    submitter: {
+      id: submitter.id,
+      slug: submitter.slug,
+      email: submitter.email,
+      name: submitter.name,
+      phone: submitter.phone,
+      link,
+    },
     sender,
     timeZone: submitter.timezone,
   };
@@ -240,8 +302,13 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
   if (job.channel === 'email') {
     if (!submitter.email) return;
     const ownTypes = new Set(submitter.ownTypes);
-    const purpose = ownTypes.size === 0 ? 'view' : ownTypes.has('signature') || ownTypes.has('initials') ? 'sign' : 'submit';
-    const rendered = buildSignatureRequestEmail({ variables, message: prefs.message ?? submissionPrefs.message ?? null, purpose });
+    const purpose =
+      ownTypes.size === 0 ? 'view' : ownTypes.has('signature') || ownTypes.has('initials') ? 'sign' : 'submit';
+    const rendered = buildSignatureRequestEmail({
+      variables,
+      message: prefs.message ?? submissionPrefs.message ?? null,
+      purpose,
+    });
     const { outcome } = await queueAndDeliverEmail(
       { db, mailer: deps.mailer, logger: deps.logger, claimant: runId, maxAttempts: SEND_MAX_ATTEMPTS },
       {
@@ -275,7 +342,11 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
     body: buildSignatureRequestSms({ variables }),
     provider: deps.smsSender.name,
   });
-  const result = await deliverSms({ db, smsSender: deps.smsSender, logger: deps.logger, claimant: runId, maxAttempts: SEND_MAX_ATTEMPTS }, row.id, SMS_EVENTS);
+  const result = await deliverSms(
+    { db, smsSender: deps.smsSender, logger: deps.logger, claimant: runId, maxAttempts: SEND_MAX_ATTEMPTS },
+    row.id,
+    SMS_EVENTS,
+  );
   if (result === 'in-progress') throw inProgress('sms');
 }
 

@@ -5,7 +5,12 @@
 import type { Field, Role } from '../templates/fields.ts';
 
 /** declined → completed → opened → sent → awaiting (first match wins; §6). */
-export function submitterStatus(s: { declinedAt: Date | null; completedAt: Date | null; openedAt: Date | null; sentAt: Date | null }): string {
+export function submitterStatus(s: {
+  declinedAt: Date | null;
+  completedAt: Date | null;
+  openedAt: Date | null;
+  sentAt: Date | null;
+}): string {
   if (s.declinedAt) return 'declined';
   if (s.completedAt) return 'completed';
   if (s.openedAt) return 'opened';

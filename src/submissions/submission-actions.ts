@@ -12,7 +12,12 @@ import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields } from '../templates/fields.ts';
-import { applyPrefill, storeStagedFiles, type CreateSubmissionsOptions, type StagedFile } from './create-submissions.ts';
+import {
+  applyPrefill,
+  storeStagedFiles,
+  type CreateSubmissionsOptions,
+  type StagedFile,
+} from './create-submissions.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from './find.ts';
 import { parseInput } from '../accounts/api-keys.ts';
 import { checkText, MAX_LENGTH } from '../limits.ts';
@@ -54,7 +59,8 @@ export async function updateSubmission(
   await deps.effects.transaction(async (tx, effects) => {
     await tx.submission.update({ where: { id }, data, select: { id: true } });
     effects.jobs.push(...expiryJobs(id, changes.expireAt));
-    if (archived) effects.events.push({ type: 'submission.archived', accountId: actor.accountId, recordId: id, at: now });
+    if (archived)
+      effects.events.push({ type: 'submission.archived', accountId: actor.accountId, recordId: id, at: now });
   });
   return { archived };
 }
@@ -64,7 +70,11 @@ export async function updateSubmission(
  * raises submission.archived on every call.
  * @throws AppError NOT_FOUND / FORBIDDEN
  */
-export async function archiveSubmission(deps: ChangeDeps, actor: Actor, id: number): Promise<{ id: number; archivedAt: Date }> {
+export async function archiveSubmission(
+  deps: ChangeDeps,
+  actor: Actor,
+  id: number,
+): Promise<{ id: number; archivedAt: Date }> {
   await findSubmissionForAccount(deps.db, { id, accountId: actor.accountId });
   const now = new Date();
   await deps.effects.transaction(async (tx, effects) => {
@@ -74,7 +84,8 @@ export async function archiveSubmission(deps: ChangeDeps, actor: Actor, id: numb
   return { id, archivedAt: now };
 }
 
-export interface UpdateSubmitterInput extends Pick<SubmitterInput, 'values' | 'fields' | 'readonly_fields' | 'message'> {
+export interface UpdateSubmitterInput
+  extends Pick<SubmitterInput, 'values' | 'fields' | 'readonly_fields' | 'message'> {
   name?: string;
   email?: string;
   phone?: string;
@@ -118,8 +129,12 @@ export async function updateSubmitter(
     readonly_fields: input.readonly_fields,
   });
   const submitter = await findSubmitterForAccount(db, { id, accountId: actor.accountId });
-  const submission = await db.submission.findUniqueOrThrow({ where: { id: submitter.submissionId }, select: { completedAt: true, templateFields: true } });
-  if (submitter.completedAt || submission.completedAt) throw new AppError('VALIDATION', 'Submitter has already completed the submission.');
+  const submission = await db.submission.findUniqueOrThrow({
+    where: { id: submitter.submissionId },
+    select: { completedAt: true, templateFields: true },
+  });
+  if (submitter.completedAt || submission.completedAt)
+    throw new AppError('VALIDATION', 'Submitter has already completed the submission.');
   if (submitter.declinedAt) throw new AppError('VALIDATION', 'Submitter has already declined the submission.');
   checkEmailAndPhone(input, 'submitter');
   if (input.replyTo && !isValidEmailList(input.replyTo)) throw new AppError('VALIDATION', 'reply_to email is invalid');
@@ -143,7 +158,10 @@ export async function updateSubmitter(
 
   const now = new Date();
   await deps.effects.transaction(async (tx, effects) => {
-    await tx.submission.update({ where: { id: submitter.submissionId }, data: { templateFields: fields as unknown as Prisma.InputJsonValue } });
+    await tx.submission.update({
+      where: { id: submitter.submissionId },
+      data: { templateFields: fields as unknown as Prisma.InputJsonValue },
+    });
     const updated = await tx.submitter.update({
       where: { id },
       data: {
@@ -158,12 +176,25 @@ export async function updateSubmitter(
       select: { id: true, email: true, phone: true },
     });
     if (input.completed) {
-      await tx.submissionEvent.create({ data: { accountId: actor.accountId, submissionId: submitter.submissionId, submitterId: id, eventType: 'api_complete_form' } });
+      await tx.submissionEvent.create({
+        data: {
+          accountId: actor.accountId,
+          submissionId: submitter.submissionId,
+          submitterId: id,
+          eventType: 'api_complete_form',
+        },
+      });
       const pending = await tx.submitter.count({ where: { submissionId: submitter.submissionId, completedAt: null } });
-      if (pending === 0) await tx.submission.update({ where: { id: submitter.submissionId }, data: { completedAt: now } });
-      effects.jobs.push(completionJob(submitter.submissionId, id), ...(await nextPartyJobs(tx, submitter.submissionId)));
+      if (pending === 0)
+        await tx.submission.update({ where: { id: submitter.submissionId }, data: { completedAt: now } });
+      effects.jobs.push(
+        completionJob(submitter.submissionId, id),
+        ...(await nextPartyJobs(tx, submitter.submissionId)),
+      );
     } else if (input.sendEmail === true || input.sendSms === true) {
-      const sends = await tx.submissionEvent.count({ where: { submitterId: id, eventType: { in: ['send_email', 'send_sms'] } } });
+      const sends = await tx.submissionEvent.count({
+        where: { submitterId: id, eventType: { in: ['send_email', 'send_sms'] } },
+      });
       const channels = { ...preferences, send_email: input.sendEmail === true, send_sms: input.sendSms === true };
       effects.jobs.push(...requestJobs([{ ...updated, preferences: channels }], sends + 1));
     }

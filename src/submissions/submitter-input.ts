@@ -28,7 +28,10 @@ export const FieldConfig = z.object({
 });
 export type FieldConfig = z.infer<typeof FieldConfig>;
 
-export const MessageInput = z.object({ subject: text(MAX_LENGTH.label).optional(), body: text(MAX_LENGTH.messageBody).optional() });
+export const MessageInput = z.object({
+  subject: text(MAX_LENGTH.label).optional(),
+  body: text(MAX_LENGTH.messageBody).optional(),
+});
 
 export const SubmitterInput = z.object({
   uuid: text(MAX_LENGTH.name).optional(),
@@ -83,7 +86,10 @@ export const SubmitterChanges = SubmitterInput.pick({
  */
 export function isValidEmailList(value: string): boolean {
   if (value.includes('<')) return true;
-  const parts = value.split(/[,;/]/).map((p) => p.trim()).filter(Boolean);
+  const parts = value
+    .split(/[,;/]/)
+    .map((p) => p.trim())
+    .filter(Boolean);
   return parts.length > 0 && parts.every((p) => EMAIL.safeParse(p).success);
 }
 
@@ -103,7 +109,8 @@ export function checkSubmitterContact(submitter: SubmitterInput, path: string): 
   }
   checkEmailAndPhone(submitter, path);
   submitter.fields?.forEach((field, i) => {
-    if (!field.name && !field.uuid) throw new AppError('VALIDATION', `name or uuid is required in \`${path}.fields[${i}]\`.`);
+    if (!field.name && !field.uuid)
+      throw new AppError('VALIDATION', `name or uuid is required in \`${path}.fields[${i}]\`.`);
   });
 }
 
@@ -112,7 +119,8 @@ export function checkSubmitterContact(submitter: SubmitterInput, path: string): 
  * @throws AppError VALIDATION with DocuSeal's message
  */
 export function checkEmailAndPhone(submitter: Pick<SubmitterInput, 'email' | 'phone'>, path: string): void {
-  if (submitter.email && !isValidEmailList(submitter.email)) throw new AppError('VALIDATION', `email is invalid in \`${path}\`.`);
+  if (submitter.email && !isValidEmailList(submitter.email))
+    throw new AppError('VALIDATION', `email is invalid in \`${path}\`.`);
   if (submitter.phone && !PHONE.test(submitter.phone.replace(/[\s()-]/g, ''))) {
     throw new AppError('VALIDATION', `phone should start with +<country code> and contain only digits in \`${path}\`.`);
   }

@@ -10,7 +10,17 @@ import { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
 import { pointsToFractions, type PdfPage } from '../documents/pdf.ts';
 import { AppError } from '../errors.ts';
-import { checkItems, checkJson, checkText, jsonObject, list, MAX_ITEMS, MAX_JSON, MAX_LENGTH, text } from '../limits.ts';
+import {
+  checkItems,
+  checkJson,
+  checkText,
+  jsonObject,
+  list,
+  MAX_ITEMS,
+  MAX_JSON,
+  MAX_LENGTH,
+  text,
+} from '../limits.ts';
 import { checkFieldPattern } from '../signing-form/field-pattern.ts';
 import { DEFAULT_ROLE_NAME, FIELD_TYPES, OPTION_FIELD_TYPES, type Area, type Field, type Role } from './fields.ts';
 
@@ -101,7 +111,10 @@ export function buildFields(input: {
     const found = roles.find((r) => r.name.toLowerCase() === wanted.toLowerCase());
     if (found) return found.uuid;
     if (input.allowNewRoles === false) {
-      throw new AppError('VALIDATION', `role "${wanted}" is not a role of this template (${roles.map((r) => r.name).join(', ')}) in \`${where}\`.`);
+      throw new AppError(
+        'VALIDATION',
+        `role "${wanted}" is not a role of this template (${roles.map((r) => r.name).join(', ')}) in \`${where}\`.`,
+      );
     }
     const role = { name: wanted, uuid: randomUUID() };
     roles.push(role);
@@ -152,7 +165,10 @@ export function buildFields(input: {
       checkFieldPattern(parsed.validation?.pattern, `${path}.validation.pattern`);
       const type = parsed.type || 'text';
       if (!(FIELD_TYPES as readonly string[]).includes(type)) {
-        throw new AppError('VALIDATION', `type "${type}" is not supported in \`${path}\`. Use one of: ${FIELD_TYPES.join(', ')}.`);
+        throw new AppError(
+          'VALIDATION',
+          `type "${type}" is not supported in \`${path}\`. Use one of: ${FIELD_TYPES.join(', ')}.`,
+        );
       }
       if (parsed.options && !OPTION_FIELD_TYPES.has(type)) {
         throw new AppError('VALIDATION', `options are only for select, radio and multiple fields in \`${path}\`.`);
@@ -230,11 +246,16 @@ function toStoredArea(
     }
   }
   if (!document) throw new AppError('VALIDATION', `\`${path}\` refers to a document that does not exist.`);
-  const fractions = pointsToFractions({ x: area.x, y: area.y, w: area.w, h: area.h, page }, document.pages, `\`${path}\``);
+  const fractions = pointsToFractions(
+    { x: area.x, y: area.y, w: area.w, h: area.h, page },
+    document.pages,
+    `\`${path}\``,
+  );
   let optionUuid: string | undefined;
   if (area.option !== undefined) {
     optionUuid = options?.find((o) => o.value === area.option)?.uuid;
-    if (!optionUuid) throw new AppError('VALIDATION', `option "${area.option}" is not one of the field's options in \`${path}\`.`);
+    if (!optionUuid)
+      throw new AppError('VALIDATION', `option "${area.option}" is not one of the field's options in \`${path}\`.`);
   }
   return { ...fractions, attachment_uuid: document.uuid, ...(optionUuid ? { option_uuid: optionUuid } : {}) };
 }

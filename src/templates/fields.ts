@@ -65,7 +65,10 @@ export const Field = z.object({
   required: z.boolean(),
   readonly: z.boolean().optional(),
   /** A prefilled value: text, number, checkbox, or the chosen options of a `multiple` field. */
-  default_value: z.union([z.string(), z.number(), z.boolean(), z.array(z.string())]).nullable().optional(),
+  default_value: z
+    .union([z.string(), z.number(), z.boolean(), z.array(z.string())])
+    .nullable()
+    .optional(),
   title: z.string().optional(),
   description: z.string().optional(),
   preferences: z.record(z.string(), z.unknown()).default({}),

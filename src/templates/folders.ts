@@ -25,7 +25,9 @@ export function folderPath(fullName: string): string[] {
     throw new AppError('VALIDATION', `folder_name "${fullName}" is not a valid folder name.`);
   }
   if (parts.length > MAX_ITEMS.folderLevels) {
-    throw new AppError('VALIDATION', `folder_name has too many levels (maximum is ${MAX_ITEMS.folderLevels}).`, { details: { path: 'folder_name', maximum: MAX_ITEMS.folderLevels } });
+    throw new AppError('VALIDATION', `folder_name has too many levels (maximum is ${MAX_ITEMS.folderLevels}).`, {
+      details: { path: 'folder_name', maximum: MAX_ITEMS.folderLevels },
+    });
   }
   return parts;
 }
@@ -66,21 +68,27 @@ export async function findOrCreateFolder(
  * Full names of folders, by id (one query per level of nesting, not per folder).
  * @param folders rows with their parent id and name
  */
-export async function folderFullNames(
-  db: Pick<Tx, 'folder'>,
-  folderIds: number[],
-): Promise<Map<number, string>> {
+export async function folderFullNames(db: Pick<Tx, 'folder'>, folderIds: number[]): Promise<Map<number, string>> {
   const byId = new Map<number, { name: string; parentFolderId: number | null }>();
   let missing = [...new Set(folderIds)];
   while (missing.length > 0) {
-    const rows = await db.folder.findMany({ where: { id: { in: missing } }, select: { id: true, name: true, parentFolderId: true } });
+    const rows = await db.folder.findMany({
+      where: { id: { in: missing } },
+      select: { id: true, name: true, parentFolderId: true },
+    });
     for (const row of rows) byId.set(row.id, row);
-    missing = [...new Set(rows.map((r) => r.parentFolderId).filter((id): id is number => id !== null && !byId.has(id)))];
+    missing = [
+      ...new Set(rows.map((r) => r.parentFolderId).filter((id): id is number => id !== null && !byId.has(id))),
+    ];
   }
   const names = new Map<number, string>();
   for (const id of folderIds) {
     const parts: string[] = [];
-    for (let current = byId.get(id), guard = 0; current && guard < 64; current = current.parentFolderId ? byId.get(current.parentFolderId) : undefined, guard += 1) {
+    for (
+      let current = byId.get(id), guard = 0;
+      current && guard < 64;
+      current = current.parentFolderId ? byId.get(current.parentFolderId) : undefined, guard += 1
+    ) {
       parts.unshift(current.name);
     }
     names.set(id, parts.join(SEPARATOR));

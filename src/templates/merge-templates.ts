@@ -22,14 +22,21 @@ export const MergeTemplatesInput = z.object({
   folderName: text(MAX_LENGTH.folderName).optional(),
   externalId: text(MAX_LENGTH.externalId).optional(),
   sharedLink: z.boolean().optional(),
-  roles: list(z.string().trim().min(1, 'roles must not contain empty names').max(MAX_LENGTH.name), MAX_ITEMS.roles).optional(),
+  roles: list(
+    z.string().trim().min(1, 'roles must not contain empty names').max(MAX_LENGTH.name),
+    MAX_ITEMS.roles,
+  ).optional(),
 });
 
 /**
  * @returns the new template's id
  * @throws AppError VALIDATION (fewer than 2 ids, sizes over src/limits.ts), NOT_FOUND / FORBIDDEN for any id
  */
-export async function mergeTemplates(deps: TemplateChangeDeps, actor: { accountId: number; userId: number }, input: z.input<typeof MergeTemplatesInput>): Promise<number> {
+export async function mergeTemplates(
+  deps: TemplateChangeDeps,
+  actor: { accountId: number; userId: number },
+  input: z.input<typeof MergeTemplatesInput>,
+): Promise<number> {
   const options = parseInput(MergeTemplatesInput, input);
   return deps.effects.transaction(async (tx, effects) => {
     for (const id of options.templateIds) await findTemplateForAccount(tx, { id, accountId: actor.accountId });
@@ -76,7 +83,13 @@ export async function mergeTemplates(deps: TemplateChangeDeps, actor: { accountI
     checkItems(documents, MAX_ITEMS.documents, 'documents');
     const folderId =
       options.folderName !== undefined
-        ? (await findOrCreateFolder(tx, { accountId: actor.accountId, authorId: actor.userId, fullName: options.folderName })).id
+        ? (
+            await findOrCreateFolder(tx, {
+              accountId: actor.accountId,
+              authorId: actor.userId,
+              fullName: options.folderName,
+            })
+          ).id
         : ordered[0]!.folderId;
     const template = await tx.template.create({
       data: {
@@ -95,9 +108,22 @@ export async function mergeTemplates(deps: TemplateChangeDeps, actor: { accountI
       select: { id: true },
     });
     await tx.templateDocument.createMany({
-      data: documents.map((d, position) => ({ uuid: d.uuid, templateId: template.id, fileId: d.fileId, name: d.name, position })),
+      data: documents.map((d, position) => ({
+        uuid: d.uuid,
+        templateId: template.id,
+        fileId: d.fileId,
+        name: d.name,
+        position,
+      })),
     });
-    await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: template.id, userId: actor.userId, eventType: 'template.created' } });
+    await tx.templateEvent.create({
+      data: {
+        accountId: actor.accountId,
+        templateId: template.id,
+        userId: actor.userId,
+        eventType: 'template.created',
+      },
+    });
     effects.events.push(...templateEvents(actor.accountId, template.id, ['template.created']));
     return template.id;
   });

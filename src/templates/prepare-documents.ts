@@ -24,7 +24,8 @@ function documentList(documents: unknown): Record<string, unknown>[] {
   if (!Array.isArray(documents)) throw new AppError('VALIDATION', 'documents must be an array.');
   if (documents.length === 0) throw new AppError('VALIDATION', 'documents must not be empty.');
   return documents.map((doc, i) => {
-    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+      throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
     return doc as Record<string, unknown>;
   });
 }
@@ -62,7 +63,12 @@ function htmlTagged(fields: HtmlFieldTag[]): TaggedField[] {
  * owner-password file is kept as a clean rewrite), text tags found and removed, and the bytes
  * kept checked with pdf-lib, which draws on them at completion (assertPdfEditable, on a worker).
  */
-async function fromPdf(original: Uint8Array, name: string, label: string, extraTagged: TaggedField[] = []): Promise<PreparedDocument> {
+async function fromPdf(
+  original: Uint8Array,
+  name: string,
+  label: string,
+  extraTagged: TaggedField[] = [],
+): Promise<PreparedDocument> {
   const { pdf, info } = await readUploadedPdf(original, label);
   const { pages } = info;
   // pdf-lib reads the file on its worker while mupdf scans it for text tags here.
@@ -146,22 +152,44 @@ const HtmlDocument = z.object({
  */
 export async function prepareHtmlDocuments(
   deps: PrepareDeps,
-  input: { html?: unknown; documents?: unknown; header?: string | undefined; footer?: string | undefined; size: PaperSize; name: string },
+  input: {
+    html?: unknown;
+    documents?: unknown;
+    header?: string | undefined;
+    footer?: string | undefined;
+    size: PaperSize;
+    name: string;
+  },
 ): Promise<PreparedDocument[]> {
   const sources: { html: string; name: string; label: string }[] = [];
-  if (input.documents !== undefined && input.documents !== null && !(Array.isArray(input.documents) && input.documents.length === 0)) {
+  if (
+    input.documents !== undefined &&
+    input.documents !== null &&
+    !(Array.isArray(input.documents) && input.documents.length === 0)
+  ) {
     documentList(input.documents).forEach((doc, i) => {
       const parsed = HtmlDocument.safeParse(doc);
-      if (!parsed.success) throw new AppError('VALIDATION', `${parsed.error.issues[0]!.message} in \`documents[${i}]\`.`);
-      sources.push({ html: parsed.data.html, name: parsed.data.name?.trim() || `${input.name}${i ? ` ${i + 1}` : ''}`, label: `documents[${i}]` });
+      if (!parsed.success)
+        throw new AppError('VALIDATION', `${parsed.error.issues[0]!.message} in \`documents[${i}]\`.`);
+      sources.push({
+        html: parsed.data.html,
+        name: parsed.data.name?.trim() || `${input.name}${i ? ` ${i + 1}` : ''}`,
+        label: `documents[${i}]`,
+      });
     });
   } else {
-    if (typeof input.html !== 'string' || input.html.trim() === '') throw new AppError('VALIDATION', 'html is required.');
+    if (typeof input.html !== 'string' || input.html.trim() === '')
+      throw new AppError('VALIDATION', 'html is required.');
     sources.push({ html: input.html, name: input.name, label: 'html' });
   }
   const prepared: PreparedDocument[] = [];
   for (const source of sources) {
-    const { pdf, fields } = await deps.renderer.htmlToPdf({ html: source.html, header: input.header, footer: input.footer, size: input.size });
+    const { pdf, fields } = await deps.renderer.htmlToPdf({
+      html: source.html,
+      header: input.header,
+      footer: input.footer,
+      size: input.size,
+    });
     prepared.push(await fromPdf(pdf, source.name, source.label, htmlTagged(fields)));
   }
   return prepared;

@@ -111,7 +111,11 @@ export async function saveTemplate(
       : null;
     const folder =
       input.folderName !== undefined || !existing
-        ? await findOrCreateFolder(tx, { accountId: input.accountId, authorId: input.userId, fullName: input.folderName })
+        ? await findOrCreateFolder(tx, {
+            accountId: input.accountId,
+            authorId: input.userId,
+            fullName: input.folderName,
+          })
         : undefined;
     const data = {
       submitters: roles as unknown as Prisma.InputJsonValue,
@@ -124,7 +128,10 @@ export async function saveTemplate(
     if (existing) {
       templateId = existing.id;
       await tx.templateDocument.deleteMany({ where: { templateId } });
-      await tx.template.update({ where: { id: templateId }, data: { ...data, ...(input.name ? { name: input.name } : {}) } });
+      await tx.template.update({
+        where: { id: templateId },
+        data: { ...data, ...(input.name ? { name: input.name } : {}) },
+      });
     } else {
       const template = await tx.template.create({
         data: {
@@ -159,7 +166,9 @@ export async function saveTemplate(
         eventType: existing ? 'template.updated' : 'template.created',
       },
     });
-    effects.events.push(...templateEvents(input.accountId, templateId, [existing ? 'template.updated' : 'template.created']));
+    effects.events.push(
+      ...templateEvents(input.accountId, templateId, [existing ? 'template.updated' : 'template.created']),
+    );
     return { templateId, created: !existing };
   });
 }
@@ -180,7 +189,11 @@ export async function stageDocument(db: Db, accountId: number, doc: PreparedDocu
     where: { page: 0, file: { sha256, accountId } },
     select: { imageFileId: true },
   });
-  return { doc, existingImageFileId: existing?.imageFileId, png: existing ? undefined : await renderPagePng(doc.pdf, 0) };
+  return {
+    doc,
+    existingImageFileId: existing?.imageFileId,
+    png: existing ? undefined : await renderPagePng(doc.pdf, 0),
+  };
 }
 
 /**
@@ -188,20 +201,33 @@ export async function stageDocument(db: Db, accountId: number, doc: PreparedDocu
  * (the bytes go to content-addressed storage; rows roll back with the transaction).
  * @returns the PDF's StoredFile row
  */
-export async function storeStagedDocument(tx: Prisma.TransactionClient, storage: FileStorage, accountId: number, staged: StagedDocument) {
+export async function storeStagedDocument(
+  tx: Prisma.TransactionClient,
+  storage: FileStorage,
+  accountId: number,
+  staged: StagedDocument,
+) {
   const { doc } = staged;
   const filename = /\.pdf$/i.test(doc.name) ? doc.name : `${doc.name}.pdf`;
-  const stored = await storeFile({ db: tx, storage }, {
-    accountId,
-    bytes: doc.pdf,
-    filename,
-    contentType: 'application/pdf',
-    pageCount: doc.pages.length,
-    pages: doc.pages,
-  });
+  const stored = await storeFile(
+    { db: tx, storage },
+    {
+      accountId,
+      bytes: doc.pdf,
+      filename,
+      contentType: 'application/pdf',
+      pageCount: doc.pages.length,
+      pages: doc.pages,
+    },
+  );
   const imageFileId =
     staged.existingImageFileId ??
-    (await storeFile({ db: tx, storage }, { accountId, bytes: staged.png!, filename: '0.png', contentType: 'image/png' })).id;
+    (
+      await storeFile(
+        { db: tx, storage },
+        { accountId, bytes: staged.png!, filename: '0.png', contentType: 'image/png' },
+      )
+    ).id;
   await tx.documentPreview.create({ data: { fileId: stored.id, page: 0, imageFileId } });
   return stored;
 }

@@ -26,7 +26,10 @@ export const UpdateTemplateInput = z.object({
   externalId: text(MAX_LENGTH.externalId).nullable().optional(),
   sharedLink: z.boolean().optional(),
   /** Renames roles by position; a longer list appends roles (DocuSeal §8.2). */
-  roles: list(z.string().trim().min(1, 'roles must not contain empty names').max(MAX_LENGTH.name), MAX_ITEMS.roles).optional(),
+  roles: list(
+    z.string().trim().min(1, 'roles must not contain empty names').max(MAX_LENGTH.name),
+    MAX_ITEMS.roles,
+  ).optional(),
   archived: z.boolean().optional(),
 });
 
@@ -45,13 +48,20 @@ export async function updateTemplate(
   const changes = parseInput(UpdateTemplateInput, input);
   return deps.effects.transaction(async (tx, effects) => {
     await findTemplateForAccount(tx, { id, accountId: actor.accountId });
-    const template = await tx.template.findUniqueOrThrow({ where: { id }, select: { submitters: true, archivedAt: true } });
+    const template = await tx.template.findUniqueOrThrow({
+      where: { id },
+      select: { submitters: true, archivedAt: true },
+    });
     const data: Prisma.TemplateUpdateInput = {};
     if (changes.name !== undefined) data.name = changes.name;
     if (changes.externalId !== undefined) data.externalId = changes.externalId;
     if (changes.sharedLink !== undefined) data.sharedLink = changes.sharedLink;
     if (changes.folderName !== undefined) {
-      const folder = await findOrCreateFolder(tx, { accountId: actor.accountId, authorId: actor.userId, fullName: changes.folderName });
+      const folder = await findOrCreateFolder(tx, {
+        accountId: actor.accountId,
+        authorId: actor.userId,
+        fullName: changes.folderName,
+      });
       data.folder = { connect: { id: folder.id } };
     }
     if (changes.roles !== undefined) {
@@ -70,9 +80,17 @@ export async function updateTemplate(
     // Always touch updated_at: the response carries it and template.updated fires on every call.
     data.updatedAt = new Date();
     const updated = await tx.template.update({ where: { id }, data, select: { id: true, updatedAt: true } });
-    await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType } });
+    await tx.templateEvent.create({
+      data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType },
+    });
     const archived = eventType === 'template.archived';
-    effects.events.push(...templateEvents(actor.accountId, id, archived ? ['template.updated', 'template.archived'] : ['template.updated']));
+    effects.events.push(
+      ...templateEvents(
+        actor.accountId,
+        id,
+        archived ? ['template.updated', 'template.archived'] : ['template.updated'],
+      ),
+    );
     return { ...updated, archived };
   });
 }
@@ -82,13 +100,23 @@ export async function updateTemplate(
  * template.archived is raised on every call.
  * @throws AppError NOT_FOUND / FORBIDDEN
  */
-export async function archiveTemplate(deps: TemplateChangeDeps, actor: Actor, id: number): Promise<{ id: number; archivedAt: Date }> {
+export async function archiveTemplate(
+  deps: TemplateChangeDeps,
+  actor: Actor,
+  id: number,
+): Promise<{ id: number; archivedAt: Date }> {
   return deps.effects.transaction(async (tx, effects) => {
     const template = await findTemplateForAccount(tx, { id, accountId: actor.accountId });
     effects.events.push(...templateEvents(actor.accountId, id, ['template.archived']));
     if (template.archivedAt) return { id, archivedAt: template.archivedAt };
-    const archived = await tx.template.update({ where: { id }, data: { archivedAt: new Date() }, select: { id: true, archivedAt: true } });
-    await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType: 'template.archived' } });
+    const archived = await tx.template.update({
+      where: { id },
+      data: { archivedAt: new Date() },
+      select: { id: true, archivedAt: true },
+    });
+    await tx.templateEvent.create({
+      data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType: 'template.archived' },
+    });
     return { id: archived.id, archivedAt: archived.archivedAt! };
   });
 }
@@ -108,7 +136,12 @@ export const CloneTemplateInput = z.object({
  * @returns the new template's id
  * @throws AppError NOT_FOUND / FORBIDDEN / VALIDATION
  */
-export async function cloneTemplate(deps: TemplateChangeDeps, actor: Actor, id: number, input: z.input<typeof CloneTemplateInput>): Promise<number> {
+export async function cloneTemplate(
+  deps: TemplateChangeDeps,
+  actor: Actor,
+  id: number,
+  input: z.input<typeof CloneTemplateInput>,
+): Promise<number> {
   const options = parseInput(CloneTemplateInput, input);
   return deps.effects.transaction(async (tx, effects) => {
     await findTemplateForAccount(tx, { id, accountId: actor.accountId });
@@ -136,11 +169,20 @@ export async function cloneTemplate(deps: TemplateChangeDeps, actor: Actor, id: 
     const names = source.documents.map((d, i) => options.documentNames?.[i] || d.name);
     const schema = parseSchema(source.schema).map((entry) => {
       const index = source.documents.findIndex((d) => d.uuid === entry.attachment_uuid);
-      return { attachment_uuid: docMap.get(entry.attachment_uuid) ?? entry.attachment_uuid, name: index >= 0 ? names[index]! : entry.name };
+      return {
+        attachment_uuid: docMap.get(entry.attachment_uuid) ?? entry.attachment_uuid,
+        name: index >= 0 ? names[index]! : entry.name,
+      };
     });
     const folderId =
       options.folderName !== undefined
-        ? (await findOrCreateFolder(tx, { accountId: actor.accountId, authorId: actor.userId, fullName: options.folderName })).id
+        ? (
+            await findOrCreateFolder(tx, {
+              accountId: actor.accountId,
+              authorId: actor.userId,
+              fullName: options.folderName,
+            })
+          ).id
         : source.folderId;
     const clone = await tx.template.create({
       data: {
@@ -168,7 +210,9 @@ export async function cloneTemplate(deps: TemplateChangeDeps, actor: Actor, id: 
         position,
       })),
     });
-    await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: clone.id, userId: actor.userId, eventType: 'template.created' } });
+    await tx.templateEvent.create({
+      data: { accountId: actor.accountId, templateId: clone.id, userId: actor.userId, eventType: 'template.created' },
+    });
     effects.events.push(...templateEvents(actor.accountId, clone.id, ['template.created']));
     return clone.id;
   });

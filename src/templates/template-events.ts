@@ -12,6 +12,11 @@ export interface TemplateChangeDeps {
 }
 
 /** The template.* domain events of one change of a template, at `at` (default now). */
-export function templateEvents(accountId: number, templateId: number, types: EventType[], at = new Date()): DomainEvent[] {
+export function templateEvents(
+  accountId: number,
+  templateId: number,
+  types: EventType[],
+  at = new Date(),
+): DomainEvent[] {
   return types.map((type) => ({ type, accountId, recordId: templateId, at }));
 }

@@ -59,7 +59,12 @@ export async function updateTemplateDocuments(
   await findTemplateForAccount(deps.db, { id, accountId: actor.accountId });
   const template = await deps.db.template.findUniqueOrThrow({
     where: { id },
-    include: { documents: { orderBy: { position: 'asc' }, include: { file: { select: { id: true, pages: true, storageKey: true } } } } },
+    include: {
+      documents: {
+        orderBy: { position: 'asc' },
+        include: { file: { select: { id: true, pages: true, storageKey: true } } },
+      },
+    },
   });
   const roles = parseRoles(template.submitters);
   let fields = parseFields(template.fields);
@@ -86,14 +91,22 @@ export async function updateTemplateDocuments(
     if (op.remove) {
       const index = op.position !== undefined ? op.position : docs.findIndex((d) => d.name === op.name);
       if (index < 0 || index >= docs.length) {
-        throw new AppError('VALIDATION', `no document ${op.position !== undefined ? `at position ${op.position}` : `named "${op.name ?? ''}"`} to remove in \`${label}\`.`);
+        throw new AppError(
+          'VALIDATION',
+          `no document ${op.position !== undefined ? `at position ${op.position}` : `named "${op.name ?? ''}"`} to remove in \`${label}\`.`,
+        );
       }
       const [removed] = docs.splice(index, 1);
       dropAreasOf(removed!.uuid);
       return;
     }
     if (!op.prepared) throw new AppError('VALIDATION', `file or html is required in \`${label}\`.`);
-    const incoming: WorkingDocument = { uuid: randomUUID(), name: op.prepared.name, pages: op.prepared.pages, prepared: op.prepared };
+    const incoming: WorkingDocument = {
+      uuid: randomUUID(),
+      name: op.prepared.name,
+      pages: op.prepared.pages,
+      prepared: op.prepared,
+    };
     const { fields: tagged } = buildFields({
       documents: [incoming],
       tagged: [op.prepared.tagged],
@@ -104,13 +117,18 @@ export async function updateTemplateDocuments(
     });
     if (op.replace) {
       const index = op.position ?? docs.length - 1;
-      if (index < 0 || index >= docs.length) throw new AppError('VALIDATION', `no document at position ${index} to replace in \`${label}\`.`);
+      if (index < 0 || index >= docs.length)
+        throw new AppError('VALIDATION', `no document at position ${index} to replace in \`${label}\`.`);
       const old = docs[index]!;
       docs[index] = incoming;
       if (tagged.length === 0) {
         // The new document brings no fields: the old one's move over (areas beyond its pages go).
         rewriteAreas((a) =>
-          a.attachment_uuid !== old.uuid ? a : a.page < incoming.pages.length ? { ...a, attachment_uuid: incoming.uuid } : null,
+          a.attachment_uuid !== old.uuid
+            ? a
+            : a.page < incoming.pages.length
+              ? { ...a, attachment_uuid: incoming.uuid }
+              : null,
         );
       } else {
         dropAreasOf(old.uuid);
@@ -128,25 +146,35 @@ export async function updateTemplateDocuments(
 
   let final = docs;
   if (options.merge && docs.length > 1) {
-    final = [await mergeDocuments(deps.storage, docs, template.name, (offsets, mergedUuid) => {
-      fields = fields.map((f) => ({
-        ...f,
-        areas: f.areas.map((a) => {
-          const offset = offsets.get(a.attachment_uuid);
-          return offset === undefined ? a : { ...a, attachment_uuid: mergedUuid, page: a.page + offset };
-        }),
-      }));
-    })];
+    final = [
+      await mergeDocuments(deps.storage, docs, template.name, (offsets, mergedUuid) => {
+        fields = fields.map((f) => ({
+          ...f,
+          areas: f.areas.map((a) => {
+            const offset = offsets.get(a.attachment_uuid);
+            return offset === undefined ? a : { ...a, attachment_uuid: mergedUuid, page: a.page + offset };
+          }),
+        }));
+      }),
+    ];
   }
 
   // Render previews of new documents, then write everything in one transaction.
   const staged = new Map<WorkingDocument, StagedDocument>();
-  for (const doc of final) if (doc.prepared) staged.set(doc, await stageDocument(deps.db, actor.accountId, doc.prepared));
+  for (const doc of final)
+    if (doc.prepared) staged.set(doc, await stageDocument(deps.db, actor.accountId, doc.prepared));
   await deps.effects.transaction(async (tx, effects) => {
-    for (const [doc, stage] of staged) doc.fileId = (await storeStagedDocument(tx, deps.storage, actor.accountId, stage)).id;
+    for (const [doc, stage] of staged)
+      doc.fileId = (await storeStagedDocument(tx, deps.storage, actor.accountId, stage)).id;
     await tx.templateDocument.deleteMany({ where: { templateId: id } });
     await tx.templateDocument.createMany({
-      data: final.map((doc, position) => ({ uuid: doc.uuid, templateId: id, fileId: doc.fileId!, name: doc.name, position })),
+      data: final.map((doc, position) => ({
+        uuid: doc.uuid,
+        templateId: id,
+        fileId: doc.fileId!,
+        name: doc.name,
+        position,
+      })),
     });
     await tx.template.update({
       where: { id },
@@ -156,7 +184,9 @@ export async function updateTemplateDocuments(
         updatedAt: new Date(),
       },
     });
-    await tx.templateEvent.create({ data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType: 'template.updated' } });
+    await tx.templateEvent.create({
+      data: { accountId: actor.accountId, templateId: id, userId: actor.userId, eventType: 'template.updated' },
+    });
     effects.events.push(...templateEvents(actor.accountId, id, ['template.updated']));
   });
 }

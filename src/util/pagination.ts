@@ -31,7 +31,10 @@ export function pageSize(args: Pick<PageArgs, 'limit'>): number {
 /** The Prisma `where` on `id` for the cursors, or undefined when there are none. */
 export function idCursorWhere(args: Pick<PageArgs, 'after' | 'before'>): { gt?: number; lt?: number } | undefined {
   if (args.after === undefined && args.before === undefined) return undefined;
-  return { ...(args.after !== undefined ? { gt: args.after } : {}), ...(args.before !== undefined ? { lt: args.before } : {}) };
+  return {
+    ...(args.after !== undefined ? { gt: args.after } : {}),
+    ...(args.before !== undefined ? { lt: args.before } : {}),
+  };
 }
 
 /** The pagination object of a page of items sorted by ascending id. */

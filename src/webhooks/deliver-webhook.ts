@@ -85,7 +85,17 @@ interface ClaimedDelivery {
   payload: unknown;
   /** When attempt 0 started, when it has been recorded. */
   firstSentAt: Date | null;
-  endpoint: Pick<WebhookEndpoint, 'url' | 'events' | 'secret' | 'previousSecret' | 'previousSecretExpiresAt' | 'headerName' | 'headerValue' | 'disabledAt'>;
+  endpoint: Pick<
+    WebhookEndpoint,
+    | 'url'
+    | 'events'
+    | 'secret'
+    | 'previousSecret'
+    | 'previousSecretExpiresAt'
+    | 'headerName'
+    | 'headerValue'
+    | 'disabledAt'
+  >;
 }
 
 /*
@@ -190,7 +200,9 @@ const attemptStatements = perClient((db: Db): AttemptStatements => {
     record: turnBatch<RecordRequest, boolean>(async (requests) => {
       const seen = new Set<string>();
       // One row per (delivery, attempt): a second one in the batch finds it recorded.
-      const unique = requests.filter((r) => !seen.has(`${r.deliveryId}:${r.attempt}`) && seen.add(`${r.deliveryId}:${r.attempt}`));
+      const unique = requests.filter(
+        (r) => !seen.has(`${r.deliveryId}:${r.attempt}`) && seen.add(`${r.deliveryId}:${r.attempt}`),
+      );
       const { rows } = await pool.query({
         ...RECORD,
         values: [
@@ -256,7 +268,10 @@ export async function deliverWebhook(deps: DeliveryDeps, job: DeliverWebhookData
     const settled = await waitWhileInFlight(deps, delivery, job.attempt);
     return settled ? resumeAttempt(deps, settled, job) : undefined;
   }
-  deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt, attemptCount: delivery.attemptCount }, 'webhook: attempt ahead of the delivery; ignored');
+  deps.logger.warn(
+    { deliveryId: delivery.id, attempt: job.attempt, attemptCount: delivery.attemptCount },
+    'webhook: attempt ahead of the delivery; ignored',
+  );
 }
 
 /**
@@ -264,12 +279,23 @@ export async function deliverWebhook(deps: DeliveryDeps, job: DeliverWebhookData
  * one after a failure. Returns the response, or null when the attempt was not there to claim
  * (another run had it, or the delivery is gone or no longer pending).
  */
-export async function attempt(deps: DeliveryDeps, job: DeliverWebhookData, options: { retry: boolean }): Promise<WebhookResponse | null> {
+export async function attempt(
+  deps: DeliveryDeps,
+  job: DeliverWebhookData,
+  options: { retry: boolean },
+): Promise<WebhookResponse | null> {
   const claimed = await claimAttempt(deps.db, job.deliveryId, job.attempt, job.body === undefined);
   if (!claimed) return null;
   const startedAt = new Date();
   const { response, payload, final } = await send(deps, claimed, job, startedAt);
-  await recordAttempt(deps, claimed, { attempt: job.attempt, startedAt, response, payload, retry: options.retry && !final, manual: job.manual });
+  await recordAttempt(deps, claimed, {
+    attempt: job.attempt,
+    startedAt,
+    response,
+    payload,
+    retry: options.retry && !final,
+    manual: job.manual,
+  });
   return response;
 }
 
@@ -281,9 +307,14 @@ async function send(
   now: Date,
 ): Promise<{ response: WebhookResponse; payload: WebhookPayload | null; final: boolean }> {
   const { endpoint } = delivery;
-  const notSent = (error: string) => ({ response: { ok: false, statusCode: null, durationMs: 0, error, responseBody: null }, payload: null, final: true });
+  const notSent = (error: string) => ({
+    response: { ok: false, statusCode: null, durationMs: 0, error, responseBody: null },
+    payload: null,
+    final: true,
+  });
   if (endpoint.disabledAt) return notSent('Not sent: the endpoint is disabled');
-  if (!job.manual && !endpoint.events.includes(delivery.eventType)) return notSent(`Not sent: the endpoint no longer subscribes to ${delivery.eventType}`);
+  if (!job.manual && !endpoint.events.includes(delivery.eventType))
+    return notSent(`Not sent: the endpoint no longer subscribes to ${delivery.eventType}`);
 
   let body = job.body;
   let payload: WebhookPayload | null = null;
@@ -296,7 +327,10 @@ async function send(
     'content-type': 'application/json',
     'user-agent': WEBHOOK_USER_AGENT,
   };
-  const custom = endpoint.headerName && endpoint.headerValue !== null ? { name: endpoint.headerName, value: endpoint.headerValue } : null;
+  const custom =
+    endpoint.headerName && endpoint.headerValue !== null
+      ? { name: endpoint.headerName, value: endpoint.headerValue }
+      : null;
   // As DocuSeal: a custom header named X-Docuseal-Signature takes the signature's place.
   if (!custom || custom.name.toLowerCase() !== SIGNATURE_HEADER.toLowerCase()) {
     headers[SIGNATURE_HEADER] = signatureHeader(signingSecrets(endpoint, now), timestamp, body);
@@ -313,12 +347,19 @@ async function send(
     resolve: deps.resolve,
   });
   // The account sees only "Webhook request failed" (src/webhooks/send-request.ts); the reason is for operators.
-  if (response.detail) deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt, reason: response.detail }, 'webhook request failed');
+  if (response.detail)
+    deps.logger.warn(
+      { deliveryId: delivery.id, attempt: job.attempt, reason: response.detail },
+      'webhook request failed',
+    );
   return { response, payload, final: false };
 }
 
 /** `data` as the record is now, with the delivery's event_type and timestamp; the stored payload when the record is gone. */
-async function rebuildPayload(deps: DeliveryDeps, delivery: Pick<ClaimedDelivery, 'id' | 'accountId' | 'eventType' | 'recordId' | 'payload'>): Promise<WebhookPayload> {
+async function rebuildPayload(
+  deps: DeliveryDeps,
+  delivery: Pick<ClaimedDelivery, 'id' | 'accountId' | 'eventType' | 'recordId' | 'payload'>,
+): Promise<WebhookPayload> {
   const stored = delivery.payload as WebhookPayload;
   try {
     const fresh = await deps.payloads.build({
@@ -330,7 +371,10 @@ async function rebuildPayload(deps: DeliveryDeps, delivery: Pick<ClaimedDelivery
     return fresh ?? stored;
   } catch (error) {
     // The attempt goes ahead with what the dispatch built rather than not at all.
-    deps.logger.warn({ err: error, deliveryId: delivery.id }, 'webhook: could not rebuild the payload; sending the stored one');
+    deps.logger.warn(
+      { err: error, deliveryId: delivery.id },
+      'webhook: could not rebuild the payload; sending the stored one',
+    );
     return stored;
   }
 }
@@ -343,7 +387,15 @@ async function rebuildPayload(deps: DeliveryDeps, delivery: Pick<ClaimedDelivery
 async function recordAttempt(
   deps: DeliveryDeps,
   delivery: Pick<ClaimedDelivery, 'id' | 'createdAt' | 'firstSentAt'>,
-  outcome: { attempt: number; startedAt: Date; response: WebhookResponse; payload: WebhookPayload | null; retry: boolean; manual?: boolean | undefined; retryNow?: boolean },
+  outcome: {
+    attempt: number;
+    startedAt: Date;
+    response: WebhookResponse;
+    payload: WebhookPayload | null;
+    retry: boolean;
+    manual?: boolean | undefined;
+    retryNow?: boolean;
+  },
 ): Promise<void> {
   const { response, attempt: k } = outcome;
   let status: 'succeeded' | 'failed' | 'pending' = response.ok ? 'succeeded' : 'failed';
@@ -371,7 +423,12 @@ async function recordAttempt(
   });
   // Recorded already by another run of this attempt: its record stands.
   if (!recorded) return;
-  if (status === 'pending' && nextAttemptAt) await enqueueAttempt(deps.jobs, { deliveryId: delivery.id, attempt: k + 1, ...(outcome.manual ? { manual: true } : {}) }, nextAttemptAt);
+  if (status === 'pending' && nextAttemptAt)
+    await enqueueAttempt(
+      deps.jobs,
+      { deliveryId: delivery.id, attempt: k + 1, ...(outcome.manual ? { manual: true } : {}) },
+      nextAttemptAt,
+    );
 }
 
 /** A job found its attempt already claimed: finish what the earlier run could not. */
@@ -382,12 +439,19 @@ async function recordAttempt(
  * Waits until it is recorded or old enough to be a dead run's.
  * @returns the delivery to resume, or null when it is gone or no longer pending (the other run recorded it)
  */
-async function waitWhileInFlight(deps: DeliveryDeps, delivery: WebhookDelivery, attempt: number): Promise<WebhookDelivery | null> {
+async function waitWhileInFlight(
+  deps: DeliveryDeps,
+  delivery: WebhookDelivery,
+  attempt: number,
+): Promise<WebhookDelivery | null> {
   const windowMs = deps.config.connectTimeout + deps.config.responseTimeout + 5_000;
   let current = delivery;
   for (;;) {
     if (Date.now() - current.updatedAt.getTime() >= windowMs) return current;
-    const recorded = await deps.db.webhookAttempt.findUnique({ where: { deliveryId_attempt: { deliveryId: current.id, attempt } }, select: { id: true } });
+    const recorded = await deps.db.webhookAttempt.findUnique({
+      where: { deliveryId_attempt: { deliveryId: current.id, attempt } },
+      select: { id: true },
+    });
     if (!recorded) await new Promise((resolve) => setTimeout(resolve, 100));
     const next = await deps.db.webhookDelivery.findUnique({ where: { id: current.id } });
     if (next?.status !== 'pending') return null;
@@ -402,7 +466,10 @@ async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job:
     select: { attempt: true, createdAt: true },
   });
   if (!attempts.some((a) => a.attempt === job.attempt)) {
-    deps.logger.warn({ deliveryId: delivery.id, attempt: job.attempt }, 'webhook: attempt interrupted (claimed, never recorded); recording it as failed');
+    deps.logger.warn(
+      { deliveryId: delivery.id, attempt: job.attempt },
+      'webhook: attempt interrupted (claimed, never recorded); recording it as failed',
+    );
     const response: WebhookResponse = {
       ok: false,
       statusCode: null,
@@ -411,12 +478,28 @@ async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job:
       responseBody: null,
     };
     const firstSentAt = attempts.find((a) => a.attempt === 0)?.createdAt ?? null;
-    await recordAttempt(deps, { id: delivery.id, createdAt: delivery.createdAt, firstSentAt }, { attempt: job.attempt, startedAt: new Date(), response, payload: null, retry: true, retryNow: true, manual: job.manual });
+    await recordAttempt(
+      deps,
+      { id: delivery.id, createdAt: delivery.createdAt, firstSentAt },
+      {
+        attempt: job.attempt,
+        startedAt: new Date(),
+        response,
+        payload: null,
+        retry: true,
+        retryNow: true,
+        manual: job.manual,
+      },
+    );
     return;
   }
   // Recorded, but the next attempt may not have been enqueued: enqueueing again is harmless.
   if (delivery.status === 'pending' && delivery.nextAttemptAt && delivery.attemptCount === job.attempt + 1) {
-    await enqueueAttempt(deps.jobs, { deliveryId: delivery.id, attempt: job.attempt + 1, ...(job.manual ? { manual: true } : {}) }, delivery.nextAttemptAt);
+    await enqueueAttempt(
+      deps.jobs,
+      { deliveryId: delivery.id, attempt: job.attempt + 1, ...(job.manual ? { manual: true } : {}) },
+      delivery.nextAttemptAt,
+    );
   }
 }
 
@@ -439,9 +522,13 @@ export function enqueueAttempt(jobs: JobQueue, data: DeliverWebhookData, at?: Da
  * @returns the new delivery (pending; the send runs as a job right away)
  * @throws AppError NOT_FOUND / FORBIDDEN for an unknown or another account's delivery; VALIDATION when the endpoint is disabled
  */
-export async function redeliverWebhook(deps: { db: Db; effects: Pick<SideEffects, 'transaction'> }, options: { deliveryId: number; accountId: number }): Promise<WebhookDelivery> {
+export async function redeliverWebhook(
+  deps: { db: Db; effects: Pick<SideEffects, 'transaction'> },
+  options: { deliveryId: number; accountId: number },
+): Promise<WebhookDelivery> {
   const original = await findDeliveryForAccount(deps.db, { id: options.deliveryId, accountId: options.accountId });
-  if (original.endpoint.disabledAt) throw new AppError('VALIDATION', `Webhook endpoint ${original.endpointId} is disabled; enable it to redeliver`);
+  if (original.endpoint.disabledAt)
+    throw new AppError('VALIDATION', `Webhook endpoint ${original.endpointId} is disabled; enable it to redeliver`);
   // The copy and its first attempt's job in one transaction (the outbox): a crash loses neither.
   return deps.effects.transaction(async (tx, effects) => {
     const copy = await tx.webhookDelivery.create({
@@ -463,7 +550,10 @@ export async function redeliverWebhook(deps: { db: Db; effects: Pick<SideEffects
  * A delivery of the account, with its endpoint.
  * @throws AppError NOT_FOUND ("Webhook delivery <id> not found") or FORBIDDEN
  */
-export async function findDeliveryForAccount(db: Db, options: { id: number; accountId: number }): Promise<DeliveryWithEndpoint> {
+export async function findDeliveryForAccount(
+  db: Db,
+  options: { id: number; accountId: number },
+): Promise<DeliveryWithEndpoint> {
   const delivery = await db.webhookDelivery.findUnique({ where: { id: options.id }, include: { endpoint: true } });
   if (!delivery) throw new AppError('NOT_FOUND', `Webhook delivery ${options.id} not found`);
   if (delivery.accountId !== options.accountId) throw new AppError('FORBIDDEN');

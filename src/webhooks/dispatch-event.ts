@@ -110,7 +110,10 @@ const dispatchStatements = perClient((db: Db): DispatchStatements => {
   const pool = sqlPool(db);
   return {
     endpoints: turnBatch(async (events) => {
-      const { rows } = await pool.query<{ n: string; id: number }>({ ...SUBSCRIBED_ENDPOINTS, values: [events.map((e) => e.accountId), events.map((e) => e.type)] });
+      const { rows } = await pool.query<{ n: string; id: number }>({
+        ...SUBSCRIBED_ENDPOINTS,
+        values: [events.map((e) => e.accountId), events.map((e) => e.type)],
+      });
       const ids = events.map((): number[] => []);
       for (const row of rows) ids[Number(row.n) - 1]!.push(row.id);
       return ids;
@@ -120,10 +123,25 @@ const dispatchStatements = perClient((db: Db): DispatchStatements => {
       const column = <T>(pick: (d: NewDelivery) => T) => all.map(pick);
       const { rows } = await pool.query<{ id: number; uuid: string; status: string; attempt_count: number }>({
         ...INSERT_DELIVERIES,
-        values: [column((d) => d.uuid), column((d) => d.endpointId), column((d) => d.accountId), column((d) => d.eventType), column((d) => d.recordType), column((d) => d.recordId), column((d) => d.payload)],
+        values: [
+          column((d) => d.uuid),
+          column((d) => d.endpointId),
+          column((d) => d.accountId),
+          column((d) => d.eventType),
+          column((d) => d.recordType),
+          column((d) => d.recordId),
+          column((d) => d.payload),
+        ],
       });
-      const byUuid = new Map(rows.map((row) => [row.uuid, { id: row.id, status: row.status, attemptCount: row.attempt_count }]));
-      return lists.map((list) => list.map((d) => byUuid.get(d.uuid)).filter((d): d is StoredDelivery => d !== undefined).sort((a, b) => a.id - b.id));
+      const byUuid = new Map(
+        rows.map((row) => [row.uuid, { id: row.id, status: row.status, attemptCount: row.attempt_count }]),
+      );
+      return lists.map((list) =>
+        list
+          .map((d) => byUuid.get(d.uuid))
+          .filter((d): d is StoredDelivery => d !== undefined)
+          .sort((a, b) => a.id - b.id),
+      );
     }),
   };
 });
@@ -139,13 +157,22 @@ export interface DispatchDeps {
  * Dispatches one event (the job handler): see the module comment.
  * @param job the dispatch job's run; its id names the event
  */
-export async function dispatchEvent(deps: DispatchDeps, event: DispatchEventData, job: Pick<JobRun, 'id'>): Promise<void> {
+export async function dispatchEvent(
+  deps: DispatchDeps,
+  event: DispatchEventData,
+  job: Pick<JobRun, 'id'>,
+): Promise<void> {
   const statements = dispatchStatements(deps.db);
   // Plain SQL: this runs for every event, and most accounts have no endpoint (issue 4's bench).
   const endpointIds = await statements.endpoints.load({ accountId: event.accountId, type: event.type });
   if (endpointIds.length === 0) return;
 
-  const payload = await deps.payloads.build({ type: event.type, accountId: event.accountId, recordId: event.recordId, at: new Date(event.at) });
+  const payload = await deps.payloads.build({
+    type: event.type,
+    accountId: event.accountId,
+    recordId: event.recordId,
+    at: new Date(event.at),
+  });
   if (!payload) {
     deps.logger.info({ event }, 'webhook: the event’s record is gone; nothing to deliver');
     return;
@@ -165,7 +192,9 @@ export async function dispatchEvent(deps: DispatchDeps, event: DispatchEventData
   );
   // In one turn of the event loop: the queue stores these jobs in one statement.
   await Promise.all(
-    deliveries.filter((d) => d.status === 'pending' && d.attemptCount === 0).map((d) => enqueueAttempt(deps.jobs, { deliveryId: d.id, attempt: 0, body })),
+    deliveries
+      .filter((d) => d.status === 'pending' && d.attemptCount === 0)
+      .map((d) => enqueueAttempt(deps.jobs, { deliveryId: d.id, attempt: 0, body })),
   );
 }
 
@@ -175,15 +204,30 @@ export async function dispatchEvent(deps: DispatchDeps, event: DispatchEventData
  */
 export function defineWebhookJobs(
   jobs: JobQueue,
-  options: { db: Db; config: Pick<Config, 'appUrl' | 'webhooks'>; logger: JobLogger; schema: GraphQLSchema; contextFactory: ContextFactory },
+  options: {
+    db: Db;
+    config: Pick<Config, 'appUrl' | 'webhooks'>;
+    logger: JobLogger;
+    schema: GraphQLSchema;
+    contextFactory: ContextFactory;
+  },
 ): void {
   const { db, logger } = options;
-  const payloads = createPayloadBuilder({ schema: options.schema, db, appUrl: options.config.appUrl, contextFor: createAccountContexts(options.contextFactory, db) });
+  const payloads = createPayloadBuilder({
+    schema: options.schema,
+    db,
+    appUrl: options.config.appUrl,
+    contextFor: createAccountContexts(options.contextFactory, db),
+  });
   const deliveryDeps: DeliveryDeps = { db, jobs, payloads, config: options.config.webhooks, logger };
   // 10 at once: a dispatch waits for its payload and two statements; at 5 a burst of events queued here (bench:webhooks).
-  jobs.define<DispatchEventData>(DISPATCH_EVENT_JOB, (event, run) => dispatchEvent({ db, jobs, payloads, logger }, event, run), {
-    concurrency: 10,
-    retry: { maxAttempts: 5, delayMs: (attempt) => 2 ** attempt * 1000 },
-  });
+  jobs.define<DispatchEventData>(
+    DISPATCH_EVENT_JOB,
+    (event, run) => dispatchEvent({ db, jobs, payloads, logger }, event, run),
+    {
+      concurrency: 10,
+      retry: { maxAttempts: 5, delayMs: (attempt) => 2 ** attempt * 1000 },
+    },
+  );
   defineDeliverWebhookJob(deliveryDeps);
 }

@@ -21,7 +21,11 @@ import { EVENT_TYPES, type EventType } from '../events/events.ts';
 import { MAX_ITEMS, MAX_LENGTH } from '../limits.ts';
 import type { WebhookEndpoint } from '../generated/prisma/client.ts';
 import type { Config } from '../config.ts';
-import { checkWebhookDestination, WEBHOOK_DESTINATION_REFUSED, type CheckWebhookDestinationOptions } from './send-request.ts';
+import {
+  checkWebhookDestination,
+  WEBHOOK_DESTINATION_REFUSED,
+  type CheckWebhookDestinationOptions,
+} from './send-request.ts';
 
 /** Events an endpoint gets when none are given (DocuSeal's default: the form.* events). */
 export const DEFAULT_WEBHOOK_EVENTS: readonly EventType[] = EVENT_TYPES.filter((type) => type.startsWith('form.'));
@@ -32,7 +36,19 @@ export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
 export const SECRET_PREFIX = 'whsec_';
 
 /** Headers Signet sets itself, which a custom header may not replace (X-Docuseal-Signature may: as DocuSeal, it then replaces the signature). */
-const RESERVED_HEADERS = new Set(['content-type', 'content-length', 'host', 'user-agent', 'connection', 'transfer-encoding', 'te', 'upgrade', 'keep-alive', 'expect', 'trailer']);
+const RESERVED_HEADERS = new Set([
+  'content-type',
+  'content-length',
+  'host',
+  'user-agent',
+  'connection',
+  'transfer-encoding',
+  'te',
+  'upgrade',
+  'keep-alive',
+  'expect',
+  'trailer',
+]);
 
 /** An endpoint as listed: everything but the secrets. */
 export type WebhookEndpointSummary = Omit<WebhookEndpoint, 'secret' | 'previousSecret'>;
@@ -72,7 +88,11 @@ const EventsSchema = z
   .superRefine((events, ctx) => {
     if (events.length === 0) ctx.addIssue({ code: 'custom', message: 'events must name at least one event type' });
     const unknown = events.filter((e) => !(EVENT_TYPES as readonly string[]).includes(e));
-    if (unknown.length > 0) ctx.addIssue({ code: 'custom', message: `unknown event type ${unknown.join(', ')} (known: ${EVENT_TYPES.join(', ')})` });
+    if (unknown.length > 0)
+      ctx.addIssue({
+        code: 'custom',
+        message: `unknown event type ${unknown.join(', ')} (known: ${EVENT_TYPES.join(', ')})`,
+      });
   })
   .transform((events) => events as EventType[]);
 
@@ -133,10 +153,24 @@ export function webhookDestinationCheck(config: Pick<Config, 'webhooks'>): Check
  * @throws AppError VALIDATION for a bad URL (WEBHOOK_DESTINATION_REFUSED for one delivery would
  *   refuse), an unknown or empty event list, a bad header; NOT_FOUND for an unknown account
  */
-export async function createWebhookEndpoint(db: Db, options: CreateWebhookEndpointOptions): Promise<{ endpoint: WebhookEndpointSummary; secret: string }> {
-  const input = parseInput(EndpointFields, dropNulls({ url: options.url, events: options.events, headerName: options.headerName, headerValue: options.headerValue }));
+export async function createWebhookEndpoint(
+  db: Db,
+  options: CreateWebhookEndpointOptions,
+): Promise<{ endpoint: WebhookEndpointSummary; secret: string }> {
+  const input = parseInput(
+    EndpointFields,
+    dropNulls({
+      url: options.url,
+      events: options.events,
+      headerName: options.headerName,
+      headerValue: options.headerValue,
+    }),
+  );
   const header = headerPair(input.headerName, input.headerValue, undefined);
-  const account = await db.account.findUnique({ where: { id: options.accountId }, select: { id: true, archivedAt: true } });
+  const account = await db.account.findUnique({
+    where: { id: options.accountId },
+    select: { id: true, archivedAt: true },
+  });
   if (!account || account.archivedAt) throw new AppError('NOT_FOUND', `Account ${options.accountId} not found`);
   await ensureDeliverable(input.url, options.destination);
   const secret = generateWebhookSecret();
@@ -156,14 +190,21 @@ export async function createWebhookEndpoint(db: Db, options: CreateWebhookEndpoi
 
 /** The account's endpoints, oldest first, without secrets. */
 export function listWebhookEndpoints(db: Db, options: { accountId: number }): Promise<WebhookEndpointSummary[]> {
-  return db.webhookEndpoint.findMany({ where: { accountId: options.accountId }, orderBy: { id: 'asc' }, select: summarySelect });
+  return db.webhookEndpoint.findMany({
+    where: { accountId: options.accountId },
+    orderBy: { id: 'asc' },
+    select: summarySelect,
+  });
 }
 
 /**
  * The endpoint `id` if it belongs to `accountId` (any account when accountId is undefined: the CLI).
  * @throws AppError NOT_FOUND ("Webhook endpoint <id> not found") or FORBIDDEN (another account's), as for other records
  */
-export async function findWebhookEndpoint(db: Db, options: { id: number; accountId?: number }): Promise<WebhookEndpoint> {
+export async function findWebhookEndpoint(
+  db: Db,
+  options: { id: number; accountId?: number },
+): Promise<WebhookEndpoint> {
   const endpoint = await db.webhookEndpoint.findUnique({ where: { id: options.id } });
   if (!endpoint) throw new AppError('NOT_FOUND', `Webhook endpoint ${options.id} not found`);
   if (options.accountId !== undefined && endpoint.accountId !== options.accountId) throw new AppError('FORBIDDEN');
@@ -174,7 +215,13 @@ export interface UpdateWebhookEndpointOptions {
   id: number;
   accountId: number;
   /** Each given key changes; null headerName/headerValue remove the custom header. */
-  changes: { url?: string | null; events?: string[] | null; headerName?: string | null; headerValue?: string | null; enabled?: boolean | null };
+  changes: {
+    url?: string | null;
+    events?: string[] | null;
+    headerName?: string | null;
+    headerValue?: string | null;
+    enabled?: boolean | null;
+  };
   /** As for createWebhookEndpoint: a new URL must pass it. */
   destination: CheckWebhookDestinationOptions;
 }
@@ -185,7 +232,10 @@ export interface UpdateWebhookEndpointOptions {
  * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION as for create (a header needs both name and
  *   value; a new URL delivery would refuse: WEBHOOK_DESTINATION_REFUSED)
  */
-export async function updateWebhookEndpoint(db: Db, options: UpdateWebhookEndpointOptions): Promise<WebhookEndpointSummary> {
+export async function updateWebhookEndpoint(
+  db: Db,
+  options: UpdateWebhookEndpointOptions,
+): Promise<WebhookEndpointSummary> {
   const existing = await findWebhookEndpoint(db, options);
   const { changes } = options;
   const input = parseInput(EndpointFields.partial(), {
@@ -202,7 +252,9 @@ export async function updateWebhookEndpoint(db: Db, options: UpdateWebhookEndpoi
       ...(input.url !== undefined ? { url: input.url } : {}),
       ...(input.events !== undefined ? { events: input.events } : {}),
       ...(header ? { headerName: header.name, headerValue: header.value } : {}),
-      ...(input.enabled !== undefined ? { disabledAt: input.enabled ? null : (existing.disabledAt ?? new Date()) } : {}),
+      ...(input.enabled !== undefined
+        ? { disabledAt: input.enabled ? null : (existing.disabledAt ?? new Date()) }
+        : {}),
     },
     select: summarySelect,
   });
@@ -212,7 +264,10 @@ export async function updateWebhookEndpoint(db: Db, options: UpdateWebhookEndpoi
  * Deletes an endpoint with its deliveries and attempts (pending retries then find nothing to send).
  * @throws AppError NOT_FOUND / FORBIDDEN
  */
-export async function removeWebhookEndpoint(db: Db, options: { id: number; accountId?: number }): Promise<{ id: number }> {
+export async function removeWebhookEndpoint(
+  db: Db,
+  options: { id: number; accountId?: number },
+): Promise<{ id: number }> {
   const endpoint = await findWebhookEndpoint(db, options);
   await db.webhookEndpoint.delete({ where: { id: endpoint.id } });
   return { id: endpoint.id };
@@ -234,7 +289,11 @@ export async function rotateWebhookSecret(
   const secret = generateWebhookSecret();
   const endpoint = await db.webhookEndpoint.update({
     where: { id: existing.id },
-    data: { secret, previousSecret: existing.secret, previousSecretExpiresAt: new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS) },
+    data: {
+      secret,
+      previousSecret: existing.secret,
+      previousSecretExpiresAt: new Date(now.getTime() + PREVIOUS_SECRET_TTL_MS),
+    },
     select: summarySelect,
   });
   return { endpoint, secret };
@@ -257,8 +316,12 @@ function headerPair(
   const nextName = name === undefined ? (existing?.headerName ?? null) : name;
   const nextValue = value === undefined ? (existing?.headerValue ?? null) : value;
   if (nextName === null && (nextValue === null || nextValue === '')) return { name: null, value: null };
-  if (!nextName) throw new AppError('VALIDATION', 'headerName is required with headerValue.', { details: { path: ['headerName'] } });
-  if (nextValue === null) throw new AppError('VALIDATION', 'headerValue is required with headerName.', { details: { path: ['headerValue'] } });
+  if (!nextName)
+    throw new AppError('VALIDATION', 'headerName is required with headerValue.', { details: { path: ['headerName'] } });
+  if (nextValue === null)
+    throw new AppError('VALIDATION', 'headerValue is required with headerName.', {
+      details: { path: ['headerValue'] },
+    });
   return { name: nextName, value: nextValue };
 }
 

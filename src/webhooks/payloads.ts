@@ -22,8 +22,16 @@
  * combined_document_url, status, url, variables, created_at}. No slug, uuid or embed_src.
  */
 import { execute, Kind, parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
-import { SUBMISSION_GET_FRAGMENT, serializeSubmissionGet, type SubmissionGetData } from '../../rest-compat/serializers/submission.ts';
-import { SUBMITTER_BASE_FRAGMENT, serializeSubmitterBase, type SubmitterBaseData } from '../../rest-compat/serializers/submitter.ts';
+import {
+  SUBMISSION_GET_FRAGMENT,
+  serializeSubmissionGet,
+  type SubmissionGetData,
+} from '../../rest-compat/serializers/submission.ts';
+import {
+  SUBMITTER_BASE_FRAGMENT,
+  serializeSubmitterBase,
+  type SubmitterBaseData,
+} from '../../rest-compat/serializers/submitter.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../rest-compat/serializers/template.ts';
 import { sqlPool, type Db } from '../db/client.ts';
 import type { AppError } from '../errors.ts';
@@ -92,7 +100,14 @@ interface FormSubmitterData extends SubmitterBaseData {
     combinedDocumentUrl: string | null;
     variables: unknown;
     createdAt: string;
-    template: { id: number; name: string; externalId: string | null; createdAt: string; updatedAt: string; folderName: string };
+    template: {
+      id: number;
+      name: string;
+      externalId: string | null;
+      createdAt: string;
+      updatedAt: string;
+      folderName: string;
+    };
   };
 }
 
@@ -132,7 +147,10 @@ function preparedOperations(schema: GraphQLSchema): PreparedOperations {
     const operation = document.definitions.find((d) => d.kind === Kind.OPERATION_DEFINITION);
     const name = operation && 'name' in operation ? operation.name?.value : undefined;
     const errors = validate(schema, document);
-    if (!name || errors.length > 0) throw new Error(`webhook payload operation ${name ?? '(unnamed)'} is invalid: ${errors.map((e) => e.message).join('; ')}`);
+    if (!name || errors.length > 0)
+      throw new Error(
+        `webhook payload operation ${name ?? '(unnamed)'} is invalid: ${errors.map((e) => e.message).join('; ')}`,
+      );
     return { document, name };
   };
   prepared = {
@@ -211,7 +229,12 @@ export function createAccountContexts(contextFactory: ContextFactory, db: Db): A
  * Builds payloads with the operations of `schema` (parsed and validated on first use) in the
  * contexts `contextFor` gives.
  */
-export function createPayloadBuilder(deps: { schema: GraphQLSchema; db: Db; appUrl: string; contextFor: AccountContexts }): PayloadBuilder {
+export function createPayloadBuilder(deps: {
+  schema: GraphQLSchema;
+  db: Db;
+  appUrl: string;
+  contextFor: AccountContexts;
+}): PayloadBuilder {
   /** The operation's data, or null when the record is unknown or another account's. */
   const run = async <T>(operation: PreparedOperation, context: GraphQLContext, id: number): Promise<T | null> => {
     const result = (await execute({
@@ -240,7 +263,11 @@ export function createPayloadBuilder(deps: { schema: GraphQLSchema; db: Db; appU
       }
       case 'Submission': {
         if (type === 'submission.archived') {
-          const result = await run<{ submission: { id: number; archivedAt: string | null } }>(submissionArchived, context, recordId);
+          const result = await run<{ submission: { id: number; archivedAt: string | null } }>(
+            submissionArchived,
+            context,
+            recordId,
+          );
           return result ? { id: result.submission.id, archived_at: result.submission.archivedAt } : null;
         }
         const result = await run<{ submission: SubmissionGetData }>(submission, context, recordId);
@@ -248,7 +275,11 @@ export function createPayloadBuilder(deps: { schema: GraphQLSchema; db: Db; appU
       }
       case 'Template': {
         if (type === 'template.archived') {
-          const result = await run<{ template: { id: number; archivedAt: string | null } }>(templateArchived, context, recordId);
+          const result = await run<{ template: { id: number; archivedAt: string | null } }>(
+            templateArchived,
+            context,
+            recordId,
+          );
           return result ? { id: result.template.id, archived_at: result.template.archivedAt } : null;
         }
         const result = await run<{ template: TemplateData }>(template, context, recordId);
@@ -272,8 +303,14 @@ export function createPayloadBuilder(deps: { schema: GraphQLSchema; db: Db; appU
  * ip, ua and decline_reason, which the GraphQL schema does not carry: the submitter's columns,
  * else the latest of its events that recorded an IP and user agent (a view of the form, say).
  */
-async function submitterClient(db: Db, submitterId: number): Promise<{ ip: string | null; ua: string | null; declineReason: string | null }> {
-  const row = await db.submitter.findUnique({ where: { id: submitterId }, select: { ip: true, ua: true, declineReason: true } });
+async function submitterClient(
+  db: Db,
+  submitterId: number,
+): Promise<{ ip: string | null; ua: string | null; declineReason: string | null }> {
+  const row = await db.submitter.findUnique({
+    where: { id: submitterId },
+    select: { ip: true, ua: true, declineReason: true },
+  });
   if (!row) return { ip: null, ua: null, declineReason: null };
   if (row.ip && row.ua) return row;
   const events = await db.submissionEvent.findMany({
@@ -282,7 +319,9 @@ async function submitterClient(db: Db, submitterId: number): Promise<{ ip: strin
     take: 20,
     select: { data: true },
   });
-  const data = (events.map((e) => e.data as { ip?: unknown; ua?: unknown } | null).find((d) => typeof d?.ip === 'string') ?? {}) as { ip?: unknown; ua?: unknown };
+  const data = (events
+    .map((e) => e.data as { ip?: unknown; ua?: unknown } | null)
+    .find((d) => typeof d?.ip === 'string') ?? {}) as { ip?: unknown; ua?: unknown };
   return {
     ip: row.ip ?? (typeof data.ip === 'string' ? data.ip : null),
     ua: row.ua ?? (typeof data.ua === 'string' ? data.ua : null),

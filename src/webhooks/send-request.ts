@@ -94,8 +94,12 @@ export interface WebhookResponse {
 /** Sends one webhook request. See the module comment; never throws. */
 export async function sendWebhookRequest(options: SendWebhookRequestOptions): Promise<WebhookResponse> {
   const started = performance.now();
-  const done = (result: Omit<WebhookResponse, 'durationMs'>): WebhookResponse => ({ ...result, durationMs: Math.round(performance.now() - started) });
-  const failed = (error: string, statusCode: number | null = null, responseBody: string | null = null) => done({ ok: false, statusCode, error, responseBody });
+  const done = (result: Omit<WebhookResponse, 'durationMs'>): WebhookResponse => ({
+    ...result,
+    durationMs: Math.round(performance.now() - started),
+  });
+  const failed = (error: string, statusCode: number | null = null, responseBody: string | null = null) =>
+    done({ ok: false, statusCode, error, responseBody });
   /** No answer: the account sees WEBHOOK_REQUEST_FAILED, the log gets why. */
   const unreached = (detail: string) => ({ ...failed(WEBHOOK_REQUEST_FAILED), detail });
 
@@ -113,7 +117,8 @@ export async function sendWebhookRequest(options: SendWebhookRequestOptions): Pr
   try {
     const host = url.hostname.replace(/^\[|\]$/g, '').toLowerCase();
     const resolved = await resolveHost(host, options.resolve, controller.signal);
-    if (typeof resolved === 'string') return unreached(controller.signal.aborted ? connectTimeoutMessage(options.connectTimeoutMs) : resolved);
+    if (typeof resolved === 'string')
+      return unreached(controller.signal.aborted ? connectTimeoutMessage(options.connectTimeoutMs) : resolved);
     const refused = resolved.find((entry) => !isAllowed(host, entry.address, options.policy));
     if (refused) return unreached(refusedDetail(host, refused.address));
     const response = await post(url, resolved, options, controller.signal, () => {
@@ -129,11 +134,20 @@ export async function sendWebhookRequest(options: SendWebhookRequestOptions): Pr
       return null;
     });
     const text = body === null ? null : bodyText(body);
-    if (status >= 400) return failed(`HTTP ${status}${response.message.statusMessage ? ` ${response.message.statusMessage}` : ''}`, status, text);
+    if (status >= 400)
+      return failed(
+        `HTTP ${status}${response.message.statusMessage ? ` ${response.message.statusMessage}` : ''}`,
+        status,
+        text,
+      );
     return done({ ok: true, statusCode: status, error: null, responseBody: text });
   } catch (error) {
     if (controller.signal.aborted) {
-      return unreached(phase === 'connect' ? connectTimeoutMessage(options.connectTimeoutMs) : `Response timeout: no complete answer within ${seconds(options.responseTimeoutMs)} of connecting`);
+      return unreached(
+        phase === 'connect'
+          ? connectTimeoutMessage(options.connectTimeoutMs)
+          : `Response timeout: no complete answer within ${seconds(options.responseTimeoutMs)} of connecting`,
+      );
     }
     return unreached(connectionFailure(error));
   } finally {
@@ -165,7 +179,10 @@ export interface CheckWebhookDestinationOptions {
  * @returns null when allowed; otherwise why not, for the server log only (the account is told
  *   WEBHOOK_DESTINATION_REFUSED)
  */
-export async function checkWebhookDestination(url: string, options: CheckWebhookDestinationOptions): Promise<string | null> {
+export async function checkWebhookDestination(
+  url: string,
+  options: CheckWebhookDestinationOptions,
+): Promise<string | null> {
   let parsed: URL;
   try {
     parsed = new URL(url);
@@ -177,7 +194,10 @@ export async function checkWebhookDestination(url: string, options: CheckWebhook
   const timer = setTimeout(() => controller.abort(), options.timeoutMs);
   try {
     const resolved = await resolveHost(host, options.resolve, controller.signal);
-    if (typeof resolved === 'string') return controller.signal.aborted ? `The host name ${host} did not resolve within ${seconds(options.timeoutMs)}` : resolved;
+    if (typeof resolved === 'string')
+      return controller.signal.aborted
+        ? `The host name ${host} did not resolve within ${seconds(options.timeoutMs)}`
+        : resolved;
     const refused = resolved.find((entry) => !isAllowed(host, entry.address, options.policy));
     return refused ? refusedDetail(host, refused.address) : null;
   } finally {
@@ -252,7 +272,13 @@ function agentFor(url: URL, addresses: { address: string; family: number }[]): h
     agents.set(key, agent);
     return agent;
   }
-  const options = { keepAlive: true, maxSockets: AGENT_MAX_SOCKETS, maxFreeSockets: AGENT_MAX_SOCKETS, timeout: AGENT_IDLE_MS, lookup: pinnedLookup(addresses) };
+  const options = {
+    keepAlive: true,
+    maxSockets: AGENT_MAX_SOCKETS,
+    maxFreeSockets: AGENT_MAX_SOCKETS,
+    timeout: AGENT_IDLE_MS,
+    lookup: pinnedLookup(addresses),
+  };
   agent = https_ ? new https.Agent(options) : new http.Agent(options);
   if (agents.size >= MAX_AGENTS) evictAgents();
   agents.set(key, agent);
@@ -295,10 +321,14 @@ function post(
   const body = Buffer.from(options.body, 'utf8');
   return postOnce(url, agentFor(url, addresses), options, body, signal, onConnect).catch((error: unknown) => {
     // The receiver closed a kept-alive socket as it was reused, before any answer: once more on a new connection.
-    if (!(error instanceof StaleSocketError) || signal.aborted) throw error instanceof StaleSocketError ? error.cause : error;
+    if (!(error instanceof StaleSocketError) || signal.aborted)
+      throw error instanceof StaleSocketError ? error.cause : error;
     // A one-request agent: a new connection to the same checked addresses, closed after the answer.
     const lookup = pinnedLookup(addresses);
-    const fresh = url.protocol === 'https:' ? new https.Agent({ keepAlive: false, lookup }) : new http.Agent({ keepAlive: false, lookup });
+    const fresh =
+      url.protocol === 'https:'
+        ? new https.Agent({ keepAlive: false, lookup })
+        : new http.Agent({ keepAlive: false, lookup });
     return postOnce(url, fresh, options, body, signal, onConnect);
   });
 }
@@ -340,7 +370,10 @@ function postOnce(
       else socket.once('connect', onConnect);
     });
     request.on('error', (error: NodeJS.ErrnoException) => {
-      const stale = request.reusedSocket && !signal.aborted && (error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED');
+      const stale =
+        request.reusedSocket &&
+        !signal.aborted &&
+        (error.code === 'ECONNRESET' || error.code === 'EPIPE' || error.code === 'ERR_STREAM_DESTROYED');
       reject(stale ? new StaleSocketError(error) : error);
     });
     request.end(body);
@@ -374,7 +407,8 @@ function connectionFailure(error: unknown): string {
   if (code === 'ECONNREFUSED') return 'Connection refused';
   if (code === 'ECONNRESET' || code === 'EPIPE') return 'Connection reset';
   if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return 'Host unreachable';
-  if (code && /^(CERT_|ERR_TLS_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code)) return `TLS certificate not accepted (${code})`;
+  if (code && /^(CERT_|ERR_TLS_|UNABLE_TO_|DEPTH_ZERO|SELF_SIGNED)/.test(code))
+    return `TLS certificate not accepted (${code})`;
   const message = error instanceof Error ? error.message : String(error);
   return `Request failed${code ? ` (${code})` : ''}: ${message}`;
 }

@@ -17,16 +17,35 @@ import { findWebhookEndpoint } from './endpoints.ts';
  * @throws AppError NOT_FOUND / FORBIDDEN for the endpoint; VALIDATION when the account has no
  *   submitter to show, or the endpoint is disabled
  */
-export async function sendTestWebhook(deps: DeliveryDeps, options: { endpointId: number; accountId: number }): Promise<WebhookDelivery> {
+export async function sendTestWebhook(
+  deps: DeliveryDeps,
+  options: { endpointId: number; accountId: number },
+): Promise<WebhookDelivery> {
   const { db } = deps;
   const endpoint = await findWebhookEndpoint(db, { id: options.endpointId, accountId: options.accountId });
-  if (endpoint.disabledAt) throw new AppError('VALIDATION', `Webhook endpoint ${endpoint.id} is disabled; enable it to send a test event`);
+  if (endpoint.disabledAt)
+    throw new AppError('VALIDATION', `Webhook endpoint ${endpoint.id} is disabled; enable it to send a test event`);
   const submitter =
-    (await db.submitter.findFirst({ where: { accountId: options.accountId, completedAt: { not: null } }, orderBy: [{ completedAt: 'desc' }, { id: 'desc' }], select: { id: true } })) ??
-    (await db.submitter.findFirst({ where: { accountId: options.accountId }, orderBy: { id: 'desc' }, select: { id: true } }));
-  if (!submitter) throw new AppError('VALIDATION', 'There is no submitter to send as a test event yet: create a submission first');
-  const payload = await deps.payloads.build({ type: 'form.completed', accountId: options.accountId, recordId: submitter.id, at: new Date() });
-  if (!payload) throw new AppError('VALIDATION', 'There is no submitter to send as a test event yet: create a submission first');
+    (await db.submitter.findFirst({
+      where: { accountId: options.accountId, completedAt: { not: null } },
+      orderBy: [{ completedAt: 'desc' }, { id: 'desc' }],
+      select: { id: true },
+    })) ??
+    (await db.submitter.findFirst({
+      where: { accountId: options.accountId },
+      orderBy: { id: 'desc' },
+      select: { id: true },
+    }));
+  if (!submitter)
+    throw new AppError('VALIDATION', 'There is no submitter to send as a test event yet: create a submission first');
+  const payload = await deps.payloads.build({
+    type: 'form.completed',
+    accountId: options.accountId,
+    recordId: submitter.id,
+    at: new Date(),
+  });
+  if (!payload)
+    throw new AppError('VALIDATION', 'There is no submitter to send as a test event yet: create a submission first');
 
   const delivery = await db.webhookDelivery.create({
     data: {
@@ -38,6 +57,10 @@ export async function sendTestWebhook(deps: DeliveryDeps, options: { endpointId:
       payload: payload as never,
     },
   });
-  await attempt(deps, { deliveryId: delivery.id, attempt: 0, body: JSON.stringify(payload), manual: true }, { retry: false });
+  await attempt(
+    deps,
+    { deliveryId: delivery.id, attempt: 0, body: JSON.stringify(payload), manual: true },
+    { retry: false },
+  );
   return db.webhookDelivery.findUniqueOrThrow({ where: { id: delivery.id } });
 }

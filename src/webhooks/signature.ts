@@ -38,7 +38,10 @@ export function signingSecrets(
   endpoint: { secret: string; previousSecret: string | null; previousSecretExpiresAt: Date | null },
   now: Date,
 ): string[] {
-  const previousValid = endpoint.previousSecret && endpoint.previousSecretExpiresAt && endpoint.previousSecretExpiresAt.getTime() > now.getTime();
+  const previousValid =
+    endpoint.previousSecret &&
+    endpoint.previousSecretExpiresAt &&
+    endpoint.previousSecretExpiresAt.getTime() > now.getTime();
   return previousValid ? [endpoint.secret, endpoint.previousSecret!] : [endpoint.secret];
 }
 
@@ -47,7 +50,12 @@ export function signingSecrets(
  * @param toleranceSeconds largest accepted age or skew of the timestamp (DocuSeal's verifier: 300)
  * @returns true when some `<ts>.<hex>` of the header matches and its timestamp is within the tolerance
  */
-export function verifySignature(header: string, secret: string, body: string, options: { now?: Date; toleranceSeconds?: number } = {}): boolean {
+export function verifySignature(
+  header: string,
+  secret: string,
+  body: string,
+  options: { now?: Date; toleranceSeconds?: number } = {},
+): boolean {
   const now = Math.floor((options.now ?? new Date()).getTime() / 1000);
   const tolerance = options.toleranceSeconds ?? 300;
   return header.split(' ').some((part) => {

@@ -39,7 +39,12 @@ export interface TestApp {
    */
   outboxRelayed(timeoutMs?: number): Promise<void>;
   /** Creates an account with a user and an API key. */
-  createAccount(overrides?: { name?: string; email?: string; firstName?: string; lastName?: string }): Promise<CreatedAccount>;
+  createAccount(overrides?: {
+    name?: string;
+    email?: string;
+    firstName?: string;
+    lastName?: string;
+  }): Promise<CreatedAccount>;
   close(): Promise<void>;
 }
 
@@ -69,7 +74,9 @@ export async function startTestApp(
   const queries: string[] = [];
   const logs: Record<string, unknown>[] = [];
   const serviceDatabaseUrl = options.viaDatabaseUrl?.(database.url);
-  const db = createDb(options.databaseUrl ?? serviceDatabaseUrl ?? database.url, { onQuery: (sql) => queries.push(sql) });
+  const db = createDb(options.databaseUrl ?? serviceDatabaseUrl ?? database.url, {
+    onQuery: (sql) => queries.push(sql),
+  });
   const dataDir = options.env?.DATA_DIR ? undefined : await fs.mkdtemp(path.join(os.tmpdir(), 'signet-test-data-'));
   // Known before listening, so that links the app makes (APP_URL) point at this server.
   const port = await findFreePort();

@@ -12,7 +12,8 @@ export async function strokePng(width: number, height: number): Promise<Uint8Arr
     pixels.fill(0);
     const middle = Math.floor(height / 2);
     for (let y = Math.max(0, middle - 3); y < Math.min(height, middle + 3); y += 1) {
-      for (let x = Math.floor(width / 16); x < width - Math.floor(width / 16); x += 1) pixels.set([0, 0, 0, 255], y * pixmap.getStride() + x * 4);
+      for (let x = Math.floor(width / 16); x < width - Math.floor(width / 16); x += 1)
+        pixels.set([0, 0, 0, 255], y * pixmap.getStride() + x * 4);
     }
     return pixmap.asPNG().slice();
   } finally {

@@ -10,7 +10,12 @@ import { ROOT } from './processes.ts';
 
 const document = JSON.parse(
   fs.readFileSync(path.join(ROOT, '..', 'shared', 'reference', 'docuseal-openapi.json'), 'utf8'),
-) as { paths: Record<string, Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>> };
+) as {
+  paths: Record<
+    string,
+    Record<string, { responses: Record<string, { content?: Record<string, { schema: unknown }> }> }>
+  >;
+};
 
 const ajv = new Ajv2020.default({ strict: false, allErrors: true });
 addFormats.default(ajv);
@@ -20,7 +25,8 @@ addFormats.default(ajv);
  * @param path the OpenAPI path, e.g. "/templates/{id}"
  */
 export function openApiErrors(method: string, pathName: string, body: unknown, status = '200'): string[] {
-  const schema = document.paths[pathName]?.[method.toLowerCase()]?.responses[status]?.content?.['application/json']?.schema;
+  const schema =
+    document.paths[pathName]?.[method.toLowerCase()]?.responses[status]?.content?.['application/json']?.schema;
   if (!schema) throw new Error(`no schema for ${method} ${pathName} ${status}`);
   const validate = ajv.compile(schema as object);
   if (validate(body)) return [];

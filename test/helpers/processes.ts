@@ -27,7 +27,10 @@ export function childEnv(env: Record<string, string | undefined>): NodeJS.Proces
 /** Runs `bin/signet.mjs` with arguments; resolves when it exits. */
 export function runSignet(args: string[], env: Record<string, string | undefined>): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'signet.mjs'), ...args], { cwd: ROOT, env: childEnv(env) });
+    const child = spawn(process.execPath, [path.join(ROOT, 'bin', 'signet.mjs'), ...args], {
+      cwd: ROOT,
+      env: childEnv(env),
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk) => (stdout += chunk));
@@ -61,7 +64,11 @@ export function buildService(): Promise<void> {
  * The environment of a service a test starts on its own database and DATA_DIR (NODE_ENV test, no
  * development account, warnings only, APP_URL on `port`); a test adds what it checks.
  */
-export function testServiceEnv(options: { databaseUrl: string; dataDir: string; port: number }): Record<string, string> {
+export function testServiceEnv(options: {
+  databaseUrl: string;
+  dataDir: string;
+  port: number;
+}): Record<string, string> {
   return {
     NODE_ENV: 'test',
     DATABASE_URL: options.databaseUrl,
@@ -79,7 +86,11 @@ export function testServiceEnv(options: { databaseUrl: string; dataDir: string; 
  * @param root the project folder to run `dist/main.mjs` from (default: this one, built first);
  *   another one is a copy of this one with dist/ already in it
  */
-export async function startService(env: Record<string, string | undefined>, timeoutMs = 60_000, root = ROOT): Promise<ServiceProcess> {
+export async function startService(
+  env: Record<string, string | undefined>,
+  timeoutMs = 60_000,
+  root = ROOT,
+): Promise<ServiceProcess> {
   if (root === ROOT) await buildService();
   const port = Number(env.PORT ?? (await freePort()));
   const child = spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist', 'main.mjs')], {

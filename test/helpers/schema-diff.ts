@@ -148,7 +148,14 @@ export function expectedSchemaFromDmmf(dmmf: DmmfLike): SchemaShape {
 
     for (const index of indexes.filter((candidate) => candidate.model === model.name)) {
       const columns = index.fields.map((indexField) => columnOf(fieldOf(model, indexField.name)));
-      const kind = index.type === 'id' ? 'primary' : index.type === 'unique' ? 'unique' : index.type === 'normal' ? 'normal' : null;
+      const kind =
+        index.type === 'id'
+          ? 'primary'
+          : index.type === 'unique'
+            ? 'unique'
+            : index.type === 'normal'
+              ? 'normal'
+              : null;
       if (!kind) throw new Error(`schema-diff: index type ${index.type} on ${model.name} is not supported`);
       const name =
         index.dbName ??
@@ -190,7 +197,10 @@ function truncatedName(stem: string, suffix: string): string {
   const limit = POSTGRES_IDENTIFIER_LIMIT - suffix.length;
   let cut = stem;
   if (Buffer.byteLength(stem) >= limit) {
-    cut = Buffer.from(stem).subarray(0, limit).toString('utf8').replace(/\uFFFD+$/, '');
+    cut = Buffer.from(stem)
+      .subarray(0, limit)
+      .toString('utf8')
+      .replace(/\uFFFD+$/, '');
   }
   return cut + suffix;
 }
@@ -475,7 +485,13 @@ export async function readDatabaseSchema(client: pg.Client): Promise<SchemaShape
       WHERE con.contype = 'f' AND t.relnamespace = current_schema()::regnamespace
       ORDER BY t.relname, con.conname`,
   );
-  const actions: Record<string, string> = { a: 'NO ACTION', r: 'RESTRICT', c: 'CASCADE', n: 'SET NULL', d: 'SET DEFAULT' };
+  const actions: Record<string, string> = {
+    a: 'NO ACTION',
+    r: 'RESTRICT',
+    c: 'CASCADE',
+    n: 'SET NULL',
+    d: 'SET DEFAULT',
+  };
   for (const row of foreignKeys.rows) {
     const table = shape.tables[row.table];
     if (!table) continue;
@@ -598,8 +614,10 @@ function diffForeignKeys(table: string, want: TableShape, have: TableShape, diff
       continue;
     }
     const [h] = unmatched.splice(at, 1);
-    if (h.onDelete !== w.onDelete) diffs.push(`${label}: ON DELETE ${w.onDelete} in the schema, ${h.onDelete} in the database`);
-    if (h.onUpdate !== w.onUpdate) diffs.push(`${label}: ON UPDATE ${w.onUpdate} in the schema, ${h.onUpdate} in the database`);
+    if (h.onDelete !== w.onDelete)
+      diffs.push(`${label}: ON DELETE ${w.onDelete} in the schema, ${h.onDelete} in the database`);
+    if (h.onUpdate !== w.onUpdate)
+      diffs.push(`${label}: ON UPDATE ${w.onUpdate} in the schema, ${h.onUpdate} in the database`);
     if (h.name !== w.name) diffs.push(`${label}: named ${h.name} in the database, Prisma names it ${w.name}`);
   }
   for (const h of unmatched) diffs.push(`${foreignKeyLabel(table, h)} (${h.name}): in the database, not in the schema`);

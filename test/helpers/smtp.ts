@@ -31,7 +31,9 @@ export interface TestSmtpServer {
  * Starts the server. Plain text only (STARTTLS is not offered).
  * @param options.auth credentials to require (then put in `url`); without it, AUTH is optional
  */
-export async function startSmtpServer(options: { auth?: { user: string; pass: string } } = {}): Promise<TestSmtpServer> {
+export async function startSmtpServer(
+  options: { auth?: { user: string; pass: string } } = {},
+): Promise<TestSmtpServer> {
   const messages: ReceivedMail[] = [];
   const waiters: Array<() => void> = [];
   const rejections: Array<{ responseCode: number; message: string }> = [];

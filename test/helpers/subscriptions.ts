@@ -113,7 +113,11 @@ export async function subscribeSse(
   feed.close = () => abort.abort();
   const response = await fetch(`${url}/graphql`, {
     method: 'POST',
-    headers: { accept: 'text/event-stream', 'content-type': 'application/json', ...(apiKey ? { 'x-auth-token': apiKey } : {}) },
+    headers: {
+      accept: 'text/event-stream',
+      'content-type': 'application/json',
+      ...(apiKey ? { 'x-auth-token': apiKey } : {}),
+    },
     body: JSON.stringify({ query, variables }),
     signal: abort.signal,
   });
@@ -156,7 +160,11 @@ export async function subscribeSse(
  * Resolves once `check` returns true (polled every 10 ms); rejects after timeoutMs. For waiting
  * until a subscription is listening on the server, which the protocols do not acknowledge.
  */
-export async function until(check: () => boolean | Promise<boolean>, timeoutMs = 15_000, what = 'condition'): Promise<void> {
+export async function until(
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 15_000,
+  what = 'condition',
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);

@@ -84,7 +84,10 @@ export async function startTcpProxy(target: { host?: string; port: number }): Pr
     async cut(next) {
       mode = next;
       // close() stops listening at once, and calls back once the open connections are gone.
-      const closed = next === 'refuse' && server.listening ? new Promise<void>((resolve) => server.close(() => resolve())) : undefined;
+      const closed =
+        next === 'refuse' && server.listening
+          ? new Promise<void>((resolve) => server.close(() => resolve()))
+          : undefined;
       cutAll();
       await closed;
       if (next !== 'refuse' && !server.listening) await listen(port);

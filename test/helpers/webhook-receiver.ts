@@ -52,7 +52,14 @@ export async function startReceiver(host = '127.0.0.1'): Promise<Receiver> {
       } catch {
         json = undefined;
       }
-      const received: ReceivedRequest = { at: Date.now(), method: req.method ?? '', path: req.url ?? '', headers: req.headers, body, json };
+      const received: ReceivedRequest = {
+        at: Date.now(),
+        method: req.method ?? '',
+        path: req.url ?? '',
+        headers: req.headers,
+        body,
+        json,
+      };
       const index = requests.length;
       requests.push(received);
       const reply = answer(received, index);
@@ -79,7 +86,9 @@ export async function startReceiver(host = '127.0.0.1'): Promise<Receiver> {
       const deadline = Date.now() + timeoutMs;
       while (!predicate(requests)) {
         if (Date.now() > deadline) {
-          throw new Error(`receiver: condition not met within ${timeoutMs} ms; got ${requests.length} request(s): ${requests.map((r) => `${r.path} ${r.json?.event_type ?? ''}`).join(', ')}`);
+          throw new Error(
+            `receiver: condition not met within ${timeoutMs} ms; got ${requests.length} request(s): ${requests.map((r) => `${r.path} ${r.json?.event_type ?? ''}`).join(', ')}`,
+          );
         }
         await new Promise((r) => setTimeout(r, 20));
       }
@@ -126,5 +135,10 @@ export const ANY_DESTINATION = { policy: { allowPrivate: true, allowedHosts: [] 
 export async function subscribeToEveryEvent(db: import('../../src/db/client.ts').Db, accountId: number): Promise<void> {
   const { createWebhookEndpoint } = await import('../../src/webhooks/endpoints.ts');
   const { EVENT_TYPES } = await import('../../src/events/events.ts');
-  await createWebhookEndpoint(db, { accountId, url: 'http://127.0.0.1:9/every-event', events: [...EVENT_TYPES], destination: ANY_DESTINATION });
+  await createWebhookEndpoint(db, {
+    accountId,
+    url: 'http://127.0.0.1:9/every-event',
+    events: [...EVENT_TYPES],
+    destination: ANY_DESTINATION,
+  });
 }

@@ -19,7 +19,12 @@ export interface ZipEntry {
 /** An entry holding `content`, deflated, its true size declared unless `declaredSize` says otherwise. */
 export function deflatedEntry(name: string, content: string | Buffer, declaredSize?: number): ZipEntry {
   const data = Buffer.isBuffer(content) ? content : Buffer.from(content, 'utf8');
-  return { name, deflated: zlib.deflateRawSync(data), crc: zlib.crc32(data), declaredSize: declaredSize ?? data.length };
+  return {
+    name,
+    deflated: zlib.deflateRawSync(data),
+    crc: zlib.crc32(data),
+    declaredSize: declaredSize ?? data.length,
+  };
 }
 
 /**
@@ -27,7 +32,11 @@ export function deflatedEntry(name: string, content: string | Buffer, declaredSi
  * never sit in memory; declared as `declaredSize` (default: the true size modulo 2^32, which is
  * what a 32-bit header field holds).
  */
-export async function repeatedByteEntry(name: string, size: number, options: { byte?: number; declaredSize?: number } = {}): Promise<ZipEntry> {
+export async function repeatedByteEntry(
+  name: string,
+  size: number,
+  options: { byte?: number; declaredSize?: number } = {},
+): Promise<ZipEntry> {
   const chunk = Buffer.alloc(Math.min(size, 16 * 1024 * 1024), options.byte ?? 0x20);
   const deflate = zlib.createDeflateRaw({ level: 9 });
   const parts: Buffer[] = [];

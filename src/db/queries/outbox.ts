@@ -79,10 +79,16 @@ export const lockOutboxRows = (outbox: string) => ({
 });
 
 /** $1: outbox ids (text): deleted once their jobs are stored. */
-export const deleteOutboxRows = (outbox: string) => ({ name: `signet_outbox_delete_rows:${outbox}`, text: `DELETE FROM ${outbox} WHERE id = ANY($1::bigint[])` });
+export const deleteOutboxRows = (outbox: string) => ({
+  name: `signet_outbox_delete_rows:${outbox}`,
+  text: `DELETE FROM ${outbox} WHERE id = ANY($1::bigint[])`,
+});
 
 /** Rows waiting to be moved (waitForIdle counts them as pending jobs). */
-export const countOutbox = (outbox: string) => ({ name: `signet_outbox_count:${outbox}`, text: `SELECT count(*)::int AS n FROM ${outbox}` });
+export const countOutbox = (outbox: string) => ({
+  name: `signet_outbox_count:${outbox}`,
+  text: `SELECT count(*)::int AS n FROM ${outbox}`,
+});
 
 /** Where the relay reads and writes: Agenda's table and the outbox, each schema-qualified and quoted. */
 export interface OutboxTables {

@@ -8,7 +8,9 @@ export const AccountRef = builder.prismaObject('Account', {
     name: t.exposeString('name'),
     timezone: t.exposeString('timezone'),
     locale: t.exposeString('locale'),
-    testing: t.exposeBoolean('testing', { description: 'Testing accounts produce documents marked not legally binding.' }),
+    testing: t.exposeBoolean('testing', {
+      description: 'Testing accounts produce documents marked not legally binding.',
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
   }),

@@ -33,14 +33,12 @@ const CreateApiKeyInput = builder.inputType('CreateApiKeyInput', {
   }),
 });
 
-const CreateApiKeyPayload = builder
-  .objectRef<{ apiKey: ApiKey; token: string }>('CreateApiKeyPayload')
-  .implement({
-    fields: (t) => ({
-      apiKey: t.field({ type: ApiKeyRef, resolve: (payload) => payload.apiKey }),
-      token: t.exposeString('token', { description: 'The key to send as X-Auth-Token. Shown once; store it now.' }),
-    }),
-  });
+const CreateApiKeyPayload = builder.objectRef<{ apiKey: ApiKey; token: string }>('CreateApiKeyPayload').implement({
+  fields: (t) => ({
+    apiKey: t.field({ type: ApiKeyRef, resolve: (payload) => payload.apiKey }),
+    token: t.exposeString('token', { description: 'The key to send as X-Auth-Token. Shown once; store it now.' }),
+  }),
+});
 
 builder.mutationField('createApiKey', (t) =>
   t.field({

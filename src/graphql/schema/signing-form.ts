@@ -86,10 +86,19 @@ const SigningFormFieldRef = builder.objectRef<SigningFormField>('SigningFormFiel
     role: t.exposeString('role'),
     title: t.exposeString('title', { nullable: true }),
     description: t.exposeString('description', { nullable: true }),
-    areas: t.field({ type: [AreaRef], description: 'Fractions of the displayed page, y from the top, page 0-based.', resolve: (f) => f.areas }),
+    areas: t.field({
+      type: [AreaRef],
+      description: 'Fractions of the displayed page, y from the top, page 0-based.',
+      resolve: (f) => f.areas,
+    }),
     options: t.field({ type: [FieldOptionRef], nullable: true, resolve: (f) => f.options }),
     preferences: t.field({ type: 'JSON', description: 'format, font_size, align, ...', resolve: (f) => f.preferences }),
-    validation: t.field({ type: 'JSON', nullable: true, description: '{pattern, message} or null.', resolve: (f) => f.validation }),
+    validation: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: '{pattern, message} or null.',
+      resolve: (f) => f.validation,
+    }),
     defaultValue: t.field({ type: 'JSON', nullable: true, resolve: (f) => f.defaultValue }),
     value: t.field({
       type: 'JSON',
@@ -126,7 +135,8 @@ const SigningFormRef = builder.objectRef<SigningFormView>('SigningForm').impleme
     documents: t.field({ type: [SigningFormDocumentRef], resolve: (f) => f.documents }),
     fields: t.field({
       type: [SigningFormFieldRef],
-      description: 'This signer’s fields, plus other parties’ fields that have a completed value (own: false, readonly).',
+      description:
+        'This signer’s fields, plus other parties’ fields that have a completed value (own: false, readonly).',
       resolve: (f) => f.fields,
     }),
     completedDocuments: t.field({
@@ -136,14 +146,19 @@ const SigningFormRef = builder.objectRef<SigningFormView>('SigningForm').impleme
     }),
     completedRedirectUrl: t.exposeString('completedRedirectUrl', {
       nullable: true,
-      description: 'Where to go after completing (the submitter’s, else the submission’s completed_redirect_url), or null.',
+      description:
+        'Where to go after completing (the submitter’s, else the submission’s completed_redirect_url), or null.',
     }),
   }),
 });
 
 /** The services' dependencies and the signer's request, from the context (no API key involved). */
 const depsOf = (ctx: GraphQLContext): SigningFormDeps => ({ db: ctx.db, files: ctx.files, effects: ctx.effects });
-const requestOf = (ctx: GraphQLContext, slug: string): SignerRequest => ({ slug, ip: ctx.ip, userAgent: ctx.userAgent });
+const requestOf = (ctx: GraphQLContext, slug: string): SignerRequest => ({
+  slug,
+  ip: ctx.ip,
+  userAgent: ctx.userAgent,
+});
 
 builder.queryField('signingForm', (t) =>
   t.field({
@@ -180,7 +195,8 @@ builder.mutationField('completeSigningForm', (t) =>
     description:
       'Saves `values` (optional) and completes: required fields filled, text matching validation.pattern, values sensible for their type — otherwise 422 with extensions.fieldUuid. With order `preserved`, earlier parties must have completed ("Waiting for <role> to complete the form."). Records `complete_form`, sets completed_at, runs the completion pipeline and sends the next party’s request.',
     args: { slug: t.arg.string({ required: true }), values: t.arg({ type: 'JSON' }) },
-    resolve: (_root, { slug, values }, ctx) => completeSigningForm(depsOf(ctx), { ...requestOf(ctx, slug), values: values ?? undefined }),
+    resolve: (_root, { slug, values }, ctx) =>
+      completeSigningForm(depsOf(ctx), { ...requestOf(ctx, slug), values: values ?? undefined }),
   }),
 );
 

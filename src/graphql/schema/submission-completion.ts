@@ -9,7 +9,9 @@ import { SubmissionRef } from './submission.ts';
 const CompletionErrorRef = builder.objectRef<{ message: string; failedAt: Date }>('CompletionError').implement({
   description: 'Why the signed documents of a submission could not be produced.',
   fields: (t) => ({
-    message: t.exposeString('message', { description: 'The reason, e.g. `field "Stamp": the image … cannot be read`.' }),
+    message: t.exposeString('message', {
+      description: 'The reason, e.g. `field "Stamp": the image … cannot be read`.',
+    }),
     failedAt: t.expose('failedAt', { type: 'DateTime', description: 'When the completion gave up.' }),
   }),
 });
@@ -21,6 +23,7 @@ builder.prismaObjectFields(SubmissionRef, (t) => ({
     description:
       'Set when the completion gave up — at once for data it can never draw (a damaged image or document), after 5 attempts for other failures — with a `fail_completion` event; null otherwise, and again once a later completion succeeds.',
     select: { completionError: true, completionFailedAt: true },
-    resolve: (s) => (s.completionError === null ? null : { message: s.completionError, failedAt: s.completionFailedAt ?? new Date(0) }),
+    resolve: (s) =>
+      s.completionError === null ? null : { message: s.completionError, failedAt: s.completionFailedAt ?? new Date(0) },
   }),
 }));

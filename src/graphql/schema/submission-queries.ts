@@ -49,19 +49,34 @@ builder.prismaObjectFields(SubmissionRef, (t) => ({
     select: { completedAt: true, submitters: { select: { id: true, completedAt: true } }, ...documentsSelect },
     resolve: (s, _args, ctx) => {
       if (!s.completedAt) return [];
-      const last = [...s.submitters].filter((x) => x.completedAt).sort((a, b) => b.completedAt!.getTime() - a.completedAt!.getTime())[0];
-      return (s.completedDocuments as DocumentRow[]).filter((d) => d.submitterId === last?.id).map((d) => ({ name: d.name, url: ctx.files.url(d.file) }));
+      const last = [...s.submitters]
+        .filter((x) => x.completedAt)
+        .sort((a, b) => b.completedAt!.getTime() - a.completedAt!.getTime())[0];
+      return (s.completedDocuments as DocumentRow[])
+        .filter((d) => d.submitterId === last?.id)
+        .map((d) => ({ name: d.name, url: ctx.files.url(d.file) }));
     },
   }),
   auditLogUrl: t.string({
     nullable: true,
-    select: { completedAt: true, completedDocuments: { where: { kind: 'audit_log' }, select: { file: { select: { uuid: true, filename: true } } } } },
-    resolve: (s, _args, ctx) => (s.completedAt && s.completedDocuments[0] ? ctx.files.url(s.completedDocuments[0].file) : null),
+    select: {
+      completedAt: true,
+      completedDocuments: {
+        where: { kind: 'audit_log' },
+        select: { file: { select: { uuid: true, filename: true } } },
+      },
+    },
+    resolve: (s, _args, ctx) =>
+      s.completedAt && s.completedDocuments[0] ? ctx.files.url(s.completedDocuments[0].file) : null,
   }),
   combinedDocumentUrl: t.string({
     nullable: true,
-    select: { completedAt: true, completedDocuments: { where: { kind: 'combined' }, select: { file: { select: { uuid: true, filename: true } } } } },
-    resolve: (s, _args, ctx) => (s.completedAt && s.completedDocuments[0] ? ctx.files.url(s.completedDocuments[0].file) : null),
+    select: {
+      completedAt: true,
+      completedDocuments: { where: { kind: 'combined' }, select: { file: { select: { uuid: true, filename: true } } } },
+    },
+    resolve: (s, _args, ctx) =>
+      s.completedAt && s.completedDocuments[0] ? ctx.files.url(s.completedDocuments[0].file) : null,
   }),
 }));
 
@@ -71,7 +86,8 @@ builder.prismaObjectFields(SubmitterRef, (t) => ({
     type: [DocumentLinkRef],
     description: 'The documents produced when this submitter completed; [] before.',
     select: documentsSelect,
-    resolve: (s, _args, ctx) => (s.completedDocuments as DocumentRow[]).map((d) => ({ name: d.name, url: ctx.files.url(d.file) })),
+    resolve: (s, _args, ctx) =>
+      (s.completedDocuments as DocumentRow[]).map((d) => ({ name: d.name, url: ctx.files.url(d.file) })),
   }),
   submission: t.relation('submission'),
 }));
@@ -89,9 +105,14 @@ const SubmissionListRef = builder.objectRef<ListPage>('SubmissionList').implemen
   fields: (t) => ({
     nodes: t.prismaField({
       type: [SubmissionRef],
-      resolve: (query, page, _args, ctx) => ctx.db.submission.findMany({ ...query, where: { id: { in: page.ids } }, orderBy: { id: 'asc' } }),
+      resolve: (query, page, _args, ctx) =>
+        ctx.db.submission.findMany({ ...query, where: { id: { in: page.ids } }, orderBy: { id: 'asc' } }),
     }),
-    ids: t.field({ type: ['Int'], description: 'The ids of the submissions on this page, ascending.', resolve: (page) => page.ids }),
+    ids: t.field({
+      type: ['Int'],
+      description: 'The ids of the submissions on this page, ascending.',
+      resolve: (page) => page.ids,
+    }),
     pagination: t.field({ type: PaginationRef, resolve: (page) => paginationOf(page.ids.map((id) => ({ id }))) }),
   }),
 });
@@ -100,7 +121,8 @@ const SubmitterListRef = builder.objectRef<ListPage>('SubmitterList').implement(
   fields: (t) => ({
     nodes: t.prismaField({
       type: [SubmitterRef],
-      resolve: (query, page, _args, ctx) => ctx.db.submitter.findMany({ ...query, where: { id: { in: page.ids } }, orderBy: { id: 'asc' } }),
+      resolve: (query, page, _args, ctx) =>
+        ctx.db.submitter.findMany({ ...query, where: { id: { in: page.ids } }, orderBy: { id: 'asc' } }),
     }),
     pagination: t.field({ type: PaginationRef, resolve: (page) => paginationOf(page.ids.map((id) => ({ id }))) }),
   }),
@@ -111,17 +133,30 @@ const SubmissionsArgs = PageArgs.extend({
   templateId: z.number().int().optional(),
   q: text(MAX_LENGTH.filter).optional(),
   templateFolder: text(MAX_LENGTH.folderName).optional(),
-  status: z.enum(['pending', 'completed', 'declined', 'expired'], { error: 'status must be one of pending, completed, declined, expired' }).optional(),
+  status: z
+    .enum(['pending', 'completed', 'declined', 'expired'], {
+      error: 'status must be one of pending, completed, declined, expired',
+    })
+    .optional(),
   archived: z.boolean().optional(),
   slug: text(MAX_LENGTH.filter).optional(),
 });
 
 /** Submitters matching `q` on name, email or phone (case-insensitive substring). */
 const submitterMatches = (q: string): Prisma.SubmitterWhereInput => ({
-  OR: [{ name: { contains: q, mode: 'insensitive' } }, { email: { contains: q, mode: 'insensitive' } }, { phone: { contains: q } }],
+  OR: [
+    { name: { contains: q, mode: 'insensitive' } },
+    { email: { contains: q, mode: 'insensitive' } },
+    { phone: { contains: q } },
+  ],
 });
 
-async function folderIdsNamed(db: Db, loaders: import('../loaders.ts').Loaders, accountId: number, fullName: string): Promise<number[]> {
+async function folderIdsNamed(
+  db: Db,
+  loaders: import('../loaders.ts').Loaders,
+  accountId: number,
+  fullName: string,
+): Promise<number[]> {
   const leaf = fullName.split(' / ').at(-1)?.trim() ?? '';
   const candidates = await db.folder.findMany({ where: { accountId, name: leaf }, select: { id: true } });
   const names = await loaders.folderName.loadMany(candidates.map((c) => c.id));
@@ -148,14 +183,18 @@ builder.queryField('submissions', (t) =>
       const { account } = requireViewer(ctx);
       const args = parseInput(SubmissionsArgs, withoutNulls(raw));
       // A filter id names a record like any other: another account's is FORBIDDEN, an unknown one NOT_FOUND (docs/security.md).
-      if (args.templateId !== undefined) await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id });
+      if (args.templateId !== undefined)
+        await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id });
       const ids = await submissionPageIds(ctx.db, {
         accountId: account.id,
         templateId: args.templateId,
         slug: args.slug,
         q: args.q || undefined,
         archived: args.archived,
-        folderIds: args.templateFolder !== undefined ? await folderIdsNamed(ctx.db, ctx.loaders, account.id, args.templateFolder) : undefined,
+        folderIds:
+          args.templateFolder !== undefined
+            ? await folderIdsNamed(ctx.db, ctx.loaders, account.id, args.templateFolder)
+            : undefined,
         status: args.status,
         after: args.after,
         before: args.before,
@@ -209,8 +248,10 @@ builder.queryField('submitters', (t) =>
       const { account } = requireViewer(ctx);
       const args = parseInput(SubmittersArgs, withoutNulls(raw));
       // Filter ids are checked as in `submissions`.
-      if (args.submissionId !== undefined) await findSubmissionForAccount(ctx.db, { id: args.submissionId, accountId: account.id });
-      if (args.templateId !== undefined) await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id });
+      if (args.submissionId !== undefined)
+        await findSubmissionForAccount(ctx.db, { id: args.submissionId, accountId: account.id });
+      if (args.templateId !== undefined)
+        await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id });
       const and: Prisma.SubmitterWhereInput[] = [{ accountId: account.id }];
       if (args.submissionId !== undefined) and.push({ submissionId: args.submissionId });
       if (args.templateId !== undefined) and.push({ submission: { templateId: args.templateId } });
@@ -222,7 +263,12 @@ builder.queryField('submitters', (t) =>
       const cursor = idCursorWhere(args);
       if (cursor) and.push({ id: cursor });
       const where = { AND: and };
-      const rows = await ctx.db.submitter.findMany({ where, orderBy: { id: 'asc' }, take: pageSize(args), select: { id: true } });
+      const rows = await ctx.db.submitter.findMany({
+        where,
+        orderBy: { id: 'asc' },
+        take: pageSize(args),
+        select: { id: true },
+      });
       return { ids: rows.map((r) => r.id) };
     },
   }),
@@ -242,7 +288,10 @@ builder.queryField('submitter', (t) =>
 
 const SubmissionPayload = builder.objectRef<{ id: number }>('SubmissionPayload').implement({
   fields: (t) => ({
-    submission: t.prismaField({ type: SubmissionRef, resolve: (query, p, _a, ctx) => ctx.db.submission.findUniqueOrThrow({ ...query, where: { id: p.id } }) }),
+    submission: t.prismaField({
+      type: SubmissionRef,
+      resolve: (query, p, _a, ctx) => ctx.db.submission.findUniqueOrThrow({ ...query, where: { id: p.id } }),
+    }),
   }),
 });
 
@@ -275,7 +324,12 @@ builder.mutationField('updateSubmission', (t) =>
 builder.mutationField('archiveSubmission', (t) =>
   t.field({
     type: SubmissionPayload,
-    args: { input: t.arg({ type: builder.inputType('ArchiveSubmissionInput', { fields: (f) => ({ id: f.int({ required: true }) }) }), required: true }) },
+    args: {
+      input: t.arg({
+        type: builder.inputType('ArchiveSubmissionInput', { fields: (f) => ({ id: f.int({ required: true }) }) }),
+        required: true,
+      }),
+    },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
       await archiveSubmission(ctx, { accountId: account.id, userId: user.id }, input.id);
@@ -286,7 +340,10 @@ builder.mutationField('archiveSubmission', (t) =>
 
 const SubmitterPayload = builder.objectRef<{ id: number }>('SubmitterPayload').implement({
   fields: (t) => ({
-    submitter: t.prismaField({ type: SubmitterRef, resolve: (query, p, _a, ctx) => ctx.db.submitter.findUniqueOrThrow({ ...query, where: { id: p.id } }) }),
+    submitter: t.prismaField({
+      type: SubmitterRef,
+      resolve: (query, p, _a, ctx) => ctx.db.submitter.findUniqueOrThrow({ ...query, where: { id: p.id } }),
+    }),
   }),
 });
 
@@ -314,7 +371,10 @@ builder.mutationField('updateSubmitter', (t) =>
     args: { input: t.arg({ type: UpdateSubmitterInputRef, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      const { id, values, fields, message, ...rest } = withoutNulls(input as Record<string, unknown>) as Record<string, unknown> & { id: number };
+      const { id, values, fields, message, ...rest } = withoutNulls(input as Record<string, unknown>) as Record<
+        string,
+        unknown
+      > & { id: number };
       await updateSubmitter(
         ctx,
         { accountId: account.id, userId: user.id },
@@ -325,7 +385,11 @@ builder.mutationField('updateSubmitter', (t) =>
           ...(fields ? { fields: fields as never } : {}),
           ...(message ? { message: message as { subject?: string; body?: string } } : {}),
         },
-        { allowPrivate: ctx.config.downloadAllowPrivate, maxBytes: ctx.config.downloadMaxBytes, timeoutMs: ctx.config.downloadTimeout },
+        {
+          allowPrivate: ctx.config.downloadAllowPrivate,
+          maxBytes: ctx.config.downloadMaxBytes,
+          timeoutMs: ctx.config.downloadTimeout,
+        },
         ctx.config.images,
       );
       return { id };

@@ -47,16 +47,26 @@ export const SubmitterRef = builder.prismaObject('Submitter', {
       select: { roleUuid: true, values: true, completedAt: true, submission: { select: { templateFields: true } } },
       resolve: async (s, _args, ctx) => {
         const values = (s.values ?? {}) as Record<string, unknown>;
-        const uuids = Object.values(values).flatMap((v) => (Array.isArray(v) ? v : [v])).filter((v): v is string => typeof v === 'string');
+        const uuids = Object.values(values)
+          .flatMap((v) => (Array.isArray(v) ? v : [v]))
+          .filter((v): v is string => typeof v === 'string');
         const files = await ctx.loaders.storedFileByUuid.loadMany(uuids);
         const byUuid = new Map(uuids.map((u, i) => [u, files[i]]));
-        return buildValues(parseFields(s.submission.templateFields), { roleUuid: s.roleUuid, values, completedAt: s.completedAt }, (uuid) => {
-          const file = byUuid.get(uuid);
-          return file && !(file instanceof Error) ? ctx.files.url(file) : null;
-        });
+        return buildValues(
+          parseFields(s.submission.templateFields),
+          { roleUuid: s.roleUuid, values, completedAt: s.completedAt },
+          (uuid) => {
+            const file = byUuid.get(uuid);
+            return file && !(file instanceof Error) ? ctx.files.url(file) : null;
+          },
+        );
       },
     }),
-    embedSrc: t.string({ description: 'The signing form address.', select: { slug: true }, resolve: (s, _args, ctx) => `${ctx.config.appUrl}/s/${s.slug}` }),
+    embedSrc: t.string({
+      description: 'The signing form address.',
+      select: { slug: true },
+      resolve: (s, _args, ctx) => `${ctx.config.appUrl}/s/${s.slug}`,
+    }),
     sentAt: t.expose('sentAt', { type: 'DateTime', nullable: true }),
     openedAt: t.expose('openedAt', { type: 'DateTime', nullable: true }),
     completedAt: t.expose('completedAt', { type: 'DateTime', nullable: true }),
@@ -109,7 +119,10 @@ const FieldConfigInput = builder.inputType('SubmitterFieldInput', {
 });
 
 const MessageInputRef = builder.inputType('EmailMessageInput', {
-  fields: (t) => ({ subject: t.string(), body: t.string({ description: 'May use {{template.name}}, {{submitter.link}}, {{account.name}}, …' }) }),
+  fields: (t) => ({
+    subject: t.string(),
+    body: t.string({ description: 'May use {{template.name}}, {{submitter.link}}, {{account.name}}, …' }),
+  }),
 });
 
 const SubmitterInputRef = builder.inputType('SubmitterInput', {
@@ -152,7 +165,9 @@ const CreateSubmissionsInput = builder.inputType('CreateSubmissionsInput', {
     expireAt: t.field({ type: 'DateTime' }),
     name: t.string(),
     variables: t.field({ type: 'JSON' }),
-    emailsMode: t.boolean({ description: 'One submission per submitter, all to the first role (POST /submissions/emails).' }),
+    emailsMode: t.boolean({
+      description: 'One submission per submitter, all to the first role (POST /submissions/emails).',
+    }),
     moreSubmissions: t.field({
       type: [SubmissionGroupInput],
       description: 'Further submissions of the same template in one call (the earlier shape `submissions: [...]`).',
@@ -162,7 +177,9 @@ const CreateSubmissionsInput = builder.inputType('CreateSubmissionsInput', {
 
 const CreateSubmissionsPayload = builder.objectRef<{ submissionIds: number[] }>('CreateSubmissionsPayload').implement({
   fields: (t) => ({
-    submissionIds: t.exposeIntList('submissionIds', { description: 'The ids of the submissions created, in request order.' }),
+    submissionIds: t.exposeIntList('submissionIds', {
+      description: 'The ids of the submissions created, in request order.',
+    }),
     submissions: t.prismaField({
       type: [SubmissionRef],
       resolve: (query, payload, _args, ctx) =>
@@ -172,21 +189,31 @@ const CreateSubmissionsPayload = builder.objectRef<{ submissionIds: number[] }>(
       type: [SubmitterRef],
       description: 'Every submitter created, in request order.',
       resolve: (query, payload, _args, ctx) =>
-        ctx.db.submitter.findMany({ ...query, where: { submissionId: { in: payload.submissionIds } }, orderBy: { id: 'asc' } }),
+        ctx.db.submitter.findMany({
+          ...query,
+          where: { submissionId: { in: payload.submissionIds } },
+          orderBy: { id: 'asc' },
+        }),
     }),
   }),
 });
 
 const Order = z.enum(['preserved', 'random'], { error: 'order must be one of preserved, random' });
 
-type SubmitterGraphQLInput = Record<string, unknown> & { fields?: Record<string, unknown>[] | null; message?: Record<string, unknown> | null };
+type SubmitterGraphQLInput = Record<string, unknown> & {
+  fields?: Record<string, unknown>[] | null;
+  message?: Record<string, unknown> | null;
+};
 
 /**
  * GraphQL's camelCase submitter input as the request shape the service validates (DocuSeal keys).
  * @param at where it is in the request, for messages ("submitters[0]")
  */
 function toSubmitterInput(raw: SubmitterGraphQLInput, at: string): z.infer<typeof SubmitterInput> {
-  const s = withoutNulls(raw) as Record<string, unknown> & { fields?: Record<string, unknown>[]; message?: Record<string, unknown> };
+  const s = withoutNulls(raw) as Record<string, unknown> & {
+    fields?: Record<string, unknown>[];
+    message?: Record<string, unknown>;
+  };
   return parseInput(
     SubmitterInput,
     withoutNulls({
@@ -250,8 +277,11 @@ builder.mutationField('createSubmissions', (t) =>
           variables: input.variables,
         }),
       );
-      if (input.message && !input.message.body && input.message.subject) throw new AppError('VALIDATION', 'body is required in `message`.');
-      const submitters = input.submitters.map((s, i) => toSubmitterInput(s as SubmitterGraphQLInput, `${input.emailsMode ? 'emails' : 'submitters'}[${i}]`));
+      if (input.message && !input.message.body && input.message.subject)
+        throw new AppError('VALIDATION', 'body is required in `message`.');
+      const submitters = input.submitters.map((s, i) =>
+        toSubmitterInput(s as SubmitterGraphQLInput, `${input.emailsMode ? 'emails' : 'submitters'}[${i}]`),
+      );
       const submissions: SubmissionRequest[] = input.emailsMode
         ? submitters.map((s) => ({ submitters: [{ ...s, role: undefined, uuid: undefined }], path: 'submitters' }))
         : [
@@ -259,34 +289,40 @@ builder.mutationField('createSubmissions', (t) =>
             ...(input.moreSubmissions ?? []).map((group, i) => {
               const path = `submissions[${i + 1}].submitters`;
               checkItems(group.submitters, MAX_ITEMS.submitters, path);
-              return { submitters: group.submitters.map((s, j) => toSubmitterInput(s as SubmitterGraphQLInput, `${path}[${j}]`)), path };
+              return {
+                submitters: group.submitters.map((s, j) =>
+                  toSubmitterInput(s as SubmitterGraphQLInput, `${path}[${j}]`),
+                ),
+                path,
+              };
             }),
           ];
       // The requests, expiry, completions and submission.created are written with the submissions.
-      const created = await createSubmissions(
-        ctx,
-        {
-          accountId: account.id,
-          userId: user.id,
-          templateId: input.templateId,
-          source: 'api',
-          settings: {
-            sendEmail: input.sendEmail ?? true,
-            sendSms: input.sendSms ?? false,
-            order: input.emailsMode ? 'random' : order,
-            completedRedirectUrl: input.completedRedirectUrl ?? undefined,
-            bccCompleted: input.bccCompleted ?? undefined,
-            replyTo: input.replyTo ?? undefined,
-            message: input.message ? (withoutNulls(input.message) as { subject?: string; body?: string }) : undefined,
-            expireAt: input.expireAt ?? undefined,
-            name: input.name ?? undefined,
-            variables: (input.variables as Record<string, unknown> | null) ?? undefined,
-          },
-          submissions,
-          download: { allowPrivate: ctx.config.downloadAllowPrivate, maxBytes: ctx.config.downloadMaxBytes, timeoutMs: ctx.config.downloadTimeout },
-          images: ctx.config.images,
+      const created = await createSubmissions(ctx, {
+        accountId: account.id,
+        userId: user.id,
+        templateId: input.templateId,
+        source: 'api',
+        settings: {
+          sendEmail: input.sendEmail ?? true,
+          sendSms: input.sendSms ?? false,
+          order: input.emailsMode ? 'random' : order,
+          completedRedirectUrl: input.completedRedirectUrl ?? undefined,
+          bccCompleted: input.bccCompleted ?? undefined,
+          replyTo: input.replyTo ?? undefined,
+          message: input.message ? (withoutNulls(input.message) as { subject?: string; body?: string }) : undefined,
+          expireAt: input.expireAt ?? undefined,
+          name: input.name ?? undefined,
+          variables: (input.variables as Record<string, unknown> | null) ?? undefined,
         },
-      );
+        submissions,
+        download: {
+          allowPrivate: ctx.config.downloadAllowPrivate,
+          maxBytes: ctx.config.downloadMaxBytes,
+          timeoutMs: ctx.config.downloadTimeout,
+        },
+        images: ctx.config.images,
+      });
       // For adapters answering from what was written (the REST create routes).
       recordCreated(ctx, created);
       return { submissionIds: created.map((c) => c.id) };

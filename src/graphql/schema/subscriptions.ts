@@ -109,8 +109,10 @@ const SubmissionUpdateRef = builder.objectRef<LiveEvent>('SubmissionUpdate').imp
     submitter: t.prismaField({
       type: SubmitterRef,
       nullable: true,
-      description: 'The submitter the event is about (form.* events), as it is after the event; null for submission.* events.',
-      resolve: (query, event, _args, ctx) => (event.submitterId === null ? null : loadSubmitter(ctx, event, event.submitterId, query)),
+      description:
+        'The submitter the event is about (form.* events), as it is after the event; null for submission.* events.',
+      resolve: (query, event, _args, ctx) =>
+        event.submitterId === null ? null : loadSubmitter(ctx, event, event.submitterId, query),
     }),
     submission: t.prismaField({
       type: SubmissionRef,

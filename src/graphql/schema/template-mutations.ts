@@ -7,8 +7,17 @@ import type { RequestFieldGroup } from '../../templates/build-fields.ts';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { mergeTemplates } from '../../templates/merge-templates.ts';
-import { prepareChangedDocument, prepareDocxDocuments, prepareHtmlDocuments, preparePdfDocuments } from '../../templates/prepare-documents.ts';
-import { DocumentOperation, updateTemplateDocuments, type PreparedOperation } from '../../templates/update-documents.ts';
+import {
+  prepareChangedDocument,
+  prepareDocxDocuments,
+  prepareHtmlDocuments,
+  preparePdfDocuments,
+} from '../../templates/prepare-documents.ts';
+import {
+  DocumentOperation,
+  updateTemplateDocuments,
+  type PreparedOperation,
+} from '../../templates/update-documents.ts';
 import { checkItems, MAX_ITEMS } from '../../limits.ts';
 import { checkTemplateRequest, saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
 import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/template-actions.ts';
@@ -32,8 +41,13 @@ const AreaInput = builder.inputType('FieldAreaInput', {
 const FieldInput = builder.inputType('TemplateFieldInput', {
   fields: (t) => ({
     name: t.string({ required: true }),
-    type: t.string({ description: 'text (default), signature, initials, date, image, file, payment, stamp, select, checkbox, multiple, radio, cells, phone, number.' }),
-    role: t.string({ description: 'Role name; roles are created in order of first appearance ("First Party" by default).' }),
+    type: t.string({
+      description:
+        'text (default), signature, initials, date, image, file, payment, stamp, select, checkbox, multiple, radio, cells, phone, number.',
+    }),
+    role: t.string({
+      description: 'Role name; roles are created in order of first appearance ("First Party" by default).',
+    }),
     required: t.boolean({ description: 'Default true.' }),
     readonly: t.boolean(),
     defaultValue: t.field({ type: 'JSON' }),
@@ -61,7 +75,10 @@ const CreateFromFileInput = builder.inputType('CreateTemplateFromFileInput', {
     folderName: t.string({ description: 'Full folder name ("Parent / Child"), created when missing.' }),
     sharedLink: t.boolean(),
     documents: t.field({ type: [FileDocumentInput], required: true }),
-    fields: t.field({ type: [FieldInput], description: 'Fields whose area pages count across all documents in order.' }),
+    fields: t.field({
+      type: [FieldInput],
+      description: 'Fields whose area pages count across all documents in order.',
+    }),
   }),
 });
 
@@ -95,12 +112,17 @@ const TemplatePayload = builder.objectRef<{ id: number }>('TemplatePayload').imp
   fields: (t) => ({
     template: t.prismaField({
       type: TemplateRef,
-      resolve: (query, payload, _args, ctx) => ctx.db.template.findUniqueOrThrow({ ...query, where: { id: payload.id } }),
+      resolve: (query, payload, _args, ctx) =>
+        ctx.db.template.findUniqueOrThrow({ ...query, where: { id: payload.id } }),
     }),
     warnings: t.field({
       type: [TemplateWarningRef],
-      description: 'What the template lacks to be used, as it is after the change: TEMPLATE_HAS_NO_FIELDS when it has no fields (a submission from it would be refused). [] when none.',
-      resolve: async (payload, _args, ctx) => templateWarnings(await ctx.db.template.findUniqueOrThrow({ where: { id: payload.id }, select: { fields: true } })),
+      description:
+        'What the template lacks to be used, as it is after the change: TEMPLATE_HAS_NO_FIELDS when it has no fields (a submission from it would be refused). [] when none.',
+      resolve: async (payload, _args, ctx) =>
+        templateWarnings(
+          await ctx.db.template.findUniqueOrThrow({ where: { id: payload.id }, select: { fields: true } }),
+        ),
     }),
   }),
 });
@@ -130,7 +152,10 @@ function toRequestField(field: FieldInputShape): Record<string, unknown> {
   };
 }
 
-function fieldGroups(input: { documents: { fields?: FieldInputShape[] | null }[]; fields?: FieldInputShape[] | null }): RequestFieldGroup[] {
+function fieldGroups(input: {
+  documents: { fields?: FieldInputShape[] | null }[];
+  fields?: FieldInputShape[] | null;
+}): RequestFieldGroup[] {
   const groups: RequestFieldGroup[] = input.documents.map((doc, i) => ({
     documentIndex: i,
     fields: (doc.fields ?? []).map(toRequestField),
@@ -147,27 +172,25 @@ async function save(
   requestFields: RequestFieldGroup[],
 ) {
   const { account, user } = requireViewer(ctx);
-  const { templateId } = await saveTemplate(
-    ctx,
-    {
-      accountId: account.id,
-      userId: user.id,
-      name: input.name ?? undefined,
-      externalId: input.externalId ?? undefined,
-      folderName: input.folderName ?? undefined,
-      sharedLink: input.sharedLink ?? undefined,
-      source: 'api',
-      documents,
-      requestFields,
-    },
-  );
+  const { templateId } = await saveTemplate(ctx, {
+    accountId: account.id,
+    userId: user.id,
+    name: input.name ?? undefined,
+    externalId: input.externalId ?? undefined,
+    folderName: input.folderName ?? undefined,
+    sharedLink: input.sharedLink ?? undefined,
+    source: 'api',
+    documents,
+    requestFields,
+  });
   return { id: templateId };
 }
 
 builder.mutationField('createTemplateFromPdf', (t) =>
   t.field({
     type: TemplatePayload,
-    description: 'Creates a template from PDFs (fields from `fields` and/or {{text tags}}), or updates the one with `externalId`.',
+    description:
+      'Creates a template from PDFs (fields from `fields` and/or {{text tags}}), or updates the one with `externalId`.',
     args: { input: t.arg({ type: CreateFromFileInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
@@ -285,7 +308,8 @@ builder.mutationField('cloneTemplate', (t) =>
 );
 
 const DocumentChangeInput = builder.inputType('TemplateDocumentChangeInput', {
-  description: 'One change: add (default, at `position` or last), `replace` the document at `position`, or `remove` it (by `position` or `name`).',
+  description:
+    'One change: add (default, at `position` or last), `replace` the document at `position`, or `remove` it (by `position` or `name`).',
   fields: (t) => ({
     name: t.string({ description: 'Default: a random uuid.' }),
     file: t.string({ description: 'Base64 or URL of a PDF or DOCX.' }),
@@ -307,7 +331,8 @@ const UpdateDocumentsInput = builder.inputType('UpdateTemplateDocumentsInput', {
 builder.mutationField('updateTemplateDocuments', (t) =>
   t.field({
     type: TemplatePayload,
-    description: "Adds, replaces or removes a template's documents; a replaced document's fields move to the new one when it brings none.",
+    description:
+      "Adds, replaces or removes a template's documents; a replaced document's fields move to the new one when it brings none.",
     args: { input: t.arg({ type: UpdateDocumentsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
@@ -317,7 +342,9 @@ builder.mutationField('updateTemplateDocuments', (t) =>
       for (const [i, raw] of input.documents.entries()) {
         const op = parseInput(DocumentOperation, withoutNulls(raw), { at: `documents[${i}]` });
         operations.push(
-          op.remove ? op : { ...op, prepared: await prepareChangedDocument({ config: ctx.config, renderer: ctx.renderer }, op, i) },
+          op.remove
+            ? op
+            : { ...op, prepared: await prepareChangedDocument({ config: ctx.config, renderer: ctx.renderer }, op, i) },
         );
       }
       await updateTemplateDocuments(ctx, { accountId: account.id, userId: user.id }, input.id, operations, {

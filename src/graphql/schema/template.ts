@@ -6,7 +6,15 @@ import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { MAX_LENGTH, text } from '../../limits.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
-import { parseFields, parseRoles, parseSchema, type Area, type Field, type Role, type SchemaDocument } from '../../templates/fields.ts';
+import {
+  parseFields,
+  parseRoles,
+  parseSchema,
+  type Area,
+  type Field,
+  type Role,
+  type SchemaDocument,
+} from '../../templates/fields.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf, type Pagination } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
@@ -16,7 +24,10 @@ export const PaginationRef = builder.objectRef<Pagination>('Pagination').impleme
   description: 'Cursor pagination: items ascend by id; pass `next` as `after` for the following page.',
   fields: (t) => ({
     count: t.exposeInt('count', { description: 'Items on this page (not a total).' }),
-    next: t.exposeInt('next', { nullable: true, description: 'Id of the last item on this page; null when the page is empty.' }),
+    next: t.exposeInt('next', {
+      nullable: true,
+      description: 'Id of the last item on this page; null when the page is empty.',
+    }),
     prev: t.exposeInt('prev', { nullable: true, description: 'Id of the first item on this page.' }),
   }),
 });
@@ -87,7 +98,11 @@ export const TemplateDocumentRef = builder.prismaObject('TemplateDocument', {
       select: { file: { select: { uuid: true, filename: true } } },
       resolve: (doc, _args, ctx) => ctx.files.url(doc.file),
     }),
-    pageCount: t.int({ nullable: true, select: { file: { select: { pageCount: true } } }, resolve: (doc) => doc.file.pageCount }),
+    pageCount: t.int({
+      nullable: true,
+      select: { file: { select: { pageCount: true } } },
+      resolve: (doc) => doc.file.pageCount,
+    }),
     previewImageUrl: t.string({
       nullable: true,
       description: 'Signed URL of the first page rendered as PNG, 1400 px wide.',
@@ -116,11 +131,20 @@ export const TemplateRef = builder.prismaObject('Template', {
     folderId: t.exposeInt('folderId', { nullable: true }),
     folderName: t.string({
       description: 'Full folder name, parents joined with " / ".',
-      resolve: (template, _args, ctx) => (template.folderId ? ctx.loaders.folderName.load(template.folderId) : 'Default'),
+      resolve: (template, _args, ctx) =>
+        template.folderId ? ctx.loaders.folderName.load(template.folderId) : 'Default',
     }),
-    roles: t.field({ type: [RoleRef], description: 'Signer roles, in signing order.', resolve: (template) => parseRoles(template.submitters) }),
+    roles: t.field({
+      type: [RoleRef],
+      description: 'Signer roles, in signing order.',
+      resolve: (template) => parseRoles(template.submitters),
+    }),
     fields: t.field({ type: [FieldRef], resolve: (template) => parseFields(template.fields) }),
-    schema: t.field({ type: [SchemaDocumentRef], description: 'Document order.', resolve: (template) => parseSchema(template.schema) }),
+    schema: t.field({
+      type: [SchemaDocumentRef],
+      description: 'Document order.',
+      resolve: (template) => parseSchema(template.schema),
+    }),
     documents: t.relation('documents', { query: { orderBy: { position: 'asc' } } }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
@@ -186,7 +210,8 @@ builder.queryField('templates', (t) =>
 builder.queryField('template', (t) =>
   t.prismaField({
     type: TemplateRef,
-    description: "One of the account's templates (archived ones too). NOT_FOUND for an unknown id, FORBIDDEN for another account's.",
+    description:
+      "One of the account's templates (archived ones too). NOT_FOUND for an unknown id, FORBIDDEN for another account's.",
     args: { id: t.arg.int({ required: true }) },
     resolve: async (query, _root, { id }, ctx) => {
       const { account } = requireViewer(ctx);
@@ -197,7 +222,11 @@ builder.queryField('template', (t) =>
 );
 
 /** Ids of the account's folders whose full name is `fullName` (there may be none). */
-async function foldersNamed(ctx: { db: import('../../db/client.ts').Db; loaders: import('../loaders.ts').Loaders }, accountId: number, fullName: string): Promise<number[]> {
+async function foldersNamed(
+  ctx: { db: import('../../db/client.ts').Db; loaders: import('../loaders.ts').Loaders },
+  accountId: number,
+  fullName: string,
+): Promise<number[]> {
   const leaf = fullName.split(' / ').at(-1)?.trim() ?? '';
   const candidates = await ctx.db.folder.findMany({ where: { accountId, name: leaf }, select: { id: true } });
   const names = await ctx.loaders.folderName.loadMany(candidates.map((c) => c.id));
@@ -210,4 +239,3 @@ function withoutNulls<T extends Record<string, unknown>>(args: T): { [K in keyof
 }
 
 export { withoutNulls };
-

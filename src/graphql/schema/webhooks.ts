@@ -33,7 +33,11 @@ const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
 const DeliveryFilter = PageArgs.extend({
   eventType: text(MAX_LENGTH.filter).optional(),
   status: z.enum(DELIVERY_STATUSES, { error: `status must be one of ${DELIVERY_STATUSES.join(', ')}` }).optional(),
-  recordType: z.enum(['Submitter', 'Submission', 'Template'], { error: 'recordType must be one of Submitter, Submission, Template' }).optional(),
+  recordType: z
+    .enum(['Submitter', 'Submission', 'Template'], {
+      error: 'recordType must be one of Submitter, Submission, Template',
+    })
+    .optional(),
   recordId: z.number().int().optional(),
 });
 type DeliveryFilter = z.infer<typeof DeliveryFilter>;
@@ -56,7 +60,10 @@ function deliveryWhere(args: DeliveryFilter): Prisma.WebhookDeliveryWhereInput {
  * in one type is enough).
  * @throws AppError FORBIDDEN when the id names only other accounts' records; NOT_FOUND ("<Type> <id> not found", "Record <id> not found") when none
  */
-async function checkEventRecord(db: Db, options: { recordType?: 'Submitter' | 'Submission' | 'Template'; recordId: number; accountId: number }): Promise<void> {
+async function checkEventRecord(
+  db: Db,
+  options: { recordType?: 'Submitter' | 'Submission' | 'Template'; recordId: number; accountId: number },
+): Promise<void> {
   const finders = {
     Submitter: () => findSubmitterForAccount(db, { id: options.recordId, accountId: options.accountId }),
     Submission: () => findSubmissionForAccount(db, { id: options.recordId, accountId: options.accountId }),
@@ -68,7 +75,9 @@ async function checkEventRecord(db: Db, options: { recordType?: 'Submitter' | 'S
   }
   const outcomes = await Promise.allSettled(Object.values(finders).map((find) => find()));
   if (outcomes.some((o) => o.status === 'fulfilled')) return;
-  const codes = outcomes.map((o) => (o.status === 'rejected' && o.reason instanceof AppError ? o.reason.code : undefined));
+  const codes = outcomes.map((o) =>
+    o.status === 'rejected' && o.reason instanceof AppError ? o.reason.code : undefined,
+  );
   if (codes.includes('FORBIDDEN')) throw new AppError('FORBIDDEN');
   const unexpected = outcomes.find((o) => o.status === 'rejected' && !(o.reason instanceof AppError));
   if (unexpected) throw (unexpected as PromiseRejectedResult).reason;
@@ -80,10 +89,19 @@ export const WebhookAttemptRef = builder.prismaObject('WebhookAttempt', {
   fields: (t) => ({
     id: t.exposeInt('id'),
     attempt: t.exposeInt('attempt', { description: '0 for the first send, 1 for the first retry, …' }),
-    statusCode: t.exposeInt('statusCode', { nullable: true, description: 'The HTTP status of the answer; null when there was none (timeout, connection error, refused destination).' }),
-    durationMs: t.exposeInt('durationMs', { description: 'Milliseconds from the start of the request to the end of the answer or the failure.' }),
+    statusCode: t.exposeInt('statusCode', {
+      nullable: true,
+      description:
+        'The HTTP status of the answer; null when there was none (timeout, connection error, refused destination).',
+    }),
+    durationMs: t.exposeInt('durationMs', {
+      description: 'Milliseconds from the start of the request to the end of the answer or the failure.',
+    }),
     error: t.exposeString('error', { nullable: true, description: 'Why it failed; null on success.' }),
-    responseBody: t.exposeString('responseBody', { nullable: true, description: 'The first 1,024 bytes of the answer’s body.' }),
+    responseBody: t.exposeString('responseBody', {
+      nullable: true,
+      description: 'The first 1,024 bytes of the answer’s body.',
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime', description: 'When the request started.' }),
   }),
 });
@@ -96,12 +114,24 @@ export const WebhookDeliveryRef = builder.prismaObject('WebhookDelivery', {
     endpointId: t.exposeInt('endpointId'),
     endpoint: t.relation('endpoint'),
     eventType: t.exposeString('eventType'),
-    recordType: t.exposeString('recordType', { description: 'Submitter (form.*), Submission (submission.*) or Template (template.*).' }),
+    recordType: t.exposeString('recordType', {
+      description: 'Submitter (form.*), Submission (submission.*) or Template (template.*).',
+    }),
     recordId: t.exposeInt('recordId'),
-    payload: t.field({ type: 'JSON', description: 'The body last sent (or to be sent): {event_type, timestamp, data}.', resolve: (d) => d.payload }),
-    status: t.exposeString('status', { description: 'pending (being sent or waiting for a retry), succeeded or failed (gave up).' }),
+    payload: t.field({
+      type: 'JSON',
+      description: 'The body last sent (or to be sent): {event_type, timestamp, data}.',
+      resolve: (d) => d.payload,
+    }),
+    status: t.exposeString('status', {
+      description: 'pending (being sent or waiting for a retry), succeeded or failed (gave up).',
+    }),
     attemptCount: t.exposeInt('attemptCount'),
-    nextAttemptAt: t.expose('nextAttemptAt', { type: 'DateTime', nullable: true, description: 'When the next retry is due, while one is.' }),
+    nextAttemptAt: t.expose('nextAttemptAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the next retry is due, while one is.',
+    }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
     attempts: t.relation('attempts', { query: { orderBy: { attempt: 'asc' } } }),
@@ -109,12 +139,16 @@ export const WebhookDeliveryRef = builder.prismaObject('WebhookDelivery', {
 });
 
 export const WebhookEndpointRef = builder.prismaObject('WebhookEndpoint', {
-  description: 'Where the account’s events are POSTed. The signing secret is shown only by createWebhookEndpoint and rotateWebhookSecret.',
+  description:
+    'Where the account’s events are POSTed. The signing secret is shown only by createWebhookEndpoint and rotateWebhookSecret.',
   fields: (t) => ({
     id: t.exposeInt('id'),
     url: t.exposeString('url'),
     events: t.exposeStringList('events'),
-    headerName: t.exposeString('headerName', { nullable: true, description: 'The custom header sent with every delivery.' }),
+    headerName: t.exposeString('headerName', {
+      nullable: true,
+      description: 'The custom header sent with every delivery.',
+    }),
     headerValue: t.exposeString('headerValue', { nullable: true }),
     enabled: t.boolean({ select: { disabledAt: true }, resolve: (e) => e.disabledAt === null }),
     previousSecretExpiresAt: t.expose('previousSecretExpiresAt', {
@@ -184,7 +218,12 @@ builder.queryField('webhookDeliveries', (t) =>
       const { endpointId, ...rest } = withoutNulls(raw);
       const filter = parseInput(DeliveryFilter, rest);
       if (endpointId !== undefined) await findWebhookEndpoint(ctx.db, { id: endpointId, accountId: account.id });
-      if (filter.recordId !== undefined) await checkEventRecord(ctx.db, { recordType: filter.recordType, recordId: filter.recordId, accountId: account.id });
+      if (filter.recordId !== undefined)
+        await checkEventRecord(ctx.db, {
+          recordType: filter.recordType,
+          recordId: filter.recordId,
+          accountId: account.id,
+        });
       return ctx.db.webhookDelivery.findMany({
         ...query,
         where: { accountId: account.id, ...(endpointId !== undefined ? { endpointId } : {}), ...deliveryWhere(filter) },
@@ -212,21 +251,32 @@ builder.queryField('webhookDelivery', (t) =>
 
 const EndpointPayloadRef = builder.objectRef<{ id: number }>('WebhookEndpointPayload').implement({
   fields: (t) => ({
-    endpoint: t.prismaField({ type: WebhookEndpointRef, resolve: (query, p, _a, ctx) => ctx.db.webhookEndpoint.findUniqueOrThrow({ ...query, where: { id: p.id } }) }),
+    endpoint: t.prismaField({
+      type: WebhookEndpointRef,
+      resolve: (query, p, _a, ctx) => ctx.db.webhookEndpoint.findUniqueOrThrow({ ...query, where: { id: p.id } }),
+    }),
   }),
 });
 
-const EndpointWithSecretPayloadRef = builder.objectRef<{ id: number; secret: string }>('WebhookEndpointSecretPayload').implement({
-  description: 'An endpoint and its signing secret, shown this once.',
-  fields: (t) => ({
-    endpoint: t.prismaField({ type: WebhookEndpointRef, resolve: (query, p, _a, ctx) => ctx.db.webhookEndpoint.findUniqueOrThrow({ ...query, where: { id: p.id } }) }),
-    secret: t.exposeString('secret', { description: 'The signing secret (whsec_…). Shown once; store it now.' }),
-  }),
-});
+const EndpointWithSecretPayloadRef = builder
+  .objectRef<{ id: number; secret: string }>('WebhookEndpointSecretPayload')
+  .implement({
+    description: 'An endpoint and its signing secret, shown this once.',
+    fields: (t) => ({
+      endpoint: t.prismaField({
+        type: WebhookEndpointRef,
+        resolve: (query, p, _a, ctx) => ctx.db.webhookEndpoint.findUniqueOrThrow({ ...query, where: { id: p.id } }),
+      }),
+      secret: t.exposeString('secret', { description: 'The signing secret (whsec_…). Shown once; store it now.' }),
+    }),
+  });
 
 const DeliveryPayloadRef = builder.objectRef<{ id: number }>('WebhookDeliveryPayload').implement({
   fields: (t) => ({
-    delivery: t.prismaField({ type: WebhookDeliveryRef, resolve: (query, p, _a, ctx) => ctx.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id: p.id } }) }),
+    delivery: t.prismaField({
+      type: WebhookDeliveryRef,
+      resolve: (query, p, _a, ctx) => ctx.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id: p.id } }),
+    }),
   }),
 });
 
@@ -237,7 +287,9 @@ const DeleteEndpointPayloadRef = builder.objectRef<{ id: number }>('DeleteWebhoo
 const CreateWebhookEndpointInput = builder.inputType('CreateWebhookEndpointInput', {
   fields: (t) => ({
     url: t.string({ required: true, description: 'An http or https URL.' }),
-    events: t.stringList({ description: 'Event types to send (default: form.viewed, form.started, form.completed, form.declined).' }),
+    events: t.stringList({
+      description: 'Event types to send (default: form.viewed, form.started, form.completed, form.declined).',
+    }),
     headerName: t.string({ description: 'A custom header sent with every delivery (with headerValue).' }),
     headerValue: t.string(),
   }),
@@ -250,7 +302,11 @@ builder.mutationField('createWebhookEndpoint', (t) =>
     args: { input: t.arg({ type: CreateWebhookEndpointInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
-      const { endpoint, secret } = await createWebhookEndpoint(ctx.db, { accountId: account.id, ...input, destination: webhookDestinationCheck(ctx.config) });
+      const { endpoint, secret } = await createWebhookEndpoint(ctx.db, {
+        accountId: account.id,
+        ...input,
+        destination: webhookDestinationCheck(ctx.config),
+      });
       return { id: endpoint.id, secret };
     },
   }),
@@ -274,7 +330,12 @@ builder.mutationField('updateWebhookEndpoint', (t) =>
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
       const { id, ...changes } = input;
-      const endpoint = await updateWebhookEndpoint(ctx.db, { id, accountId: account.id, changes, destination: webhookDestinationCheck(ctx.config) });
+      const endpoint = await updateWebhookEndpoint(ctx.db, {
+        id,
+        accountId: account.id,
+        changes,
+        destination: webhookDestinationCheck(ctx.config),
+      });
       return { id: endpoint.id };
     },
   }),
@@ -299,7 +360,8 @@ builder.mutationField('deleteWebhookEndpoint', (t) =>
 builder.mutationField('rotateWebhookSecret', (t) =>
   t.field({
     type: EndpointWithSecretPayloadRef,
-    description: 'Replaces the signing secret; the previous one stays valid for 24 hours (deliveries carry a signature with each).',
+    description:
+      'Replaces the signing secret; the previous one stays valid for 24 hours (deliveries carry a signature with each).',
     args: { input: t.arg({ type: WebhookEndpointIdInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
@@ -321,7 +383,10 @@ builder.mutationField('sendTestWebhook', (t) =>
     args: { input: t.arg({ type: SendTestWebhookInput, required: true }) },
     resolve: async (_root, { input }, ctx, info) => {
       const { account } = requireViewer(ctx);
-      const delivery = await sendTestWebhook(deliveryDeps(ctx, info), { endpointId: input.endpointId, accountId: account.id });
+      const delivery = await sendTestWebhook(deliveryDeps(ctx, info), {
+        endpointId: input.endpointId,
+        accountId: account.id,
+      });
       return { id: delivery.id };
     },
   }),
@@ -351,7 +416,12 @@ function deliveryDeps(ctx: GraphQLContext, info: GraphQLResolveInfo): DeliveryDe
   return {
     db: ctx.db,
     jobs: ctx.jobs,
-    payloads: createPayloadBuilder({ schema: info.schema, db: ctx.db, appUrl: ctx.config.appUrl, contextFor: async (id) => (id === accountId ? ctx : null) }),
+    payloads: createPayloadBuilder({
+      schema: info.schema,
+      db: ctx.db,
+      appUrl: ctx.config.appUrl,
+      contextFor: async (id) => (id === accountId ? ctx : null),
+    }),
     config: ctx.config.webhooks,
     logger: ctx.logger,
   };

@@ -40,7 +40,11 @@ interface GraphQLAnswer<T> {
   errors?: { message: string; extensions?: { code?: string; fieldUuid?: string } }[];
 }
 
-async function callGraphQL<T>(query: string, variables: Record<string, unknown>, init: { keepalive?: boolean } = {}): Promise<T> {
+async function callGraphQL<T>(
+  query: string,
+  variables: Record<string, unknown>,
+  init: { keepalive?: boolean } = {},
+): Promise<T> {
   let response: Response;
   try {
     response = await fetch('/graphql', {
@@ -90,7 +94,11 @@ export async function fetchSigningForm(slug: string): Promise<SigningForm> {
 }
 
 /** Saves values (merged into the saved ones). `keepalive` lets it finish while the page unloads. */
-export async function saveSigningFormValues(slug: string, values: FieldValues, init: { keepalive?: boolean } = {}): Promise<SigningForm> {
+export async function saveSigningFormValues(
+  slug: string,
+  values: FieldValues,
+  init: { keepalive?: boolean } = {},
+): Promise<SigningForm> {
   const data = await callGraphQL<{ saveSigningFormValues: SigningForm }>(
     `mutation SaveSigningFormValues($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ${FORM_SELECTION} } }`,
     { slug, values },
@@ -138,7 +146,10 @@ export async function uploadAttachment(
   } catch {
     throw new ApiError('The upload did not reach the server. Check your connection and try again.', 'NETWORK');
   }
-  const body = (await response.json().catch(() => ({}))) as Partial<UploadedAttachment> & { error?: string; message?: string };
+  const body = (await response.json().catch(() => ({}))) as Partial<UploadedAttachment> & {
+    error?: string;
+    message?: string;
+  };
   if (!response.ok) {
     const fallback = response.status === 413 ? 'The file is too large.' : `The upload failed (${response.status}).`;
     throw new ApiError(body.error ?? body.message ?? fallback, String(response.status));

@@ -104,7 +104,8 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
       if (size) {
         const heightPt = area.h * size.height;
         const preferred = Number(field.preferences.font_size);
-        const fontPt = Number.isFinite(preferred) && preferred > 0 ? preferred : Math.max(6, Math.min(12, heightPt * 0.62));
+        const fontPt =
+          Number.isFinite(preferred) && preferred > 0 ? preferred : Math.max(6, Math.min(12, heightPt * 0.62));
         // cqw: a percentage of the page box's width, so text scales with the page.
         box.style.fontSize = `${((fontPt / size.width) * 100).toFixed(3)}cqw`;
         if (field.type === 'cells' && area.cellW) {
@@ -149,9 +150,10 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
   const invalidTargets: HTMLElement[] = [];
   /** Redraws read-only copies of the value (other areas) after a change. */
   const mirrors: HTMLElement[] = [];
-  const refreshMirrors = () => mirrors.forEach((mirror) => {
-fillDisplay(host, field, mirror);
-});
+  const refreshMirrors = () =>
+    mirrors.forEach((mirror) => {
+      fillDisplay(host, field, mirror);
+    });
 
   const addMirror = (place: Place) => {
     const box = makeBox(place);
@@ -224,15 +226,23 @@ function mountOptionAreas(
     if (box.parentElement !== place.page.element) place.page.element.append(box);
     const option = field.options?.find((o) => o.uuid === place.area.optionUuid);
     const optionValue = option?.value ?? `Option ${index + 1}`;
-    const input = h('input', { type: field.type === 'radio' ? 'radio' : 'checkbox', name: group, value: optionValue, className: 'option-input' });
+    const input = h('input', {
+      type: field.type === 'radio' ? 'radio' : 'checkbox',
+      name: group,
+      value: optionValue,
+      className: 'option-input',
+    });
     describe(input, `${label}: ${optionValue}`);
     const current = host.valueOf(field.uuid);
-    input.checked = field.type === 'radio' ? current === optionValue : Array.isArray(current) && current.includes(optionValue);
+    input.checked =
+      field.type === 'radio' ? current === optionValue : Array.isArray(current) && current.includes(optionValue);
     input.addEventListener('change', () => {
       if (field.type === 'radio') {
         host.setValue(field.uuid, optionValue, { immediate: true });
       } else {
-        const chosen = new Set(Array.isArray(host.valueOf(field.uuid)) ? (host.valueOf(field.uuid) as unknown[]).map(String) : []);
+        const chosen = new Set(
+          Array.isArray(host.valueOf(field.uuid)) ? (host.valueOf(field.uuid) as unknown[]).map(String) : [],
+        );
         if (input.checked) chosen.add(optionValue);
         else chosen.delete(optionValue);
         // Keep the options' order.
@@ -272,8 +282,13 @@ function mountInput(
     }
     case 'select':
     case 'radio': {
-      const select = h('select', { className: 'select-input' }, h('option', { value: '' }, field.type === 'radio' ? 'Choose one…' : 'Choose…'));
-      for (const option of field.options ?? []) select.append(h('option', { value: option.value, selected: option.value === value }, option.value));
+      const select = h(
+        'select',
+        { className: 'select-input' },
+        h('option', { value: '' }, field.type === 'radio' ? 'Choose one…' : 'Choose…'),
+      );
+      for (const option of field.options ?? [])
+        select.append(h('option', { value: option.value, selected: option.value === value }, option.value));
       describe(select);
       select.addEventListener('change', () => set(select.value === '' ? null : select.value, true));
       box.append(select);
@@ -288,8 +303,15 @@ function mountInput(
     case 'file':
       return mountUpload(host, field, box, describe, onChange);
     case 'payment': {
-      const price = [field.preferences.price, field.preferences.currency].filter((p) => p !== undefined && p !== null && p !== '').join(' ');
-      const note = h('div', { className: 'payment-note', tabIndex: -1 }, h('strong', {}, price ? `Payment: ${price}` : 'Payment'), ' Payments are not configured, so this field cannot be completed.');
+      const price = [field.preferences.price, field.preferences.currency]
+        .filter((p) => p !== undefined && p !== null && p !== '')
+        .join(' ');
+      const note = h(
+        'div',
+        { className: 'payment-note', tabIndex: -1 },
+        h('strong', {}, price ? `Payment: ${price}` : 'Payment'),
+        ' Payments are not configured, so this field cannot be completed.',
+      );
       describe(note);
       box.append(note);
       return note;
@@ -325,7 +347,8 @@ function mountInput(
       };
       input.addEventListener('input', () => set(read()));
       input.addEventListener('change', () => {
-        if (field.type === 'phone' && input instanceof HTMLInputElement && input.value.trim()) input.value = normalizePhone(input.value.trim());
+        if (field.type === 'phone' && input instanceof HTMLInputElement && input.value.trim())
+          input.value = normalizePhone(input.value.trim());
         set(read(), true);
       });
       box.append(input);
@@ -357,7 +380,9 @@ function mountMultipleChooser(
     const titleId = uniqueId('multiple-title');
     const dialog = h('dialog', { className: 'dialog' });
     dialog.setAttribute('aria-labelledby', titleId);
-    const current = new Set(Array.isArray(host.valueOf(field.uuid)) ? (host.valueOf(field.uuid) as unknown[]).map(String) : []);
+    const current = new Set(
+      Array.isArray(host.valueOf(field.uuid)) ? (host.valueOf(field.uuid) as unknown[]).map(String) : [],
+    );
     const boxes = (field.options ?? []).map((option) => {
       const input = h('input', { type: 'checkbox', value: option.value, checked: current.has(option.value) });
       return { input, row: h('label', { className: 'choice' }, input, ` ${option.value}`) };
@@ -366,7 +391,11 @@ function mountMultipleChooser(
     // close event arrives: that event is a task queued after Done, so the summary and the values
     // would lag the click.
     const record = () => {
-      host.setValue(field.uuid, boxes.filter((b) => b.input.checked).map((b) => b.input.value), { immediate: true });
+      host.setValue(
+        field.uuid,
+        boxes.filter((b) => b.input.checked).map((b) => b.input.value),
+        { immediate: true },
+      );
       show();
       onChange();
     };
@@ -430,13 +459,23 @@ function mountSignature(
     host.announce(`Saving your ${kind}…`);
     try {
       const uploaded = await uploadAttachment(host.form.slug, png, `${kind}.png`, kind);
-      host.addAttachment({ uuid: uploaded.uuid, url: uploaded.url, filename: uploaded.filename, contentType: uploaded.content_type });
+      host.addAttachment({
+        uuid: uploaded.uuid,
+        url: uploaded.url,
+        filename: uploaded.filename,
+        contentType: uploaded.content_type,
+      });
       host.setValue(field.uuid, uploaded.uuid, { immediate: true });
       show();
       onChange();
     } catch (error) {
       host.announce('');
-      box.dispatchEvent(new CustomEvent('field-error', { bubbles: true, detail: { uuid: field.uuid, message: (error as Error).message } }));
+      box.dispatchEvent(
+        new CustomEvent('field-error', {
+          bubbles: true,
+          detail: { uuid: field.uuid, message: (error as Error).message },
+        }),
+      );
     } finally {
       busy = false;
       button.removeAttribute('aria-busy');
@@ -468,7 +507,9 @@ function mountUpload(
     chooser.replaceChildren();
     const current = host.valueOf(field.uuid);
     const uuids = Array.isArray(current) ? current.map(String) : current ? [String(current)] : [];
-    const attachments = uuids.map((uuid) => host.attachment(uuid)).filter((a): a is SigningFormAttachment => Boolean(a));
+    const attachments = uuids
+      .map((uuid) => host.attachment(uuid))
+      .filter((a): a is SigningFormAttachment => Boolean(a));
     if (isImage && attachments[0]) {
       chooser.append(h('img', { src: sameOriginUrl(attachments[0].url), alt: '' }));
     } else if (attachments.length) {
@@ -492,7 +533,9 @@ function mountUpload(
     const fail = (message: string) =>
       box.dispatchEvent(new CustomEvent('field-error', { bubbles: true, detail: { uuid: field.uuid, message } }));
     if (tooLarge) {
-      fail(`${tooLarge.name} is too large: files may be up to ${Math.round((MAX_UPLOAD_BYTES / 1024 / 1024) * 10) / 10} MB.`);
+      fail(
+        `${tooLarge.name} is too large: files may be up to ${Math.round((MAX_UPLOAD_BYTES / 1024 / 1024) * 10) / 10} MB.`,
+      );
       return;
     }
     busy = true;
@@ -502,7 +545,12 @@ function mountUpload(
       const uuids: string[] = [];
       for (const file of files) {
         const uploaded = await uploadAttachment(host.form.slug, file, file.name, isImage ? 'image' : 'file');
-        host.addAttachment({ uuid: uploaded.uuid, url: uploaded.url, filename: uploaded.filename, contentType: uploaded.content_type });
+        host.addAttachment({
+          uuid: uploaded.uuid,
+          url: uploaded.url,
+          filename: uploaded.filename,
+          contentType: uploaded.content_type,
+        });
         uuids.push(uploaded.uuid);
       }
       host.setValue(field.uuid, isImage ? uuids[0] : uuids, { immediate: true });
@@ -541,7 +589,11 @@ function fillDisplay(host: FieldHost, field: SigningFormField, element: HTMLElem
     const uuids = Array.isArray(value) ? value.map(String) : value ? [String(value)] : [];
     for (const uuid of uuids) {
       const attachment = host.attachment(uuid);
-      if (attachment) element.append(h('a', { href: sameOriginUrl(attachment.url), target: '_blank', rel: 'noopener' }, attachment.filename), ' ');
+      if (attachment)
+        element.append(
+          h('a', { href: sameOriginUrl(attachment.url), target: '_blank', rel: 'noopener' }, attachment.filename),
+          ' ',
+        );
     }
     return;
   }

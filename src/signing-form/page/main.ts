@@ -32,7 +32,10 @@ async function boot(): Promise<void> {
   try {
     show(await openSigningForm(slug));
   } catch (error) {
-    const message = error instanceof ApiError && error.code === 'NOT_FOUND' ? 'This signing link is not valid.' : (error as Error).message;
+    const message =
+      error instanceof ApiError && error.code === 'NOT_FOUND'
+        ? 'This signing link is not valid.'
+        : (error as Error).message;
     root.replaceChildren(stateSection('The form could not be loaded', message));
   }
 }
@@ -48,7 +51,12 @@ function formTitle(form: SigningForm): string {
 }
 
 function stateSection(title: string, ...paragraphs: (string | null | undefined)[]): HTMLElement {
-  return h('section', { className: 'state' }, h('h1', {}, title), ...paragraphs.filter(Boolean).map((p) => h('p', {}, p!)));
+  return h(
+    'section',
+    { className: 'state' },
+    h('h1', {}, title),
+    ...paragraphs.filter(Boolean).map((p) => h('p', {}, p!)),
+  );
 }
 
 /** The form is open: documents, fields, save-as-you-go, complete and decline. */
@@ -58,7 +66,11 @@ function renderOpen(form: SigningForm): void {
   for (const field of form.fields) {
     let value = field.value ?? null;
     // `{{date}}` means today (docuseal-behaviour.md §11); the signer may change it.
-    if (field.type === 'date' && isEditable(field) && (value === '{{date}}' || (value === null && field.defaultValue === '{{date}}'))) {
+    if (
+      field.type === 'date' &&
+      isEditable(field) &&
+      (value === '{{date}}' || (value === null && field.defaultValue === '{{date}}'))
+    ) {
       value = today();
     }
     values.set(field.uuid, value);
@@ -71,7 +83,11 @@ function renderOpen(form: SigningForm): void {
   alert.setAttribute('role', 'alert');
   alert.hidden = true;
   const progress = h('p', { className: 'progress' });
-  const completeButton = h('button', { type: 'button', className: 'button primary', id: 'complete-button' }, 'Complete');
+  const completeButton = h(
+    'button',
+    { type: 'button', className: 'button primary', id: 'complete-button' },
+    'Complete',
+  );
   const declineButton = h('button', { type: 'button', className: 'button', id: 'decline-button' }, 'Decline');
   const waitingBanner = h('p', { className: 'notice waiting', id: uniqueId('waiting') });
   waitingBanner.setAttribute('role', 'status');
@@ -147,7 +163,12 @@ function renderOpen(form: SigningForm): void {
     `You sign as ${form.submitter.role}${form.submitter.name ? ` (${form.submitter.name})` : ''}.`,
   ].join(' ');
   root.replaceChildren(
-    h('header', { className: 'form-header' }, h('h1', {}, formTitle(form)), h('p', { className: 'subtitle' }, subtitle)),
+    h(
+      'header',
+      { className: 'form-header' },
+      h('h1', {}, formTitle(form)),
+      h('p', { className: 'subtitle' }, subtitle),
+    ),
     waitingBanner,
     documents,
     unplaced,
@@ -214,7 +235,8 @@ function renderOpen(form: SigningForm): void {
     const payload: FieldValues = {};
     for (const field of form.fields) {
       const value = values.get(field.uuid);
-      if (isEditable(field) && field.type !== 'payment' && value !== null && value !== undefined && value !== '') payload[field.uuid] = value;
+      if (isEditable(field) && field.type !== 'payment' && value !== null && value !== undefined && value !== '')
+        payload[field.uuid] = value;
     }
     completeButton.disabled = true;
     declineButton.disabled = true;
@@ -254,7 +276,9 @@ function renderOpen(form: SigningForm): void {
 
 /** waitingFor is a message ("Waiting for Manager to complete the form.") or a role name. */
 function waitingMessage(waitingFor: string): string {
-  return /\s/.test(waitingFor.trim()) && /[.!]$/.test(waitingFor.trim()) ? waitingFor : `Waiting for ${waitingFor} to complete the form.`;
+  return /\s/.test(waitingFor.trim()) && /[.!]$/.test(waitingFor.trim())
+    ? waitingFor
+    : `Waiting for ${waitingFor} to complete the form.`;
 }
 
 /** Only http(s) addresses are followed after completion. */
@@ -273,7 +297,10 @@ function renderClosed(form: SigningForm, justCompleted: boolean): void {
   const message = form.message ?? 'This form is closed.';
   if (form.state !== 'COMPLETED') {
     const reason = form.state === 'DECLINED' ? 'The sender has been told that you declined.' : null;
-    root.replaceChildren(h('header', { className: 'form-header' }, h('p', { className: 'subtitle' }, formTitle(form))), stateSection(message, reason));
+    root.replaceChildren(
+      h('header', { className: 'form-header' }, h('p', { className: 'subtitle' }, formTitle(form))),
+      stateSection(message, reason),
+    );
     return;
   }
   const section = justCompleted
@@ -286,7 +313,10 @@ function renderClosed(form: SigningForm, justCompleted: boolean): void {
   waiting.setAttribute('role', 'status');
   downloads.append(list, waiting);
   section.append(downloads);
-  root.replaceChildren(h('header', { className: 'form-header' }, h('p', { className: 'subtitle' }, formTitle(form))), section);
+  root.replaceChildren(
+    h('header', { className: 'form-header' }, h('p', { className: 'subtitle' }, formTitle(form))),
+    section,
+  );
 
   const fill = (current: SigningForm): boolean => {
     if (current.completedDocuments.length === 0) {
@@ -298,7 +328,19 @@ function renderClosed(form: SigningForm, justCompleted: boolean): void {
     }
     list.replaceChildren(
       ...current.completedDocuments.map((doc) =>
-        h('li', {}, h('a', { href: sameOriginUrl(doc.url), download: doc.name.endsWith('.pdf') ? doc.name : `${doc.name}.pdf`, className: 'download-link' }, doc.name)),
+        h(
+          'li',
+          {},
+          h(
+            'a',
+            {
+              href: sameOriginUrl(doc.url),
+              download: doc.name.endsWith('.pdf') ? doc.name : `${doc.name}.pdf`,
+              className: 'download-link',
+            },
+            doc.name,
+          ),
+        ),
       ),
     );
     waiting.textContent = '';

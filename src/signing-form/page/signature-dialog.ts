@@ -66,12 +66,23 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Bl
     'div',
     { className: 'signature-panel' },
     h('div', { className: 'signature-canvas-frame' }, drawCanvas),
-    h('div', { className: 'signature-panel-row' }, h('span', { className: 'hint' }, `Draw your ${options.kind} with a mouse, finger or pen.`), clearButton),
+    h(
+      'div',
+      { className: 'signature-panel-row' },
+      h('span', { className: 'hint' }, `Draw your ${options.kind} with a mouse, finger or pen.`),
+      clearButton,
+    ),
   );
 
   // Type
   const typeInputId = uniqueId('typed-signature');
-  const typeInput = h('input', { type: 'text', id: typeInputId, className: 'typed-input', value: options.suggestedText, autocomplete: 'name' });
+  const typeInput = h('input', {
+    type: 'text',
+    id: typeInputId,
+    className: 'typed-input',
+    value: options.suggestedText,
+    autocomplete: 'name',
+  });
   const typePreview = h('p', { className: 'typed-preview' }, options.suggestedText);
   typePreview.setAttribute('aria-hidden', 'true');
   typeInput.addEventListener('input', () => {
@@ -87,7 +98,11 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Bl
 
   // Upload
   const uploadInputId = uniqueId('upload-signature');
-  const uploadInput = h('input', { type: 'file', id: uploadInputId, accept: 'image/png,image/jpeg,image/webp,image/gif' });
+  const uploadInput = h('input', {
+    type: 'file',
+    id: uploadInputId,
+    accept: 'image/png,image/jpeg,image/webp,image/gif',
+  });
   const uploadPreview = h('img', { className: 'upload-preview', alt: '' });
   uploadPreview.hidden = true;
   uploadInput.addEventListener('change', () => {
@@ -140,7 +155,11 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Bl
   }
 
   const cancel = h('button', { type: 'button', className: 'button' }, 'Cancel');
-  const apply = h('button', { type: 'submit', className: 'button primary' }, options.kind === 'initials' ? 'Apply initials' : 'Apply signature');
+  const apply = h(
+    'button',
+    { type: 'submit', className: 'button primary' },
+    options.kind === 'initials' ? 'Apply initials' : 'Apply signature',
+  );
   const form = h(
     'form',
     { method: 'dialog' },
@@ -282,7 +301,9 @@ function trimToInk(source: HTMLCanvasElement): HTMLCanvasElement {
   const trimmed = h('canvas');
   trimmed.width = right - left + 1;
   trimmed.height = bottom - top + 1;
-  trimmed.getContext('2d')!.drawImage(source, left, top, trimmed.width, trimmed.height, 0, 0, trimmed.width, trimmed.height);
+  trimmed
+    .getContext('2d')!
+    .drawImage(source, left, top, trimmed.width, trimmed.height, 0, 0, trimmed.width, trimmed.height);
   return trimmed;
 }
 

@@ -65,7 +65,8 @@ export function checkValue(field: SigningFormField, value: unknown): string | nu
   if (field.type === 'phone' && (typeof value !== 'string' || !E164_PATTERN.test(value))) {
     return 'Enter the number in international format, starting with + and the country code (e.g. +14155550100).';
   }
-  if (field.type === 'number' && (typeof value !== 'number' || !Number.isFinite(value))) return `${name} must be a number`;
+  if (field.type === 'number' && (typeof value !== 'number' || !Number.isFinite(value)))
+    return `${name} must be a number`;
   return null;
 }
 
@@ -82,7 +83,20 @@ export function today(): string {
   return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
 }
 
-const MONTHS = ['January', 'February', 'March', 'April', 'May', 'June', 'July', 'August', 'September', 'October', 'November', 'December'];
+const MONTHS = [
+  'January',
+  'February',
+  'March',
+  'April',
+  'May',
+  'June',
+  'July',
+  'August',
+  'September',
+  'October',
+  'November',
+  'December',
+];
 
 /**
  * A YYYY-MM-DD date in a DocuSeal date format (tokens D DD M MM MMM MMMM YY YYYY, §11; default
