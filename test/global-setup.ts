@@ -3,7 +3,12 @@
  * - DATABASE_URL set: that server (the URL's database is only used to CREATE/DROP test databases).
  * - otherwise: an embedded PostgreSQL in a temporary DATA_DIR, stopped and removed at the end.
  * Each test file then creates its own database with test/helpers/database.ts and drops it.
+ *
+ * It also builds dist/ once (scripts/build.mjs, as `npm start` does) for the tests that run the
+ * service as a process: a build per test file would replace dist/'s chunks under a service that
+ * another file is running (its next dynamic import then fails).
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -14,10 +19,14 @@ import { startEmbeddedPostgres } from '../src/db/embedded-postgres.ts';
 declare module 'vitest' {
   export interface ProvidedContext {
     adminDatabaseUrl: string;
+    /** dist/ was built by this setup: test/helpers/processes.ts buildService() does not build again. */
+    serviceBuilt: boolean;
   }
 }
 
 export default async function setup(project: TestProject) {
+  execFileSync(process.execPath, [path.join(import.meta.dirname, '..', 'scripts', 'build.mjs')], { stdio: 'inherit' });
+  project.provide('serviceBuilt', true);
   const configured = process.env.DATABASE_URL;
   if (configured) {
     const client = new pg.Client({ connectionString: configured, connectionTimeoutMillis: 5000 });

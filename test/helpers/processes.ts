@@ -2,6 +2,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { inject } from 'vitest';
 import { findFreePort as freePort } from '../../src/util/free-port.ts';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -50,8 +51,13 @@ export interface ServiceProcess {
 
 let built: Promise<void> | undefined;
 
-/** Builds dist/main.mjs with scripts/build.mjs, once per test file. */
+/**
+ * Builds dist/main.mjs with scripts/build.mjs, once per test file, unless the run's global setup
+ * (test/global-setup.ts) already built it: then nothing, so no file rebuilds dist/ under another's
+ * running service.
+ */
 export function buildService(): Promise<void> {
+  if (inject('serviceBuilt')) return Promise.resolve();
   built ??= new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [path.join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, stdio: 'inherit' });
     child.once('error', reject);
