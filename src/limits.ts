@@ -21,6 +21,7 @@
  */
 import { z } from 'zod';
 import { AppError } from './errors.ts';
+import { snakeKey } from './input-shape.ts';
 
 /** Longest accepted strings, in characters (UTF-16 code units, as JavaScript counts `length`). */
 export const MAX_LENGTH = {
@@ -254,10 +255,7 @@ export function formatPath(segments: readonly PropertyKey[], at = ''): string {
       path += `[${segment}]`;
       continue;
     }
-    const key = String(segment).replace(
-      /^([a-z]+)((?:[A-Z][a-z]+)+)$/,
-      (_all, head: string, tail: string) => `${head}${tail.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)}`,
-    );
+    const key = snakeKey(String(segment));
     path += path === '' ? key : `.${key}`;
   }
   return path;

@@ -12,37 +12,54 @@ import { jsonObject, list, MAX_ITEMS, MAX_JSON, MAX_LENGTH, record, text } from 
 // measured once matched to their field (create-submissions.ts applyPrefill): an attachment's
 // value is a file, checked as one.
 
+/**
+ * A submitter's setting for one field of its role (`submitters[].fields[]`). `value` (DocuSeal's
+ * other name for `default_value`) and `validation` come with PUT /submitters/{id}'s `fields` JSON;
+ * the create request does not take them (internal: not in GraphQL's `SubmitterFieldInput`).
+ */
 export const FieldConfig = z.object({
   name: text(MAX_LENGTH.name).optional(),
   uuid: text(MAX_LENGTH.name).optional(),
   default_value: z.unknown().optional(),
-  value: z.unknown().optional(),
+  value: z.unknown().optional().meta({ internal: true }),
   readonly: z.boolean().optional(),
   required: z.boolean().optional(),
   title: text(MAX_LENGTH.label).optional(),
   description: text(MAX_LENGTH.text).optional(),
   validation_pattern: text(MAX_LENGTH.pattern).optional(),
   invalid_message: text(MAX_LENGTH.label).optional(),
-  validation: jsonObject(MAX_JSON.preferences).optional(),
+  validation: jsonObject(MAX_JSON.preferences).optional().meta({ internal: true }),
   preferences: jsonObject(MAX_JSON.preferences).optional(),
 });
 export type FieldConfig = z.infer<typeof FieldConfig>;
 
+/** An e-mail's subject and body (GraphQL `EmailMessageInput`). */
 export const MessageInput = z.object({
   subject: text(MAX_LENGTH.label).optional(),
-  body: text(MAX_LENGTH.messageBody).optional(),
+  body: text(MAX_LENGTH.messageBody)
+    .optional()
+    .meta({ description: 'May use {{template.name}}, {{submitter.link}}, {{account.name}}, …' }),
 });
 
+/**
+ * One submitter of a create request (GraphQL `SubmitterInput`, REST `submitters[]`). This is the
+ * definition: GraphQL's input type (src/graphql/zod-input.ts) and the REST body reading
+ * (rest-compat/params.ts) are derived from it.
+ */
 export const SubmitterInput = z.object({
-  uuid: text(MAX_LENGTH.name).optional(),
-  role: text(MAX_LENGTH.name).optional(),
+  uuid: text(MAX_LENGTH.name).optional().meta({ description: 'Template role uuid.' }),
+  role: text(MAX_LENGTH.name)
+    .optional()
+    .meta({ description: 'Template role name (case-insensitive); else the role at this position.' }),
   email: text(MAX_LENGTH.email).optional(),
   name: text(MAX_LENGTH.name).optional(),
-  phone: text(MAX_LENGTH.phone).optional(),
+  phone: text(MAX_LENGTH.phone).optional().meta({ description: 'E.164.' }),
   /** By field uuid or name: at most MAX_ITEMS.fields keys of at most MAX_LENGTH.name characters. */
-  values: record(MAX_ITEMS.fields, MAX_LENGTH.name).optional(),
+  values: record(MAX_ITEMS.fields, MAX_LENGTH.name)
+    .optional()
+    .meta({ description: 'Prefilled values keyed by field name or uuid.' }),
   external_id: text(MAX_LENGTH.externalId).optional(),
-  completed: z.boolean().optional(),
+  completed: z.boolean().optional().meta({ description: 'Mark completed now (an api_complete_form event).' }),
   metadata: jsonObject(MAX_JSON.metadata).optional(),
   send_email: z.boolean().optional(),
   send_sms: z.boolean().optional(),
@@ -51,19 +68,55 @@ export const SubmitterInput = z.object({
   message: MessageInput.optional(),
   fields: list(FieldConfig, MAX_ITEMS.fields).optional(),
   readonly_fields: list(text(MAX_LENGTH.name), MAX_ITEMS.fields).optional(),
-  order: z.number().int().optional(),
-  index: z.number().int().optional(),
+  order: z
+    .number()
+    .int()
+    .optional()
+    .meta({ description: 'Signing group: parties with the same number are sent together.' }),
+  /** The template role's position to use (when not by uuid or name); no request sets it (internal). */
+  index: z.number().int().optional().meta({ internal: true }),
 });
 export type SubmitterInput = z.infer<typeof SubmitterInput>;
 
-/** A create request's settings for all its submitters (GraphQL `CreateSubmissionsInput` in DocuSeal's keys). */
-export const SubmissionSettingsInput = z.object({
+/** A further submission of the same request (GraphQL `SubmissionGroupInput`). */
+export const SubmissionGroupInput = z.object({ submitters: z.array(SubmitterInput) });
+
+/**
+ * A create request (GraphQL `CreateSubmissionsInput`; REST POST /submissions, /submissions/init,
+ * /templates/{id}/submissions, /submissions/emails). Counts of `submitters` and `more_submissions`
+ * depend on the mode (MAX_ITEMS.submitters, or MAX_ITEMS.submissions with `emails_mode`) and are
+ * checked by the resolver; each submitter is parsed with SubmitterInput at its path.
+ */
+export const CreateSubmissionsRequest = z.object({
+  template_id: z.number().int(),
+  submitters: z.array(SubmitterInput),
+  send_email: z.boolean().optional().meta({ description: 'Default true.' }),
+  send_sms: z.boolean().optional().meta({ description: 'Default false.' }),
+  order: z.string().optional().meta({ description: 'preserved (default) or random.' }),
   completed_redirect_url: text(MAX_LENGTH.url).optional(),
   bcc_completed: text(MAX_LENGTH.email).optional(),
   reply_to: text(MAX_LENGTH.email).optional(),
   message: MessageInput.optional(),
+  expire_at: z.date().optional(),
   name: text(MAX_LENGTH.name).optional(),
   variables: jsonObject(MAX_JSON.metadata).optional(),
+  emails_mode: z
+    .boolean()
+    .optional()
+    .meta({ description: 'One submission per submitter, all to the first role (POST /submissions/emails).' }),
+  more_submissions: z.array(SubmissionGroupInput).optional().meta({
+    description: 'Further submissions of the same template in one call (the earlier shape `submissions: [...]`).',
+  }),
+});
+
+/** A create request's settings for all its submitters (part of CreateSubmissionsRequest). */
+export const SubmissionSettingsInput = CreateSubmissionsRequest.pick({
+  completed_redirect_url: true,
+  bcc_completed: true,
+  reply_to: true,
+  message: true,
+  name: true,
+  variables: true,
 });
 
 /** What PUT /submitters/{id} (GraphQL `updateSubmitter`) may change, in DocuSeal's keys. */

@@ -9,11 +9,18 @@ import { AppError } from '../../errors.ts';
 import { createSubmissions, recordCreated, type SubmissionRequest } from '../../submissions/create-submissions.ts';
 import { buildValues, roleName, submissionStatus, submitterStatus } from '../../submissions/status.ts';
 import { checkItems, MAX_ITEMS } from '../../limits.ts';
-import { SubmissionSettingsInput, SubmitterInput } from '../../submissions/submitter-input.ts';
+import {
+  CreateSubmissionsRequest,
+  FieldConfig,
+  MessageInput,
+  SubmissionGroupInput,
+  SubmissionSettingsInput,
+  SubmitterInput,
+} from '../../submissions/submitter-input.ts';
 import { parseFields, parseRoles } from '../../templates/fields.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
-import { withoutNulls } from './template.ts';
+import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 
 export const SubmitterRef = builder.prismaObject('Submitter', {
   description: 'A signer of a submission. `slug` is the capability in its signing link.',
@@ -103,77 +110,12 @@ export const SubmissionRef = builder.prismaObject('Submission', {
   }),
 });
 
-const FieldConfigInput = builder.inputType('SubmitterFieldInput', {
-  fields: (t) => ({
-    name: t.string(),
-    uuid: t.string(),
-    defaultValue: t.field({ type: 'JSON' }),
-    readonly: t.boolean(),
-    required: t.boolean(),
-    title: t.string(),
-    description: t.string(),
-    validationPattern: t.string(),
-    invalidMessage: t.string(),
-    preferences: t.field({ type: 'JSON' }),
-  }),
-});
-
-const MessageInputRef = builder.inputType('EmailMessageInput', {
-  fields: (t) => ({
-    subject: t.string(),
-    body: t.string({ description: 'May use {{template.name}}, {{submitter.link}}, {{account.name}}, …' }),
-  }),
-});
-
-const SubmitterInputRef = builder.inputType('SubmitterInput', {
-  fields: (t) => ({
-    uuid: t.string({ description: 'Template role uuid.' }),
-    role: t.string({ description: 'Template role name (case-insensitive); else the role at this position.' }),
-    email: t.string(),
-    name: t.string(),
-    phone: t.string({ description: 'E.164.' }),
-    values: t.field({ type: 'JSON', description: 'Prefilled values keyed by field name or uuid.' }),
-    externalId: t.string(),
-    completed: t.boolean({ description: 'Mark completed now (an api_complete_form event).' }),
-    metadata: t.field({ type: 'JSON' }),
-    sendEmail: t.boolean(),
-    sendSms: t.boolean(),
-    completedRedirectUrl: t.string(),
-    replyTo: t.string(),
-    message: t.field({ type: MessageInputRef }),
-    fields: t.field({ type: [FieldConfigInput] }),
-    readonlyFields: t.stringList(),
-    order: t.int({ description: 'Signing group: parties with the same number are sent together.' }),
-  }),
-});
-
-const SubmissionGroupInput = builder.inputType('SubmissionGroupInput', {
-  fields: (t) => ({ submitters: t.field({ type: [SubmitterInputRef], required: true }) }),
-});
-
-const CreateSubmissionsInput = builder.inputType('CreateSubmissionsInput', {
-  fields: (t) => ({
-    templateId: t.int({ required: true }),
-    submitters: t.field({ type: [SubmitterInputRef], required: true }),
-    sendEmail: t.boolean({ description: 'Default true.' }),
-    sendSms: t.boolean({ description: 'Default false.' }),
-    order: t.string({ description: 'preserved (default) or random.' }),
-    completedRedirectUrl: t.string(),
-    bccCompleted: t.string(),
-    replyTo: t.string(),
-    message: t.field({ type: MessageInputRef }),
-    expireAt: t.field({ type: 'DateTime' }),
-    name: t.string(),
-    variables: t.field({ type: 'JSON' }),
-    emailsMode: t.boolean({
-      description: 'One submission per submitter, all to the first role (POST /submissions/emails).',
-    }),
-    moreSubmissions: t.field({
-      type: [SubmissionGroupInput],
-      description: 'Further submissions of the same template in one call (the earlier shape `submissions: [...]`).',
-    }),
-  }),
-});
+// The create request's input types, derived from its one definition (src/submissions/submitter-input.ts).
+zodInputType('SubmitterFieldInput', FieldConfig);
+zodInputType('EmailMessageInput', MessageInput);
+zodInputType('SubmitterInput', SubmitterInput);
+zodInputType('SubmissionGroupInput', SubmissionGroupInput);
+const CreateSubmissionsInputRef = zodInputType('CreateSubmissionsInput', CreateSubmissionsRequest);
 
 const CreateSubmissionsPayload = builder.objectRef<{ submissionIds: number[] }>('CreateSubmissionsPayload').implement({
   fields: (t) => ({
@@ -200,57 +142,12 @@ const CreateSubmissionsPayload = builder.objectRef<{ submissionIds: number[] }>(
 
 const Order = z.enum(['preserved', 'random'], { error: 'order must be one of preserved, random' });
 
-type SubmitterGraphQLInput = Record<string, unknown> & {
-  fields?: Record<string, unknown>[] | null;
-  message?: Record<string, unknown> | null;
-};
-
 /**
- * GraphQL's camelCase submitter input as the request shape the service validates (DocuSeal keys).
+ * One submitter of the request, parsed with its definition.
  * @param at where it is in the request, for messages ("submitters[0]")
  */
-function toSubmitterInput(raw: SubmitterGraphQLInput, at: string): z.infer<typeof SubmitterInput> {
-  const s = withoutNulls(raw) as Record<string, unknown> & {
-    fields?: Record<string, unknown>[];
-    message?: Record<string, unknown>;
-  };
-  return parseInput(
-    SubmitterInput,
-    withoutNulls({
-      uuid: s.uuid,
-      role: s.role,
-      email: s.email,
-      name: s.name,
-      phone: s.phone,
-      values: s.values,
-      external_id: s.externalId,
-      completed: s.completed,
-      metadata: s.metadata,
-      send_email: s.sendEmail,
-      send_sms: s.sendSms,
-      completed_redirect_url: s.completedRedirectUrl,
-      reply_to: s.replyTo,
-      message: s.message ? withoutNulls(s.message) : undefined,
-      readonly_fields: s.readonlyFields,
-      order: s.order,
-      fields: s.fields?.map((f) => {
-        const field = withoutNulls(f);
-        return withoutNulls({
-          name: field.name,
-          uuid: field.uuid,
-          default_value: field.defaultValue,
-          readonly: field.readonly,
-          required: field.required,
-          title: field.title,
-          description: field.description,
-          validation_pattern: field.validationPattern,
-          invalid_message: field.invalidMessage,
-          preferences: field.preferences,
-        });
-      }),
-    }),
-    { at },
-  );
+function toSubmitterInput(raw: z.input<typeof SubmitterInput>, at: string): SubmitterInput {
+  return parseInput(SubmitterInput, raw, { at });
 }
 
 builder.mutationField('createSubmissions', (t) =>
@@ -258,41 +155,30 @@ builder.mutationField('createSubmissions', (t) =>
     type: CreateSubmissionsPayload,
     description:
       'Creates a submission from a template and sends the requests (in order unless `order: "random"`). With `emailsMode`, one submission per submitter.',
-    args: { input: t.arg({ type: CreateSubmissionsInput, required: true }) },
-    resolve: async (_root, { input }, ctx) => {
+    args: { input: t.arg({ type: CreateSubmissionsInputRef, required: true }) },
+    resolve: async (_root, { input: raw }, ctx) => {
       const { account, user } = requireViewer(ctx);
+      const input = fromGraphQLInput(CreateSubmissionsRequest, raw);
       const order = input.order ? parseInput(Order, input.order) : 'preserved';
       // Sizes (src/limits.ts) before anything else: counts first, then each part.
-      if (input.emailsMode) checkItems(input.submitters, MAX_ITEMS.submissions, 'emails');
+      if (input.emails_mode) checkItems(input.submitters, MAX_ITEMS.submissions, 'emails');
       else checkItems(input.submitters, MAX_ITEMS.submitters, 'submitters');
-      checkItems(input.moreSubmissions, MAX_ITEMS.submissions - 1, 'submissions');
-      parseInput(
-        SubmissionSettingsInput,
-        withoutNulls({
-          completed_redirect_url: input.completedRedirectUrl,
-          bcc_completed: input.bccCompleted,
-          reply_to: input.replyTo,
-          message: input.message ? withoutNulls(input.message) : undefined,
-          name: input.name,
-          variables: input.variables,
-        }),
-      );
-      if (input.message && !input.message.body && input.message.subject)
+      checkItems(input.more_submissions, MAX_ITEMS.submissions - 1, 'submissions');
+      const settings = parseInput(SubmissionSettingsInput, input);
+      if (settings.message && !settings.message.body && settings.message.subject)
         throw new AppError('VALIDATION', 'body is required in `message`.');
       const submitters = input.submitters.map((s, i) =>
-        toSubmitterInput(s as SubmitterGraphQLInput, `${input.emailsMode ? 'emails' : 'submitters'}[${i}]`),
+        toSubmitterInput(s, `${input.emails_mode ? 'emails' : 'submitters'}[${i}]`),
       );
-      const submissions: SubmissionRequest[] = input.emailsMode
+      const submissions: SubmissionRequest[] = input.emails_mode
         ? submitters.map((s) => ({ submitters: [{ ...s, role: undefined, uuid: undefined }], path: 'submitters' }))
         : [
             { submitters, path: 'submitters' },
-            ...(input.moreSubmissions ?? []).map((group, i) => {
+            ...(input.more_submissions ?? []).map((group, i) => {
               const path = `submissions[${i + 1}].submitters`;
               checkItems(group.submitters, MAX_ITEMS.submitters, path);
               return {
-                submitters: group.submitters.map((s, j) =>
-                  toSubmitterInput(s as SubmitterGraphQLInput, `${path}[${j}]`),
-                ),
+                submitters: group.submitters.map((s, j) => toSubmitterInput(s, `${path}[${j}]`)),
                 path,
               };
             }),
@@ -301,19 +187,19 @@ builder.mutationField('createSubmissions', (t) =>
       const created = await createSubmissions(ctx, {
         accountId: account.id,
         userId: user.id,
-        templateId: input.templateId,
+        templateId: input.template_id,
         source: 'api',
         settings: {
-          sendEmail: input.sendEmail ?? true,
-          sendSms: input.sendSms ?? false,
-          order: input.emailsMode ? 'random' : order,
-          completedRedirectUrl: input.completedRedirectUrl ?? undefined,
-          bccCompleted: input.bccCompleted ?? undefined,
-          replyTo: input.replyTo ?? undefined,
-          message: input.message ? (withoutNulls(input.message) as { subject?: string; body?: string }) : undefined,
-          expireAt: input.expireAt ?? undefined,
-          name: input.name ?? undefined,
-          variables: (input.variables as Record<string, unknown> | null) ?? undefined,
+          sendEmail: input.send_email ?? true,
+          sendSms: input.send_sms ?? false,
+          order: input.emails_mode ? 'random' : order,
+          completedRedirectUrl: settings.completed_redirect_url,
+          bccCompleted: settings.bcc_completed,
+          replyTo: settings.reply_to,
+          message: settings.message,
+          expireAt: input.expire_at,
+          name: settings.name,
+          variables: settings.variables,
         },
         submissions,
         download: {
