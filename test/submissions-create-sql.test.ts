@@ -16,7 +16,7 @@ import {
   serializeCreatedSubmitter,
   SUBMITTER_CREATE_FRAGMENT,
   type CreatedSubmitterData,
-} from '../rest-compat/serializers/submitter.ts';
+} from '../src/docuseal-shapes/submitter.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { buyerSellerTemplateBody } from './helpers/pdfs.ts';
 

@@ -15,7 +15,7 @@ import {
   serializeSubmissionListItem,
   SUBMISSION_LIST_FRAGMENT,
   type SubmissionListData,
-} from '../rest-compat/serializers/submission.ts';
+} from '../src/docuseal-shapes/submission.ts';
 import { renderSubmissionList } from '../rest-compat/serializers/submission-list.ts';
 import type { GraphQLContext } from '../src/graphql/context.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';

@@ -8,7 +8,11 @@
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
 import { bodyObject, isTruthy, pathId, queryInt, queryString } from '../params.ts';
-import { serializeSubmissionGet, SUBMISSION_GET_FRAGMENT, type SubmissionGetData } from '../serializers/submission.ts';
+import {
+  serializeSubmissionGet,
+  SUBMISSION_GET_FRAGMENT,
+  type SubmissionGetData,
+} from '../../src/docuseal-shapes/submission.ts';
 import {
   serializeCreatedSubmitter,
   serializeSubmitterRead,
@@ -17,7 +21,7 @@ import {
   SUBMITTER_UPDATE_FRAGMENT,
   type SubmitterReadData,
   type SubmitterUpdateData,
-} from '../serializers/submitter.ts';
+} from '../../src/docuseal-shapes/submitter.ts';
 import { renderSubmissionList } from '../serializers/submission-list.ts';
 import { readCreatedSubmissions } from '../serializers/created-submitters.ts';
 

@@ -4,7 +4,7 @@
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
 import { bodyObject, isTruthy, optionalStringList, pathId, queryInt, queryString } from '../params.ts';
-import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../serializers/template.ts';
+import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../src/docuseal-shapes/template.ts';
 
 const listTemplates: RestRoute<{
   templates: { nodes: TemplateData[]; pagination: { count: number; next: number | null; prev: number | null } };

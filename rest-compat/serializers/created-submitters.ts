@@ -16,7 +16,7 @@
 import type { GraphQLContext } from '../../src/graphql/context.ts';
 import { createdInRequest } from '../../src/submissions/create-submissions.ts';
 import { buildValues, roleName, submitterStatus } from '../../src/submissions/status.ts';
-import type { CreatedSubmitterData } from './submitter.ts';
+import type { CreatedSubmitterData } from '../../src/docuseal-shapes/submitter.ts';
 
 /** Field types whose values are stored file uuids (buildValues shows them as signed URLs). */
 const FILE_TYPES = new Set(['image', 'signature', 'initials', 'stamp', 'payment', 'kba', 'file']);

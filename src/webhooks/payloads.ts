@@ -1,38 +1,31 @@
 /**
  * Webhook payloads, `{event_type, timestamp, data}` (reference/docuseal-behaviour.md §5.6;
- * interface spec "Events"), built by the REST layer's DocuSeal serializers from the same named
- * GraphQL operations run in-process with a context for the event's account — so `data` is what
- * the REST API answers for that record at that moment (DESIGN.md: "Webhook payloads use the same
- * DocuSeal serializers").
+ * interface spec "Events"). `data` is made by the DocuSeal shapes (src/docuseal-shapes/), the
+ * same functions the REST API answers with, from read models that named GraphQL operations load
+ * in-process with a context for the event's account — so `data` is what the REST API answers
+ * for that record at that moment.
  *
  * | events | data |
  * |---|---|
- * | form.viewed, form.started, form.completed, form.declined | the form submitter payload (below) |
+ * | form.viewed, form.started, form.completed, form.declined | formSubmitterData (src/docuseal-shapes/webhook-data.ts) |
  * | submission.created, submission.completed, submission.expired | GET /submissions/{id} |
  * | submission.archived, template.archived | `{id, archived_at}` |
  * | template.created, template.updated | GET /templates/{id} |
- *
- * The form submitter payload (DocuSeal's `Submitters::SerializeForWebhook`; every field of the
- * spec's table): id, submission_id, email, phone, name, ua, ip, sent_at, opened_at, completed_at,
- * declined_at, created_at, updated_at, external_id, metadata, status (the **submission's**
- * status, as the interface spec's Events table says; DocuSeal's code sends the submitter's, which
- * is in `submitter_status` here; docs/compatibility.md), submitter_status, application_key, decline_reason, role,
- * preferences, values, documents, audit_log_url, submission_url, template {id, name,
- * external_id, created_at, updated_at, folder_name}, submission {id, audit_log_url,
- * combined_document_url, status, url, variables, created_at}. No slug, uuid or embed_src.
  */
 import { execute, Kind, parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import {
   SUBMISSION_GET_FRAGMENT,
   serializeSubmissionGet,
   type SubmissionGetData,
-} from '../../rest-compat/serializers/submission.ts';
+} from '../docuseal-shapes/submission.ts';
+import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../docuseal-shapes/template.ts';
 import {
-  SUBMITTER_BASE_FRAGMENT,
-  serializeSubmitterBase,
-  type SubmitterBaseData,
-} from '../../rest-compat/serializers/submitter.ts';
-import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../rest-compat/serializers/template.ts';
+  archivedData,
+  FORM_SUBMITTER_FRAGMENT,
+  formSubmitterData,
+  type FormSubmitterData,
+  type SubmitterClient,
+} from '../docuseal-shapes/webhook-data.ts';
 import { sqlPool, type Db } from '../db/client.ts';
 import type { AppError } from '../errors.ts';
 import { accountAndUserFromRow } from '../accounts/authenticate.ts';
@@ -57,18 +50,8 @@ export interface PayloadRequest {
 }
 
 const FORM_OPERATION = /* GraphQL */ `
-  query WebhookFormSubmitter($id: Int!) {
-    submitter(id: $id) {
-      ...RestSubmitterBase
-      values
-      documents { name url }
-      submission {
-        id slug status auditLogUrl combinedDocumentUrl variables createdAt
-        template { id name externalId createdAt updatedAt folderName }
-      }
-    }
-  }
-  ${SUBMITTER_BASE_FRAGMENT}
+  query WebhookFormSubmitter($id: Int!) { submitter(id: $id) { ...WebhookFormSubmitter } }
+  ${FORM_SUBMITTER_FRAGMENT}
 `;
 
 const SUBMISSION_OPERATION = /* GraphQL */ `
@@ -88,28 +71,6 @@ const TEMPLATE_OPERATION = /* GraphQL */ `
 const TEMPLATE_ARCHIVED_OPERATION = /* GraphQL */ `
   query WebhookTemplateArchived($id: Int!) { template(id: $id) { id archivedAt } }
 `;
-
-interface FormSubmitterData extends SubmitterBaseData {
-  values: unknown;
-  documents: { name: string; url: string }[];
-  submission: {
-    id: number;
-    slug: string;
-    status: string;
-    auditLogUrl: string | null;
-    combinedDocumentUrl: string | null;
-    variables: unknown;
-    createdAt: string;
-    template: {
-      id: number;
-      name: string;
-      externalId: string | null;
-      createdAt: string;
-      updatedAt: string;
-      folderName: string;
-    };
-  };
-}
 
 interface PreparedOperation {
   document: DocumentNode;
@@ -259,7 +220,7 @@ export function createPayloadBuilder(deps: {
       case 'Submitter': {
         const result = await run<{ submitter: FormSubmitterData }>(form, context, recordId);
         if (!result) return null;
-        return formSubmitterPayload(result.submitter, await submitterClient(deps.db, recordId), deps.appUrl);
+        return formSubmitterData(result.submitter, await submitterClient(deps.db, recordId), deps.appUrl);
       }
       case 'Submission': {
         if (type === 'submission.archived') {
@@ -268,7 +229,7 @@ export function createPayloadBuilder(deps: {
             context,
             recordId,
           );
-          return result ? { id: result.submission.id, archived_at: result.submission.archivedAt } : null;
+          return result ? archivedData(result.submission) : null;
         }
         const result = await run<{ submission: SubmissionGetData }>(submission, context, recordId);
         return result ? serializeSubmissionGet(result.submission) : null;
@@ -280,7 +241,7 @@ export function createPayloadBuilder(deps: {
             context,
             recordId,
           );
-          return result ? { id: result.template.id, archived_at: result.template.archivedAt } : null;
+          return result ? archivedData(result.template) : null;
         }
         const result = await run<{ template: TemplateData }>(template, context, recordId);
         return result ? serializeTemplate(result.template) : null;
@@ -303,10 +264,7 @@ export function createPayloadBuilder(deps: {
  * ip, ua and decline_reason, which the GraphQL schema does not carry: the submitter's columns,
  * else the latest of its events that recorded an IP and user agent (a view of the form, say).
  */
-async function submitterClient(
-  db: Db,
-  submitterId: number,
-): Promise<{ ip: string | null; ua: string | null; declineReason: string | null }> {
+async function submitterClient(db: Db, submitterId: number): Promise<SubmitterClient> {
   const row = await db.submitter.findUnique({
     where: { id: submitterId },
     select: { ip: true, ua: true, declineReason: true },
@@ -326,64 +284,5 @@ async function submitterClient(
     ip: row.ip ?? (typeof data.ip === 'string' ? data.ip : null),
     ua: row.ua ?? (typeof data.ua === 'string' ? data.ua : null),
     declineReason: row.declineReason,
-  };
-}
-
-/**
- * The form submitter payload (module comment) from the REST layer's submitter base and the
- * submission and template the operation read.
- */
-export function formSubmitterPayload(
-  s: FormSubmitterData,
-  extra: { ip: string | null; ua: string | null; declineReason: string | null },
-  appUrl: string,
-): Record<string, unknown> {
-  const base = serializeSubmitterBase(s);
-  const submission = s.submission;
-  const submissionUrl = `${appUrl}/e/${submission.slug}`;
-  return {
-    id: base.id,
-    submission_id: base.submission_id,
-    email: base.email,
-    phone: base.phone,
-    name: base.name,
-    ua: extra.ua,
-    ip: extra.ip,
-    sent_at: base.sent_at,
-    opened_at: base.opened_at,
-    completed_at: base.completed_at,
-    declined_at: base.declined_at,
-    created_at: base.created_at,
-    updated_at: base.updated_at,
-    external_id: base.external_id,
-    metadata: base.metadata,
-    // The spec's Events table: "status: submission status" (it wins over DocuSeal's code, DESIGN.md).
-    status: submission.status,
-    submitter_status: base.status,
-    application_key: base.application_key,
-    decline_reason: extra.declineReason,
-    role: base.role,
-    preferences: base.preferences,
-    values: s.values,
-    documents: s.documents,
-    audit_log_url: submission.auditLogUrl,
-    submission_url: submissionUrl,
-    template: {
-      id: submission.template.id,
-      name: submission.template.name,
-      external_id: submission.template.externalId,
-      created_at: submission.template.createdAt,
-      updated_at: submission.template.updatedAt,
-      folder_name: submission.template.folderName,
-    },
-    submission: {
-      id: submission.id,
-      audit_log_url: submission.auditLogUrl,
-      combined_document_url: submission.combinedDocumentUrl,
-      status: submission.status,
-      url: submissionUrl,
-      variables: submission.variables ?? {},
-      created_at: submission.createdAt,
-    },
   };
 }

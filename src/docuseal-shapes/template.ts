@@ -1,6 +1,8 @@
 /**
  * DocuSeal's template JSON (reference/docuseal-behaviour.md §5.5; interface spec "Template"),
- * from the GraphQL fragment below. Used by the REST routes and, later, template.* webhooks.
+ * from the read model the GraphQL fragment below selects. The one definition of this shape: the
+ * REST routes (rest-compat/routes/templates.ts) and the template.* webhooks
+ * (src/webhooks/payloads.ts) both answer with serializeTemplate.
  */
 
 /** Everything the DocuSeal template JSON needs. Spread into operations with `...RestTemplate`. */

@@ -1,5 +1,7 @@
 /**
- * DocuSeal's submitter JSON (reference/docuseal-behaviour.md §5.2; interface spec "Submitter").
+ * DocuSeal's submitter JSON (reference/docuseal-behaviour.md §5.2; interface spec "Submitter"),
+ * from the read models the GraphQL fragments below select: the base keys every shape shares,
+ * the create answer (POST /submissions and friends), GET/PUT /submitters, and the events list.
  */
 
 /** The create-response submitter (POST /submissions and friends): values and embed_src, no documents. */
@@ -39,6 +41,7 @@ function publicPreferences(preferences: unknown): Record<string, unknown> {
   return rest;
 }
 
+/** A submitter in the create answer (§5.3): the base keys, `values` and `embed_src`. */
 export function serializeCreatedSubmitter(s: CreatedSubmitterData) {
   return { ...serializeSubmitterBase(s), values: s.values, embed_src: s.embedSrc };
 }
@@ -83,6 +86,7 @@ export interface EventData {
   eventTimestamp: string;
 }
 
+/** A `submission_events` entry (§5.1): id, submitter_id, event_type, event_timestamp. */
 export function serializeEvent(e: EventData) {
   return { id: e.id, submitter_id: e.submitterId, event_type: e.eventType, event_timestamp: e.eventTimestamp };
 }
@@ -119,6 +123,7 @@ export interface SubmitterReadData extends SubmitterBaseData {
   events: EventData[];
 }
 
+/** GET /submitters/{id} and the items of GET /submitters (§5.2): base keys, values, documents, template, events. */
 export function serializeSubmitterRead(s: SubmitterReadData) {
   const t = s.submission.template;
   return {
@@ -136,6 +141,7 @@ export interface SubmitterUpdateData extends SubmitterBaseData {
   embedSrc: string;
 }
 
+/** PUT /submitters/{id} (§5.2): base keys, values, documents, embed_src. */
 export function serializeSubmitterUpdate(s: SubmitterUpdateData) {
   return { ...serializeSubmitterBase(s), values: s.values, documents: s.documents, embed_src: s.embedSrc };
 }
