@@ -29,9 +29,10 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { Agenda, type Job } from 'agenda';
 import pg from 'pg';
-import { countOutbox, deleteOutboxRows, lockOutboxRows } from '../db/queries/outbox.ts';
+import { countOutboxRows, moveOutboxRowsThrough } from '../db/queries/outbox.ts';
 import { AppError } from '../errors.ts';
 import { logOutageOnce } from '../db/unavailable.ts';
+import { runningJobsOf } from './agenda-adapter.ts';
 import { openMongoJobStore, openPostgresJobStore, type JobLogger, type JobStore } from './job-store.ts';
 import { settleAgendaDebugColors } from './quiet-debug.ts';
 
@@ -329,8 +330,10 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
     for (;;) {
       const moved = store.relayOutbox
         ? await store.relayOutbox(outboxTable, OUTBOX_BATCH, instanceName)
-        : await relayThroughQueue(outboxPool, outboxTable, (name, data, at, uniqueKey) =>
-            queue.enqueue(name, data, { at, uniqueKey }),
+        : // MongoDB: Agenda's save; a row without a key gets `outbox:<id>`, so that rows stored
+          // again after a failure before the commit make no second job.
+          await moveOutboxRowsThrough(outboxPool, outboxTable, OUTBOX_BATCH, (row) =>
+            queue.enqueue(row.name, row.data, { at: row.runAt, uniqueKey: row.uniqueKey ?? `outbox:${row.id}` }),
           );
       if (moved < OUTBOX_BATCH) return;
     }
@@ -473,10 +476,10 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       const deadline = Date.now() + timeoutMs;
       for (;;) {
         // The outbox first: a row moved meanwhile is then counted as a job (a move is one statement).
-        const { rows } = await outboxPool.query<{ n: number }>(countOutbox(outboxTable));
+        const waiting = await countOutboxRows(outboxPool, outboxTable);
         const pending = await store.countPending(withinMs);
-        if (rows[0]!.n > 0) {
-          pending.set('outbox', rows[0]!.n);
+        if (waiting > 0) {
+          pending.set('outbox', waiting);
           relay();
         }
         if (pending.size === 0) return;
@@ -516,40 +519,6 @@ function ownOutboxPool(connectionString: string, logger: JobLogger): pg.Pool {
 }
 
 /**
- * The outbox relay for a store without its own (MongoDB): in one PostgreSQL transaction, locks a
- * batch of rows, stores their jobs through `enqueue` (Agenda's save; a row without a key gets
- * `outbox:<id>`, so that a batch stored again after a failure before the commit makes no second
- * job), deletes the rows and commits.
- * @returns the rows moved
- */
-async function relayThroughQueue(
-  pool: pg.Pool,
-  outboxTable: string,
-  enqueue: (name: string, data: unknown, at: Date, uniqueKey: string) => Promise<string>,
-): Promise<number> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    const { rows } = await client.query<{
-      id: string;
-      name: string;
-      data: unknown;
-      uniqueKey: string | null;
-      runAt: Date;
-    }>(lockOutboxRows(outboxTable), [OUTBOX_BATCH]);
-    for (const row of rows) await enqueue(row.name, row.data, row.runAt, row.uniqueKey ?? `outbox:${row.id}`);
-    if (rows.length > 0) await client.query(deleteOutboxRows(outboxTable), [rows.map((r) => r.id)]);
-    await client.query('COMMIT');
-    return rows.length;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
-}
-
-/**
  * Whether a job's error is permanent — bad data that another run would meet again — so the job
  * stops instead of retrying: an AppError whose code answers a client error (4xx: VALIDATION,
  * NOT_FOUND, FORBIDDEN, BAD_REQUEST, PAYLOAD_TOO_LARGE, UNAUTHENTICATED), except RATE_LIMITED.
@@ -570,16 +539,6 @@ function retryDelay(retry: RetryPolicy | undefined, attempt: number): number | n
 function isDuplicateKeyError(error: unknown): boolean {
   const code = (error as { code?: unknown } | null)?.code;
   return code === '23505' || code === 11000;
-}
-
-/**
- * The jobs running in this process. Agenda keeps them in its job processor, which it does not
- * expose and forgets on stop(), so this reads the field before stopping; test/jobs.test.ts
- * ("stop() waits for a running job") fails if a new Agenda version moves it.
- */
-function runningJobsOf(agenda: Agenda): () => Job[] {
-  const processor = (agenda as unknown as { jobProcessor?: { runningJobs?: Job[] } }).jobProcessor;
-  return () => processor?.runningJobs ?? [];
 }
 
 interface KeepAlive {

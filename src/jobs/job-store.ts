@@ -8,8 +8,26 @@ import type { AgendaBackend, Job, JobParameters, JobRepository, NotificationChan
 import { PostgresBackend, PostgresJobRepository } from '@agendajs/postgres-backend';
 import pg from 'pg';
 import type { BaseLogger } from 'pino';
-import { relayOutbox } from '../db/queries/outbox.ts';
+import {
+  countPendingJobs,
+  ensureJobsSchema,
+  findJobsByKey,
+  insertJobRows,
+  JOBS_TABLE,
+  lockDueJobs,
+  renewJobLock,
+  saveJobStates,
+} from '../db/queries/jobs.ts';
+import { relayOutboxRows } from '../db/queries/outbox.ts';
+import { turnBatch, type TurnBatch } from '../db/turn-batch.ts';
 import { logOutageOnce } from '../db/unavailable.ts';
+import {
+  closableChannel,
+  JOBS_CHANNEL,
+  newJobNotification,
+  quietChannel,
+  rowToJobParameters,
+} from './agenda-adapter.ts';
 
 /** The part of a pino logger (or Fastify's) the jobs use. */
 export type JobLogger = Pick<BaseLogger, 'error' | 'warn' | 'info' | 'debug'>;
@@ -74,15 +92,6 @@ export interface NewJob {
 
 /** The PostgreSQL schema Agenda's table lives in: outside `public`, which Prisma's schema describes alone. */
 export const DEFAULT_JOBS_SCHEMA = 'agenda';
-/** Agenda's table inside that schema. */
-const JOBS_TABLE = 'jobs';
-/** Holds schema creation to one instance at a time (CREATE ... IF NOT EXISTS races otherwise). */
-const SCHEMA_LOCK = 'signet.jobs.schema';
-
-/** Stored job data is `{ payload, uniqueKey? }` (see job-queue.ts); this index makes a uniqueKey unique per job name. */
-const UNIQUE_KEY_INDEX = `CREATE UNIQUE INDEX IF NOT EXISTS ${JOBS_TABLE}_unique_key_idx
-  ON ${JOBS_TABLE} (name, (data->>'uniqueKey')) WHERE data ? 'uniqueKey'`;
-
 /**
  * Opens Agenda's PostgreSQL store: a pg pool whose connections use `search_path = <schema>`,
  * so that the backend's unqualified table (`jobs`), its indexes and its trigger function land
@@ -112,52 +121,36 @@ export async function openPostgresJobStore(options: {
 
   // ensureSchema false: the backend would also create a log table we do not use (Agenda's
   // `logging` stays off); a repository of its own creates the jobs table below, under the lock.
-  const inner = new PostgresBackend({ pool, tableName: JOBS_TABLE, ensureSchema: false });
+  const inner = new PostgresBackend({ pool, tableName: JOBS_TABLE, channelName: JOBS_CHANNEL, ensureSchema: false });
   // The LISTEN channel reconnects by itself; an 'error' event without a listener would throw.
   // It retries every 100 ms while the database is away: logged once per outage interval then.
   const logListenError = logOutageOnce((object, message) => options.logger.warn(object, message));
   inner.notificationChannel?.on('error', (error: Error) => logListenError(error, 'jobs: LISTEN connection error'));
   const listening = inner.notificationChannel && closableChannel(inner.notificationChannel);
   try {
-    const client = await pool.connect();
-    try {
-      await client.query('SELECT pg_advisory_lock(hashtext($1))', [SCHEMA_LOCK]);
-      try {
-        await client.query(`CREATE SCHEMA IF NOT EXISTS ${client.escapeIdentifier(schema)}`);
-        // The backend's own DDL: table, columns added by later versions, indexes, updated_at trigger.
-        await new PostgresJobRepository({ pool, tableName: JOBS_TABLE, ensureSchema: true }).connect();
-        await client.query(UNIQUE_KEY_INDEX);
-      } finally {
-        await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SCHEMA_LOCK]);
-      }
-    } finally {
-      client.release();
-    }
+    // The backend's own DDL: table, columns added by later versions, indexes, updated_at trigger.
+    await ensureJobsSchema(pool, schema, () =>
+      new PostgresJobRepository({ pool, tableName: JOBS_TABLE, ensureSchema: true }).connect(),
+    );
     await inner.connect();
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw error;
   }
 
-  // Agenda's channel name (its config is not in the NotificationChannel type).
-  const channelName = (inner.notificationChannel as { config?: { channelName?: string } } | undefined)?.config
-    ?.channelName;
+  // With notifications off there would be no channel: the scan finds the jobs (pg_notify to an unheard name is harmless).
+  const channelName = inner.notificationChannel ? JOBS_CHANNEL : 'signet:jobs:unheard';
   const repository = new LockAheadRepository(pool);
   // One batch per source (instance name): the statement stores it as last_modified_by.
-  const insertBatches = new Map<string, (job: NewJob) => Promise<string>>();
+  const insertBatches = new Map<string, TurnBatch<NewJob, string>>();
   const channel = inner.notificationChannel && quietChannel(inner.notificationChannel);
   const jobsTable = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(JOBS_TABLE)}`;
   return {
     backend: connectedBackend(inner, repository, channel?.channel),
     repository,
     pool,
-    relayOutbox: async (outboxTable, limit, source) => {
-      const { rows } = await pool.query<{ moved: number }>({
-        ...relayOutbox({ jobs: jobsTable, outbox: outboxTable }),
-        values: [limit, source, channelName ?? 'signet:jobs:unheard'],
-      });
-      return rows[0]?.moved ?? 0;
-    },
+    relayOutbox: (outboxTable, limit, source) =>
+      relayOutboxRows(pool, { jobs: jobsTable, outbox: outboxTable }, { limit, source, channel: channelName }),
     // Only when a fill could find more: otherwise a refill would be a lock statement for nothing.
     refill: (name) => {
       if (repository.mayHaveMore(name)) channel?.refill(name);
@@ -166,34 +159,18 @@ export async function openPostgresJobStore(options: {
     insertJob: (job, source) => {
       let batch = insertBatches.get(source);
       if (!batch) {
-        batch = batched((jobs: NewJob[]) => insertJobs(pool, jobs, source, channelName), {
-          delayMs: 0,
-          max: MAX_BATCH,
-        });
+        batch = turnBatch((jobs: readonly NewJob[]) => insertJobs(pool, jobs, source, channelName), { max: MAX_BATCH });
         insertBatches.set(source, batch);
       }
-      return batch(job);
+      return batch.load(job);
     },
     renewLock: async (job) => {
       const lockedAt = new Date();
       job.attrs.lockedAt = lockedAt;
-      await pool.query({
-        name: 'signet_jobs_renew_lock',
-        text: `UPDATE ${JOBS_TABLE} SET locked_at = $2 WHERE id = $1`,
-        values: [String(job.attrs._id), lockedAt],
-      });
+      await renewJobLock(pool, String(job.attrs._id), lockedAt);
     },
     releaseLockedAhead: () => repository.releaseLockedAhead(),
-    async countPending(withinMs) {
-      const result = await pool.query<{ name: string; n: number }>(
-        `SELECT name, count(*)::int AS n FROM ${JOBS_TABLE}
-          WHERE disabled = FALSE
-            AND (locked_at IS NOT NULL OR next_run_at <= now() + $1 * interval '1 millisecond')
-          GROUP BY name ORDER BY name`,
-        [withinMs],
-      );
-      return new Map(result.rows.map((row) => [row.name, row.n]));
-    },
+    countPending: (withinMs) => countPendingJobs(pool, withinMs),
     close: async () => {
       await repository.flushStateSaves();
       // Before the pool's end(), which waits for the LISTEN connection, however late it came.
@@ -205,52 +182,6 @@ export async function openPostgresJobStore(options: {
 
 /** Most jobs (or job states) written by one batched statement. */
 const MAX_BATCH = 200;
-
-/**
- * Batches calls: the items passed while a batch is open are given to `run` together, once,
- * when it closes (after `delayMs` milliseconds from its first item; 0 = at the end of this turn
- * of the event loop, setImmediate) or when it holds `max` items. `run` answers one result per
- * item, in order; its failure fails every call of the batch.
- */
-function batched<I, O>(
-  run: (items: I[]) => Promise<O[]>,
-  options: { delayMs: number; max: number },
-): ((item: I) => Promise<O>) & { flush(): Promise<void> } {
-  let open: { items: I[]; settle: { resolve(value: O): void; reject(error: unknown): void }[] } | undefined;
-  let timer: NodeJS.Timeout | NodeJS.Immediate | undefined;
-  const close = (): Promise<void> => {
-    const batch = open;
-    if (!batch) return Promise.resolve();
-    open = undefined;
-    if (timer) {
-      if (options.delayMs > 0) clearTimeout(timer as NodeJS.Timeout);
-      else clearImmediate(timer as NodeJS.Immediate);
-      timer = undefined;
-    }
-    return run(batch.items).then(
-      (results) =>
-        batch.settle.forEach((s, i) => {
-          s.resolve(results[i]!);
-        }),
-      (error: unknown) =>
-        batch.settle.forEach((s) => {
-          s.reject(error);
-        }),
-    );
-  };
-  const call = (item: I) =>
-    new Promise<O>((resolve, reject) => {
-      if (!open) {
-        open = { items: [], settle: [] };
-        timer =
-          options.delayMs > 0 ? setTimeout(() => void close(), options.delayMs) : setImmediate(() => void close());
-      }
-      open.items.push(item);
-      open.settle.push({ resolve, reject });
-      if (open.items.length >= options.max) void close();
-    });
-  return Object.assign(call, { flush: close });
-}
 
 /**
  * Opens Agenda's MongoDB store (collection `agenda_jobs`) with a unique index on
@@ -315,31 +246,6 @@ function connectedBackend(
   };
 }
 
-/**
- * Makes the LISTEN channel closable for good. After a lost connection it reconnects by itself
- * (every 100 ms while the database is away, each attempt waiting up to the pool's connection
- * timeout); an attempt still under way when Agenda disconnects the channel at stop() would
- * complete afterwards and hold its connection forever, and the pool's end() would wait for it
- * forever: a stop() shortly after an outage never finished (test/database-outage.test.ts).
- * Once close() is called, no attempt starts, and one that completes lets its connection go.
- */
-function closableChannel(channel: NotificationChannel): { close(): Promise<void> } {
-  let closed = false;
-  const connect = channel.connect.bind(channel);
-  // The channel's reconnect timer calls this.connect(): this own property, not the prototype's.
-  channel.connect = async () => {
-    if (closed) return;
-    await connect();
-    if (closed) await channel.disconnect();
-  };
-  return {
-    async close() {
-      closed = true;
-      await channel.disconnect();
-    },
-  };
-}
-
 /** pg pool settings for `connectionString` with `search_path` set to `schema` at connection start. */
 function withSearchPath(connectionString: string, schema: string): pg.PoolConfig {
   const searchPath = `-c search_path=${schema}`;
@@ -357,35 +263,6 @@ function withSearchPath(connectionString: string, schema: string): pg.PoolConfig
 }
 
 /**
- * $1: the jobs as JSON ([{id, name, nextRunAt, data, notification}]), $2: this instance's name,
- * $3: Agenda's channel. Columns as Agenda's own insert of a new job (PostgresJobRepository.saveJob:
- * type normal, priority 0, not disabled, not forked). The key's unique index (UNIQUE_KEY_INDEX)
- * is the conflict target, so a stored key inserts nothing and announces nothing.
- */
-const INSERT_JOBS = `
-  WITH input AS (
-    SELECT (j->>'id')::uuid AS id, j->>'name' AS name, (j->>'nextRunAt')::timestamptz AS next_run_at, j->'data' AS data, j->>'notification' AS notification
-      FROM jsonb_array_elements($1::jsonb) j
-  ), inserted AS (
-    INSERT INTO ${JOBS_TABLE} (id, name, priority, next_run_at, type, data, disabled, fork, last_modified_by)
-    SELECT id, name, 0, next_run_at, 'normal', data, FALSE, FALSE, $2 FROM input
-    ON CONFLICT (name, (data->>'uniqueKey')) WHERE data ? 'uniqueKey' DO NOTHING
-    RETURNING id
-  ), notified AS (
-    -- One announcement per job name (its earliest job): a fill takes every due job of the name.
-    SELECT pg_notify($3, first.notification) FROM (
-      SELECT DISTINCT ON (input.name) input.notification FROM inserted JOIN input ON input.id = inserted.id ORDER BY input.name, input.next_run_at
-    ) first
-  )
-  SELECT inserted.id::text AS id, (SELECT count(*) FROM notified) AS announced FROM inserted`;
-
-/** $1: names, $2: unique keys (pairwise): the stored jobs holding those keys. */
-const FIND_BY_KEY = `
-  SELECT j.id::text AS id, j.name, j.data->>'uniqueKey' AS key
-    FROM ${JOBS_TABLE} j JOIN unnest($1::text[], $2::text[]) AS k(name, key) ON j.name = k.name AND j.data->>'uniqueKey' = k.key
-   WHERE j.data ? 'uniqueKey'`;
-
-/**
  * JobStore.insertJobs on PostgreSQL: one statement inserts the jobs and NOTIFYs Agenda's channel
  * once per name of the jobs inserted (its earliest job), with the payload Agenda's own publish
  * sends (PostgresNotificationChannel.serializeNotification), so every listening instance fills
@@ -394,9 +271,9 @@ const FIND_BY_KEY = `
  */
 async function insertJobs(
   pool: pg.Pool,
-  jobs: NewJob[],
+  jobs: readonly NewJob[],
   source: string,
-  channelName: string | undefined,
+  channelName: string,
 ): Promise<string[]> {
   if (jobs.length === 0) return [];
   const timestamp = new Date().toISOString();
@@ -408,26 +285,19 @@ async function insertJobs(
       name: job.name,
       nextRunAt,
       data: job.data,
-      notification: JSON.stringify({ jobId: id, jobName: job.name, nextRunAt, priority: 0, timestamp, source }),
+      notification: newJobNotification({ id, name: job.name, nextRunAt, timestamp, source }),
     };
   });
-  // With notifications off there is no channel: the scan finds the jobs (pg_notify to an unheard name is harmless).
-  const { rows: inserted } = await pool.query<{ id: string }>({
-    name: 'signet_jobs_insert',
-    text: INSERT_JOBS,
-    values: [JSON.stringify(rows), source, channelName ?? 'signet:jobs:unheard'],
-  });
-  const stored = new Set(inserted.map((r) => r.id));
+  const stored = new Set(await insertJobRows(pool, rows, source, channelName));
   const ids = rows.map((r) => (stored.has(r.id) ? r.id : undefined));
   const missing = jobs.filter((_, i) => ids[i] === undefined);
   if (missing.length === 0) return ids as string[];
   // Keys already stored: their jobs' ids. A key whose job was inserted by a transaction that
   // committed after this statement began is read now, by a new statement.
-  const { rows: existing } = await pool.query<{ id: string; name: string; key: string }>({
-    name: 'signet_jobs_find_by_key',
-    text: FIND_BY_KEY,
-    values: [missing.map((j) => j.name), missing.map((j) => j.data.uniqueKey ?? null)],
-  });
+  const existing = await findJobsByKey(
+    pool,
+    missing.map((j) => ({ name: j.name, uniqueKey: j.data.uniqueKey ?? null })),
+  );
   const byKey = new Map(existing.map((r) => [`${r.name}\u0000${r.key}`, r.id]));
   return ids.map((id, i) => {
     if (id !== undefined) return id;
@@ -444,33 +314,8 @@ async function insertJobs(
  */
 const STATE_SAVE_DELAY_MS = 3;
 
-/** $1: the saves as JSON: the columns and values of PostgresJobRepository.saveJobState, per job. */
-const SAVE_STATES = `
-  UPDATE ${JOBS_TABLE} j
-     SET locked_at = v.locked_at, next_run_at = v.next_run_at, last_run_at = v.last_run_at, progress = v.progress,
-         fail_reason = v.fail_reason, fail_count = v.fail_count, failed_at = v.failed_at, last_finished_at = v.last_finished_at,
-         last_modified_by = v.last_modified_by
-    FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, name text, locked_at timestamptz, next_run_at timestamptz, last_run_at timestamptz,
-         progress real, fail_reason text, fail_count integer, failed_at timestamptz, last_finished_at timestamptz, last_modified_by text)
-   WHERE j.id = v.id AND j.name = v.name
-  RETURNING j.id::text AS id`;
-
 /** Jobs locked per statement when Agenda asks for the next one (see LockAheadRepository). */
 const LOCK_AHEAD = 20;
-
-/**
- * $1 lock time, $2 name, $3 next scan, $4 lock deadline, $5 this instance, $6 how many: the
- * condition and order of PostgresJobRepository.getNextJobToRun, for up to $6 jobs at once.
- */
-const LOCK_JOBS = `
-  UPDATE ${JOBS_TABLE} SET locked_at = $1, last_modified_by = $5
-   WHERE id IN (
-     SELECT id FROM ${JOBS_TABLE}
-      WHERE name = $2 AND disabled = FALSE AND ((locked_at IS NULL AND next_run_at <= $3) OR locked_at <= $4)
-      ORDER BY next_run_at ASC NULLS LAST, priority DESC
-      LIMIT $6
-      FOR UPDATE SKIP LOCKED)
-  RETURNING *`;
 
 /**
  * Agenda's PostgreSQL repository with fewer statements per job (bench/submissions.ts, issue 4):
@@ -527,14 +372,16 @@ class LockAheadRepository extends PostgresJobRepository {
       }
     }
     const lockTime = now ?? new Date();
-    const { rows } = await this.#pool.query({
-      name: 'signet_jobs_lock',
-      text: LOCK_JOBS,
-      values: [lockTime, jobName, nextScanAt, lockDeadline, options?.lastModifiedBy ?? null, LOCK_AHEAD],
+    const rows = await lockDueJobs(this.#pool, {
+      lockTime,
+      name: jobName,
+      nextScanAt,
+      lockDeadline,
+      lastModifiedBy: options?.lastModifiedBy ?? null,
+      limit: LOCK_AHEAD,
     });
-    // rowToJob is private in the type, public in the class: Agenda's own row mapping.
-    const toJob = (row: unknown) => (this as unknown as { rowToJob(row: unknown): JobParameters }).rowToJob(row);
-    const jobs = rows.map(toJob).sort(byRunOrder);
+    // Agenda's own row mapping (src/jobs/agenda-adapter.ts, assumption 1).
+    const jobs = rows.map((row) => rowToJobParameters(this, row)).sort(byRunOrder);
     if (jobs.length < LOCK_AHEAD) this.#lastBatchFull.delete(jobName);
     else this.#lastBatchFull.add(jobName);
     const [first, ...rest] = jobs;
@@ -568,15 +415,15 @@ class LockAheadRepository extends PostgresJobRepository {
   }
 
   /** End-of-run saves, written together (see the class comment). */
-  readonly #saves = batched(
-    (saves: { job: JobParameters; lastModifiedBy: string | null }[]) => this.#saveStates(saves),
+  readonly #saves = turnBatch(
+    (saves: readonly { job: JobParameters; lastModifiedBy: string | null }[]) => this.#saveStates(saves),
     { delayMs: STATE_SAVE_DELAY_MS, max: MAX_BATCH },
   );
 
   override async saveJobState(job: JobParameters, options?: { lastModifiedBy?: string }): Promise<void> {
     if (job.lockedAt) return; // the start of a run (see the class comment)
     if (!job._id) throw new Error('Cannot save job state without job ID');
-    const saved = await this.#saves({ job: { ...job }, lastModifiedBy: options?.lastModifiedBy ?? null });
+    const saved = await this.#saves.load({ job: { ...job }, lastModifiedBy: options?.lastModifiedBy ?? null });
     if (!saved)
       throw new Error(
         `job ${String(job._id)} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`,
@@ -589,7 +436,7 @@ class LockAheadRepository extends PostgresJobRepository {
   }
 
   /** PostgresJobRepository.saveJobState's UPDATE for several jobs: whether each row was there. */
-  async #saveStates(saves: { job: JobParameters; lastModifiedBy: string | null }[]): Promise<boolean[]> {
+  async #saveStates(saves: readonly { job: JobParameters; lastModifiedBy: string | null }[]): Promise<boolean[]> {
     // One row per job: a job saved twice in a batch (not expected) keeps its last save.
     const last = new Map(saves.map((s) => [String(s.job._id), s]));
     const rows = [...last.values()].map(({ job, lastModifiedBy }) => ({
@@ -605,12 +452,7 @@ class LockAheadRepository extends PostgresJobRepository {
       last_finished_at: job.lastFinishedAt || null,
       last_modified_by: lastModifiedBy,
     }));
-    const { rows: updated } = await this.#pool.query<{ id: string }>({
-      name: 'signet_jobs_save_states',
-      text: SAVE_STATES,
-      values: [JSON.stringify(rows)],
-    });
-    const found = new Set(updated.map((r) => r.id));
+    const found = await saveJobStates(this.#pool, rows);
     return saves.map((s) => found.has(String(s.job._id)));
   }
 
@@ -626,73 +468,4 @@ class LockAheadRepository extends PostgresJobRepository {
 function byRunOrder(a: JobParameters, b: JobParameters): number {
   const at = (j: JobParameters) => (j.nextRunAt ? new Date(j.nextRunAt).getTime() : Number.POSITIVE_INFINITY);
   return at(a) - at(b) || (b.priority ?? 0) - (a.priority ?? 0);
-}
-
-/** Milliseconds between the first notification of a burst and the fill it starts. */
-const FILL_DELAY_MS = 2;
-
-/**
- * Agenda's notification channel with fewer statements and fills:
- * - no job state notifications (a NOTIFY per start, success and completion of every job):
- *   they re-emit Agenda's job events in other instances, and Signet listens to none;
- * - new-job notifications of one name are coalesced: a fill starts FILL_DELAY_MS after the first
- *   one, and while Agenda fills its queue for a name, those arriving for it wait and one fill
- *   follows (with the earliest run time among them), instead of one fill each, all racing for
- *   the same rows.
- */
-function quietChannel(channel: NotificationChannel): { channel: NotificationChannel; refill(name: string): void } {
-  type Notification = Parameters<Parameters<NotificationChannel['subscribe']>[0]>[0];
-  // Agenda's subscription, coalesced; refill() goes through it too.
-  let subscribed: ((notification: Notification) => Promise<void>) | undefined;
-  const subscribe: NotificationChannel['subscribe'] = (handler) => {
-    const waiting = new Map<string, Notification | null>();
-    const coalesced = async (notification: Notification) => {
-      const name = notification.jobName;
-      if (waiting.has(name)) {
-        const queued = waiting.get(name);
-        const earlier = (n: Notification | null | undefined) =>
-          n?.nextRunAt ? new Date(n.nextRunAt).getTime() : Number.NEGATIVE_INFINITY;
-        if (!queued || earlier(notification) < earlier(queued)) waiting.set(name, notification);
-        return;
-      }
-      waiting.set(name, notification);
-      try {
-        // A short wait first, so that jobs enqueued in a burst are locked by one statement.
-        await new Promise((resolve) => setTimeout(resolve, FILL_DELAY_MS));
-        for (let next = waiting.get(name); next; next = waiting.get(name)) {
-          waiting.set(name, null);
-          await handler(next);
-        }
-      } finally {
-        waiting.delete(name);
-      }
-    };
-    subscribed = coalesced;
-    const unsubscribe = channel.subscribe(coalesced);
-    return () => {
-      if (subscribed === coalesced) subscribed = undefined;
-      unsubscribe();
-    };
-  };
-  // Methods bound once (Agenda reads them, and `state`, for every job).
-  const bound = new Map<PropertyKey, { from: unknown; method: unknown }>();
-  const proxy = new Proxy(channel, {
-    get(target, property) {
-      if (property === 'publishState' || property === 'subscribeState') return undefined;
-      if (property === 'subscribe') return subscribe;
-      const value = Reflect.get(target, property, target) as unknown;
-      if (typeof value !== 'function') return value;
-      const known = bound.get(property);
-      if (known?.from === value) return known.method;
-      const method = (value as (...args: unknown[]) => unknown).bind(target);
-      bound.set(property, { from: value, method });
-      return method;
-    },
-  });
-  const refill = (name: string) => {
-    void subscribed?.({ jobId: '' as never, jobName: name, nextRunAt: null, priority: 0, timestamp: new Date() }).catch(
-      () => undefined,
-    );
-  };
-  return { channel: proxy, refill };
 }

@@ -12,7 +12,7 @@
  * run that dies is run again, and its enqueues are idempotent by their unique keys).
  */
 import type { Prisma } from '../generated/prisma/client.ts';
-import { INSERT_OUTBOX } from '../db/queries/outbox.ts';
+import { insertOutboxRows } from '../db/queries/outbox.ts';
 
 /** A job recorded in a change's transaction (see the module comment). */
 export interface OutboxJob {
@@ -73,5 +73,5 @@ export async function recordJobs(
   jobs: readonly OutboxJob[],
 ): Promise<void> {
   if (jobs.length === 0) return;
-  await tx.$executeRawUnsafe(INSERT_OUTBOX.text, JSON.stringify(outboxRows(jobs)));
+  await insertOutboxRows(tx, outboxRows(jobs));
 }

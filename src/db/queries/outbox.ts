@@ -10,6 +10,9 @@
  * accounts have no endpoint, and an event must not cost them a job).
  */
 
+import type pg from 'pg';
+import type { Prisma } from '../../generated/prisma/client.ts';
+
 /**
  * The rows of `json` (an SQL expression of a jsonb array of OutboxRow) that are to be written,
  * as a SELECT of the outbox's columns (name, data, unique_key, run_at). Shared by INSERT_OUTBOX
@@ -29,6 +32,17 @@ export const INSERT_OUTBOX = {
   name: 'signet_outbox_insert',
   text: `INSERT INTO outbox (name, data, unique_key, run_at) ${selectOutboxRows('$1::jsonb')}`,
 };
+
+/**
+ * Writes outbox rows (OutboxRow of src/jobs/outbox.ts, already checked) through `tx`, a Prisma
+ * transaction (or client: then the statement is its own transaction), in one statement.
+ */
+export async function insertOutboxRows(
+  tx: Pick<Prisma.TransactionClient, '$executeRawUnsafe'>,
+  rows: readonly unknown[],
+): Promise<void> {
+  await tx.$executeRawUnsafe(INSERT_OUTBOX.text, JSON.stringify(rows));
+}
 
 /**
  * Moves up to $1 outbox rows (oldest first) into Agenda's table, in one statement: deleted from the
@@ -89,6 +103,68 @@ export const countOutbox = (outbox: string) => ({
   name: `signet_outbox_count:${outbox}`,
   text: `SELECT count(*)::int AS n FROM ${outbox}`,
 });
+
+/**
+ * Runs relayOutbox on `pool`: moves up to `limit` rows into Agenda's table and announces them on
+ * `channel` (see relayOutbox).
+ * @param source this instance's name
+ * @returns the rows moved
+ */
+export async function relayOutboxRows(
+  pool: pg.Pool,
+  tables: OutboxTables,
+  options: { limit: number; source: string; channel: string },
+): Promise<number> {
+  const { rows } = await pool.query<{ moved: number }>({
+    ...relayOutbox(tables),
+    values: [options.limit, options.source, options.channel],
+  });
+  return rows[0]?.moved ?? 0;
+}
+
+/** The rows waiting in `outbox` (schema-qualified, quoted) to be moved. */
+export async function countOutboxRows(pool: pg.Pool, outbox: string): Promise<number> {
+  const { rows } = await pool.query<{ n: number }>(countOutbox(outbox));
+  return rows[0]!.n;
+}
+
+/** An outbox row as moveOutboxRowsThrough hands it over. */
+export interface LockedOutboxRow {
+  id: string;
+  name: string;
+  data: unknown;
+  uniqueKey: string | null;
+  runAt: Date;
+}
+
+/**
+ * The outbox relay for a job store outside PostgreSQL (MongoDB): in one transaction on `pool`,
+ * locks up to `limit` rows of `outbox` (oldest first, rows another mover holds skipped), hands
+ * each to `store` (which stores its job idempotently), deletes them and commits. A failure rolls
+ * back: the rows stay for the next move.
+ * @returns the rows moved
+ */
+export async function moveOutboxRowsThrough(
+  pool: pg.Pool,
+  outbox: string,
+  limit: number,
+  store: (row: LockedOutboxRow) => Promise<unknown>,
+): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query('BEGIN');
+    const { rows } = await client.query<LockedOutboxRow>(lockOutboxRows(outbox), [limit]);
+    for (const row of rows) await store(row);
+    if (rows.length > 0) await client.query(deleteOutboxRows(outbox), [rows.map((r) => r.id)]);
+    await client.query('COMMIT');
+    return rows.length;
+  } catch (error) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw error;
+  } finally {
+    client.release();
+  }
+}
 
 /** Where the relay reads and writes: Agenda's table and the outbox, each schema-qualified and quoted. */
 export interface OutboxTables {

@@ -1,0 +1,245 @@
+/**
+ * The SQL of the PostgreSQL job store (src/jobs/job-store.ts) on Agenda's table. The store's pool
+ * sets `search_path` to the jobs schema (default `agenda`), so the table is named unqualified
+ * (JOBS_TABLE) and one pool serves one schema; the outbox relay, which also reads the service's
+ * schema, is in ./outbox.ts.
+ *
+ * Columns are those of @agendajs/postgres-backend's own table (its PostgresJobRepository DDL and
+ * saveJob/saveJobState/getNextJobToRun statements); test/agenda-contract.test.ts checks that the
+ * installed backend still creates every column written here.
+ */
+import type pg from 'pg';
+
+/** Agenda's table, unqualified: the store's pool's search_path names the schema. */
+export const JOBS_TABLE = 'jobs';
+
+/** The columns written here directly (contract-tested against the backend's DDL). */
+export const JOBS_COLUMNS_WRITTEN = [
+  'id',
+  'name',
+  'priority',
+  'next_run_at',
+  'type',
+  'data',
+  'disabled',
+  'fork',
+  'last_modified_by',
+  'locked_at',
+  'last_run_at',
+  'progress',
+  'fail_reason',
+  'fail_count',
+  'failed_at',
+  'last_finished_at',
+] as const;
+
+/** Holds schema creation to one instance at a time (CREATE ... IF NOT EXISTS races otherwise). */
+const SCHEMA_LOCK = 'signet.jobs.schema';
+
+/** Stored job data is `{ payload, uniqueKey? }` (src/jobs/job-queue.ts); this index makes a uniqueKey unique per job name. */
+const UNIQUE_KEY_INDEX = `CREATE UNIQUE INDEX IF NOT EXISTS ${JOBS_TABLE}_unique_key_idx
+  ON ${JOBS_TABLE} (name, (data->>'uniqueKey')) WHERE data ? 'uniqueKey'`;
+
+/**
+ * Creates the jobs schema `schema` (a lower-case SQL identifier, checked by the caller), then runs
+ * `createTable` (the backend's own DDL, on the same pool) and the uniqueKey index, all under a
+ * session advisory lock so that instances starting together do not race.
+ * @throws the database's error (unreachable, no right to create the schema)
+ */
+export async function ensureJobsSchema(pool: pg.Pool, schema: string, createTable: () => Promise<void>): Promise<void> {
+  const client = await pool.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock(hashtext($1))', [SCHEMA_LOCK]);
+    try {
+      await client.query(`CREATE SCHEMA IF NOT EXISTS ${client.escapeIdentifier(schema)}`);
+      await createTable();
+      await client.query(UNIQUE_KEY_INDEX);
+    } finally {
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SCHEMA_LOCK]);
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * $1: the jobs as JSON ([{id, name, nextRunAt, data, notification}]), $2: this instance's name,
+ * $3: Agenda's channel. Columns as Agenda's own insert of a new job (PostgresJobRepository.saveJob:
+ * type normal, priority 0, not disabled, not forked). The key's unique index (UNIQUE_KEY_INDEX)
+ * is the conflict target, so a stored key inserts nothing and announces nothing.
+ */
+const INSERT_JOBS = `
+  WITH input AS (
+    SELECT (j->>'id')::uuid AS id, j->>'name' AS name, (j->>'nextRunAt')::timestamptz AS next_run_at, j->'data' AS data, j->>'notification' AS notification
+      FROM jsonb_array_elements($1::jsonb) j
+  ), inserted AS (
+    INSERT INTO ${JOBS_TABLE} (id, name, priority, next_run_at, type, data, disabled, fork, last_modified_by)
+    SELECT id, name, 0, next_run_at, 'normal', data, FALSE, FALSE, $2 FROM input
+    ON CONFLICT (name, (data->>'uniqueKey')) WHERE data ? 'uniqueKey' DO NOTHING
+    RETURNING id
+  ), notified AS (
+    -- One announcement per job name (its earliest job): a fill takes every due job of the name.
+    SELECT pg_notify($3, first.notification) FROM (
+      SELECT DISTINCT ON (input.name) input.notification FROM inserted JOIN input ON input.id = inserted.id ORDER BY input.name, input.next_run_at
+    ) first
+  )
+  SELECT inserted.id::text AS id, (SELECT count(*) FROM notified) AS announced FROM inserted`;
+
+/** A new job row for insertJobRows: `data` as Agenda stores it, `notification` the NOTIFY payload. */
+export interface JobRowInput {
+  id: string;
+  name: string;
+  /** ISO 8601 */
+  nextRunAt: string;
+  data: unknown;
+  /** JSON text, as Agenda's PostgresNotificationChannel publishes it */
+  notification: string;
+}
+
+/**
+ * Inserts `rows` unless their (name, uniqueKey) is stored, and NOTIFYs `channel` once per name
+ * inserted (its earliest job), in one statement.
+ * @param source this instance's name (last_modified_by)
+ * @returns the ids inserted (those whose key was stored are missing)
+ */
+export async function insertJobRows(
+  pool: pg.Pool,
+  rows: JobRowInput[],
+  source: string,
+  channel: string,
+): Promise<string[]> {
+  const { rows: inserted } = await pool.query<{ id: string }>({
+    name: 'signet_jobs_insert',
+    text: INSERT_JOBS,
+    values: [JSON.stringify(rows), source, channel],
+  });
+  return inserted.map((r) => r.id);
+}
+
+/** $1: names, $2: unique keys (pairwise): the stored jobs holding those keys. */
+const FIND_BY_KEY = `
+  SELECT j.id::text AS id, j.name, j.data->>'uniqueKey' AS key
+    FROM ${JOBS_TABLE} j JOIN unnest($1::text[], $2::text[]) AS k(name, key) ON j.name = k.name AND j.data->>'uniqueKey' = k.key
+   WHERE j.data ? 'uniqueKey'`;
+
+/** The stored jobs holding these (name, uniqueKey) pairs: `{id, name, key}` each, in no order. */
+export async function findJobsByKey(
+  pool: pg.Pool,
+  keys: { name: string; uniqueKey: string | null }[],
+): Promise<{ id: string; name: string; key: string }[]> {
+  const { rows } = await pool.query<{ id: string; name: string; key: string }>({
+    name: 'signet_jobs_find_by_key',
+    text: FIND_BY_KEY,
+    values: [keys.map((k) => k.name), keys.map((k) => k.uniqueKey)],
+  });
+  return rows;
+}
+
+/** Renews a running job's lock: locked_at = `lockedAt`. */
+export async function renewJobLock(pool: pg.Pool, id: string, lockedAt: Date): Promise<void> {
+  await pool.query({
+    name: 'signet_jobs_renew_lock',
+    text: `UPDATE ${JOBS_TABLE} SET locked_at = $2 WHERE id = $1`,
+    values: [id, lockedAt],
+  });
+}
+
+/**
+ * Jobs locked, or due within `withinMs` milliseconds, counted by name (names with none left out;
+ * disabled jobs not counted).
+ */
+export async function countPendingJobs(pool: pg.Pool, withinMs: number): Promise<Map<string, number>> {
+  const { rows } = await pool.query<{ name: string; n: number }>(
+    `SELECT name, count(*)::int AS n FROM ${JOBS_TABLE}
+      WHERE disabled = FALSE
+        AND (locked_at IS NOT NULL OR next_run_at <= now() + $1 * interval '1 millisecond')
+      GROUP BY name ORDER BY name`,
+    [withinMs],
+  );
+  return new Map(rows.map((row) => [row.name, row.n]));
+}
+
+/**
+ * $1 lock time, $2 name, $3 next scan, $4 lock deadline, $5 this instance, $6 how many: the
+ * condition and order of PostgresJobRepository.getNextJobToRun, for up to $6 jobs at once.
+ */
+const LOCK_JOBS = `
+  UPDATE ${JOBS_TABLE} SET locked_at = $1, last_modified_by = $5
+   WHERE id IN (
+     SELECT id FROM ${JOBS_TABLE}
+      WHERE name = $2 AND disabled = FALSE AND ((locked_at IS NULL AND next_run_at <= $3) OR locked_at <= $4)
+      ORDER BY next_run_at ASC NULLS LAST, priority DESC
+      LIMIT $6
+      FOR UPDATE SKIP LOCKED)
+  RETURNING *`;
+
+/**
+ * Locks up to `limit` due jobs of `name` (PostgresJobRepository.getNextJobToRun's condition and
+ * order: not disabled, and unlocked and due by `nextScanAt` or locked before `lockDeadline`), rows
+ * another transaction holds skipped.
+ * @returns the locked rows, whole (`RETURNING *`: for the backend's own row mapping)
+ */
+export async function lockDueJobs(
+  pool: pg.Pool,
+  options: {
+    lockTime: Date;
+    name: string;
+    nextScanAt: Date;
+    lockDeadline: Date;
+    lastModifiedBy: string | null;
+    limit: number;
+  },
+): Promise<unknown[]> {
+  const { rows } = await pool.query({
+    name: 'signet_jobs_lock',
+    text: LOCK_JOBS,
+    values: [
+      options.lockTime,
+      options.name,
+      options.nextScanAt,
+      options.lockDeadline,
+      options.lastModifiedBy,
+      options.limit,
+    ],
+  });
+  return rows;
+}
+
+/** $1: the saves as JSON: the columns and values of PostgresJobRepository.saveJobState, per job. */
+const SAVE_STATES = `
+  UPDATE ${JOBS_TABLE} j
+     SET locked_at = v.locked_at, next_run_at = v.next_run_at, last_run_at = v.last_run_at, progress = v.progress,
+         fail_reason = v.fail_reason, fail_count = v.fail_count, failed_at = v.failed_at, last_finished_at = v.last_finished_at,
+         last_modified_by = v.last_modified_by
+    FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, name text, locked_at timestamptz, next_run_at timestamptz, last_run_at timestamptz,
+         progress real, fail_reason text, fail_count integer, failed_at timestamptz, last_finished_at timestamptz, last_modified_by text)
+   WHERE j.id = v.id AND j.name = v.name
+  RETURNING j.id::text AS id`;
+
+/** One job's state, as PostgresJobRepository.saveJobState writes it (snake_case columns). */
+export interface JobStateRow {
+  id: string;
+  name: string;
+  locked_at: Date | null;
+  next_run_at: Date | null;
+  last_run_at: Date | null;
+  progress: number | null;
+  fail_reason: string | null;
+  fail_count: number | null;
+  failed_at: Date | null;
+  last_finished_at: Date | null;
+  last_modified_by: string | null;
+}
+
+/**
+ * Writes the states of several jobs in one UPDATE (rows matched by id and name).
+ * @returns the ids of the rows found
+ */
+export async function saveJobStates(pool: pg.Pool, rows: JobStateRow[]): Promise<Set<string>> {
+  const { rows: updated } = await pool.query<{ id: string }>({
+    name: 'signet_jobs_save_states',
+    text: SAVE_STATES,
+    values: [JSON.stringify(rows)],
+  });
+  return new Set(updated.map((r) => r.id));
+}
