@@ -1,13 +1,15 @@
 /**
  * DocuSeal's submission create routes (interface spec "Submissions"; reference §7):
  * POST /submissions, /submissions/init, /templates/{id}/submissions and /submissions/emails, all
- * through the `createSubmissions` mutation (its answer read back by serializers/created-submitters.ts). The request's shape is checked here with DocuSeal's
+ * through createSubmissionsForRequest, the service the `createSubmissions` mutation calls (its
+ * answer made by src/docuseal-shapes/created-submitters.ts). The request's shape is checked here with DocuSeal's
  * messages (§7.1: "submitters must be a Array", "0 must be a Object in `submitters`.", …);
  * the rules about contents are the service's.
  */
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
-import { bodyObject, isTruthy, pathId, queryInt, queryString } from '../params.ts';
+import { CreateSubmissionsRequest } from '../../src/submissions/submitter-input.ts';
+import { bodyObject, isTruthy, pathId, queryInt, queryString, restDateTime, restInput, restValue } from '../params.ts';
 import {
   serializeSubmissionGet,
   SUBMISSION_GET_FRAGMENT,
@@ -23,7 +25,11 @@ import {
   type SubmitterUpdateData,
 } from '../../src/docuseal-shapes/submitter.ts';
 import { renderSubmissionList } from '../serializers/submission-list.ts';
-import { readCreatedSubmissions } from '../serializers/created-submitters.ts';
+import { createdSubmittersAnswer } from '../../src/docuseal-shapes/created-submitters.ts';
+import { requireViewer } from '../../src/graphql/context.ts';
+import { fromGraphQLInput } from '../../src/graphql/zod-input.ts';
+import type { CreatedSubmission } from '../../src/submissions/create-submissions.ts';
+import { createSubmissionsForRequest } from '../../src/submissions/create-submissions-request.ts';
 
 type Body = Record<string, unknown>;
 
@@ -63,57 +69,18 @@ function message(value: unknown, where?: string) {
   return { subject, body };
 }
 
-function submitterInput(raw: unknown, index: number, path: string) {
-  const where = `${path}[${index}]`;
-  if (!isObject(raw)) throw new AppError('VALIDATION', `${index} must be a Object in \`${path}\`.`);
-  const fields = raw.fields;
-  if (fields !== undefined && fields !== null && !Array.isArray(fields))
-    throw new AppError('VALIDATION', `fields must be a Array in \`${where}\`.`);
-  const order = raw.order;
-  if (order !== undefined && order !== null && !Number.isInteger(Number(order)))
-    throw new AppError('VALIDATION', `order must be a Integer in \`${where}\`.`);
-  return {
-    uuid: str(raw.uuid, 'uuid', where),
-    role: str(raw.role, 'role', where),
-    email: str(raw.email, 'email', where),
-    name: str(raw.name, 'name', where),
-    phone: str(raw.phone, 'phone', where),
-    values: obj(raw.values, 'values', where),
-    externalId: str(raw.external_id ?? raw.application_key, 'external_id', where),
-    completed: bool(raw.completed),
-    metadata: obj(raw.metadata, 'metadata', where),
-    sendEmail: bool(raw.send_email),
-    sendSms: bool(raw.send_sms),
-    completedRedirectUrl: str(raw.completed_redirect_url, 'completed_redirect_url', where),
-    replyTo: str(raw.reply_to, 'reply_to', where),
-    message: message(raw.message, where),
-    readonlyFields: Array.isArray(raw.readonly_fields) ? raw.readonly_fields.map(String) : undefined,
-    order: order === undefined || order === null ? undefined : Number(order),
-    fields: (fields as unknown[] | undefined)?.map((f, i) => {
-      if (!isObject(f)) throw new AppError('VALIDATION', `${i} must be a Object in \`${where}.fields\`.`);
-      const fieldWhere = `${where}.fields[${i}]`;
-      return {
-        name: str(f.name, 'name', fieldWhere),
-        uuid: str(f.uuid, 'uuid', fieldWhere),
-        defaultValue: f.default_value ?? f.value,
-        readonly: bool(f.readonly),
-        required: bool(f.required),
-        title: str(f.title, 'title', fieldWhere),
-        description: str(f.description, 'description', fieldWhere),
-        validationPattern: str(f.validation_pattern, 'validation_pattern', fieldWhere),
-        invalidMessage: str(f.invalid_message, 'invalid_message', fieldWhere),
-        preferences: obj(f.preferences, 'preferences', fieldWhere),
-      };
-    }),
-  };
-}
-
+/**
+ * A list of submitters, read against the submitter input's definition (restValue).
+ * @param path where the list is ("submitters", "submissions[1].submitters")
+ */
 function submitterList(value: unknown, path: string) {
   if (value === undefined || value === null || (Array.isArray(value) && value.length === 0))
     throw new AppError('VALIDATION', 'submitters is required');
-  if (!Array.isArray(value)) throw new AppError('VALIDATION', 'submitters must be a Array');
-  return value.map((s, i) => submitterInput(s, i, path));
+  const at = path.lastIndexOf('.');
+  return restValue(SUBMITTERS, value, path.slice(at + 1), at < 0 ? undefined : path.slice(0, at));
 }
+
+const SUBMITTERS = CreateSubmissionsRequest.shape.submitters;
 
 function templateIdOf(request: RestRequest, body: Body): number {
   if (request.params.id !== undefined) return pathId(request, 'Template');
@@ -146,31 +113,16 @@ function createVariables(request: RestRequest) {
   );
   return {
     input: {
+      ...restInput(CreateSubmissionsRequest, body, { omit: ROUTE_KEYS }),
       templateId,
       submitters: first,
       moreSubmissions: rest.length ? rest.map((submitters) => ({ submitters })) : undefined,
-      sendEmail: bool(body.send_email),
-      sendSms: bool(body.send_sms),
-      order: order as string | undefined,
-      completedRedirectUrl: str(body.completed_redirect_url, 'completed_redirect_url'),
-      bccCompleted: str(body.bcc_completed, 'bcc_completed'),
-      replyTo: str(body.reply_to, 'reply_to'),
-      message: message(body.message),
-      expireAt: expireAt(body.expire_at),
-      name: str(body.name, 'name'),
-      variables: obj(body.variables, 'variables'),
     },
   };
 }
 
-function expireAt(value: unknown): string | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  const raw = String(value).trim();
-  // No offset means UTC (§7.5).
-  const date = new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(raw) || /^\d+$/.test(raw) ? raw : `${raw.replace(' ', 'T')}Z`);
-  if (Number.isNaN(date.getTime())) throw new AppError('VALIDATION', 'expire_at is invalid');
-  return date.toISOString();
-}
+/** Keys of the create input the routes read themselves (the path id and the earlier shapes), or not at all. */
+const ROUTE_KEYS = ['template_id', 'submitters', 'emails_mode', 'more_submissions'];
 
 /** POST /submissions/emails: `emails` (or `email`) comma-separated; one submission per address (§7.6). */
 function emailsVariables(request: RestRequest) {
@@ -188,15 +140,17 @@ function emailsVariables(request: RestRequest) {
       templateId,
       emailsMode: true,
       submitters: emails.map((email) => ({ email })),
-      sendEmail: bool(body.send_email),
-      message: message(body.message),
+      ...restInput(CreateSubmissionsRequest, body, { only: ['send_email', 'message'] }),
     },
   };
 }
 
 /**
- * The mutation holds the rules and answers the ids; the answer is read back in one statement
- * (serializers/created-submitters.ts) rather than through the submitter fragment's resolvers.
+ * The create routes call the service directly (createSubmissionsForRequest, which the
+ * `createSubmissions` mutation calls too): the operation is kept for its variable definitions,
+ * which check and coerce the request's input as executing it would. Going through GraphQL only
+ * cost: its answer (the ids) would have to be read back, and the answer is made from the rows the
+ * service stored (src/docuseal-shapes/created-submitters.ts). docs/architecture.md lists such routes.
  */
 const OPERATION = /* GraphQL */ `
   mutation RestCreateSubmissions($input: CreateSubmissionsInput!) {
@@ -204,13 +158,28 @@ const OPERATION = /* GraphQL */ `
   }
 `;
 
-type CreateData = { createSubmissions: { submissionIds: number[] } };
+/** Carries out the create request as the mutation would, acting for the caller's key. */
+const create = (variables: Record<string, unknown>, { context }: RestRequest) => {
+  const { account, user } = requireViewer(context);
+  return createSubmissionsForRequest(
+    context,
+    { accountId: account.id, userId: user.id },
+    fromGraphQLInput(CreateSubmissionsRequest, variables.input),
+  );
+};
 
-const created = ({ createSubmissions }: CreateData, request: RestRequest) =>
-  readCreatedSubmissions(request.context, createSubmissions.submissionIds);
+const answer = (created: CreatedSubmission[], { context }: RestRequest) =>
+  createdSubmittersAnswer(
+    {
+      filesByUuid: (uuids) => context.loaders.storedFileByUuid.loadMany(uuids),
+      fileUrl: (file) => context.files.url(file),
+      appUrl: context.config.appUrl,
+    },
+    created,
+  );
 
-const submittersArray = async (data: CreateData, request: RestRequest) =>
-  (await created(data, request)).submitters.map(serializeCreatedSubmitter);
+const submittersArray = async (created: CreatedSubmission[], request: RestRequest) =>
+  (await answer(created, request)).submitters.map(serializeCreatedSubmitter);
 
 export const submissionRoutes: RestRoute[] = [
   {
@@ -218,6 +187,7 @@ export const submissionRoutes: RestRoute[] = [
     path: '/submissions',
     operation: OPERATION,
     variables: createVariables,
+    run: create,
     serialize: submittersArray,
   },
   {
@@ -225,6 +195,7 @@ export const submissionRoutes: RestRoute[] = [
     path: '/templates/:id/submissions',
     operation: OPERATION,
     variables: createVariables,
+    run: create,
     serialize: submittersArray,
   },
   {
@@ -232,6 +203,7 @@ export const submissionRoutes: RestRoute[] = [
     path: '/submissions/emails',
     operation: OPERATION,
     variables: emailsVariables,
+    run: create,
     serialize: submittersArray,
   },
   {
@@ -239,9 +211,10 @@ export const submissionRoutes: RestRoute[] = [
     path: '/submissions/init',
     operation: OPERATION,
     variables: createVariables,
+    run: create,
     // One submission → {id, submitters, expire_at, created_at}; several → {submitters} (§5.3).
-    serialize: async (data: CreateData, request: RestRequest) => {
-      const { submissions, submitters: rows } = await created(data, request);
+    serialize: async (created: CreatedSubmission[], request: RestRequest) => {
+      const { submissions, submitters: rows } = await answer(created, request);
       const submitters = rows.map(serializeCreatedSubmitter);
       if (submissions.length !== 1) return { submitters };
       const [only] = submissions;
@@ -360,7 +333,7 @@ export const submissionReadRoutes: RestRoute[] = [
         input: {
           id: pathId(request, 'Submission'),
           name: str(body.name, 'name'),
-          expireAt: clear ? undefined : expireAt(body.expire_at),
+          expireAt: clear ? undefined : restDateTime(body.expire_at, 'expire_at'),
           clearExpireAt: clear || undefined,
           archived: archivedRaw === undefined || archivedRaw === null ? undefined : isTruthy(archivedRaw),
         },
