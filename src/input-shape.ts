@@ -94,9 +94,15 @@ function readShape(schema: z.ZodType): InputShape {
       return { kind: 'date' };
     case 'record':
       return { kind: 'json' };
+    case 'union':
+      // Strings or numbers (read as their text, e.g. a field's options): a string; any other mix is JSON.
+      return (core as z.ZodUnion<z.ZodType[]>).options.every((o) =>
+        ['string', 'int', 'float'].includes(readShape(o).kind),
+      )
+        ? { kind: 'string' }
+        : { kind: 'unknown' };
     case 'unknown':
     case 'any':
-    case 'union':
       return { kind: 'unknown' };
     case 'array':
       return { kind: 'list', item: inputShape((core as z.ZodArray<z.ZodType>).element) };

@@ -1,6 +1,7 @@
 /**
- * Each input is defined once (DESIGN.md "How a request flows"): the create request's zod schemas in
- * src/submissions/submitter-input.ts. GraphQL's input types, the REST body reading and the
+ * Each input is defined once (DESIGN.md "How a request flows"): the submission create request's zod
+ * schemas in src/submissions/submitter-input.ts, a template field's and area's in
+ * src/templates/build-fields.ts. GraphQL's input types, the REST body reading and the
  * validation are derived from them; these tests fail when a form is written by hand beside it.
  */
 import { type GraphQLInputObjectType, isNonNullType } from 'graphql';
@@ -20,6 +21,7 @@ import {
   SubmissionGroupInput,
   SubmitterInput,
 } from '../src/submissions/submitter-input.ts';
+import { RequestArea, RequestField } from '../src/templates/build-fields.ts';
 
 /** The schema's keys a request may give (internal ones excluded), in order. */
 function requestKeys(definition: z.ZodObject): string[] {
@@ -44,6 +46,8 @@ describe('one definition per input', () => {
     ['SubmitterInput', SubmitterInput],
     ['SubmissionGroupInput', SubmissionGroupInput],
     ['CreateSubmissionsInput', CreateSubmissionsRequest],
+    ['FieldAreaInput', RequestArea],
+    ['TemplateFieldInput', RequestField],
   ];
 
   it.each(derived)(

@@ -43,25 +43,50 @@ export interface TaggedField {
   areas: { page: number; x: number; y: number; w: number; h: number }[];
 }
 
-const RequestArea = z.object({
-  x: z.number({ error: 'x must be a number' }),
-  y: z.number({ error: 'y must be a number' }),
-  w: z.number({ error: 'w must be a number' }),
-  h: z.number({ error: 'h must be a number' }),
-  page: z.number({ error: 'page must be a number' }).int('page must be an integer'),
-  option: text(MAX_LENGTH.label).optional(),
-});
+/**
+ * An area of a create request's field (GraphQL `FieldAreaInput`): PDF points from the top-left of
+ * the page as displayed, page 1-based (DESIGN.md "area coordinates"). The one definition: GraphQL's
+ * input type is derived from it (src/graphql/zod-input.ts).
+ */
+export const RequestArea = z
+  .object({
+    x: z.number({ error: 'x must be a number' }),
+    y: z.number({ error: 'y must be a number' }),
+    w: z.number({ error: 'w must be a number' }),
+    h: z.number({ error: 'h must be a number' }),
+    page: z.number({ error: 'page must be a number' }).int('page must be an integer'),
+    option: text(MAX_LENGTH.label)
+      .optional()
+      .meta({ description: 'For radio and multiple fields: the option this area stands for.' }),
+  })
+  .meta({
+    description: 'An area in PDF points (1/72 in) from the top-left corner of the page as displayed; page 1-based.',
+  });
 
 /**
- * A field of a create request (`fields[]`, or `documents[].fields[]`). Sizes: src/limits.ts;
- * `validation.pattern` is checked by buildFields (field-pattern.ts).
+ * A field of a create request (`fields[]`, or `documents[].fields[]`; GraphQL `TemplateFieldInput`,
+ * derived from this definition). Sizes: src/limits.ts; `validation.pattern` is checked by
+ * buildFields (field-pattern.ts).
  */
 export const RequestField = z.object({
   name: z.string({ error: 'name is required' }).trim().min(1, 'name is required').max(MAX_LENGTH.name),
   // A token (checked against FIELD_TYPES); the name limit keeps the refusal message short.
-  type: z.string().trim().max(MAX_LENGTH.name).optional(),
-  role: z.string().trim().min(1, 'role must not be empty').max(MAX_LENGTH.name).optional(),
-  required: z.boolean().optional(),
+  type: z
+    .string()
+    .trim()
+    .max(MAX_LENGTH.name)
+    .optional()
+    .meta({ description: `${FIELD_TYPES[0]} (default), ${FIELD_TYPES.slice(1).join(', ')}.` }),
+  role: z
+    .string()
+    .trim()
+    .min(1, 'role must not be empty')
+    .max(MAX_LENGTH.name)
+    .optional()
+    .meta({
+      description: `Role name; roles are created in order of first appearance ("${DEFAULT_ROLE_NAME}" by default).`,
+    }),
+  required: z.boolean().optional().meta({ description: 'Default true.' }),
   readonly: z.boolean().optional(),
   default_value: z.union([text(MAX_LENGTH.text), z.number(), z.boolean()]).optional(),
   title: text(MAX_LENGTH.label).optional(),

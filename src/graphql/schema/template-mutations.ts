@@ -3,7 +3,7 @@
  * `input` and returns a payload with the template. The REST routes call these same mutations.
  */
 import { parsePaperSize } from '../../rendering/renderer.ts';
-import type { RequestFieldGroup } from '../../templates/build-fields.ts';
+import { RequestArea, RequestField, type RequestFieldGroup } from '../../templates/build-fields.ts';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { mergeTemplates } from '../../templates/merge-templates.ts';
@@ -24,41 +24,12 @@ import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/
 import { TEMPLATE_WARNING_CODES, templateWarnings, type TemplateWarning } from '../../templates/template-warnings.ts';
 import { builder } from '../builder.ts';
 import { requireViewer, type GraphQLContext } from '../context.ts';
+import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 import { TemplateRef, withoutNulls } from './template.ts';
 
-const AreaInput = builder.inputType('FieldAreaInput', {
-  description: 'An area in PDF points (1/72 in) from the top-left corner of the page as displayed; page 1-based.',
-  fields: (t) => ({
-    x: t.float({ required: true }),
-    y: t.float({ required: true }),
-    w: t.float({ required: true }),
-    h: t.float({ required: true }),
-    page: t.int({ required: true }),
-    option: t.string({ description: 'For radio and multiple fields: the option this area stands for.' }),
-  }),
-});
-
-const FieldInput = builder.inputType('TemplateFieldInput', {
-  fields: (t) => ({
-    name: t.string({ required: true }),
-    type: t.string({
-      description:
-        'text (default), signature, initials, date, image, file, payment, stamp, select, checkbox, multiple, radio, cells, phone, number.',
-    }),
-    role: t.string({
-      description: 'Role name; roles are created in order of first appearance ("First Party" by default).',
-    }),
-    required: t.boolean({ description: 'Default true.' }),
-    readonly: t.boolean(),
-    defaultValue: t.field({ type: 'JSON' }),
-    title: t.string(),
-    description: t.string(),
-    options: t.stringList(),
-    validation: t.field({ type: 'JSON' }),
-    preferences: t.field({ type: 'JSON' }),
-    areas: t.field({ type: [AreaInput] }),
-  }),
-});
+// A create request's field and its areas, derived from their one definition (src/templates/build-fields.ts).
+zodInputType('FieldAreaInput', RequestArea);
+const FieldInput = zodInputType('TemplateFieldInput', RequestField);
 
 const FileDocumentInput = builder.inputType('TemplateFileDocumentInput', {
   fields: (t) => ({
@@ -127,34 +98,12 @@ const TemplatePayload = builder.objectRef<{ id: number }>('TemplatePayload').imp
   }),
 });
 
-type FieldInputShape = {
-  name: string;
-  type?: string | null;
-  role?: string | null;
-  required?: boolean | null;
-  readonly?: boolean | null;
-  defaultValue?: unknown;
-  title?: string | null;
-  description?: string | null;
-  options?: string[] | null;
-  validation?: unknown;
-  preferences?: unknown;
-  areas?: { x: number; y: number; w: number; h: number; page: number; option?: string | null }[] | null;
-};
-
-/** GraphQL's camelCase field input as the request field shape (DocuSeal's keys) services validate. */
-function toRequestField(field: FieldInputShape): Record<string, unknown> {
-  const { defaultValue, areas, ...rest } = withoutNulls(field as Record<string, unknown>) as FieldInputShape;
-  return {
-    ...rest,
-    ...(defaultValue !== undefined && defaultValue !== null ? { default_value: defaultValue } : {}),
-    ...(areas ? { areas: areas.map((a) => withoutNulls(a)) } : {}),
-  };
-}
+/** GraphQL's field input in the definition's keys (DocuSeal's), which the services validate. */
+const toRequestField = (field: unknown) => fromGraphQLInput(RequestField, field);
 
 function fieldGroups(input: {
-  documents: { fields?: FieldInputShape[] | null }[];
-  fields?: FieldInputShape[] | null;
+  documents: { fields?: unknown[] | null }[];
+  fields?: unknown[] | null;
 }): RequestFieldGroup[] {
   const groups: RequestFieldGroup[] = input.documents.map((doc, i) => ({
     documentIndex: i,
