@@ -3,7 +3,8 @@
  */
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
-import { bodyObject, isTruthy, optionalStringList, pathId, queryInt, queryString } from '../params.ts';
+import { RequestField } from '../../src/templates/build-fields.ts';
+import { bodyObject, isTruthy, optionalStringList, pathId, queryInt, queryString, restInput } from '../params.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../src/docuseal-shapes/template.ts';
 
 const listTemplates: RestRoute<{
@@ -54,38 +55,24 @@ export const templateRoutes: RestRoute[] = [listTemplates, getTemplate];
 
 type FieldBody = Record<string, unknown>;
 
-/** DocuSeal field JSON (snake_case) → TemplateFieldInput; validation of values is the service's. */
-function fieldInput(raw: unknown): unknown {
-  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
-  const f = raw as FieldBody;
-  const pick = <T>(value: T) => (value === null ? undefined : value);
-  return {
-    name: typeof f.name === 'string' ? f.name : '',
-    type: pick(f.type),
-    role: pick(f.role),
-    required: pick(f.required),
-    readonly: pick(f.readonly),
-    defaultValue: pick(f.default_value),
-    title: pick(f.title),
-    description: pick(f.description),
-    options: Array.isArray(f.options)
-      ? f.options.map((o) => (typeof o === 'object' && o !== null ? String((o as FieldBody).value ?? '') : String(o)))
-      : pick(f.options),
-    validation: pick(f.validation),
-    preferences: pick(f.preferences),
-    areas: Array.isArray(f.areas)
-      ? f.areas.map((a) => {
-          const area = (a ?? {}) as FieldBody;
-          return { x: area.x, y: area.y, w: area.w, h: area.h, page: area.page, option: pick(area.option) };
-        })
-      : pick(f.areas),
-  };
-}
-
-function fieldList(value: unknown): unknown[] | undefined {
+/**
+ * A request's fields (DocuSeal field JSON) as TemplateFieldInput values, read against the field's
+ * one definition (RequestField; restInput); validation of values is the service's. Two things of
+ * DocuSeal's wire shape: `options` may be given as the template answers them ([{value, uuid}]),
+ * and a field without a name reaches the service as "" (refused there: "name is required").
+ * @param path where the list is ("fields", "documents[0].fields")
+ */
+function fieldList(value: unknown, path: string): unknown[] | undefined {
   if (value === undefined || value === null) return undefined;
   if (!Array.isArray(value)) throw new AppError('VALIDATION', 'fields must be an array.');
-  return value.map(fieldInput);
+  return value.map((raw, i) => {
+    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
+    const f = raw as FieldBody;
+    const options = Array.isArray(f.options)
+      ? f.options.map((o) => (typeof o === 'object' && o !== null ? String((o as FieldBody).value ?? '') : o))
+      : f.options;
+    return { name: '', ...restInput(RequestField, { ...f, options }, { where: `${path}[${i}]` }) };
+  });
 }
 
 function stringOrUndefined(value: unknown, name: string): string | undefined {
@@ -114,10 +101,10 @@ function fileTemplateInput(request: RestRequest) {
         return {
           name: stringOrUndefined(d.name, `name in documents[${i}]`),
           file: d.file,
-          fields: fieldList(d.fields),
+          fields: fieldList(d.fields, `documents[${i}].fields`),
         };
       }),
-      fields: fieldList(body.fields),
+      fields: fieldList(body.fields, 'fields'),
     },
   };
 }
