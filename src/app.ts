@@ -28,7 +28,7 @@ import { createLiveEvents, type LiveEvents } from './events/pubsub.ts';
 import { createCredentialSessions } from './accounts/credential-sessions.ts';
 import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
-import { defineCompletionJob } from './signing/complete-submission.ts';
+import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
@@ -53,6 +53,8 @@ export interface AppOptions {
    * start() starts it and stop() stops it, whoever created it.
    */
   jobs?: JobQueue;
+  /** Tests only: seams in the completion job (src/signing/complete-submission.ts CompletionHooks). */
+  completionHooks?: CompletionHooks;
 }
 
 export interface App {
@@ -108,7 +110,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const sessions = createCredentialSessions({ db, live, logger: fastify.log, recheckMs: config.credentialsRecheck });
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
   const mailer = createMailer(config, fastify.log);
-  defineCompletionJob(jobs, { db, storage, config, effects, logger: fastify.log });
+  defineCompletionJob(jobs, { db, storage, config, effects, logger: fastify.log, hooks: options.completionHooks });
   defineCompletedEmailsJob(jobs, { db, storage, mailer, config, logger: fastify.log });
   defineSubmissionJobs(jobs, {
     db,

@@ -117,15 +117,6 @@ const EnvSchema = z.object({
   SIGNING_P12_PATH: z.string().min(1).optional(),
   /** Passphrase of SIGNING_P12_PATH. */
   SIGNING_P12_PASSWORD: z.string().optional(),
-  /**
-   * Tests only (refused unless NODE_ENV=test): `<point>:<ms>` makes the completion job sleep at a
-   * point so that a test can kill the process there; points: `drawn` (documents stored, transaction
-   * not committed), `committed` (committed, with its events). See src/signing/complete-submission.ts.
-   */
-  TEST_PAUSE_COMPLETION: z
-    .string()
-    .regex(/^(drawn|committed):\d+$/, 'expected <drawn|committed>:<milliseconds>')
-    .optional(),
   /** Redis for live events across instances (GraphQL subscriptions); unset: in-process. */
   REDIS_URL: z
     .string()
@@ -242,8 +233,6 @@ export interface Config {
   sendRetryBase: number;
   signingP12Path: string | undefined;
   signingP12Password: string;
-  /** TEST_PAUSE_COMPLETION (tests only): where the completion job sleeps, and for how many milliseconds. */
-  testPauseCompletion: { point: 'drawn' | 'committed'; ms: number } | undefined;
   /** redis:// URL: live events cross instances through Redis; undefined: in-process. */
   redisUrl: string | undefined;
   webhooks: {
@@ -308,10 +297,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     throw new ConfigError(`Invalid configuration: ${detail}`);
   }
   const e = parsed.data;
-  if (e.TEST_PAUSE_COMPLETION && e.NODE_ENV !== 'test') {
-    throw new ConfigError('Invalid configuration: TEST_PAUSE_COMPLETION: only allowed with NODE_ENV=test');
-  }
-  const [pausePoint, pauseMs] = e.TEST_PAUSE_COMPLETION?.split(':') ?? [];
   const graphqlLimits = graphqlLimitsFromEnv(e);
   return {
     nodeEnv: e.NODE_ENV,
@@ -360,7 +345,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     sendRetryBase: e.SEND_RETRY_BASE_MS,
     signingP12Path: e.SIGNING_P12_PATH,
     signingP12Password: e.SIGNING_P12_PASSWORD ?? '',
-    testPauseCompletion: pausePoint ? { point: pausePoint as 'drawn' | 'committed', ms: Number(pauseMs) } : undefined,
     redisUrl: e.REDIS_URL,
     webhooks: {
       retryBase: e.WEBHOOK_RETRY_BASE_MS,

@@ -1,10 +1,13 @@
 /**
- * A crash or restart at any step of the completion pipeline (issue "Signing") ends with exactly
- * one set of documents and one form.completed event per party: the service runs as a real child
- * process (dist/main.mjs) on one database and one DATA_DIR, and is killed with SIGKILL inside the
- * completion job's transaction (first party), right after its commit (its events were recorded
- * by that transaction: the outbox), and inside the last party's transaction (signing); each
- * restart picks the job up once its lock lifetime (JOBS_LOCK_LIFETIME_SECONDS, 10 s here) has passed.
+ * A crash at any step of the completion pipeline (issue 14 item 5; src/signing/complete-submission.ts)
+ * ends with exactly one set of documents per party, one audit log, one form.completed per party,
+ * one submission.completed and one completed emails' job: the service runs as a real child process
+ * on one database and one DATA_DIR, started by the test-only entry test/helpers/paused-service.ts
+ * (the app with completion hooks, which the service itself never sets), and is killed with SIGKILL
+ * at each boundary of each step: once the step's files are in storage (before its transaction)
+ * and right after its transaction (its events were recorded by it: the outbox), for the first
+ * party's documents, the last party's (signed) documents and the audit log. Each restart picks
+ * the job up once its lock lifetime (JOBS_LOCK_LIFETIME_SECONDS, 10 s here) has passed.
  *
  * Also: the job queue's lock renewal, which lets the lock lifetime be that short without a long
  * run being cancelled or run twice.
@@ -22,7 +25,7 @@ import { createJobQueue, type JobQueue } from '../src/jobs/job-queue.ts';
 import { rest } from './helpers/app.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
-import { freePort, startService, testServiceEnv, type ServiceProcess } from './helpers/processes.ts';
+import { freePort, ROOT, startService, testServiceEnv, type ServiceProcess } from './helpers/processes.ts';
 import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
 let database: TestDatabase;
@@ -94,18 +97,27 @@ async function waitFor<T>(what: string, check: () => Promise<T | undefined | fal
   }
 }
 
-/** The service on the shared database and DATA_DIR; `pause` is TEST_PAUSE_COMPLETION. */
+/**
+ * The service on the shared database and DATA_DIR, started by the test-only entry
+ * test/helpers/paused-service.ts (the app with completion hooks); `pause` is a step boundary
+ * (`<step>:<phase>`) where the completion job stops until the process is killed.
+ */
 async function startSignet(pause?: string): Promise<ServiceProcess> {
   const port = await freePort();
-  const service = await startService({
-    ...testServiceEnv({ databaseUrl: database.url, dataDir: path.join(tmp, 'data'), port }),
-    // A killed instance's jobs run again after 10 s instead of 10 minutes. Not shorter: the lock
-    // is renewed by a timer, which cannot fire while PDF work holds the event loop (seconds on a
-    // loaded machine), and a lock that lapses meanwhile lets the job start a second time, which
-    // would end this test's intermediate checks (the end state would still hold).
-    JOBS_LOCK_LIFETIME_SECONDS: '10',
-    TEST_PAUSE_COMPLETION: pause,
-  });
+  const service = await startService(
+    {
+      ...testServiceEnv({ databaseUrl: database.url, dataDir: path.join(tmp, 'data'), port }),
+      // A killed instance's jobs run again after 10 s instead of 10 minutes. Not shorter: the lock
+      // is renewed by a timer, which cannot fire while PDF work holds the event loop (seconds on a
+      // loaded machine), and a lock that lapses meanwhile lets the job start a second time, which
+      // would end this test's intermediate checks (the end state would still hold).
+      JOBS_LOCK_LIFETIME_SECONDS: '10',
+      PAUSE_COMPLETION_AT: pause,
+    },
+    90_000,
+    ROOT,
+    ['--import', 'tsx', path.join(ROOT, 'test', 'helpers', 'paused-service.ts')],
+  );
   services.push(service);
   return service;
 }
@@ -116,10 +128,14 @@ async function kill(service: ServiceProcess): Promise<void> {
   await exited;
 }
 
-const pausedAt = (service: ServiceProcess, point: string) =>
-  waitFor(`the completion job to pause at ${point}`, async () =>
-    service.output().includes(`TEST_PAUSE_COMPLETION: pausing at ${point}`),
-  );
+/** Waits until the service's completion job stops at `boundary`; resolves to the boundary it reported. */
+const pausedAt = async (service: ServiceProcess, boundary: string) =>
+  JSON.parse(
+    await waitFor(
+      `the completion job to pause at ${boundary}`,
+      async () => service.output().match(new RegExp(`completion paused at ${boundary} (\\{.*\\})`))?.[1],
+    ),
+  ) as { step: string; phase: string; submitterId?: number };
 
 async function documentRows(
   submissionId: number,
@@ -157,9 +173,28 @@ const pdfsig = (file: string) => {
   }
 };
 
+/** send-completed-emails jobs of the submission, in the job store or still in the outbox. */
+async function emailJobs(submissionId: number): Promise<number> {
+  const { rows } = await sql.query(
+    `SELECT count(*)::int AS n FROM (
+       SELECT data->'payload' AS data FROM agenda.jobs WHERE name = 'send-completed-emails'
+       UNION ALL
+       SELECT data FROM outbox WHERE name = 'send-completed-emails') recorded
+      WHERE (data->>'submissionId')::int = $1`,
+    [submissionId],
+  );
+  return rows[0].n;
+}
+
+/** Stored files of the account (rows; bytes a killed step put into storage have none). */
+async function storedFileRows(accountId: number): Promise<number> {
+  const { rows } = await sql.query(`SELECT count(*)::int AS n FROM stored_files WHERE account_id = $1`, [accountId]);
+  return rows[0].n;
+}
+
 describe('completion across crashes (SIGKILL)', () => {
-  it('ends with one set of documents, one audit log and one form.completed per party', {
-    timeout: 240_000,
+  it('killed at every step boundary, ends with one set of documents, one audit log, each event once', {
+    timeout: 420_000,
   }, async () => {
     const db = createDb(database.url, { poolSize: 1 });
     const account = await createAccount(db, {
@@ -174,8 +209,8 @@ describe('completion across crashes (SIGKILL)', () => {
       })
       .finally(() => db.$disconnect());
 
-    // 1. Killed inside the first party's transaction (documents drawn and stored, not committed).
-    let service = await startSignet('drawn:60000');
+    // Step 1 (the first party's documents), killed once its PDFs are in storage, before its transaction.
+    let service = await startSignet('documents:stored');
     const api = (method: string, p: string, body?: unknown) => rest(service.url, account.apiKey, method, p, body);
     const template = await api('POST', '/templates/pdf', {
       name: 'Restart form',
@@ -203,60 +238,77 @@ describe('completion across crashes (SIGKILL)', () => {
     const [client, manager] = created.json as Array<{ id: number; submission_id: number }>;
     const submissionId = client!.submission_id;
     const parties = [client!.id, manager!.id];
-    await pausedAt(service, 'drawn');
+    const filesBefore = await storedFileRows(account.accountId);
+    expect(await pausedAt(service, 'documents:stored')).toMatchObject({ submitterId: client!.id });
     const { rows: locked } = await sql.query(`SELECT locked_at FROM agenda.jobs WHERE name = 'complete-submission'`);
     expect(locked.map((r) => r.locked_at !== null)).toEqual([true]);
     await kill(service);
-    // Rolled back with the connection: nothing of the first party's set exists.
+    // Nothing recorded: no rows, no events (the bytes in storage have no row).
     expect(await documentRows(submissionId)).toEqual([]);
     expect(await eventRows(submissionId, parties)).toEqual({});
+    expect(await storedFileRows(account.accountId)).toBe(filesBefore);
 
-    // 2. Restarted: the job runs again once its lock has expired; killed right after its commit,
-    //    which recorded form.completed with the documents.
-    service = await startSignet('committed:60000');
-    await pausedAt(service, 'committed');
+    // Restarted: the job runs again once its lock has expired, makes the documents again and is
+    // killed right after the step's transaction, which recorded form.completed with them.
+    service = await startSignet('documents:committed');
+    expect(await pausedAt(service, 'documents:committed')).toMatchObject({ submitterId: client!.id });
     expect(await documentRows(submissionId)).toEqual([{ submitter_id: client!.id, kind: 'document', n: 1 }]);
     expect(await eventRows(submissionId, parties)).toEqual({ [`form.completed:${client!.id}`]: 1 });
     await kill(service);
 
-    // 3. Restarted: the job runs again and draws nothing, and form.completed is still there once.
-    //    Then the last party completes, and the service is killed inside that party's transaction.
-    service = await startSignet('drawn:60000');
-    await waitFor(
-      'the form.completed event',
-      async () => (await eventRows(submissionId, parties))[`form.completed:${client!.id}`] === 1,
-    );
+    // Restarted: the job runs again and skips the first party's step (its output exists). Then
+    // the last party completes; killed once its (signed) documents are in storage.
+    service = await startSignet('documents:stored');
+    await waitFor("the first party's job to finish", async () => (await runningCompletionJobs()) === 0);
+    expect(await documentRows(submissionId)).toEqual([{ submitter_id: client!.id, kind: 'document', n: 1 }]);
     const put = await api('PUT', `/submitters/${manager!.id}`, {
       completed: true,
       values: { 'Manager Name': 'Анна Иванова' },
     });
     expect(put.status, JSON.stringify(put.json)).toBe(200);
-    await pausedAt(service, 'drawn');
+    expect(await pausedAt(service, 'documents:stored')).toMatchObject({ submitterId: manager!.id });
     await kill(service);
     expect(await documentRows(submissionId)).toEqual([{ submitter_id: client!.id, kind: 'document', n: 1 }]);
+    expect(await eventRows(submissionId, parties)).toEqual({ [`form.completed:${client!.id}`]: 1 });
 
-    // 4. Restarted with no pause: the last party's documents, the signatures, the audit log.
-    service = await startSignet();
-    await waitFor(
-      'the submission to be completed',
-      async () => (await eventRows(submissionId, parties))[`submission.completed:${submissionId}`] === 1,
-    );
-    await waitFor('every completion job to finish', async () => {
-      const { rows } = await sql.query(
-        `SELECT count(*)::int AS n FROM agenda.jobs WHERE name = 'complete-submission' AND (locked_at IS NOT NULL OR last_finished_at IS NULL)`,
-      );
-      return rows[0].n === 0;
-    });
-    expect(await documentRows(submissionId)).toEqual([
-      { submitter_id: null, kind: 'audit_log', n: 1 },
+    // The last party's step, killed after its transaction.
+    service = await startSignet('documents:committed');
+    expect(await pausedAt(service, 'documents:committed')).toMatchObject({ submitterId: manager!.id });
+    await kill(service);
+    const partyDocuments = [
       { submitter_id: client!.id, kind: 'document', n: 1 },
       { submitter_id: manager!.id, kind: 'document', n: 1 },
-    ]);
-    expect(await eventRows(submissionId, parties)).toEqual({
-      [`form.completed:${client!.id}`]: 1,
-      [`form.completed:${manager!.id}`]: 1,
-      [`submission.completed:${submissionId}`]: 1,
-    });
+    ];
+    expect(await documentRows(submissionId)).toEqual(partyDocuments);
+    const partyEvents = { [`form.completed:${client!.id}`]: 1, [`form.completed:${manager!.id}`]: 1 };
+    expect(await eventRows(submissionId, parties)).toEqual(partyEvents);
+
+    // Step 2 (the audit log), killed once it is in storage: nothing recorded, nothing announced.
+    service = await startSignet('audit-log:stored');
+    await pausedAt(service, 'audit-log:stored');
+    await kill(service);
+    expect(await documentRows(submissionId)).toEqual(partyDocuments);
+    expect(await eventRows(submissionId, parties)).toEqual(partyEvents);
+    expect(await emailJobs(submissionId)).toBe(0);
+
+    // The audit log's step, killed after its transaction: recorded, announced, emails' job recorded.
+    service = await startSignet('audit-log:committed');
+    await pausedAt(service, 'audit-log:committed');
+    await kill(service);
+    const allDocuments = [{ submitter_id: null, kind: 'audit_log', n: 1 }, ...partyDocuments];
+    const allEvents = { ...partyEvents, [`submission.completed:${submissionId}`]: 1 };
+    expect(await documentRows(submissionId)).toEqual(allDocuments);
+    expect(await eventRows(submissionId, parties)).toEqual(allEvents);
+    expect(await emailJobs(submissionId)).toBe(1);
+
+    // Restarted with no pause: the jobs run again, make nothing, and the end state holds.
+    service = await startSignet();
+    await waitFor('every completion job to finish', async () => (await runningCompletionJobs()) === 0);
+    expect(await documentRows(submissionId)).toEqual(allDocuments);
+    expect(await eventRows(submissionId, parties)).toEqual(allEvents);
+    expect(await emailJobs(submissionId)).toBe(1);
+    // One row per made file: two party documents and the audit log.
+    expect(await storedFileRows(account.accountId)).toBe(filesBefore + 3);
 
     const done = (await api('GET', `/submissions/${submissionId}`)).json;
     expect(done.status).toBe('completed');
@@ -273,3 +325,11 @@ describe('completion across crashes (SIGKILL)', () => {
     expect(await service.stop()).toBe(0);
   });
 });
+
+/** complete-submission jobs that are running or have not run yet. */
+async function runningCompletionJobs(): Promise<number> {
+  const { rows } = await sql.query(
+    `SELECT count(*)::int AS n FROM agenda.jobs WHERE name = 'complete-submission' AND (locked_at IS NOT NULL OR last_finished_at IS NULL)`,
+  );
+  return rows[0].n;
+}

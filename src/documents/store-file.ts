@@ -4,7 +4,7 @@
 import type { Db } from '../db/client.ts';
 import { Prisma } from '../db/client.ts';
 import type { StoredFile } from '../generated/prisma/client.ts';
-import type { FileStorage } from './storage.ts';
+import type { FileStorage, PutResult } from './storage.ts';
 
 export interface StoreFileOptions {
   /** Owner; null for files that belong to no account. */
@@ -33,15 +33,28 @@ export async function storeFile(
   deps: { db: Db | Prisma.TransactionClient; storage: FileStorage },
   input: StoreFileOptions,
 ): Promise<StoredFile> {
-  const { key, sha256, byteSize } = await deps.storage.put(input.bytes);
-  return deps.db.storedFile.create({
+  return recordStoredFile(deps.db, await deps.storage.put(input.bytes), input);
+}
+
+/**
+ * The second half of storeFile, for callers that put the bytes into storage before a short
+ * transaction and write the row inside it (the completion steps, src/signing/complete-submission.ts):
+ * creates the StoredFile row of bytes already put (`put`: what FileStorage.put returned).
+ * @returns the created row
+ */
+export function recordStoredFile(
+  db: Db | Prisma.TransactionClient,
+  put: PutResult,
+  input: Omit<StoreFileOptions, 'bytes'>,
+): Promise<StoredFile> {
+  return db.storedFile.create({
     data: {
       accountId: input.accountId,
       filename: input.filename,
       contentType: input.contentType,
-      byteSize: BigInt(byteSize),
-      sha256,
-      storageKey: key,
+      byteSize: BigInt(put.byteSize),
+      sha256: put.sha256,
+      storageKey: put.key,
       pageCount: input.pageCount ?? null,
       pages: input.pages === undefined || input.pages === null ? Prisma.DbNull : (input.pages as Prisma.InputJsonValue),
       metadata: (input.metadata ?? {}) as Prisma.InputJsonValue,

@@ -3,25 +3,33 @@
  * its values on top of the previous party's output; when everyone has completed, sign the final
  * documents, build and sign the audit log, and mark the submission completed.
  *
- * Runs as the `complete-submission` job, once per submission at a time (a transaction-scoped
- * advisory lock per submission) and idempotent: a party whose documents exist is skipped, the
- * audit log is made once. Each party's documents are written in one transaction with the work
- * that made them, so a crash leaves either all of them or none (stored bytes without rows are
- * harmless: storage is content-addressed).
+ * A chain of ensure-steps (as DocuSeal's Submissions::EnsureResultGenerated and
+ * EnsureAuditGenerated, lib/submissions/; Documenso's sealDocument): each step makes its PDFs and
+ * puts their bytes into storage outside any transaction, then records its output (StoredFile rows
+ * + completed_documents rows) in one short transaction with the state change and the events it
+ * causes. A step whose output rows exist is skipped, so a run repeated after a crash (the job is
+ * retried, or taken back from a dead instance) makes only what is missing; bytes put by a run that
+ * died before its transaction are harmless (storage is content-addressed, no row points at them).
+ * One run per submission at a time: a session advisory lock (src/db/queries/completion.ts), which
+ * PostgreSQL drops with a dead process's connection.
  *
- * Events (reference §10.1 step 6), recorded by the transaction that made what they announce
- * (the outbox, src/jobs/outbox.ts), so that a crash can neither lose them nor send them twice:
- * `form.completed` with a party's documents (key `form.completed:<submitterId>`), then
- * `submission.completed` with the audit log (key `submission.completed:<id>`) and the completed
- * emails' job (src/signing/completed-emails.ts). test/completion-restart.test.ts kills the
- * service inside the transaction and right after its commit.
+ * 1. `documents`, once per completed party: the party's documents (the last party's also signed).
+ *    Its transaction records `form.completed` (key `form.completed:<submitterId>`).
+ * 2. `audit-log`, once everyone has completed: the signed audit log. Its transaction also sets the
+ *    submission's completed_at and records `submission.completed` (key `submission.completed:<id>`)
+ *    and the completed emails' job (src/signing/completed-emails.ts).
+ *
+ * Events (reference §10.1 step 6) go through the outbox (src/jobs/outbox.ts), so a crash can
+ * neither lose them nor send them twice. Tests stop a run at each step's boundaries through
+ * CompletionDeps.hooks (test/completion-restart.test.ts kills the service there with SIGKILL).
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
+import { withCompletionLock } from '../db/queries/completion.ts';
 import type { PdfPageInfo } from '../documents/pdf.ts';
-import type { FileStorage } from '../documents/storage.ts';
-import { storeFile } from '../documents/store-file.ts';
+import type { FileStorage, PutResult } from '../documents/storage.ts';
+import { recordStoredFile } from '../documents/store-file.ts';
 import type { DomainEvent, SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
 import type { JobFailure, JobLogger, JobQueue } from '../jobs/job-queue.ts';
@@ -42,10 +50,12 @@ export const COMPLETE_SUBMISSION_JOB = 'complete-submission';
 export interface CompletionDeps {
   db: Db;
   storage: FileStorage;
-  config: Pick<Config, 'signingP12Path' | 'signingP12Password' | 'testPauseCompletion'>;
+  config: Pick<Config, 'signingP12Path' | 'signingP12Password'>;
   /** Each step's transaction, with form.completed, submission.completed and the completed emails' job in it. */
   effects: Pick<SideEffects, 'transaction'>;
   logger?: Pick<JobLogger, 'warn'>;
+  /** Tests only (see CompletionHooks); the service passes none. */
+  hooks?: CompletionHooks;
 }
 
 const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
@@ -130,217 +140,316 @@ export function completionJob(submissionId: number, submitterId: number): Outbox
   };
 }
 
+/** A completion step (see the module comment). */
+export type CompletionStep = 'documents' | 'audit-log';
+
 /**
- * Produces whatever is missing for a submission: documents of completed parties, then (all
- * completed) the signed final documents and audit log, each step in one transaction with the
- * events of what it made (see the module comment).
- * @throws the database's, storage's or PDF libraries' errors (the job retries; nothing is half-written)
+ * Where a run stands at a step's boundary: `stored` once the step's files are in storage and
+ * before its transaction, `committed` once its transaction (with its events) has committed.
+ */
+export interface CompletionBoundary {
+  submissionId: number;
+  step: CompletionStep;
+  /** The party of a `documents` step. */
+  submitterId?: number;
+  phase: 'stored' | 'committed';
+}
+
+/**
+ * Test seams, never set by the service (src/main.ts): tests inject them through buildApp's
+ * `completionHooks` (test/helpers/paused-service.ts pauses a real process at a boundary, to kill it there).
+ */
+export interface CompletionHooks {
+  /** Awaited at each step boundary. */
+  atBoundary?(boundary: CompletionBoundary): Promise<void>;
+}
+
+/** How long a step's transaction may take: a few inserts and an update, no file or PDF work. */
+const STEP_TRANSACTION = { timeout: 15_000, maxWait: 15_000 };
+
+type CompletionLibraries = Awaited<ReturnType<typeof loadCompletionLibraries>>;
+
+// Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
+// that an idle service need not hold (bench/README.md, idle RSS).
+async function loadCompletionLibraries() {
+  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues, drawValuesOn, loadPdfForDrawing }, sign] =
+    await Promise.all([
+      import('./audit-log.ts'),
+      import('./certificates.ts'),
+      import('./draw-values.ts'),
+      import('./sign-pdf.ts'),
+    ]);
+  const { signPdf, signPdfDocument } = sign;
+  return { buildAuditLog, loadSigningIdentity, drawValues, drawValuesOn, loadPdfForDrawing, signPdf, signPdfDocument };
+}
+
+/** What the steps of one run read (loaded once, under the lock) and add to. */
+async function loadCompletionState(db: Db, submissionId: number) {
+  const submission = await db.submission.findUniqueOrThrow({
+    where: { id: submissionId },
+    include: {
+      account: { select: { id: true, name: true, testing: true, timezone: true } },
+      submitters: { orderBy: [{ completedAt: 'asc' }, { id: 'asc' }] },
+      completedDocuments: { select: { submitterId: true, kind: true, position: true, fileId: true, sha256: true } },
+    },
+  });
+  return {
+    submission,
+    schema: submission.templateSchema as { attachment_uuid: string; name: string; file_id: number }[],
+    fields: parseFields(submission.templateFields),
+    /** Output rows: those found, then those the run's steps recorded. */
+    outputs: submission.completedDocuments,
+    /** Completion errors are cleared by the first step that records something. */
+    completionError: submission.completionError,
+  };
+}
+
+type CompletionState = Awaited<ReturnType<typeof loadCompletionState>>;
+type Party = CompletionState['submission']['submitters'][number];
+
+interface CompletionRun {
+  deps: CompletionDeps;
+  libs: CompletionLibraries;
+  state: CompletionState;
+  /** The account's signing identity, loaded (or generated once) on first need. */
+  identity(): ReturnType<CompletionLibraries['loadSigningIdentity']>;
+  boundary(step: CompletionStep, phase: CompletionBoundary['phase'], submitterId?: number): Promise<void>;
+}
+
+/**
+ * Produces whatever is missing for a submission: the documents of each completed party, then
+ * (everyone completed) the audit log, which completes the submission. Each step is skipped when
+ * its output exists (see the module comment); runs for one submission wait for each other.
+ * @throws the database's, storage's or PDF libraries' errors, or an AppError VALIDATION/NOT_FOUND
+ *   for a document or image it can never draw (the job retries; a step records all or nothing)
  */
 export async function completeSubmission(deps: CompletionDeps, submissionId: number): Promise<void> {
-  const { db } = deps;
-  // Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
-  // that an idle service need not hold (bench/README.md, idle RSS).
-  const [
-    { buildAuditLog },
-    { loadSigningIdentity },
-    { drawValues, drawValuesOn, loadPdfForDrawing },
-    { signPdf, signPdfDocument },
-  ] = await Promise.all([
-    import('./audit-log.ts'),
-    import('./certificates.ts'),
-    import('./draw-values.ts'),
-    import('./sign-pdf.ts'),
-  ]);
-  // The signing identity is loaded (or generated once) outside the work transaction, on first need.
-  let identityPromise: ReturnType<typeof loadSigningIdentity> | undefined;
-  const identityFor = (account: { id: number; name: string }) =>
-    (identityPromise ??= loadSigningIdentity(
-      { db, config: deps.config },
-      { accountId: account.id, signerName: account.name },
-    ));
-  for (;;) {
-    const progressed = await deps.effects.transaction(
-      async (tx, effects) => {
-        await tx.$executeRaw`SELECT pg_advisory_xact_lock(7301006, ${submissionId})`;
-        const submission = await tx.submission.findUniqueOrThrow({
-          where: { id: submissionId },
-          include: {
-            account: { select: { id: true, name: true, testing: true, timezone: true } },
-            submitters: { orderBy: [{ completedAt: 'asc' }, { id: 'asc' }] },
-            completedDocuments: { select: { submitterId: true, kind: true, position: true, fileId: true } },
-          },
-        });
-        const schema = submission.templateSchema as { attachment_uuid: string; name: string; file_id: number }[];
-        const fields = parseFields(submission.templateFields);
-        const completed = submission.submitters.filter((s) => s.completedAt);
-        const done = new Set(
-          submission.completedDocuments.filter((d) => d.kind === 'document').map((d) => d.submitterId),
-        );
-        const next = completed.find((s) => !done.has(s.id));
-        const everyoneDone = submission.submitters.length > 0 && submission.submitters.every((s) => s.completedAt);
+  const libs = await loadCompletionLibraries();
+  await withCompletionLock(deps.db, submissionId, async () => {
+    const state = await loadCompletionState(deps.db, submissionId);
+    const { account } = state.submission;
+    let identity: ReturnType<CompletionLibraries['loadSigningIdentity']> | undefined;
+    const run: CompletionRun = {
+      deps,
+      libs,
+      state,
+      identity: () =>
+        (identity ??= libs.loadSigningIdentity(
+          { db: deps.db, config: deps.config },
+          { accountId: account.id, signerName: account.name },
+        )),
+      boundary: async (step, phase, submitterId) =>
+        deps.hooks?.atBoundary?.({ submissionId, step, phase, ...(submitterId ? { submitterId } : {}) }),
+    };
+    const parties = state.submission.submitters;
+    const completed = parties.filter((s) => s.completedAt);
+    for (const party of completed) await ensurePartyDocuments(run, party);
+    if (parties.length > 0 && completed.length === parties.length) await ensureAuditLog(run);
+  });
+}
 
-        if (next) {
-          // The base of each document: the previous party's output, else the template's file.
-          const previous = [...completed].filter((s) => done.has(s.id)).at(-1);
-          const isLast = everyoneDone && completed.filter((s) => !done.has(s.id)).length === 1;
-          const identity = isLast ? await identityFor(submission.account) : undefined;
-          const images = await loadImages(tx, deps.storage, next.values as Record<string, unknown>);
-          for (const [position, doc] of schema.entries()) {
-            const baseFileId =
-              (previous &&
-                submission.completedDocuments.find(
-                  (d) => d.kind === 'document' && d.submitterId === previous.id && d.position === position,
-                )?.fileId) ??
-              doc.file_id;
-            const base = await tx.storedFile.findUniqueOrThrow({ where: { id: baseFileId } });
-            const original = await tx.storedFile.findUniqueOrThrow({
-              where: { id: doc.file_id },
-              select: { pages: true },
-            });
-            const drawing = {
-              pdf: await deps.storage.read(base.storageKey),
-              pages: original.pages as unknown as PdfPageInfo[],
-              attachmentUuid: doc.attachment_uuid,
-              fields: fields.filter((f) => f.submitter_uuid === next.roleUuid),
-              values: next.values as Record<string, unknown>,
-              images,
-              timeZone: submission.account.timezone,
-              now: next.completedAt ?? new Date(),
-            };
-            let pdf: Uint8Array;
-            if (identity) {
-              // The last party: drawn and signed in one parse and one save of the file.
-              const loaded = await loadPdfForDrawing(drawing.pdf, drawing.attachmentUuid);
-              await drawValuesOn(loaded, drawing);
-              pdf = await signPdfDocument(loaded, identity, { name: identity.name });
-            } else {
-              pdf = await drawValues(drawing);
-            }
-            const stored = await storeFile(
-              { db: tx, storage: deps.storage },
-              {
-                accountId: submission.accountId,
-                bytes: pdf,
-                filename: `${doc.name}.pdf`,
-                contentType: 'application/pdf',
-                pageCount: (original.pages as unknown[] | null)?.length,
-                pages: original.pages,
-              },
-            );
-            await tx.completedDocument.create({
-              data: {
-                accountId: submission.accountId,
-                submissionId,
-                submitterId: next.id,
-                fileId: stored.id,
-                kind: 'document',
-                name: doc.name,
-                sha256: stored.sha256,
-                position,
-              },
-            });
-          }
-          // A run that makes progress ends an earlier failure (the data was fixed, or it was transient).
-          if (submission.completionError !== null)
-            await tx.submission.update({
-              where: { id: submissionId },
-              data: { completionError: null, completionFailedAt: null },
-            });
-          effects.events.push(formCompleted(submission.accountId, next));
-          await testPause(deps, 'drawn', { submissionId, submitterId: next.id });
-          return true;
-        }
+/**
+ * Step 1, for one completed party: its documents, each drawn on the previous party's output (else
+ * the template's file), the last party's also signed; recorded with `form.completed`. Skipped
+ * when the party's documents exist. Parties are ensured in completion order, so the previous
+ * party's output exists.
+ */
+async function ensurePartyDocuments(run: CompletionRun, party: Party): Promise<void> {
+  const { deps, libs, state } = run;
+  const { submission, schema, fields } = state;
+  const documentsOf = (submitterId: number) =>
+    state.outputs.filter((d) => d.kind === 'document' && d.submitterId === submitterId);
+  if (documentsOf(party.id).length > 0) return;
 
-        // Nothing left to make.
-        const hasAuditLog = submission.completedDocuments.some((d) => d.kind === 'audit_log');
-        if (!everyoneDone || hasAuditLog) return false;
+  const completed = submission.submitters.filter((s) => s.completedAt);
+  const index = completed.indexOf(party);
+  const previous = index > 0 ? completed[index - 1] : undefined;
+  // The last party's output is final: drawn and signed in one parse and one save of each file.
+  const isFinal = completed.length === submission.submitters.length && index === completed.length - 1;
+  const identity = isFinal ? await run.identity() : undefined;
+  const values = party.values as Record<string, unknown>;
+  const images = await loadImages(deps.db, deps.storage, values);
+  const baseIds = schema.map(
+    (doc, position) =>
+      (previous && documentsOf(previous.id).find((d) => d.position === position)?.fileId) ?? doc.file_id,
+  );
+  const files = await deps.db.storedFile.findMany({
+    where: { id: { in: [...new Set([...baseIds, ...schema.map((d) => d.file_id)])] } },
+    select: { id: true, storageKey: true, pages: true },
+  });
+  const fileById = (id: number) => {
+    const file = files.find((f) => f.id === id);
+    if (!file) throw new Error(`completion of submission ${submission.id}: stored file ${id} is missing`);
+    return file;
+  };
 
-        // Everyone has completed and every party's documents exist: the audit log, then done.
-        const last = completed.at(-1)!;
-        const finals = await tx.completedDocument.findMany({
-          where: { submissionId, submitterId: last.id, kind: 'document' },
-          orderBy: { position: 'asc' },
-        });
-        const originals = await tx.storedFile.findMany({
-          where: { id: { in: schema.map((d) => d.file_id) } },
-          select: { id: true, sha256: true },
-        });
-        const events = await tx.submissionEvent.findMany({
-          where: { submissionId },
-          orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }],
-        });
-        const roles = parseRoles(submission.templateSubmitters);
-        const files = await loadAuditLogFiles(tx, deps.storage, fields, submission.submitters);
-        const log = await buildAuditLog({
-          submissionId,
-          accountName: submission.account.name,
-          testing: submission.account.testing,
-          documents: schema.map((doc, position) => ({
-            name: doc.name,
-            originalSha256: originals.find((o) => o.id === doc.file_id)?.sha256 ?? '',
-            finalSha256: finals.find((f) => f.position === position)?.sha256 ?? '',
-          })),
-          parties: submission.submitters.map((s) => ({
-            name: s.name,
-            email: s.email,
-            phone: s.phone,
-            role: roles.find((r) => r.uuid === s.roleUuid)?.name ?? '',
-            ip: s.ip,
-            userAgent: s.ua,
-            completedAt: s.completedAt,
-            events: events
-              .filter((e) => e.submitterId === s.id)
-              .map((e) => ({
-                type: e.eventType,
-                at: e.eventTimestamp,
-                ip: (e.data as { ip?: string }).ip ?? null,
-                userAgent: (e.data as { ua?: string }).ua ?? null,
-                data: e.data as Record<string, unknown>,
-              })),
-            values: listAuditLogValues(fields, s.roleUuid, (s.values ?? {}) as Record<string, unknown>, files, {
-              timeZone: submission.account.timezone,
-              now: s.completedAt ?? undefined,
-            }),
-          })),
-          generatedAt: new Date(),
-          timeZone: submission.account.timezone,
-        });
-        const identity = await identityFor(submission.account);
-        const signed = await signPdf(log, identity, { name: identity.name });
-        const stored = await storeFile(
-          { db: tx, storage: deps.storage },
-          { accountId: submission.accountId, bytes: signed, filename: 'Audit Log.pdf', contentType: 'application/pdf' },
-        );
+  const made: { position: number; doc: (typeof schema)[number]; pages: unknown; put: PutResult }[] = [];
+  for (const [position, doc] of schema.entries()) {
+    const original = fileById(doc.file_id);
+    const drawing = {
+      pdf: await deps.storage.read(fileById(baseIds[position]!).storageKey),
+      pages: original.pages as unknown as PdfPageInfo[],
+      attachmentUuid: doc.attachment_uuid,
+      fields: fields.filter((f) => f.submitter_uuid === party.roleUuid),
+      values,
+      images,
+      timeZone: submission.account.timezone,
+      now: party.completedAt ?? new Date(),
+    };
+    let pdf: Uint8Array;
+    if (identity) {
+      const loaded = await libs.loadPdfForDrawing(drawing.pdf, drawing.attachmentUuid);
+      await libs.drawValuesOn(loaded, drawing);
+      pdf = await libs.signPdfDocument(loaded, identity, { name: identity.name });
+    } else {
+      pdf = await libs.drawValues(drawing);
+    }
+    made.push({ position, doc, pages: original.pages, put: await deps.storage.put(pdf) });
+  }
+  await run.boundary('documents', 'stored', party.id);
+
+  const rows = await deps.effects.transaction(async (tx, effects) => {
+    const rows = [];
+    for (const { position, doc, pages, put } of made) {
+      const file = await recordStoredFile(tx, put, {
+        accountId: submission.accountId,
+        filename: `${doc.name}.pdf`,
+        contentType: 'application/pdf',
+        pageCount: (pages as unknown[] | null)?.length,
+        pages,
+      });
+      // The unique index (submission, submitter, kind, position) refuses a second set.
+      rows.push(
         await tx.completedDocument.create({
           data: {
             accountId: submission.accountId,
-            submissionId,
-            submitterId: null,
-            fileId: stored.id,
-            kind: 'audit_log',
-            name: 'Audit Log',
-            sha256: sha256(signed),
-            position: 0,
+            submissionId: submission.id,
+            submitterId: party.id,
+            fileId: file.id,
+            kind: 'document',
+            name: doc.name,
+            sha256: file.sha256,
+            position,
           },
-        });
-        const completedAt = submission.completedAt ?? last.completedAt ?? new Date();
-        if (!submission.completedAt || submission.completionError !== null) {
-          await tx.submission.update({
-            where: { id: submissionId },
-            data: { completedAt, completionError: null, completionFailedAt: null },
-          });
-        }
-        effects.events.push(submissionCompleted(submission.accountId, submissionId, completedAt));
-        effects.jobs.push(completedEmailsJob(submissionId));
-        await testPause(deps, 'drawn', { submissionId, auditLog: true });
-        return true;
+          select: { submitterId: true, kind: true, position: true, fileId: true, sha256: true },
+        }),
+      );
+    }
+    await clearCompletionError(tx, state);
+    effects.events.push(formCompleted(submission.accountId, party));
+    return rows;
+  }, STEP_TRANSACTION);
+  state.outputs.push(...rows);
+  state.completionError = null;
+  await run.boundary('documents', 'committed', party.id);
+}
+
+/**
+ * Step 2, once everyone has completed and every party's documents exist: the audit log (parties,
+ * events, values, the original and final documents' SHA-256), signed; recorded with the
+ * submission's completion, `submission.completed` and the completed emails' job. Skipped when the
+ * audit log exists.
+ */
+async function ensureAuditLog(run: CompletionRun): Promise<void> {
+  const { deps, libs, state } = run;
+  const { submission, schema, fields } = state;
+  if (state.outputs.some((d) => d.kind === 'audit_log')) return;
+  const { db } = deps;
+  const last = submission.submitters.filter((s) => s.completedAt).at(-1)!;
+  const finals = state.outputs.filter((d) => d.kind === 'document' && d.submitterId === last.id);
+  const [originals, events, files] = await Promise.all([
+    db.storedFile.findMany({ where: { id: { in: schema.map((d) => d.file_id) } }, select: { id: true, sha256: true } }),
+    db.submissionEvent.findMany({
+      where: { submissionId: submission.id },
+      orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }],
+    }),
+    loadAuditLogFiles(db, deps.storage, fields, submission.submitters),
+  ]);
+  const roles = parseRoles(submission.templateSubmitters);
+  const log = await libs.buildAuditLog({
+    submissionId: submission.id,
+    accountName: submission.account.name,
+    testing: submission.account.testing,
+    documents: schema.map((doc, position) => ({
+      name: doc.name,
+      originalSha256: originals.find((o) => o.id === doc.file_id)?.sha256 ?? '',
+      finalSha256: finals.find((f) => f.position === position)?.sha256 ?? '',
+    })),
+    parties: submission.submitters.map((s) => ({
+      name: s.name,
+      email: s.email,
+      phone: s.phone,
+      role: roles.find((r) => r.uuid === s.roleUuid)?.name ?? '',
+      ip: s.ip,
+      userAgent: s.ua,
+      completedAt: s.completedAt,
+      events: events
+        .filter((e) => e.submitterId === s.id)
+        .map((e) => ({
+          type: e.eventType,
+          at: e.eventTimestamp,
+          ip: (e.data as { ip?: string }).ip ?? null,
+          userAgent: (e.data as { ua?: string }).ua ?? null,
+          data: e.data as Record<string, unknown>,
+        })),
+      values: listAuditLogValues(fields, s.roleUuid, (s.values ?? {}) as Record<string, unknown>, files, {
+        timeZone: submission.account.timezone,
+        now: s.completedAt ?? undefined,
+      }),
+    })),
+    generatedAt: new Date(),
+    timeZone: submission.account.timezone,
+  });
+  const identity = await run.identity();
+  const signed = await libs.signPdf(log, identity, { name: identity.name });
+  const put = await deps.storage.put(signed);
+  await run.boundary('audit-log', 'stored');
+
+  const completedAt = submission.completedAt ?? last.completedAt ?? new Date();
+  const row = await deps.effects.transaction(async (tx, effects) => {
+    const file = await recordStoredFile(tx, put, {
+      accountId: submission.accountId,
+      filename: 'Audit Log.pdf',
+      contentType: 'application/pdf',
+    });
+    const row = await tx.completedDocument.create({
+      data: {
+        accountId: submission.accountId,
+        submissionId: submission.id,
+        submitterId: null,
+        fileId: file.id,
+        kind: 'audit_log',
+        name: 'Audit Log',
+        sha256: sha256(signed),
+        position: 0,
       },
-      { timeout: 120_000, maxWait: 60_000 },
-    );
-    if (!progressed) return;
-    // Committed, with its events and emails: a kill here must lose nothing (completion-restart test).
-    await testPause(deps, 'committed', { submissionId });
-  }
+      select: { submitterId: true, kind: true, position: true, fileId: true, sha256: true },
+    });
+    if (!submission.completedAt || state.completionError !== null) {
+      await tx.submission.update({
+        where: { id: submission.id },
+        data: { completedAt, completionError: null, completionFailedAt: null },
+      });
+    }
+    effects.events.push(submissionCompleted(submission.accountId, submission.id, completedAt));
+    effects.jobs.push(completedEmailsJob(submission.id));
+    return row;
+  }, STEP_TRANSACTION);
+  state.outputs.push(row);
+  state.completionError = null;
+  await run.boundary('audit-log', 'committed');
+}
+
+/** A run that records something ends an earlier failure (the data was fixed, or it was transient). */
+async function clearCompletionError(
+  tx: Parameters<Parameters<SideEffects['transaction']>[0]>[0],
+  state: CompletionState,
+): Promise<void> {
+  if (state.completionError === null) return;
+  await tx.submission.update({
+    where: { id: state.submission.id },
+    data: { completionError: null, completionFailedAt: null },
+  });
 }
 
 const formCompleted = (accountId: number, submitter: { id: number; completedAt: Date | null }): DomainEvent => ({
@@ -360,26 +469,11 @@ const submissionCompleted = (accountId: number, submissionId: number, at: Date):
 });
 
 /**
- * TEST_PAUSE_COMPLETION (tests only, NODE_ENV=test): sleeps at `point` so that a test can kill
- * the process there, after saying so in the log.
- */
-async function testPause(
-  deps: CompletionDeps,
-  point: 'drawn' | 'committed',
-  context: Record<string, unknown>,
-): Promise<void> {
-  const pause = deps.config.testPauseCompletion;
-  if (!pause || pause.point !== point) return;
-  deps.logger?.warn({ ...context, point, ms: pause.ms }, `TEST_PAUSE_COMPLETION: pausing at ${point}`);
-  await new Promise((resolve) => setTimeout(resolve, pause.ms));
-}
-
-/**
  * The stored files the parties' values refer to, for the audit log, by uuid: names of every
  * file, and the bytes of signature, initials, image and stamp values (read once per file).
  */
 async function loadAuditLogFiles(
-  tx: Parameters<Parameters<Db['$transaction']>[0]>[0],
+  db: Db,
   storage: FileStorage,
   fields: Field[],
   submitters: { values: unknown }[],
@@ -400,7 +494,7 @@ async function loadAuditLogFiles(
   }
   const files = new Map<string, AuditLogFile>();
   if (uuids.size === 0) return files;
-  const rows = await tx.storedFile.findMany({
+  const rows = await db.storedFile.findMany({
     where: { uuid: { in: [...uuids] } },
     select: { uuid: true, filename: true, contentType: true, storageKey: true },
   });
@@ -415,7 +509,7 @@ async function loadAuditLogFiles(
 
 /** The image files of a party's attachment values (uuids of stored files), by uuid. */
 async function loadImages(
-  tx: Parameters<Parameters<Db['$transaction']>[0]>[0],
+  db: Db,
   storage: FileStorage,
   values: Record<string, unknown>,
 ): Promise<Map<string, ImageFile>> {
@@ -424,7 +518,7 @@ async function loadImages(
     .filter((v): v is string => typeof v === 'string' && /^[0-9a-f-]{36}$/i.test(v));
   const images = new Map<string, ImageFile>();
   if (uuids.length === 0) return images;
-  const files = await tx.storedFile.findMany({ where: { uuid: { in: uuids } } });
+  const files = await db.storedFile.findMany({ where: { uuid: { in: uuids } } });
   for (const file of files)
     images.set(file.uuid, { bytes: await storage.read(file.storageKey), contentType: file.contentType });
   return images;

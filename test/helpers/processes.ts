@@ -91,15 +91,19 @@ export function testServiceEnv(options: {
  * /health answers 200 and the banner is out (or it exits).
  * @param root the project folder to run `dist/main.mjs` from (default: this one, built first);
  *   another one is a copy of this one with dist/ already in it
+ * @param entry node's arguments instead of `dist/main.mjs` (a test-only entry, e.g.
+ *   `['--import', 'tsx', 'test/helpers/paused-service.ts']`, run from `root`; nothing is built)
  */
 export async function startService(
   env: Record<string, string | undefined>,
   timeoutMs = 60_000,
   root = ROOT,
+  entry?: string[],
 ): Promise<ServiceProcess> {
-  if (root === ROOT) await buildService();
+  if (root === ROOT && !entry) await buildService();
   const port = Number(env.PORT ?? (await freePort()));
-  const child = spawn(process.execPath, ['--enable-source-maps', path.join(root, 'dist', 'main.mjs')], {
+  const args = entry ?? [path.join(root, 'dist', 'main.mjs')];
+  const child = spawn(process.execPath, ['--enable-source-maps', ...args], {
     cwd: root,
     env: childEnv({ LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' }),
   });

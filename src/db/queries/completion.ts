@@ -1,0 +1,53 @@
+/**
+ * The completion pipeline's SQL (src/signing/complete-submission.ts): one run at a time per
+ * submission.
+ *
+ * The pipeline's steps run outside any transaction (PDF work takes seconds), so the lock is a
+ * session-level advisory lock held on one pooled connection for the whole run, not a
+ * transaction's. PostgreSQL releases it when that connection closes, so a process killed with
+ * SIGKILL leaves nothing locked (DocuSeal's LockEvent rows, lib/submissions/ensure_result_generated.rb,
+ * stay "start" after a crash until a 90 s timeout; this lock needs no timeout).
+ */
+import type pg from 'pg';
+import { type Db, sqlPool } from '../client.ts';
+
+/** The advisory lock space of completion runs (the first key of pg_advisory_lock(int, int)). */
+const COMPLETION_LOCK_SPACE = 7301006;
+
+/** $1: the submission. Waits until no other run of its completion holds the lock, then takes it. */
+export const LOCK_COMPLETION = {
+  name: 'signet_completion_lock',
+  text: `SELECT pg_advisory_lock(${COMPLETION_LOCK_SPACE}, $1)`,
+};
+
+/** $1: the submission. Releases the lock LOCK_COMPLETION took on this connection. */
+export const UNLOCK_COMPLETION = {
+  name: 'signet_completion_unlock',
+  text: `SELECT pg_advisory_unlock(${COMPLETION_LOCK_SPACE}, $1)`,
+};
+
+/**
+ * Runs `run` while holding the completion lock of `submissionId` (waiting for another run to end
+ * first). The lock's connection is taken from the client's pool and kept for the run; if taking
+ * or releasing the lock fails, that connection is closed instead of returned, so that no pooled
+ * connection keeps a lock.
+ * @returns what `run` returned; rejects with its error, or the database's
+ */
+export async function withCompletionLock<T>(db: Db, submissionId: number, run: () => Promise<T>): Promise<T> {
+  const client: pg.PoolClient = await sqlPool(db).connect();
+  let unlocked = false;
+  try {
+    await client.query(LOCK_COMPLETION, [submissionId]);
+    try {
+      return await run();
+    } finally {
+      // A failed unlock is not the run's error: the connection is closed below, which unlocks.
+      await client.query(UNLOCK_COMPLETION, [submissionId]).then(
+        () => (unlocked = true),
+        () => undefined,
+      );
+    }
+  } finally {
+    client.release(!unlocked);
+  }
+}
