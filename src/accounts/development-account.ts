@@ -3,10 +3,8 @@
  * creates one so that a new user can call the API at once.
  */
 import type { Db } from '../db/client.ts';
+import { lockFirstStart } from '../db/queries/advisory-locks.ts';
 import { CreateAccountInput, insertAccount, type CreatedAccount } from './create-account.ts';
-
-/** Serialises first-start checks of concurrently starting instances. */
-const FIRST_START_LOCK = 7_301_001;
 
 export const DEVELOPMENT_ACCOUNT = {
   name: 'Development',
@@ -21,7 +19,7 @@ export const DEVELOPMENT_ACCOUNT = {
  */
 export async function ensureDevelopmentAccount(db: Db): Promise<CreatedAccount | null> {
   return db.$transaction(async (tx) => {
-    await tx.$executeRaw`SELECT pg_advisory_xact_lock(${FIRST_START_LOCK})`;
+    await lockFirstStart(tx);
     if ((await tx.account.count()) > 0) return null;
     return insertAccount(tx, CreateAccountInput.parse(DEVELOPMENT_ACCOUNT));
   });

@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/client.ts';
+import { pingDatabase } from '../db/queries/health.ts';
 import { DATABASE_RETRY_AFTER_SECONDS } from '../db/unavailable.ts';
 
 /** How long the database may take to answer `SELECT 1`, in milliseconds. */
@@ -15,7 +16,7 @@ const DATABASE_CHECK_TIMEOUT_MS = 2000;
 export function registerHealthRoute(app: FastifyInstance, db: Db): void {
   app.get('/health', async (request, reply) => {
     try {
-      await withTimeout(db.$queryRaw`SELECT 1`, DATABASE_CHECK_TIMEOUT_MS);
+      await withTimeout(pingDatabase(db), DATABASE_CHECK_TIMEOUT_MS);
       return reply.code(200).send({ status: 'ok' });
     } catch (error) {
       request.log.warn({ err: error }, 'health check: the database did not answer');

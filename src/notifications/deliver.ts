@@ -20,14 +20,14 @@
  * how mail systems recognise a repeated message.
  */
 import { createHash } from 'node:crypto';
-import { sqlPool, type Db, type Prisma } from '../db/client.ts';
+import type { Db, Prisma } from '../db/client.ts';
+import { recordMessageFailed, recordMessageSent, type NotificationChannel } from '../db/queries/notification-events.ts';
 import {
-  markFailedAndRecord,
-  markSentAndRecord,
-  messageReturning,
-  recordSentCtes,
-  type NotificationChannel,
-} from '../db/queries/notification-events.ts';
+  emailIdByDedupeKey,
+  insertClaimedEmail,
+  insertSentOutboxEmailAndRecord,
+  updateEmailState,
+} from '../db/queries/notifications.ts';
 import { AppError } from '../errors.ts';
 import type { EmailMessage, SmsMessage } from '../generated/prisma/client.ts';
 import { DeliveryError, type NotificationLogger } from './delivery-error.ts';
@@ -191,17 +191,12 @@ export interface DeliveryEvents {
   failureEvent?: string;
 }
 
-const RECORDING = {
-  email: { sent: markSentAndRecord('email'), failed: markFailedAndRecord('email') },
-  sms: { sent: markSentAndRecord('sms'), failed: markFailedAndRecord('sms') },
-} as const;
-
 /**
  * An outbox table's `update` that records `events` with the outcome (sent, or a failed attempt)
  * in the same statement, and otherwise does what `plain` does.
  */
 function recordingUpdate(
-  pool: ReturnType<typeof sqlPool>,
+  db: Db,
   channel: NotificationChannel,
   id: number,
   events: DeliveryEvents,
@@ -211,16 +206,22 @@ function recordingUpdate(
   return async (data) => {
     const now = (data.sentAt ?? new Date()).toISOString();
     if (data.status === 'sent' && events.submissionEvent) {
-      return pool.query({
-        ...RECORDING[channel].sent,
-        values: [id, events.submissionEvent, now, data.providerMessageId ?? null],
+      return recordMessageSent(db, channel, {
+        id,
+        eventType: events.submissionEvent,
+        now,
+        providerMessageId: data.providerMessageId ?? null,
       });
     }
     if ((data.status === 'queued' || data.status === 'failed') && data.lastError != null && events.failureEvent) {
       const maxAttempts = options.maxAttempts ?? DEFAULT_MAX_ATTEMPTS;
-      return pool.query({
-        ...RECORDING[channel].failed,
-        values: [id, events.failureEvent, now, data.status, data.lastError, maxAttempts],
+      return recordMessageFailed(db, channel, {
+        id,
+        eventType: events.failureEvent,
+        now,
+        status: data.status,
+        error: data.lastError,
+        maxAttempts,
       });
     }
     return plain(data);
@@ -244,69 +245,6 @@ export function messageIdFor(dedupeKey: string, from: string): string {
   const domain = /@([^\s>]+)>?\s*$/.exec(from)?.[1] ?? 'signet.local';
   return `<${createHash('sha256').update(dedupeKey).digest('hex').slice(0, 32)}@${domain}>`;
 }
-
-/**
- * The columns of a new email_messages row that come from `j` (QueueEmailInput as JSON, `$1`),
- * and their values: the INSERTs below add provider, status, attempt and times.
- */
-const NEW_EMAIL_COLUMNS = `account_id, submission_id, submitter_id, kind, dedupe_key, from_address, to_addresses, cc_addresses,
-                           bcc_addresses, reply_to, subject, text_body, html_body`;
-const NEW_EMAIL_VALUES = `(j->>'accountId')::int, (j->>'submissionId')::int, (j->>'submitterId')::int, j->>'kind', j->>'dedupeKey', j->>'from',
-           ARRAY(SELECT jsonb_array_elements_text(j->'to')), ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'cc', '[]'))),
-           ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'bcc', '[]'))), j->>'replyTo', j->>'subject', j->>'textBody', j->>'htmlBody'`;
-
-/**
- * `$1`: the email as JSON (QueueEmailInput's keys), `$2`: the mailer's name, `$3`: now (ISO), `$4`: the claimant.
- * Stores the row already claimed ('sending', first attempt) unless its dedupe key is stored;
- * returns it only when inserted. Columns and defaults as queueEmail's through Prisma.
- */
-const INSERT_CLAIMED_EMAIL = {
-  name: 'signet_outbox_insert_claimed_email',
-  text: `
-    INSERT INTO email_messages (${NEW_EMAIL_COLUMNS}, provider, status, attempt_count, claimed_by, created_at, updated_at)
-    SELECT ${NEW_EMAIL_VALUES},
-           $2, 'sending', 1, $4, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
-      FROM (SELECT $1::jsonb AS j) input
-    ON CONFLICT (dedupe_key) DO NOTHING
-    RETURNING id`,
-};
-
-const EMAIL_ID_BY_DEDUPE_KEY = {
-  name: 'signet_outbox_email_by_key',
-  text: `SELECT id FROM email_messages WHERE dedupe_key = $1`,
-};
-
-/** `$1` id, `$2` status, `$3` now (ISO), `$4` sent (bool), `$5` provider message id, `$6` last error: deliverOnce's updates. */
-const UPDATE_EMAIL_STATE = {
-  name: 'signet_outbox_update_email',
-  text: `
-    UPDATE email_messages
-       SET status = $2, updated_at = $3::timestamptz AT TIME ZONE 'UTC',
-           sent_at = CASE WHEN $4::boolean THEN $3::timestamptz AT TIME ZONE 'UTC' ELSE sent_at END,
-           provider_message_id = CASE WHEN $4::boolean THEN $5 ELSE provider_message_id END,
-           last_error = $6
-     WHERE id = $1`,
-};
-
-/**
- * INSERT_CLAIMED_EMAIL and markSentAndRecord('email') in one statement, for the outbox mailer,
- * whose sending is the storing ($1 input JSON, $2 submission event type, $3 now ISO): the row
- * inserted already sent (provider 'outbox': kept, not sent), its event and the submitter's
- * sent_at. Nothing when the key is stored.
- */
-const INSERT_SENT_OUTBOX_EMAIL_AND_RECORD = {
-  name: 'signet_outbox_insert_sent_and_record',
-  text: `
-    WITH message AS (
-      INSERT INTO email_messages (${NEW_EMAIL_COLUMNS}, provider, status, attempt_count, sent_at, created_at, updated_at)
-      SELECT ${NEW_EMAIL_VALUES},
-             'outbox', 'sent', 1, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
-        FROM (SELECT $1::jsonb AS j) input
-      ON CONFLICT (dedupe_key) DO NOTHING
-      RETURNING ${messageReturning('email')}
-    ), ${recordSentCtes('email')}
-    SELECT id FROM message`,
-};
 
 /** The message a mailer sends for a stored or to-be-stored email. */
 function outgoingEmail(
@@ -333,9 +271,9 @@ function outgoingEmail(
  * attempt 1) and sent from `input`, with no read-back; then marked as deliverEmail marks it. A
  * stored key (a re-run, or another worker) goes through deliverEmail on the stored row, so the
  * outcomes and guarantees are deliverEmail's: at most one send per dedupe key, whoever calls.
- * Plain SQL on the pool under `deps.db` (sqlPool): a hot path (the signature request job). With
+ * Plain SQL (src/db/queries/notifications.ts): a hot path (the signature request job). With
  * the outbox mailer and a submission event, storing is sending: one statement inserts the row
- * sent and records it (INSERT_SENT_OUTBOX_EMAIL_AND_RECORD), then the outbox logs it.
+ * sent and records it (insertSentOutboxEmailAndRecord), then the outbox logs it.
  * @param options the submission events recorded with the outcome, in the statement that stores it
  *   on the row (DeliveryEvents: the signature request's `send_email` and `fail_email`)
  * @returns the outcome (see DeliveryOutcome) and the row's id
@@ -349,52 +287,46 @@ export async function queueAndDeliverEmail(
   if (!input.dedupeKey) throw new AppError('VALIDATION', 'dedupeKey is required');
   if (input.to.length === 0) throw new AppError('VALIDATION', 'an email needs at least one recipient in to');
   const { db, mailer } = deps;
-  const pool = sqlPool(db);
   const { submissionEvent } = options;
   /** The row the key already has (a re-run, or another worker): deliverEmail's outcome on it. */
   const deliverStored = async () => {
-    const { rows: stored } = await pool.query<{ id: number }>({ ...EMAIL_ID_BY_DEDUPE_KEY, values: [input.dedupeKey] });
-    const id = stored[0]!.id;
+    const id = (await emailIdByDedupeKey(db, input.dedupeKey!))!;
     const table = emailTable(deps, id);
     const outcome = await deliverOnce<EmailMessage>(deps, {
       ...table,
-      update: recordingUpdate(pool, 'email', id, options, deps, table.update),
+      update: recordingUpdate(db, 'email', id, options, deps, table.update),
     });
     return { outcome, emailMessageId: id };
   };
   if (mailer.name === 'outbox' && submissionEvent) {
     // The outbox's sending is the storing: one statement, then its log line.
-    const { rows: stored } = await pool.query<{ id: number }>({
-      ...INSERT_SENT_OUTBOX_EMAIL_AND_RECORD,
-      values: [JSON.stringify(input), submissionEvent, new Date().toISOString()],
+    const stored = await insertSentOutboxEmailAndRecord(db, input, {
+      eventType: submissionEvent,
+      now: new Date().toISOString(),
     });
-    if (!stored[0]) return deliverStored();
+    if (stored === undefined) return deliverStored();
     await mailer.send(outgoingEmail(input));
-    return { outcome: 'sent', emailMessageId: stored[0].id };
+    return { outcome: 'sent', emailMessageId: stored };
   }
-  const { rows } = await pool.query<{ id: number }>({
-    ...INSERT_CLAIMED_EMAIL,
-    values: [JSON.stringify(input), mailer.name, new Date().toISOString(), deps.claimant ?? null],
+  const inserted = await insertClaimedEmail(db, input, {
+    provider: mailer.name,
+    now: new Date().toISOString(),
+    claimant: deps.claimant ?? null,
   });
-  const inserted = rows[0];
-  if (!inserted) return deliverStored();
-  const id = inserted.id;
+  if (inserted === undefined) return deliverStored();
+  const id = inserted;
   const outcome = await sendClaimed<OutboxRow>(
     deps,
     {
       label: 'email',
       id,
-      update: recordingUpdate(pool, 'email', id, options, deps, ({ status, sentAt, providerMessageId, lastError }) =>
-        pool.query({
-          ...UPDATE_EMAIL_STATE,
-          values: [
-            id,
-            status,
-            (sentAt ?? new Date()).toISOString(),
-            sentAt !== undefined,
-            providerMessageId ?? null,
-            lastError ?? null,
-          ],
+      update: recordingUpdate(db, 'email', id, options, deps, ({ status, sentAt, providerMessageId, lastError }) =>
+        updateEmailState(db, id, {
+          status,
+          at: (sentAt ?? new Date()).toISOString(),
+          sent: sentAt !== undefined,
+          providerMessageId: providerMessageId ?? null,
+          lastError: lastError ?? null,
         }),
       ),
       send: () => mailer.send(outgoingEmail(input)),
@@ -481,7 +413,7 @@ export async function deliverSms(
     find: () => table.findUnique({ where: { id: smsMessageId } }),
     update:
       events.submissionEvent || events.failureEvent
-        ? recordingUpdate(sqlPool(db), 'sms', smsMessageId, events, deps, update)
+        ? recordingUpdate(db, 'sms', smsMessageId, events, deps, update)
         : update,
     send: (row) => smsSender.send({ to: row.to, from: row.from ?? undefined, body: row.body }),
   });

@@ -6,6 +6,7 @@
  * a form takes.
  */
 import type { Db } from '../db/client.ts';
+import { lockSubmissionAndSubmitter } from '../db/queries/signing-form.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseRoles } from '../templates/fields.ts';
@@ -153,7 +154,6 @@ export async function lockSignerForm(
   tx: Prisma.TransactionClient,
   signer: { id: number; submissionId: number },
 ): Promise<SignerForm> {
-  await tx.$queryRaw`SELECT id FROM submissions WHERE id = ${signer.submissionId} FOR UPDATE`;
-  await tx.$queryRaw`SELECT id FROM submitters WHERE id = ${signer.id} FOR UPDATE`;
+  await lockSubmissionAndSubmitter(tx, { submissionId: signer.submissionId, submitterId: signer.id });
   return tx.submitter.findUniqueOrThrow({ where: { id: signer.id }, select: formSelect });
 }

@@ -21,6 +21,7 @@ import { promisify } from 'node:util';
 import forge from 'node-forge';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
+import { lockGeneratedCertificate } from '../db/queries/advisory-locks.ts';
 import { AppError } from '../errors.ts';
 
 const generateKeyPair = promisify(generateKeyPairCallback);
@@ -37,8 +38,6 @@ export interface SigningIdentity {
   name: string;
 }
 
-/** Transaction-scoped advisory lock key (pair) serialising creation of the generated certificate. */
-const GENERATED_CERTIFICATE_LOCK = [7301005, 0] as const;
 /** Subject and issuer of the generated certificate. */
 const GENERATED_SUBJECT = [
   { name: 'commonName', value: 'Signet' },
@@ -142,7 +141,7 @@ async function createGeneratedCertificate(db: Db): Promise<UsableCertificate> {
   const generated = await generateSelfSignedPkcs12(password, new Date());
   return db.$transaction(
     async (tx) => {
-      await tx.$executeRaw`SELECT pg_advisory_xact_lock(${GENERATED_CERTIFICATE_LOCK[0]}::int, ${GENERATED_CERTIFICATE_LOCK[1]}::int)`;
+      await lockGeneratedCertificate(tx);
       const existing = await findUsableCertificate(tx, null);
       if (existing) return existing;
       await tx.signingCertificate.updateMany({

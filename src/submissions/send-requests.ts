@@ -10,8 +10,9 @@
  * - `expire-submission` jobs at `expire_at`.
  */
 import type { Config } from '../config.ts';
-import { sqlPool, type Db, type Prisma } from '../db/client.ts';
-import { abandonAndRecord } from '../db/queries/notification-events.ts';
+import type { Db, Prisma } from '../db/client.ts';
+import { abandonMessage } from '../db/queries/notification-events.ts';
+import { readSignatureRequest } from '../db/queries/signature-requests.ts';
 import type { SideEffects } from '../events/events.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
@@ -60,8 +61,6 @@ const sendRetry = (baseMs: number) => ({
 /** What a request's delivery records on the submission (src/db/queries/notification-events.ts). */
 const EMAIL_EVENTS = { submissionEvent: 'send_email', failureEvent: 'fail_email' } as const;
 const SMS_EVENTS = { submissionEvent: 'send_sms', failureEvent: 'fail_sms' } as const;
-const ABANDON_EMAIL = abandonAndRecord('email');
-const ABANDON_SMS = abandonAndRecord('sms');
 
 /** The outbox key of one request: per submitter and sending (email and SMS are in separate tables). */
 const requestDedupeKey = (job: SendRequestJob) => `signature_request:${job.submitterId}:${job.sending}`;
@@ -192,60 +191,6 @@ export function expiryJobs(submissionId: number, expireAt: Date | null | undefin
 }
 
 /**
- * What a request needs, in one statement: the submitter, its submission (and the field types of
- * the submitter's role, which choose the default message), the template's name, the account, the
- * sender and every party. Plain SQL: this runs once per request sent, and through Prisma the
- * include tree cost several times more CPU than the rest of the job (bench/submissions.ts).
- * Timestamps are read AT TIME ZONE 'UTC' (timestamp(3) columns hold UTC).
- */
-const READ_REQUEST = {
-  name: 'signet_send_request_read',
-  text: `
-    SELECT x.id, x.account_id AS "accountId", x.submission_id AS "submissionId", x.slug, x.email, x.name, x.phone, x.preferences,
-           x.sent_at IS NOT NULL AS sent, x.completed_at IS NOT NULL OR x.declined_at IS NOT NULL AS done,
-           s.name AS "submissionName", s.expire_at AT TIME ZONE 'UTC' AS "expireAt", s.preferences AS "submissionPreferences",
-           s.archived_at IS NOT NULL OR s.completed_at IS NOT NULL AS closed,
-           (SELECT COALESCE(json_agg(DISTINCT f->>'type'), '[]') FROM jsonb_array_elements(s.template_fields) f WHERE f->>'submitter_uuid' = x.role_uuid::text) AS "ownTypes",
-           t.id AS "templateId", t.name AS "templateName", a.name AS "accountName", a.timezone,
-           u.first_name AS "senderFirstName", u.last_name AS "senderLastName", u.email AS "senderEmail", u.id IS NOT NULL AS "hasSender",
-           (SELECT json_agg(json_build_object('id', p.id, 'slug', p.slug, 'email', p.email, 'name', p.name, 'phone', p.phone) ORDER BY p.id)
-              FROM submitters p WHERE p.submission_id = s.id) AS parties
-      FROM submitters x
-      JOIN submissions s ON s.id = x.submission_id
-      JOIN templates t ON t.id = s.template_id
-      JOIN accounts a ON a.id = s.account_id
-      LEFT JOIN users u ON u.id = s.created_by_user_id
-     WHERE x.id = $1`,
-};
-
-interface RequestRow {
-  id: number;
-  accountId: number;
-  submissionId: number;
-  slug: string;
-  email: string | null;
-  name: string | null;
-  phone: string | null;
-  preferences: { message?: { subject?: string; body?: string }; reply_to?: string } | null;
-  sent: boolean;
-  done: boolean;
-  submissionName: string | null;
-  expireAt: Date | null;
-  submissionPreferences: { message?: { subject?: string; body?: string } } | null;
-  closed: boolean;
-  ownTypes: string[];
-  templateId: number;
-  templateName: string;
-  accountName: string;
-  timezone: string;
-  senderFirstName: string | null;
-  senderLastName: string | null;
-  senderEmail: string | null;
-  hasSender: boolean;
-  parties: { id: number; slug: string; email: string | null; name: string | null; phone: string | null }[];
-}
-
-/**
  * One request to one submitter on one channel; idempotent (outbox dedupe key + delivery claim).
  * @param runId the job's id: the delivery's claimant (a later run of this job takes back a
  *   message its dead earlier run left 'sending')
@@ -253,8 +198,7 @@ interface RequestRow {
  */
 async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): Promise<void> {
   const { db } = deps;
-  const { rows } = await sqlPool(db).query<RequestRow>({ ...READ_REQUEST, values: [job.submitterId] });
-  const submitter = rows[0];
+  const submitter = await readSignatureRequest(db, job.submitterId);
   if (!submitter) return;
   // Nothing to ask of a party that is done, or of an archived or completed submission. A retry
   // of a request that failed before ends here: its message is given up, and the submission's
@@ -263,11 +207,12 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
     const reason = submitter.done
       ? 'the party had completed or declined the form'
       : 'the submission was completed or archived';
-    const [statement, eventType] =
-      job.channel === 'email' ? [ABANDON_EMAIL, EMAIL_EVENTS.failureEvent] : [ABANDON_SMS, SMS_EVENTS.failureEvent];
-    await sqlPool(db).query({
-      ...statement,
-      values: [requestDedupeKey(job), eventType, new Date().toISOString(), reason, SEND_MAX_ATTEMPTS],
+    await abandonMessage(db, job.channel, {
+      dedupeKey: requestDedupeKey(job),
+      eventType: job.channel === 'email' ? EMAIL_EVENTS.failureEvent : SMS_EVENTS.failureEvent,
+      now: new Date().toISOString(),
+      reason,
+      maxAttempts: SEND_MAX_ATTEMPTS,
     });
     return;
   }

@@ -3,6 +3,7 @@
  * ("Clients / 2026"), as DocuSeal does (reference/docuseal-behaviour.md §4, §5.1); templates
  * without one live in "Default".
  */
+import { lockAccountFolders } from '../db/queries/advisory-locks.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { AppError } from '../errors.ts';
 import { checkText, MAX_ITEMS, MAX_LENGTH } from '../limits.ts';
@@ -45,7 +46,7 @@ export async function findOrCreateFolder(
 ): Promise<{ id: number; fullName: string }> {
   const fullName = options.fullName?.trim() ? options.fullName.trim() : DEFAULT_FOLDER_NAME;
   const parts = folderPath(fullName);
-  await tx.$executeRaw`SELECT pg_advisory_xact_lock(7301002, ${options.accountId})`;
+  await lockAccountFolders(tx, options.accountId);
   let parentFolderId: number | null = null;
   for (const name of parts) {
     const existing: { id: number } | null = await tx.folder.findFirst({

@@ -19,6 +19,8 @@
  * Times: `$3` is now as an ISO string, stored AT TIME ZONE 'UTC' (timestamp(3) columns hold UTC).
  */
 
+import { sqlPool, type Db } from '../client.ts';
+
 /** The recipient and message-id key of each outbox table, for the event data. */
 const TABLES = {
   email: { table: 'email_messages', idKey: 'email_message_id', recipient: 'to_addresses[1]' },
@@ -108,3 +110,60 @@ export const abandonAndRecord = (channel: NotificationChannel) => ({
            $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
       FROM message WHERE submission_id IS NOT NULL`,
 });
+
+const STATEMENTS = {
+  email: {
+    sent: markSentAndRecord('email'),
+    failed: markFailedAndRecord('email'),
+    abandoned: abandonAndRecord('email'),
+  },
+  sms: { sent: markSentAndRecord('sms'), failed: markFailedAndRecord('sms'), abandoned: abandonAndRecord('sms') },
+} as const;
+
+/**
+ * Runs markSentAndRecord on `db`'s pool: marks message `id` of `channel`'s table sent and
+ * records its sent event (`eventType`, e.g. `send_email`) and the submitter's sent_at.
+ * @param now ISO 8601
+ */
+export async function recordMessageSent(
+  db: Db,
+  channel: NotificationChannel,
+  options: { id: number; eventType: string; now: string; providerMessageId: string | null },
+): Promise<void> {
+  await sqlPool(db).query({
+    ...STATEMENTS[channel].sent,
+    values: [options.id, options.eventType, options.now, options.providerMessageId],
+  });
+}
+
+/**
+ * Runs markFailedAndRecord on `db`'s pool: stores a failed attempt (`status` 'queued' to retry,
+ * 'failed' when given up) and records its failed event (`eventType`, e.g. `fail_email`).
+ * @param now ISO 8601
+ */
+export async function recordMessageFailed(
+  db: Db,
+  channel: NotificationChannel,
+  options: { id: number; eventType: string; now: string; status: string; error: string; maxAttempts: number },
+): Promise<void> {
+  await sqlPool(db).query({
+    ...STATEMENTS[channel].failed,
+    values: [options.id, options.eventType, options.now, options.status, options.error, options.maxAttempts],
+  });
+}
+
+/**
+ * Runs abandonAndRecord on `db`'s pool: gives up the message of `dedupeKey` waiting for a retry
+ * that is no longer wanted, and records why (`reason`) as a failed event (`eventType`).
+ * @param now ISO 8601
+ */
+export async function abandonMessage(
+  db: Db,
+  channel: NotificationChannel,
+  options: { dedupeKey: string; eventType: string; now: string; reason: string; maxAttempts: number },
+): Promise<void> {
+  await sqlPool(db).query({
+    ...STATEMENTS[channel].abandoned,
+    values: [options.dedupeKey, options.eventType, options.now, options.reason, options.maxAttempts],
+  });
+}

@@ -9,7 +9,7 @@ import { MAX_LENGTH, text } from '../../limits.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
-import { submissionPageIds } from '../../submissions/list-ids.ts';
+import { submissionPageIds } from '../../db/queries/submission-page.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';

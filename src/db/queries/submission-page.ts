@@ -6,7 +6,7 @@
  * (bench/README.md, issue 4); pg takes ~0.15 ms.
  */
 import { createHash } from 'node:crypto';
-import { sqlPool, type Db } from '../db/client.ts';
+import { sqlPool, type Db } from '../client.ts';
 
 export interface SubmissionPageFilter {
   accountId: number;
