@@ -78,7 +78,8 @@ const LEGACY_KEYS: Readonly<Record<string, string>> = {
  * numeric string; a date without an offset is UTC; an empty object is absent. Rules about the
  * contents are the service's.
  * @param options.where where the object is, for messages ("submitters[0]"); none at the top
- * @param options.omit keys the route reads itself; options.only: the keys to read
+ * @param options.omit keys the route reads itself; options.only: the keys to read; options.keys:
+ *   'graphql' (default: camelCase variables) or 'docuseal' (the definition's keys, for a service call)
  * @throws AppError VALIDATION with DocuSeal's type messages: "email must be a String in
  *   `submitters[0]`." ("… must be a String" at the top), "… must be a Object", "… must be a Array",
  *   "… must be a Integer", "0 must be a Object in `submitters`.", "expire_at is invalid"
@@ -86,11 +87,11 @@ const LEGACY_KEYS: Readonly<Record<string, string>> = {
 export function restInput(
   schema: z.ZodObject,
   body: Record<string, unknown>,
-  options: { where?: string; omit?: readonly string[]; only?: readonly string[] } = {},
+  options: { where?: string; omit?: readonly string[]; only?: readonly string[]; keys?: KeyForm } = {},
 ): Record<string, unknown> {
   const shape = inputShape(schema);
   if (shape.kind !== 'object') throw new Error('restInput: not an object schema');
-  return readObject(shape, body, options.where, options);
+  return readObject(shape, body, options.where, options.keys ?? 'graphql', options);
 }
 
 /**
@@ -98,9 +99,21 @@ export function restInput(
  * submitters.
  * @param key its key, for messages; where: the object it is in, if not the top
  */
-export function restValue(schema: z.ZodType, value: unknown, key: string, where?: string): unknown {
-  return readValue(inputShape(schema), value, key, where);
+export function restValue(
+  schema: z.ZodType,
+  value: unknown,
+  key: string,
+  where?: string,
+  keys: KeyForm = 'graphql',
+): unknown {
+  return readValue(inputShape(schema), value, key, where, keys);
 }
+
+/**
+ * The keys restInput answers with: GraphQL's camelCase (variables of the derived input type) or
+ * the definition's own DocuSeal keys (for a route that calls the service directly).
+ */
+export type KeyForm = 'graphql' | 'docuseal';
 
 type ObjectShape = Extract<InputShape, { kind: 'object' }>;
 
@@ -108,6 +121,7 @@ function readObject(
   shape: ObjectShape,
   raw: Record<string, unknown>,
   where: string | undefined,
+  keys: KeyForm,
   options: { omit?: readonly string[]; only?: readonly string[] } = {},
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
@@ -116,13 +130,13 @@ function readObject(
     let value = raw[field.key];
     const legacy = LEGACY_KEYS[field.key];
     if ((value === undefined || value === null) && legacy !== undefined) value = raw[legacy];
-    const read = readValue(field.shape, value, field.key, where);
-    if (read !== undefined) out[field.camelKey] = read;
+    const read = readValue(field.shape, value, field.key, where, keys);
+    if (read !== undefined) out[keys === 'graphql' ? field.camelKey : field.key] = read;
   }
   return out;
 }
 
-function readValue(shape: InputShape, value: unknown, key: string, where: string | undefined): unknown {
+function readValue(shape: InputShape, value: unknown, key: string, where: string | undefined, keys: KeyForm): unknown {
   if (value === undefined || value === null) return undefined;
   const at = where === undefined ? '' : ` in \`${where}\`.`;
   const path = where === undefined ? key : `${where}.${key}`;
@@ -149,7 +163,7 @@ function readValue(shape: InputShape, value: unknown, key: string, where: string
       return value;
     case 'object': {
       if (!isPlainObject(value)) throw new AppError('VALIDATION', `${key} must be a Object${at}`);
-      const read = readObject(shape, value, path);
+      const read = readObject(shape, value, path, keys);
       return Object.keys(read).length === 0 ? undefined : read;
     }
     case 'list':
@@ -157,9 +171,9 @@ function readValue(shape: InputShape, value: unknown, key: string, where: string
       return value.map((item, i) => {
         if (shape.item.kind === 'object') {
           if (!isPlainObject(item)) throw new AppError('VALIDATION', `${i} must be a Object in \`${path}\`.`);
-          return readObject(shape.item, item, `${path}[${i}]`);
+          return readObject(shape.item, item, `${path}[${i}]`, keys);
         }
-        return readValue(shape.item, item, String(i), path);
+        return readValue(shape.item, item, String(i), path, keys);
       });
   }
 }

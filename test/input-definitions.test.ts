@@ -94,6 +94,10 @@ describe('one definition per input', () => {
       fields: [Object.fromEntries(requestKeys(FieldConfig).map((key) => [camelKey(key), every[key]]))],
       readonlyFields: ['A', '3'],
     });
+    // A route calling the service directly keeps the definition's keys, with the same coercions.
+    expect(
+      restInput(SubmitterInput, { external_id: 5, send_sms: 'on', values: { A: 1 } }, { keys: 'docuseal' }),
+    ).toEqual({ external_id: '5', send_sms: true, values: { A: 1 } });
     // And GraphQL's input goes back to the definition's keys unchanged.
     expect(fromGraphQLInput(SubmitterInput, read)).toEqual({
       email: 'a@example.test',
