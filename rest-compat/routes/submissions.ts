@@ -104,10 +104,6 @@ function createVariables(request: RestRequest) {
   else if (typeof (body.emails ?? body.email) === 'string') return emailsVariables(request);
   else groups.push(undefined);
 
-  const order = body.order ?? body.submitters_order;
-  if (order !== undefined && order !== null && order !== 'preserved' && order !== 'random') {
-    throw new AppError('VALIDATION', 'order must be one of preserved, random');
-  }
   const [first, ...rest] = groups.map((g, i) =>
     submitterList(g, groups.length > 1 ? `submissions[${i}].submitters` : 'submitters'),
   );
