@@ -4,7 +4,9 @@
  *
  * Each route is one named GraphQL operation, parsed and validated against the schema once at
  * start, executed with the caller's context, and a serializer that turns the result into
- * DocuSeal JSON. Routes hold no business rules.
+ * DocuSeal JSON (src/docuseal-shapes/). A route may instead call one domain service (`run`) with
+ * the operation's coerced variables, where the GraphQL round-trip only costs. Routes hold no
+ * business rules.
  *
  * Wire behaviour shared by every route (reference/docuseal-behaviour.md §2–3):
  * - bodies are parsed as JSON whatever the Content-Type; malformed JSON → 422 `{"error":"JSON parse error: ..."}`
@@ -15,7 +17,18 @@
  * - unexpected errors → 500 `{"status":500}`, cause logged
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { execute, type DocumentNode, type ExecutionResult, type GraphQLSchema, Kind, parse, validate } from 'graphql';
+import {
+  type DocumentNode,
+  type ExecutionResult,
+  execute,
+  type GraphQLError,
+  getVariableValues,
+  type GraphQLSchema,
+  Kind,
+  type OperationDefinitionNode,
+  parse,
+  validate,
+} from 'graphql';
 import { AppError } from '../src/errors.ts';
 import type { ContextFactory, GraphQLContext } from '../src/graphql/context.ts';
 import { findAppError, isGraphQLOwnError } from '../src/graphql/errors.ts';
@@ -41,6 +54,13 @@ export interface RestRoute<TData = any> {
   /** GraphQL variables from the request; may throw AppError (e.g. VALIDATION) for bad input. */
   variables?: (request: RestRequest) => Record<string, unknown> | Promise<Record<string, unknown>>;
   /**
+   * Instead of executing `operation`: one domain service call, given the variables as the
+   * operation would receive them (coerced by its variable definitions: the same checks and
+   * messages). For routes where the GraphQL round-trip only costs; docs/architecture.md lists
+   * them and why. Its result is what `serialize` gets.
+   */
+  run?: (variables: Record<string, unknown>, request: RestRequest) => Promise<TData>;
+  /**
    * DocuSeal JSON from the operation's data, or a promise of it; a RawJson is sent as it is
    * (JSON text rendered elsewhere, e.g. by PostgreSQL: rest-compat/serializers/submission-list.ts).
    */
@@ -64,6 +84,7 @@ interface PreparedRoute {
   route: RestRoute;
   document: DocumentNode;
   operationName: string;
+  operation: OperationDefinitionNode;
 }
 
 export interface RestGatewayOptions {
@@ -92,7 +113,7 @@ export function prepareRoutes(schema: GraphQLSchema, routes: RestRoute[]): Prepa
         `REST route ${label}: invalid operation ${operationName}: ${errors.map((e) => e.message).join('; ')}`,
       );
     }
-    return { route, document, operationName };
+    return { route, document, operationName, operation: operations[0] as OperationDefinitionNode };
   });
 }
 
@@ -171,36 +192,48 @@ async function handle(entry: PreparedRoute, request: FastifyRequest, reply: Fast
     context,
   };
   const variableValues = route.variables ? await route.variables(restRequest) : {};
-  const result = (await execute({
-    schema: options.schema,
-    document: entry.document,
-    operationName: entry.operationName,
-    variableValues,
-    contextValue: context,
-  })) as ExecutionResult;
+  let data: unknown;
+  if (route.run) {
+    const coerced = getVariableValues(options.schema, entry.operation.variableDefinitions ?? [], variableValues);
+    if (coerced.errors) return refuseVariables(request, reply, entry, coerced.errors[0]!);
+    data = await route.run(coerced.coerced, restRequest);
+  } else {
+    const result = (await execute({
+      schema: options.schema,
+      document: entry.document,
+      operationName: entry.operationName,
+      variableValues,
+      contextValue: context,
+    })) as ExecutionResult;
 
-  if (result.errors?.length) {
-    const appError = result.errors.map(findAppError).find((e) => e !== undefined);
-    if (appError) return sendAppError(request, reply, appError);
-    const own = result.errors.find(isGraphQLOwnError);
-    if (own) {
-      // Variables the request made that GraphQL refuses (e.g. "abc" for an Int): bad input, not a
-      // failure of ours; routes should have said it better in variables(), so note it.
-      request.log.warn(
-        { err: own, operation: entry.operationName },
-        'REST request rejected by GraphQL variable coercion',
+    if (result.errors?.length) {
+      const appError = result.errors.map(findAppError).find((e) => e !== undefined);
+      if (appError) return sendAppError(request, reply, appError);
+      const own = result.errors.find(isGraphQLOwnError);
+      if (own) return refuseVariables(request, reply, entry, own);
+      request.log.error(
+        { err: result.errors[0]?.originalError ?? result.errors[0], operation: entry.operationName },
+        'unexpected error in a REST route',
       );
-      return sendRestError(reply, restErrorFor(new AppError('VALIDATION', own.message)));
+      return sendRestError(reply, INTERNAL_ERROR);
     }
-    request.log.error(
-      { err: result.errors[0]?.originalError ?? result.errors[0], operation: entry.operationName },
-      'unexpected error in a REST route',
-    );
-    return sendRestError(reply, INTERNAL_ERROR);
+    data = result.data;
   }
-  const body = await route.serialize(result.data, restRequest);
+  const body = await route.serialize(data, restRequest);
   reply.code(route.status ?? 200).header('content-type', 'application/json; charset=utf-8');
   return reply.send(body instanceof RawJson ? body.text : JSON.stringify(body));
+}
+
+/**
+ * Variables the request made that GraphQL refuses (e.g. "abc" for an Int): bad input, not a
+ * failure of ours; routes should have said it better in variables(), so note it.
+ */
+function refuseVariables(request: FastifyRequest, reply: FastifyReply, entry: PreparedRoute, error: GraphQLError) {
+  request.log.warn(
+    { err: error, operation: entry.operationName },
+    'REST request rejected by GraphQL variable coercion',
+  );
+  return sendRestError(reply, restErrorFor(new AppError('VALIDATION', error.message)));
 }
 
 function headerValue(request: FastifyRequest, name: string): string | undefined {

@@ -12,6 +12,7 @@
  * escaping — is compared byte for byte, so a refactoring of the serializers that changes any
  * answer or payload fails here.
  */
+import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { EVENT_TYPES } from '../src/events/events.ts';
@@ -297,8 +298,10 @@ describe('DocuSeal wire shapes', { timeout: 600_000 }, () => {
     await json('DELETE', `/submissions/${archived[0]!.submission_id}`);
     await settle();
 
-    expired = await create(6, { expire_at: new Date(Date.now() + 2_000).toISOString() });
-    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    // Far enough ahead that its submission.created payload is built before it expires, even on a busy machine.
+    const expireAt = Date.now() + 8_000;
+    expired = await create(6, { expire_at: new Date(expireAt).toISOString() });
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, expireAt - Date.now()) + 500));
     await t.jobs.waitForIdle({ timeoutMs: 60_000, withinMs: 1_000 });
     await settle();
     expect(receiver.requests.some((r) => r.json?.event_type === 'submission.expired')).toBe(true);
@@ -347,6 +350,8 @@ describe('DocuSeal wire shapes', { timeout: 600_000 }, () => {
       .join('\n');
     const types = new Set(hooks.map((h) => h.json.event_type));
     expect([...types].sort()).toEqual([...EVENT_TYPES].sort());
+    // GOLDEN_ACTUAL=<file>: also write what this run produced there, to diff a failure.
+    if (process.env.GOLDEN_ACTUAL) fs.writeFileSync(process.env.GOLDEN_ACTUAL, text);
     await expect(text).toMatchFileSnapshot('__snapshots__/docuseal-wire-shapes.txt');
   });
 });

@@ -106,26 +106,6 @@ export interface CreatedSubmitter {
   updatedAt: string;
 }
 
-/** What each request's createSubmissions made, by the request's context object (see recordCreated). */
-const createdByRequest = new WeakMap<object, CreatedSubmission[]>();
-
-/**
- * Keeps what a request created, for its adapters: the REST create routes answer from it after
- * running the mutation in the same context (rest-compat/serializers/created-submitters.ts),
- * instead of reading back what was just written.
- * @param request the request's context (the GraphQL context object)
- */
-export function recordCreated(request: object, created: CreatedSubmission[]): void {
-  createdByRequest.set(request, [...(createdByRequest.get(request) ?? []), ...created]);
-}
-
-/** The submissions `ids` this request created (recordCreated), in the order asked; undefined if one is not known. */
-export function createdInRequest(request: object, ids: number[]): CreatedSubmission[] | undefined {
-  const known = new Map((createdByRequest.get(request) ?? []).map((c) => [c.id, c]));
-  const found = ids.map((id) => known.get(id));
-  return found.every((c) => c !== undefined) ? (found as CreatedSubmission[]) : undefined;
-}
-
 const ATTACHMENT_TYPES = new Set(['signature', 'initials', 'image', 'stamp', 'file']);
 const SLUG_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz123456789';
 

@@ -1,20 +1,15 @@
 /**
- * Submissions and submitters over GraphQL: the types, and the `createSubmissions` mutation that
- * the DocuSeal create routes (POST /submissions, /submissions/init, /templates/{id}/submissions,
- * /submissions/emails) also use.
+ * Submissions and submitters over GraphQL: the types, and the `createSubmissions` mutation (the
+ * request is carried out by createSubmissionsForRequest, which the DocuSeal create routes call
+ * directly: docs/architecture.md).
  */
-import { z } from 'zod';
-import { parseInput } from '../../accounts/api-keys.ts';
-import { AppError } from '../../errors.ts';
-import { createSubmissions, recordCreated, type SubmissionRequest } from '../../submissions/create-submissions.ts';
+import { createSubmissionsForRequest } from '../../submissions/create-submissions-request.ts';
 import { buildValues, roleName, submissionStatus, submitterStatus } from '../../submissions/status.ts';
-import { checkItems, MAX_ITEMS } from '../../limits.ts';
 import {
   CreateSubmissionsRequest,
   FieldConfig,
   MessageInput,
   SubmissionGroupInput,
-  SubmissionSettingsInput,
   SubmitterInput,
 } from '../../submissions/submitter-input.ts';
 import { parseFields, parseRoles } from '../../templates/fields.ts';
@@ -140,16 +135,6 @@ const CreateSubmissionsPayload = builder.objectRef<{ submissionIds: number[] }>(
   }),
 });
 
-const Order = z.enum(['preserved', 'random'], { error: 'order must be one of preserved, random' });
-
-/**
- * One submitter of the request, parsed with its definition.
- * @param at where it is in the request, for messages ("submitters[0]")
- */
-function toSubmitterInput(raw: z.input<typeof SubmitterInput>, at: string): SubmitterInput {
-  return parseInput(SubmitterInput, raw, { at });
-}
-
 builder.mutationField('createSubmissions', (t) =>
   t.field({
     type: CreateSubmissionsPayload,
@@ -158,59 +143,12 @@ builder.mutationField('createSubmissions', (t) =>
     args: { input: t.arg({ type: CreateSubmissionsInputRef, required: true }) },
     resolve: async (_root, { input: raw }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      const input = fromGraphQLInput(CreateSubmissionsRequest, raw);
-      const order = input.order ? parseInput(Order, input.order) : 'preserved';
-      // Sizes (src/limits.ts) before anything else: counts first, then each part.
-      if (input.emails_mode) checkItems(input.submitters, MAX_ITEMS.submissions, 'emails');
-      else checkItems(input.submitters, MAX_ITEMS.submitters, 'submitters');
-      checkItems(input.more_submissions, MAX_ITEMS.submissions - 1, 'submissions');
-      const settings = parseInput(SubmissionSettingsInput, input);
-      if (settings.message && !settings.message.body && settings.message.subject)
-        throw new AppError('VALIDATION', 'body is required in `message`.');
-      const submitters = input.submitters.map((s, i) =>
-        toSubmitterInput(s, `${input.emails_mode ? 'emails' : 'submitters'}[${i}]`),
-      );
-      const submissions: SubmissionRequest[] = input.emails_mode
-        ? submitters.map((s) => ({ submitters: [{ ...s, role: undefined, uuid: undefined }], path: 'submitters' }))
-        : [
-            { submitters, path: 'submitters' },
-            ...(input.more_submissions ?? []).map((group, i) => {
-              const path = `submissions[${i + 1}].submitters`;
-              checkItems(group.submitters, MAX_ITEMS.submitters, path);
-              return {
-                submitters: group.submitters.map((s, j) => toSubmitterInput(s, `${path}[${j}]`)),
-                path,
-              };
-            }),
-          ];
       // The requests, expiry, completions and submission.created are written with the submissions.
-      const created = await createSubmissions(ctx, {
-        accountId: account.id,
-        userId: user.id,
-        templateId: input.template_id,
-        source: 'api',
-        settings: {
-          sendEmail: input.send_email ?? true,
-          sendSms: input.send_sms ?? false,
-          order: input.emails_mode ? 'random' : order,
-          completedRedirectUrl: settings.completed_redirect_url,
-          bccCompleted: settings.bcc_completed,
-          replyTo: settings.reply_to,
-          message: settings.message,
-          expireAt: input.expire_at,
-          name: settings.name,
-          variables: settings.variables,
-        },
-        submissions,
-        download: {
-          allowPrivate: ctx.config.downloadAllowPrivate,
-          maxBytes: ctx.config.downloadMaxBytes,
-          timeoutMs: ctx.config.downloadTimeout,
-        },
-        images: ctx.config.images,
-      });
-      // For adapters answering from what was written (the REST create routes).
-      recordCreated(ctx, created);
+      const created = await createSubmissionsForRequest(
+        ctx,
+        { accountId: account.id, userId: user.id },
+        fromGraphQLInput(CreateSubmissionsRequest, raw),
+      );
       return { submissionIds: created.map((c) => c.id) };
     },
   }),

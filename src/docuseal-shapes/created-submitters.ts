@@ -1,22 +1,30 @@
 /**
  * The answer of DocuSeal's create routes (POST /submissions, /submissions/init,
- * /templates/{id}/submissions, /submissions/emails) for the submissions the `createSubmissions`
- * mutation made: each submitter in the create shape (serializeCreatedSubmitter, the same object
- * the GraphQL `RestCreatedSubmitter` fragment gives), and each submission's id, expire_at and
- * created_at.
+ * /templates/{id}/submissions, /submissions/emails; reference/docuseal-behaviour.md §5.3) for the
+ * submissions createSubmissionsForRequest made: each submitter in the create shape
+ * (serializeCreatedSubmitter, the same object the GraphQL `RestCreatedSubmitter` fragment gives),
+ * and each submission's id, expire_at and created_at.
  *
  * Why not the fragment: resolving it through Pothos and Prisma (two queries, ~20 fields per
- * submitter) was most of a create request's CPU time (bench/submissions.ts, issue 4). The route
- * still runs the mutation, which holds every rule and returns the ids; the answer is made from
- * the rows its statement stored and returned (recordCreated, in the same request), with no
+ * submitter) was most of a create request's CPU time (bench/submissions.ts, issue 4). The answer
+ * is made from the rows the service's statement stored and returned (CreatedSubmission), with no
  * read-back. The rules of the derived keys are the GraphQL fields' own functions:
  * submitterStatus, roleName, buildValues (attachments as signed URLs).
  * test/submissions-create-sql.test.ts checks the answer against the fragment, key for key.
  */
-import type { GraphQLContext } from '../../src/graphql/context.ts';
-import { createdInRequest } from '../../src/submissions/create-submissions.ts';
-import { buildValues, roleName, submitterStatus } from '../../src/submissions/status.ts';
-import type { CreatedSubmitterData } from '../../src/docuseal-shapes/submitter.ts';
+import type { CreatedSubmission } from '../submissions/create-submissions.ts';
+import { buildValues, roleName, submitterStatus } from '../submissions/status.ts';
+import type { CreatedSubmitterData } from './submitter.ts';
+
+/** What the answer needs besides the rows: stored files and their signed URLs, the service's URL. */
+export interface CreatedSubmittersDeps {
+  /** The stored files of these uuids, in order (an Error or null for one that is unknown). */
+  filesByUuid(uuids: string[]): Promise<readonly ({ uuid: string; filename: string } | Error | null)[]>;
+  /** A stored file's signed URL (src/documents/file-urls.ts). */
+  fileUrl(file: { uuid: string; filename: string }): string;
+  /** APP_URL, for `embed_src` (`{appUrl}/s/{slug}`). */
+  appUrl: string;
+}
 
 /** Field types whose values are stored file uuids (buildValues shows them as signed URLs). */
 const FILE_TYPES = new Set(['image', 'signature', 'initials', 'stamp', 'payment', 'kba', 'file']);
@@ -24,20 +32,16 @@ const FILE_TYPES = new Set(['image', 'signature', 'initials', 'stamp', 'payment'
 const at = (value: string | null) => (value === null ? null : new Date(value));
 
 /**
- * The submissions `ids` this request's createSubmissions made, and all their submitters in id
- * order, as the create routes answer them.
- * @throws Error when the mutation did not run in this context (a programming error: a 500)
+ * The submissions a create request made (createSubmissionsForRequest's result, in request
+ * order), and all their submitters in id order, as the create routes answer them (§5.3).
  */
-export async function readCreatedSubmissions(
-  context: GraphQLContext,
-  ids: number[],
+export async function createdSubmittersAnswer(
+  deps: CreatedSubmittersDeps,
+  created: CreatedSubmission[],
 ): Promise<{
   submissions: { id: number; expireAt: string | null; createdAt: string }[];
   submitters: CreatedSubmitterData[];
 }> {
-  const created = createdInRequest(context, ids);
-  if (!created)
-    throw new Error(`readCreatedSubmissions: submissions ${ids.join(', ')} were not created in this request`);
   // Stored files named by attachment values (a prefilled signature or image), in one lookup.
   const uuids = new Set<string>();
   for (const submission of created) {
@@ -49,11 +53,11 @@ export async function readCreatedSubmissions(
       }
     }
   }
-  const files = uuids.size > 0 ? await context.loaders.storedFileByUuid.loadMany([...uuids]) : [];
+  const files = uuids.size > 0 ? await deps.filesByUuid([...uuids]) : [];
   const fileByUuid = new Map([...uuids].map((uuid, i) => [uuid, files[i]]));
   const fileUrl = (uuid: string) => {
     const file = fileByUuid.get(uuid);
-    return file && !(file instanceof Error) ? context.files.url(file) : null;
+    return file && !(file instanceof Error) ? deps.fileUrl(file) : null;
   };
 
   const submitters: CreatedSubmitterData[] = [];
@@ -88,7 +92,7 @@ export async function readCreatedSubmissions(
         ),
         preferences: s.preferences,
         role: roleName(submission.roles, s.roleUuid),
-        embedSrc: `${context.config.appUrl}/s/${s.slug}`,
+        embedSrc: `${deps.appUrl}/s/${s.slug}`,
       });
     }
   }

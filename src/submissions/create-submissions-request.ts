@@ -1,0 +1,100 @@
+/**
+ * One DocuSeal-style create request, read and carried out: the GraphQL `createSubmissions`
+ * mutation and the REST create routes (POST /submissions, /submissions/init,
+ * /templates/{id}/submissions, /submissions/emails; rest-compat/routes/submissions.ts) both call
+ * createSubmissionsForRequest, so both apply the same limits and defaults
+ * (reference/docuseal-behaviour.md §7.1, §7.6; src/limits.ts) and the same service.
+ */
+import type { z } from 'zod';
+import { parseInput } from '../accounts/api-keys.ts';
+import type { Config } from '../config.ts';
+import { AppError } from '../errors.ts';
+import { checkItems, MAX_ITEMS } from '../limits.ts';
+import {
+  type CreateDeps,
+  type CreatedSubmission,
+  createSubmissions,
+  type SubmissionRequest,
+} from './create-submissions.ts';
+import { type CreateSubmissionsRequest, SubmissionSettingsInput, SubmitterInput } from './submitter-input.ts';
+
+/**
+ * One submitter of the request, parsed with its definition.
+ * @param at where it is in the request, for messages ("submitters[0]")
+ */
+function toSubmitterInput(raw: z.input<typeof SubmitterInput>, at: string): SubmitterInput {
+  return parseInput(SubmitterInput, raw, { at });
+}
+
+export interface CreateSubmissionsForRequestDeps extends CreateDeps {
+  config: Pick<Config, 'downloadAllowPrivate' | 'downloadMaxBytes' | 'downloadTimeout' | 'images'>;
+}
+
+/**
+ * Creates the submissions a create request asks for, acting for `viewer`; the requests (emails,
+ * SMS), expiry, completions and `submission.created` are written with them (createSubmissions).
+ * Sizes are checked before anything else (counts first, then each part); with `emails_mode`, one
+ * submission per submitter, all to the first role, in random order (§7.6).
+ * @param input the request in DocuSeal's keys (CreateSubmissionsRequest), not yet parsed
+ * @returns the submissions made, in request order, with their submitters as stored
+ * @throws AppError VALIDATION (sizes, order, a message without body, each submitter's rules with
+ *   DocuSeal's messages), and what createSubmissions throws (NOT_FOUND / FORBIDDEN template, …)
+ */
+export async function createSubmissionsForRequest(
+  deps: CreateSubmissionsForRequestDeps,
+  viewer: { accountId: number; userId: number },
+  input: z.input<typeof CreateSubmissionsRequest>,
+): Promise<CreatedSubmission[]> {
+  const order = input.order || 'preserved';
+  // DocuSeal's message, as REST has always answered it (no period).
+  if (order !== 'preserved' && order !== 'random')
+    throw new AppError('VALIDATION', 'order must be one of preserved, random');
+  if (input.emails_mode) checkItems(input.submitters, MAX_ITEMS.submissions, 'emails');
+  else checkItems(input.submitters, MAX_ITEMS.submitters, 'submitters');
+  checkItems(input.more_submissions, MAX_ITEMS.submissions - 1, 'submissions');
+  const settings = parseInput(SubmissionSettingsInput, input);
+  if (settings.message && !settings.message.body && settings.message.subject)
+    throw new AppError('VALIDATION', 'body is required in `message`.');
+  const submitters = input.submitters.map((s, i) =>
+    toSubmitterInput(s, `${input.emails_mode ? 'emails' : 'submitters'}[${i}]`),
+  );
+  const submissions: SubmissionRequest[] = input.emails_mode
+    ? submitters.map((s) => ({ submitters: [{ ...s, role: undefined, uuid: undefined }], path: 'submitters' }))
+    : [
+        { submitters, path: 'submitters' },
+        ...(input.more_submissions ?? []).map((group, i) => {
+          const path = `submissions[${i + 1}].submitters`;
+          checkItems(group.submitters, MAX_ITEMS.submitters, path);
+          return {
+            submitters: group.submitters.map((s, j) => toSubmitterInput(s, `${path}[${j}]`)),
+            path,
+          };
+        }),
+      ];
+  const { config } = deps;
+  return createSubmissions(deps, {
+    accountId: viewer.accountId,
+    userId: viewer.userId,
+    templateId: input.template_id,
+    source: 'api',
+    settings: {
+      sendEmail: input.send_email ?? true,
+      sendSms: input.send_sms ?? false,
+      order: input.emails_mode ? 'random' : order,
+      completedRedirectUrl: settings.completed_redirect_url,
+      bccCompleted: settings.bcc_completed,
+      replyTo: settings.reply_to,
+      message: settings.message,
+      expireAt: input.expire_at,
+      name: settings.name,
+      variables: settings.variables,
+    },
+    submissions,
+    download: {
+      allowPrivate: config.downloadAllowPrivate,
+      maxBytes: config.downloadMaxBytes,
+      timeoutMs: config.downloadTimeout,
+    },
+    images: config.images,
+  });
+}
