@@ -334,6 +334,10 @@ const LOCK_AHEAD = 20;
  *   start of a run and from Job.touch(), which Signet does not call (JobStore.renewLock renews).
  *   What changes: while a job runs, last_run_at and next_run_at show the previous run's values.
  * - End saves made within STATE_SAVE_DELAY_MS of each other are one UPDATE.
+ *
+ * It overrides only methods of Agenda's public JobRepository interface; what it assumes about
+ * Agenda beyond that (the row mapping, the start and end saves) is assumptions 1, 4 and 5 of
+ * src/jobs/agenda-adapter.ts, each checked by test/agenda-contract.test.ts.
  */
 class LockAheadRepository extends PostgresJobRepository {
   readonly #pool: pg.Pool;
