@@ -246,6 +246,37 @@ describe('completion through the API', () => {
     expect(smtp.messages).toHaveLength(mails);
   });
 
+  it('two runs at once make one set of documents and one audit log (the completion lock)', async () => {
+    const created = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      submitters: [
+        { role: 'Client', email: 'c3@example.test', completed: true, values: { 'Client Name': 'Twice' } },
+        { role: 'Manager', email: 'm3@example.test', completed: true },
+      ],
+    });
+    const submissionId = created.json[0].submission_id;
+    const [client, manager] = created.json.map((s: { id: number }) => s.id);
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+    // As if the job had not run yet: its output removed. Then two runs start together; without
+    // the lock both would draw, and the second set or audit log would be written (or refused).
+    await t.db.completedDocument.deleteMany({ where: { submissionId } });
+    const deps: CompletionDeps = {
+      db: t.db,
+      storage: t.app.files.storage,
+      config: t.config,
+      effects: createSideEffects({ db: t.db, jobs: t.app.jobs }),
+    };
+    await Promise.all([completeSubmission(deps, submissionId), completeSubmission(deps, submissionId)]);
+    const rows = await t.db.completedDocument.findMany({ where: { submissionId }, orderBy: { id: 'asc' } });
+    expect(rows.map((d) => [d.kind, d.submitterId])).toEqual([
+      ['document', client],
+      ['document', manager],
+      ['audit_log', null],
+    ]);
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+  });
+
   it('mails nobody when every party has send_email false, and no completed email to an owner who signed', async () => {
     const quiet = await api('POST', '/submissions', {
       template_id: templateId,
