@@ -30,7 +30,9 @@ export const UNLOCK_COMPLETION = {
  * Runs `run` while holding the completion lock of `submissionId` (waiting for another run to end
  * first). The lock's connection is taken from the client's pool and kept for the run; if taking
  * or releasing the lock fails, that connection is closed instead of returned, so that no pooled
- * connection keeps a lock.
+ * connection keeps a lock. The run's own queries and transactions use other connections of the
+ * pool, so a pool needs one connection more than the completion runs it holds at once (the job
+ * runs 2 at a time; the service's pool has 10).
  * @returns what `run` returned; rejects with its error, or the database's
  */
 export async function withCompletionLock<T>(db: Db, submissionId: number, run: () => Promise<T>): Promise<T> {
