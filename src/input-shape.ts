@@ -60,7 +60,8 @@ function metaOf(schema: z.ZodType): { description?: string; internal?: boolean }
   let current: z.ZodType | undefined = schema;
   while (current) {
     const meta = current.meta() as { description?: string; internal?: boolean } | undefined;
-    if (meta?.description !== undefined && found.description === undefined) found.description = meta.description;
+    // The outermost meta that names a description wins (`description: undefined` removes the inner one).
+    if (meta && 'description' in meta && !('description' in found)) found.description = meta.description;
     if (meta?.internal !== undefined && found.internal === undefined) found.internal = meta.internal;
     current = innerOf(current);
   }

@@ -20,6 +20,7 @@ import {
   MessageInput,
   SubmissionGroupInput,
   SubmitterInput,
+  UpdateSubmitterRequest,
 } from '../src/submissions/submitter-input.ts';
 import { RequestArea, RequestField } from '../src/templates/build-fields.ts';
 
@@ -48,6 +49,7 @@ describe('one definition per input', () => {
     ['CreateSubmissionsInput', CreateSubmissionsRequest],
     ['FieldAreaInput', RequestArea],
     ['TemplateFieldInput', RequestField],
+    ['UpdateSubmitterInput', UpdateSubmitterRequest],
   ];
 
   it.each(derived)(

@@ -8,7 +8,7 @@
  */
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
-import { CreateSubmissionsRequest } from '../../src/submissions/submitter-input.ts';
+import { CreateSubmissionsRequest, UpdateSubmitterRequest } from '../../src/submissions/submitter-input.ts';
 import { bodyObject, isTruthy, pathId, queryInt, queryString, restDateTime, restInput, restValue } from '../params.ts';
 import {
   serializeSubmissionGet,
@@ -43,30 +43,6 @@ function str(value: unknown, key: string, where?: string): string | undefined {
   if (typeof value !== 'string')
     throw new AppError('VALIDATION', where ? `${key} must be a String in \`${where}\`.` : `${key} must be a String`);
   return value;
-}
-
-function bool(value: unknown): boolean | undefined {
-  return value === undefined || value === null ? undefined : isTruthy(value);
-}
-
-function obj(value: unknown, key: string, where?: string): Body | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!isObject(value))
-    throw new AppError('VALIDATION', where ? `${key} must be a Object in \`${where}\`.` : `${key} must be a Object`);
-  return value;
-}
-
-function message(value: unknown, where?: string) {
-  const m = obj(value, 'message', where);
-  if (!m || Object.keys(m).length === 0) return undefined;
-  const subject = str(m.subject, 'subject', 'message');
-  const body = str(m.body, 'body', 'message');
-  if (!body)
-    throw new AppError(
-      'VALIDATION',
-      where ? `body is required in \`${where}.message\`.` : 'body is required in `message`.',
-    );
-  return { subject, body };
 }
 
 /**
@@ -389,23 +365,7 @@ export const submissionReadRoutes: RestRoute[] = [
       const id = pathId(request, 'Submitter');
       if (body.fields !== undefined && body.fields !== null && !Array.isArray(body.fields))
         throw new AppError('VALIDATION', 'fields must be a Array');
-      return {
-        input: {
-          id,
-          name: str(body.name, 'name'),
-          email: str(body.email, 'email'),
-          phone: str(body.phone, 'phone'),
-          values: obj(body.values, 'values'),
-          externalId: str(body.external_id ?? body.application_key, 'external_id'),
-          sendEmail: bool(body.send_email),
-          sendSms: bool(body.send_sms),
-          replyTo: str(body.reply_to, 'reply_to'),
-          completedRedirectUrl: str(body.completed_redirect_url, 'completed_redirect_url'),
-          completed: bool(body.completed),
-          message: message(body.message),
-          fields: body.fields ?? undefined,
-        },
-      };
+      return { input: { id, ...restInput(UpdateSubmitterRequest, body, { omit: ['id'] }) } };
     },
     serialize: ({ updateSubmitter }: { updateSubmitter: { submitter: SubmitterUpdateData } }) =>
       serializeSubmitterUpdate(updateSubmitter.submitter),

@@ -21,7 +21,13 @@ import {
 import { findSubmissionForAccount, findSubmitterForAccount } from './find.ts';
 import { parseInput } from '../accounts/api-keys.ts';
 import { checkText, MAX_LENGTH } from '../limits.ts';
-import { checkEmailAndPhone, isValidEmailList, SubmitterChanges, type SubmitterInput } from './submitter-input.ts';
+import type { z } from 'zod';
+import {
+  checkEmailAndPhone,
+  isValidEmailList,
+  SubmitterChanges,
+  type UpdateSubmitterRequest,
+} from './submitter-input.ts';
 
 interface Actor {
   accountId: number;
@@ -84,23 +90,13 @@ export async function archiveSubmission(
   return { id, archivedAt: now };
 }
 
-export interface UpdateSubmitterInput
-  extends Pick<SubmitterInput, 'values' | 'fields' | 'readonly_fields' | 'message'> {
-  name?: string;
-  email?: string;
-  phone?: string;
-  externalId?: string;
-  sendEmail?: boolean;
-  sendSms?: boolean;
-  replyTo?: string;
-  completedRedirectUrl?: string;
-  completed?: boolean;
-}
+/** A submitter's changes (UpdateSubmitterRequest without its id), in DocuSeal's keys, not yet checked. */
+export type UpdateSubmitterInput = Omit<z.input<typeof UpdateSubmitterRequest>, 'id'>;
 
 /**
  * Updates a submitter: contact data, values merged into the existing ones, field settings,
  * preferences; `completed: true` completes it (api_complete_form), with the completion
- * pipeline's job and the next parties' requests; otherwise `sendEmail`/`sendSms` true sends the
+ * pipeline's job and the next parties' requests; otherwise `send_email`/`send_sms` true sends the
  * request again (a new sending, not deduplicated away).
  * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION "Submitter has already completed the submission."
  *   or "... declined ...", DocuSeal's messages for bad email/phone, and sizes over src/limits.ts
@@ -116,18 +112,10 @@ export async function updateSubmitter(
 ): Promise<void> {
   const { db } = deps;
   // The shape and sizes of every change first (`fields` and `message` arrive as free JSON).
-  const changes = parseInput(SubmitterChanges, {
-    name: input.name,
-    email: input.email,
-    phone: input.phone,
-    values: input.values,
-    external_id: input.externalId,
-    completed_redirect_url: input.completedRedirectUrl,
-    reply_to: input.replyTo,
-    message: input.message,
-    fields: input.fields,
-    readonly_fields: input.readonly_fields,
-  });
+  const changes = parseInput(SubmitterChanges, input);
+  // As on create (§7.1): a subject needs a body.
+  if (changes.message?.subject && !changes.message.body)
+    throw new AppError('VALIDATION', 'body is required in `message`.');
   const submitter = await findSubmitterForAccount(db, { id, accountId: actor.accountId });
   const submission = await db.submission.findUniqueOrThrow({
     where: { id: submitter.submissionId },
@@ -136,8 +124,9 @@ export async function updateSubmitter(
   if (submitter.completedAt || submission.completedAt)
     throw new AppError('VALIDATION', 'Submitter has already completed the submission.');
   if (submitter.declinedAt) throw new AppError('VALIDATION', 'Submitter has already declined the submission.');
-  checkEmailAndPhone(input, 'submitter');
-  if (input.replyTo && !isValidEmailList(input.replyTo)) throw new AppError('VALIDATION', 'reply_to email is invalid');
+  checkEmailAndPhone(changes, 'submitter');
+  if (changes.reply_to && !isValidEmailList(changes.reply_to))
+    throw new AppError('VALIDATION', 'reply_to email is invalid');
 
   const fields = parseFields(submission.templateFields);
   const own = fields.filter((f) => f.submitter_uuid === submitter.roleUuid);
@@ -150,11 +139,13 @@ export async function updateSubmitter(
     (submitter.values ?? {}) as Record<string, unknown>,
   );
   const preferences = { ...((submitter.preferences ?? {}) as Record<string, unknown>) };
-  if (input.sendEmail !== undefined) preferences.send_email = input.sendEmail;
-  if (input.sendSms !== undefined) preferences.send_sms = input.sendSms;
-  if (input.replyTo !== undefined) preferences.reply_to = input.replyTo;
-  if (input.completedRedirectUrl !== undefined) preferences.completed_redirect_url = input.completedRedirectUrl;
-  if (changes.message !== undefined) preferences.message = changes.message;
+  if (input.send_email !== undefined) preferences.send_email = input.send_email;
+  if (input.send_sms !== undefined) preferences.send_sms = input.send_sms;
+  if (changes.reply_to !== undefined) preferences.reply_to = changes.reply_to;
+  if (changes.completed_redirect_url !== undefined) preferences.completed_redirect_url = changes.completed_redirect_url;
+  // An empty message ({}) changes nothing (as DocuSeal's REST reads it).
+  if (changes.message?.subject !== undefined || changes.message?.body !== undefined)
+    preferences.message = changes.message;
 
   const now = new Date();
   await deps.effects.transaction(async (tx, effects) => {
@@ -165,10 +156,10 @@ export async function updateSubmitter(
     const updated = await tx.submitter.update({
       where: { id },
       data: {
-        ...(input.name !== undefined ? { name: input.name } : {}),
-        ...(input.email !== undefined ? { email: input.email.trim().toLowerCase() } : {}),
+        ...(changes.name !== undefined ? { name: changes.name } : {}),
+        ...(changes.email !== undefined ? { email: changes.email.trim().toLowerCase() } : {}),
         ...(phone !== null ? { phone } : {}),
-        ...(input.externalId !== undefined ? { externalId: input.externalId } : {}),
+        ...(changes.external_id !== undefined ? { externalId: changes.external_id } : {}),
         values: (await storeStagedFiles(tx, deps.storage, actor.accountId, staged, values)) as Prisma.InputJsonValue,
         preferences: preferences as Prisma.InputJsonValue,
         ...(input.completed ? { completedAt: now } : {}),
@@ -191,11 +182,11 @@ export async function updateSubmitter(
         completionJob(submitter.submissionId, id),
         ...(await nextPartyJobs(tx, submitter.submissionId)),
       );
-    } else if (input.sendEmail === true || input.sendSms === true) {
+    } else if (input.send_email === true || input.send_sms === true) {
       const sends = await tx.submissionEvent.count({
         where: { submitterId: id, eventType: { in: ['send_email', 'send_sms'] } },
       });
-      const channels = { ...preferences, send_email: input.sendEmail === true, send_sms: input.sendSms === true };
+      const channels = { ...preferences, send_email: input.send_email === true, send_sms: input.send_sms === true };
       effects.jobs.push(...requestJobs([{ ...updated, preferences: channels }], sends + 1));
     }
   });

@@ -134,6 +134,27 @@ export const SubmitterChanges = SubmitterInput.pick({
 });
 
 /**
+ * A PUT /submitters/{id} request (GraphQL `UpdateSubmitterInput`, derived from it), in DocuSeal's
+ * keys. `message` and `fields` arrive as JSON in DocuSeal's keys (GraphQL JSON); the service
+ * checks every change with SubmitterChanges.
+ */
+export const UpdateSubmitterRequest = z.object({
+  id: z.number().int(),
+  name: SubmitterInput.shape.name,
+  email: SubmitterInput.shape.email,
+  phone: SubmitterInput.shape.phone.meta({ description: undefined }),
+  values: SubmitterInput.shape.values.meta({ description: 'Merged into the existing values.' }),
+  external_id: SubmitterInput.shape.external_id,
+  send_email: SubmitterInput.shape.send_email,
+  send_sms: SubmitterInput.shape.send_sms,
+  reply_to: SubmitterInput.shape.reply_to,
+  completed_redirect_url: SubmitterInput.shape.completed_redirect_url,
+  completed: z.boolean().optional(),
+  message: z.record(z.string(), z.unknown()).optional().meta({ description: '{subject, body}' }),
+  fields: z.unknown().optional().meta({ description: 'Field settings as in createSubmissions (DocuSeal keys).' }),
+});
+
+/**
  * DocuSeal's email check: split on `,` `;` `/` and validate each address (values with `<` skip
  * the check, as DocuSeal).
  */

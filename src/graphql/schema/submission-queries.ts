@@ -11,9 +11,11 @@ import { findSubmissionForAccount, findSubmitterForAccount } from '../../submiss
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { submissionPageIds } from '../../db/queries/submission-page.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
+import { UpdateSubmitterRequest } from '../../submissions/submitter-input.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
+import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 import { SubmissionRef, SubmitterRef } from './submission.ts';
 import { PaginationRef, withoutNulls } from './template.ts';
 
@@ -347,23 +349,8 @@ const SubmitterPayload = builder.objectRef<{ id: number }>('SubmitterPayload').i
   }),
 });
 
-const UpdateSubmitterInputRef = builder.inputType('UpdateSubmitterInput', {
-  fields: (t) => ({
-    id: t.int({ required: true }),
-    name: t.string(),
-    email: t.string(),
-    phone: t.string(),
-    values: t.field({ type: 'JSON', description: 'Merged into the existing values.' }),
-    externalId: t.string(),
-    sendEmail: t.boolean(),
-    sendSms: t.boolean(),
-    replyTo: t.string(),
-    completedRedirectUrl: t.string(),
-    completed: t.boolean(),
-    message: t.field({ type: 'JSON', description: '{subject, body}' }),
-    fields: t.field({ type: 'JSON', description: 'Field settings as in createSubmissions (DocuSeal keys).' }),
-  }),
-});
+// Derived from its one definition (src/submissions/submitter-input.ts).
+const UpdateSubmitterInputRef = zodInputType('UpdateSubmitterInput', UpdateSubmitterRequest);
 
 builder.mutationField('updateSubmitter', (t) =>
   t.field({
@@ -371,20 +358,12 @@ builder.mutationField('updateSubmitter', (t) =>
     args: { input: t.arg({ type: UpdateSubmitterInputRef, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      const { id, values, fields, message, ...rest } = withoutNulls(input as Record<string, unknown>) as Record<
-        string,
-        unknown
-      > & { id: number };
+      const { id, ...changes } = fromGraphQLInput(UpdateSubmitterRequest, input);
       await updateSubmitter(
         ctx,
         { accountId: account.id, userId: user.id },
         id,
-        {
-          ...(rest as Record<string, never>),
-          ...(values ? { values: values as Record<string, unknown> } : {}),
-          ...(fields ? { fields: fields as never } : {}),
-          ...(message ? { message: message as { subject?: string; body?: string } } : {}),
-        },
+        changes,
         {
           allowPrivate: ctx.config.downloadAllowPrivate,
           maxBytes: ctx.config.downloadMaxBytes,
