@@ -341,7 +341,13 @@ describe('DocuSeal wire shapes', { timeout: 600_000 }, () => {
       if (a.json.data.id !== b.json.data.id) return a.json.data.id - b.json.data.id;
       return a.json.timestamp < b.json.timestamp ? -1 : a.json.timestamp > b.json.timestamp ? 1 : 0;
     });
-    for (const hook of hooks) sections.push({ title: `webhook ${hook.json.event_type}`, text: hook.body });
+    for (const hook of hooks) {
+      // The submission sent by email: its submission.created payload is built by the dispatch job
+      // while the send-email job runs, so it holds the send_email event or not depending on which
+      // ran first. Not a fixed answer of today's code, so not recorded.
+      if (hook.json.event_type === 'submission.created' && hook.json.data.id === pending[0]!.submission_id) continue;
+      sections.push({ title: `webhook ${hook.json.event_type}`, text: hook.body });
+    }
 
     // Numbered in the order of the fixture's creation: the POST answers first.
     const normalise = createNormaliser(t.config.appUrl);
