@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Bundles the service (src/main.ts and what it imports, npm packages left external) into
+// Bundles the service (main.ts, the composition root, and what it imports, npm packages left external) into
 // dist/main.mjs with esbuild. `npm start` runs this first (about 0.1 s), so the service runs as
 // plain JavaScript: no TypeScript loader in the process, which saves ~35 MB of memory and most
 // of the start-up time (bench/README.md).
@@ -13,7 +13,7 @@ const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 await rm(path.join(root, 'dist'), { recursive: true, force: true });
 await build({
   absWorkingDir: root,
-  entryPoints: ['src/main.ts'],
+  entryPoints: ['main.ts'],
   outdir: 'dist',
   outExtension: { '.js': '.mjs' },
   // Modules imported dynamically (the completion pipeline's fonts, PDF and crypto libraries) go to

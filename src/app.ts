@@ -1,15 +1,15 @@
 /**
- * Assembles the HTTP service: Fastify hosting GraphQL (Yoga + graphql-ws on /graphql), the
- * DocuSeal REST gateway (/api), /health and `GET /` (the service, its version and links).
- * Returns `{ fastify, start, stop }`; src/main.ts only starts it.
+ * Assembles the HTTP service: Fastify hosting GraphQL (Yoga + graphql-ws on /graphql), /health,
+ * `GET /` (the service, its version and links), the signing page and files, and the HTTP APIs the
+ * composition root passes in (`apis`: the DocuSeal REST API of rest-compat, which depends on
+ * src/ and not the other way round). Returns `{ fastify, start, stop }`; main.ts only starts it.
  */
 import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import { restRoutes } from '../rest-compat/index.ts';
-import { registerRestGateway, type RestRoute } from '../rest-compat/gateway.ts';
+import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import type { Db } from './db/client.ts';
-import { createContextFactory } from './graphql/context.ts';
+import { type ContextFactory, createContextFactory } from './graphql/context.ts';
 import { schema } from './graphql/schema/index.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './graphql/server.ts';
 import { registerHealthRoute } from './http/health.ts';
@@ -32,15 +32,17 @@ import { type CompletionHooks, defineCompletionJob } from './signing/complete-su
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
-import { registerAttachmentUploadRoute } from './signing-form/upload-route.ts';
 
 export interface AppOptions {
   config: Config;
   db: Db;
   /** A pino logger to use; default: a new one at config.logLevel. */
   logger?: FastifyBaseLogger;
-  /** More REST routes (tests use this to exercise the gateway's error paths). */
-  extraRestRoutes?: RestRoute[];
+  /**
+   * HTTP APIs mounted beside GraphQL, registered after the service's own routes, each given the
+   * service's parts (e.g. rest-compat's `docusealRestApi()`, mounted at /api).
+   */
+  apis?: HttpApi[];
   /** File storage; default: local disk under config.dataDir/files. */
   storage?: FileStorage;
   /** Signs and verifies file URLs; default: from config (appUrl, fileUrlTtl, resolveSecretKeyBase). */
@@ -56,6 +58,19 @@ export interface AppOptions {
   /** Tests only: seams in the completion job (src/signing/complete-submission.ts CompletionHooks). */
   completionHooks?: CompletionHooks;
 }
+
+/** What an HTTP API mounted by buildApp gets: the schema and context its operations run with, and the service's parts. */
+export interface AppServices {
+  config: Config;
+  db: Db;
+  schema: GraphQLSchema;
+  contextFactory: ContextFactory;
+  storage: FileStorage;
+  signer: FileUrlSigner;
+}
+
+/** An HTTP API: registers its routes on the service's Fastify instance. */
+export type HttpApi = (fastify: FastifyInstance, services: AppServices) => Promise<void>;
 
 export interface App {
   fastify: FastifyInstance;
@@ -180,20 +195,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   registerServiceIndexRoute(fastify, { graphiql: config.graphiql });
   registerFileRoutes(fastify, { db, storage, signer });
   registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize });
-  // The signing form's multipart uploads (no API key), beside the JSON gateway.
-  await registerAttachmentUploadRoute(fastify, {
-    db,
-    storage,
-    files: signer,
-    maxFileBytes: config.maxBodySize,
-    images: config.images,
-  });
-  await registerRestGateway(fastify, {
-    schema,
-    routes: [...restRoutes, ...(options.extraRestRoutes ?? [])],
-    contextFactory,
-    bodyLimit: config.maxBodySize,
-  });
+  for (const api of options.apis ?? []) await api(fastify, { config, db, schema, contextFactory, storage, signer });
 
   let stopping: Promise<void> | undefined;
   return {

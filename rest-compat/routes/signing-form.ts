@@ -4,7 +4,7 @@
  * `POST /api/submitter_form_views {submitter_slug}` → `{}`, the same as the openSigningForm
  * mutation (a view_form event, opened_at, form.viewed on the first open). An unknown or missing
  * slug is a 404. The multipart upload route (POST /api/attachments) is
- * src/signing-form/upload-route.ts.
+ * rest-compat/routes/attachments.ts.
  */
 import type { RestRoute } from '../gateway.ts';
 

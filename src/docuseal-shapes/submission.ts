@@ -3,7 +3,7 @@
  * from the read model the GraphQL fragments below select: GET /submissions/{id}, PUT
  * /submissions/{id} and the submission.created/completed/expired webhooks (src/webhooks/payloads.ts).
  * The list item's JSON (serializeSubmissionListItem) is also rendered by PostgreSQL for
- * GET /submissions (rest-compat/serializers/submission-list.ts; test/submissions-list-sql.test.ts
+ * GET /submissions (the REST layer's serializers/submission-list.ts; test/submissions-list-sql.test.ts
  * checks the two agree item by item).
  */
 import {

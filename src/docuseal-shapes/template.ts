@@ -1,7 +1,7 @@
 /**
  * DocuSeal's template JSON (reference/docuseal-behaviour.md §5.5; interface spec "Template"),
  * from the read model the GraphQL fragment below selects. The one definition of this shape: the
- * REST routes (rest-compat/routes/templates.ts) and the template.* webhooks
+ * REST routes (rest-compat, routes/templates.ts) and the template.* webhooks
  * (src/webhooks/payloads.ts) both answer with serializeTemplate.
  */
 

@@ -7,7 +7,7 @@
  * Fastify's default handler (its status, or 500 with the cause logged).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { restErrorFor, sendRestError } from '../../rest-compat/errors.ts';
+import { restErrorFor, sendRestError } from './error-bodies.ts';
 import type { AppError } from '../errors.ts';
 import { findAppError } from '../graphql/errors.ts';
 

@@ -1,7 +1,7 @@
 /**
  * One DocuSeal-style create request, read and carried out: the GraphQL `createSubmissions`
  * mutation and the REST create routes (POST /submissions, /submissions/init,
- * /templates/{id}/submissions, /submissions/emails; rest-compat/routes/submissions.ts) both call
+ * /templates/{id}/submissions, /submissions/emails; rest-compat's routes/submissions.ts) both call
  * createSubmissionsForRequest, so both apply the same limits and defaults
  * (reference/docuseal-behaviour.md §7.1, §7.6; src/limits.ts) and the same service.
  */

@@ -12,6 +12,7 @@ import { loadConfig, type Config } from '../../src/config.ts';
 import { findFreePort } from '../../src/util/free-port.ts';
 import { createDb, type Db } from '../../src/db/client.ts';
 import type { RestRoute } from '../../rest-compat/gateway.ts';
+import { docusealRestApi } from '../../rest-compat/index.ts';
 import type { FileUrlSigner } from '../../src/documents/file-urls.ts';
 import type { FileStorage } from '../../src/documents/storage.ts';
 import { createJobQueue, type JobQueue } from '../../src/jobs/job-queue.ts';
@@ -101,7 +102,7 @@ export async function startTestApp(
     db,
     logger,
     jobs,
-    extraRestRoutes: options.extraRestRoutes,
+    apis: [docusealRestApi({ extraRoutes: options.extraRestRoutes })],
     storage: options.storage,
     signer: options.signer,
   });

@@ -11,6 +11,7 @@
  * is read here only; the service itself has no such setting.
  */
 import pino from 'pino';
+import { docusealRestApi } from '../../rest-compat/index.ts';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createDb } from '../../src/db/client.ts';
@@ -34,7 +35,7 @@ const completionHooks: CompletionHooks = {
 await applyMigrations({ connectionString: config.databaseUrl });
 const db = createDb(config.databaseUrl);
 const jobs = createJobQueue({ connectionString: config.databaseUrl, logger, lockLifetimeMs: config.jobsLockLifetime });
-const app = await buildApp({ config, db, logger, jobs, completionHooks });
+const app = await buildApp({ config, db, logger, jobs, completionHooks, apis: [docusealRestApi()] });
 await app.start();
 // startService waits for this line, as for the service's banner.
 process.stdout.write(`Signet is running at ${config.appUrl} (completion hooks: pause at ${pauseAt ?? 'none'})\n`);

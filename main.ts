@@ -1,18 +1,25 @@
 /**
- * Entry point (`npm start`): open the database (embedded unless DATABASE_URL is set), apply
+ * Entry point and composition root (`npm start`): the service (src/) with its HTTP APIs (the
+ * DocuSeal REST API, rest-compat/, passed to buildApp); it lives outside src/ so that nothing in
+ * src/ depends on the REST layer. Open the database (embedded unless DATABASE_URL is set), apply
  * migrations, create the development account on the very first start, start the job queue, listen.
  * SIGTERM/SIGINT at any time: let start-up reach a safe point, then finish in-flight requests and
  * close everything opened so far, last opened first (HTTP server, job queue, database client,
  * embedded PostgreSQL).
  */
 import pino from 'pino';
-import { DEVELOPMENT_ACCOUNT, ensureDevelopmentAccount, findDevelopmentUser } from './accounts/development-account.ts';
-import { buildApp } from './app.ts';
-import { ConfigError, loadConfig } from './config.ts';
-import { createDb } from './db/client.ts';
-import { openDatabase } from './db/database.ts';
-import { applyMigrations } from './db/migrate.ts';
-import { createJobQueue } from './jobs/job-queue.ts';
+import {
+  DEVELOPMENT_ACCOUNT,
+  ensureDevelopmentAccount,
+  findDevelopmentUser,
+} from './src/accounts/development-account.ts';
+import { buildApp } from './src/app.ts';
+import { ConfigError, loadConfig } from './src/config.ts';
+import { createDb } from './src/db/client.ts';
+import { openDatabase } from './src/db/database.ts';
+import { applyMigrations } from './src/db/migrate.ts';
+import { createJobQueue } from './src/jobs/job-queue.ts';
+import { docusealRestApi } from './rest-compat/index.ts';
 
 type Cleanup = { name: string; run: () => Promise<void> };
 
@@ -37,7 +44,7 @@ async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger,
     logger,
     lockLifetimeMs: config.jobsLockLifetime,
   });
-  const app = await buildApp({ config, db, logger, jobs });
+  const app = await buildApp({ config, db, logger, jobs, apis: [docusealRestApi()] });
   // app.stop() also stops the job queue and disconnects the database client.
   cleanups.push({ name: 'HTTP server', run: () => app.stop() });
   const url = await app.start();

@@ -1,20 +1,20 @@
 /**
  * POST /api/attachments: the signing form's uploads (multipart/form-data, no API key; the slug
  * is the capability), DocuSeal's route (reference/docuseal-behaviour.md §1.1, docs/signing-form.md
- * "Uploads"). Registered on its own, outside the JSON gateway (rest-compat/gateway.ts), whose
+ * "Uploads"). Registered on its own, outside the JSON gateway (../gateway.ts), whose
  * parsers read every body as JSON: multipart parsing is scoped to this route, and errors get the
  * gateway's DocuSeal bodies (`{"error": ...}`).
  */
 import multipart from '@fastify/multipart';
 import type { FastifyInstance } from 'fastify';
-import { INTERNAL_ERROR, restErrorFor, sendRestError as send } from '../../rest-compat/errors.ts';
-import type { Db } from '../db/client.ts';
-import type { FileUrlSigner } from '../documents/file-urls.ts';
-import type { FileStorage } from '../documents/storage.ts';
-import { AppError } from '../errors.ts';
-import { findAppError } from '../graphql/errors.ts';
-import { createSigningFormAttachment, findUploadingSigner } from './attachments.ts';
-import type { ImageLimits } from './signature-image.ts';
+import { INTERNAL_ERROR, restErrorFor, sendRestError as send } from '../errors.ts';
+import type { Db } from '../../src/db/client.ts';
+import type { FileUrlSigner } from '../../src/documents/file-urls.ts';
+import type { FileStorage } from '../../src/documents/storage.ts';
+import { AppError } from '../../src/errors.ts';
+import { findAppError } from '../../src/graphql/errors.ts';
+import { createSigningFormAttachment, findUploadingSigner } from '../../src/signing-form/attachments.ts';
+import type { ImageLimits } from '../../src/signing-form/signature-image.ts';
 
 export const ATTACHMENTS_PATH = '/api/attachments';
 
