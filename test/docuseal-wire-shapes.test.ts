@@ -17,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { EVENT_TYPES } from '../src/events/events.ts';
 import { graphql, startTestApp, type TestApp } from './helpers/app.ts';
+import { strokePng } from './helpers/images.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { startReceiver, type ReceivedRequest, type Receiver } from './helpers/webhook-receiver.ts';
 
@@ -62,23 +63,11 @@ const decline = (slug: string, reason: string) =>
     reason,
   });
 
-/** A PNG signature drawn with mupdf (a black stroke on transparent). */
-async function signaturePng(): Promise<Uint8Array> {
-  const mupdf = await import('mupdf');
-  const pixmap = new mupdf.Pixmap(mupdf.ColorSpace.DeviceRGB, [0, 0, 160, 50], true);
-  const pixels = pixmap.getPixels();
-  pixels.fill(0);
-  for (let y = 22; y < 28; y += 1) {
-    for (let x = 10; x < 150; x += 1) pixels.set([0, 0, 0, 255], y * pixmap.getStride() + x * 4);
-  }
-  return pixmap.asPNG().slice();
-}
-
 async function uploadSignature(slug: string): Promise<string> {
   const body = new FormData();
   body.append('submitter_slug', slug);
   body.append('type', 'signature');
-  body.append('file', new Blob([new Uint8Array(await signaturePng())], { type: 'image/png' }), 'signature.png');
+  body.append('file', new Blob([new Uint8Array(await strokePng(160, 50))], { type: 'image/png' }), 'signature.png');
   const response = await fetch(`${t.url}/api/attachments`, { method: 'POST', body });
   const text = await response.text();
   expect(response.status, text).toBe(200);

@@ -40,6 +40,28 @@ export const SUBMISSION_GET_FRAGMENT = /* GraphQL */ `
   ${SUBMITTER_BASE_FRAGMENT}
 `;
 
+/** The template a submission was made from, as submissions and form.* webhooks show it. */
+export interface SubmissionTemplateData {
+  id: number;
+  name: string;
+  externalId: string | null;
+  createdAt: string;
+  updatedAt: string;
+  folderName: string;
+}
+
+/** `template` of a submission (§5.1) and of the form.* webhook data (§5.6). */
+export function serializeSubmissionTemplate(t: SubmissionTemplateData) {
+  return {
+    id: t.id,
+    name: t.name,
+    external_id: t.externalId,
+    created_at: t.createdAt,
+    updated_at: t.updatedAt,
+    folder_name: t.folderName,
+  };
+}
+
 export interface SubmissionListData {
   id: number;
   name: string | null;
@@ -55,14 +77,7 @@ export interface SubmissionListData {
   completedAt: string | null;
   auditLogUrl: string | null;
   combinedDocumentUrl: string | null;
-  template: {
-    id: number;
-    name: string;
-    externalId: string | null;
-    createdAt: string;
-    updatedAt: string;
-    folderName: string;
-  } | null;
+  template: SubmissionTemplateData | null;
   createdByUser: { id: number; email: string; firstName: string | null; lastName: string | null } | null;
   submitters: SubmitterBaseData[];
 }
@@ -87,16 +102,7 @@ function base(s: Omit<SubmissionListData, 'submitters'>) {
     created_at: s.createdAt,
     updated_at: s.updatedAt,
     archived_at: s.archivedAt,
-    template: s.template
-      ? {
-          id: s.template.id,
-          name: s.template.name,
-          external_id: s.template.externalId,
-          created_at: s.template.createdAt,
-          updated_at: s.template.updatedAt,
-          folder_name: s.template.folderName,
-        }
-      : null,
+    template: s.template ? serializeSubmissionTemplate(s.template) : null,
     created_by_user: s.createdByUser
       ? {
           id: s.createdByUser.id,

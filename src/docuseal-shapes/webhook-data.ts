@@ -14,6 +14,7 @@
  * {id, name, external_id, created_at, updated_at, folder_name}, submission {id, audit_log_url,
  * combined_document_url, status, url, variables, created_at}. No slug, uuid or embed_src.
  */
+import { type SubmissionTemplateData, serializeSubmissionTemplate } from './submission.ts';
 import { SUBMITTER_BASE_FRAGMENT, serializeSubmitterBase, type SubmitterBaseData } from './submitter.ts';
 
 /** The read model of the form submitter payload, as a GraphQL selection on `Submitter`. */
@@ -41,14 +42,7 @@ export interface FormSubmitterData extends SubmitterBaseData {
     combinedDocumentUrl: string | null;
     variables: unknown;
     createdAt: string;
-    template: {
-      id: number;
-      name: string;
-      externalId: string | null;
-      createdAt: string;
-      updatedAt: string;
-      folderName: string;
-    };
+    template: SubmissionTemplateData;
   };
 }
 
@@ -94,14 +88,7 @@ export function formSubmitterData(s: FormSubmitterData, client: SubmitterClient,
     documents: s.documents,
     audit_log_url: submission.auditLogUrl,
     submission_url: submissionUrl,
-    template: {
-      id: submission.template.id,
-      name: submission.template.name,
-      external_id: submission.template.externalId,
-      created_at: submission.template.createdAt,
-      updated_at: submission.template.updatedAt,
-      folder_name: submission.template.folderName,
-    },
+    template: serializeSubmissionTemplate(submission.template),
     submission: {
       id: submission.id,
       audit_log_url: submission.auditLogUrl,

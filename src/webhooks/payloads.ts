@@ -26,13 +26,13 @@ import {
   type FormSubmitterData,
   type SubmitterClient,
 } from '../docuseal-shapes/webhook-data.ts';
-import { sqlPool, type Db } from '../db/client.ts';
+import type { Db } from '../db/client.ts';
+import { createAccountViewerLookup } from '../db/queries/account-viewers.ts';
 import type { AppError } from '../errors.ts';
 import { accountAndUserFromRow } from '../accounts/authenticate.ts';
 import { recordTypeOf, type EventType } from '../events/events.ts';
 import type { ContextFactory, GraphQLContext } from '../graphql/context.ts';
 import { findAppError } from '../graphql/errors.ts';
-import { turnBatch } from '../db/turn-batch.ts';
 
 export interface WebhookPayload {
   event_type: string;
@@ -126,25 +126,6 @@ function preparedOperations(schema: GraphQLSchema): PreparedOperations {
 }
 
 /**
- * $1 accounts: for each (by its position n), the account (not archived) and its first user that
- * is not archived; no row for an account without both. Plain SQL rather than Prisma, as
- * src/accounts/authenticate.ts: it runs for every event with endpoints. Timestamps are
- * timestamp(3) holding UTC, read `AT TIME ZONE 'UTC'`.
- */
-const ACCOUNT_VIEWERS = {
-  name: 'signet_webhook_account_viewers',
-  text: `
-    SELECT i.n, a.id AS a_id, a.uuid AS a_uuid, a.name AS a_name, a.timezone AS a_timezone, a.locale AS a_locale,
-           a.testing AS a_testing, a.preferences AS a_preferences,
-           a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at, a.submission_list_epoch AS a_submission_list_epoch,
-           u.id AS u_id, u.uuid AS u_uuid, u.email AS u_email, u.first_name AS u_first_name, u.last_name AS u_last_name,
-           u.role AS u_role, u.created_at AT TIME ZONE 'UTC' AS u_created_at, u.updated_at AT TIME ZONE 'UTC' AS u_updated_at
-      FROM unnest($1::int[]) WITH ORDINALITY AS i(account_id, n)
-      JOIN accounts a ON a.id = i.account_id AND a.archived_at IS NULL
-      JOIN LATERAL (SELECT * FROM users WHERE account_id = a.id AND archived_at IS NULL ORDER BY id LIMIT 1) u ON true`,
-};
-
-/**
  * Contexts acting for an account without a request: the service's context factory, with the
  * account's first user as the viewer (there is no API key behind it; apiKeyId 0 is no key's id).
  * Null for an unknown or archived account, or one without a user that is not archived. The
@@ -154,13 +135,7 @@ const ACCOUNT_VIEWERS = {
  * the records at the same moment, so sharing the loaders' caches changes no payload.
  */
 export function createAccountContexts(contextFactory: ContextFactory, db: Db): AccountContexts {
-  const pool = sqlPool(db);
-  const viewers = turnBatch<number, Record<string, any> | null>(async (accountIds) => {
-    const { rows } = await pool.query({ ...ACCOUNT_VIEWERS, values: [accountIds] });
-    const found = accountIds.map((): Record<string, any> | null => null);
-    for (const row of rows) found[Number(row.n) - 1] = row;
-    return found;
-  });
+  const viewers = createAccountViewerLookup(db);
   // The contexts asked for in this turn, by account; forgotten once the turn's I/O callbacks have run.
   let thisTurn: Map<number, Promise<GraphQLContext | null>> | undefined;
   const contextFor: AccountContexts = async (accountId) => {
