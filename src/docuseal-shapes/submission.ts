@@ -14,33 +14,39 @@ import {
   type SubmitterBaseData,
 } from './submitter.ts';
 
-export const SUBMISSION_LIST_FRAGMENT = /* GraphQL */ `
-  fragment RestSubmissionList on Submission {
+/** The submission's own keys, its template and its creator: what every submission shape reads. */
+const SUBMISSION_BASE_FRAGMENT = /* GraphQL */ `
+  fragment RestSubmissionBase on Submission {
     id name slug source submittersOrder expireAt createdAt updatedAt archivedAt variables status completedAt
     auditLogUrl combinedDocumentUrl
     template { id name externalId createdAt updatedAt folderName }
     createdByUser { id email firstName lastName }
+  }
+`;
+
+/** A GET /submissions list item: submitters in the list form. */
+export const SUBMISSION_LIST_FRAGMENT = /* GraphQL */ `
+  fragment RestSubmissionList on Submission {
+    ...RestSubmissionBase
     submitters { ...RestSubmitterBase }
   }
+  ${SUBMISSION_BASE_FRAGMENT}
   ${SUBMITTER_BASE_FRAGMENT}
 `;
 
 /** GET /submissions/{id}: submitters with values and documents, events, documents. */
 export const SUBMISSION_GET_FRAGMENT = /* GraphQL */ `
   fragment RestSubmissionGet on Submission {
-    id name slug source submittersOrder expireAt createdAt updatedAt archivedAt variables status completedAt
-    auditLogUrl combinedDocumentUrl
-    template { id name externalId createdAt updatedAt folderName }
-    createdByUser { id email firstName lastName }
+    ...RestSubmissionBase
     submitters { ...RestSubmitterBase values documents { name url } }
     events { id submitterId eventType eventTimestamp }
     documents { name url }
     completionError { message failedAt }
   }
+  ${SUBMISSION_BASE_FRAGMENT}
   ${SUBMITTER_BASE_FRAGMENT}
 `;
 
-/** The template a submission was made from, as submissions and form.* webhooks show it. */
 export interface SubmissionTemplateData {
   id: number;
   name: string;
