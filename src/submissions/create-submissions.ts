@@ -10,9 +10,17 @@
  * for the creates of a turn), so these jobs are made here, by the same functions as everywhere.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { sqlPool, type Db } from '../db/client.ts';
-import { selectOutboxRows } from '../db/queries/outbox.ts';
-import { perClient, turnBatch } from '../db/turn-batch.ts';
+import type { Db } from '../db/client.ts';
+import {
+  drawSubmissionIds,
+  type InsertedRow,
+  insertSubmission,
+  insertSubmissionIn,
+  readTemplateRow,
+  type SubmissionIds,
+  type TemplateRow,
+} from '../db/queries/submission-create.ts';
+import { perClient } from '../db/turn-batch.ts';
 import { loadFileInput } from '../documents/load-file-input.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
@@ -144,32 +152,6 @@ function matchesField(field: Field, key: string): boolean {
   );
 }
 
-interface TemplateRow {
-  id: number;
-  accountId: number;
-  archived: boolean;
-  /** The row's version (xmin): any update of the row changes it. */
-  version: string;
-  /** Null when the version is the one asked about ($2). */
-  fields: unknown;
-  submitters: unknown;
-}
-
-/**
- * The template a submission is made from: its owner, state, roles and fields. $2: the row
- * version whose roles and fields the caller holds already (parsed): those two are then not sent
- * again (see readTemplate). Its documents are copied by INSERT_SUBMISSION itself.
- */
-const READ_TEMPLATE = {
-  name: 'signet_create_submission_template',
-  text: `
-    SELECT t.id, t.account_id AS "accountId", t.archived_at IS NOT NULL AS archived, t.xmin::text AS version,
-           CASE WHEN t.xmin::text = $2 THEN NULL ELSE t.fields END AS fields,
-           CASE WHEN t.xmin::text = $2 THEN NULL ELSE t.submitters END AS submitters
-      FROM templates t
-     WHERE t.id = $1`,
-};
-
 /** A template as last read: its version (xmin), owner, and roles and fields parsed. */
 interface KnownTemplate {
   version: string;
@@ -200,11 +182,7 @@ async function readTemplate(
 ): Promise<(Omit<TemplateRow, 'fields' | 'submitters'> & { fields: Field[]; roles: Role[] }) | undefined> {
   const cache = knownTemplates(db);
   const known = cache.get(templateId);
-  const { rows } = await sqlPool(db).query<TemplateRow>({
-    ...READ_TEMPLATE,
-    values: [templateId, known?.version ?? null],
-  });
-  const row = rows[0];
+  const row = await readTemplateRow(db, templateId, known?.version ?? null);
   if (!row) {
     cache.delete(templateId);
     return undefined;
@@ -297,7 +275,7 @@ export async function createSubmissions(
       for (const party of plan.parties)
         values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
       const row = submissionRow(options, plan, values, now, ids[i]!);
-      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, row.json);
+      const rows = await insertSubmissionIn(tx, row.json);
       if (rows.length === 0) throw gone();
       created.push(createdFrom(plan, rows));
       all.jobs.push(...row.effects.jobs);
@@ -341,7 +319,7 @@ async function writeSubmission(
       ids,
       templateVersion,
     );
-    const { rows } = await sqlPool(db).query<InsertedRow>({ ...INSERT_SUBMISSION, values: [row.json] });
+    const rows = await insertSubmission(db, row.json);
     if (rows.length === 0) return undefined;
     await deps.effects.committed(row.effects);
     return createdFrom(plan, rows);
@@ -353,7 +331,7 @@ async function writeSubmission(
       for (const party of plan.parties)
         values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
       const row = submissionRow(options, plan, values, now, ids, templateVersion);
-      const rows = await tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, row.json);
+      const rows = await insertSubmissionIn(tx, row.json);
       if (rows.length === 0) throw TEMPLATE_CHANGED;
       effects = row.effects;
       return createdFrom(plan, rows);
@@ -367,44 +345,10 @@ async function writeSubmission(
 }
 
 /** Ids drawn for one submission before it is written: its own and its parties', in party order. */
-interface SubmissionIds {
-  submissionId: number;
-  submitterIds: number[];
-}
-
-/**
- * $1 submissions, $2 submitters: that many new ids from each table's sequence (the ids INSERT
- * would have taken; an id drawn for a write that then does not happen is skipped, as a rolled
- * back insert's is).
- */
-const DRAW_IDS = {
-  name: 'signet_create_submission_ids',
-  text: `
-    SELECT ARRAY(SELECT nextval('submissions_id_seq')::int FROM generate_series(1, $1::int)) AS submissions,
-           ARRAY(SELECT nextval('submitters_id_seq')::int FROM generate_series(1, $2::int)) AS submitters`,
-};
-
-/** The creates of one turn of the event loop draw their ids in one statement (src/db/turn-batch.ts). */
-const idDraws = perClient((db: Db) =>
-  turnBatch(async (parties: readonly number[]) => {
-    const total = parties.reduce((sum, n) => sum + n, 0);
-    const { rows } = await sqlPool(db).query<{ submissions: number[]; submitters: number[] }>({
-      ...DRAW_IDS,
-      values: [parties.length, total],
-    });
-    const { submissions, submitters } = rows[0]!;
-    let next = 0;
-    return parties.map((n, i): SubmissionIds => {
-      const submitterIds = submitters.slice(next, next + n);
-      next += n;
-      return { submissionId: submissions[i]!, submitterIds };
-    });
-  }),
-);
 
 /** Draws the ids of one submission with `parties` submitters. */
 function allocateIds(db: Db, parties: number): Promise<SubmissionIds> {
-  return idDraws(db).load(parties);
+  return drawSubmissionIds(db, parties);
 }
 
 /**
@@ -467,95 +411,6 @@ async function planRequest(
 }
 
 type SubmissionPlan = Awaited<ReturnType<typeof planSubmission>>;
-
-/** A row of INSERT_SUBMISSION: one per submitter inserted; JSON as text (jsonb's own), timestamps as ISO text. */
-interface InsertedRow {
-  submission_id: number;
-  expire_at: string | null;
-  submission_created_at: string;
-  id: number;
-  uuid: string;
-  slug: string;
-  email: string | null;
-  name: string | null;
-  phone: string | null;
-  external_id: string | null;
-  role_uuid: string;
-  metadata: string;
-  preferences: string;
-  values: string;
-  sent_at: string | null;
-  completed_at: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-/** `timestamp(3)` (UTC) as ISO 8601, as the DateTime scalar writes it: 2026-11-21T15:54:27.000Z. */
-const iso = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
-
-/**
- * One submission with its submitters, the api_complete_form event of each party created
- * completed, and completed_at when every party is (reference §7.5 `completed`), in one statement
- * (plain SQL: through Prisma these were four statements in a transaction, ~0.3 ms of CPU each).
- * $1 is the JSON of submissionRow(); timestamps in it are ISO instants, stored as UTC like
- * Prisma's. The submission's copy of the documents (template_schema: attachment_uuid, name,
- * file_id, in order) is taken from the template here. With a `templateVersion`, nothing is
- * written unless the template is still that version, the caller's and not archived. Rows: one
- * per submitter, as stored (the create answer is made from them); none when nothing was written.
- */
-const INSERT_SUBMISSION = {
-  name: 'signet_create_submission',
-  text: `
-    WITH input AS (SELECT $1::jsonb AS j),
-    submission AS (
-      INSERT INTO submissions (id, account_id, template_id, created_by_user_id, slug, name, source, submitters_order,
-                               template_submitters, template_fields, template_schema, preferences, variables,
-                               expire_at, completed_at, created_at, updated_at)
-      SELECT (j->>'id')::int, (j->>'accountId')::int, t.id, (j->>'userId')::int, j->>'slug', j->>'name', j->>'source', j->>'order',
-             j->'roles', j->'fields',
-             (SELECT COALESCE(jsonb_agg(jsonb_build_object('attachment_uuid', d.uuid, 'name', d.name, 'file_id', d.file_id) ORDER BY d.position), '[]')
-                FROM template_documents d WHERE d.template_id = t.id),
-             j->'preferences', j->'variables',
-             (j->>'expireAt')::timestamptz AT TIME ZONE 'UTC', (j->>'completedAt')::timestamptz AT TIME ZONE 'UTC',
-             (j->>'now')::timestamptz AT TIME ZONE 'UTC', (j->>'now')::timestamptz AT TIME ZONE 'UTC'
-        FROM input JOIN templates t ON t.id = (j->>'templateId')::int
-       -- Planned on the template as last read: only if it is still that version, the caller's, not archived.
-       WHERE j->>'templateVersion' IS NULL
-          OR (t.xmin::text = j->>'templateVersion' AND t.account_id = (j->>'accountId')::int AND t.archived_at IS NULL)
-      RETURNING id, expire_at, created_at
-    ),
-    party AS (
-      INSERT INTO submitters (id, account_id, submission_id, role_uuid, slug, email, name, phone, external_id, metadata, values,
-                              preferences, order_index, sent_at, completed_at, created_at, updated_at)
-      SELECT (p->>'id')::int, (i.j->>'accountId')::int, s.id, (p->>'roleUuid')::uuid, p->>'slug', p->>'email', p->>'name', p->>'phone', p->>'externalId',
-             p->'metadata', p->'values', p->'preferences', (p->>'orderIndex')::int,
-             CASE WHEN (p->>'sendNow')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
-             CASE WHEN (p->>'completed')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
-             (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
-        FROM input i, submission s, jsonb_array_elements(i.j->'parties') WITH ORDINALITY AS x(p, n)
-       ORDER BY x.n
-      RETURNING *
-    ),
-    completed_event AS (
-      INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, event_timestamp, created_at)
-      SELECT (i.j->>'accountId')::int, s.id, p.id, 'api_complete_form', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
-        FROM input i, submission s, party p
-       WHERE p.completed_at IS NOT NULL
-       ORDER BY p.id
-    ),
-    outbox AS (
-      -- What the creation causes (the outbox), written only with the submission.
-      INSERT INTO outbox (name, data, unique_key, run_at)
-      SELECT * FROM (${selectOutboxRows("(SELECT j->'outbox' FROM input)")}) effect
-       WHERE EXISTS (SELECT 1 FROM submission)
-    )
-    SELECT s.id AS submission_id, ${iso('s.expire_at')} AS expire_at, ${iso('s.created_at')} AS submission_created_at,
-           p.id, p.uuid::text AS uuid, p.slug, p.email, p.name, p.phone, p.external_id, p.role_uuid::text AS role_uuid,
-           p.metadata::text AS metadata, p.preferences::text AS preferences, p.values::text AS values,
-           ${iso('p.sent_at')} AS sent_at, ${iso('p.completed_at')} AS completed_at, ${iso('p.created_at')} AS created_at, ${iso('p.updated_at')} AS updated_at
-      FROM submission s, party p
-     ORDER BY p.id`,
-};
 
 /**
  * The JSON parameter of INSERT_SUBMISSION for one planned submission (`json`), with the effects
