@@ -1,5 +1,5 @@
 /**
- * The statements of GET /submissions' list items (rest-compat/serializers/submission-list.ts
+ * The statements of GET /submissions' list items (the REST layer's serializers/submission-list.ts
  * assembles the response from their rows): items rendered to JSON text by PostgreSQL and kept in
  * `submission_list_items`, kept fresh by the triggers of migration
  * 20261121200000_submission_list_items (see that file's comment for the invalidation rules).
