@@ -124,6 +124,13 @@ export async function queueEmail(
   return db.emailMessage.findUniqueOrThrow({ where: { dedupeKey: input.dedupeKey } });
 }
 
+/** What deliverEmail needs: the email rows, a mailer, and the attachments loader if any. */
+type EmailDeliveryDeps = {
+  db: Pick<Db, 'emailMessage'>;
+  mailer: Mailer;
+  attachments?: () => Promise<EmailAttachment[]>;
+} & DeliveryOptions;
+
 /**
  * Sends one queued email at most once, however many workers call this for the row.
  * `deps.attachments`, when given, is called only when this call sends the message: the files
@@ -135,11 +142,7 @@ export async function queueEmail(
  * @throws AppError NOT_FOUND when there is no such row
  */
 export async function deliverEmail(
-  deps: {
-    db: Pick<Db, 'emailMessage'>;
-    mailer: Mailer;
-    attachments?: () => Promise<EmailAttachment[]>;
-  } & DeliveryOptions,
+  deps: EmailDeliveryDeps,
   emailMessageId: number,
 ): Promise<DeliveryOutcome> {
   return deliverOnce<EmailMessage>(deps, emailTable(deps, emailMessageId));
@@ -147,11 +150,7 @@ export async function deliverEmail(
 
 /** deliverEmail's claim, read, update and send of one email_messages row, through Prisma. */
 function emailTable(
-  deps: {
-    db: Pick<Db, 'emailMessage'>;
-    mailer: Mailer;
-    attachments?: () => Promise<EmailAttachment[]>;
-  } & DeliveryOptions,
+  deps: EmailDeliveryDeps,
   emailMessageId: number,
 ): OutboxTable<EmailMessage> {
   const { db, mailer } = deps;
