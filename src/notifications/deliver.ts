@@ -141,18 +141,12 @@ type EmailDeliveryDeps = {
  *   'queued' with last_error, and the job should retry later
  * @throws AppError NOT_FOUND when there is no such row
  */
-export async function deliverEmail(
-  deps: EmailDeliveryDeps,
-  emailMessageId: number,
-): Promise<DeliveryOutcome> {
+export async function deliverEmail(deps: EmailDeliveryDeps, emailMessageId: number): Promise<DeliveryOutcome> {
   return deliverOnce<EmailMessage>(deps, emailTable(deps, emailMessageId));
 }
 
 /** deliverEmail's claim, read, update and send of one email_messages row, through Prisma. */
-function emailTable(
-  deps: EmailDeliveryDeps,
-  emailMessageId: number,
-): OutboxTable<EmailMessage> {
+function emailTable(deps: EmailDeliveryDeps, emailMessageId: number): OutboxTable<EmailMessage> {
   const { db, mailer } = deps;
   const table = db.emailMessage;
   return {
