@@ -10,8 +10,9 @@ import { lockSubmissionAndSubmitter } from '../db/queries/signing-form.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseRoles } from '../templates/fields.ts';
+import type { SigningFormState } from './view-types.ts';
 
-export type SigningFormState = 'OPEN' | 'COMPLETED' | 'DECLINED' | 'ARCHIVED' | 'EXPIRED';
+export type { SigningFormState };
 
 /** DocuSeal's message for each state a form cannot be changed in. */
 export const FORM_STATE_MESSAGES: Record<Exclude<SigningFormState, 'OPEN'>, string> = {

@@ -18,73 +18,20 @@ import {
   type SigningFormState,
 } from './form-state.ts';
 import { hasValue, SINGLE_ATTACHMENT_TYPES } from './field-values.ts';
+import type {
+  SigningFormAttachment,
+  SigningFormDocument,
+  SigningFormFieldOf,
+  SigningFormViewOf,
+} from './view-types.ts';
 
-export interface SigningFormAttachment {
-  uuid: string;
-  url: string;
-  filename: string;
-  contentType: string;
-}
+export type { SigningFormAttachment, SigningFormDocument } from './view-types.ts';
 
-export interface SigningFormField {
-  uuid: string;
-  name: string;
-  type: string;
-  required: boolean;
-  readonly: boolean;
-  /** False: another party's completed value, shown read-only. */
-  own: boolean;
-  /** The role name of the party the field belongs to. */
-  role: string;
-  title: string | null;
-  description: string | null;
-  /** Fractions of the displayed page, y from the top, page 0-based. */
-  areas: Area[];
-  options: { value: string; uuid: string }[] | null;
-  preferences: Record<string, unknown>;
-  validation: Record<string, unknown> | null;
-  defaultValue: unknown;
-  /** The saved value, else the default; attachment uuid(s) for attachment types. */
-  value: unknown;
-  attachments: SigningFormAttachment[];
-}
+/** A field of the view as the server builds it: stored areas (templates/fields.ts). */
+export type SigningFormField = SigningFormFieldOf<Area>;
 
-export interface SigningFormDocument {
-  /** The attachment uuid areas refer to. */
-  uuid: string;
-  name: string;
-  /** Signed URL of the PDF. */
-  url: string;
-  /** Each page as displayed (after /Rotate), in PDF points. */
-  pages: { width: number; height: number }[];
-}
-
-export interface SigningFormView {
-  slug: string;
-  state: SigningFormState;
-  message: string | null;
-  /** Role name of the earlier party this one waits for (order `preserved`), else null. */
-  waitingFor: string | null;
-  accountName: string;
-  submitter: {
-    id: number;
-    uuid: string;
-    name: string | null;
-    email: string | null;
-    phone: string | null;
-    role: string;
-    status: string;
-    openedAt: Date | null;
-    completedAt: Date | null;
-    declinedAt: Date | null;
-  };
-  submission: { id: number; name: string | null; status: string; order: string; expireAt: Date | null };
-  documents: SigningFormDocument[];
-  fields: SigningFormField[];
-  /** The signed documents to download once the whole submission is completed; [] before. */
-  completedDocuments: { name: string; url: string }[];
-  completedRedirectUrl: string | null;
-}
+/** The view as the server builds it (view-types.ts): times as Dates, stored areas. */
+export type SigningFormView = SigningFormViewOf<Date, Area>;
 
 export interface LoadSigningFormDeps {
   db: Db;
