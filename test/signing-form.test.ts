@@ -409,6 +409,15 @@ describe('uploads (POST /api/attachments, multipart, no key)', () => {
       { bytes: Buffer.from('MZ\x90\x00'), name: 'setup.EXE', type: 'application/octet-stream' },
     );
     expect(exe).toEqual({ status: 422, json: { error: "File type '.exe' is not allowed." } });
+    // Windows drops trailing dots and spaces: "setup.exe. " is an .exe; a disk image is refused too.
+    for (const name of ['setup.exe. ', 'setup.exe..', 'disk.ISO']) {
+      const sneaky = await upload(
+        { submitter_slug: client.slug, type: 'file' },
+        { bytes: Buffer.from('MZ\x90\x00'), name, type: 'application/octet-stream' },
+      );
+      expect(sneaky.status, name).toBe(422);
+      expect(sneaky.json.error, name).toMatch(/^File type '\.(exe|iso)' is not allowed\.$/);
+    }
     const blank = await upload(
       { submitter_slug: client.slug, type: 'signature' },
       { bytes: await png({ blank: true }), name: 'signature.png', type: 'image/png' },

@@ -20,103 +20,11 @@
  * go out as application/octet-stream, and every response has `X-Content-Type-Options: nosniff`
  * (the same lists Rails' ActiveStorage applies to the proxy DocuSeal uses).
  */
-import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/client.ts';
+import { dangerousExtensionOf } from './file-names.ts';
 import type { FileUrlSigner } from './file-urls.ts';
 import { MissingFileError, type FileStorage } from './storage.ts';
-
-/** Extensions never served (lower case, without the dot): programs and scripts a click would run. */
-export const DANGEROUS_EXTENSIONS: ReadonlySet<string> = new Set([
-  'exe',
-  'com',
-  'bat',
-  'cmd',
-  'msi',
-  'msp',
-  'mst',
-  'scr',
-  'pif',
-  'cpl',
-  'dll',
-  'sys',
-  'drv',
-  'ocx',
-  'ps1',
-  'psm1',
-  'psd1',
-  'ps1xml',
-  'vb',
-  'vbs',
-  'vbe',
-  'js',
-  'jse',
-  'mjs',
-  'cjs',
-  'ws',
-  'wsf',
-  'wsc',
-  'wsh',
-  'hta',
-  'jar',
-  'class',
-  'apk',
-  'aab',
-  'xapk',
-  'ipa',
-  'app',
-  'dmg',
-  'pkg',
-  'mpkg',
-  'deb',
-  'rpm',
-  'appimage',
-  'sh',
-  'bash',
-  'zsh',
-  'csh',
-  'ksh',
-  'fish',
-  'command',
-  'run',
-  'bin',
-  'elf',
-  'so',
-  'dylib',
-  'lnk',
-  'url',
-  'reg',
-  'inf',
-  'gadget',
-  'msc',
-  'appx',
-  'appxbundle',
-  'msix',
-  'msixbundle',
-  'xap',
-  'scf',
-  'application',
-  'vsto',
-  'ade',
-  'adp',
-  'chm',
-  'hlp',
-  'cab',
-  'iso',
-  'img',
-  'vhd',
-  'vhdx',
-  'py',
-  'pyc',
-  'pyw',
-  'pl',
-  'rb',
-  'php',
-  'asp',
-  'aspx',
-  'jsp',
-  'cgi',
-]);
 
 /** Served inline; anything else is an attachment whatever `?disposition` says. */
 const INLINE_TYPES = new Set([
@@ -155,15 +63,6 @@ const BINARY_TYPES = new Set([
  */
 export function fileCacheControl(expiresAt: number, now = Date.now()): string {
   return `private, max-age=${Math.max(0, Math.floor((expiresAt - now) / 1000))}, immutable`;
-}
-
-/** Whether the filename ends in an extension from DANGEROUS_EXTENSIONS (case-insensitive). */
-export function hasDangerousExtension(filename: string): boolean {
-  const extension = path
-    .extname(filename.trim().replace(/[.\s]+$/, ''))
-    .slice(1)
-    .toLowerCase();
-  return extension !== '' && DANGEROUS_EXTENSIONS.has(extension);
 }
 
 /**
@@ -235,7 +134,7 @@ export function registerFileRoutes(
         select: { filename: true, contentType: true, storageKey: true, sha256: true },
       });
       if (!file) return reply.code(404).send();
-      if (hasDangerousExtension(file.filename)) return reply.code(422).send();
+      if (dangerousExtensionOf(file.filename)) return reply.code(422).send();
 
       let size: number;
       try {

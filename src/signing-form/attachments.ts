@@ -9,151 +9,11 @@ import path from 'node:path';
 import type { Db } from '../db/client.ts';
 import type { FileUrlSigner } from '../documents/file-urls.ts';
 import type { FileStorage } from '../documents/storage.ts';
+import { dangerousExtensionOf, extensionOf } from '../documents/file-names.ts';
 import { storeFile } from '../documents/store-file.ts';
 import { AppError } from '../errors.ts';
 import { findSignerBySlug, formStateOf } from './form-state.ts';
 import { imageKindOf, readDrawableImage, UnreadableImageError, type ImageLimits } from './signature-image.ts';
-
-/**
- * Extensions refused for any upload, as DocuSeal refuses its list of ~90 ("File type '.exe' is
- * not allowed."): programs, installers, libraries, scripts and shortcuts of Windows, macOS,
- * Linux, Android and iOS, and server-side pages.
- */
-export const DANGEROUS_EXTENSIONS: ReadonlySet<string> = new Set([
-  // Windows programs, libraries, installers, shortcuts, registry, control panel
-  'exe',
-  'com',
-  'scr',
-  'pif',
-  'cpl',
-  'dll',
-  'ocx',
-  'sys',
-  'drv',
-  'msi',
-  'msp',
-  'mst',
-  'msix',
-  'msixbundle',
-  'appx',
-  'appxbundle',
-  'msc',
-  'lnk',
-  'scf',
-  'url',
-  'reg',
-  'inf',
-  'ins',
-  'isp',
-  'hta',
-  'gadget',
-  'application',
-  'appref-ms',
-  'xbap',
-  'vsix',
-  'vsto',
-  'xll',
-  'cab',
-  'diagcab',
-  'chm',
-  'jnlp',
-  'settingcontent-ms',
-  'library-ms',
-  'website',
-  // Windows scripts
-  'bat',
-  'cmd',
-  'vb',
-  'vbs',
-  'vbe',
-  'js',
-  'jse',
-  'ws',
-  'wsf',
-  'wsc',
-  'wsh',
-  'ps1',
-  'ps1xml',
-  'ps2',
-  'ps2xml',
-  'psc1',
-  'psc2',
-  'psd1',
-  'psm1',
-  'pssc',
-  'msh',
-  'msh1',
-  'msh2',
-  'mshxml',
-  'msh1xml',
-  'msh2xml',
-  'sct',
-  // Unix shells and interpreters, packages and binaries
-  'sh',
-  'bash',
-  'zsh',
-  'csh',
-  'tcsh',
-  'ksh',
-  'fish',
-  'command',
-  'run',
-  'bin',
-  'elf',
-  'out',
-  'so',
-  'ko',
-  'deb',
-  'rpm',
-  'appimage',
-  'snap',
-  'flatpak',
-  'py',
-  'pyc',
-  'pyo',
-  'pyw',
-  'pl',
-  'pm',
-  'rb',
-  'lua',
-  'tcl',
-  'mjs',
-  'cjs',
-  // macOS
-  'app',
-  'dmg',
-  'pkg',
-  'mpkg',
-  'action',
-  'workflow',
-  'scpt',
-  'scptd',
-  'osax',
-  'dylib',
-  'kext',
-  // Java, Android, iOS
-  'jar',
-  'class',
-  'war',
-  'ear',
-  'apk',
-  'xapk',
-  'apks',
-  'aab',
-  'dex',
-  'ipa',
-  // server-side pages
-  'php',
-  'php3',
-  'php4',
-  'php5',
-  'phtml',
-  'phar',
-  'asp',
-  'aspx',
-  'jsp',
-  'cgi',
-]);
 
 /** Upload purposes the page sends in `type`. */
 export const ATTACHMENT_TYPES = ['signature', 'initials', 'image', 'file'] as const;
@@ -189,8 +49,6 @@ function cleanFilename(name: string | undefined): string {
   return base.length > 200 ? base.slice(base.length - 200) : base;
 }
 
-const extensionOf = (filename: string) => (filename.includes('.') ? filename.split('.').pop()!.toLowerCase() : '');
-
 /**
  * Stores a signer's upload.
  * @param deps.images IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS, for signature, initials and image uploads
@@ -222,9 +80,8 @@ export async function createSigningFormAttachment(
     throw new AppError('VALIDATION', `type must be one of ${ATTACHMENT_TYPES.join(', ')}`);
   }
   let filename = cleanFilename(input.filename);
-  const extension = extensionOf(filename);
-  if (extension && DANGEROUS_EXTENSIONS.has(extension))
-    throw new AppError('VALIDATION', `File type '.${extension}' is not allowed.`);
+  const extension = dangerousExtensionOf(filename);
+  if (extension) throw new AppError('VALIDATION', `File type '.${extension}' is not allowed.`);
   if (input.bytes.length === 0) throw new AppError('VALIDATION', 'file is empty');
 
   let bytes = input.bytes;

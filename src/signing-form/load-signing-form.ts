@@ -9,21 +9,9 @@ import type { FileUrlSigner } from '../documents/file-urls.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { submissionStatus, submitterStatus } from '../submissions/status.ts';
 import { parseFields, parseRoles, type Area, type Field } from '../templates/fields.ts';
-import {
-  findSignerBySlug,
-  formStateMessage,
-  formStateOf,
-  waitingForRole,
-  type SignerForm,
-  type SigningFormState,
-} from './form-state.ts';
+import { findSignerBySlug, formStateMessage, formStateOf, waitingForRole, type SignerForm } from './form-state.ts';
 import { hasValue, SINGLE_ATTACHMENT_TYPES } from './field-values.ts';
-import type {
-  SigningFormAttachment,
-  SigningFormDocument,
-  SigningFormFieldOf,
-  SigningFormViewOf,
-} from './view-types.ts';
+import type { SigningFormFieldOf, SigningFormViewOf } from './view-types.ts';
 
 export type { SigningFormAttachment, SigningFormDocument } from './view-types.ts';
 
