@@ -4,6 +4,7 @@
  * is not allowed."; src/documents/file-routes.ts answers 422 rather than serve one), and how an
  * extension is read from a name.
  */
+import path from 'node:path';
 
 /**
  * Programs, installers, libraries, scripts, shortcuts and disk images of Windows, macOS, Linux,
@@ -169,4 +170,15 @@ export function extensionOf(filename: string): string {
 export function dangerousExtensionOf(filename: string): string | null {
   const extension = extensionOf(filename);
   return extension !== '' && DANGEROUS_EXTENSIONS.has(extension) ? extension : null;
+}
+
+/**
+ * The last segment of a name as a client sent it, either slash counting as a separator, without
+ * control characters (Unicode Cc) and surrounding spaces; '' when nothing is left.
+ */
+export function baseFilename(name: string): string {
+  return path.posix
+    .basename(name.replace(/\\/g, '/'))
+    .replace(/\p{Cc}/gu, '')
+    .trim();
 }

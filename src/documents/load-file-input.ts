@@ -14,11 +14,11 @@ import dns from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import net from 'node:net';
-import path from 'node:path';
 import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import ipaddr from 'ipaddr.js';
 import { AppError } from '../errors.ts';
+import { baseFilename } from './file-names.ts';
 
 /** Redirects followed per download (DocuSeal/Faraday's default is also small). */
 export const MAX_REDIRECTS = 3;
@@ -326,10 +326,7 @@ function filenameFromPath(pathname: string): string | undefined {
 
 /** Drops directories and control characters; undefined when nothing is left. */
 function sanitizeFilename(name: string): string | undefined {
-  const base = path.posix
-    .basename(name.replace(/\\/g, '/'))
-    .replace(/\p{Cc}/gu, '')
-    .trim();
+  const base = baseFilename(name);
   return base === '' || base === '.' || base === '..' ? undefined : base;
 }
 

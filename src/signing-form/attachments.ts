@@ -5,11 +5,10 @@
  * is a StoredFile of the signer's account whose `metadata.submitter_id` names the signer, so only
  * that signer's form can use its uuid as a value (field-values.ts checkAttachments).
  */
-import path from 'node:path';
 import type { Db } from '../db/client.ts';
 import type { FileUrlSigner } from '../documents/file-urls.ts';
 import type { FileStorage } from '../documents/storage.ts';
-import { dangerousExtensionOf, extensionOf } from '../documents/file-names.ts';
+import { baseFilename, dangerousExtensionOf, extensionOf } from '../documents/file-names.ts';
 import { storeFile } from '../documents/store-file.ts';
 import { AppError } from '../errors.ts';
 import { findSignerBySlug, formStateOf } from './form-state.ts';
@@ -41,11 +40,7 @@ export async function findUploadingSigner(db: Db, slug: string) {
 
 /** A file name safe to store and show: no directories, no control characters, at most 200 characters. */
 function cleanFilename(name: string | undefined): string {
-  // eslint-disable-next-line no-control-regex
-  const base = path
-    .basename((name ?? '').replace(/\\/g, '/'))
-    .replace(/\p{Cc}/gu, '')
-    .trim();
+  const base = baseFilename(name ?? '');
   return base.length > 200 ? base.slice(base.length - 200) : base;
 }
 
