@@ -15,8 +15,8 @@
  *
  * Printed: the read p99 of each phase and its ratio to the quiet one (target: attacked ≤ 3× quiet),
  * the /health p99 of each phase (target ≤ 100 ms), and each hostile request's status and time
- * (each must be refused: a 4xx, or a GraphQL error of the request's own fault such as VALIDATION; never a 500). Like the other benchmarks, targets print PASS/MISS and do not
- * fail the run; the last line is `BENCH_RESULT {json}`.
+ * (each must be refused: a 4xx, or a GraphQL error of the request's own fault such as VALIDATION; never a 500). Like
+ * the other benchmarks, targets print PASS/MISS and do not fail the run; the last line is `BENCH_RESULT {json}`.
  *
  * The read load and the probe run in the bench process; the attacker (and the mixed phase's
  * traffic) in a process of its own, as a real attacker would, so that its own work (writing 51 MB
@@ -78,7 +78,9 @@ function client(baseUrl: string, apiKey: string): Api {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       return {
         status: 0,
-        text: `${String((error as Error).message ?? error)}${cause ? ` cause: ${cause.code ?? ''} ${cause.message ?? ''}` : ''}`,
+        text:
+          `${String((error as Error).message ?? error)}` +
+          `${cause ? ` cause: ${cause.code ?? ''} ${cause.message ?? ''}` : ''}`,
         ms: performance.now() - started,
       };
     }
@@ -275,11 +277,12 @@ async function prepareRequests({
   const aliases = JSON.stringify({
     query: `{ ${Array.from({ length: 1500 }, (_, i) => `a${i}: __typename`).join(' ')} }`,
   });
-  const introspection = JSON.stringify({
-    query: `{ ${Array.from({ length: 1500 }, (_, i) => `a${i}: __schema { types { name fields { name } } }`).join(' ')} }`,
-  });
+  const schemaAliases = Array.from({ length: 1500 }, (_, i) => `a${i}: __schema { types { name fields { name } } }`);
+  const introspection = JSON.stringify({ query: `{ ${schemaAliases.join(' ')} }` });
   const deep = JSON.stringify({ query: `{ ${'viewer { '.repeat(3000)}${'}'.repeat(3000)} }` });
-  const restBig = `{"template_id":${templateId},"send_email":false,"submitters":[{"role":"Signer","email":"big@abuse.test","values":{"Note":${bigJson}}}]}`;
+  const restBig =
+    `{"template_id":${templateId}` +
+    `,"send_email":false,"submitters":[{"role":"Signer","email":"big@abuse.test","values":{"Note":${bigJson}}}]}`;
   const docxBomb = JSON.stringify({ name: 'bomb', documents: [{ name: 'bomb.docx', file: bomb.toString('base64') }] });
   const brokenPdf = JSON.stringify({ name: 'broken', documents: [{ name: 'broken.pdf', file: truncatedPdf }] });
   const junkImage = JSON.stringify({
@@ -351,7 +354,8 @@ async function prepareRequests({
 
 async function main(): Promise<number> {
   print(
-    `Signet abuse benchmark — node ${process.version}, ${os.cpus().length} CPUs; ${DURATION_S} s per phase, ${CONNECTIONS} read connections`,
+    `Signet abuse benchmark — node ${process.version}, ${os.cpus().length} CPUs; ${DURATION_S} s per phase, ` +
+      `${CONNECTIONS} read connections`,
   );
   const database = await createBenchDatabase(onCleanup);
   print(
@@ -415,7 +419,8 @@ async function main(): Promise<number> {
   });
   if (template.status !== 200) {
     print(
-      `  template with the pattern (a+)+$ refused (${template.status}: ${template.text.slice(0, 200)}); using one without it`,
+      `  template with the pattern (a+)+$ refused (${template.status}: ${template.text.slice(0, 200)}); using one ` +
+        `without it`,
     );
   }
   const templateId =
@@ -486,7 +491,8 @@ async function main(): Promise<number> {
     ['mixed', mixedResult],
   ] as const) {
     print(
-      `| ${name} | ${fmt(r.readReqPerSec, 0)} | ${fmt(r.readP99Ms, 0)} | ${fmt(r.readP99Ms / quiet.readP99Ms, 2)} | ${r.readErrors} | ${fmt(r.healthP99Ms, 0)} |`,
+      `| ${name} | ${fmt(r.readReqPerSec, 0)} | ${fmt(r.readP99Ms, 0)} | ${fmt(r.readP99Ms / quiet.readP99Ms, 2)} | ` +
+        `${r.readErrors} | ${fmt(r.healthP99Ms, 0)} |`,
     );
   }
   print('\n| hostile request | runs | answers | slowest ms |');
@@ -512,10 +518,13 @@ async function main(): Promise<number> {
   };
   print(`\nread p99 under attack ≤ 3× quiet: ${fmt(ratio, 2)}× ${passMiss(targets.attackedRatio)}`);
   print(
-    `/health p99 ≤ 100 ms: quiet ${fmt(quiet.healthP99Ms, 0)} ${passMiss(targets.healthQuiet)}, attacked ${fmt(attacked.healthP99Ms, 0)} ${passMiss(targets.healthAttacked)}, mixed ${fmt(mixedResult.healthP99Ms, 0)} ${passMiss(targets.healthMixed)}`,
+    `/health p99 ≤ 100 ms: quiet ${fmt(quiet.healthP99Ms, 0)} ${passMiss(targets.healthQuiet)}, attacked ` +
+      `${fmt(attacked.healthP99Ms, 0)} ${passMiss(targets.healthAttacked)}, mixed ${fmt(mixedResult.healthP99Ms, 0)}` +
+      ` ${passMiss(targets.healthMixed)}`,
   );
   print(
-    `every hostile request refused (a 4xx, a GraphQL error of the request's own fault, or for an over-limit body the connection closed): ${passMiss(targets.allRefused)}`,
+    `every hostile request refused (a 4xx, a GraphQL error of the request's own fault, or for an over-limit body ` +
+      `the connection closed): ${passMiss(targets.allRefused)}`,
   );
   print(
     `BENCH_RESULT ${JSON.stringify({

@@ -181,7 +181,10 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
           if (!('submissionId' in request)) throw new Error('pipeline worker: submissionId expected');
           const { submissionId } = request;
           // Not timed: both parties complete, one millisecond apart (the pipeline draws in completion order).
-          await db.$executeRaw`UPDATE submitters SET completed_at = now() + (id - (SELECT min(id) FROM submitters WHERE submission_id = ${submissionId})) * interval '1 millisecond'
+          await db.$executeRaw`UPDATE submitters
+                                SET completed_at = now()
+                                  + (id - (SELECT min(id) FROM submitters WHERE submission_id = ${submissionId}))
+                                  * interval '1 millisecond'
                                 WHERE submission_id = ${submissionId}`;
           await db.$executeRaw`UPDATE submissions SET completed_at = now() WHERE id = ${submissionId}`;
           const started = performance.now();
@@ -284,7 +287,8 @@ async function main(): Promise<number> {
   const { createBenchDatabase, redactUrl } = await import('./bench-database.ts');
   const database = await createBenchDatabase(onCleanup);
   print(
-    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ` +
+      `${redactUrl(database.url)}`,
   );
   const dataDir = await tempDir('signet-bench-completion-data-');
   const signet = await startSignet(database.url, dataDir);
@@ -348,7 +352,8 @@ async function main(): Promise<number> {
 
   // --- rounds ---------------------------------------------------------------------------------
   print(
-    `\n[completion] ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages), ${TEXT_FIELDS} text fields + 2 signature images, 2 parties: 1 warm-up round + ${RUNS}, order alternating`,
+    `\n[completion] ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages), ${TEXT_FIELDS} text fields + 2 signature ` +
+      `images, 2 parties: 1 warm-up round + ${RUNS}, order alternating`,
   );
   const runs = {
     pipeline: [] as (Measured & PipelineRun)[],
@@ -434,8 +439,10 @@ async function main(): Promise<number> {
     else {
       const e = runs.e2e.at(-1)!;
       print(
-        `  round ${round}  in-process ${fmt(runs.pipeline.at(-1)!.ms, 0).padStart(5)} ms   baseline ${fmt(runs.baseline.at(-1)!.ms, 0).padStart(5)} ms   ` +
-          `service: whole ${fmt(e.wholeMs, 0).padStart(5)} ms, last party ${fmt(e.lastPartyMs, 0).padStart(5)} ms (form answered in ${fmt(e.putAnswerMs, 0)} ms)`,
+        `  round ${round}  in-process ${fmt(runs.pipeline.at(-1)!.ms, 0).padStart(5)} ms   baseline ` +
+          `${fmt(runs.baseline.at(-1)!.ms, 0).padStart(5)} ms   ` +
+          `service: whole ${fmt(e.wholeMs, 0).padStart(5)} ms, last party ${fmt(e.lastPartyMs, 0).padStart(5)} ms ` +
+          `(form answered in ${fmt(e.putAnswerMs, 0)} ms)`,
       );
     }
   }
@@ -491,14 +498,17 @@ async function main(): Promise<number> {
 
   const line = (label: string, s: { medianMs: number; minMs: number; maxMs: number; cpuMs?: number }, extra = '') =>
     print(
-      `  ${label.padEnd(58)} ${fmt(s.medianMs, 0).padStart(6)} ${fmt(s.minMs, 0).padStart(6)} ${fmt(s.maxMs, 0).padStart(6)} ${(s.cpuMs === undefined ? '' : fmt(s.cpuMs, 0)).padStart(7)}   ${extra}`,
+      `  ${label.padEnd(58)} ${fmt(s.medianMs, 0).padStart(6)} ${fmt(s.minMs, 0).padStart(6)} ` +
+        `${fmt(s.maxMs, 0).padStart(6)} ${(s.cpuMs === undefined ? '' : fmt(s.cpuMs, 0)).padStart(7)}   ${extra}`,
     );
   print(`\n${'='.repeat(110)}`);
   print(
-    `Completion of ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages, ${TEXT_FIELDS} text fields + 2 signatures, 2 parties) — median of ${RUNS} after a warm-up; database ${database.kind}`,
+    `Completion of ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages, ${TEXT_FIELDS} text fields + 2 signatures, 2 ` +
+      `parties) — median of ${RUNS} after a warm-up; database ${database.kind}`,
   );
   print(
-    `  ${''.padEnd(58)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   (ms; CPU = the measuring process, median)`,
+    `  ${''.padEnd(58)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   ` +
+      `(ms; CPU = the measuring process, median)`,
   );
   line(
     'in-process completeSubmission (both parties, sign, audit log)',
@@ -507,7 +517,8 @@ async function main(): Promise<number> {
   );
   line('baseline: pdf-lib draws the same values once and saves', base);
   print(
-    `  in-process / baseline  ${fmt(ratio, 2).padStart(5)}×   target ≤ ${TARGETS.overBaseline}×   ${passMiss(pass.ratio)}`,
+    `  in-process / baseline  ${fmt(ratio, 2).padStart(5)}×   target ≤ ${TARGETS.overBaseline}×   ` +
+      `${passMiss(pass.ratio)}`,
   );
   line('service: POST both parties completed → audit log stored', service.whole, '(information)');
   line(
@@ -515,18 +526,22 @@ async function main(): Promise<number> {
     service.lastParty,
     browser
       ? `(click on Complete → the page confirms: ${fmt(service.putAnswer.medianMs, 0)} ms, median; Chromium)`
-      : `(completeSigningForm answered in ${fmt(service.putAnswer.medianMs, 0)} ms, median; no Chromium: the call, not a click)`,
+      : `(completeSigningForm answered in ${fmt(service.putAnswer.medianMs, 0)} ms, median; no Chromium: the call, ` +
+          `not a click)`,
   );
   print('Peak RSS (VmHWM, MB)');
   print(
-    `  Signet service process: ${fmt(rss.signetPeakMb, 1)} after ${2 * (RUNS + 1)} completions (VmRSS after start ${fmt(rss.signetAfterStartMb, 1)})`,
+    `  Signet service process: ${fmt(rss.signetPeakMb, 1)} after ${2 * (RUNS + 1)} completions (VmRSS after start ` +
+      `${fmt(rss.signetAfterStartMb, 1)})`,
   );
   print(
-    `  in-process worker ${fmt(rss.pipelineWorkerPeakMb, 1)}, baseline worker ${fmt(rss.baselineWorkerPeakMb, 1)}  (each worker = node + tsx: ${fmt(rss.workerFloorMb, 1)} with nothing loaded)`,
+    `  in-process worker ${fmt(rss.pipelineWorkerPeakMb, 1)}, baseline worker ${fmt(rss.baselineWorkerPeakMb, 1)}  ` +
+      `(each worker = node + tsx: ${fmt(rss.workerFloorMb, 1)} with nothing loaded)`,
   );
   if (profile) {
     print(
-      `CPU profile of the in-process worker (--cpu-prof, all rounds; self time, idle excluded): ${fmt(profile.totalMs / 1000, 1)} s sampled`,
+      `CPU profile of the in-process worker (--cpu-prof, all rounds; self time, idle excluded): ` +
+        `${fmt(profile.totalMs / 1000, 1)} s sampled`,
     );
     for (const row of profile.byOrigin.slice(0, 8)) print(`  ${fmt(row.percent, 1).padStart(5)} %  ${row.name}`);
     print('  top functions:');
@@ -640,7 +655,9 @@ async function waitForRows(sql: pg.Pool, query: string, values: unknown[], timeo
 async function checkOutput(sql: pg.Pool, dataDir: string, submissionId: number, values: string[]): Promise<void> {
   const { rows } = await sql.query(
     `SELECT d.kind, f.storage_key FROM completed_documents d JOIN stored_files f ON f.id = d.file_id
-      WHERE d.submission_id = $1 AND (d.kind = 'audit_log' OR d.submitter_id = (SELECT max(submitter_id) FROM completed_documents WHERE submission_id = $1))`,
+      WHERE d.submission_id = $1
+        AND (d.kind = 'audit_log'
+          OR d.submitter_id = (SELECT max(submitter_id) FROM completed_documents WHERE submission_id = $1))`,
     [submissionId],
   );
   for (const row of rows as { kind: string; storage_key: string }[]) {

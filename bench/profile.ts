@@ -137,7 +137,8 @@ export async function printProfile(dir: string, window: ProfileWindow, what: str
   if (!summary) return;
   print('');
   print(
-    `CPU profile of the service during ${what}, ${fmt(summary.totalMs, 0)} ms busy (${dir}, window ${window.from}–${window.to} µs):`,
+    `CPU profile of the service during ${what}, ${fmt(summary.totalMs, 0)} ms busy (${dir}, window ${window.from}–` +
+      `${window.to} µs):`,
   );
   for (const row of summary.byOrigin.slice(0, 12)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);
   for (const row of summary.byFunction.slice(0, 20)) print(`  ${fmt(row.percent, 1)}%  ${row.name}`);

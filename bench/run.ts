@@ -7,8 +7,8 @@
  * 1. Throughput: autocannon (in this process) against Signet's REST `GET /api/user`, the same data
  *    through `POST /graphql`, and bench/baseline-server.ts (node:http + pg), each server in its own
  *    child process on the same database, pool size 10.
- * 2. Start-up as `npm start` does it (build dist/main.mjs, then `node dist/main.mjs`) with the embedded PostgreSQL, build start → /health 200,
- *    first start (initdb + migrations) and restart.
+ * 2. Start-up as `npm start` does it (build dist/main.mjs, then `node dist/main.mjs`) with the embedded PostgreSQL,
+ *    build start → /health 200, first start (initdb + migrations) and restart.
  * 3. Idle RSS of the Signet node process.
  *
  * Env: DATABASE_URL (else an embedded PostgreSQL), BENCH_DURATION (s, default 8),
@@ -95,16 +95,19 @@ async function main(): Promise<number> {
   print('\n[setup] bench database …');
   const database = await createBenchDatabase(onCleanup);
   print(
-    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ` +
+      `${redactUrl(database.url)}`,
   );
 
   const signet = await startSignet(database);
   const baseline = await startBaseline(database);
   print(
-    `  Signet   pid ${signet.child.pid}  ${signet.url}  (node dist/main.mjs as npm start runs it, LOG_LEVEL=warn, NODE_ENV=production, pool ${POOL_SIZE})`,
+    `  Signet   pid ${signet.child.pid}  ${signet.url}  (node dist/main.mjs as npm start runs it, LOG_LEVEL=warn, ` +
+      `NODE_ENV=production, pool ${POOL_SIZE})`,
   );
   print(
-    `  baseline pid ${baseline.child.pid}  ${baseline.url}  (bench/baseline-server.ts: node:http + pg, pool ${POOL_SIZE})`,
+    `  baseline pid ${baseline.child.pid}  ${baseline.url}  (bench/baseline-server.ts: node:http + pg, pool ` +
+      `${POOL_SIZE})`,
   );
 
   // 3. Idle RSS on the fresh server, before any load.
@@ -122,7 +125,8 @@ async function main(): Promise<number> {
 
   // 1. Throughput, rounds in alternating order (A B C, C B A, …).
   print(
-    `\n[load] autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per run, ${ROUNDS} round(s)`,
+    `\n[load] autocannon: ${CONNECTIONS} connections, ${WARMUP_S} s warm-up + ${DURATION_S} s measured per run, ` +
+      `${ROUNDS} round(s)`,
   );
   const runs: Record<TargetKey, Run[]> = { rest: [], graphql: [], baseline: [] };
   for (let round = 1; round <= ROUNDS; round++) {
@@ -149,7 +153,8 @@ async function main(): Promise<number> {
           `${target.label}, round ${round}: ${run.errors} errors, ${run.timeouts} timeouts, ${run.non2xx} non-2xx`,
         );
       print(
-        `  round ${round}  ${target.label.padEnd(34)} ${fmt(run.reqPerSec, 0).padStart(7)} req/s  p99 ${fmt(run.p99Ms, 1).padStart(6)} ms  CPU ${fmt(run.cpuUsPerReq, 0).padStart(5)} µs/req` +
+        `  round ${round}  ${target.label.padEnd(34)} ${fmt(run.reqPerSec, 0).padStart(7)} req/s  p99 ` +
+          `${fmt(run.p99Ms, 1).padStart(6)} ms  CPU ${fmt(run.cpuUsPerReq, 0).padStart(5)} µs/req` +
           (failed > 0 ? `  (${failed} failed requests)` : ''),
       );
     }
@@ -194,49 +199,61 @@ async function main(): Promise<number> {
   };
   print(`\n${'='.repeat(92)}`);
   print(
-    `Throughput — median of ${ROUNDS} run(s) each, ${CONNECTIONS} connections, ${DURATION_S} s runs after ${WARMUP_S} s warm-up`,
+    `Throughput — median of ${ROUNDS} run(s) each, ${CONNECTIONS} connections, ${DURATION_S} s runs after ` +
+      `${WARMUP_S} s warm-up`,
   );
   print(
-    `Signet at LOG_LEVEL=warn, NODE_ENV=production; same database (${database.kind}), pool ${POOL_SIZE} for both servers`,
+    `Signet at LOG_LEVEL=warn, NODE_ENV=production; same database (${database.kind}), pool ${POOL_SIZE} for both ` +
+      `servers`,
   );
   print(
-    `  ${'server'.padEnd(25)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ${'CPU µs/req'.padStart(11)}   per run (req/s)`,
+    `  ${'server'.padEnd(25)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ` +
+      `${'CPU µs/req'.padStart(11)}   per run (req/s)`,
   );
   for (const key of ['rest', 'graphql', 'baseline'] as const) {
     const s = summary[key];
     print(
-      `  ${labels[key].padEnd(25)} ${fmt(s.reqPerSec, 0).padStart(8)} ${fmt(s.p50Ms, 2).padStart(8)} ${fmt(s.p99Ms, 2).padStart(8)} ${fmt(s.cpuUsPerReq, 0).padStart(11)}   ` +
+      `  ${labels[key].padEnd(25)} ${fmt(s.reqPerSec, 0).padStart(8)} ${fmt(s.p50Ms, 2).padStart(8)} ` +
+        `${fmt(s.p99Ms, 2).padStart(8)} ${fmt(s.cpuUsPerReq, 0).padStart(11)}   ` +
         s.runs.map((r) => fmt(r.reqPerSec, 0)).join(', '),
     );
   }
   print('Ratios (req/s)');
   print(
-    `  REST / GraphQL        ${fmt(ratios.restOverGraphql.value, 2).padStart(6)}   target ≥ ${TARGETS.restOverGraphql}   ${passMiss(ratios.restOverGraphql.pass)}`,
+    `  REST / GraphQL        ${fmt(ratios.restOverGraphql.value, 2).padStart(6)}   target ≥ ` +
+      `${TARGETS.restOverGraphql}   ${passMiss(ratios.restOverGraphql.pass)}`,
   );
   print(
-    `  GraphQL / baseline    ${fmt(ratios.graphqlOverBaseline.value, 2).padStart(6)}   target ≥ ${TARGETS.graphqlOverBaseline}   ${passMiss(ratios.graphqlOverBaseline.pass)}`,
+    `  GraphQL / baseline    ${fmt(ratios.graphqlOverBaseline.value, 2).padStart(6)}   target ≥ ` +
+      `${TARGETS.graphqlOverBaseline}   ${passMiss(ratios.graphqlOverBaseline.pass)}`,
   );
   print(`  REST / baseline       ${fmt(ratios.restOverBaseline, 2).padStart(6)}   (information)`);
   print(
-    `  CPU per request vs baseline: REST ${fmt(summary.rest.cpuUsPerReq / summary.baseline.cpuUsPerReq, 1)}×, GraphQL ${fmt(summary.graphql.cpuUsPerReq / summary.baseline.cpuUsPerReq, 1)}×` +
+    `  CPU per request vs baseline: REST ${fmt(summary.rest.cpuUsPerReq / summary.baseline.cpuUsPerReq, 1)}×, ` +
+      `GraphQL ${fmt(summary.graphql.cpuUsPerReq / summary.baseline.cpuUsPerReq, 1)}×` +
       '  (server process, all threads; PostgreSQL not included)',
   );
   print('Start-up with the embedded PostgreSQL (build + spawn dist/main.mjs → GET /health 200)');
   print(
-    `  first start (initdb + migrations)  ${fmt(startup.firstStartMs / 1000, 2).padStart(6)} s   (SIGTERM → exit ${fmt(startup.firstStopMs / 1000, 2)} s)`,
+    `  first start (initdb + migrations)  ${fmt(startup.firstStartMs / 1000, 2).padStart(6)} s   (SIGTERM → exit ` +
+      `${fmt(startup.firstStopMs / 1000, 2)} s)`,
   );
   print(
-    `  restart                            ${fmt(startup.restartMs / 1000, 2).padStart(6)} s   (SIGTERM → exit ${fmt(startup.restartStopMs / 1000, 2)} s)   target ≤ ${TARGETS.restartMs / 1000} s   ${passMiss(startup.pass)}`,
+    `  restart                            ${fmt(startup.restartMs / 1000, 2).padStart(6)} s   (SIGTERM → exit ` +
+      `${fmt(startup.restartStopMs / 1000, 2)} s)   target ≤ ${TARGETS.restartMs / 1000} s   ${passMiss(startup.pass)}`,
   );
   print(`RSS of the Signet node process (VmRSS, MB)`);
   print(
-    `  after start ${fmt(rss.signet.afterStartMb!, 1)}, after ${RSS_WARM_REQUESTS * targets.length} requests ${fmt(rss.signet.afterRequestsMb!, 1)}`,
+    `  after start ${fmt(rss.signet.afterStartMb!, 1)}, after ${RSS_WARM_REQUESTS * targets.length} requests ` +
+      `${fmt(rss.signet.afterRequestsMb!, 1)}`,
   );
   print(
-    `  idle (${IDLE_MS / 1000} s later)  ${fmt(rss.signet.idleMb!, 1).padStart(6)}   target ≤ ${TARGETS.idleRssMb}   ${passMiss(rssResult.pass)}`,
+    `  idle (${IDLE_MS / 1000} s later)  ${fmt(rss.signet.idleMb!, 1).padStart(6)}   target ≤ ${TARGETS.idleRssMb}` +
+      `   ${passMiss(rssResult.pass)}`,
   );
   print(
-    `  after the load + ${IDLE_MS / 1000} s idle ${fmt(rss.signet.afterLoadIdleMb!, 1)}   (baseline process: idle ${fmt(rss.baseline.idleMb!, 1)}, after load ${fmt(rss.baseline.afterLoadIdleMb!, 1)})`,
+    `  after the load + ${IDLE_MS / 1000} s idle ${fmt(rss.signet.afterLoadIdleMb!, 1)}   (baseline process: idle ` +
+      `${fmt(rss.baseline.idleMb!, 1)}, after load ${fmt(rss.baseline.afterLoadIdleMb!, 1)})`,
   );
   for (const problem of problems) print(`PROBLEM: ${problem}`);
   print('='.repeat(92));
@@ -291,7 +308,10 @@ async function measureStartup() {
   };
 }
 
-/** Builds and spawns the service as `npm start` does, on the embedded database under `dataDir`; waits for /health, stops it. */
+/**
+ * Builds and spawns the service as `npm start` does, on the embedded database under `dataDir`; waits for /health, stops
+ * it.
+ */
 async function startAndStop(dataDir: string): Promise<{ healthyMs: number; stopMs: number }> {
   const port = await freePort();
   const env = childEnv({ ...SIGNET_ENV, DATA_DIR: dataDir, PORT: String(port), HOST: '127.0.0.1' });

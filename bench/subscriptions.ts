@@ -61,7 +61,10 @@ const CONNECT_BATCH = 50;
 
 const SUBSCRIPTION = /* GraphQL */ `
   subscription Bench($id: Int!) {
-    submissionUpdated(id: $id) { eventType timestamp submitter { id } submission { id archivedAt status submitters { id email status completedAt } } }
+    submissionUpdated(id: $id) {
+      eventType timestamp submitter { id }
+      submission { id archivedAt status submitters { id email status completedAt } }
+    }
   }
 `;
 
@@ -265,20 +268,23 @@ async function connectBaselineClients(url: string): Promise<WebSocket[]> {
 async function main(): Promise<number> {
   const problems: string[] = [];
   print(
-    `Signet subscription benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${SUBSCRIBERS} subscribers, ${EVENTS} events`,
+    `Signet subscription benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${SUBSCRIBERS} subscribers, ` +
+      `${EVENTS} events`,
   );
 
   print('\n[setup] bench database …');
   const database = await createBenchDatabase(onCleanup);
   print(
-    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ` +
+      `${redactUrl(database.url)}`,
   );
   const dataDir = await fs.mkdtemp(path.join(os.tmpdir(), 'signet-bench-subscriptions-'));
   onCleanup(`remove ${dataDir}`, () => fs.rm(dataDir, { recursive: true, force: true }));
   buildService();
   const signet = await startSignet(database.url, dataDir);
   print(
-    `  Signet pid ${signet.child.pid} (dist/main.mjs, live events ${REDIS_URL ? `through Redis ${redactUrl(REDIS_URL)}` : 'in process'})`,
+    `  Signet pid ${signet.child.pid} (dist/main.mjs, live events ` +
+      `${REDIS_URL ? `through Redis ${redactUrl(REDIS_URL)}` : 'in process'})`,
   );
   const template = await api(signet.url, database.apiKey, 'POST', '/templates/pdf', {
     name: 'Bench form',
@@ -330,7 +336,8 @@ async function main(): Promise<number> {
   }
   const signetConnectedRss = await rssMb(signet.child.pid);
   print(
-    `  all listening after ${warmups} warm-up event(s); RSS ${fmt(signetIdleRss, 0)} MB idle → ${fmt(signetConnectedRss, 0)} MB with ${SUBSCRIBERS} subscriptions`,
+    `  all listening after ${warmups} warm-up event(s); RSS ${fmt(signetIdleRss, 0)} MB idle → ` +
+      `${fmt(signetConnectedRss, 0)} MB with ${SUBSCRIBERS} subscriptions`,
   );
   const signetCpuBefore = await cpuMs(signet.child.pid);
   const signetRounds: Round[] = [];
@@ -389,31 +396,41 @@ async function main(): Promise<number> {
   print(`\n[results] ${SUBSCRIBERS} subscribers × ${EVENTS} events (latency per subscriber and event; ms)`);
   print('                                     Signet (graphql-ws)   baseline (ws broadcast)   ratio');
   print(
-    `  p50, trigger sent → arrival         ${fmt(signetSent.p50, 1).padStart(10)}            ${fmt(baselineSent.p50, 1).padStart(10)}           ${ratio(signetSent.p50, baselineSent.p50)}`,
+    `  p50, trigger sent → arrival         ${fmt(signetSent.p50, 1).padStart(10)}            ` +
+      `${fmt(baselineSent.p50, 1).padStart(10)}           ${ratio(signetSent.p50, baselineSent.p50)}`,
   );
   print(
-    `  p99, trigger sent → arrival         ${fmt(signetSent.p99, 1).padStart(10)}            ${fmt(baselineSent.p99, 1).padStart(10)}           ${ratio(signetSent.p99, baselineSent.p99)}`,
+    `  p99, trigger sent → arrival         ${fmt(signetSent.p99, 1).padStart(10)}            ` +
+      `${fmt(baselineSent.p99, 1).padStart(10)}           ${ratio(signetSent.p99, baselineSent.p99)}`,
   );
   print(
-    `  max, trigger sent → arrival         ${fmt(signetSent.max, 1).padStart(10)}            ${fmt(baselineSent.max, 1).padStart(10)}           ${ratio(signetSent.max, baselineSent.max)}`,
+    `  max, trigger sent → arrival         ${fmt(signetSent.max, 1).padStart(10)}            ` +
+      `${fmt(baselineSent.max, 1).padStart(10)}           ${ratio(signetSent.max, baselineSent.max)}`,
   );
   print(
-    `  p50 / p99, event (archivedAt) → arrival ${fmt(signetEvent.p50, 0)} / ${fmt(signetEvent.p99, 0)} (Signet only; ms clock)`,
+    `  p50 / p99, event (archivedAt) → arrival ${fmt(signetEvent.p50, 0)} / ${fmt(signetEvent.p99, 0)} (Signet ` +
+      `only; ms clock)`,
   );
   print(
-    `  server CPU per event (ms)           ${fmt(signetCpuPerEvent, 1).padStart(10)}            ${fmt(baselineCpuPerEvent, 1).padStart(10)}           ${ratio(signetCpuPerEvent, baselineCpuPerEvent)}`,
+    `  server CPU per event (ms)           ${fmt(signetCpuPerEvent, 1).padStart(10)}            ` +
+      `${fmt(baselineCpuPerEvent, 1).padStart(10)}           ${ratio(signetCpuPerEvent, baselineCpuPerEvent)}`,
   );
   print(
-    `  RSS idle (MB)                       ${fmt(signetIdleRss, 0).padStart(10)}            ${fmt(baselineIdleRss, 0).padStart(10)}           ${ratio(signetIdleRss, baselineIdleRss)}`,
+    `  RSS idle (MB)                       ${fmt(signetIdleRss, 0).padStart(10)}            ` +
+      `${fmt(baselineIdleRss, 0).padStart(10)}           ${ratio(signetIdleRss, baselineIdleRss)}`,
   );
   print(
-    `  RSS with subscribers (MB)           ${fmt(signetConnectedRss, 0).padStart(10)}            ${fmt(baselineConnectedRss, 0).padStart(10)}           ${ratio(signetConnectedRss, baselineConnectedRss)}`,
+    `  RSS with subscribers (MB)           ${fmt(signetConnectedRss, 0).padStart(10)}            ` +
+      `${fmt(baselineConnectedRss, 0).padStart(10)}           ${ratio(signetConnectedRss, baselineConnectedRss)}`,
   );
   print(
-    `  RSS after the events (MB)           ${fmt(signetAfterRss, 0).padStart(10)}            ${fmt(baselineAfterRss, 0).padStart(10)}           ${ratio(signetAfterRss, baselineAfterRss)}`,
+    `  RSS after the events (MB)           ${fmt(signetAfterRss, 0).padStart(10)}            ` +
+      `${fmt(baselineAfterRss, 0).padStart(10)}           ${ratio(signetAfterRss, baselineAfterRss)}`,
   );
   print(
-    `  RSS per subscriber (KB)             ${fmt(perSubKb(signetConnectedRss, signetIdleRss), 1).padStart(10)}            ${fmt(perSubKb(baselineConnectedRss, baselineIdleRss), 1).padStart(10)}           ${ratio(perSubKb(signetConnectedRss, signetIdleRss), perSubKb(baselineConnectedRss, baselineIdleRss))}`,
+    `  RSS per subscriber (KB)             ${fmt(perSubKb(signetConnectedRss, signetIdleRss), 1).padStart(10)}` +
+      `            ${fmt(perSubKb(baselineConnectedRss, baselineIdleRss), 1).padStart(10)}           ` +
+      `${ratio(perSubKb(signetConnectedRss, signetIdleRss), perSubKb(baselineConnectedRss, baselineIdleRss))}`,
   );
   for (const problem of problems) print(`  PROBLEM: ${problem}`);
 

@@ -326,7 +326,8 @@ async function main(): Promise<number> {
   const { createBenchDatabase, redactUrl } = await import('./bench-database.ts');
   const database = await createBenchDatabase(onCleanup);
   print(
-    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ` +
+      `${redactUrl(database.url)}`,
   );
   const signet = await startSignet(database.url);
   const signetAfterStart = await memoryMb(signet.child.pid);
@@ -349,7 +350,8 @@ async function main(): Promise<number> {
 
   // --- 1. template creation ----------------------------------------------------------------
   print(
-    `\n[templates] ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages, ${fmt(original.length / 1024, 0)} KB): 1 warm-up round + ${TEMPLATE_RUNS}, order alternating`,
+    `\n[templates] ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages, ${fmt(original.length / 1024, 0)} KB): 1 ` +
+      `warm-up round + ${TEMPLATE_RUNS}, order alternating`,
   );
   let firstUpload: Measured | undefined;
   const runs = {
@@ -389,7 +391,8 @@ async function main(): Promise<number> {
     print(
       warmUp
         ? '  warm-up round done'
-        : `  round ${round}  POST ${last(runs.http)} ms   in-process ${last(runs.servicePath)} ms   pdfjs baseline ${last(runs.pdfjs)} ms`,
+        : `  round ${round}  POST ${last(runs.http)} ms   in-process ${last(runs.servicePath)} ms   pdfjs baseline ` +
+            `${last(runs.pdfjs)} ms`,
     );
   }
   if (signet.child.exited()) problems.push(`the Signet server exited:\n${signet.child.output()}`);
@@ -403,11 +406,13 @@ async function main(): Promise<number> {
 
   // --- 2. DOCX → PDF ---------------------------------------------------------------------------
   print(
-    `\n[docx] one-page DOCX through createRenderer (default configuration: local LibreOffice); 1 first + ${DOCX_RUNS} warm conversions`,
+    `\n[docx] one-page DOCX through createRenderer (default configuration: local LibreOffice); 1 first + ` +
+      `${DOCX_RUNS} warm conversions`,
   );
   const docx = await makeDocx();
   print(
-    `  ${path.basename(docx.docxPath)}: ${fmt(docx.bytes / 1024, 1)} KB, made by soffice from HTML (${fmt(docx.makeMs / 1000, 2)} s); direct soffice → PDF ${fmt(docx.directMs / 1000, 2)} s`,
+    `  ${path.basename(docx.docxPath)}: ${fmt(docx.bytes / 1024, 1)} KB, made by soffice from HTML (` +
+      `${fmt(docx.makeMs / 1000, 2)} s); direct soffice → PDF ${fmt(docx.directMs / 1000, 2)} s`,
   );
   const docxWorker = await startWorker('docx', childEnv({ NODE_ENV: 'production' }));
   const docxRuns: (Measured & DocxRun)[] = [];
@@ -417,7 +422,8 @@ async function main(): Promise<number> {
     const measured = await timed(docxWorker.pid, () => docxWorker.call<DocxRun>({ docxPath: docx.docxPath, outPath }));
     docxRuns.push(measured);
     print(
-      `  ${i === 0 ? 'first' : `warm ${i}`}  ${fmt(measured.ms / 1000, 2)} s  (${fmt(measured.bytes / 1024, 1)} KB PDF)`,
+      `  ${i === 0 ? 'first' : `warm ${i}`}  ${fmt(measured.ms / 1000, 2)} s  (${fmt(measured.bytes / 1024, 1)} KB ` +
+        `PDF)`,
     );
     if (i === 0) await checkDocxPdf(await fs.readFile(outPath));
   }
@@ -466,14 +472,17 @@ async function main(): Promise<number> {
 
   const line = (label: string, s: ReturnType<typeof summarise>, extra = '') =>
     print(
-      `  ${label.padEnd(44)} ${fmt(s.medianMs, 0).padStart(6)} ${fmt(s.minMs, 0).padStart(6)} ${fmt(s.maxMs, 0).padStart(6)} ${fmt(s.cpuMs, 0).padStart(7)}   ${extra}`,
+      `  ${label.padEnd(44)} ${fmt(s.medianMs, 0).padStart(6)} ${fmt(s.minMs, 0).padStart(6)} ` +
+        `${fmt(s.maxMs, 0).padStart(6)} ${fmt(s.cpuMs, 0).padStart(7)}   ${extra}`,
     );
   print(`\n${'='.repeat(100)}`);
   print(
-    `Template from ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages) — median of ${TEMPLATE_RUNS} after a warm-up; database ${database.kind}`,
+    `Template from ${path.basename(FIXTURE)} (${FIXTURE_PAGES} pages) — median of ${TEMPLATE_RUNS} after a warm-up; ` +
+      `database ${database.kind}`,
   );
   print(
-    `  ${''.padEnd(44)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   (ms; CPU = the measuring process, median)`,
+    `  ${''.padEnd(44)} ${'median'.padStart(6)} ${'min'.padStart(6)} ${'max'.padStart(6)} ${'CPU ms'.padStart(7)}   ` +
+      `(ms; CPU = the measuring process, median)`,
   );
   line(
     'POST /api/templates/pdf (dist service, HTTP)',
@@ -488,27 +497,33 @@ async function main(): Promise<number> {
   line('baseline: pdfjs-dist text of every page', baseline);
   print(`  first upload after the service started (the warm-up round): ${fmt(firstUpload!.ms, 0)} ms (information)`);
   print(
-    `  POST / baseline        ${fmt(createRatio, 2).padStart(5)}×   target ≤ ${TARGETS.createOverBaseline}×   ${passMiss(createRatio <= TARGETS.createOverBaseline)}`,
+    `  POST / baseline        ${fmt(createRatio, 2).padStart(5)}×   target ≤ ${TARGETS.createOverBaseline}×   ` +
+      `${passMiss(createRatio <= TARGETS.createOverBaseline)}`,
   );
   print(`  in-process / baseline  ${fmt(inProcess.medianMs / baseline.medianMs, 2).padStart(5)}×   (information)`);
   print('DOCX → PDF, one page, local LibreOffice through createRenderer');
   print(
-    `  first conversion (new profile)   ${fmt(docxResult.firstMs / 1000, 2).padStart(5)} s   target ≤ ${TARGETS.docxMs / 1000} s   ${passMiss(docxResult.passFirst)}`,
+    `  first conversion (new profile)   ${fmt(docxResult.firstMs / 1000, 2).padStart(5)} s   target ≤ ` +
+      `${TARGETS.docxMs / 1000} s   ${passMiss(docxResult.passFirst)}`,
   );
   print(
-    `  warm (median of ${DOCX_RUNS})              ${fmt(docxResult.warm.medianMs / 1000, 2).padStart(5)} s   target ≤ ${TARGETS.docxMs / 1000} s   ${passMiss(docxResult.passWarm)}` +
+    `  warm (median of ${DOCX_RUNS})              ${fmt(docxResult.warm.medianMs / 1000, 2).padStart(5)} s   target ` +
+      `≤ ${TARGETS.docxMs / 1000} s   ${passMiss(docxResult.passWarm)}` +
       `   (${docxResult.warm.runsMs.map((ms) => fmt(ms / 1000, 2)).join(', ')} s)`,
   );
   print(`  baseline: soffice --convert-to pdf run directly, warm profile  ${fmt(docx.directMs / 1000, 2)} s`);
   print('Peak RSS (VmHWM, MB)');
   print(
-    `  Signet service process: ${fmt(rss.signetPeakMb, 1)} after the ${TEMPLATE_RUNS + 1} uploads (VmRSS after start ${fmt(rss.signetAfterStartMb, 1)})`,
+    `  Signet service process: ${fmt(rss.signetPeakMb, 1)} after the ${TEMPLATE_RUNS + 1} uploads (VmRSS after ` +
+      `start ${fmt(rss.signetAfterStartMb, 1)})`,
   );
   print(
-    `  in-process worker ${fmt(rss.inProcessWorkerPeakMb, 1)}, pdfjs baseline worker ${fmt(rss.pdfjsWorkerPeakMb, 1)}  (each worker = node + tsx: ${fmt(rss.workerFloorMb, 1)} with nothing loaded)`,
+    `  in-process worker ${fmt(rss.inProcessWorkerPeakMb, 1)}, pdfjs baseline worker ` +
+      `${fmt(rss.pdfjsWorkerPeakMb, 1)}  (each worker = node + tsx: ${fmt(rss.workerFloorMb, 1)} with nothing loaded)`,
   );
   print(
-    `  DOCX: node worker ${fmt(rss.docxWorkerPeakMb, 1)}; LibreOffice ${fmt(rss.libreOfficePeakMb, 1)} (${rss.libreOfficeProcess}, sampled every ${SAMPLE_MS} ms); ` +
+    `  DOCX: node worker ${fmt(rss.docxWorkerPeakMb, 1)}; LibreOffice ${fmt(rss.libreOfficePeakMb, 1)} (` +
+      `${rss.libreOfficeProcess}, sampled every ${SAMPLE_MS} ms); ` +
       `worker + LibreOffice processes together ≤ ${fmt(rss.docxTreePeakMb, 1)}`,
   );
   for (const problem of problems) print(`PROBLEM: ${problem}`);

@@ -369,31 +369,39 @@ async function main(): Promise<void> {
   print('| measure | Signet | baseline (bare POST loop, kept-alive connections) | ratio | target | |');
   print('|---|---|---|---|---|---|');
   print(
-    `| deliveries/s (burst of ${BURST_EVENTS} events × ${ENDPOINTS} endpoints) | ${fmt(deliveriesPerSec, 0)} | ${fmt(baselinePerSec, 0)} | ${fmt(deliveriesPerSec / baselinePerSec, 2)} | ≥ ${TARGETS.deliveriesPerSec} | ${passMiss(deliveriesPerSec >= TARGETS.deliveriesPerSec)} |`,
+    `| deliveries/s (burst of ${BURST_EVENTS} events × ${ENDPOINTS} endpoints) | ${fmt(deliveriesPerSec, 0)} | ` +
+      `${fmt(baselinePerSec, 0)} | ${fmt(deliveriesPerSec / baselinePerSec, 2)} | ≥ ${TARGETS.deliveriesPerSec} | ` +
+      `${passMiss(deliveriesPerSec >= TARGETS.deliveriesPerSec)} |`,
   );
   print(
-    `| emit → receipt p50, ms (${LATENCY_EVENTS} events at ${LATENCY_RATE}/s × ${ENDPOINTS}) | ${fmt(p50, 1)} | ${fmt(baseP50, 1)} | ${fmt(p50 / baseP50, 1)} | | |`,
+    `| emit → receipt p50, ms (${LATENCY_EVENTS} events at ${LATENCY_RATE}/s × ${ENDPOINTS}) | ${fmt(p50, 1)} | ` +
+      `${fmt(baseP50, 1)} | ${fmt(p50 / baseP50, 1)} | | |`,
   );
   print(
-    `| emit → receipt p99, ms | ${fmt(p99, 1)} | ${fmt(baseP99, 1)} | ${fmt(p99 / baseP99, 1)} | ≤ ${TARGETS.p99Ms} | ${passMiss(p99 <= TARGETS.p99Ms)} |`,
+    `| emit → receipt p99, ms | ${fmt(p99, 1)} | ${fmt(baseP99, 1)} | ${fmt(p99 / baseP99, 1)} | ≤ ${TARGETS.p99Ms} ` +
+      `| ${passMiss(p99 <= TARGETS.p99Ms)} |`,
   );
   print(`| Signet CPU per delivery in the burst, ms | ${fmt(signetCpuMs / burstDeliveries, 2)} | | | | |`);
   print('');
   print(
-    `latency breakdown (steady rate): emit → deliveries written (dispatch job ran) p50 ${fmt(percentile(toDispatch, 50), 1)} ms, p99 ${fmt(percentile(toDispatch, 99), 1)} ms`,
+    `latency breakdown (steady rate): emit → deliveries written (dispatch job ran) p50 ` +
+      `${fmt(percentile(toDispatch, 50), 1)} ms, p99 ${fmt(percentile(toDispatch, 99), 1)} ms`,
   );
   print(
-    `  emit → attempt start p50 ${fmt(percentile(toStart, 50), 1)} ms, p99 ${fmt(percentile(toStart, 99), 1)} ms; the request itself p50 ${fmt(percentile(sendMs, 50), 1)} ms, p99 ${fmt(percentile(sendMs, 99), 1)} ms`,
+    `  emit → attempt start p50 ${fmt(percentile(toStart, 50), 1)} ms, p99 ${fmt(percentile(toStart, 99), 1)} ms; ` +
+      `the request itself p50 ${fmt(percentile(sendMs, 50), 1)} ms, p99 ${fmt(percentile(sendMs, 99), 1)} ms`,
   );
   print('');
   print(
     `baseline on a new connection per request (as Signet before keep-alive): ${fmt(newConnectionPerSec, 0)} requests/s`,
   );
   print(
-    `burst: emitted in ${fmt(emitMs, 0)} ms, last arrival after ${fmt(burstMs, 0)} ms; payload ${Buffer.byteLength(sample.body)} bytes`,
+    `burst: emitted in ${fmt(emitMs, 0)} ms, last arrival after ${fmt(burstMs, 0)} ms; payload ` +
+      `${Buffer.byteLength(sample.body)} bytes`,
   );
   print(
-    `checks: ${baselineBefore} of ${expected} deliveries arrived, ${duplicates} duplicates, ${badSignatures} bad signatures, ${succeeded} succeeded in the database`,
+    `checks: ${baselineBefore} of ${expected} deliveries arrived, ${duplicates} duplicates, ${badSignatures} bad ` +
+      `signatures, ${succeeded} succeeded in the database`,
   );
 
   const ok = duplicates === 0 && badSignatures === 0 && succeeded === expected && baselineBefore === expected;
@@ -421,7 +429,10 @@ async function main(): Promise<void> {
   }
 }
 
-/** SQL statements of the burst per delivery: by pool, and the most frequent texts (first 100 characters, whitespace folded). */
+/**
+ * SQL statements of the burst per delivery: by pool, and the most frequent texts (first 100 characters, whitespace
+ * folded).
+ */
 function printStatements(statements: { pool: string; text: string }[], deliveries: number): void {
   const byPool = new Map<string, number>();
   const byText = new Map<string, number>();
@@ -432,7 +443,8 @@ function printStatements(statements: { pool: string; text: string }[], deliverie
   }
   print('');
   print(
-    `SQL statements in the burst: ${fmt(statements.length / deliveries, 2)} per delivery (${[...byPool].map(([pool, n]) => `${pool} ${fmt(n / deliveries, 2)}`).join(', ')})`,
+    `SQL statements in the burst: ${fmt(statements.length / deliveries, 2)} per delivery (` +
+      `${[...byPool].map(([pool, n]) => `${pool} ${fmt(n / deliveries, 2)}`).join(', ')})`,
   );
   for (const [text, n] of [...byText].sort((a, b) => b[1] - a[1]).slice(0, 25))
     print(`  ${fmt(n / deliveries, 3).padStart(6)}  ${text}`);
