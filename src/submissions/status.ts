@@ -1,16 +1,36 @@
 /**
- * Statuses computed at read time (reference/docuseal-behaviour.md §5.1, §6) and the `values`
- * array DocuSeal returns for a submitter (§5.2).
+ * Statuses computed at read time, each rule defined once here (reference/docuseal-behaviour.md
+ * §4, §5.1, §6), and the `values` array DocuSeal returns for a submitter (§5.2).
+ *
+ * A submission's status rules are read from three facts about it (SUBMISSION_FACTS):
+ * - the **display status** (`status` of a submission in GraphQL, REST and webhooks): submissionStatus;
+ * - the **`status=` filters** of GET /submissions and GraphQL `submissions`: SUBMISSION_STATUS_FILTERS,
+ *   DocuSeal's scopes (app/models/submission.rb `pending`/`completed`/`declined`/`expired`, read by
+ *   lib/submissions/filter.rb). They are not "display status = X": `pending` keeps declined
+ *   submissions that have not expired, `expired` keeps declined ones whose expire_at passed;
+ *   `declined` leaves out completed ones (DocuSeal's scope does not; a completed submission with a
+ *   declined party does not occur: a party that declined never completes). What holds: a
+ *   submission whose display status is X is matched by the filter X.
+ * The SQL of the filters is generated from the same rules, fact by fact, in
+ * src/db/queries/submission-page.ts (hand-written SQL lives under src/db/queries/);
+ * test/submission-status.test.ts checks both select the same submissions in every state.
+ * The submitter's status is submitterStatus. (The stored list items of GET /submissions,
+ * src/db/queries/submission-list-items.ts, still repeat the display rules in SQL until that
+ * renderer goes; the test checks what they show against these functions.)
  */
 import type { Field, Role } from '../templates/fields.ts';
 
-/** declined → completed → opened → sent → awaiting (first match wins; §6). */
+/** A submitter's status values, in the order its rule tries them (§6). */
+export const SUBMITTER_STATUSES = ['declined', 'completed', 'opened', 'sent', 'awaiting'] as const;
+export type SubmitterStatus = (typeof SUBMITTER_STATUSES)[number];
+
+/** declined → completed → opened → sent → awaiting (first match wins; §6, R: app/models/submitter.rb). */
 export function submitterStatus(s: {
   declinedAt: Date | null;
   completedAt: Date | null;
   openedAt: Date | null;
   sentAt: Date | null;
-}): string {
+}): SubmitterStatus {
   if (s.declinedAt) return 'declined';
   if (s.completedAt) return 'completed';
   if (s.openedAt) return 'opened';
@@ -18,15 +38,67 @@ export function submitterStatus(s: {
   return 'awaiting';
 }
 
-/** completed → declined (any submitter) → expired (expire_at passed) → pending (§5.1). */
+/** A submission's status values; also the values of the `status=` filter, in the order messages list them. */
+export const SUBMISSION_STATUSES = ['pending', 'completed', 'declined', 'expired'] as const;
+export type SubmissionStatus = (typeof SUBMISSION_STATUSES)[number];
+
+/** The columns a submission's status is read from: its own, and its submitters' `declined_at`. */
+export interface SubmissionStatusColumns {
+  completedAt: Date | null;
+  expireAt: Date | null;
+  submitters: readonly { declinedAt: Date | null }[];
+}
+
+/**
+ * The facts every submission status rule is made of, each a predicate over the columns at `now`:
+ * - `completed`: completed_at is set (every non-viewer party completed, §5.1);
+ * - `declined`: any submitter's declined_at is set;
+ * - `expired`: expire_at is set and ≤ now (at now exactly it has expired, as DocuSeal's `..Time.current`).
+ */
+export const SUBMISSION_FACTS = {
+  completed: (s: SubmissionStatusColumns) => s.completedAt !== null,
+  declined: (s: SubmissionStatusColumns) => s.submitters.some((x) => x.declinedAt !== null),
+  expired: (s: SubmissionStatusColumns, now: Date) => s.expireAt !== null && s.expireAt.getTime() <= now.getTime(),
+} as const;
+export type SubmissionFact = keyof typeof SUBMISSION_FACTS;
+
+/**
+ * The `status=` filters (§4; DocuSeal's scopes named above), each the facts a submission must
+ * have (true) or lack (false); facts not named are ignored. src/db/queries/submission-page.ts
+ * writes each as SQL from this table.
+ */
+export const SUBMISSION_STATUS_FILTERS: Readonly<
+  Record<SubmissionStatus, Readonly<Partial<Record<SubmissionFact, boolean>>>>
+> = {
+  /** Not completed and not expired; declined ones are included (DocuSeal's `pending` scope). */
+  pending: { completed: false, expired: false },
+  completed: { completed: true },
+  /** Not completed and any party declined, expired or not. */
+  declined: { completed: false, declined: true },
+  /** Not completed and expire_at ≤ now; declined ones are included (DocuSeal's `expired` scope). */
+  expired: { completed: false, expired: true },
+};
+
+/** Whether `submission` is matched by the `status=` filter `status` at `now` (SUBMISSION_STATUS_FILTERS). */
+export function matchesStatusFilter(status: SubmissionStatus, submission: SubmissionStatusColumns, now: Date): boolean {
+  return Object.entries(SUBMISSION_STATUS_FILTERS[status]).every(
+    ([fact, wanted]) => SUBMISSION_FACTS[fact as SubmissionFact](submission, now) === wanted,
+  );
+}
+
+/**
+ * The display status: completed → declined (any submitter) → expired (expire_at ≤ now) → pending,
+ * first match wins (§5.1; archiving does not change it).
+ */
 export function submissionStatus(
   submission: { completedAt: Date | null; expireAt: Date | null },
-  submitters: { declinedAt: Date | null }[],
+  submitters: readonly { declinedAt: Date | null }[],
   now = new Date(),
-): string {
-  if (submission.completedAt) return 'completed';
-  if (submitters.some((s) => s.declinedAt)) return 'declined';
-  if (submission.expireAt && submission.expireAt.getTime() <= now.getTime()) return 'expired';
+): SubmissionStatus {
+  const columns = { completedAt: submission.completedAt, expireAt: submission.expireAt, submitters };
+  if (SUBMISSION_FACTS.completed(columns)) return 'completed';
+  if (SUBMISSION_FACTS.declined(columns)) return 'declined';
+  if (SUBMISSION_FACTS.expired(columns, now)) return 'expired';
   return 'pending';
 }
 

@@ -6,6 +6,7 @@
  * (bench/README.md, issue 4); pg takes ~0.15 ms.
  */
 import { createHash } from 'node:crypto';
+import { type SubmissionFact, SUBMISSION_STATUS_FILTERS, type SubmissionStatus } from '../../submissions/status.ts';
 import { sqlPool, type Db } from '../client.ts';
 
 export interface SubmissionPageFilter {
@@ -18,7 +19,8 @@ export interface SubmissionPageFilter {
   archived?: boolean;
   /** Only templates in these folders (already resolved from a folder path). */
   folderIds?: number[];
-  status?: 'pending' | 'completed' | 'declined' | 'expired';
+  /** A `status=` filter (src/submissions/status.ts SUBMISSION_STATUS_FILTERS). */
+  status?: SubmissionStatus;
   /** Cursors: ids greater than `after`, smaller than `before`. */
   after?: number;
   before?: number;
@@ -40,6 +42,35 @@ function statementName(text: string): string {
     named.set(text, name);
   }
   return name;
+}
+
+/**
+ * Each fact of src/submissions/status.ts SUBMISSION_FACTS in SQL over `s` (a submissions row),
+ * held (true) and not held (false); `now()` gives the placeholder of the time judged at
+ * (timestamp, UTC). The two forms are written out: NOT over a NULL expire_at would be NULL, not true.
+ */
+const FACT_SQL: Readonly<Record<SubmissionFact, (now: () => string) => Record<'true' | 'false', string>>> = {
+  completed: () => ({ true: 's.completed_at IS NOT NULL', false: 's.completed_at IS NULL' }),
+  declined: () => {
+    const any = 'EXISTS (SELECT 1 FROM submitters d WHERE d.submission_id = s.id AND d.declined_at IS NOT NULL)';
+    return { true: any, false: `NOT ${any}` };
+  },
+  expired: (now) => ({
+    true: `s.expire_at <= ${now()}::timestamp`,
+    false: `(s.expire_at IS NULL OR s.expire_at > ${now()}::timestamp)`,
+  }),
+};
+
+/**
+ * The SQL condition of a `status=` filter, made from its rule (SUBMISSION_STATUS_FILTERS, which
+ * says what each filter means and why) fact by fact; test/submission-status.test.ts checks it
+ * selects what matchesStatusFilter selects.
+ * @param now gives the placeholder holding the time judged at ("$4"), called only if the filter reads it
+ */
+export function statusFilterSql(status: SubmissionStatus, now: () => string): string {
+  return Object.entries(SUBMISSION_STATUS_FILTERS[status])
+    .map(([fact, held]) => FACT_SQL[fact as SubmissionFact](now)[held ? 'true' : 'false'])
+    .join(' AND ');
 }
 
 /**
@@ -65,17 +96,10 @@ export async function submissionPageIds(db: Db, filter: SubmissionPageFilter): P
       `s.template_id IN (SELECT t.id FROM templates t WHERE t.folder_id = ANY(${param(filter.folderIds)}::int[]))`,
     );
   if (filter.status) {
-    const now = () => param(filter.now.toISOString().replace('T', ' ').replace('Z', ''));
-    if (filter.status === 'completed') where.push('s.completed_at IS NOT NULL');
-    if (filter.status === 'declined')
-      where.push(
-        's.completed_at IS NULL AND EXISTS (SELECT 1 FROM submitters d WHERE d.submission_id = s.id AND d.declined_at IS NOT NULL)',
-      );
-    if (filter.status === 'expired') where.push(`s.completed_at IS NULL AND s.expire_at <= ${now()}::timestamp`);
-    if (filter.status === 'pending') {
-      const at = now();
-      where.push(`s.completed_at IS NULL AND (s.expire_at IS NULL OR s.expire_at > ${at}::timestamp)`);
-    }
+    // A placeholder for now only when the filter reads it (an unused one has no type).
+    let now: string | undefined;
+    const nowParam = () => (now ??= param(filter.now.toISOString().replace('T', ' ').replace('Z', '')));
+    where.push(statusFilterSql(filter.status, nowParam));
   }
   if (filter.after !== undefined) where.push(`s.id > ${param(filter.after)}`);
   if (filter.before !== undefined) where.push(`s.id < ${param(filter.before)}`);

@@ -11,6 +11,7 @@ import { findSubmissionForAccount, findSubmitterForAccount } from '../../submiss
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { submissionPageIds } from '../../db/queries/submission-page.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
+import { SUBMISSION_STATUSES } from '../../submissions/status.ts';
 import { UpdateSubmitterRequest } from '../../submissions/submitter-input.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
@@ -135,11 +136,8 @@ const SubmissionsArgs = PageArgs.extend({
   templateId: z.number().int().optional(),
   q: text(MAX_LENGTH.filter).optional(),
   templateFolder: text(MAX_LENGTH.folderName).optional(),
-  status: z
-    .enum(['pending', 'completed', 'declined', 'expired'], {
-      error: 'status must be one of pending, completed, declined, expired',
-    })
-    .optional(),
+  // The filters of src/submissions/status.ts (SUBMISSION_STATUS_FILTERS).
+  status: z.enum(SUBMISSION_STATUSES, { error: `status must be one of ${SUBMISSION_STATUSES.join(', ')}` }).optional(),
   archived: z.boolean().optional(),
   slug: text(MAX_LENGTH.filter).optional(),
 });
