@@ -218,7 +218,10 @@ export interface Config {
   docxLimits: { maxUncompressedBytes: number; maxEntries: number };
   /** Bytes of address space for each local soffice (`ulimit -v`); undefined: no limit. */
   sofficeMaxMemory: number | undefined;
-  /** Image values (signature, initials, image, stamp): checked before they are stored (src/signing-form/signature-image.ts). */
+  /**
+   * Image values (signature, initials, image, stamp): checked before they are stored
+   * (src/documents/drawable-image.ts).
+   */
   images: { maxBytes: number; maxPixels: number };
   jobsMongodbUrl: string | undefined;
   /** Milliseconds. */

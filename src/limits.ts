@@ -43,7 +43,7 @@ export const MAX_LENGTH = {
   text: 10_000,
   /** An e-mail body (`message.body`). */
   messageBody: 20_000,
-  /** A field's `validation.pattern` (src/signing-form/field-pattern.ts). */
+  /** A field's `validation.pattern` (src/templates/field-pattern.ts). */
   pattern: 1_000,
   /** Filters of list queries (q, slug, external_id, folder, event type). */
   filter: 255,
@@ -241,6 +241,30 @@ export function checkJson(value: unknown, limit: JsonLimit, path: string): void 
   const problem = jsonProblem(value, limit);
   if (problem)
     throw new AppError('VALIDATION', jsonLimitMessage(path, problem), { details: { path, maximum: problem.maximum } });
+}
+
+/**
+ * What is wrong with a field value's size (text at most MAX_LENGTH.text characters,
+ * a list at most MAX_ITEMS.options entries of that length), as a message about `subject` (the
+ * field's name, or the value's path in a request), or undefined.
+ */
+export function valueSizeMessage(value: unknown, subject: string): string | undefined {
+  if (typeof value === 'string')
+    return value.length > MAX_LENGTH.text ? tooLongMessage(subject, MAX_LENGTH.text) : undefined;
+  if (!Array.isArray(value)) return undefined;
+  if (value.length > MAX_ITEMS.options) return tooManyMessage(subject, MAX_ITEMS.options);
+  return value.some((item) => typeof item === 'string' && item.length > MAX_LENGTH.text)
+    ? tooLongMessage(subject, MAX_LENGTH.text)
+    : undefined;
+}
+
+/**
+ * All values of a party together, as they will be stored: at most MAX_JSON.values. Used by the
+ * signing form and by the API's values (src/submissions/create-submissions.ts), like valueSizeMessage.
+ * @throws AppError VALIDATION "values is too large (maximum is 65536 characters as JSON)."
+ */
+export function checkValuesSize(values: Record<string, unknown>, path = 'values'): void {
+  checkJson(values, MAX_JSON.values, path);
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
  * Input limits and user patterns (issue 12 §1 "Huge values", "ReDoS"; src/limits.ts,
- * src/signing-form/field-pattern.ts; docs/security.md "Input limits"), against a real server:
+ * src/templates/field-pattern.ts; docs/security.md "Input limits"), against a real server:
  * every over-long string, over-long list and over-large JSON object is a 422 (REST, DocuSeal's
  * `{"error": ...}`) or a VALIDATION error (GraphQL) naming the input, with nothing written; a
  * field's `validation.pattern` runs on RE2, so `(a+)+$` costs microseconds; patterns RE2 cannot
@@ -8,7 +8,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { compileFieldPattern, fieldPatternProblem } from '../src/signing-form/field-pattern.ts';
+import { compileFieldPattern, fieldPatternProblem } from '../src/templates/field-pattern.ts';
 import { completionValues } from '../src/signing-form/field-values.ts';
 import type { Field } from '../src/templates/fields.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';

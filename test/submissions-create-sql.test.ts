@@ -151,7 +151,7 @@ describe('the create answer read back in one statement', () => {
     const image = json[0].values.find((v: { field: string }) => v.field === 'Stamp Image');
     const response = await fetch(image.value);
     expect(response.status).toBe(200);
-    // Kept as mupdf re-encodes it from the decoded pixels (src/signing-form/signature-image.ts): a
+    // Kept as mupdf re-encodes it from the decoded pixels (src/documents/drawable-image.ts): a
     // PNG of the same size, not the same bytes.
     const served = Buffer.from(await response.arrayBuffer());
     expect(served.subarray(0, 8).equals(Buffer.from(PNG_1PX, 'base64').subarray(0, 8))).toBe(true);

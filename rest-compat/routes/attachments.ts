@@ -14,7 +14,7 @@ import type { FileStorage } from '../../src/documents/storage.ts';
 import { AppError } from '../../src/errors.ts';
 import { findAppError } from '../../src/graphql/errors.ts';
 import { createSigningFormAttachment, findUploadingSigner } from '../../src/signing-form/attachments.ts';
-import type { ImageLimits } from '../../src/signing-form/signature-image.ts';
+import type { ImageLimits } from '../../src/documents/drawable-image.ts';
 
 export const ATTACHMENTS_PATH = '/api/attachments';
 
@@ -24,7 +24,7 @@ export interface UploadRouteDeps {
   files: Pick<FileUrlSigner, 'url'>;
   /** Largest accepted file in bytes (the service's MAX_BODY_SIZE_MB, config.maxBodySize). */
   maxFileBytes: number;
-  /** IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS, for signature, initials and image uploads (signature-image.ts). */
+  /** IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS, for signature, initials and image uploads (drawable-image.ts). */
   images: ImageLimits;
 }
 

@@ -4,7 +4,7 @@
  *
  * Why a worker: pdf-lib parses every object of a file (about 30 ms per MB, all of it on the thread
  * that calls it), and a damaged or crafted file can make a JavaScript parser run far longer (its
- * PNG decoder never returns on some damaged images: src/signing-form/signature-image.ts). On a
+ * PNG decoder never returns on some damaged images: src/documents/drawable-image.ts). On a
  * worker the event loop keeps answering, a read that runs over READ_TIMEOUT_MS or over the
  * worker's heap limit ends as the document's fault (the worker is replaced), and the parse runs
  * beside mupdf's text-tag scan instead of after it (src/templates/prepare-documents.ts), so a

@@ -10,10 +10,10 @@
  */
 import type { PDFPage, Quad, Rect } from 'mupdf';
 import { AppError } from '../errors.ts';
-import { TAG_FIELD_TYPES } from '../templates/fields.ts';
+import { TAG_FIELD_TYPES } from '../field-types.ts';
 import { invalidPdf, loadMupdf, openPdf, readPageGeometry, type PdfPageInfo } from './pdf.ts';
 
-/** Field types a tag may name: the template field types plus `datenow` (src/templates/fields.ts). */
+/** Field types a tag may name: the template field types plus `datenow` (src/field-types.ts). */
 export const TEXT_TAG_TYPES = TAG_FIELD_TYPES;
 
 /** The type a tag produces (`datenow` has become `date`). */

@@ -20,7 +20,7 @@ export type ParsedFieldTag = Omit<HtmlFieldTag, 'area'> & {
   label: string;
 };
 
-/** Types whose value is picked from `options` (as for the API's fields, src/templates/fields.ts). */
+/** Types whose value is picked from `options` (as for the API's fields, src/field-types.ts OPTION_FIELD_TYPES). */
 const OPTION_TYPES: ReadonlySet<string> = new Set(['select', 'radio', 'multiple']);
 
 /**

@@ -4,7 +4,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { AppError } from '../errors.ts';
-import { TAG_FIELD_TYPES } from '../templates/fields.ts';
+import { TAG_FIELD_TYPES } from '../field-types.ts';
 
 /**
  * Paper sizes of POST /templates/html (interface-spec "POST /templates/html"), in PDF points
@@ -52,7 +52,7 @@ export function parsePaperSize(value: unknown): PaperSize {
 
 /**
  * Field types an HTML field tag `<type-field>` may name: the template field types plus `datenow`
- * (reference/docuseal-behaviour.md §12.3–12.4; src/templates/fields.ts).
+ * (reference/docuseal-behaviour.md §12.3–12.4; src/field-types.ts).
  */
 export const HTML_FIELD_TYPES = TAG_FIELD_TYPES;
 export type HtmlFieldType = (typeof HTML_FIELD_TYPES)[number];

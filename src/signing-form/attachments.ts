@@ -12,7 +12,7 @@ import { baseFilename, dangerousExtensionOf, extensionOf } from '../documents/fi
 import { storeFile } from '../documents/store-file.ts';
 import { AppError } from '../errors.ts';
 import { findSignerBySlug, formStateOf } from './form-state.ts';
-import { imageKindOf, readDrawableImage, UnreadableImageError, type ImageLimits } from './signature-image.ts';
+import { imageKindOf, readDrawableImage, UnreadableImageError, type ImageLimits } from '../documents/drawable-image.ts';
 
 /** Upload purposes the page sends in `type`. */
 export const ATTACHMENT_TYPES = ['signature', 'initials', 'image', 'file'] as const;

@@ -16,9 +16,9 @@ import { isValidPhoneNumber, parsePhoneNumberFromString } from 'libphonenumber-j
 import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { checkJson, MAX_ITEMS, MAX_JSON, MAX_LENGTH, tooLongMessage, tooManyMessage } from '../limits.ts';
+import { checkValuesSize, valueSizeMessage } from '../limits.ts';
 import type { Field } from '../templates/fields.ts';
-import { compileFieldPattern } from './field-pattern.ts';
+import { compileFieldPattern } from '../templates/field-pattern.ts';
 
 /** A refusal about one field: the GraphQL error carries `extensions.fieldUuid` (the page marks the field). */
 export class SigningFieldError extends AppError {
@@ -120,21 +120,6 @@ function checkKind(field: Field, raw: unknown): unknown {
 }
 
 /**
- * What is wrong with a field value's size (src/limits.ts: text at most MAX_LENGTH.text characters,
- * a list at most MAX_ITEMS.options entries of that length), as a message about `subject` (the
- * field's name, or the value's path in a request), or undefined.
- */
-export function valueSizeMessage(value: unknown, subject: string): string | undefined {
-  if (typeof value === 'string')
-    return value.length > MAX_LENGTH.text ? tooLongMessage(subject, MAX_LENGTH.text) : undefined;
-  if (!Array.isArray(value)) return undefined;
-  if (value.length > MAX_ITEMS.options) return tooManyMessage(subject, MAX_ITEMS.options);
-  return value.some((item) => typeof item === 'string' && item.length > MAX_LENGTH.text)
-    ? tooLongMessage(subject, MAX_LENGTH.text)
-    : undefined;
-}
-
-/**
  * A signer's value's size (valueSizeMessage), checked before anything else looks at the value.
  * @throws SigningFieldError VALIDATION "<name> is too long (maximum is N characters)." /
  *   "<name> has too many entries (maximum is N)."
@@ -142,14 +127,6 @@ export function valueSizeMessage(value: unknown, subject: string): string | unde
 export function checkValueSize(field: Field, value: unknown): void {
   const message = valueSizeMessage(value, displayName(field));
   if (message) throw new SigningFieldError(field.uuid, message);
-}
-
-/**
- * All values of a party together, as they will be stored: at most MAX_JSON.values.
- * @throws AppError VALIDATION "values is too large (maximum is 65536 characters as JSON)."
- */
-export function checkValuesSize(values: Record<string, unknown>, path = 'values'): void {
-  checkJson(values, MAX_JSON.values, path);
 }
 
 /** The attachment uuids values name, per field uuid. */
@@ -219,7 +196,7 @@ export async function checkAttachments(
  * becomes the completion date when drawn), with numbers as numbers and phones in E.164.
  * Every own field is checked: required ones filled, text matching `validation.pattern` (the
  * whole value, as the HTML `pattern` attribute DocuSeal's form uses, run on RE2: field-pattern.ts),
- * values sensible for the type and within their size (checkValueSize, checkValuesSize).
+ * values sensible for the type and within their size (checkValueSize; src/limits.ts checkValuesSize).
  * @throws SigningFieldError VALIDATION with the field's `validation.message`, "<name> is required"
  *   or "<name> is invalid" (and a clearer message where the type says more), "<name> is too long
  *   (maximum is N characters)."; AppError VALIDATION "values is too large …"

@@ -6,7 +6,8 @@
  */
 import { parseFields } from '../templates/fields.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { checkAttachments, checkSentValues, checkValuesSize } from './field-values.ts';
+import { checkValuesSize } from '../limits.ts';
+import { checkAttachments, checkSentValues } from './field-values.ts';
 import { formStarted, mergeValues, recordStart, type SignerRequest, type SigningFormDeps } from './form-events.ts';
 import { assertFormOpen, findSignerBySlug, lockSignerForm } from './form-state.ts';
 import { buildSigningFormView, type SigningFormView } from './load-signing-form.ts';

@@ -14,7 +14,7 @@ import zlib from 'node:zlib';
 import { PDFImage, PngEmbedder, type PDFContext, type PDFDocument, type PDFRef } from 'pdf-lib';
 import { loadMupdf } from '../documents/pdf.ts';
 import { AppError } from '../errors.ts';
-import { imageKindOf, ownBuffer } from '../signing-form/signature-image.ts';
+import { imageKindOf, ownBuffer } from '../documents/drawable-image.ts';
 
 /** An attachment value's file: a signature, initials, image or stamp (PNG or JPEG bytes). */
 export interface ImageFile {

@@ -27,11 +27,11 @@ import { storeFile } from '../documents/store-file.ts';
 import { AppError } from '../errors.ts';
 import { effectJobs, noEffects, type Effects, type SideEffects } from '../events/events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
+import { checkValuesSize, valueSizeMessage } from '../limits.ts';
 import { outboxRows } from '../jobs/outbox.ts';
 import { completionJob } from '../signing/complete-submission.ts';
-import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../signing-form/signature-image.ts';
-import { checkFieldPattern } from '../signing-form/field-pattern.ts';
-import { checkValuesSize, valueSizeMessage } from '../signing-form/field-values.ts';
+import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../documents/drawable-image.ts';
+import { checkFieldPattern } from '../templates/field-pattern.ts';
 import { noFieldsError } from '../templates/template-warnings.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
 import { expiryJobs, requestJobs } from './send-requests.ts';
@@ -611,7 +611,7 @@ async function planSubmission(
  * default values (an unknown field with a value is an error only without `values`), and
  * `readonly_fields`. The first phone value becomes the party's phone. Mutates `own` (the
  * submission's copy of the party's fields): non-attachment values become their default_value.
- * Sizes (src/limits.ts): each value as a signer's (field-values.ts valueSizeMessage), all values
+ * Sizes (src/limits.ts): each value as a signer's (valueSizeMessage), all values
  * together as stored (checkValuesSize); a `validation_pattern` must run on RE2 (field-pattern.ts).
  * @returns the stored values (by field uuid) and the phone
  * @throws AppError VALIDATION naming the value ("submitters[0].values.Comment is too long …")

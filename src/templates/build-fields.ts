@@ -21,8 +21,9 @@ import {
   MAX_LENGTH,
   text,
 } from '../limits.ts';
-import { checkFieldPattern } from '../signing-form/field-pattern.ts';
-import { DEFAULT_ROLE_NAME, FIELD_TYPES, OPTION_FIELD_TYPES, type Area, type Field, type Role } from './fields.ts';
+import { FIELD_TYPES, OPTION_FIELD_TYPES } from '../field-types.ts';
+import { checkFieldPattern } from './field-pattern.ts';
+import { DEFAULT_ROLE_NAME, type Area, type Field, type Role } from './fields.ts';
 
 /** A document as the template will keep it: its attachment uuid and its pages as displayed. */
 export interface DocumentLayout {

@@ -1,42 +1,10 @@
 /**
  * Template roles, fields and areas: the JSON kept in templates.submitters / fields / schema and
  * copied into submissions. Shapes are DocuSeal's (reference/docuseal-behaviour.md §5.5, §11) so
- * the REST layer can emit them as they are.
+ * the REST layer can emit them as they are. The type vocabulary (FIELD_TYPES …) is src/field-types.ts,
+ * below the documents and rendering layers that read tags naming it.
  */
 import { z } from 'zod';
-
-/**
- * The field types of the interface spec ("Template field": 14 types), plus `number`, which
- * DocuSeal also has (docs/compatibility.md).
- */
-export const FIELD_TYPES = [
-  'text',
-  'signature',
-  'initials',
-  'date',
-  'image',
-  'file',
-  'payment',
-  'stamp',
-  'select',
-  'checkbox',
-  'multiple',
-  'radio',
-  'cells',
-  'phone',
-  'number',
-] as const;
-export type FieldType = (typeof FIELD_TYPES)[number];
-
-/**
- * Types a text tag or an HTML field tag may name: FIELD_TYPES plus `datenow`, DocuSeal's builder
- * type, kept as a readonly `date` whose default is "{{date}}" (reference §11).
- */
-export const TAG_FIELD_TYPES = [...FIELD_TYPES, 'datenow'] as const;
-export type TagFieldType = (typeof TAG_FIELD_TYPES)[number];
-
-/** Types whose value is chosen from `options`. */
-export const OPTION_FIELD_TYPES: ReadonlySet<string> = new Set(['select', 'radio', 'multiple']);
 
 /** The single role a template has when nobody named one (DocuSeal's default). */
 export const DEFAULT_ROLE_NAME = 'First Party';

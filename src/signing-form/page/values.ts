@@ -3,7 +3,7 @@
  * (the server checks required fields and patterns again), and how a value is shown read-only.
  * Stored shapes follow docuseal-behaviour.md §11.
  */
-import { compileFieldPattern, type FieldPattern } from '../field-pattern.ts';
+import { compileFieldPattern, type FieldPattern } from '../../templates/field-pattern.ts';
 import type { SigningFormField } from './types.ts';
 
 /** E.164: "+", a country code that does not start with 0, at most 15 digits in all (ITU-T E.164). */

@@ -11,9 +11,13 @@
  * in half, a corrupt IDAT). So a PNG is kept as mupdf re-encodes it from the decoded pixels, and
  * pdf-lib only ever embeds PNGs that mupdf wrote; a JPEG is kept as sent (pdf-lib embeds its bytes
  * without decoding them, after reading its frame header, which is checked here with pdf-lib).
+ *
+ * It sits with the documents, below the layers that use it: the signing form's uploads
+ * (src/signing-form/attachments.ts), the API's values (src/submissions/create-submissions.ts) and
+ * the completion that embeds the images (src/signing/embed-image.ts).
  */
 import type { Config } from '../config.ts';
-import { loadMupdf } from '../documents/pdf.ts';
+import { loadMupdf } from './pdf.ts';
 
 /**
  * How much darker than its background a pixel must be to count as ink, in 0..255 of
@@ -151,7 +155,10 @@ export function ownBuffer(bytes: Uint8Array): Uint8Array {
 
 type Mupdf = Awaited<ReturnType<typeof loadMupdf>>;
 
-/** True when some pixel is ink: darker than its background by INK_THRESHOLD (gray and RGB read directly, others converted). */
+/**
+ * True when some pixel is ink: darker than its background by INK_THRESHOLD (gray and RGB read
+ * directly, others converted).
+ */
 function pixmapHasInk(mupdf: Mupdf, decoded: InstanceType<Mupdf['Pixmap']>): boolean {
   const colorants = decoded.getNumberOfComponents() - decoded.getAlpha();
   // Gray and RGB read as "lower is darker"; anything else (CMYK, indexed) is converted first.

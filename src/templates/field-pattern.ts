@@ -19,9 +19,11 @@
  * Under the cap, compiling takes < 5 ms, and checking a 10,000-character value < 40 ms the first
  * time and < 1 ms after (measured); a 35-character one, microseconds.
  *
- * Shared by the server's checks (field-values.ts, build-fields.ts, create-submissions.ts) and
- * the signing page (page/values.ts, which bundles re2js: ~150 KB minified), so both judge a
- * value the same way and neither a server nor a signer's browser can be stalled by a pattern.
+ * Shared by the server's checks (build-fields.ts here, src/signing-form/field-values.ts,
+ * src/submissions/create-submissions.ts) and the signing page (src/signing-form/page/values.ts,
+ * which bundles re2js: ~150 KB minified), so both judge a value the same way and neither a server
+ * nor a signer's browser can be stalled by a pattern. It lives with the template rules because a
+ * pattern is part of a template's field; the form and submissions apply it.
  */
 import { RE2JS } from 're2js';
 import { AppError } from '../errors.ts';
