@@ -10,6 +10,7 @@ import { registerAttachmentUploadRoute } from './routes/attachments.ts';
 import { signingFormRoutes } from './routes/signing-form.ts';
 import { submissionReadRoutes, submissionRoutes } from './routes/submissions.ts';
 import { templateRoutes, templateWriteRoutes } from './routes/templates.ts';
+import { toolRoutes } from './routes/tools.ts';
 import { userRoutes } from './routes/user.ts';
 
 /** Every DocuSeal REST route of the JSON gateway, in one list. */
@@ -20,6 +21,7 @@ export const restRoutes: RestRoute[] = [
   ...submissionRoutes,
   ...submissionReadRoutes,
   ...signingFormRoutes,
+  ...toolRoutes,
 ];
 export { registerRestGateway, type RestRoute } from './gateway.ts';
 

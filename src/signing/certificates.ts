@@ -206,6 +206,52 @@ export async function generateSelfSignedPkcs12(
   return { p12: Buffer.from(forge.asn1.toDer(asn1).getBytes(), 'binary'), certificate };
 }
 
+/** DER of each stored certificate row, by id: rows never change, and opening a bundle costs a key derivation. */
+const storedCertificateDer = new Map<number, Buffer>();
+
+/**
+ * Every certificate this service has signed an account's documents with, as DER: the configured
+ * SIGNING_P12_PATH certificate (when it opens), the account's stored certificates and the
+ * instance's (retired and expired ones included: documents signed before a rotation stay
+ * recognised). What `/tools/verify` calls trusted (DocuSeal's `Accounts.load_trusted_certs`).
+ * A bundle that no longer opens is skipped, not an error: verification must not fail on it.
+ */
+export async function trustedCertificates(
+  deps: { db: Db; config: Pick<Config, 'signingP12Path' | 'signingP12Password'> },
+  accountId: number,
+): Promise<Buffer[]> {
+  const certificates: Buffer[] = [];
+  const derOf = (certificate: forge.pki.Certificate) =>
+    Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(certificate)).getBytes(), 'binary');
+  const { signingP12Path, signingP12Password } = deps.config;
+  if (signingP12Path) {
+    try {
+      const p12 = await fs.readFile(signingP12Path);
+      certificates.push(derOf(openPkcs12(p12, signingP12Password, 'SIGNING_P12_PATH').certificate));
+    } catch {
+      // Unreadable now: the documents it signed are reported as signed by an external certificate.
+    }
+  }
+  const rows = await deps.db.signingCertificate.findMany({
+    where: { OR: [{ accountId }, { accountId: null }] },
+    select: { id: true, p12: true, password: true },
+    orderBy: { id: 'asc' },
+  });
+  for (const row of rows) {
+    let der = storedCertificateDer.get(row.id);
+    if (!der) {
+      try {
+        der = derOf(openPkcs12(Buffer.from(row.p12), row.password, `signing certificate #${row.id}`).certificate);
+      } catch {
+        continue;
+      }
+      storedCertificateDer.set(row.id, der);
+    }
+    certificates.push(der);
+  }
+  return certificates;
+}
+
 /**
  * Opens a PKCS#12 bundle the way @signpdf/signer-p12 will: the first pkcs8ShroudedKeyBag's key
  * and the certificate whose public key matches it.
