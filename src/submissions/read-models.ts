@@ -223,7 +223,7 @@ function submissionTemplate(t: TemplateRow, folderNames: Map<number, string>): S
     externalId: t.externalId,
     createdAt: iso(t.createdAt),
     updatedAt: iso(t.updatedAt),
-    folderName: templateFolderName(t.folderId, folderNames),
+    folderName: templateFolderName(t.folderId, (id) => folderNames.get(id) ?? ''),
   };
 }
 

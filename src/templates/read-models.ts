@@ -27,10 +27,13 @@ export interface TemplateReadModelDeps {
 /**
  * A template's `folder_name` (reference §5.5): the full name of its folder, parents joined with
  * " / " (src/templates/folders.ts), or "Default" when it has none.
- * @param fullNames full names by folder id (loadFolderNames); a folder missing from it reads ""
+ * @param fullName the full name of a folder by id: from a map here, a DataLoader in GraphQL
  */
-export function templateFolderName(folderId: number | null, fullNames: ReadonlyMap<number, string>): string {
-  return folderId ? (fullNames.get(folderId) ?? '') : DEFAULT_FOLDER_NAME;
+export function templateFolderName<T extends string | Promise<string>>(
+  folderId: number | null,
+  fullName: (folderId: number) => T,
+): T | typeof DEFAULT_FOLDER_NAME {
+  return folderId ? fullName(folderId) : DEFAULT_FOLDER_NAME;
 }
 
 /**
@@ -108,7 +111,7 @@ export async function loadTemplateReadModels(
       accountId: t.accountId,
       authorId: t.authorId,
       folderId: t.folderId,
-      folderName: templateFolderName(t.folderId, folderNames),
+      folderName: templateFolderName(t.folderId, (id) => folderNames.get(id) ?? ''),
       createdAt: iso(t.createdAt),
       updatedAt: iso(t.updatedAt),
       archivedAt: t.archivedAt === null ? null : iso(t.archivedAt),

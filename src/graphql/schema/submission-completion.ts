@@ -3,6 +3,7 @@
  * records why, and shows it"): `Submission.completionError`, a Signet extension (DocuSeal has no
  * such field; docs/compatibility.md). The job writes it (src/signing/complete-submission.ts).
  */
+import { completionErrorOf } from '../../submissions/read-models.ts';
 import { builder } from '../builder.ts';
 import { SubmissionRef } from './submission.ts';
 
@@ -23,7 +24,6 @@ builder.prismaObjectFields(SubmissionRef, (t) => ({
     description:
       'Set when the completion gave up — at once for data it can never draw (a damaged image or document), after 5 attempts for other failures — with a `fail_completion` event; null otherwise, and again once a later completion succeeds.',
     select: { completionError: true, completionFailedAt: true },
-    resolve: (s) =>
-      s.completionError === null ? null : { message: s.completionError, failedAt: s.completionFailedAt ?? new Date(0) },
+    resolve: (s) => completionErrorOf(s),
   }),
 }));

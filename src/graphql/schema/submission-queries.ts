@@ -11,6 +11,7 @@ import { findSubmissionForAccount, findSubmitterForAccount } from '../../submiss
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { submissionPageIds } from '../../db/queries/submission-page.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
+import { completedOutputFile, EVENT_ORDER, submissionDocuments } from '../../submissions/read-models.ts';
 import { SUBMISSION_STATUSES } from '../../submissions/status.ts';
 import { UpdateSubmitterRequest } from '../../submissions/submitter-input.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
@@ -45,20 +46,16 @@ const documentsSelect = {
 } as const;
 
 builder.prismaObjectFields(SubmissionRef, (t) => ({
-  events: t.relation('events', { query: { orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }] } }),
+  events: t.relation('events', { query: { orderBy: EVENT_ORDER } }),
   documents: t.field({
     type: [DocumentLinkRef],
     description: 'The signed documents once completed (those of the last submitter to complete); [] before.',
     select: { completedAt: true, submitters: { select: { id: true, completedAt: true } }, ...documentsSelect },
-    resolve: (s, _args, ctx) => {
-      if (!s.completedAt) return [];
-      const last = [...s.submitters]
-        .filter((x) => x.completedAt)
-        .sort((a, b) => b.completedAt!.getTime() - a.completedAt!.getTime())[0];
-      return (s.completedDocuments as DocumentRow[])
-        .filter((d) => d.submitterId === last?.id)
-        .map((d) => ({ name: d.name, url: ctx.files.url(d.file) }));
-    },
+    resolve: (s, _args, ctx) =>
+      submissionDocuments(s, s.submitters, s.completedDocuments as DocumentRow[]).map((d) => ({
+        name: d.name,
+        url: ctx.files.url(d.file),
+      })),
   }),
   auditLogUrl: t.string({
     nullable: true,
@@ -69,8 +66,10 @@ builder.prismaObjectFields(SubmissionRef, (t) => ({
         select: { file: { select: { uuid: true, filename: true } } },
       },
     },
-    resolve: (s, _args, ctx) =>
-      s.completedAt && s.completedDocuments[0] ? ctx.files.url(s.completedDocuments[0].file) : null,
+    resolve: (s, _args, ctx) => {
+      const file = completedOutputFile(s, s.completedDocuments);
+      return file ? ctx.files.url(file) : null;
+    },
   }),
   combinedDocumentUrl: t.string({
     nullable: true,
@@ -78,13 +77,15 @@ builder.prismaObjectFields(SubmissionRef, (t) => ({
       completedAt: true,
       completedDocuments: { where: { kind: 'combined' }, select: { file: { select: { uuid: true, filename: true } } } },
     },
-    resolve: (s, _args, ctx) =>
-      s.completedAt && s.completedDocuments[0] ? ctx.files.url(s.completedDocuments[0].file) : null,
+    resolve: (s, _args, ctx) => {
+      const file = completedOutputFile(s, s.completedDocuments);
+      return file ? ctx.files.url(file) : null;
+    },
   }),
 }));
 
 builder.prismaObjectFields(SubmitterRef, (t) => ({
-  events: t.relation('events', { query: { orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }] } }),
+  events: t.relation('events', { query: { orderBy: EVENT_ORDER } }),
   documents: t.field({
     type: [DocumentLinkRef],
     description: 'The documents produced when this submitter completed; [] before.',

@@ -16,6 +16,7 @@ import {
   type SchemaDocument,
 } from '../../templates/fields.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
+import { templateFolderName } from '../../templates/read-models.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf, type Pagination } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
@@ -131,8 +132,7 @@ export const TemplateRef = builder.prismaObject('Template', {
     folderId: t.exposeInt('folderId', { nullable: true }),
     folderName: t.string({
       description: 'Full folder name, parents joined with " / ".',
-      resolve: (template, _args, ctx) =>
-        template.folderId ? ctx.loaders.folderName.load(template.folderId) : 'Default',
+      resolve: (template, _args, ctx) => templateFolderName(template.folderId, (id) => ctx.loaders.folderName.load(id)),
     }),
     roles: t.field({
       type: [RoleRef],
