@@ -11,6 +11,7 @@
  * Wire behaviour shared by every route (reference/docuseal-behaviour.md §2–3):
  * - bodies are parsed as JSON whatever the Content-Type; malformed JSON → 422 `{"error":"JSON parse error: ..."}`
  * - missing/bad key → 401 `{"error":"Not authenticated"}`
+ * - every path also answers with DocuSeal's `.json` suffix (`/templates.json`, `/submissions/1.json`)
  * - unknown route → 404 `{"status":404}`; body over the limit → 413 `{"error": ...}`
  * - database down → 503 `{"error":"Service unavailable, please try again later"}` with
  *   `Retry-After` (src/db/unavailable.ts), cause logged
@@ -157,25 +158,27 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
         return sendRestError(reply, INTERNAL_ERROR);
       });
 
-      for (const entry of prepared) {
-        api.route({
-          method: entry.route.method,
-          url: entry.route.path,
-          // Authenticate before the body is read: a caller without a valid key learns nothing more.
-          preParsing: async (request, reply, payload) => {
-            const context = await options.contextFactory({
-              header: (name) => headerValue(request, name),
-              ip: request.ip,
-            });
-            contexts.set(request, context);
-            if (!entry.route.public && !context.viewer) {
-              await sendRestError(reply, restErrorFor(new AppError('UNAUTHENTICATED')));
-            }
-            return payload;
-          },
-          handler: (request, reply) => handle(entry, request, reply, options),
-        });
-      }
+      // Every path also with DocuSeal's `.json` suffix (Rails' `(.:format)`: /templates.json, /templates/1.json).
+      for (const entry of prepared)
+        for (const url of [entry.route.path, `${entry.route.path}.json`]) {
+          api.route({
+            method: entry.route.method,
+            url,
+            // Authenticate before the body is read: a caller without a valid key learns nothing more.
+            preParsing: async (request, reply, payload) => {
+              const context = await options.contextFactory({
+                header: (name) => headerValue(request, name),
+                ip: request.ip,
+              });
+              contexts.set(request, context);
+              if (!entry.route.public && !context.viewer) {
+                await sendRestError(reply, restErrorFor(new AppError('UNAUTHENTICATED')));
+              }
+              return payload;
+            },
+            handler: (request, reply) => handle(entry, request, reply, options),
+          });
+        }
     },
     { prefix: options.prefix ?? '/api' },
   );

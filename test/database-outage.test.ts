@@ -101,6 +101,7 @@ async function askEveryRoute(): Promise<Answer[]> {
     ['GET /s/:slug', `/s/${slug}`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } }],
     ['GET /file/...', new URL(fileUrl).pathname + new URL(fileUrl).search, {}],
     ['GET /health', '/health', {}],
+    ['GET /up', '/up', {}],
   ];
   return Promise.all(
     requests.map(async ([route, path, init]) => {
@@ -159,6 +160,8 @@ function expectOutageAnswers(answers: Answer[]): void {
   // /health says only that: nothing about the database, where it is, or what failed.
   const health = byRoute['GET /health']!.body;
   expect(JSON.parse(health)).toEqual({ status: 'unavailable' });
+  // DocuSeal's /up: Rails' red health page.
+  expect(byRoute['GET /up']!.body).toBe('<!DOCTYPE html><html><body style="background-color: red"></body></html>');
   for (const answer of answers) {
     for (const secret of [
       String(proxy.port),

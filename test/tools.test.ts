@@ -121,7 +121,7 @@ describe('POST /tools/verify', () => {
     const other = await generateSelfSignedPkcs12('other', new Date());
     const signed = await signPdf(
       fixturePdf('docuseal-sample-document.pdf'),
-      { p12: other.p12, password: 'other', certificatePem: '', name: 'Mallory' },
+      { p12: other.p12, password: 'other' },
       { name: 'Mallory' },
     );
     const { json } = await api(alice, 'POST', '/tools/verify', { file: signed.toString('base64') });

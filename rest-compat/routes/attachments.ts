@@ -6,7 +6,7 @@
  * gateway's DocuSeal bodies (`{"error": ...}`).
  */
 import multipart from '@fastify/multipart';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { INTERNAL_ERROR, restErrorFor, sendRestError as send } from '../errors.ts';
 import type { Db } from '../../src/db/client.ts';
 import type { FileUrlSigner } from '../../src/documents/file-urls.ts';
@@ -81,7 +81,10 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
       return send(reply, INTERNAL_ERROR);
     });
 
-    scope.post(ATTACHMENTS_PATH, async (request, reply) => {
+    // Also with DocuSeal's `.json` suffix, as every API path (rest-compat/gateway.ts).
+    scope.post(`${ATTACHMENTS_PATH}.json`, (request, reply) => upload(request, reply));
+    scope.post(ATTACHMENTS_PATH, (request, reply) => upload(request, reply));
+    async function upload(request: FastifyRequest, reply: FastifyReply) {
       if (!request.isMultipart()) throw new AppError('VALIDATION', 'file is required (multipart/form-data)');
       const fields: Record<string, string> = {};
       let file: { bytes: Buffer; filename: string; contentType: string } | undefined;
@@ -107,6 +110,6 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
         bytes: file.bytes,
       });
       return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(created));
-    });
+    }
   });
 }
