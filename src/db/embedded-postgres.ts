@@ -104,7 +104,8 @@ export async function startEmbeddedPostgres(options: EmbeddedPostgresOptions): P
   }
 
   const url = (db: string) =>
-    `postgresql://${encodeURIComponent(state.user)}:${encodeURIComponent(state.password)}@127.0.0.1:${state.port}/${db}`;
+    `postgresql://${encodeURIComponent(state.user)}:${encodeURIComponent(state.password)}@127.0.0.1:${state.port}/` +
+    `${db}`;
   await ensureDatabase(url('postgres'), database);
 
   return {
@@ -128,7 +129,8 @@ async function loadBinaries(dataDir: string, runAs: RunAs | undefined): Promise<
     mod = await import(pkg);
   } catch (cause) {
     throw new Error(
-      `Embedded PostgreSQL is not available for ${os.platform()}-${os.arch()} (${pkg} is not installed). Set DATABASE_URL to use another PostgreSQL.`,
+      `Embedded PostgreSQL is not available for ${os.platform()}-${os.arch()} (${pkg} is not installed). Set ` +
+        `DATABASE_URL to use another PostgreSQL.`,
       { cause },
     );
   }
@@ -152,8 +154,9 @@ async function loadBinaries(dataDir: string, runAs: RunAs | undefined): Promise<
   const there = await tryRun(copied.postgres, runAs);
   if (there.ok) return copied;
   throw new Error(
-    `The embedded PostgreSQL runs as the '${PG_USER}' user (it refuses to run as root), which cannot run ${mod.postgres} (${here.reason}) ` +
-      `nor its copy ${copied.postgres} (${there.reason}). Set DATABASE_URL to use another PostgreSQL, or run Signet as a user other than root.`,
+    `The embedded PostgreSQL runs as the '${PG_USER}' user (it refuses to run as root), which cannot run ` +
+      `${mod.postgres} (${here.reason}) nor its copy ${copied.postgres} (${there.reason}). ` +
+      `Set DATABASE_URL to use another PostgreSQL, or run Signet as a user other than root.`,
   );
 }
 
@@ -366,8 +369,10 @@ async function assertReachable(dir: string, runAs: RunAs): Promise<void> {
     const bit = stat.uid === runAs.uid ? 0o100 : stat.gid === runAs.gid ? 0o010 : 0o001;
     if ((stat.mode & bit) === 0) {
       throw new Error(
-        `The embedded PostgreSQL runs as the '${PG_USER}' user (it refuses to run as root), which cannot enter ${current}. ` +
-          `Choose a DATA_DIR outside it (e.g. DATA_DIR=/var/lib/signet), or allow it: chmod o+x ${current}, or set DATABASE_URL to use another PostgreSQL.`,
+        `The embedded PostgreSQL runs as the '${PG_USER}' user (it refuses to run as root), ` +
+          `which cannot enter ${current}. ` +
+          `Choose a DATA_DIR outside it (e.g. DATA_DIR=/var/lib/signet), or allow it: chmod o+x ${current}, ` +
+          `or set DATABASE_URL to use another PostgreSQL.`,
       );
     }
     const parent = path.dirname(current);

@@ -52,8 +52,10 @@ const SOCKET_CODES = new Set([
 /** SQLSTATEs of an unavailable server (PostgreSQL Appendix A). */
 const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300)$/;
 /** pg's connection errors, which carry no code (pg/lib/client.js, pg-pool/index.js). */
-const PG_CONNECTION_MESSAGES =
-  /^(Connection terminated( unexpectedly| due to connection timeout)?|timeout exceeded when trying to connect|Client has encountered a connection error and is not queryable|Client was closed and is not queryable)$/;
+const PG_CONNECTION_MESSAGES = new RegExp(
+  '^(Connection terminated( unexpectedly| due to connection timeout)?|timeout exceeded when trying to connect' +
+    '|Client has encountered a connection error and is not queryable|Client was closed and is not queryable)$',
+);
 /** Prisma's P2028 is any interactive-transaction failure; only this one is a pool that cannot connect. */
 const PRISMA_TRANSACTION_START_TIMEOUT = /Unable to start a transaction in the given time/;
 

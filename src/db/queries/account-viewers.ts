@@ -19,9 +19,11 @@ const ACCOUNT_VIEWERS = {
   text: `
     SELECT i.n, a.id AS a_id, a.uuid AS a_uuid, a.name AS a_name, a.timezone AS a_timezone, a.locale AS a_locale,
            a.testing AS a_testing, a.preferences AS a_preferences,
-           a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at, a.submission_list_epoch AS a_submission_list_epoch,
+           a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at,
+           a.submission_list_epoch AS a_submission_list_epoch,
            u.id AS u_id, u.uuid AS u_uuid, u.email AS u_email, u.first_name AS u_first_name, u.last_name AS u_last_name,
-           u.role AS u_role, u.created_at AT TIME ZONE 'UTC' AS u_created_at, u.updated_at AT TIME ZONE 'UTC' AS u_updated_at
+           u.role AS u_role,
+           u.created_at AT TIME ZONE 'UTC' AS u_created_at, u.updated_at AT TIME ZONE 'UTC' AS u_updated_at
       FROM unnest($1::int[]) WITH ORDINALITY AS i(account_id, n)
       JOIN accounts a ON a.id = i.account_id AND a.archived_at IS NULL
       JOIN LATERAL (SELECT * FROM users WHERE account_id = a.id AND archived_at IS NULL ORDER BY id LIMIT 1) u ON true`,

@@ -26,7 +26,8 @@ const AUTHENTICATE = {
            u.created_at AT TIME ZONE 'UTC' AS u_created_at, u.updated_at AT TIME ZONE 'UTC' AS u_updated_at,
            a.id AS a_id, a.uuid AS a_uuid, a.name AS a_name, a.timezone AS a_timezone, a.locale AS a_locale,
            a.testing AS a_testing, a.preferences AS a_preferences,
-           a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at, a.submission_list_epoch AS a_submission_list_epoch
+           a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at,
+           a.submission_list_epoch AS a_submission_list_epoch
       FROM unnest($1::text[]) WITH ORDINALITY AS i(token_hash, n)
       JOIN api_keys k ON k.token_hash = i.token_hash
       JOIN users u ON u.id = k.user_id

@@ -36,7 +36,10 @@ export const JOBS_COLUMNS_WRITTEN = [
 /** Holds schema creation to one instance at a time (CREATE ... IF NOT EXISTS races otherwise). */
 const SCHEMA_LOCK = 'signet.jobs.schema';
 
-/** Stored job data is `{ payload, uniqueKey? }` (src/jobs/job-queue.ts); this index makes a uniqueKey unique per job name. */
+/**
+ * Stored job data is `{ payload, uniqueKey? }` (src/jobs/job-queue.ts); this index makes a uniqueKey unique per job
+ * name.
+ */
 const UNIQUE_KEY_INDEX = `CREATE UNIQUE INDEX IF NOT EXISTS ${JOBS_TABLE}_unique_key_idx
   ON ${JOBS_TABLE} (name, (data->>'uniqueKey')) WHERE data ? 'uniqueKey'`;
 
@@ -70,7 +73,8 @@ export async function ensureJobsSchema(pool: pg.Pool, schema: string, createTabl
  */
 const INSERT_JOBS = `
   WITH input AS (
-    SELECT (j->>'id')::uuid AS id, j->>'name' AS name, (j->>'nextRunAt')::timestamptz AS next_run_at, j->'data' AS data, j->>'notification' AS notification
+    SELECT (j->>'id')::uuid AS id, j->>'name' AS name, (j->>'nextRunAt')::timestamptz AS next_run_at,
+           j->'data' AS data, j->>'notification' AS notification
       FROM jsonb_array_elements($1::jsonb) j
   ), inserted AS (
     INSERT INTO ${JOBS_TABLE} (id, name, priority, next_run_at, type, data, disabled, fork, last_modified_by)
@@ -80,7 +84,9 @@ const INSERT_JOBS = `
   ), notified AS (
     -- One announcement per job name (its earliest job): a fill takes every due job of the name.
     SELECT pg_notify($3, first.notification) FROM (
-      SELECT DISTINCT ON (input.name) input.notification FROM inserted JOIN input ON input.id = inserted.id ORDER BY input.name, input.next_run_at
+      SELECT DISTINCT ON (input.name) input.notification
+        FROM inserted JOIN input ON input.id = inserted.id
+       ORDER BY input.name, input.next_run_at
     ) first
   )
   SELECT inserted.id::text AS id, (SELECT count(*) FROM notified) AS announced FROM inserted`;
@@ -119,7 +125,8 @@ export async function insertJobRows(
 /** $1: names, $2: unique keys (pairwise): the stored jobs holding those keys. */
 const FIND_BY_KEY = `
   SELECT j.id::text AS id, j.name, j.data->>'uniqueKey' AS key
-    FROM ${JOBS_TABLE} j JOIN unnest($1::text[], $2::text[]) AS k(name, key) ON j.name = k.name AND j.data->>'uniqueKey' = k.key
+    FROM ${JOBS_TABLE} j
+    JOIN unnest($1::text[], $2::text[]) AS k(name, key) ON j.name = k.name AND j.data->>'uniqueKey' = k.key
    WHERE j.data ? 'uniqueKey'`;
 
 /** The stored jobs holding these (name, uniqueKey) pairs: `{id, name, key}` each, in no order. */
@@ -209,10 +216,12 @@ export async function lockDueJobs(
 const SAVE_STATES = `
   UPDATE ${JOBS_TABLE} j
      SET locked_at = v.locked_at, next_run_at = v.next_run_at, last_run_at = v.last_run_at, progress = v.progress,
-         fail_reason = v.fail_reason, fail_count = v.fail_count, failed_at = v.failed_at, last_finished_at = v.last_finished_at,
-         last_modified_by = v.last_modified_by
-    FROM jsonb_to_recordset($1::jsonb) AS v(id uuid, name text, locked_at timestamptz, next_run_at timestamptz, last_run_at timestamptz,
-         progress real, fail_reason text, fail_count integer, failed_at timestamptz, last_finished_at timestamptz, last_modified_by text)
+         fail_reason = v.fail_reason, fail_count = v.fail_count, failed_at = v.failed_at,
+         last_finished_at = v.last_finished_at, last_modified_by = v.last_modified_by
+    FROM jsonb_to_recordset($1::jsonb)
+         AS v(id uuid, name text, locked_at timestamptz, next_run_at timestamptz, last_run_at timestamptz,
+              progress real, fail_reason text, fail_count integer, failed_at timestamptz, last_finished_at timestamptz,
+              last_modified_by text)
    WHERE j.id = v.id AND j.name = v.name
   RETURNING j.id::text AS id`;
 

@@ -39,9 +39,11 @@ export const messageReturning = (channel: NotificationChannel) =>
  */
 export const recordSentCtes = (channel: NotificationChannel) => `
   event AS (
-    INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
+    INSERT INTO submission_events
+                (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
     SELECT account_id, submission_id, submitter_id, $2,
-           jsonb_build_object('${TABLES[channel].idKey}', id, 'provider', provider, 'attempt', attempt_count, 'to', recipient),
+           jsonb_build_object('${TABLES[channel].idKey}', id,
+                              'provider', provider, 'attempt', attempt_count, 'to', recipient),
            $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
       FROM message WHERE submission_id IS NOT NULL
   ), submitter AS (
@@ -58,7 +60,8 @@ export const markSentAndRecord = (channel: NotificationChannel) => ({
   text: `
     WITH message AS (
       UPDATE ${TABLES[channel].table}
-         SET status = 'sent', updated_at = $3::timestamptz AT TIME ZONE 'UTC', sent_at = $3::timestamptz AT TIME ZONE 'UTC',
+         SET status = 'sent',
+             updated_at = $3::timestamptz AT TIME ZONE 'UTC', sent_at = $3::timestamptz AT TIME ZONE 'UTC',
              provider_message_id = $4, last_error = NULL
        WHERE id = $1
       RETURNING ${messageReturning(channel)}
@@ -80,9 +83,11 @@ export const markFailedAndRecord = (channel: NotificationChannel) => ({
        WHERE id = $1
       RETURNING ${messageReturning(channel)}
     )
-    INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
+    INSERT INTO submission_events
+                (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
     SELECT account_id, submission_id, submitter_id, $2,
-           jsonb_build_object('${TABLES[channel].idKey}', id, 'provider', provider, 'attempt', attempt_count, 'to', recipient,
+           jsonb_build_object('${TABLES[channel].idKey}', id,
+                              'provider', provider, 'attempt', attempt_count, 'to', recipient,
                               'error', left($5, 500), 'max_attempts', $6::int, 'retrying', $4 = 'queued'),
            $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
       FROM message WHERE submission_id IS NOT NULL`,
@@ -103,10 +108,13 @@ export const abandonAndRecord = (channel: NotificationChannel) => ({
        WHERE dedupe_key = $1 AND status = 'queued' AND attempt_count > 0
       RETURNING ${messageReturning(channel)}, last_error
     )
-    INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
+    INSERT INTO submission_events
+                (account_id, submission_id, submitter_id, event_type, data, event_timestamp, created_at)
     SELECT account_id, submission_id, submitter_id, $2,
-           jsonb_build_object('${TABLES[channel].idKey}', id, 'provider', provider, 'attempt', attempt_count, 'to', recipient,
-                              'error', left(last_error, 500), 'max_attempts', $5::int, 'retrying', false, 'reason', $4::text),
+           jsonb_build_object('${TABLES[channel].idKey}', id,
+                              'provider', provider, 'attempt', attempt_count, 'to', recipient,
+                              'error', left(last_error, 500), 'max_attempts', $5::int,
+                              'retrying', false, 'reason', $4::text),
            $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
       FROM message WHERE submission_id IS NOT NULL`,
 });

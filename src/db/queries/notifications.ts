@@ -12,11 +12,14 @@ import { messageReturning, recordSentCtes } from './notification-events.ts';
  * The columns of a new email_messages row that come from `j` (QueueEmailInput as JSON, `$1`),
  * and their values: the INSERTs below add provider, status, attempt and times.
  */
-const NEW_EMAIL_COLUMNS = `account_id, submission_id, submitter_id, kind, dedupe_key, from_address, to_addresses, cc_addresses,
-                           bcc_addresses, reply_to, subject, text_body, html_body`;
-const NEW_EMAIL_VALUES = `(j->>'accountId')::int, (j->>'submissionId')::int, (j->>'submitterId')::int, j->>'kind', j->>'dedupeKey', j->>'from',
-           ARRAY(SELECT jsonb_array_elements_text(j->'to')), ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'cc', '[]'))),
-           ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'bcc', '[]'))), j->>'replyTo', j->>'subject', j->>'textBody', j->>'htmlBody'`;
+const NEW_EMAIL_COLUMNS = `account_id, submission_id, submitter_id, kind, dedupe_key, from_address,
+                           to_addresses, cc_addresses, bcc_addresses, reply_to, subject, text_body, html_body`;
+const NEW_EMAIL_VALUES = `(j->>'accountId')::int, (j->>'submissionId')::int, (j->>'submitterId')::int,
+           j->>'kind', j->>'dedupeKey', j->>'from',
+           ARRAY(SELECT jsonb_array_elements_text(j->'to')),
+           ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'cc', '[]'))),
+           ARRAY(SELECT jsonb_array_elements_text(COALESCE(j->'bcc', '[]'))),
+           j->>'replyTo', j->>'subject', j->>'textBody', j->>'htmlBody'`;
 
 /**
  * `$1`: the email as JSON (QueueEmailInput's keys), `$2`: the mailer's name, `$3`: now (ISO), `$4`: the claimant.
@@ -26,7 +29,8 @@ const NEW_EMAIL_VALUES = `(j->>'accountId')::int, (j->>'submissionId')::int, (j-
 const INSERT_CLAIMED_EMAIL = {
   name: 'signet_outbox_insert_claimed_email',
   text: `
-    INSERT INTO email_messages (${NEW_EMAIL_COLUMNS}, provider, status, attempt_count, claimed_by, created_at, updated_at)
+    INSERT INTO email_messages (${NEW_EMAIL_COLUMNS},
+                                provider, status, attempt_count, claimed_by, created_at, updated_at)
     SELECT ${NEW_EMAIL_VALUES},
            $2, 'sending', 1, $4, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
       FROM (SELECT $1::jsonb AS j) input
@@ -39,7 +43,10 @@ const EMAIL_ID_BY_DEDUPE_KEY = {
   text: `SELECT id FROM email_messages WHERE dedupe_key = $1`,
 };
 
-/** `$1` id, `$2` status, `$3` now (ISO), `$4` sent (bool), `$5` provider message id, `$6` last error: deliverOnce's updates. */
+/**
+ * `$1` id, `$2` status, `$3` now (ISO), `$4` sent (bool), `$5` provider message id, `$6` last error: deliverOnce's
+ * updates.
+ */
 const UPDATE_EMAIL_STATE = {
   name: 'signet_outbox_update_email',
   text: `
@@ -61,9 +68,11 @@ const INSERT_SENT_OUTBOX_EMAIL_AND_RECORD = {
   name: 'signet_outbox_insert_sent_and_record',
   text: `
     WITH message AS (
-      INSERT INTO email_messages (${NEW_EMAIL_COLUMNS}, provider, status, attempt_count, sent_at, created_at, updated_at)
+      INSERT INTO email_messages (${NEW_EMAIL_COLUMNS},
+                                  provider, status, attempt_count, sent_at, created_at, updated_at)
       SELECT ${NEW_EMAIL_VALUES},
-             'outbox', 'sent', 1, $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
+             'outbox', 'sent', 1,
+             $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC', $3::timestamptz AT TIME ZONE 'UTC'
         FROM (SELECT $1::jsonb AS j) input
       ON CONFLICT (dedupe_key) DO NOTHING
       RETURNING ${messageReturning('email')}

@@ -14,14 +14,20 @@ import { sqlPool, type Db } from '../client.ts';
 const READ_REQUEST = {
   name: 'signet_send_request_read',
   text: `
-    SELECT x.id, x.account_id AS "accountId", x.submission_id AS "submissionId", x.slug, x.email, x.name, x.phone, x.preferences,
+    SELECT x.id, x.account_id AS "accountId", x.submission_id AS "submissionId",
+           x.slug, x.email, x.name, x.phone, x.preferences,
            x.sent_at IS NOT NULL AS sent, x.completed_at IS NOT NULL OR x.declined_at IS NOT NULL AS done,
-           s.name AS "submissionName", s.expire_at AT TIME ZONE 'UTC' AS "expireAt", s.preferences AS "submissionPreferences",
+           s.name AS "submissionName", s.expire_at AT TIME ZONE 'UTC' AS "expireAt",
+           s.preferences AS "submissionPreferences",
            s.archived_at IS NOT NULL OR s.completed_at IS NOT NULL AS closed,
-           (SELECT COALESCE(json_agg(DISTINCT f->>'type'), '[]') FROM jsonb_array_elements(s.template_fields) f WHERE f->>'submitter_uuid' = x.role_uuid::text) AS "ownTypes",
+           (SELECT COALESCE(json_agg(DISTINCT f->>'type'), '[]') FROM jsonb_array_elements(s.template_fields) f
+             WHERE f->>'submitter_uuid' = x.role_uuid::text) AS "ownTypes",
            t.id AS "templateId", t.name AS "templateName", a.name AS "accountName", a.timezone,
-           u.first_name AS "senderFirstName", u.last_name AS "senderLastName", u.email AS "senderEmail", u.id IS NOT NULL AS "hasSender",
-           (SELECT json_agg(json_build_object('id', p.id, 'slug', p.slug, 'email', p.email, 'name', p.name, 'phone', p.phone) ORDER BY p.id)
+           u.first_name AS "senderFirstName", u.last_name AS "senderLastName", u.email AS "senderEmail",
+           u.id IS NOT NULL AS "hasSender",
+           (SELECT json_agg(json_build_object('id', p.id, 'slug', p.slug, 'email', p.email, 'name', p.name,
+                                              'phone', p.phone)
+                            ORDER BY p.id)
               FROM submitters p WHERE p.submission_id = s.id) AS parties
       FROM submitters x
       JOIN submissions s ON s.id = x.submission_id

@@ -133,9 +133,12 @@ const INSERT_SUBMISSION = {
       INSERT INTO submissions (id, account_id, template_id, created_by_user_id, slug, name, source, submitters_order,
                                template_submitters, template_fields, template_schema, preferences, variables,
                                expire_at, completed_at, created_at, updated_at)
-      SELECT (j->>'id')::int, (j->>'accountId')::int, t.id, (j->>'userId')::int, j->>'slug', j->>'name', j->>'source', j->>'order',
+      SELECT (j->>'id')::int, (j->>'accountId')::int, t.id, (j->>'userId')::int,
+             j->>'slug', j->>'name', j->>'source', j->>'order',
              j->'roles', j->'fields',
-             (SELECT COALESCE(jsonb_agg(jsonb_build_object('attachment_uuid', d.uuid, 'name', d.name, 'file_id', d.file_id) ORDER BY d.position), '[]')
+             (SELECT COALESCE(jsonb_agg(jsonb_build_object('attachment_uuid', d.uuid, 'name', d.name,
+                                                           'file_id', d.file_id)
+                                        ORDER BY d.position), '[]')
                 FROM template_documents d WHERE d.template_id = t.id),
              j->'preferences', j->'variables',
              (j->>'expireAt')::timestamptz AT TIME ZONE 'UTC', (j->>'completedAt')::timestamptz AT TIME ZONE 'UTC',
@@ -147,9 +150,10 @@ const INSERT_SUBMISSION = {
       RETURNING id, expire_at, created_at
     ),
     party AS (
-      INSERT INTO submitters (id, account_id, submission_id, role_uuid, slug, email, name, phone, external_id, metadata, values,
-                              preferences, order_index, sent_at, completed_at, created_at, updated_at)
-      SELECT (p->>'id')::int, (i.j->>'accountId')::int, s.id, (p->>'roleUuid')::uuid, p->>'slug', p->>'email', p->>'name', p->>'phone', p->>'externalId',
+      INSERT INTO submitters (id, account_id, submission_id, role_uuid, slug, email, name, phone, external_id,
+                              metadata, values, preferences, order_index, sent_at, completed_at, created_at, updated_at)
+      SELECT (p->>'id')::int, (i.j->>'accountId')::int, s.id, (p->>'roleUuid')::uuid,
+             p->>'slug', p->>'email', p->>'name', p->>'phone', p->>'externalId',
              p->'metadata', p->'values', p->'preferences', (p->>'orderIndex')::int,
              CASE WHEN (p->>'sendNow')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
              CASE WHEN (p->>'completed')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
@@ -160,7 +164,8 @@ const INSERT_SUBMISSION = {
     ),
     completed_event AS (
       INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, event_timestamp, created_at)
-      SELECT (i.j->>'accountId')::int, s.id, p.id, 'api_complete_form', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
+      SELECT (i.j->>'accountId')::int, s.id, p.id, 'api_complete_form',
+             (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
         FROM input i, submission s, party p
        WHERE p.completed_at IS NOT NULL
        ORDER BY p.id
@@ -174,7 +179,8 @@ const INSERT_SUBMISSION = {
     SELECT s.id AS submission_id, ${iso('s.expire_at')} AS expire_at, ${iso('s.created_at')} AS submission_created_at,
            p.id, p.uuid::text AS uuid, p.slug, p.email, p.name, p.phone, p.external_id, p.role_uuid::text AS role_uuid,
            p.metadata::text AS metadata, p.preferences::text AS preferences, p.values::text AS values,
-           ${iso('p.sent_at')} AS sent_at, ${iso('p.completed_at')} AS completed_at, ${iso('p.created_at')} AS created_at, ${iso('p.updated_at')} AS updated_at
+           ${iso('p.sent_at')} AS sent_at, ${iso('p.completed_at')} AS completed_at,
+           ${iso('p.created_at')} AS created_at, ${iso('p.updated_at')} AS updated_at
       FROM submission s, party p
      ORDER BY p.id`,
 };

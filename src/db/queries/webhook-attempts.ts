@@ -54,8 +54,10 @@ const CLAIM = {
      WHERE d.id = i.id AND d.attempt_count = i.k AND d.status = 'pending' AND e.id = d.endpoint_id
     RETURNING d.id, i.k, d.account_id, d.event_type, d.record_id, d.created_at AT TIME ZONE 'UTC' AS created_at,
               CASE WHEN i.with_payload THEN d.payload END AS payload,
-              (SELECT a.created_at AT TIME ZONE 'UTC' FROM webhook_attempts a WHERE a.delivery_id = d.id AND a.attempt = 0) AS first_sent_at,
-              e.url, e.events, e.secret, e.previous_secret, e.previous_secret_expires_at AT TIME ZONE 'UTC' AS previous_secret_expires_at,
+              (SELECT a.created_at AT TIME ZONE 'UTC' FROM webhook_attempts a
+                WHERE a.delivery_id = d.id AND a.attempt = 0) AS first_sent_at,
+              e.url, e.events, e.secret, e.previous_secret,
+              e.previous_secret_expires_at AT TIME ZONE 'UTC' AS previous_secret_expires_at,
               e.header_name, e.header_value, e.disabled_at AT TIME ZONE 'UTC' AS disabled_at`,
 };
 
@@ -70,15 +72,19 @@ const RECORD = {
   name: 'signet_webhook_record_batch',
   text: `
     WITH input AS (
-      SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::timestamptz[], $8::text[], $9::timestamptz[], $10::jsonb[])
-        AS i(delivery_id, attempt, status_code, duration_ms, error, response_body, started_at, status, next_attempt_at, payload)),
+      SELECT * FROM unnest($1::int[], $2::int[], $3::int[], $4::int[], $5::text[], $6::text[], $7::timestamptz[],
+                           $8::text[], $9::timestamptz[], $10::jsonb[])
+        AS i(delivery_id, attempt, status_code, duration_ms, error, response_body, started_at, status,
+             next_attempt_at, payload)),
     attempt AS (
       INSERT INTO webhook_attempts (delivery_id, attempt, status_code, duration_ms, error, response_body, created_at)
-      SELECT delivery_id, attempt, status_code, duration_ms, error, response_body, started_at AT TIME ZONE 'UTC' FROM input
+      SELECT delivery_id, attempt, status_code, duration_ms, error, response_body, started_at AT TIME ZONE 'UTC'
+        FROM input
       ON CONFLICT (delivery_id, attempt) DO NOTHING
       RETURNING delivery_id, attempt)
     UPDATE webhook_deliveries d
-       SET status = i.status, next_attempt_at = i.next_attempt_at AT TIME ZONE 'UTC', payload = COALESCE(i.payload, d.payload), updated_at = now() AT TIME ZONE 'UTC'
+       SET status = i.status, next_attempt_at = i.next_attempt_at AT TIME ZONE 'UTC',
+           payload = COALESCE(i.payload, d.payload), updated_at = now() AT TIME ZONE 'UTC'
       FROM attempt a JOIN input i ON i.delivery_id = a.delivery_id AND i.attempt = a.attempt
      WHERE d.id = a.delivery_id
     RETURNING d.id, i.attempt`,

@@ -33,8 +33,11 @@ const INSERT_DELIVERIES = {
       SELECT * FROM unnest($1::uuid[], $2::int[], $3::int[], $4::text[], $5::text[], $6::int[], $7::jsonb[])
         AS i(uuid, endpoint_id, account_id, event_type, record_type, record_id, payload)),
     inserted AS (
-      INSERT INTO webhook_deliveries (uuid, account_id, endpoint_id, event_type, record_type, record_id, payload, created_at, updated_at)
-      SELECT uuid, account_id, endpoint_id, event_type, record_type, record_id, payload, now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC' FROM input
+      INSERT INTO webhook_deliveries (uuid, account_id, endpoint_id, event_type, record_type, record_id, payload,
+                                      created_at, updated_at)
+      SELECT uuid, account_id, endpoint_id, event_type, record_type, record_id, payload,
+             now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'
+        FROM input
       ON CONFLICT (uuid) DO NOTHING
       RETURNING id, uuid, status, attempt_count)
     SELECT id, uuid, status, attempt_count FROM inserted
@@ -67,7 +70,10 @@ export interface DispatchStatements {
   deliveries: DataLoader<NewDelivery[], StoredDelivery[]>;
 }
 
-/** The dispatch's statements on `db`'s pool, those of the jobs running at once in one statement each (src/db/turn-batch.ts). */
+/**
+ * The dispatch's statements on `db`'s pool, those of the jobs running at once in one statement each
+ * (src/db/turn-batch.ts).
+ */
 export const dispatchStatements = perClient((db: Db): DispatchStatements => {
   const pool = sqlPool(db);
   return {
