@@ -45,7 +45,10 @@ export interface RequestInfo {
   /** Reads a request header (case-insensitive). */
   header(name: string): string | null | undefined;
   ip?: string | undefined;
-  /** graphql-ws connection_init payload: `{"X-Auth-Token": key}`, `{"authToken": key}` or `{"Authorization": "Bearer key"}`. */
+  /**
+   * graphql-ws connection_init payload: `{"X-Auth-Token": key}`, `{"authToken": key}` or
+   * `{"Authorization": "Bearer key"}`.
+   */
   connectionParams?: Record<string, unknown> | undefined;
 }
 

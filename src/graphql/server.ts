@@ -53,7 +53,9 @@ export function createGraphQLServer(options: {
   contextFactory: ContextFactory;
   logger: FastifyBaseLogger;
   graphiql: boolean;
-  /** Open sessions by credential: WebSockets and SSE streams end when theirs is revoked (src/graphql/connections.ts). */
+  /**
+   * Open sessions by credential: WebSockets and SSE streams end when theirs is revoked (src/graphql/connections.ts).
+   */
   sessions?: CredentialSessions;
   introspection: boolean;
   limits: Config['graphql']['limits'];

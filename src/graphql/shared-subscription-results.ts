@@ -51,7 +51,8 @@ export function useSharedSubscriptionResults<Context>(
         const operationKey =
           caller === undefined
             ? undefined
-            : `${caller}\n${args.operationName ?? ''}\n${JSON.stringify(args.variableValues ?? {})}\n${documentKey(args.document)}`;
+            : `${caller}\n${args.operationName ?? ''}\n${JSON.stringify(args.variableValues ?? {})}\n` +
+              `${documentKey(args.document)}`;
         return map((event: unknown) => {
           const run = () => execute({ ...args, rootValue: event }) as Promise<ExecutionResult> | ExecutionResult;
           if (operationKey === undefined || !options.isShared(event)) return run();

@@ -65,7 +65,8 @@ builder.mutationField('revokeApiKey', (t) =>
   t.field({
     type: RevokeApiKeyPayload,
     description:
-      "Revokes one of the account's API keys: requests with it then fail with UNAUTHENTICATED, and the WebSockets (closed with 4403) and SSE streams opened with it end, on every instance.",
+      "Revokes one of the account's API keys: requests with it then fail with UNAUTHENTICATED, and the WebSockets " +
+      '(closed with 4403) and SSE streams opened with it end, on every instance.',
     args: { input: t.arg({ type: RevokeApiKeyInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);

@@ -104,7 +104,8 @@ const SigningFormFieldRef = builder.objectRef<SigningFormField>('SigningFormFiel
       type: 'JSON',
       nullable: true,
       description:
-        'The current value: the saved one, else the prefilled default; for signature/initials/image/stamp an attachment uuid, for file an array of them.',
+        'The current value: the saved one, else the prefilled default; for signature/initials/image/stamp an ' +
+        'attachment uuid, for file an array of them.',
       resolve: (f) => f.value,
     }),
     attachments: t.field({
@@ -127,7 +128,8 @@ const SigningFormRef = builder.objectRef<SigningFormView>('SigningForm').impleme
     waitingFor: t.exposeString('waitingFor', {
       nullable: true,
       description:
-        'With order `preserved`, while an earlier party has not completed: that party’s role name (the page shows it; completing is refused). Null otherwise.',
+        'With order `preserved`, while an earlier party has not completed: that party’s role name (the page shows ' +
+        'it; completing is refused). Null otherwise.',
     }),
     accountName: t.exposeString('accountName'),
     submitter: t.field({ type: SigningFormSubmitterRef, resolve: (f) => f.submitter }),
@@ -173,7 +175,8 @@ builder.mutationField('openSigningForm', (t) =>
   t.field({
     type: SigningFormRef,
     description:
-      'The page calls this on every load: records a `view_form` event (IP, user agent), sets opened_at (every open, as DocuSeal), emits form.viewed on the first open only. Nothing is recorded when the form is not OPEN.',
+      'The page calls this on every load: records a `view_form` event (IP, user agent), sets opened_at (every open, ' +
+      'as DocuSeal), emits form.viewed on the first open only. Nothing is recorded when the form is not OPEN.',
     args: { slug: t.arg.string({ required: true }) },
     resolve: (_root, { slug }, ctx) => openSigningForm(depsOf(ctx), requestOf(ctx, slug)),
   }),
@@ -183,7 +186,10 @@ builder.mutationField('saveSigningFormValues', (t) =>
   t.field({
     type: SigningFormRef,
     description:
-      'Saves values (merged into the saved ones; null clears one), keyed by field uuid. The first save records `start_form` and emits form.started. Refusals: 422 with DocuSeal’s messages, and per field "Missing field" / "Invalid field" / "Read-only field" (extensions.fieldUuid). Required and patterns are checked on completion only.',
+      'Saves values (merged into the saved ones; null clears one), keyed by field uuid. The first save records ' +
+      '`start_form` and emits form.started. Refusals: 422 with DocuSeal’s messages, and per field "Missing field" ' +
+      '/ "Invalid field" / "Read-only field" (extensions.fieldUuid). Required and patterns are checked on ' +
+      'completion only.',
     args: { slug: t.arg.string({ required: true }), values: t.arg({ type: 'JSON', required: true }) },
     resolve: (_root, { slug, values }, ctx) => saveSigningFormValues(depsOf(ctx), { ...requestOf(ctx, slug), values }),
   }),
@@ -193,7 +199,10 @@ builder.mutationField('completeSigningForm', (t) =>
   t.field({
     type: SigningFormRef,
     description:
-      'Saves `values` (optional) and completes: required fields filled, text matching validation.pattern, values sensible for their type — otherwise 422 with extensions.fieldUuid. With order `preserved`, earlier parties must have completed ("Waiting for <role> to complete the form."). Records `complete_form`, sets completed_at, runs the completion pipeline and sends the next party’s request.',
+      'Saves `values` (optional) and completes: required fields filled, text matching validation.pattern, values ' +
+      'sensible for their type — otherwise 422 with extensions.fieldUuid. With order `preserved`, earlier parties ' +
+      'must have completed ("Waiting for <role> to complete the form."). Records `complete_form`, sets ' +
+      'completed_at, runs the completion pipeline and sends the next party’s request.',
     args: { slug: t.arg.string({ required: true }), values: t.arg({ type: 'JSON' }) },
     resolve: (_root, { slug, values }, ctx) =>
       completeSigningForm(depsOf(ctx), { ...requestOf(ctx, slug), values: values ?? undefined }),

@@ -139,7 +139,8 @@ builder.mutationField('createSubmissions', (t) =>
   t.field({
     type: CreateSubmissionsPayload,
     description:
-      'Creates a submission from a template and sends the requests (in order unless `order: "random"`). With `emailsMode`, one submission per submitter.',
+      'Creates a submission from a template and sends the requests (in order unless `order: "random"`). With ' +
+      '`emailsMode`, one submission per submitter.',
     args: { input: t.arg({ type: CreateSubmissionsInputRef, required: true }) },
     resolve: async (_root, { input: raw }, ctx) => {
       const { account, user } = requireViewer(ctx);

@@ -100,10 +100,13 @@ const FormEventRef = builder.objectRef<LiveEvent>('FormEvent').implement({
 
 const SubmissionUpdateRef = builder.objectRef<LiveEvent>('SubmissionUpdate').implement({
   description:
-    'Something that happened to a submission or to one of its submitters: which event, when, the submitter it is about (null for an event about the whole submission), and the submission after it. One message per event.',
+    'Something that happened to a submission or to one of its submitters: which event, when, the submitter it is ' +
+    'about (null for an event about the whole submission), and the submission after it. One message per event.',
   fields: (t) => ({
     eventType: t.exposeString('type', {
-      description: `${SUBMISSION_EVENT_TYPES.join(', ')}: form.* events are about one submitter, submission.* events about the whole submission.`,
+      description:
+        `${SUBMISSION_EVENT_TYPES.join(', ')}: form.* events are about one submitter, submission.* ` +
+        `events about the whole submission.`,
     }),
     timestamp: t.field({ type: 'DateTime', description: 'When it happened.', resolve: (event) => new Date(event.at) }),
     submitter: t.prismaField({
@@ -126,7 +129,8 @@ builder.subscriptionField('formEvents', (t) =>
   t.field({
     type: FormEventRef,
     description:
-      "The account's form events (form.viewed, form.started, form.completed, form.declined) as they happen, optionally only those of one template or one submission.",
+      "The account's form events (form.viewed, form.started, form.completed, form.declined) as they happen, " +
+      'optionally only those of one template or one submission.',
     args: {
       templateId: t.arg.int({ description: 'Only events of submissions made from this template.' }),
       submissionId: t.arg.int({ description: "Only events of this submission's submitters." }),
@@ -156,7 +160,8 @@ builder.subscriptionField('submissionUpdated', (t) =>
   t.field({
     type: SubmissionUpdateRef,
     description:
-      'Each event about the submission or one of its submitters (form.*, submission.*), once, as it happens: its type, time and submitter, and the submission as it is after it.',
+      'Each event about the submission or one of its submitters (form.*, submission.*), once, as it happens: its ' +
+      'type, time and submitter, and the submission as it is after it.',
     args: { id: t.arg.int({ required: true }) },
     subscribe: async (_root, { id }, ctx) => {
       const { account } = requireViewer(ctx);
