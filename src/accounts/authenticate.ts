@@ -44,9 +44,10 @@ export async function authenticate(db: Db, token: string | undefined): Promise<V
 
 /**
  * The account and user of a row that selects them as `a_*` and `u_*` columns (id, uuid, name,
- * timezone, locale, testing, preferences, created_at, updated_at, submission_list_epoch of the account; id, uuid, email,
- * first_name, last_name, role, created_at, updated_at of the user), neither archived: the shape
- * AUTHENTICATE (src/db/queries/api-keys.ts) reads, shared with the webhooks' per-account viewer (src/webhooks/payloads.ts).
+ * timezone, locale, testing, preferences, created_at, updated_at, submission_list_epoch of the account; id, uuid,
+ * email, first_name, last_name, role, created_at, updated_at of the user), neither archived: the shape
+ * AUTHENTICATE (src/db/queries/api-keys.ts) reads, shared with the webhooks' per-account viewer
+ * (src/webhooks/payloads.ts).
  */
 export function accountAndUserFromRow(row: Record<string, any>): { account: Account; user: User } {
   const account: Account = {

@@ -45,7 +45,8 @@ const COMMANDS: Record<string, Command> = {
   'account create': {
     synopsis: 'account create --name NAME --email EMAIL [--first-name F] [--last-name L]',
     description:
-      'Creates an account, its first user and an API key.\nPrints {"accountId":1,"userId":1,"apiKey":"..."}; the key is shown only this once.',
+      'Creates an account, its first user and an API key.\n' +
+      'Prints {"accountId":1,"userId":1,"apiKey":"..."}; the key is shown only this once.',
     options: {
       name: { type: 'string' },
       email: { type: 'string' },
@@ -66,7 +67,8 @@ const COMMANDS: Record<string, Command> = {
   'account list': {
     synopsis: 'account list',
     description:
-      'Prints every account (archived ones too) as a JSON array:\n[{"id":1,"name":"..","testing":false,"createdAt":"..","archivedAt":null,"userCount":1}, ...]',
+      'Prints every account (archived ones too) as a JSON array:\n' +
+      '[{"id":1,"name":"..","testing":false,"createdAt":"..","archivedAt":null,"userCount":1}, ...]',
     options: {},
     required: [],
     async run(db) {
@@ -76,7 +78,10 @@ const COMMANDS: Record<string, Command> = {
   'user list': {
     synopsis: 'user list [--account-id N]',
     description:
-      'Prints every user (archived ones too), or the account\'s, as a JSON array (never a key):\n[{"id":1,"accountId":1,"email":"..","firstName":"..","lastName":"..","role":"admin","createdAt":"..","archivedAt":null}, ...]\nA lost key is replaced with `signet api-key create --user-id <id>`.',
+      "Prints every user (archived ones too), or the account's, as a JSON array (never a key):\n" +
+      '[{"id":1,"accountId":1,"email":"..","firstName":"..","lastName":"..","role":"admin",' +
+      '"createdAt":"..","archivedAt":null}, ...]\n' +
+      'A lost key is replaced with `signet api-key create --user-id <id>`.',
     options: { 'account-id': { type: 'string' } },
     required: [],
     async run(db, flags) {
@@ -88,7 +93,8 @@ const COMMANDS: Record<string, Command> = {
   'api-key create': {
     synopsis: 'api-key create --user-id N [--name LABEL]',
     description:
-      'Creates an API key for a user (`signet user list` shows the ids).\nPrints {"id":..,"accountId":..,"userId":..,"name":"..","apiKey":"..."}; the key is shown only this once.',
+      'Creates an API key for a user (`signet user list` shows the ids).\n' +
+      'Prints {"id":..,"accountId":..,"userId":..,"name":"..","apiKey":"..."}; the key is shown only this once.',
     options: { 'user-id': { type: 'string' }, name: { type: 'string' } },
     required: ['user-id'],
     async run(db, flags) {
@@ -102,7 +108,9 @@ const COMMANDS: Record<string, Command> = {
   'api-key revoke': {
     synopsis: 'api-key revoke --key-id N',
     description:
-      'Revokes an API key. Prints {"id":..,"revokedAt":"..."}. Requests with it get 401 at once; the\nservice\'s WebSockets and SSE streams opened with it close at once with REDIS_URL set,\notherwise within CREDENTIALS_RECHECK_SECONDS.',
+      'Revokes an API key. Prints {"id":..,"revokedAt":"..."}. Requests with it get 401 at once; the\n' +
+      "service's WebSockets and SSE streams opened with it close at once with REDIS_URL set,\n" +
+      'otherwise within CREDENTIALS_RECHECK_SECONDS.',
     options: { 'key-id': { type: 'string' } },
     required: ['key-id'],
     async run(db, flags, config) {
@@ -130,7 +138,10 @@ const COMMANDS: Record<string, Command> = {
     synopsis:
       'webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]',
     description:
-      'Adds a webhook endpoint (default events: form.viewed, form.started, form.completed, form.declined).\nThe URL\'s host must resolve to public addresses (or be allowed by WEBHOOK_ALLOWED_HOSTS or\nWEBHOOK_ALLOW_PRIVATE), as for every delivery.\nPrints {"id":..,"url":"..","events":[..],"secret":"whsec_..."}; the secret is shown only this once.',
+      'Adds a webhook endpoint (default events: form.viewed, form.started, form.completed, form.declined).\n' +
+      "The URL's host must resolve to public addresses (or be allowed by WEBHOOK_ALLOWED_HOSTS or\n" +
+      'WEBHOOK_ALLOW_PRIVATE), as for every delivery.\n' +
+      'Prints {"id":..,"url":"..","events":[..],"secret":"whsec_..."}; the secret is shown only this once.',
     options: {
       'account-id': { type: 'string' },
       url: { type: 'string' },

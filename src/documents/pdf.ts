@@ -306,7 +306,8 @@ export function pointsToFractions(area: Area, pages: readonly PdfPage[], label: 
   if (area.x + area.w > page.width + EPSILON_POINTS || area.y + area.h > page.height + EPSILON_POINTS) {
     throw new AppError(
       'VALIDATION',
-      `${label}: the area (x ${area.x}, y ${area.y}, w ${area.w}, h ${area.h} points) does not fit on page ${area.page}, ` +
+      `${label}: the area (x ${area.x}, y ${area.y}, w ${area.w}, h ${area.h} points) does not fit on page ` +
+        `${area.page}, ` +
         `which is ${round2(page.width)} × ${round2(page.height)} points as displayed`,
     );
   }

@@ -1,8 +1,9 @@
 /**
  * Domain events: what happened to a submitter, submission or template, recorded by the services
  * in the transaction of the change (with the other side effects: SideEffects below) and
- * delivered to webhooks and GraphQL subscriptions (issue "Webhooks"). Event names and triggers: ../shared/reference/docuseal-behaviour.md §6 (table
- * "Webhook event triggers") and ../shared/DESIGN.md (`form.viewed` on the first open only).
+ * delivered to webhooks and GraphQL subscriptions (issue "Webhooks"). Event names and triggers:
+ * ../shared/reference/docuseal-behaviour.md §6 (table "Webhook event triggers") and ../shared/DESIGN.md (`form.viewed`
+ * on the first open only).
  */
 import type { Db, Prisma } from '../db/client.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';

@@ -47,8 +47,10 @@ function sendHtml(
     .type('text/html; charset=utf-8')
     .header('cache-control', 'no-store')
     .send(
-      `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1"><title>${message}</title></head>` +
-        `<body><main><h1>${message}</h1>${status === 503 ? '<p>Reload this page in a few seconds.</p>' : ''}</main></body></html>`,
+      `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" ` +
+        `content="width=device-width, initial-scale=1"><title>${message}</title></head>` +
+        `<body><main><h1>${message}</h1>${status === 503 ? '<p>Reload this page in a few seconds.</p>' : ''}` +
+        `</main></body></html>`,
     );
 }
 

@@ -64,13 +64,17 @@ function describeService(options: { graphiql: boolean }): ServiceIndex {
 function renderIndexPage(index: ServiceIndex): string {
   const link = (href: string, text: string) => `<li><a href="${href}">${text}</a></li>`;
   return (
-    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, initial-scale=1">` +
-    `<title>Signet ${index.version}</title></head><body><main><h1>Signet ${index.version}</h1><p>${index.description}.</p><ul>` +
+    `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width, ` +
+    `initial-scale=1">` +
+    `<title>Signet ${index.version}</title></head><body><main><h1>Signet ${index.version}</h1><p>` +
+    `${index.description}.</p><ul>` +
     (index.links.graphiql ? link(index.links.graphiql, 'GraphiQL (GraphQL in the browser)') : '') +
     `<li>GraphQL endpoint: <code>POST ${index.links.graphql}</code></li>` +
     // /api itself is no route (404): the page names it rather than linking to it.
-    `<li>REST API (DocuSeal-compatible) under <code>${index.links.api}</code>, e.g. <code>GET ${index.links.api}/templates</code> with an <code>X-Auth-Token</code> header</li>` +
+    `<li>REST API (DocuSeal-compatible) under <code>${index.links.api}</code>, e.g. <code>GET ${index.links.api}` +
+    `/templates</code> with an <code>X-Auth-Token</code> header</li>` +
     link(index.links.health, 'Health') +
-    `</ul><p>Documentation: <code>${index.docs.readme}</code>, <code>${index.docs.pages}</code> and <code>${index.docs.graphqlSchema}</code> in Signet's repository.</p></main></body></html>`
+    `</ul><p>Documentation: <code>${index.docs.readme}</code>, <code>${index.docs.pages}</code> and <code>` +
+    `${index.docs.graphqlSchema}</code> in Signet's repository.</p></main></body></html>`
   );
 }

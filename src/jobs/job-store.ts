@@ -138,7 +138,8 @@ export async function openPostgresJobStore(options: {
     throw error;
   }
 
-  // With notifications off there would be no channel: the scan finds the jobs (pg_notify to an unheard name is harmless).
+  // With notifications off there would be no channel: the scan finds the jobs (pg_notify to an unheard name is
+  // harmless).
   const channelName = inner.notificationChannel ? JOBS_CHANNEL : 'signet:jobs:unheard';
   const repository = new LockAheadRepository(pool);
   // One batch per source (instance name): the statement stores it as last_modified_by.
@@ -430,7 +431,8 @@ class LockAheadRepository extends PostgresJobRepository {
     const saved = await this.#saves.load({ job: { ...job }, lastModifiedBy: options?.lastModifiedBy ?? null });
     if (!saved)
       throw new Error(
-        `job ${String(job._id)} (name: ${job.name}) cannot be updated in the database, maybe it does not exist anymore?`,
+        `job ${String(job._id)} (name: ${job.name}) cannot be updated in the database, maybe it does not exist ` +
+          `anymore?`,
       );
   }
 

@@ -180,7 +180,10 @@ export interface DeliveryEvents {
    * (`send_email`, `send_sms`) with the provider and attempt, and the submitter's sent_at when unset.
    */
   submissionEvent?: string;
-  /** When an attempt fails: an event of this type (`fail_email`, `fail_sms`) with the error and whether it will be retried. */
+  /**
+   * When an attempt fails: an event of this type (`fail_email`, `fail_sms`) with the error and whether it will be
+   * retried.
+   */
   failureEvent?: string;
 }
 

@@ -296,7 +296,8 @@ export function renderMessageBody(body: string, variables: MessageVariables): { 
     .map((p) => p.trim())
     .filter(Boolean)
     .map((p) => `<p>${inlineHtml(p, values)}</p>`);
-  const html = `<!DOCTYPE html>\n<html><head><meta charset="utf-8"></head><body>\n${paragraphs.join('\n')}\n</body></html>\n`;
+  const htmlBody = paragraphs.join('\n');
+  const html = `<!DOCTYPE html>\n<html><head><meta charset="utf-8"></head><body>\n${htmlBody}\n</body></html>\n`;
   return { text, html };
 }
 

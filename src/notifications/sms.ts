@@ -72,7 +72,9 @@ export function createTwilioSender(options: {
   /** Milliseconds; default 15 s. */
   timeout?: number;
 }): SmsSender {
-  const url = `${options.apiUrl.replace(/\/+$/, '')}/2010-04-01/Accounts/${encodeURIComponent(options.accountSid)}/Messages.json`;
+  const url =
+    `${options.apiUrl.replace(/\/+$/, '')}/2010-04-01/Accounts/${encodeURIComponent(options.accountSid)}` +
+    `/Messages.json`;
   const authorization = `Basic ${Buffer.from(`${options.accountSid}:${options.authToken}`).toString('base64')}`;
   const timeout = options.timeout ?? DEFAULT_TIMEOUT_MS;
   return {

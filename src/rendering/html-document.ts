@@ -109,7 +109,8 @@ function bandDocument(html: string, band: 'header' | 'footer'): string {
   const padding = band === 'header' ? `0.25in ${PAGE_MARGIN_IN}in 0` : `0 ${PAGE_MARGIN_IN}in 0.25in`;
   return (
     `<!doctype html><html><head>${HEAD}</head><body style="margin:0">` +
-    `<div style="box-sizing:border-box;width:100%;padding:${padding};font-size:12px;-webkit-print-color-adjust:exact;print-color-adjust:exact">` +
+    `<div style="box-sizing:border-box;width:100%;padding:${padding}` +
+    `;font-size:12px;-webkit-print-color-adjust:exact;print-color-adjust:exact">` +
     `${stripRefreshMeta(html)}</div></body></html>`
   );
 }

@@ -192,7 +192,8 @@ export class LocalRenderer implements Renderer {
         if (limit !== undefined && ranOutOfMemory(run)) {
           throw new AppError(
             'VALIDATION',
-            `${name} could not be converted to PDF: LibreOffice ran out of memory (limit ${Math.round(limit / 1024 / 1024)} MB, SOFFICE_MAX_MEMORY_MB).`,
+            `${name} could not be converted to PDF: LibreOffice ran out of memory (limit ` +
+              `${Math.round(limit / 1024 / 1024)} MB, SOFFICE_MAX_MEMORY_MB).`,
             { details: { limit: 'SOFFICE_MAX_MEMORY_MB', maxBytes: limit } },
           );
         }
