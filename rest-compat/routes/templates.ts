@@ -3,8 +3,14 @@
  */
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
-import { RequestField } from '../../src/templates/build-fields.ts';
-import { bodyObject, isTruthy, optionalStringList, pathId, queryInt, queryString, restInput } from '../params.ts';
+import {
+  CloneTemplateRequest,
+  CreateTemplateFromFileRequest,
+  CreateTemplateFromHtmlRequest,
+  MergeTemplatesRequest,
+  UpdateTemplateRequest,
+} from '../../src/templates/template-requests.ts';
+import { bodyObject, isTruthy, pathId, queryInt, queryString, restInput } from '../params.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../src/docuseal-shapes/template.ts';
 
 const listTemplates: RestRoute<{
@@ -49,31 +55,13 @@ const getTemplate: RestRoute<{ template: TemplateData }> = {
 export const templateRoutes: RestRoute[] = [listTemplates, getTemplate];
 
 // ---------------------------------------------------------------------------------------------
-// Writes. Each maps DocuSeal's JSON body onto one mutation's input, picking the keys DocuSeal
-// knows (unknown keys are ignored, as DocuSeal does) and accepting the earlier shape
-// (`application_key`, `{template: {...}}`; spec "Versioning").
+// Writes. Each reads DocuSeal's JSON body against its input's one definition
+// (src/templates/template-requests.ts; restInput) into one mutation's input: only the keys the
+// definition has (unknown keys are ignored, as DocuSeal does), cast as Rails casts params, with the
+// earlier shape accepted (`application_key`, `{template: {...}}`; spec "Versioning").
 
-type FieldBody = Record<string, unknown>;
-
-/**
- * A request's fields (DocuSeal field JSON) as TemplateFieldInput values, read against the field's
- * one definition (RequestField; restInput); validation of values is the service's. Two things of
- * DocuSeal's wire shape: `options` may be given as the template answers them ([{value, uuid}]),
- * and a field without a name reaches the service as "" (refused there: "name is required").
- * @param path where the list is ("fields", "documents[0].fields")
- */
-function fieldList(value: unknown, path: string): unknown[] | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (!Array.isArray(value)) throw new AppError('VALIDATION', 'fields must be an array.');
-  return value.map((raw, i) => {
-    if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) return raw;
-    const f = raw as FieldBody;
-    const options = Array.isArray(f.options)
-      ? f.options.map((o) => (typeof o === 'object' && o !== null ? String((o as FieldBody).value ?? '') : o))
-      : f.options;
-    return { name: '', ...restInput(RequestField, { ...f, options }, { where: `${path}[${i}]` }) };
-  });
-}
+type Body = Record<string, unknown>;
+type FieldBody = Body;
 
 function stringOrUndefined(value: unknown, name: string): string | undefined {
   if (value === undefined || value === null) return undefined;
@@ -81,32 +69,52 @@ function stringOrUndefined(value: unknown, name: string): string | undefined {
   return value;
 }
 
+const isObject = (value: unknown): value is Body =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * A body's key that its definition requires, when absent.
+ * @throws AppError VALIDATION "<key> is required." (with " in `<where>`." inside a list)
+ */
+function requireKey(body: Body, key: string, where?: string): void {
+  if (body[key] === undefined || body[key] === null)
+    throw new AppError('VALIDATION', `${key} is required${where === undefined ? '.' : ` in \`${where}\`.`}`);
+}
+
+/**
+ * DocuSeal field JSON as the field's definition reads it (RequestField): `options` may be given as
+ * the template answers them ([{value, uuid}]). Anything not a list is left for restInput to refuse.
+ */
+function fieldBodies(value: unknown): unknown {
+  if (!Array.isArray(value)) return value;
+  return value.map((field) =>
+    isObject(field) && Array.isArray(field.options)
+      ? { ...field, options: field.options.map((o) => (isObject(o) ? String(o.value ?? '') : o)) }
+      : field,
+  );
+}
+
+/** A field without a name reaches the service as "" (refused there: "name is required"); GraphQL requires one. */
+const named = (fields: unknown) => (Array.isArray(fields) ? fields.map((f) => ({ name: '', ...f })) : fields);
+
+/**
+ * POST /templates/pdf and /templates/docx: the body read against its definition
+ * (CreateTemplateFromFileRequest, src/templates/template-requests.ts).
+ * @throws AppError VALIDATION "documents is required.", "file is required in `documents[0]`.", DocuSeal's type messages
+ */
 function fileTemplateInput(request: RestRequest) {
   const body = bodyObject(request);
-  const documents = body.documents;
-  if (documents === undefined || documents === null) throw new AppError('VALIDATION', 'documents is required.');
-  if (!Array.isArray(documents)) throw new AppError('VALIDATION', 'documents must be an array.');
-  return {
-    input: {
-      name: stringOrUndefined(body.name, 'name'),
-      externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
-      folderName: stringOrUndefined(body.folder_name, 'folder_name'),
-      sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
-      documents: documents.map((doc, i) => {
-        if (typeof doc !== 'object' || doc === null)
-          throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
-        const d = doc as FieldBody;
-        if (typeof d.file !== 'string' || d.file === '')
-          throw new AppError('VALIDATION', `file is required in \`documents[${i}]\`.`);
-        return {
-          name: stringOrUndefined(d.name, `name in documents[${i}]`),
-          file: d.file,
-          fields: fieldList(d.fields, `documents[${i}].fields`),
-        };
-      }),
-      fields: fieldList(body.fields, 'fields'),
-    },
-  };
+  requireKey(body, 'documents');
+  const documents = Array.isArray(body.documents)
+    ? body.documents.map((doc) => (isObject(doc) ? { ...doc, fields: fieldBodies(doc.fields) } : doc))
+    : body.documents;
+  const input = restInput(CreateTemplateFromFileRequest, { ...body, documents, fields: fieldBodies(body.fields) });
+  (input.documents as Body[]).forEach((doc, i) => {
+    requireKey(doc, 'file', `documents[${i}]`);
+    doc.fields = named(doc.fields);
+  });
+  input.fields = named(input.fields);
+  return { input };
 }
 
 interface TemplatePayloadData {
@@ -154,45 +162,25 @@ const createFromHtml = createRoute(
   'createTemplateFromHtml',
   'CreateTemplateFromHtmlInput',
   (request) => {
-    const body = bodyObject(request);
-    const documents = body.documents;
-    return {
-      input: {
-        html: stringOrUndefined(body.html, 'html'),
-        htmlHeader: stringOrUndefined(body.html_header, 'html_header'),
-        htmlFooter: stringOrUndefined(body.html_footer, 'html_footer'),
-        name: stringOrUndefined(body.name, 'name'),
-        size: stringOrUndefined(body.size, 'size'),
-        externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
-        folderName: stringOrUndefined(body.folder_name, 'folder_name'),
-        sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
-        documents: Array.isArray(documents)
-          ? documents.map((doc, i) => {
-              const d = (doc ?? {}) as FieldBody;
-              if (typeof d.html !== 'string' || d.html === '')
-                throw new AppError('VALIDATION', `html is required in \`documents[${i}]\`.`);
-              return { html: d.html, name: stringOrUndefined(d.name, `name in documents[${i}]`) };
-            })
-          : undefined,
-      },
-    };
+    const input = restInput(CreateTemplateFromHtmlRequest, bodyObject(request));
+    (input.documents as Body[] | undefined)?.forEach((doc, i) => {
+      if (!doc.html) throw new AppError('VALIDATION', `html is required in \`documents[${i}]\`.`);
+    });
+    return { input };
   },
 );
 
 const cloneTemplateRoute: RestRoute<TemplatePayloadData> = {
   ...createRoute('/templates/:id/clone', 'cloneTemplate', 'CloneTemplateInput', (request) => {
     const body = bodyObject(request);
+    // DocuSeal names the documents as `documents: [{name}]`: the definition's `document_names`.
+    const names = Array.isArray(body.documents)
+      ? body.documents.map((d) => (isObject(d) && typeof d.name === 'string' ? d.name : null))
+      : undefined;
     return {
       input: {
         id: pathId(request, 'Template'),
-        name: stringOrUndefined(body.name, 'name'),
-        folderName: stringOrUndefined(body.folder_name, 'folder_name'),
-        externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
-        documentNames: Array.isArray(body.documents)
-          ? body.documents.map((d) =>
-              typeof (d as FieldBody)?.name === 'string' ? ((d as FieldBody).name as string) : null,
-            )
-          : undefined,
+        ...restInput(CloneTemplateRequest, { ...body, document_names: names }, { omit: ['id'] }),
       },
     };
   }),
@@ -209,23 +197,8 @@ const updateTemplateRoute: RestRoute<{ updateTemplate: { template: { id: number;
   variables: (request) => {
     const outer = bodyObject(request);
     // The earlier shape wraps the changes: {template: {folder_name}}.
-    const body =
-      typeof outer.template === 'object' && outer.template !== null && !Array.isArray(outer.template)
-        ? (outer.template as FieldBody)
-        : outer;
-    const roles = optionalStringList(body.roles, 'roles');
-    const archived = body.archived === undefined || body.archived === null ? undefined : isTruthy(body.archived);
-    return {
-      input: {
-        id: pathId(request, 'Template'),
-        name: stringOrUndefined(body.name, 'name'),
-        folderName: stringOrUndefined(body.folder_name, 'folder_name'),
-        externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
-        sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
-        roles,
-        archived,
-      },
-    };
+    const body = isObject(outer.template) ? outer.template : outer;
+    return { input: { id: pathId(request, 'Template'), ...restInput(UpdateTemplateRequest, body, { omit: ['id'] }) } };
   },
   serialize: ({ updateTemplate }) => ({
     id: updateTemplate.template.id,
@@ -280,20 +253,8 @@ const updateDocumentsRoute: RestRoute<TemplatePayloadData> = {
 
 const mergeRoute = createRoute('/templates/merge', 'mergeTemplates', 'MergeTemplatesInput', (request) => {
   const body = bodyObject(request);
-  const ids = body.template_ids;
-  if (!Array.isArray(ids) || ids.some((id) => !Number.isInteger(Number(id))))
-    throw new AppError('VALIDATION', 'template_ids must be an array of template ids.');
-  const roles = optionalStringList(body.roles, 'roles');
-  return {
-    input: {
-      templateIds: ids.map(Number),
-      name: stringOrUndefined(body.name, 'name'),
-      folderName: stringOrUndefined(body.folder_name, 'folder_name'),
-      externalId: stringOrUndefined(body.external_id ?? body.application_key, 'external_id'),
-      sharedLink: typeof body.shared_link === 'boolean' ? body.shared_link : undefined,
-      roles,
-    },
-  };
+  requireKey(body, 'template_ids');
+  return { input: restInput(MergeTemplatesRequest, body) };
 });
 
 export const templateWriteRoutes: RestRoute[] = [

@@ -4,9 +4,9 @@
  * `roles` then renames the merged roles by position. Stored files are shared, uuids are new.
  */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
-import { checkItems, list, MAX_ITEMS, MAX_LENGTH, text } from '../limits.ts';
+import { checkItems, MAX_ITEMS } from '../limits.ts';
 import { checkTemplateFieldsSize } from './build-fields.ts';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
@@ -14,19 +14,7 @@ import { parseFields, parseRoles, type Field, type Role } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
 import { generateSlug } from './save-template.ts';
-
-/** Sizes: src/limits.ts; the merged template's fields and documents too (at most what one template may hold). */
-export const MergeTemplatesInput = z.object({
-  templateIds: list(z.number().int(), MAX_ITEMS.templateIds).min(2, 'template_ids must list at least 2 templates'),
-  name: z.string().trim().min(1).max(MAX_LENGTH.name).optional(),
-  folderName: text(MAX_LENGTH.folderName).optional(),
-  externalId: text(MAX_LENGTH.externalId).optional(),
-  sharedLink: z.boolean().optional(),
-  roles: list(
-    z.string().trim().min(1, 'roles must not contain empty names').max(MAX_LENGTH.name),
-    MAX_ITEMS.roles,
-  ).optional(),
-});
+import { MergeTemplatesRequest } from './template-requests.ts';
 
 /**
  * @returns the new template's id
@@ -35,16 +23,17 @@ export const MergeTemplatesInput = z.object({
 export async function mergeTemplates(
   deps: TemplateChangeDeps,
   actor: { accountId: number; userId: number },
-  input: z.input<typeof MergeTemplatesInput>,
+  input: z.input<typeof MergeTemplatesRequest>,
 ): Promise<number> {
-  const options = parseInput(MergeTemplatesInput, input);
+  // Sizes: src/limits.ts; the merged template's fields and documents too (at most what one template may hold).
+  const options = parseInput(MergeTemplatesRequest, input);
   return deps.effects.transaction(async (tx, effects) => {
-    for (const id of options.templateIds) await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    for (const id of options.template_ids) await findTemplateForAccount(tx, { id, accountId: actor.accountId });
     const sources = await tx.template.findMany({
-      where: { id: { in: options.templateIds } },
+      where: { id: { in: options.template_ids } },
       include: { documents: { orderBy: { position: 'asc' } } },
     });
-    const ordered = options.templateIds.map((id) => sources.find((s) => s.id === id)!);
+    const ordered = options.template_ids.map((id) => sources.find((s) => s.id === id)!);
     const roles: Role[] = [];
     const fields: Field[] = [];
     const documents: { uuid: string; fileId: number; name: string }[] = [];
@@ -82,12 +71,12 @@ export async function mergeTemplates(
     checkTemplateFieldsSize(fields, roles);
     checkItems(documents, MAX_ITEMS.documents, 'documents');
     const folderId =
-      options.folderName !== undefined
+      options.folder_name !== undefined
         ? (
             await findOrCreateFolder(tx, {
               accountId: actor.accountId,
               authorId: actor.userId,
-              fullName: options.folderName,
+              fullName: options.folder_name,
             })
           ).id
         : ordered[0]!.folderId;
@@ -98,9 +87,9 @@ export async function mergeTemplates(
         folderId,
         slug: generateSlug(),
         name: options.name ?? `${ordered[0]!.name} (Merged)`,
-        externalId: options.externalId ?? null,
+        externalId: options.external_id ?? null,
         source: 'api',
-        sharedLink: options.sharedLink ?? false,
+        sharedLink: options.shared_link ?? false,
         submitters: roles as unknown as Prisma.InputJsonValue,
         fields: fields as unknown as Prisma.InputJsonValue,
         schema: documents.map((d) => ({ attachment_uuid: d.uuid, name: d.name })) as unknown as Prisma.InputJsonValue,

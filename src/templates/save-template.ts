@@ -8,10 +8,8 @@
  * template event (file bytes go to content-addressed storage, harmless if it rolls back).
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
 import type { Db } from '../db/client.ts';
-import { list, MAX_ITEMS, MAX_LENGTH, text } from '../limits.ts';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import { renderPagePng, type PdfPage } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
@@ -19,6 +17,11 @@ import { storeFile } from '../documents/store-file.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { buildFields, type RequestFieldGroup, type TaggedField } from './build-fields.ts';
 import { findOrCreateFolder, folderPath } from './folders.ts';
+import {
+  type CreateTemplateFromFileRequest,
+  type CreateTemplateFromHtmlRequest,
+  TemplateNames,
+} from './template-requests.ts';
 
 /** A document ready to keep: the final PDF (tags removed), its pages and the fields tagged in it. */
 export interface PreparedDocument {
@@ -46,29 +49,18 @@ export interface SaveTemplateInput {
 const SLUG_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz123456789';
 
 /**
- * The sizes of a create request's own parts (src/limits.ts), checked before its documents are
- * loaded or converted: name, external id, folder name, the number of documents and their names,
- * the number of fields. (Each field is checked by buildFields; each document's bytes by the
- * document checks.) Keys are the GraphQL input's; messages name DocuSeal's (`external_id`).
- */
-const TemplateRequest = z.object({
-  name: text(MAX_LENGTH.name).nullish(),
-  externalId: text(MAX_LENGTH.externalId).nullish(),
-  folderName: text(MAX_LENGTH.folderName).nullish(),
-  documents: list(
-    z.object({ name: text(MAX_LENGTH.name).nullish(), fields: list(z.unknown(), MAX_ITEMS.fields).nullish() }),
-    MAX_ITEMS.documents,
-  ).nullish(),
-  fields: list(z.unknown(), MAX_ITEMS.fields).nullish(),
-});
-
-/**
- * Checks a template create request's sizes (TemplateRequest) before any work on its documents.
+ * Checks a create request (src/templates/template-requests.ts, DocuSeal's keys) before any work
+ * on its documents: the sizes of its own parts (src/limits.ts: name, external id, folder name, the
+ * number of documents and their names, the number of fields) and each field (RequestField; buildFields
+ * reads them again with their documents' pages). Each document's bytes are checked by the document checks.
  * @throws AppError VALIDATION "name is too long (maximum is 255 characters).",
- *   "documents has too many entries (maximum is 50).", …
+ *   "documents has too many entries (maximum is 50).", "name is required in `fields[0].name`.", …
  */
-export function checkTemplateRequest(input: z.input<typeof TemplateRequest>): void {
-  parseInput(TemplateRequest, input);
+export function checkTemplateRequest(
+  schema: typeof CreateTemplateFromFileRequest | typeof CreateTemplateFromHtmlRequest,
+  input: unknown,
+): void {
+  parseInput(schema, input);
 }
 
 /** A 14-character slug like DocuSeal's ("opaKWh8WWTAcVG"). */
@@ -86,7 +78,7 @@ export async function saveTemplate(
   deps: TemplateChangeDeps & { storage: FileStorage },
   input: SaveTemplateInput,
 ): Promise<{ templateId: number; created: boolean }> {
-  checkTemplateRequest({ name: input.name, externalId: input.externalId, folderName: input.folderName });
+  parseInput(TemplateNames, { name: input.name, external_id: input.externalId, folder_name: input.folderName });
   const layouts = input.documents.map((doc) => ({ uuid: randomUUID(), pages: doc.pages }));
   const { roles, fields } = buildFields({
     documents: layouts,

@@ -4,34 +4,20 @@
  * template.* domain events (webhooks, subscriptions: reference §6), in the same transaction.
  */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
+import type { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
-import { list, MAX_ITEMS, MAX_LENGTH, text } from '../limits.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields, parseRoles, parseSchema } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
 import { generateSlug } from './save-template.ts';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
+import { CloneOptions, TemplateChanges } from './template-requests.ts';
 
 interface Actor {
   accountId: number;
   userId: number;
 }
-
-/** Sizes: src/limits.ts. */
-export const UpdateTemplateInput = z.object({
-  name: z.string().trim().min(1, 'name must not be empty').max(MAX_LENGTH.name).optional(),
-  folderName: text(MAX_LENGTH.folderName).optional(),
-  externalId: text(MAX_LENGTH.externalId).nullable().optional(),
-  sharedLink: z.boolean().optional(),
-  /** Renames roles by position; a longer list appends roles (DocuSeal §8.2). */
-  roles: list(
-    z.string().trim().min(1, 'roles must not contain empty names').max(MAX_LENGTH.name),
-    MAX_ITEMS.roles,
-  ).optional(),
-  archived: z.boolean().optional(),
-});
 
 /**
  * Updates a template. `archived: true` archives, `false` restores. Raises template.updated, and
@@ -43,9 +29,9 @@ export async function updateTemplate(
   deps: TemplateChangeDeps,
   actor: Actor,
   id: number,
-  input: z.input<typeof UpdateTemplateInput>,
+  input: z.input<typeof TemplateChanges>,
 ): Promise<{ id: number; updatedAt: Date; archived: boolean }> {
-  const changes = parseInput(UpdateTemplateInput, input);
+  const changes = parseInput(TemplateChanges, input);
   return deps.effects.transaction(async (tx, effects) => {
     await findTemplateForAccount(tx, { id, accountId: actor.accountId });
     const template = await tx.template.findUniqueOrThrow({
@@ -54,13 +40,13 @@ export async function updateTemplate(
     });
     const data: Prisma.TemplateUpdateInput = {};
     if (changes.name !== undefined) data.name = changes.name;
-    if (changes.externalId !== undefined) data.externalId = changes.externalId;
-    if (changes.sharedLink !== undefined) data.sharedLink = changes.sharedLink;
-    if (changes.folderName !== undefined) {
+    if (changes.external_id !== undefined) data.externalId = changes.external_id;
+    if (changes.shared_link !== undefined) data.sharedLink = changes.shared_link;
+    if (changes.folder_name !== undefined) {
       const folder = await findOrCreateFolder(tx, {
         accountId: actor.accountId,
         authorId: actor.userId,
-        fullName: changes.folderName,
+        fullName: changes.folder_name,
       });
       data.folder = { connect: { id: folder.id } };
     }
@@ -121,15 +107,6 @@ export async function archiveTemplate(
   });
 }
 
-/** Sizes: src/limits.ts. */
-export const CloneTemplateInput = z.object({
-  name: z.string().trim().min(1, 'name must not be empty').max(MAX_LENGTH.name).optional(),
-  folderName: text(MAX_LENGTH.folderName).optional(),
-  externalId: text(MAX_LENGTH.externalId).optional(),
-  /** Renames document i (DocuSeal §8.2). */
-  documentNames: list(z.string().trim().min(1).max(MAX_LENGTH.name).nullable(), MAX_ITEMS.documents).optional(),
-});
-
 /**
  * Clones a template: new role, field and document uuids (areas remapped), the same stored files,
  * name "<name> (Clone)" unless given, the source's folder unless given, source "api".
@@ -140,9 +117,9 @@ export async function cloneTemplate(
   deps: TemplateChangeDeps,
   actor: Actor,
   id: number,
-  input: z.input<typeof CloneTemplateInput>,
+  input: z.input<typeof CloneOptions>,
 ): Promise<number> {
-  const options = parseInput(CloneTemplateInput, input);
+  const options = parseInput(CloneOptions, input);
   return deps.effects.transaction(async (tx, effects) => {
     await findTemplateForAccount(tx, { id, accountId: actor.accountId });
     const source = await tx.template.findUniqueOrThrow({
@@ -166,7 +143,7 @@ export async function cloneTemplate(
         })),
       };
     });
-    const names = source.documents.map((d, i) => options.documentNames?.[i] || d.name);
+    const names = source.documents.map((d, i) => options.document_names?.[i] || d.name);
     const schema = parseSchema(source.schema).map((entry) => {
       const index = source.documents.findIndex((d) => d.uuid === entry.attachment_uuid);
       return {
@@ -175,12 +152,12 @@ export async function cloneTemplate(
       };
     });
     const folderId =
-      options.folderName !== undefined
+      options.folder_name !== undefined
         ? (
             await findOrCreateFolder(tx, {
               accountId: actor.accountId,
               authorId: actor.userId,
-              fullName: options.folderName,
+              fullName: options.folder_name,
             })
           ).id
         : source.folderId;
@@ -191,7 +168,7 @@ export async function cloneTemplate(
         folderId,
         slug: generateSlug(),
         name: options.name ?? `${source.name} (Clone)`,
-        externalId: options.externalId ?? null,
+        externalId: options.external_id ?? null,
         source: 'api',
         submitters: roles as unknown as Prisma.InputJsonValue,
         fields: fields as unknown as Prisma.InputJsonValue,

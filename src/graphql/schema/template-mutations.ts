@@ -2,6 +2,7 @@
  * Template mutations: create from PDF, DOCX or HTML; update; archive; clone. Each takes one
  * `input` and returns a payload with the template. The REST routes call these same mutations.
  */
+import type { z } from 'zod';
 import { parsePaperSize } from '../../rendering/renderer.ts';
 import { RequestArea, RequestField, type RequestFieldGroup } from '../../templates/build-fields.ts';
 import { parseInput } from '../../accounts/api-keys.ts';
@@ -22,6 +23,15 @@ import { checkItems, MAX_ITEMS } from '../../limits.ts';
 import { checkTemplateRequest, saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
 import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/template-actions.ts';
 import { TEMPLATE_WARNING_CODES, templateWarnings, type TemplateWarning } from '../../templates/template-warnings.ts';
+import {
+  CloneTemplateRequest,
+  CreateTemplateFromFileRequest,
+  CreateTemplateFromHtmlRequest,
+  MergeTemplatesRequest,
+  TemplateFileDocument,
+  TemplateHtmlDocument,
+  UpdateTemplateRequest,
+} from '../../templates/template-requests.ts';
 import { builder } from '../builder.ts';
 import { requireViewer, type GraphQLContext } from '../context.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
@@ -29,47 +39,13 @@ import { TemplateRef, withoutNulls } from './template.ts';
 
 // A create request's field and its areas, derived from their one definition (src/templates/build-fields.ts).
 zodInputType('FieldAreaInput', RequestArea);
-const FieldInput = zodInputType('TemplateFieldInput', RequestField);
+zodInputType('TemplateFieldInput', RequestField);
 
-const FileDocumentInput = builder.inputType('TemplateFileDocumentInput', {
-  fields: (t) => ({
-    name: t.string(),
-    file: t.string({ required: true, description: 'Base64 of the file, or an http(s) URL to download it from.' }),
-    fields: t.field({ type: [FieldInput], description: 'Fields on this document (areas on its pages).' }),
-  }),
-});
-
-const CreateFromFileInput = builder.inputType('CreateTemplateFromFileInput', {
-  fields: (t) => ({
-    name: t.string(),
-    externalId: t.string({ description: 'An existing template with it is updated with the new documents.' }),
-    folderName: t.string({ description: 'Full folder name ("Parent / Child"), created when missing.' }),
-    sharedLink: t.boolean(),
-    documents: t.field({ type: [FileDocumentInput], required: true }),
-    fields: t.field({
-      type: [FieldInput],
-      description: 'Fields whose area pages count across all documents in order.',
-    }),
-  }),
-});
-
-const HtmlDocumentInput = builder.inputType('TemplateHtmlDocumentInput', {
-  fields: (t) => ({ html: t.string({ required: true }), name: t.string() }),
-});
-
-const CreateFromHtmlInput = builder.inputType('CreateTemplateFromHtmlInput', {
-  fields: (t) => ({
-    html: t.string({ description: 'HTML with field tags (<text-field>, <signature-field>, ...).' }),
-    htmlHeader: t.string({ description: 'Shown on every page.' }),
-    htmlFooter: t.string({ description: 'Shown on every page.' }),
-    name: t.string({ description: 'Default: a random uuid.' }),
-    size: t.string({ description: 'Letter (default), Legal, Tabloid, Ledger, A0–A6.' }),
-    externalId: t.string(),
-    folderName: t.string(),
-    sharedLink: t.boolean(),
-    documents: t.field({ type: [HtmlDocumentInput], description: 'Several documents instead of `html`.' }),
-  }),
-});
+// The create requests, derived from their one definition (src/templates/template-requests.ts).
+zodInputType('TemplateFileDocumentInput', TemplateFileDocument);
+const CreateFromFileInput = zodInputType('CreateTemplateFromFileInput', CreateTemplateFromFileRequest);
+zodInputType('TemplateHtmlDocumentInput', TemplateHtmlDocument);
+const CreateFromHtmlInput = zodInputType('CreateTemplateFromHtmlInput', CreateTemplateFromHtmlRequest);
 
 const TemplateWarningRef = builder.objectRef<TemplateWarning>('TemplateWarning').implement({
   description: 'Something about an accepted template to know before using it.',
@@ -98,41 +74,43 @@ const TemplatePayload = builder.objectRef<{ id: number }>('TemplatePayload').imp
   }),
 });
 
-/** GraphQL's field input in the definition's keys (DocuSeal's), which the services validate. */
-const toRequestField = (field: unknown) => fromGraphQLInput(RequestField, field);
-
-function fieldGroups(input: {
-  documents: { fields?: unknown[] | null }[];
-  fields?: unknown[] | null;
-}): RequestFieldGroup[] {
-  const groups: RequestFieldGroup[] = input.documents.map((doc, i) => ({
+/** A create request's fields by where they are given (their areas' pages count differently). */
+function fieldGroups(request: z.input<typeof CreateTemplateFromFileRequest>): RequestFieldGroup[] {
+  const groups: RequestFieldGroup[] = request.documents.map((doc, i) => ({
     documentIndex: i,
-    fields: (doc.fields ?? []).map(toRequestField),
+    fields: doc.fields ?? [],
     path: `documents[${i}].fields`,
   }));
-  groups.push({ fields: (input.fields ?? []).map(toRequestField), path: 'fields' });
+  groups.push({ fields: request.fields ?? [], path: 'fields' });
   return groups;
 }
 
 async function save(
   ctx: GraphQLContext,
   documents: PreparedDocument[],
-  input: { name?: string | null; externalId?: string | null; folderName?: string | null; sharedLink?: boolean | null },
+  request: { name?: string; external_id?: string; folder_name?: string; shared_link?: boolean },
   requestFields: RequestFieldGroup[],
 ) {
   const { account, user } = requireViewer(ctx);
   const { templateId } = await saveTemplate(ctx, {
     accountId: account.id,
     userId: user.id,
-    name: input.name ?? undefined,
-    externalId: input.externalId ?? undefined,
-    folderName: input.folderName ?? undefined,
-    sharedLink: input.sharedLink ?? undefined,
+    name: request.name,
+    externalId: request.external_id,
+    folderName: request.folder_name,
+    sharedLink: request.shared_link,
     source: 'api',
     documents,
     requestFields,
   });
   return { id: templateId };
+}
+
+/** A create-from-file input in the definition's keys, its sizes and fields checked. */
+function fileRequest(input: unknown): z.input<typeof CreateTemplateFromFileRequest> {
+  const request = fromGraphQLInput(CreateTemplateFromFileRequest, input);
+  checkTemplateRequest(CreateTemplateFromFileRequest, request);
+  return request;
 }
 
 builder.mutationField('createTemplateFromPdf', (t) =>
@@ -143,9 +121,9 @@ builder.mutationField('createTemplateFromPdf', (t) =>
     args: { input: t.arg({ type: CreateFromFileInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
-      checkTemplateRequest(input);
-      const documents = await preparePdfDocuments({ config: ctx.config, renderer: ctx.renderer }, input.documents);
-      return save(ctx, documents, input, fieldGroups(input));
+      const request = fileRequest(input);
+      const documents = await preparePdfDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents);
+      return save(ctx, documents, request, fieldGroups(request));
     },
   }),
 );
@@ -157,9 +135,9 @@ builder.mutationField('createTemplateFromDocx', (t) =>
     args: { input: t.arg({ type: CreateFromFileInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
-      checkTemplateRequest(input);
-      const documents = await prepareDocxDocuments({ config: ctx.config, renderer: ctx.renderer }, input.documents);
-      return save(ctx, documents, input, fieldGroups(input));
+      const request = fileRequest(input);
+      const documents = await prepareDocxDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents);
+      return save(ctx, documents, request, fieldGroups(request));
     },
   }),
 );
@@ -171,35 +149,26 @@ builder.mutationField('createTemplateFromHtml', (t) =>
     args: { input: t.arg({ type: CreateFromHtmlInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
-      checkTemplateRequest(input);
-      const name = input.name?.trim() || crypto.randomUUID();
+      const request = fromGraphQLInput(CreateTemplateFromHtmlRequest, input);
+      checkTemplateRequest(CreateTemplateFromHtmlRequest, request);
+      const name = request.name?.trim() || crypto.randomUUID();
       const documents = await prepareHtmlDocuments(
         { config: ctx.config, renderer: ctx.renderer },
         {
-          html: input.html ?? undefined,
-          documents: input.documents ?? undefined,
-          header: input.htmlHeader ?? undefined,
-          footer: input.htmlFooter ?? undefined,
-          size: parsePaperSize(input.size ?? undefined),
+          html: request.html,
+          documents: request.documents,
+          header: request.html_header,
+          footer: request.html_footer,
+          size: parsePaperSize(request.size),
           name,
         },
       );
-      return save(ctx, documents, { ...input, name }, []);
+      return save(ctx, documents, { ...request, name }, []);
     },
   }),
 );
 
-const UpdateTemplateInputRef = builder.inputType('UpdateTemplateInput', {
-  fields: (t) => ({
-    id: t.int({ required: true }),
-    name: t.string(),
-    folderName: t.string(),
-    externalId: t.string(),
-    sharedLink: t.boolean(),
-    roles: t.stringList({ description: 'Renames roles by position; extra names add roles.' }),
-    archived: t.boolean({ description: 'true archives, false restores.' }),
-  }),
-});
+const UpdateTemplateInputRef = zodInputType('UpdateTemplateInput', UpdateTemplateRequest);
 
 builder.mutationField('updateTemplate', (t) =>
   t.field({
@@ -207,9 +176,9 @@ builder.mutationField('updateTemplate', (t) =>
     args: { input: t.arg({ type: UpdateTemplateInputRef, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      const { id, ...changes } = input;
+      const { id, ...changes } = fromGraphQLInput(UpdateTemplateRequest, input);
       // template.updated on every call, even without a change; template.archived when this archived it.
-      await updateTemplate(ctx, { accountId: account.id, userId: user.id }, id, withoutNulls(changes));
+      await updateTemplate(ctx, { accountId: account.id, userId: user.id }, id, changes);
       return { id };
     },
   }),
@@ -233,15 +202,7 @@ builder.mutationField('archiveTemplate', (t) =>
   }),
 );
 
-const CloneTemplateInputRef = builder.inputType('CloneTemplateInput', {
-  fields: (t) => ({
-    id: t.int({ required: true }),
-    name: t.string({ description: 'Default "<name> (Clone)".' }),
-    folderName: t.string(),
-    externalId: t.string(),
-    documentNames: t.stringList({ description: 'Renames documents by position.' }),
-  }),
-});
+const CloneTemplateInputRef = zodInputType('CloneTemplateInput', CloneTemplateRequest);
 
 builder.mutationField('cloneTemplate', (t) =>
   t.field({
@@ -249,8 +210,8 @@ builder.mutationField('cloneTemplate', (t) =>
     args: { input: t.arg({ type: CloneTemplateInputRef, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      const { id, ...options } = input;
-      const cloneId = await cloneTemplate(ctx, { accountId: account.id, userId: user.id }, id, withoutNulls(options));
+      const { id, ...options } = fromGraphQLInput(CloneTemplateRequest, input);
+      const cloneId = await cloneTemplate(ctx, { accountId: account.id, userId: user.id }, id, options);
       return { id: cloneId };
     },
   }),
@@ -304,16 +265,7 @@ builder.mutationField('updateTemplateDocuments', (t) =>
   }),
 );
 
-const MergeInput = builder.inputType('MergeTemplatesInput', {
-  fields: (t) => ({
-    templateIds: t.intList({ required: true }),
-    name: t.string({ description: 'Default "<first template name> (Merged)".' }),
-    folderName: t.string(),
-    externalId: t.string(),
-    sharedLink: t.boolean(),
-    roles: t.stringList({ description: 'Renames the merged roles by position.' }),
-  }),
-});
+const MergeInput = zodInputType('MergeTemplatesInput', MergeTemplatesRequest);
 
 builder.mutationField('mergeTemplates', (t) =>
   t.field({
@@ -322,7 +274,11 @@ builder.mutationField('mergeTemplates', (t) =>
     args: { input: t.arg({ type: MergeInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      const id = await mergeTemplates(ctx, { accountId: account.id, userId: user.id }, withoutNulls(input));
+      const id = await mergeTemplates(
+        ctx,
+        { accountId: account.id, userId: user.id },
+        fromGraphQLInput(MergeTemplatesRequest, input),
+      );
       return { id };
     },
   }),

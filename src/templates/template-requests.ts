@@ -1,0 +1,127 @@
+/**
+ * The template requests, each defined once as a zod object in DocuSeal's keys (DESIGN.md "Each
+ * input is defined once"; interface spec "Templates", reference/docuseal-behaviour.md §8.2):
+ * create from PDF/DOCX files or from HTML, update, clone, merge, and document changes. GraphQL's
+ * input types are derived from them (src/graphql/zod-input.ts: `CreateTemplateFromFileInput`,
+ * `UpdateTemplateInput`, …, camelCase keys) and so is the REST body reading (rest-compat/params.ts
+ * restInput); the services parse what they get with the same schemas. Sizes: src/limits.ts
+ * (docs/security.md "Input limits"); a field of a create request is RequestField
+ * (src/templates/build-fields.ts).
+ */
+import { z } from 'zod';
+import { list, MAX_ITEMS, MAX_LENGTH, text } from '../limits.ts';
+import { RequestField } from './build-fields.ts';
+
+/** A template's name when given: not blank (trimmed). */
+const templateName = () => z.string().trim().min(1, 'name must not be empty').max(MAX_LENGTH.name);
+
+/** Role names by position (DocuSeal §8.2): none blank. */
+const roleNames = () =>
+  list(z.string().trim().min(1, 'roles must not contain empty names').max(MAX_LENGTH.name), MAX_ITEMS.roles);
+
+const externalId = () => text(MAX_LENGTH.externalId);
+const folderName = () => text(MAX_LENGTH.folderName);
+
+/** A document of a create-from-file request (GraphQL `TemplateFileDocumentInput`). */
+export const TemplateFileDocument = z.object({
+  name: text(MAX_LENGTH.name).optional(),
+  file: z.string().meta({ description: 'Base64 of the file, or an http(s) URL to download it from.' }),
+  fields: list(RequestField, MAX_ITEMS.fields)
+    .optional()
+    .meta({ description: 'Fields on this document (areas on its pages).' }),
+});
+
+/**
+ * POST /templates/pdf and /templates/docx (GraphQL `CreateTemplateFromFileInput`): the documents,
+ * and fields given per document or for all of them.
+ */
+export const CreateTemplateFromFileRequest = z.object({
+  name: text(MAX_LENGTH.name).optional(),
+  external_id: externalId()
+    .optional()
+    .meta({ description: 'An existing template with it is updated with the new documents.' }),
+  folder_name: folderName()
+    .optional()
+    .meta({ description: 'Full folder name ("Parent / Child"), created when missing.' }),
+  shared_link: z.boolean().optional(),
+  documents: list(TemplateFileDocument, MAX_ITEMS.documents),
+  fields: list(RequestField, MAX_ITEMS.fields)
+    .optional()
+    .meta({ description: 'Fields whose area pages count across all documents in order.' }),
+});
+
+/** A document of a create-from-HTML request (GraphQL `TemplateHtmlDocumentInput`). */
+export const TemplateHtmlDocument = z.object({
+  html: z.string(),
+  name: text(MAX_LENGTH.name).optional(),
+});
+
+/** POST /templates/html (GraphQL `CreateTemplateFromHtmlInput`). */
+export const CreateTemplateFromHtmlRequest = z.object({
+  html: z.string().optional().meta({ description: 'HTML with field tags (<text-field>, <signature-field>, ...).' }),
+  html_header: z.string().optional().meta({ description: 'Shown on every page.' }),
+  html_footer: z.string().optional().meta({ description: 'Shown on every page.' }),
+  name: text(MAX_LENGTH.name).optional().meta({ description: 'Default: a random uuid.' }),
+  size: z.string().optional().meta({ description: 'Letter (default), Legal, Tabloid, Ledger, A0–A6.' }),
+  external_id: externalId().optional(),
+  folder_name: folderName().optional(),
+  shared_link: z.boolean().optional(),
+  documents: list(TemplateHtmlDocument, MAX_ITEMS.documents)
+    .optional()
+    .meta({ description: 'Several documents instead of `html`.' }),
+});
+
+/** A create request's own names, checked again by saveTemplate for every caller. */
+export const TemplateNames = CreateTemplateFromFileRequest.pick({ name: true, external_id: true, folder_name: true });
+
+/** PUT /templates/{id} (GraphQL `UpdateTemplateInput`). */
+export const UpdateTemplateRequest = z.object({
+  id: z.number().int(),
+  name: templateName().optional(),
+  folder_name: folderName().optional(),
+  external_id: externalId().optional(),
+  shared_link: z.boolean().optional(),
+  /** A longer list appends roles (DocuSeal §8.2). */
+  roles: roleNames().optional().meta({ description: 'Renames roles by position; extra names add roles.' }),
+  archived: z.boolean().optional().meta({ description: 'true archives, false restores.' }),
+});
+
+/** An update's changes (UpdateTemplateRequest without its id), as updateTemplate takes them. */
+export const TemplateChanges = UpdateTemplateRequest.omit({ id: true });
+
+/**
+ * POST /templates/{id}/clone (GraphQL `CloneTemplateInput`). DocuSeal's body names the documents
+ * as `documents: [{name}]`; the REST route reads that into `document_names`.
+ */
+export const CloneTemplateRequest = z.object({
+  id: z.number().int(),
+  name: templateName().optional().meta({ description: 'Default "<name> (Clone)".' }),
+  folder_name: folderName().optional(),
+  external_id: externalId().optional(),
+  /** Document i's new name; null keeps it (DocuSeal §8.2). */
+  document_names: list(z.string().trim().min(1).max(MAX_LENGTH.name).nullable(), MAX_ITEMS.documents)
+    .optional()
+    .meta({ description: 'Renames documents by position.' }),
+});
+
+/** A clone's options (CloneTemplateRequest without its id), as cloneTemplate takes them. */
+export const CloneOptions = CloneTemplateRequest.omit({ id: true });
+
+/**
+ * POST /templates/merge (GraphQL `MergeTemplatesInput`). The merged template's fields and
+ * documents are checked by the service too (at most what one template may hold).
+ */
+export const MergeTemplatesRequest = z.object({
+  template_ids: list(z.number().int(), MAX_ITEMS.templateIds).min(2, 'template_ids must list at least 2 templates'),
+  name: z
+    .string()
+    .trim()
+    .min(1)
+    .max(MAX_LENGTH.name)
+    .optional()
+    .meta({ description: 'Default "<first template name> (Merged)".' }),
+  folder_name: folderName().optional(),
+  external_id: externalId().optional(),
+  shared_link: z.boolean().optional(),
+  roles: roleNames().optional().meta({ description: 'Renames the merged roles by position.' }),
+});
