@@ -95,7 +95,10 @@ const EnvSchema = z.object({
   IMAGE_MAX_MEGAPIXELS: z.coerce.number().positive().max(1000).default(25),
   /** Jobs on MongoDB (Agenda's mongo backend) instead of the service's PostgreSQL. */
   JOBS_MONGODB_URL: z.string().min(1).optional(),
-  /** Seconds before a job held by an instance that stopped (crash, kill) runs on another (running jobs renew their lock). */
+  /**
+   * Seconds before a job held by an instance that stopped (crash, kill) runs on another (running jobs renew their
+   * lock).
+   */
   JOBS_LOCK_LIFETIME_SECONDS: z.coerce.number().positive().max(86_400).default(30),
   /** Sender of every email ("Signet <no-reply@example.com>"). */
   MAIL_FROM: z.string().min(3).default('Signet <no-reply@signet.local>'),
@@ -133,7 +136,10 @@ const EnvSchema = z.object({
   WEBHOOK_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(8),
   /** Time allowed for a webhook receiver's whole answer once connected, in seconds. */
   WEBHOOK_RESPONSE_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(15),
-  /** Comma-separated origins (`https://app.example.com`) allowed to call /api, /graphql and /file from a browser; `*` for any. Unset: none. */
+  /**
+   * Comma-separated origins (`https://app.example.com`) allowed to call /api, /graphql and /file from a browser; `*`
+   * for any. Unset: none.
+   */
   CORS_ORIGINS: z
     .string()
     .transform((value, ctx) => {
@@ -153,13 +159,19 @@ const EnvSchema = z.object({
       return [...new Set(origins)];
     })
     .optional(),
-  /** Seconds between checks that the API keys of open subscriptions (WebSocket, SSE) are still valid; a revocation through Signet closes them at once. */
+  /**
+   * Seconds between checks that the API keys of open subscriptions (WebSocket, SSE) are still valid; a revocation
+   * through Signet closes them at once.
+   */
   CREDENTIALS_RECHECK_SECONDS: z.coerce.number().positive().max(3600).default(10),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
 
-/** A browser origin as browsers send it (`https://app.example.com`, default port left out), `*`, or undefined when `entry` is neither. */
+/**
+ * A browser origin as browsers send it (`https://app.example.com`, default port left out), `*`, or undefined when
+ * `entry` is neither.
+ */
 function parseOrigin(entry: string): string | undefined {
   if (entry === '*') return '*';
   try {

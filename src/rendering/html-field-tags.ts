@@ -243,7 +243,8 @@ function markerHtml(href: string): string {
   return (
     `<svg xmlns="http://www.w3.org/2000/svg" aria-hidden="true" style="${box}">` +
     `<a href="${escapeAttribute(href)}" style="display:inline!important;visibility:visible!important">` +
-    '<rect x="0" y="0" width="100%" height="100%" fill="none" stroke="none" style="display:inline!important"/></a></svg>'
+    '<rect x="0" y="0" width="100%" height="100%" fill="none" stroke="none" ' +
+    'style="display:inline!important"/></a></svg>'
   );
 }
 
@@ -257,7 +258,10 @@ export function fieldTagStyles(): string {
   const sizes = HTML_FIELD_TYPES.map(
     (t) => `:where(${t}-field){width:${DEFAULT_SIZES[t][0]}px;height:${DEFAULT_SIZES[t][1]}px}`,
   ).join('');
-  return `:where(${all}){display:inline-block;position:relative;box-sizing:border-box;break-inside:avoid;page-break-inside:avoid;vertical-align:baseline}${sizes}`;
+  const box =
+    'display:inline-block;position:relative;box-sizing:border-box;break-inside:avoid;page-break-inside:avoid;' +
+    'vertical-align:baseline';
+  return `:where(${all}){${box}}${sizes}`;
 }
 
 /**
@@ -404,7 +408,8 @@ export async function readFieldAreas(
     if (!area || area.w <= 0 || area.h <= 0) {
       throw new AppError(
         'VALIDATION',
-        `${tag.label} has no box on any page: give it a CSS width and height, and do not hide it (display: none, visibility: hidden, <template>).`,
+        `${tag.label} has no box on any page: give it a CSS width and height, and do not hide it (display: none, ` +
+          `visibility: hidden, <template>).`,
         { details: { element: tag.label } },
       );
     }

@@ -22,7 +22,9 @@ builder.prismaObjectFields(SubmissionRef, (t) => ({
     type: CompletionErrorRef,
     nullable: true,
     description:
-      'Set when the completion gave up — at once for data it can never draw (a damaged image or document), after 5 attempts for other failures — with a `fail_completion` event; null otherwise, and again once a later completion succeeds.',
+      'Set when the completion gave up — at once for data it can never draw (a damaged image or document), after 5 ' +
+      'attempts for other failures — with a `fail_completion` event; null otherwise, and again once a later ' +
+      'completion succeeds.',
     select: { completionError: true, completionFailedAt: true },
     resolve: (s) => completionErrorOf(s),
   }),
