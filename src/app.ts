@@ -147,7 +147,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     live,
   });
   // Webhooks: each event's deliveries (dispatch-event), each delivery's attempts (deliver-webhook).
-  defineWebhookJobs(jobs, { db, config, logger: fastify.log, schema, contextFactory });
+  defineWebhookJobs(jobs, { db, config, logger: fastify.log, files: signer });
   const graphql = createGraphQLServer({
     schema,
     contextFactory,

@@ -13,11 +13,9 @@ import { pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { EVENT_TYPES, type DomainEvent, type EventType } from '../src/events/events.ts';
-import { createContextFactory } from '../src/graphql/context.ts';
-import { schema } from '../src/graphql/schema/index.ts';
 import { dispatchEvent } from '../src/webhooks/dispatch-event.ts';
 import { WEBHOOK_DESTINATION_REFUSED } from '../src/webhooks/send-request.ts';
-import { createAccountContexts, createPayloadBuilder } from '../src/webhooks/payloads.ts';
+import { createPayloadBuilder } from '../src/webhooks/payloads.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, drawPdf } from './helpers/pdfs.ts';
 import { ROOT } from './helpers/processes.ts';
@@ -673,25 +671,9 @@ describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
   });
 });
 
-/** A payload builder on the test app's database and contexts, as the service builds its own. */
+/** A payload builder on the test app's database and file URL signer, as the service builds its own. */
 function payloadBuilder() {
-  const contextFactory = createContextFactory({
-    db: t.db,
-    config: t.config,
-    logger: t.app.fastify.log,
-    files: t.app.files.signer,
-    storage: t.app.files.storage,
-    renderer: undefined as never,
-    jobs: t.jobs,
-    effects: t.app.effects,
-    live: undefined as never,
-  });
-  return createPayloadBuilder({
-    schema,
-    db: t.db,
-    appUrl: t.config.appUrl,
-    contextFor: createAccountContexts(contextFactory, t.db),
-  });
+  return createPayloadBuilder({ db: t.db, files: t.app.files.signer, appUrl: t.config.appUrl });
 }
 
 describe('dispatch', { timeout: 180_000 }, () => {
@@ -745,7 +727,7 @@ describe('dispatch', { timeout: 180_000 }, () => {
     ).toBe(4);
   });
 
-  it('payloads asked for at once (one context per account and turn) each carry their own record as the REST API answers it', async () => {
+  it('payloads asked for at once (read together) each carry their own record as the REST API answers it', async () => {
     const payloads = payloadBuilder();
     const pdf = await drawPdf([{ texts: [{ text: 'Second', x: 72, y: 72 }] }]);
     const second = await api('POST', '/templates/pdf', {
@@ -759,7 +741,7 @@ describe('dispatch', { timeout: 180_000 }, () => {
       payloads.build({ type: 'template.updated', accountId: alice.accountId, recordId: templateId, at }),
       payloads.build({ type: 'template.updated', accountId: alice.accountId, recordId: second.json.id, at }),
       payloads.build({ type: 'submission.completed', accountId: alice.accountId, recordId: submission.id, at }),
-      // Another account's context: alice's template is not bob's to see.
+      // Another account's event: alice's template is not bob's record.
       payloads.build({ type: 'template.updated', accountId: bob.accountId, recordId: templateId, at }),
     ]);
     expect(withoutTokens(first!.data)).toEqual(withoutTokens((await api('GET', `/templates/${templateId}`)).json));
@@ -768,6 +750,39 @@ describe('dispatch', { timeout: 180_000 }, () => {
       withoutTokens((await api('GET', `/submissions/${submission.id}`)).json),
     );
     expect(ofBob).toBeNull();
+  });
+
+  it('reads the payloads of one turn together: as many statements for three templates as for one', async () => {
+    const payloads = payloadBuilder();
+    const ids = (await t.db.template.findMany({ where: { accountId: alice.accountId }, select: { id: true } })).map(
+      (row) => row.id,
+    );
+    expect(ids.length).toBeGreaterThanOrEqual(2);
+    const statements = async (recordIds: number[]) => {
+      await t.resetQueries();
+      const built = await Promise.all(
+        recordIds.map((recordId) =>
+          payloads.build({ type: 'template.updated', accountId: alice.accountId, recordId, at: new Date() }),
+        ),
+      );
+      expect(built.every((p) => p !== null)).toBe(true);
+      await t.settleQueries();
+      return t.queries.length;
+    };
+    const one = await statements([ids[0]!]);
+    expect(await statements(ids)).toBe(one);
+  });
+
+  it('builds nothing for an archived account', async () => {
+    const payloads = payloadBuilder();
+    const request = { type: 'template.updated' as EventType, accountId: alice.accountId, recordId: templateId };
+    expect(await payloads.build({ ...request, at: new Date() })).not.toBeNull();
+    await t.db.account.update({ where: { id: alice.accountId }, data: { archivedAt: new Date() } });
+    try {
+      expect(await payloads.build({ ...request, at: new Date() })).toBeNull();
+    } finally {
+      await t.db.account.update({ where: { id: alice.accountId }, data: { archivedAt: null } });
+    }
   });
 
   it('sends an account’s events to that account’s endpoints only', async () => {

@@ -1,6 +1,7 @@
 /**
  * The `dispatch-event` job (src/events/events.ts records one per domain event, in the change's
- * transaction, when an endpoint of the account subscribes to it): turns an event into webhook deliveries (reference/docuseal-behaviour.md §9 "Fan-out").
+ * transaction, when an endpoint of the account subscribes to it): turns an event into webhook
+ * deliveries (reference/docuseal-behaviour.md §9 "Fan-out").
  *
  * For the endpoints of the event's account that are enabled and subscribe to its type, it builds
  * the payload once (src/webhooks/payloads.ts) and serialises it once, writes one
@@ -19,15 +20,14 @@
  * the unique job keys already hold.
  */
 import { createHash } from 'node:crypto';
-import type { GraphQLSchema } from 'graphql';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { dispatchStatements } from '../db/queries/webhook-dispatch.ts';
 import { DISPATCH_EVENT_JOB, recordTypeOf, type DispatchEventData } from '../events/events.ts';
-import type { ContextFactory } from '../graphql/context.ts';
+import type { FileUrlSigner } from '../documents/file-urls.ts';
 import type { JobLogger, JobQueue, JobRun } from '../jobs/job-queue.ts';
 import { defineDeliverWebhookJob, enqueueAttempt, type DeliveryDeps } from './deliver-webhook.ts';
-import { createAccountContexts, createPayloadBuilder, type PayloadBuilder } from './payloads.ts';
+import { createPayloadBuilder, type PayloadBuilder } from './payloads.ts';
 
 /** Namespace of delivery uuids (a fixed random UUID). */
 const DELIVERY_NAMESPACE = Buffer.from('5b0c3f0e9a6d4e2f8c1b7a3d2e4f6a81', 'hex');
@@ -98,7 +98,7 @@ export async function dispatchEvent(
 
 /**
  * Registers the webhook jobs (`dispatch-event`, `deliver-webhook`) on a queue, building payloads
- * with `schema` in contexts from `contextFactory` (src/app.ts calls this once).
+ * from the domain read models with file URLs signed by `files` (src/app.ts calls this once).
  */
 export function defineWebhookJobs(
   jobs: JobQueue,
@@ -106,19 +106,14 @@ export function defineWebhookJobs(
     db: Db;
     config: Pick<Config, 'appUrl' | 'webhooks'>;
     logger: JobLogger;
-    schema: GraphQLSchema;
-    contextFactory: ContextFactory;
+    files: Pick<FileUrlSigner, 'url'>;
   },
 ): void {
   const { db, logger } = options;
-  const payloads = createPayloadBuilder({
-    schema: options.schema,
-    db,
-    appUrl: options.config.appUrl,
-    contextFor: createAccountContexts(options.contextFactory, db),
-  });
+  const payloads = createPayloadBuilder({ db, files: options.files, appUrl: options.config.appUrl });
   const deliveryDeps: DeliveryDeps = { db, jobs, payloads, config: options.config.webhooks, logger };
-  // 10 at once: a dispatch waits for its payload and two statements; at 5 a burst of events queued here (bench:webhooks).
+  // 10 at once: a dispatch waits for its payload and two statements; at 5 a burst of events queued
+  // here (bench:webhooks).
   jobs.define<DispatchEventData>(
     DISPATCH_EVENT_JOB,
     (event, run) => dispatchEvent({ db, jobs, payloads, logger }, event, run),

@@ -3,7 +3,6 @@
  * mutations to manage them (docs/webhooks.md). Everything is scoped to the caller's account:
  * another account's endpoint or delivery is FORBIDDEN, an unknown one NOT_FOUND.
  */
-import type { GraphQLResolveInfo } from 'graphql';
 import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { MAX_LENGTH, text } from '../../limits.ts';
@@ -381,9 +380,9 @@ builder.mutationField('sendTestWebhook', (t) =>
     description:
       "Sends a form.completed event of the account's latest completed submitter (else its latest submitter) to one endpoint now, once, signed, without retries, and answers with the delivery and its attempt.",
     args: { input: t.arg({ type: SendTestWebhookInput, required: true }) },
-    resolve: async (_root, { input }, ctx, info) => {
+    resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
-      const delivery = await sendTestWebhook(deliveryDeps(ctx, info), {
+      const delivery = await sendTestWebhook(deliveryDeps(ctx), {
         endpointId: input.endpointId,
         accountId: account.id,
       });
@@ -410,18 +409,12 @@ builder.mutationField('redeliverWebhook', (t) =>
   }),
 );
 
-/** Delivery dependencies inside a request: payloads built with this schema in the caller's own context. */
-function deliveryDeps(ctx: GraphQLContext, info: GraphQLResolveInfo): DeliveryDeps {
-  const accountId = requireViewer(ctx).account.id;
+/** Delivery dependencies inside a request: payloads read from the domain read models, as the jobs read them. */
+function deliveryDeps(ctx: GraphQLContext): DeliveryDeps {
   return {
     db: ctx.db,
     jobs: ctx.jobs,
-    payloads: createPayloadBuilder({
-      schema: info.schema,
-      db: ctx.db,
-      appUrl: ctx.config.appUrl,
-      contextFor: async (id) => (id === accountId ? ctx : null),
-    }),
+    payloads: createPayloadBuilder({ db: ctx.db, files: ctx.files, appUrl: ctx.config.appUrl }),
     config: ctx.config.webhooks,
     logger: ctx.logger,
   };
