@@ -9,7 +9,8 @@
 import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
 import { CreateSubmissionsRequest, UpdateSubmitterRequest } from '../../src/submissions/submitter-input.ts';
-import { bodyObject, isTruthy, pathId, queryInt, queryString, restDateTime, restInput, restValue } from '../params.ts';
+import { UpdateSubmissionRequest } from '../../src/submissions/update-submission-input.ts';
+import { bodyObject, isTruthy, pathId, queryInt, queryString, restInput, restValue } from '../params.ts';
 import {
   serializeSubmissionGet,
   SUBMISSION_GET_FRAGMENT,
@@ -30,19 +31,12 @@ import { requireViewer } from '../../src/graphql/context.ts';
 import { fromGraphQLInput } from '../../src/graphql/zod-input.ts';
 import type { CreatedSubmission } from '../../src/submissions/create-submissions.ts';
 import { createSubmissionsForRequest } from '../../src/submissions/create-submissions-request.ts';
+import { readSubmissionForAccount } from '../../src/submissions/read-models.ts';
 
 type Body = Record<string, unknown>;
 
 function isObject(value: unknown): value is Body {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
-function str(value: unknown, key: string, where?: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === 'number') return String(value);
-  if (typeof value !== 'string')
-    throw new AppError('VALIDATION', where ? `${key} must be a String in \`${where}\`.` : `${key} must be a String`);
-  return value;
 }
 
 /**
@@ -277,7 +271,11 @@ export const submissionReadRoutes: RestRoute[] = [
     path: '/submissions/:id',
     operation: getSubmissionOperation,
     variables: (request) => ({ id: pathId(request, 'Submission') }),
-    serialize: ({ submission }: { submission: SubmissionGetData }) => serializeSubmissionGet(submission),
+    // The read model the submission.* webhooks are made of (src/submissions/read-models.ts), so
+    // their `data` is this answer by construction; the operation only coerces the id.
+    run: (variables, { context }) =>
+      readSubmissionForAccount(context, { id: variables.id as number, accountId: requireViewer(context).account.id }),
+    serialize: (submission: SubmissionGetData) => serializeSubmissionGet(submission),
   },
   {
     method: 'GET',
@@ -299,17 +297,11 @@ export const submissionReadRoutes: RestRoute[] = [
     variables: (request) => {
       const outer = bodyObject(request);
       const body = isObject(outer.submission) ? outer.submission : outer;
-      const archivedRaw = body.archived ?? body.archived_at;
+      const id = pathId(request, 'Submission');
+      // DocuSeal's other names: `archived_at` for `archived`; `expire_at: null` (or "") clears the expiry.
       const clear = 'expire_at' in body && (body.expire_at === null || body.expire_at === '');
-      return {
-        input: {
-          id: pathId(request, 'Submission'),
-          name: str(body.name, 'name'),
-          expireAt: clear ? undefined : restDateTime(body.expire_at, 'expire_at'),
-          clearExpireAt: clear || undefined,
-          archived: archivedRaw === undefined || archivedRaw === null ? undefined : isTruthy(archivedRaw),
-        },
-      };
+      const renamed = { ...body, archived: body.archived ?? body.archived_at, clear_expire_at: clear || undefined };
+      return { input: { id, ...restInput(UpdateSubmissionRequest, renamed, { omit: ['id'] }) } };
     },
     serialize: ({ updateSubmission }: { updateSubmission: { submission: SubmissionGetData } }) =>
       serializeSubmissionGet(updateSubmission.submission, { withEvents: false }),

@@ -14,6 +14,7 @@ import { archiveSubmission, updateSubmission, updateSubmitter } from '../../subm
 import { completedOutputFile, EVENT_ORDER, submissionDocuments } from '../../submissions/read-models.ts';
 import { SUBMISSION_STATUSES } from '../../submissions/status.ts';
 import { UpdateSubmitterRequest } from '../../submissions/submitter-input.ts';
+import { submissionChanges, UpdateSubmissionRequest } from '../../submissions/update-submission-input.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
@@ -296,15 +297,8 @@ const SubmissionPayload = builder.objectRef<{ id: number }>('SubmissionPayload')
   }),
 });
 
-const UpdateSubmissionInput = builder.inputType('UpdateSubmissionInput', {
-  fields: (t) => ({
-    id: t.int({ required: true }),
-    name: t.string(),
-    expireAt: t.field({ type: 'DateTime' }),
-    clearExpireAt: t.boolean({ description: 'Remove the expiry.' }),
-    archived: t.boolean(),
-  }),
-});
+// Derived from its one definition (src/submissions/update-submission-input.ts).
+const UpdateSubmissionInput = zodInputType('UpdateSubmissionInput', UpdateSubmissionRequest);
 
 builder.mutationField('updateSubmission', (t) =>
   t.field({
@@ -312,12 +306,9 @@ builder.mutationField('updateSubmission', (t) =>
     args: { input: t.arg({ type: UpdateSubmissionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      await updateSubmission(ctx, { accountId: account.id, userId: user.id }, input.id, {
-        ...(input.name !== undefined && input.name !== null ? { name: input.name } : {}),
-        ...(input.clearExpireAt ? { expireAt: null } : input.expireAt ? { expireAt: input.expireAt } : {}),
-        ...(input.archived !== undefined && input.archived !== null ? { archived: input.archived } : {}),
-      });
-      return { id: input.id };
+      const { id, ...request } = parseInput(UpdateSubmissionRequest, fromGraphQLInput(UpdateSubmissionRequest, input));
+      await updateSubmission(ctx, { accountId: account.id, userId: user.id }, id, submissionChanges(request));
+      return { id };
     },
   }),
 );
