@@ -34,6 +34,7 @@ import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../do
 import { checkFieldPattern } from '../templates/field-pattern.ts';
 import { noFieldsError } from '../templates/template-warnings.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
+import { mergeRoles } from './merge-roles.ts';
 import { expiryJobs, requestJobs } from './send-requests.ts';
 import {
   checkSubmitterContact,
@@ -526,14 +527,25 @@ async function planSubmission(
 ): Promise<{ roles: Role[]; fields: Field[]; parties: PartyPlan[]; order: SubmittersOrder; staged: StagedFile[] }> {
   const settings = options.settings;
   const staged: StagedFile[] = [];
+  // `roles`: one person for several roles (merge-roles.ts); one name is the same as `role`.
+  let roles = templateRoles;
+  let roleFields = templateFields;
+  const inputs = request.submitters.map((input) => {
+    if (!input.roles || input.roles.length === 0) return input;
+    if (input.roles.length === 1) return { ...input, role: input.roles[0], uuid: undefined };
+    const merged = mergeRoles(roles, roleFields, input.roles, input.role);
+    roles = merged.roles;
+    roleFields = merged.fields;
+    return { ...input, uuid: merged.role.uuid, role: undefined };
+  });
   // §7.2: uuid, then role name (case-insensitive), then position.
   const used = new Set<string>();
   const mapped: { input: SubmitterInput; role: Role; path: string }[] = [];
-  request.submitters.forEach((input, i) => {
+  inputs.forEach((input, i) => {
     const role =
-      (input.uuid ? templateRoles.find((r) => r.uuid === input.uuid) : undefined) ??
-      (input.role ? templateRoles.find((r) => r.name.toLowerCase() === input.role!.trim().toLowerCase()) : undefined) ??
-      templateRoles[input.index ?? i];
+      (input.uuid ? roles.find((r) => r.uuid === input.uuid) : undefined) ??
+      (input.role ? roles.find((r) => r.name.toLowerCase() === input.role!.trim().toLowerCase()) : undefined) ??
+      roles[input.index ?? i];
     if (!role) return; // beyond the template's roles: dropped, as DocuSeal does
     if (used.has(role.uuid)) throw new AppError('VALIDATION', 'Defined more signing parties than in template');
     used.add(role.uuid);
@@ -543,7 +555,7 @@ async function planSubmission(
 
   // The submission's copy of the fields; a party's own are copied before its prefill changes
   // them (the template's parsed fields are shared: see readTemplate).
-  const fields: Field[] = [...templateFields];
+  const fields: Field[] = [...roleFields];
   const parties: PartyPlan[] = [];
   for (const { input, role, path } of mapped) {
     const changes = input.values !== undefined || input.fields !== undefined || input.readonly_fields !== undefined;

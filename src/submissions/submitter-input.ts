@@ -51,6 +51,13 @@ export const SubmitterInput = z.object({
   role: text(MAX_LENGTH.name)
     .optional()
     .meta({ description: 'Template role name (case-insensitive); else the role at this position.' }),
+  roles: list(text(MAX_LENGTH.name), MAX_ITEMS.roles)
+    .optional()
+    .meta({
+      description:
+        'Several template role names signed by this one person: they become one role with all their fields ' +
+        '(named by `role`, else the names joined with " / ").',
+    }),
   email: text(MAX_LENGTH.email).optional(),
   name: text(MAX_LENGTH.name).optional(),
   phone: text(MAX_LENGTH.phone).optional().meta({ description: 'E.164.' }),
