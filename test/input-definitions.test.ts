@@ -308,7 +308,7 @@ describe('template and submission requests: REST reads the definition, GraphQL t
     expect(coerced(templateWriteRoutes, 'POST', '/templates/html', html).errors).toBeUndefined();
   });
 
-  it('PUT /submissions/{id}: archived_at and expire_at: null are DocuSeal’s names for archived, clear_expire_at', () => {
+  it('PUT /submissions/{id}: archived_at, expire_at: null are DocuSeal’s names for archived, clear_expire_at', () => {
     const put = (body: unknown) =>
       routeVariables(submissionReadRoutes, 'PUT', '/submissions/:id', { params: { id: '9' }, body });
     const cleared = put({ submission: { name: 5, expire_at: null, archived_at: 'true', clearExpireAt: false } });

@@ -19,8 +19,14 @@ const listTemplates: RestRoute<{
   method: 'GET',
   path: '/templates',
   operation: /* GraphQL */ `
-    query RestTemplates($q: String, $externalId: String, $folder: String, $archived: Boolean, $slug: String, $limit: Int, $after: Int, $before: Int) {
-      templates(q: $q, externalId: $externalId, folder: $folder, archived: $archived, slug: $slug, limit: $limit, after: $after, before: $before) {
+    query RestTemplates(
+      $q: String, $externalId: String, $folder: String, $archived: Boolean, $slug: String,
+      $limit: Int, $after: Int, $before: Int
+    ) {
+      templates(
+        q: $q, externalId: $externalId, folder: $folder, archived: $archived, slug: $slug,
+        limit: $limit, after: $after, before: $before
+      ) {
         nodes { ...RestTemplate }
         pagination { count next prev }
       }

@@ -86,7 +86,8 @@ export async function submissionPageIds(db: Db, filter: SubmissionPageFilter): P
   if (filter.q) {
     const pattern = param(`%${likeLiteral(filter.q)}%`);
     where.push(
-      `EXISTS (SELECT 1 FROM submitters x WHERE x.submission_id = s.id AND (x.name ILIKE ${pattern} OR x.email ILIKE ${pattern} OR x.phone LIKE ${pattern}))`,
+      `EXISTS (SELECT 1 FROM submitters x WHERE x.submission_id = s.id AND ` +
+        `(x.name ILIKE ${pattern} OR x.email ILIKE ${pattern} OR x.phone LIKE ${pattern}))`,
     );
   }
   if (filter.archived !== undefined)

@@ -65,7 +65,8 @@ const TemplatePayload = builder.objectRef<{ id: number }>('TemplatePayload').imp
     warnings: t.field({
       type: [TemplateWarningRef],
       description:
-        'What the template lacks to be used, as it is after the change: TEMPLATE_HAS_NO_FIELDS when it has no fields (a submission from it would be refused). [] when none.',
+        'What the template lacks to be used, as it is after the change: TEMPLATE_HAS_NO_FIELDS when it has no ' +
+        'fields (a submission from it would be refused). [] when none.',
       resolve: async (payload, _args, ctx) =>
         templateWarnings(
           await ctx.db.template.findUniqueOrThrow({ where: { id: payload.id }, select: { fields: true } }),
@@ -219,7 +220,8 @@ builder.mutationField('cloneTemplate', (t) =>
 
 const DocumentChangeInput = builder.inputType('TemplateDocumentChangeInput', {
   description:
-    'One change: add (default, at `position` or last), `replace` the document at `position`, or `remove` it (by `position` or `name`).',
+    'One change: add (default, at `position` or last), `replace` the document at `position`, ' +
+    'or `remove` it (by `position` or `name`).',
   fields: (t) => ({
     name: t.string({ description: 'Default: a random uuid.' }),
     file: t.string({ description: 'Base64 or URL of a PDF or DOCX.' }),
