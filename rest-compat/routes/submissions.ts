@@ -31,6 +31,7 @@ import { requireViewer } from '../../src/graphql/context.ts';
 import { fromGraphQLInput } from '../../src/graphql/zod-input.ts';
 import type { CreatedSubmission } from '../../src/submissions/create-submissions.ts';
 import { createSubmissionsForRequest } from '../../src/submissions/create-submissions-request.ts';
+import { readSubmissionForAccount } from '../../src/submissions/read-models.ts';
 
 type Body = Record<string, unknown>;
 
@@ -270,7 +271,11 @@ export const submissionReadRoutes: RestRoute[] = [
     path: '/submissions/:id',
     operation: getSubmissionOperation,
     variables: (request) => ({ id: pathId(request, 'Submission') }),
-    serialize: ({ submission }: { submission: SubmissionGetData }) => serializeSubmissionGet(submission),
+    // The read model the submission.* webhooks are made of (src/submissions/read-models.ts), so
+    // their `data` is this answer by construction; the operation only coerces the id.
+    run: (variables, { context }) =>
+      readSubmissionForAccount(context, { id: variables.id as number, accountId: requireViewer(context).account.id }),
+    serialize: (submission: SubmissionGetData) => serializeSubmissionGet(submission),
   },
   {
     method: 'GET',

@@ -21,8 +21,10 @@ import type { Db, Prisma } from '../db/client.ts';
 import type { SubmissionGetData, SubmissionListData, SubmissionTemplateData } from '../docuseal-shapes/submission.ts';
 import type { SubmitterBaseData } from '../docuseal-shapes/submitter.ts';
 import type { FormSubmitterData } from '../docuseal-shapes/webhook-data.ts';
+import { AppError } from '../errors.ts';
 import { parseFields, parseRoles } from '../templates/fields.ts';
 import { loadFolderNames, templateFolderName } from '../templates/read-models.ts';
+import { findSubmissionForAccount } from './find.ts';
 import { buildValues, roleName, submissionStatus, submitterStatus } from './status.ts';
 
 /** What the loaders need besides the database. */
@@ -395,6 +397,21 @@ export async function loadSubmissionGetReadModels(
       completionError: failure ? { message: failure.message, failedAt: iso(failure.failedAt) } : null,
     };
   });
+}
+
+/**
+ * One submission of the account as GET /submissions/{id} shows it (loadSubmissionGetReadModels).
+ * @throws AppError NOT_FOUND ("Submission <id> not found") or FORBIDDEN for another account's
+ *   (findSubmissionForAccount, the one tenant check; asked only when the load found nothing)
+ */
+export async function readSubmissionForAccount(
+  deps: ReadModelDeps,
+  options: { id: number; accountId: number },
+): Promise<SubmissionGetData> {
+  const [submission] = await loadSubmissionGetReadModels(deps, { accountId: options.accountId, ids: [options.id] });
+  if (submission) return submission;
+  await findSubmissionForAccount(deps.db, options);
+  throw new AppError('NOT_FOUND', `Submission ${options.id} not found`);
 }
 
 /**

@@ -14,6 +14,8 @@
  */
 import type { Db } from '../db/client.ts';
 import type { TemplateData } from '../docuseal-shapes/template.ts';
+import { AppError } from '../errors.ts';
+import { findTemplateForAccount } from './find-template.ts';
 import { DEFAULT_FOLDER_NAME, folderFullNames } from './folders.ts';
 import { parseFields, parseRoles, parseSchema } from './fields.ts';
 
@@ -155,6 +157,22 @@ export async function loadTemplateReadModels(
     });
   }
   return request.ids.map((id) => byId.get(id) ?? null);
+}
+
+/**
+ * One template of the account (archived ones too) as GET /templates/{id} shows it
+ * (loadTemplateReadModels).
+ * @throws AppError NOT_FOUND ("Template <id> not found") or FORBIDDEN for another account's
+ *   (findTemplateForAccount, the one tenant check; asked only when the load found nothing)
+ */
+export async function readTemplateForAccount(
+  deps: TemplateReadModelDeps,
+  options: { id: number; accountId: number },
+): Promise<TemplateData> {
+  const [template] = await loadTemplateReadModels(deps, { accountId: options.accountId, ids: [options.id] });
+  if (template) return template;
+  await findTemplateForAccount(deps.db, options);
+  throw new AppError('NOT_FOUND', `Template ${options.id} not found`);
 }
 
 /**
