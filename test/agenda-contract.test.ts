@@ -138,138 +138,150 @@ describe('Agenda internals Signet relies on (src/jobs/agenda-adapter.ts)', () =>
     await waitFor(() => running().length === 0);
   });
 
-  it('3. a NOTIFY with newJobNotification’s payload on JOBS_CHANNEL is what the backend publishes and reaches its subscribers', async () => {
-    const pool = jobsPool();
-    const backend = new PostgresBackend({
-      pool,
-      tableName: JOBS_TABLE,
-      channelName: JOBS_CHANNEL,
-      ensureSchema: false,
-    });
-    const channel = backend.notificationChannel!;
-    await backend.connect(); // hands the pool to the channel (Agenda's start() connects the channel)
-    await channel.connect();
-    cleanups.push(() => channel.disconnect());
-    const listener = new pg.Client({ connectionString: database.url });
-    await listener.connect();
-    cleanups.push(() => listener.end());
-    const heard: { channel: string; payload: string }[] = [];
-    listener.on('notification', (m) => heard.push({ channel: m.channel, payload: m.payload ?? '' }));
-    await listener.query(`LISTEN ${listener.escapeIdentifier(JOBS_CHANNEL)}`);
+  it(
+    '3. a NOTIFY with newJobNotification’s payload on JOBS_CHANNEL ' +
+      'is what the backend publishes and reaches its subscribers',
+    async () => {
+      const pool = jobsPool();
+      const backend = new PostgresBackend({
+        pool,
+        tableName: JOBS_TABLE,
+        channelName: JOBS_CHANNEL,
+        ensureSchema: false,
+      });
+      const channel = backend.notificationChannel!;
+      await backend.connect(); // hands the pool to the channel (Agenda's start() connects the channel)
+      await channel.connect();
+      cleanups.push(() => channel.disconnect());
+      const listener = new pg.Client({ connectionString: database.url });
+      await listener.connect();
+      cleanups.push(() => listener.end());
+      const heard: { channel: string; payload: string }[] = [];
+      listener.on('notification', (m) => heard.push({ channel: m.channel, payload: m.payload ?? '' }));
+      await listener.query(`LISTEN ${listener.escapeIdentifier(JOBS_CHANNEL)}`);
 
-    // The backend's own publish: the same text as ours, on the channel named by channelName.
-    const job = {
-      id: '00000000-0000-4000-8000-000000000001',
-      name: 'announced',
-      nextRunAt: '2030-01-02T03:04:05.678Z',
-      timestamp: '2026-11-25T08:00:00.000Z',
-      source: 'contract',
-    };
-    await channel.publish({
-      jobId: job.id as never,
-      jobName: job.name,
-      nextRunAt: new Date(job.nextRunAt),
-      priority: 0,
-      timestamp: new Date(job.timestamp),
-      source: job.source,
-    });
-    await waitFor(() => heard.length === 1);
-    expect(heard[0]).toEqual({ channel: JOBS_CHANNEL, payload: newJobNotification(job) });
+      // The backend's own publish: the same text as ours, on the channel named by channelName.
+      const job = {
+        id: '00000000-0000-4000-8000-000000000001',
+        name: 'announced',
+        nextRunAt: '2030-01-02T03:04:05.678Z',
+        timestamp: '2026-11-25T08:00:00.000Z',
+        source: 'contract',
+      };
+      await channel.publish({
+        jobId: job.id as never,
+        jobName: job.name,
+        nextRunAt: new Date(job.nextRunAt),
+        priority: 0,
+        timestamp: new Date(job.timestamp),
+        source: job.source,
+      });
+      await waitFor(() => heard.length === 1);
+      expect(heard[0]).toEqual({ channel: JOBS_CHANNEL, payload: newJobNotification(job) });
 
-    // Ours, sent by SQL (as the store's insert and the outbox relay do), is parsed by its subscribers.
-    const received: unknown[] = [];
-    channel.subscribe((notification) => {
-      received.push(notification);
-    });
-    await pool.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, newJobNotification(job)]);
-    await waitFor(() => received.length === 1);
-    expect(received[0]).toEqual({
-      jobId: job.id,
-      jobName: job.name,
-      nextRunAt: new Date(job.nextRunAt),
-      priority: 0,
-      timestamp: new Date(job.timestamp),
-      source: job.source,
-    });
-  });
+      // Ours, sent by SQL (as the store's insert and the outbox relay do), is parsed by its subscribers.
+      const received: unknown[] = [];
+      channel.subscribe((notification) => {
+        received.push(notification);
+      });
+      await pool.query('SELECT pg_notify($1, $2)', [JOBS_CHANNEL, newJobNotification(job)]);
+      await waitFor(() => received.length === 1);
+      expect(received[0]).toEqual({
+        jobId: job.id,
+        jobName: job.name,
+        nextRunAt: new Date(job.nextRunAt),
+        priority: 0,
+        timestamp: new Date(job.timestamp),
+        source: job.source,
+      });
+    },
+  );
 
-  it('4. Agenda saves a run’s state twice: at its start with lockedAt set, at its end with lockedAt cleared; it asks for jobs with (name, next scan, lock deadline, now, {lastModifiedBy})', async () => {
-    const saves: { lockedAt: unknown; lastFinishedAt: unknown }[] = [];
-    const asks: unknown[][] = [];
-    class Recording extends PostgresJobRepository {
-      override async saveJobState(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<void> {
-        saves.push({ lockedAt: job.lockedAt, lastFinishedAt: job.lastFinishedAt });
-        return super.saveJobState(job, options);
+  it(
+    '4. Agenda saves a run’s state twice: at its start with lockedAt set, at its end with lockedAt cleared; ' +
+      'it asks for jobs with (name, next scan, lock deadline, now, {lastModifiedBy})',
+    async () => {
+      const saves: { lockedAt: unknown; lastFinishedAt: unknown }[] = [];
+      const asks: unknown[][] = [];
+      class Recording extends PostgresJobRepository {
+        override async saveJobState(job: JobParameters, options: JobRepositoryOptions | undefined): Promise<void> {
+          saves.push({ lockedAt: job.lockedAt, lastFinishedAt: job.lastFinishedAt });
+          return super.saveJobState(job, options);
+        }
+        override async getNextJobToRun(
+          ...args: Parameters<PostgresJobRepository['getNextJobToRun']>
+        ): ReturnType<PostgresJobRepository['getNextJobToRun']> {
+          asks.push(args);
+          return super.getNextJobToRun(...args);
+        }
       }
-      override async getNextJobToRun(
-        ...args: Parameters<PostgresJobRepository['getNextJobToRun']>
-      ): ReturnType<PostgresJobRepository['getNextJobToRun']> {
-        asks.push(args);
-        return super.getNextJobToRun(...args);
-      }
-    }
-    const store = await openStore(); // creates the table
-    const agenda = agendaOn(
-      backendOf(new Recording({ pool: jobsPool(), tableName: JOBS_TABLE, ensureSchema: false })),
-      'contract-saves',
-    );
-    const name = jobName('saves');
-    let runs = 0;
-    agenda.define(name, async () => {
-      runs += 1;
-    });
-    await agenda.start();
-    await store.insertJob!({ name, data: { payload: null }, nextRunAt: new Date() }, 'contract');
-    await waitFor(() => saves.length >= 2);
-    await sleep(100);
-    expect(runs).toBe(1);
-    expect(saves).toHaveLength(2);
-    expect(saves[0]!.lockedAt).toBeInstanceOf(Date);
-    expect(saves[1]!.lockedAt).toBeFalsy();
-    expect(saves[1]!.lastFinishedAt).toBeInstanceOf(Date);
-    const ask = asks.find((args) => args[0] === name)!;
-    expect(ask[1]).toBeInstanceOf(Date); // next scan
-    expect(ask[2]).toBeInstanceOf(Date); // lock deadline: now minus the lock lifetime
-    expect((ask[2] as Date).getTime()).toBeLessThan(Date.now() - 60_000);
-    expect(ask[4]).toEqual({ lastModifiedBy: 'contract-saves' });
-  });
-
-  it('6. the channel emits stateChange "reconnecting" then "connected" when it reconnects by itself; closableChannel lets a late reconnection go', async () => {
-    const pool = jobsPool(2);
-    const backend = new PostgresBackend({
-      pool,
-      tableName: JOBS_TABLE,
-      channelName: JOBS_CHANNEL,
-      ensureSchema: false,
-    });
-    const channel = backend.notificationChannel!;
-    channel.on('error', () => undefined);
-    const states: string[] = [];
-    channel.on('stateChange', (state) => states.push(state));
-    const closable = closableChannel(channel);
-    await backend.connect(); // hands the pool to the channel (Agenda's start() connects the channel)
-    await channel.connect();
-    const terminateListener = () =>
-      pool.query(
-        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'LISTEN%'`,
+      const store = await openStore(); // creates the table
+      const agenda = agendaOn(
+        backendOf(new Recording({ pool: jobsPool(), tableName: JOBS_TABLE, ensureSchema: false })),
+        'contract-saves',
       );
+      const name = jobName('saves');
+      let runs = 0;
+      agenda.define(name, async () => {
+        runs += 1;
+      });
+      await agenda.start();
+      await store.insertJob!({ name, data: { payload: null }, nextRunAt: new Date() }, 'contract');
+      await waitFor(() => saves.length >= 2);
+      await sleep(100);
+      expect(runs).toBe(1);
+      expect(saves).toHaveLength(2);
+      expect(saves[0]!.lockedAt).toBeInstanceOf(Date);
+      expect(saves[1]!.lockedAt).toBeFalsy();
+      expect(saves[1]!.lastFinishedAt).toBeInstanceOf(Date);
+      const ask = asks.find((args) => args[0] === name)!;
+      expect(ask[1]).toBeInstanceOf(Date); // next scan
+      expect(ask[2]).toBeInstanceOf(Date); // lock deadline: now minus the lock lifetime
+      expect((ask[2] as Date).getTime()).toBeLessThan(Date.now() - 60_000);
+      expect(ask[4]).toEqual({ lastModifiedBy: 'contract-saves' });
+    },
+  );
 
-    await terminateListener();
-    await waitFor(() => states.includes('reconnecting') && states.at(-1) === 'connected');
-    expect(channel.state).toBe('connected');
+  it(
+    '6. the channel emits stateChange "reconnecting" then "connected" when it reconnects by itself; ' +
+      'closableChannel lets a late reconnection go',
+    async () => {
+      const pool = jobsPool(2);
+      const backend = new PostgresBackend({
+        pool,
+        tableName: JOBS_TABLE,
+        channelName: JOBS_CHANNEL,
+        ensureSchema: false,
+      });
+      const channel = backend.notificationChannel!;
+      channel.on('error', () => undefined);
+      const states: string[] = [];
+      channel.on('stateChange', (state) => states.push(state));
+      const closable = closableChannel(channel);
+      await backend.connect(); // hands the pool to the channel (Agenda's start() connects the channel)
+      await channel.connect();
+      const terminateListener = () =>
+        pool.query(
+          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+          WHERE datname = current_database() AND pid <> pg_backend_pid() AND query LIKE 'LISTEN%'`,
+        );
 
-    // Lost again, and closed while a reconnection attempt waits for a connection: once the
-    // attempt gets one, it must not keep it (the pool's end() would wait for it forever).
-    states.length = 0;
-    await terminateListener();
-    await waitFor(() => states.includes('reconnecting'));
-    const held = [await pool.connect(), await pool.connect()]; // the pool (max 2) is full
-    await sleep(300); // the attempt's timer has fired: it waits for a connection
-    await closable.close();
-    for (const client of held) client.release();
-    await sleep(300);
-    expect(channel.state).toBe('disconnected');
-    expect(pool.totalCount - pool.idleCount).toBe(0);
-  });
+      await terminateListener();
+      await waitFor(() => states.includes('reconnecting') && states.at(-1) === 'connected');
+      expect(channel.state).toBe('connected');
+
+      // Lost again, and closed while a reconnection attempt waits for a connection: once the
+      // attempt gets one, it must not keep it (the pool's end() would wait for it forever).
+      states.length = 0;
+      await terminateListener();
+      await waitFor(() => states.includes('reconnecting'));
+      const held = [await pool.connect(), await pool.connect()]; // the pool (max 2) is full
+      await sleep(300); // the attempt's timer has fired: it waits for a connection
+      await closable.close();
+      for (const client of held) client.release();
+      await sleep(300);
+      expect(channel.state).toBe('disconnected');
+      expect(pool.totalCount - pool.idleCount).toBe(0);
+    },
+  );
 });

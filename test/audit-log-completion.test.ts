@@ -116,155 +116,169 @@ afterAll(async () => {
 });
 
 describe('the audit log of a completed submission', () => {
-  it('lists each party’s values with the signature and initials as images, and a failed email, its retry and its send as they happened', async () => {
-    const t = withSmtp;
-    const api = (method: string, p: string, body?: unknown) => rest(t.url, alice.apiKey, method, p, body);
-    const templateId = await createTemplate(t, alice.apiKey);
-    const signature = await strokePng(300, 100);
-    const initials = await strokePng(120, 60);
-    // The manager's signature request: refused once (451), then accepted on the retry.
-    smtp.rejectNext(451, 'Greylisted, try again later');
-    const created = await api('POST', '/submissions', {
-      template_id: templateId,
-      submitters: [
-        {
-          role: 'Client',
-          email: 'client@audit.test',
-          name: 'Ελένη Παπαδοπούλου',
-          completed: true,
-          values: {
-            'Client Name': 'Ελένη Παπαδοπούλου',
-            Statement: LONG_VALUE,
-            'Client Signature': `data:image/png;base64,${base64(signature)}`,
-            'Client Initials': `data:image/png;base64,${base64(initials)}`,
+  it(
+    'lists each party’s values with the signature and initials as images, and a failed email, ' +
+      'its retry and its send as they happened',
+    async () => {
+      const t = withSmtp;
+      const api = (method: string, p: string, body?: unknown) => rest(t.url, alice.apiKey, method, p, body);
+      const templateId = await createTemplate(t, alice.apiKey);
+      const signature = await strokePng(300, 100);
+      const initials = await strokePng(120, 60);
+      // The manager's signature request: refused once (451), then accepted on the retry.
+      smtp.rejectNext(451, 'Greylisted, try again later');
+      const created = await api('POST', '/submissions', {
+        template_id: templateId,
+        submitters: [
+          {
+            role: 'Client',
+            email: 'client@audit.test',
+            name: 'Ελένη Παπαδοπούλου',
+            completed: true,
+            values: {
+              'Client Name': 'Ελένη Παπαδοπούλου',
+              Statement: LONG_VALUE,
+              'Client Signature': `data:image/png;base64,${base64(signature)}`,
+              'Client Initials': `data:image/png;base64,${base64(initials)}`,
+            },
           },
-        },
-        { role: 'Manager', email: 'manager@audit.test', name: 'Анна Иванова' },
-      ],
-    });
-    expect(created.status, JSON.stringify(created.json)).toBe(200);
-    const [client, manager] = created.json;
-    await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 10_000 });
-    expect(smtp.messages.filter((m) => m.envelope.rcptTo.includes('manager@audit.test'))).toHaveLength(1);
+          { role: 'Manager', email: 'manager@audit.test', name: 'Анна Иванова' },
+        ],
+      });
+      expect(created.status, JSON.stringify(created.json)).toBe(200);
+      const [client, manager] = created.json;
+      await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 10_000 });
+      expect(smtp.messages.filter((m) => m.envelope.rcptTo.includes('manager@audit.test'))).toHaveLength(1);
 
-    // The submission events say what happened, the latest last: failed and retried, then sent on attempt 2.
-    const managerEvents = await eventsOf(t, alice.apiKey, client.submission_id, manager.id);
-    expect(managerEvents).toEqual([
-      {
-        eventType: 'fail_email',
-        data: expect.objectContaining({
-          provider: 'smtp',
-          attempt: 1,
-          max_attempts: 10,
-          retrying: true,
-          to: 'manager@audit.test',
-          error: expect.stringContaining('451'),
-        }),
-      },
-      {
-        eventType: 'send_email',
-        data: expect.objectContaining({ provider: 'smtp', attempt: 2, to: 'manager@audit.test' }),
-      },
-    ]);
-    const rested = (await api('GET', `/submitters/${manager.id}`)).json;
-    expect(rested.submission_events.map((e: { event_type: string }) => e.event_type)).toEqual([
-      'fail_email',
-      'send_email',
-    ]);
-
-    await api('PUT', `/submitters/${manager.id}`, { completed: true, values: { 'Manager Name': 'Анна Иванова' } });
-    await t.jobs.waitForIdle({ timeoutMs: 30_000 });
-    const done = (await api('GET', `/submissions/${client.submission_id}`)).json;
-    expect(done.status).toBe('completed');
-    const log = await download(done.audit_log_url, 'audit-smtp.pdf');
-    const text = textOf(log);
-
-    expect(text).toMatch(
-      /Email to manager@audit\.test via SMTP failed \(attempt 1 of 10\): [^()]*451 Greylisted, try again later; will be retried \(fail_email\)/,
-    );
-    expect(text).toMatch(/Z Email sent to manager@audit\.test via SMTP on attempt 2 \(send_email\)/);
-    expect(text).not.toContain('Email sent (send_email)');
-    // Values under their field names (DocuSeal's layout); the long statement whole, over pages.
-    expect(text).toContain('Values CLIENT NAME Ελένη Παπαδοπούλου STATEMENT clause0 clause1');
-    expect(text).toContain('CLIENT SIGNATURE');
-    expect(text).toContain('CLIENT INITIALS');
-    expect(text).toContain('Values MANAGER NAME Анна Иванова');
-    const positions = LONG_WORDS.map((word) => text.indexOf(` ${word} `));
-    expect(positions.every((p) => p > 0)).toBe(true);
-    expect(positions).toEqual([...positions].sort((a, b) => a - b));
-    expect(Number(/Pages:\s+(\d+)/.exec(execFileSync('pdfinfo', [log]).toString())![1])).toBeGreaterThanOrEqual(2);
-    // The signature and the initials as the images the client gave, each once.
-    expect(imagesOf(log).sort()).toEqual(['120x60', '300x100']);
-    const signed = pdfsig(log);
-    expect(signed).toContain('Signature is Valid');
-    expect(signed).toContain('Total document signed');
-  });
-
-  it('prints a failed email as to be retried when the log is made; the events then say it was given up, the party having completed', async () => {
-    const t = withSmtp;
-    const api = (method: string, p: string, body?: unknown) => rest(t.url, alice.apiKey, method, p, body);
-    const templateId = await createTemplate(t, alice.apiKey);
-    smtp.rejectNext(421, 'Service not available, closing channel');
-    const created = await api('POST', '/submissions', {
-      template_id: templateId,
-      submitters: [
+      // The submission events say what happened, the latest last: failed and retried, then sent on attempt 2.
+      const managerEvents = await eventsOf(t, alice.apiKey, client.submission_id, manager.id);
+      expect(managerEvents).toEqual([
         {
-          role: 'Client',
-          email: 'late@audit.test',
-          values: { 'Client Name': 'Late Client', 'Client Signature': 'Late' },
+          eventType: 'fail_email',
+          data: expect.objectContaining({
+            provider: 'smtp',
+            attempt: 1,
+            max_attempts: 10,
+            retrying: true,
+            to: 'manager@audit.test',
+            error: expect.stringContaining('451'),
+          }),
         },
         {
-          role: 'Manager',
-          email: 'late-manager@audit.test',
-          completed: true,
-          values: { 'Manager Name': 'Late Manager' },
+          eventType: 'send_email',
+          data: expect.objectContaining({ provider: 'smtp', attempt: 2, to: 'manager@audit.test' }),
         },
-      ],
-    });
-    expect(created.status, JSON.stringify(created.json)).toBe(200);
-    const [client] = created.json;
-    // The request to the client failed once; before its retry, the client completes (e.g. through an embedded form).
-    for (
-      let waited = 0;
-      !(await eventsOf(t, alice.apiKey, client.submission_id, client.id)).some((e) => e.eventType === 'fail_email');
-      waited += 20
-    ) {
-      expect(waited).toBeLessThan(10_000);
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-    await api('PUT', `/submitters/${client.id}`, { completed: true });
-    await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 10_000 });
+      ]);
+      const rested = (await api('GET', `/submitters/${manager.id}`)).json;
+      expect(rested.submission_events.map((e: { event_type: string }) => e.event_type)).toEqual([
+        'fail_email',
+        'send_email',
+      ]);
 
-    const done = (await api('GET', `/submissions/${client.submission_id}`)).json;
-    expect(done.status).toBe('completed');
-    const text = textOf(await download(done.audit_log_url, 'audit-late.pdf'));
-    expect(text).toMatch(
-      /Email to late@audit\.test via SMTP failed \(attempt 1 of 10\): [^()]*421 Service not available, closing channel; will be retried \(fail_email\)/,
-    );
-    // The retry came after the completion: nothing was sent, and the events say so last.
-    expect(
-      smtp.messages.filter(
-        (m) => m.envelope.rcptTo.includes('late@audit.test') && m.parsed.subject !== 'Your document copy',
-      ),
-    ).toHaveLength(0);
-    const events = await eventsOf(t, alice.apiKey, client.submission_id, client.id);
-    expect(events.filter((e) => e.eventType.endsWith('_email'))).toEqual([
-      { eventType: 'fail_email', data: expect.objectContaining({ attempt: 1, retrying: true }) },
-      {
-        eventType: 'fail_email',
-        data: expect.objectContaining({
-          attempt: 1,
-          retrying: false,
-          reason: 'the party had completed or declined the form',
-          error: expect.stringContaining('421'),
-        }),
-      },
-    ]);
-    const row = await t.db.emailMessage.findFirstOrThrow({
-      where: { submitterId: client.id, kind: 'signature_request' },
-    });
-    expect(row.status).toBe('failed');
-  });
+      await api('PUT', `/submitters/${manager.id}`, { completed: true, values: { 'Manager Name': 'Анна Иванова' } });
+      await t.jobs.waitForIdle({ timeoutMs: 30_000 });
+      const done = (await api('GET', `/submissions/${client.submission_id}`)).json;
+      expect(done.status).toBe('completed');
+      const log = await download(done.audit_log_url, 'audit-smtp.pdf');
+      const text = textOf(log);
+
+      expect(text).toMatch(
+        new RegExp(
+          /Email to manager@audit\.test via SMTP failed \(attempt 1 of 10\): [^()]*/.source +
+            /451 Greylisted, try again later; will be retried \(fail_email\)/.source,
+        ),
+      );
+      expect(text).toMatch(/Z Email sent to manager@audit\.test via SMTP on attempt 2 \(send_email\)/);
+      expect(text).not.toContain('Email sent (send_email)');
+      // Values under their field names (DocuSeal's layout); the long statement whole, over pages.
+      expect(text).toContain('Values CLIENT NAME Ελένη Παπαδοπούλου STATEMENT clause0 clause1');
+      expect(text).toContain('CLIENT SIGNATURE');
+      expect(text).toContain('CLIENT INITIALS');
+      expect(text).toContain('Values MANAGER NAME Анна Иванова');
+      const positions = LONG_WORDS.map((word) => text.indexOf(` ${word} `));
+      expect(positions.every((p) => p > 0)).toBe(true);
+      expect(positions).toEqual([...positions].sort((a, b) => a - b));
+      expect(Number(/Pages:\s+(\d+)/.exec(execFileSync('pdfinfo', [log]).toString())![1])).toBeGreaterThanOrEqual(2);
+      // The signature and the initials as the images the client gave, each once.
+      expect(imagesOf(log).sort()).toEqual(['120x60', '300x100']);
+      const signed = pdfsig(log);
+      expect(signed).toContain('Signature is Valid');
+      expect(signed).toContain('Total document signed');
+    },
+  );
+
+  it(
+    'prints a failed email as to be retried when the log is made; the events then say it was given up, ' +
+      'the party having completed',
+    async () => {
+      const t = withSmtp;
+      const api = (method: string, p: string, body?: unknown) => rest(t.url, alice.apiKey, method, p, body);
+      const templateId = await createTemplate(t, alice.apiKey);
+      smtp.rejectNext(421, 'Service not available, closing channel');
+      const created = await api('POST', '/submissions', {
+        template_id: templateId,
+        submitters: [
+          {
+            role: 'Client',
+            email: 'late@audit.test',
+            values: { 'Client Name': 'Late Client', 'Client Signature': 'Late' },
+          },
+          {
+            role: 'Manager',
+            email: 'late-manager@audit.test',
+            completed: true,
+            values: { 'Manager Name': 'Late Manager' },
+          },
+        ],
+      });
+      expect(created.status, JSON.stringify(created.json)).toBe(200);
+      const [client] = created.json;
+      // The request to the client failed once; before its retry, the client completes (e.g. through an embedded form).
+      for (
+        let waited = 0;
+        !(await eventsOf(t, alice.apiKey, client.submission_id, client.id)).some((e) => e.eventType === 'fail_email');
+        waited += 20
+      ) {
+        expect(waited).toBeLessThan(10_000);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await api('PUT', `/submitters/${client.id}`, { completed: true });
+      await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 10_000 });
+
+      const done = (await api('GET', `/submissions/${client.submission_id}`)).json;
+      expect(done.status).toBe('completed');
+      const text = textOf(await download(done.audit_log_url, 'audit-late.pdf'));
+      expect(text).toMatch(
+        new RegExp(
+          /Email to late@audit\.test via SMTP failed \(attempt 1 of 10\): [^()]*/.source +
+            /421 Service not available, closing channel; will be retried \(fail_email\)/.source,
+        ),
+      );
+      // The retry came after the completion: nothing was sent, and the events say so last.
+      expect(
+        smtp.messages.filter(
+          (m) => m.envelope.rcptTo.includes('late@audit.test') && m.parsed.subject !== 'Your document copy',
+        ),
+      ).toHaveLength(0);
+      const events = await eventsOf(t, alice.apiKey, client.submission_id, client.id);
+      expect(events.filter((e) => e.eventType.endsWith('_email'))).toEqual([
+        { eventType: 'fail_email', data: expect.objectContaining({ attempt: 1, retrying: true }) },
+        {
+          eventType: 'fail_email',
+          data: expect.objectContaining({
+            attempt: 1,
+            retrying: false,
+            reason: 'the party had completed or declined the form',
+            error: expect.stringContaining('421'),
+          }),
+        },
+      ]);
+      const row = await t.db.emailMessage.findFirstOrThrow({
+        where: { submitterId: client.id, kind: 'signature_request' },
+      });
+      expect(row.status).toBe('failed');
+    },
+  );
 
   it('says an email was only kept, not sent, when no email provider is configured', async () => {
     const t = withoutProvider;

@@ -17,22 +17,25 @@ afterAll(async () => {
 });
 
 describe('authenticate', () => {
-  it('returns the same user and account as Prisma reads, with exact timestamps whatever the process time zone', async () => {
-    const created = await createAccount(db, { name: 'Zone', email: 'zone@example.test', firstName: 'Z' });
-    await db.account.update({ where: { id: created.accountId }, data: { preferences: { locale_note: 'kept' } } });
-    const previousTz = process.env.TZ;
-    process.env.TZ = 'America/New_York';
-    try {
-      const viewer = await authenticate(db, created.apiKey);
-      const user = await db.user.findUniqueOrThrow({ where: { id: created.userId } });
-      const account = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
-      expect(viewer).toEqual({ user, account, apiKeyId: created.apiKeyId });
-      expect(viewer!.user.createdAt.toISOString()).toBe(user.createdAt.toISOString());
-    } finally {
-      if (previousTz === undefined) delete process.env.TZ;
-      else process.env.TZ = previousTz;
-    }
-  });
+  it(
+    'returns the same user and account as Prisma reads, ' + 'with exact timestamps whatever the process time zone',
+    async () => {
+      const created = await createAccount(db, { name: 'Zone', email: 'zone@example.test', firstName: 'Z' });
+      await db.account.update({ where: { id: created.accountId }, data: { preferences: { locale_note: 'kept' } } });
+      const previousTz = process.env.TZ;
+      process.env.TZ = 'America/New_York';
+      try {
+        const viewer = await authenticate(db, created.apiKey);
+        const user = await db.user.findUniqueOrThrow({ where: { id: created.userId } });
+        const account = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
+        expect(viewer).toEqual({ user, account, apiKeyId: created.apiKeyId });
+        expect(viewer!.user.createdAt.toISOString()).toBe(user.createdAt.toISOString());
+      } finally {
+        if (previousTz === undefined) delete process.env.TZ;
+        else process.env.TZ = previousTz;
+      }
+    },
+  );
 
   it('look-ups made in one turn share one statement; each caller gets its own viewer or null', async () => {
     const one = await createAccount(db, { name: 'One', email: 'one@example.test' });

@@ -302,7 +302,8 @@ describe('signet help', () => {
       ],
       [
         ['webhook', 'add', '--help'],
-        'Usage: signet webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME --header-value VALUE]',
+        'Usage: signet webhook add --account-id N --url URL [--events form.completed,...] [--header-name NAME ' +
+          '--header-value VALUE]',
         ['WEBHOOK_ALLOWED_HOSTS'],
       ],
       [['help', 'migrate'], 'Usage: signet migrate', ['Applies pending database migrations']],

@@ -60,7 +60,8 @@ async function dispatchedEvents(
 ): Promise<Array<{ key: string; type: string; recordId: number }>> {
   const keys = [`submission.completed:${submissionId}`, ...submitterIds.map((id) => `form.completed:${id}`)];
   const { rows } = await sql.query(
-    `SELECT data->>'uniqueKey' AS key, data->'payload'->>'type' AS type, (data->'payload'->>'recordId')::int AS "recordId"
+    `SELECT data->>'uniqueKey' AS key, data->'payload'->>'type' AS type,
+            (data->'payload'->>'recordId')::int AS "recordId"
        FROM agenda.jobs WHERE name = 'dispatch-event' AND data->>'uniqueKey' = ANY($1) ORDER BY created_at, id`,
     [keys],
   );

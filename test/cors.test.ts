@@ -26,26 +26,30 @@ const corsHeaders = (response: Response) =>
   Object.fromEntries([...response.headers.entries()].filter(([name]) => name.startsWith('access-control-')));
 
 describe('CORS_ORIGINS', () => {
-  it('takes comma-separated origins, normalised as browsers send them, or *; refuses anything else naming the entry', () => {
-    const base = { DATABASE_URL: 'postgresql://x@127.0.0.1/x' };
-    expect(loadConfig(base).corsOrigins).toEqual([]);
-    expect(
-      loadConfig({
-        ...base,
-        CORS_ORIGINS: ' https://App.Example.test:443/ , http://localhost:5173,https://app.example.test',
-      }).corsOrigins,
-    ).toEqual(['https://app.example.test', 'http://localhost:5173']);
-    expect(loadConfig({ ...base, CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
-    for (const bad of [
-      'ftp://files.example.test',
-      'https://app.example.test/path',
-      'app.example.test',
-      'https://u:p@app.example.test',
-    ]) {
-      expect(() => loadConfig({ ...base, CORS_ORIGINS: `https://ok.example.test,${bad}` })).toThrow(ConfigError);
-      expect(() => loadConfig({ ...base, CORS_ORIGINS: bad })).toThrow(`CORS_ORIGINS: "${bad}" is not an origin`);
-    }
-  });
+  it(
+    'takes comma-separated origins, normalised as browsers send them, or *; ' +
+      'refuses anything else naming the entry',
+    () => {
+      const base = { DATABASE_URL: 'postgresql://x@127.0.0.1/x' };
+      expect(loadConfig(base).corsOrigins).toEqual([]);
+      expect(
+        loadConfig({
+          ...base,
+          CORS_ORIGINS: ' https://App.Example.test:443/ , http://localhost:5173,https://app.example.test',
+        }).corsOrigins,
+      ).toEqual(['https://app.example.test', 'http://localhost:5173']);
+      expect(loadConfig({ ...base, CORS_ORIGINS: '*' }).corsOrigins).toEqual(['*']);
+      for (const bad of [
+        'ftp://files.example.test',
+        'https://app.example.test/path',
+        'app.example.test',
+        'https://u:p@app.example.test',
+      ]) {
+        expect(() => loadConfig({ ...base, CORS_ORIGINS: `https://ok.example.test,${bad}` })).toThrow(ConfigError);
+        expect(() => loadConfig({ ...base, CORS_ORIGINS: bad })).toThrow(`CORS_ORIGINS: "${bad}" is not an origin`);
+      }
+    },
+  );
 });
 
 describe('without CORS_ORIGINS (the default)', () => {
@@ -104,22 +108,25 @@ describe('with CORS_ORIGINS', () => {
     await t?.close();
   });
 
-  it('answers a preflight from an allowed origin with 204, that origin, the API headers and no credentials', async () => {
-    for (const url of [`${t.url}/graphql`, `${t.url}/api/submissions`, `${t.url}/api/templates/1`, fileUrl]) {
-      const response = await preflight(url, ALLOWED, url === fileUrl ? 'GET' : 'POST');
-      expect(response.status, url).toBe(204);
-      const headers = corsHeaders(response);
-      expect(headers['access-control-allow-origin'], url).toBe(ALLOWED);
-      expect(headers['access-control-allow-headers']?.toLowerCase().split(/,\s*/)).toEqual(
-        expect.arrayContaining(['x-auth-token', 'authorization', 'content-type']),
-      );
-      expect(headers['access-control-allow-methods']?.split(/,\s*/)).toEqual(
-        expect.arrayContaining(['GET', 'POST', 'PUT', 'DELETE']),
-      );
-      expect(headers['access-control-allow-credentials'], url).toBeUndefined();
-      expect(response.headers.get('vary')).toMatch(/origin/i);
-    }
-  });
+  it(
+    'answers a preflight from an allowed origin with 204, that origin, ' + 'the API headers and no credentials',
+    async () => {
+      for (const url of [`${t.url}/graphql`, `${t.url}/api/submissions`, `${t.url}/api/templates/1`, fileUrl]) {
+        const response = await preflight(url, ALLOWED, url === fileUrl ? 'GET' : 'POST');
+        expect(response.status, url).toBe(204);
+        const headers = corsHeaders(response);
+        expect(headers['access-control-allow-origin'], url).toBe(ALLOWED);
+        expect(headers['access-control-allow-headers']?.toLowerCase().split(/,\s*/)).toEqual(
+          expect.arrayContaining(['x-auth-token', 'authorization', 'content-type']),
+        );
+        expect(headers['access-control-allow-methods']?.split(/,\s*/)).toEqual(
+          expect.arrayContaining(['GET', 'POST', 'PUT', 'DELETE']),
+        );
+        expect(headers['access-control-allow-credentials'], url).toBeUndefined();
+        expect(response.headers.get('vary')).toMatch(/origin/i);
+      }
+    },
+  );
 
   it("answers an allowed origin's calls with its origin, and its file downloads too", async () => {
     const api = await fetch(`${t.url}/api/user`, { headers: { origin: ALLOWED, 'x-auth-token': key } });

@@ -167,7 +167,8 @@ function arrived(): { emails: Map<string, number>; events: Map<string, number>; 
 }
 
 describe('a burst of creates and completions, killed with SIGKILL and restarted', () => {
-  it('keeps each email and webhook event of every submission that exists once, and delivers it within 90 s of the restart', {
+  it('keeps each email and webhook event of every submission that exists once, ' +
+    'and delivers it within 90 s of the restart', {
     timeout: 300_000,
   }, async () => {
     let service = await startSignet();
@@ -251,7 +252,8 @@ describe('a burst of creates and completions, killed with SIGKILL and restarted'
       if (left.emails.length === 0 && left.events.length === 0) break;
       if (Date.now() - restartedAt > DELIVERY_DEADLINE_MS) {
         throw new Error(
-          `not delivered within ${DELIVERY_DEADLINE_MS / 1000} s of the restart: ${left.emails.length} emails (${left.emails.slice(0, 5).join('; ')}), ` +
+          `not delivered within ${DELIVERY_DEADLINE_MS / 1000} s of the restart: ${left.emails.length} emails (` +
+            `${left.emails.slice(0, 5).join('; ')}), ` +
             `${left.events.length} events (${left.events.slice(0, 5).join(', ')})\n${service.output()}`,
         );
       }
@@ -282,7 +284,8 @@ describe('a burst of creates and completions, killed with SIGKILL and restarted'
       'emails sent twice without an interrupted send',
     ).toEqual([]);
     const deliveries = await db.$queryRaw<{ key: string; n: number }[]>`
-      SELECT event_type || ':' || record_id AS key, count(*)::int AS n FROM webhook_deliveries WHERE event_type LIKE 'form.%' OR event_type LIKE 'submission.%' GROUP BY 1`;
+      SELECT event_type || ':' || record_id AS key, count(*)::int AS n FROM webhook_deliveries
+       WHERE event_type LIKE 'form.%' OR event_type LIKE 'submission.%' GROUP BY 1`;
     expect(
       deliveries.filter((d) => d.n !== 1),
       'one delivery per event',
@@ -306,9 +309,12 @@ describe('a burst of creates and completions, killed with SIGKILL and restarted'
       'events sent twice without an interrupted attempt',
     ).toEqual([]);
     console.info(
-      `crash-recovery: ${sent} creates sent, ${answered} answered, ${cutOff} cut off by a kill; ${expected.submissions} submissions exist ` +
-        `(${expected.invited} invited, ${expected.completed} completed); ${expected.emails.size} emails and ${expected.events.size} webhook events, ` +
-        `all delivered ${deliveredWithinMs} ms after the last of ${KILL_AFTER.length + 1} restarts; sent again after an interrupted send: ` +
+      `crash-recovery: ${sent} creates sent, ${answered} answered, ${cutOff} cut off by a kill; ` +
+        `${expected.submissions} submissions exist ` +
+        `(${expected.invited} invited, ${expected.completed} completed); ${expected.emails.size} emails and ` +
+        `${expected.events.size} webhook events, ` +
+        `all delivered ${deliveredWithinMs} ms after the last of ${KILL_AFTER.length + 1} restarts; sent again ` +
+        `after an interrupted send: ` +
         `${repeatedEmails.length} emails, ${repeatedEvents.length} events`,
     );
     // Nothing for what does not exist: every email and event that arrived was expected.
@@ -319,9 +325,9 @@ describe('a burst of creates and completions, killed with SIGKILL and restarted'
       { unsent: number }[]
     >`SELECT count(*)::int AS unsent FROM email_messages WHERE status <> 'sent'`;
     expect(unsent).toBe(0);
-    const sendEvents = await db.$queryRaw<
-      { n: number }[]
-    >`SELECT count(*)::int AS n FROM submission_events WHERE event_type = 'send_email' GROUP BY submitter_id HAVING count(*) > 1`;
+    const sendEvents = await db.$queryRaw<{ n: number }[]>`
+      SELECT count(*)::int AS n FROM submission_events
+       WHERE event_type = 'send_email' GROUP BY submitter_id HAVING count(*) > 1`;
     expect(sendEvents).toEqual([]);
     const [{ outbox }] = await db.$queryRaw<{ outbox: number }[]>`SELECT count(*)::int AS outbox FROM outbox`;
     expect(outbox).toBe(0);

@@ -151,42 +151,46 @@ describe('one instance', () => {
     await t?.close();
   });
 
-  it('closes the graphql-ws sockets of a key revoked through the API with 4403 within 1 s; nothing more arrives on them, other keys stay open', async () => {
-    const revoked = await newKey(t.url, alice, 'to revoke');
-    const first = socket(t.url, revoked.token);
-    const second = socket(t.url, revoked.token);
-    const other = socket(t.url, alice.apiKey);
-    const feeds = [subscribeWs(first.client, FORM_EVENTS), subscribeWs(second.client, FORM_EVENTS)];
-    const control = subscribeWs(other.client, FORM_EVENTS);
-    await until(() => t.app.live.subscriberCount(alice.accountId) === 3, 15_000, 'three subscribers');
-    await emit();
-    for (const feed of [...feeds, control]) expect((await feed.nextData()).formEvents.eventType).toBe('form.viewed');
+  it(
+    'closes the graphql-ws sockets of a key revoked through the API with 4403 within 1 s; ' +
+      'nothing more arrives on them, other keys stay open',
+    async () => {
+      const revoked = await newKey(t.url, alice, 'to revoke');
+      const first = socket(t.url, revoked.token);
+      const second = socket(t.url, revoked.token);
+      const other = socket(t.url, alice.apiKey);
+      const feeds = [subscribeWs(first.client, FORM_EVENTS), subscribeWs(second.client, FORM_EVENTS)];
+      const control = subscribeWs(other.client, FORM_EVENTS);
+      await until(() => t.app.live.subscriberCount(alice.accountId) === 3, 15_000, 'three subscribers');
+      await emit();
+      for (const feed of [...feeds, control]) expect((await feed.nextData()).formEvents.eventType).toBe('form.viewed');
 
-    const sent = await revokeThroughApi(t.url, alice, revoked.id);
-    await until(
-      () => first.closes.length > 0 && second.closes.length > 0,
-      1000,
-      'both sockets of the revoked key to close',
-    );
-    for (const s of [first, second]) {
-      expect(s.closes[0]!.code).toBe(4403);
-      expect(s.closes[0]!.reason).toMatch(/^Forbidden/);
-      expect(s.closes[0]!.at - sent).toBeLessThan(1000);
-    }
-    await until(
-      () => t.app.live.subscriberCount(alice.accountId) === 1,
-      1000,
-      'the revoked sessions to stop listening',
-    );
+      const sent = await revokeThroughApi(t.url, alice, revoked.id);
+      await until(
+        () => first.closes.length > 0 && second.closes.length > 0,
+        1000,
+        'both sockets of the revoked key to close',
+      );
+      for (const s of [first, second]) {
+        expect(s.closes[0]!.code).toBe(4403);
+        expect(s.closes[0]!.reason).toMatch(/^Forbidden/);
+        expect(s.closes[0]!.at - sent).toBeLessThan(1000);
+      }
+      await until(
+        () => t.app.live.subscriberCount(alice.accountId) === 1,
+        1000,
+        'the revoked sessions to stop listening',
+      );
 
-    // The next event reaches the other key's socket only.
-    const before = feeds.map(resultsOf);
-    await emit();
-    expect((await control.nextData()).formEvents.eventType).toBe('form.viewed');
-    expect(feeds.map(resultsOf)).toEqual(before);
-    expect(other.closes).toEqual([]);
-    control.close();
-  });
+      // The next event reaches the other key's socket only.
+      const before = feeds.map(resultsOf);
+      await emit();
+      expect((await control.nextData()).formEvents.eventType).toBe('form.viewed');
+      expect(feeds.map(resultsOf)).toEqual(before);
+      expect(other.closes).toEqual([]);
+      control.close();
+    },
+  );
 
   it('ends an SSE subscription of a key revoked through the API within 1 s; nothing more arrives on it', async () => {
     const revoked = await newKey(t.url, alice, 'sse');
@@ -225,75 +229,83 @@ describe('one instance', () => {
     expect(result.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED');
   });
 
-  it('webhook URLs that delivery would refuse are refused as they are added, in one message for every cause', async () => {
-    const CREATE = 'mutation ($url: String!) { createWebhookEndpoint(input: {url: $url}) { endpoint { id } } }';
-    const answers: unknown[] = [];
-    for (const url of REFUSED_DESTINATIONS) {
-      const { body } = await graphql(t.url, CREATE, { key: alice.apiKey, variables: { url } });
-      expect(body.data?.createWebhookEndpoint ?? null, url).toBeNull();
-      answers.push({ message: body.errors?.[0]?.message, extensions: body.errors?.[0]?.extensions });
-    }
-    expect(answers).toEqual(
-      REFUSED_DESTINATIONS.map(() => ({
-        message: WEBHOOK_DESTINATION_REFUSED,
-        extensions: { code: 'VALIDATION', details: { path: ['url'] } },
-      })),
-    );
-    expect(JSON.stringify(answers)).not.toMatch(/127\.0\.0\.1|::1|10\.255|loopback/i);
+  it(
+    'webhook URLs that delivery would refuse are refused as they are added, ' + 'in one message for every cause',
+    async () => {
+      const CREATE = 'mutation ($url: String!) { createWebhookEndpoint(input: {url: $url}) { endpoint { id } } }';
+      const answers: unknown[] = [];
+      for (const url of REFUSED_DESTINATIONS) {
+        const { body } = await graphql(t.url, CREATE, { key: alice.apiKey, variables: { url } });
+        expect(body.data?.createWebhookEndpoint ?? null, url).toBeNull();
+        answers.push({ message: body.errors?.[0]?.message, extensions: body.errors?.[0]?.extensions });
+      }
+      expect(answers).toEqual(
+        REFUSED_DESTINATIONS.map(() => ({
+          message: WEBHOOK_DESTINATION_REFUSED,
+          extensions: { code: 'VALIDATION', details: { path: ['url'] } },
+        })),
+      );
+      expect(JSON.stringify(answers)).not.toMatch(/127\.0\.0\.1|::1|10\.255|loopback/i);
 
-    // A URL changed to one of them likewise, and the endpoint keeps its URL.
-    const public_ = await t.db.webhookEndpoint.create({
-      data: {
-        accountId: alice.accountId,
-        url: 'https://hooks.example.com/x',
-        events: ['form.viewed'],
-        secret: 'whsec_test',
-      },
-    });
-    for (const url of REFUSED_DESTINATIONS) {
-      const { body } = await graphql(
-        t.url,
-        'mutation ($id: Int!, $url: String!) { updateWebhookEndpoint(input: {id: $id, url: $url}) { endpoint { id } } }',
-        {
-          key: alice.apiKey,
-          variables: { id: public_.id, url },
+      // A URL changed to one of them likewise, and the endpoint keeps its URL.
+      const public_ = await t.db.webhookEndpoint.create({
+        data: {
+          accountId: alice.accountId,
+          url: 'https://hooks.example.com/x',
+          events: ['form.viewed'],
+          secret: 'whsec_test',
         },
-      );
-      expect(body.errors?.[0]?.message, url).toBe(WEBHOOK_DESTINATION_REFUSED);
-    }
-    expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: public_.id } })).url).toBe(
-      'https://hooks.example.com/x',
-    );
-    await t.db.webhookEndpoint.delete({ where: { id: public_.id } });
-  });
-
-  it('webhook test errors say only "Webhook request failed", whatever the destination resolved to (logged in full)', async () => {
-    const errors: unknown[] = [];
-    for (const url of REFUSED_DESTINATIONS) {
-      // Stored as it was added before its name changed (or before this check existed): delivery checks again.
-      const created = await t.db.webhookEndpoint.create({
-        data: { accountId: alice.accountId, url, events: ['form.viewed'], secret: 'whsec_test' },
       });
-      const { body } = await graphql(
-        t.url,
-        'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id status attempts { statusCode error responseBody } } } }',
-        { key: alice.apiKey, variables: { id: created.id } },
+      for (const url of REFUSED_DESTINATIONS) {
+        const { body } = await graphql(
+          t.url,
+          'mutation ($id: Int!, $url: String!) { ' +
+            'updateWebhookEndpoint(input: {id: $id, url: $url}) { endpoint { id } } }',
+          {
+            key: alice.apiKey,
+            variables: { id: public_.id, url },
+          },
+        );
+        expect(body.errors?.[0]?.message, url).toBe(WEBHOOK_DESTINATION_REFUSED);
+      }
+      expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: public_.id } })).url).toBe(
+        'https://hooks.example.com/x',
       );
-      expect(body.errors, url).toBeUndefined();
-      const { delivery } = body.data.sendTestWebhook;
-      expect(delivery.status).toBe('failed');
-      errors.push(delivery.attempts);
-      // The reason is for operators: in the server log with the delivery.
-      expect(
-        t.logs.find((l) => l.msg === 'webhook request failed' && l.deliveryId === delivery.id)?.reason,
-        url,
-      ).toMatch(/Refused: .* resolves to|does not resolve/);
-    }
-    expect(errors).toEqual(
-      REFUSED_DESTINATIONS.map(() => [{ statusCode: null, error: 'Webhook request failed', responseBody: null }]),
-    );
-    expect(JSON.stringify(errors)).not.toMatch(/127\.0\.0\.1|::1|10\.255|resolve|private|loopback/i);
-  });
+      await t.db.webhookEndpoint.delete({ where: { id: public_.id } });
+    },
+  );
+
+  it(
+    'webhook test errors say only "Webhook request failed", whatever the destination resolved to ' + '(logged in full)',
+    async () => {
+      const errors: unknown[] = [];
+      for (const url of REFUSED_DESTINATIONS) {
+        // Stored as it was added before its name changed (or before this check existed): delivery checks again.
+        const created = await t.db.webhookEndpoint.create({
+          data: { accountId: alice.accountId, url, events: ['form.viewed'], secret: 'whsec_test' },
+        });
+        const { body } = await graphql(
+          t.url,
+          'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id status attempts { ' +
+            'statusCode error responseBody } } } }',
+          { key: alice.apiKey, variables: { id: created.id } },
+        );
+        expect(body.errors, url).toBeUndefined();
+        const { delivery } = body.data.sendTestWebhook;
+        expect(delivery.status).toBe('failed');
+        errors.push(delivery.attempts);
+        // The reason is for operators: in the server log with the delivery.
+        expect(
+          t.logs.find((l) => l.msg === 'webhook request failed' && l.deliveryId === delivery.id)?.reason,
+          url,
+        ).toMatch(/Refused: .* resolves to|does not resolve/);
+      }
+      expect(errors).toEqual(
+        REFUSED_DESTINATIONS.map(() => [{ statusCode: null, error: 'Webhook request failed', responseBody: null }]),
+      );
+      expect(JSON.stringify(errors)).not.toMatch(/127\.0\.0\.1|::1|10\.255|resolve|private|loopback/i);
+    },
+  );
 });
 
 describe('revoked behind the service (SQL, the CLI without Redis): the periodic check', () => {
@@ -307,30 +319,34 @@ describe('revoked behind the service (SQL, the CLI without Redis): the periodic 
     await t?.close();
   });
 
-  it('closes the sessions of a key revoked, or of a user archived, without an announcement, within the check interval', async () => {
-    const revoked = await newKey(t.url, alice, 'revoked in SQL');
-    const kept = await newKey(t.url, alice, 'kept');
-    const viaRevoked = socket(t.url, revoked.token);
-    const viaKept = socket(t.url, kept.token);
-    subscribeWs(viaRevoked.client, FORM_EVENTS);
-    const keptFeed = subscribeWs(viaKept.client, FORM_EVENTS);
-    const sse = (await subscribeSse(t.url, revoked.token, FORM_EVENTS)).feed;
-    await until(() => t.app.live.subscriberCount(alice.accountId) === 3, 15_000, 'three subscribers');
+  it(
+    'closes the sessions of a key revoked, or of a user archived, without an announcement, ' +
+      'within the check interval',
+    async () => {
+      const revoked = await newKey(t.url, alice, 'revoked in SQL');
+      const kept = await newKey(t.url, alice, 'kept');
+      const viaRevoked = socket(t.url, revoked.token);
+      const viaKept = socket(t.url, kept.token);
+      subscribeWs(viaRevoked.client, FORM_EVENTS);
+      const keptFeed = subscribeWs(viaKept.client, FORM_EVENTS);
+      const sse = (await subscribeSse(t.url, revoked.token, FORM_EVENTS)).feed;
+      await until(() => t.app.live.subscriberCount(alice.accountId) === 3, 15_000, 'three subscribers');
 
-    // As the CLI does without REDIS_URL: the row only.
-    const at = Date.now();
-    await revokeApiKey(t.db, { keyId: revoked.id });
-    await until(() => viaRevoked.closes.length > 0 && sse.done, 3000, 'the periodic check to end both sessions');
-    expect(viaRevoked.closes[0]!.code).toBe(4403);
-    expect(Date.now() - at).toBeLessThan(1500);
-    expect(viaKept.closes).toEqual([]);
-    expect(keptFeed.done).toBe(false);
+      // As the CLI does without REDIS_URL: the row only.
+      const at = Date.now();
+      await revokeApiKey(t.db, { keyId: revoked.id });
+      await until(() => viaRevoked.closes.length > 0 && sse.done, 3000, 'the periodic check to end both sessions');
+      expect(viaRevoked.closes[0]!.code).toBe(4403);
+      expect(Date.now() - at).toBeLessThan(1500);
+      expect(viaKept.closes).toEqual([]);
+      expect(keptFeed.done).toBe(false);
 
-    // An archived user's keys stop authenticating: their sessions end too.
-    await t.db.user.update({ where: { id: alice.userId }, data: { archivedAt: new Date() } });
-    await until(() => viaKept.closes.length > 0, 3000, 'the archived user’s socket to close');
-    expect(viaKept.closes[0]!.code).toBe(4403);
-  });
+      // An archived user's keys stop authenticating: their sessions end too.
+      await t.db.user.update({ where: { id: alice.userId }, data: { archivedAt: new Date() } });
+      await until(() => viaKept.closes.length > 0, 3000, 'the archived user’s socket to close');
+      expect(viaKept.closes[0]!.code).toBe(4403);
+    },
+  );
 });
 
 describe('two instances, one database, one Redis', () => {
@@ -342,7 +358,9 @@ describe('two instances, one database, one Redis', () => {
   let redis: Redis;
   let alice: CreatedAccount;
   let submitterId: number;
-  /** An event raised on A: a subscriber that gets it is listening (the protocols do not say when a subscription starts). */
+  /**
+   * An event raised on A: a subscriber that gets it is listening (the protocols do not say when a subscription starts).
+   */
   const emitOnA = () =>
     a.app.effects.emit([{ type: 'form.viewed', accountId: alice.accountId, recordId: submitterId, at: new Date() }]);
 
@@ -383,7 +401,8 @@ describe('two instances, one database, one Redis', () => {
     const sse = (await subscribeSse(b.url, revoked.token, FORM_EVENTS)).feed;
     const control = socket(b.url, alice.apiKey);
     const controlFeed = subscribeWs(control.client, FORM_EVENTS);
-    // All three listen on B once B's Redis connection subscribed to the account's channel and an event raised on A reached them.
+    // All three listen on B once B's Redis connection subscribed to the account's channel and an event raised on A
+    // reached them.
     const accountChannel = `${redisChannelPrefix(SECRET)}account-events:${alice.accountId}`;
     await until(
       async () => Number(((await redis.call('PUBSUB', 'NUMSUB', accountChannel)) as [string, number])[1]) === 1,

@@ -295,7 +295,8 @@ const GRAPHQL_CASES: GraphQLCase[] = [
   {
     field: 'updateTemplateDocuments',
     query:
-      'mutation ($id: Int!) { updateTemplateDocuments(input: {id: $id, documents: [{name: "form", remove: true}]}) { template { id } } }',
+      'mutation ($id: Int!) { updateTemplateDocuments(input: {id: $id, documents: [{name: "form", remove: true}]}) ' +
+      '{ template { id } } }',
     variables: (i) => ({ id: i.template }),
   },
   {
@@ -306,7 +307,8 @@ const GRAPHQL_CASES: GraphQLCase[] = [
   {
     field: 'createSubmissions',
     query:
-      'mutation ($id: Int!) { createSubmissions(input: {templateId: $id, sendEmail: false, submitters: [{role: "Client", email: "probe@bob.test"}]}) { submissionIds } }',
+      'mutation ($id: Int!) { createSubmissions(input: {templateId: $id, sendEmail: false, submitters: [{role: ' +
+      '"Client", email: "probe@bob.test"}]}) { submissionIds } }',
     variables: (i) => ({ id: i.template }),
   },
   {
@@ -327,7 +329,8 @@ const GRAPHQL_CASES: GraphQLCase[] = [
   {
     field: 'updateWebhookEndpoint',
     query:
-      'mutation ($id: Int!) { updateWebhookEndpoint(input: {id: $id, url: "https://evil.example/x"}) { endpoint { id } } }',
+      'mutation ($id: Int!) { updateWebhookEndpoint(input: {id: $id, url: "https://evil.example/x"}) { endpoint { ' +
+      'id } } }',
     variables: (i) => ({ id: i.endpoint }),
   },
   {
@@ -450,7 +453,8 @@ describe("another account's id → 403, an unknown id → 404, everywhere", () =
         }
         if (errors?.[0]?.extensions?.code !== code)
           wrong.push(
-            `${c.field} ${JSON.stringify(c.variables(ids))}: ${JSON.stringify(errors)?.slice(0, 160)} (expected ${code})`,
+            `${c.field} ${JSON.stringify(c.variables(ids))}: ${JSON.stringify(errors)?.slice(0, 160)} (expected ` +
+              `${code})`,
           );
       }
     }

@@ -126,7 +126,8 @@ async function untilEveryRouteAnswers200(timeoutMs: number): Promise<number> {
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   throw new Error(
-    `not every route answered 200 within ${timeoutMs} ms: ${JSON.stringify(last.map(({ route, status, body }) => ({ route, status, body: body.slice(0, 200) })))}`,
+    `not every route answered 200 within ${timeoutMs} ms: ` +
+      `${JSON.stringify(last.map(({ route, status, body }) => ({ route, status, body: body.slice(0, 200) })))}`,
   );
 }
 
@@ -202,7 +203,8 @@ describe('database outage', () => {
     60_000,
   );
 
-  it('the job queue survives: a job due during the outage runs after it, and a signature request sent after it is mailed', async () => {
+  it('the job queue survives: a job due during the outage runs after it, ' +
+    'and a signature request sent after it is mailed', async () => {
     await untilEveryRouteAnswers200(5000);
     const ran: string[] = [];
     t.jobs.define<{ tag: string }>('test.outage-probe', async ({ tag }) => {
@@ -243,7 +245,8 @@ describe('database outage', () => {
     expect(mail!.envelope.rcptTo).toContain('after@outage.test');
   }, 60_000);
 
-  it('after a black hole, the service still stops (SIGTERM) in seconds: nothing waits for a connection that came late', async () => {
+  it('after a black hole, the service still stops (SIGTERM) in seconds: ' +
+    'nothing waits for a connection that came late', async () => {
     await untilEveryRouteAnswers200(5000);
     await proxy.cut('hang');
     // Connection attempts pile up, each waiting for the pool's connect timeout (5 s).
@@ -297,34 +300,37 @@ describe('isDatabaseUnavailable, on the errors Prisma and pg really throw', () =
     }
   });
 
-  it('a connection terminated by the server (57P01, as at a restart or fail-over), through Prisma and through pg', async () => {
-    const admin = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
-    await admin.connect();
-    const db = createDb(inject('adminDatabaseUrl'));
-    const client = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
-    await client.connect();
-    client.on('error', () => undefined);
-    try {
-      const marker = `outage_${Date.now()}`;
-      const viaPrisma = rejectionOf(db.$queryRawUnsafe(`SELECT pg_sleep(10) AS ${marker}_prisma`));
-      const viaPg = rejectionOf(client.query(`SELECT pg_sleep(10) AS ${marker}_pg`));
-      // Once both statements run, end their sessions as the server does when it shuts down.
-      for (let terminated = 0; terminated < 2; ) {
-        const { rows } = await admin.query(
-          `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
-          [`%AS ${marker}_%`],
-        );
-        terminated += rows.length;
-        if (terminated < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+  it(
+    'a connection terminated by the server (57P01, as at a restart or fail-over), ' + 'through Prisma and through pg',
+    async () => {
+      const admin = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
+      await admin.connect();
+      const db = createDb(inject('adminDatabaseUrl'));
+      const client = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
+      await client.connect();
+      client.on('error', () => undefined);
+      try {
+        const marker = `outage_${Date.now()}`;
+        const viaPrisma = rejectionOf(db.$queryRawUnsafe(`SELECT pg_sleep(10) AS ${marker}_prisma`));
+        const viaPg = rejectionOf(client.query(`SELECT pg_sleep(10) AS ${marker}_pg`));
+        // Once both statements run, end their sessions as the server does when it shuts down.
+        for (let terminated = 0; terminated < 2; ) {
+          const { rows } = await admin.query(
+            `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE $1 AND pid <> pg_backend_pid()`,
+            [`%AS ${marker}_%`],
+          );
+          terminated += rows.length;
+          if (terminated < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+        }
+        for (const error of [await viaPrisma, await viaPg])
+          expect(isDatabaseUnavailable(error), String(error)).toBe(true);
+      } finally {
+        await client.end().catch(() => undefined);
+        await db.$disconnect();
+        await admin.end();
       }
-      for (const error of [await viaPrisma, await viaPg])
-        expect(isDatabaseUnavailable(error), String(error)).toBe(true);
-    } finally {
-      await client.end().catch(() => undefined);
-      await db.$disconnect();
-      await admin.end();
-    }
-  });
+    },
+  );
 
   it('not an outage: constraint violations, bad SQL, a failed fetch() of a refused URL, other errors', async () => {
     const db = createDb(inject('adminDatabaseUrl'));

@@ -93,7 +93,9 @@ function pageTreeCyclePdf(): Buffer {
     body += `${i + 1} 0 obj\n${object}\nendobj\n`;
   });
   const xref = Buffer.byteLength(body, 'latin1');
-  body += `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
+  body +=
+    `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n` +
+    `${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}`;
   body += `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${xref}\n%%EOF\n`;
   return Buffer.from(body, 'latin1');
 }
@@ -349,7 +351,8 @@ describe('DOCX archives', () => {
       );
       expect(error?.code).toBe('VALIDATION');
       expect(error?.message).toBe(
-        'hello.docx could not be converted to PDF: LibreOffice ran out of memory (limit 100 MB, SOFFICE_MAX_MEMORY_MB).',
+        'hello.docx could not be converted to PDF: LibreOffice ran out of memory (limit 100 MB, ' +
+          'SOFFICE_MAX_MEMORY_MB).',
       );
       expect(sofficeStarts().at(-1)).toMatch(/^102400 /);
     } finally {
@@ -484,52 +487,56 @@ describe('image values', () => {
     expect(submitter.values).toEqual({});
   });
 
-  it("signing form uploads: a junk image is refused; a file that only claims to be a PNG can't be an image value", async () => {
-    const created = await api('POST', '/submissions', {
-      template_id: templateId,
-      send_email: false,
-      submitters: [{ role: 'Signer', email: 'form@images.test' }],
-    });
-    const slug = created.json[0].slug as string;
-    const upload = async (type: string, bytes: Buffer, name: string, contentType: string) => {
-      const form = new FormData();
-      form.append('submitter_slug', slug);
-      form.append('type', type);
-      form.append('file', new Blob([new Uint8Array(bytes)], { type: contentType }), name);
-      const response = await fetch(`${t.url}/api/attachments`, { method: 'POST', body: form });
-      return { status: response.status, json: await response.json() };
-    };
-    const png = drawnImage(300, 100);
-    expect(await upload('image', png.subarray(0, png.length >> 1), 'cut.png', 'image/png')).toEqual({
-      status: 422,
-      json: { error: 'image is not a readable image file' },
-    });
-    expect(await upload('signature', Buffer.from('junk'), 'sig.png', 'image/png')).toEqual({
-      status: 422,
-      json: { error: 'signature error, try to sign on another device' },
-    });
-    expect(await upload('image', drawnImage(6000, 4500), 'big.png', 'image/png')).toEqual({
-      status: 422,
-      json: { error: 'image is 6000 × 4500 pixels, over 25 megapixels (IMAGE_MAX_MEGAPIXELS)' },
-    });
+  it(
+    'signing form uploads: a junk image is refused; ' + "a file that only claims to be a PNG can't be an image value",
+    async () => {
+      const created = await api('POST', '/submissions', {
+        template_id: templateId,
+        send_email: false,
+        submitters: [{ role: 'Signer', email: 'form@images.test' }],
+      });
+      const slug = created.json[0].slug as string;
+      const upload = async (type: string, bytes: Buffer, name: string, contentType: string) => {
+        const form = new FormData();
+        form.append('submitter_slug', slug);
+        form.append('type', type);
+        form.append('file', new Blob([new Uint8Array(bytes)], { type: contentType }), name);
+        const response = await fetch(`${t.url}/api/attachments`, { method: 'POST', body: form });
+        return { status: response.status, json: await response.json() };
+      };
+      const png = drawnImage(300, 100);
+      expect(await upload('image', png.subarray(0, png.length >> 1), 'cut.png', 'image/png')).toEqual({
+        status: 422,
+        json: { error: 'image is not a readable image file' },
+      });
+      expect(await upload('signature', Buffer.from('junk'), 'sig.png', 'image/png')).toEqual({
+        status: 422,
+        json: { error: 'signature error, try to sign on another device' },
+      });
+      expect(await upload('image', drawnImage(6000, 4500), 'big.png', 'image/png')).toEqual({
+        status: 422,
+        json: { error: 'image is 6000 × 4500 pixels, over 25 megapixels (IMAGE_MAX_MEGAPIXELS)' },
+      });
 
-    const claimed = await upload('file', png.subarray(0, png.length >> 1), 'photo.png', 'image/png');
-    expect(claimed.status).toBe(200);
-    expect(claimed.json.content_type).toBe('application/octet-stream');
-    const fields = (await gql('query($slug: String!) { signingForm(slug: $slug) { fields { uuid name } } }', { slug }))
-      .data.signingForm.fields as { uuid: string; name: string }[];
-    const photo = fields.find((f) => f.name === 'Photo')!.uuid;
-    const code = fields.find((f) => f.name === 'Code')!.uuid;
-    const body = await gql(
-      'mutation($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }',
-      { slug, values: { [code]: 'x', [photo]: claimed.json.uuid } },
-    );
-    expect(body.errors?.[0]?.extensions?.code).toBe('VALIDATION');
-    expect(body.errors?.[0]?.message).toMatch(/Photo must be a PNG or JPEG image/);
+      const claimed = await upload('file', png.subarray(0, png.length >> 1), 'photo.png', 'image/png');
+      expect(claimed.status).toBe(200);
+      expect(claimed.json.content_type).toBe('application/octet-stream');
+      const fields = (
+        await gql('query($slug: String!) { signingForm(slug: $slug) { fields { uuid name } } }', { slug })
+      ).data.signingForm.fields as { uuid: string; name: string }[];
+      const photo = fields.find((f) => f.name === 'Photo')!.uuid;
+      const code = fields.find((f) => f.name === 'Code')!.uuid;
+      const body = await gql(
+        'mutation($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }',
+        { slug, values: { [code]: 'x', [photo]: claimed.json.uuid } },
+      );
+      expect(body.errors?.[0]?.extensions?.code).toBe('VALIDATION');
+      expect(body.errors?.[0]?.message).toMatch(/Photo must be a PNG or JPEG image/);
 
-    const real = await upload('file', png, 'real.png', 'image/png');
-    expect(real.json.content_type).toBe('image/png');
-  });
+      const real = await upload('file', png, 'real.png', 'image/png');
+      expect(real.json.content_type).toBe('image/png');
+    },
+  );
 
   it('keeps good images as they will be drawn: JPEG as sent, GIF as PNG, and completes with them', async () => {
     const jpeg = drawnImage(320, 120, 'jpeg');
@@ -563,7 +570,8 @@ describe('image values', () => {
 });
 
 describe('jobs that cannot succeed', () => {
-  it('a permanent failure (AppError VALIDATION) runs once; a transient one is retried a bounded number of times; both say why they gave up', async () => {
+  it('a permanent failure (AppError VALIDATION) runs once; ' +
+    'a transient one is retried a bounded number of times; both say why they gave up', async () => {
     const runs = { permanent: 0, transient: 0 };
     const gaveUp: Record<string, JobFailure> = {};
     t.jobs.define<{ kind: 'permanent' }>(
@@ -600,7 +608,8 @@ describe('jobs that cannot succeed', () => {
     expect(row).toMatchObject({ fail_count: 1 });
   }, 30_000);
 
-  it('a completion that can never draw its data stops after one run, records why, and shows it over GraphQL and REST', async () => {
+  it('a completion that can never draw its data stops after one run, records why, ' +
+    'and shows it over GraphQL and REST', async () => {
     const area = [{ x: 72, y: 150, w: 200, h: 40, page: 1 }];
     const template = await api('POST', '/templates/pdf', {
       name: 'Doomed',
@@ -641,9 +650,9 @@ describe('jobs that cannot succeed', () => {
       (l) => l.job === 'complete-submission' && String(l.msg).startsWith('job complete-submission failed'),
     );
     expect(failures.map((l) => l.msg)).toEqual(['job complete-submission failed (attempt 1, permanently); giving up']);
-    const [job] = await t.db.$queryRaw<
-      { fail_count: number; next_run_at: Date | null }[]
-    >`SELECT fail_count, next_run_at FROM agenda.jobs WHERE name = 'complete-submission' AND data->'payload'->>'submitterId' = ${String(submitterId)}`;
+    const [job] = await t.db.$queryRaw<{ fail_count: number; next_run_at: Date | null }[]>`
+      SELECT fail_count, next_run_at FROM agenda.jobs
+       WHERE name = 'complete-submission' AND data->'payload'->>'submitterId' = ${String(submitterId)}`;
     expect(job).toEqual({ fail_count: 1, next_run_at: null });
 
     const stored = await t.db.submission.findUniqueOrThrow({ where: { id: submissionId } });
@@ -658,7 +667,8 @@ describe('jobs that cannot succeed', () => {
     expect(await t.db.completedDocument.count({ where: { submissionId } })).toBe(0);
 
     const viaGraphql = await gql(
-      'query($id: Int!) { submission(id: $id) { status completionError { message failedAt } events { eventType data } } }',
+      'query($id: Int!) { submission(id: $id) { status completionError { message failedAt } events { eventType data ' +
+        '} } }',
       { id: submissionId },
     );
     expect(viaGraphql.data.submission.completionError).toEqual({

@@ -294,33 +294,36 @@ describe('text values', () => {
     expectWordsInBox(words(out, 1), CYRILLIC, displayedBox(second.areas[0], { width: 612, height: 792 }));
   });
 
-  it('shrinks a long name onto one line in a one-line area, and wraps a paragraph in a tall area, inside both', async () => {
-    const pdf = fixturePdf('documenso-letter-size.pdf');
-    const page = { width: 612, height: 792 };
-    const name = field('text', [{ x: 0.1, y: 0.1, w: 0.2, h: 0.025 }]); // 122 × 20 pt
-    const longName = 'Ελένη-Μαρία Παπαδοπούλου';
-    const paragraph = field('text', [{ x: 0.1, y: 0.3, w: 0.3, h: 0.12 }]); // 184 × 95 pt
-    const essay =
-      `${CYRILLIC} agrees to the terms of this agreement, including every schedule and annex attached hereto, ` +
-      'and confirms having read them in full before signing in the presence of a witness.';
-    const out = await draw(pdf, [
-      [name, longName],
-      [paragraph, essay],
-    ]);
-    const found = words(out, 0);
+  it(
+    'shrinks a long name onto one line in a one-line area, and wraps a paragraph in a tall area, ' + 'inside both',
+    async () => {
+      const pdf = fixturePdf('documenso-letter-size.pdf');
+      const page = { width: 612, height: 792 };
+      const name = field('text', [{ x: 0.1, y: 0.1, w: 0.2, h: 0.025 }]); // 122 × 20 pt
+      const longName = 'Ελένη-Μαρία Παπαδοπούλου';
+      const paragraph = field('text', [{ x: 0.1, y: 0.3, w: 0.3, h: 0.12 }]); // 184 × 95 pt
+      const essay =
+        `${CYRILLIC} agrees to the terms of this agreement, including every schedule and annex attached hereto, ` +
+        'and confirms having read them in full before signing in the presence of a witness.';
+      const out = await draw(pdf, [
+        [name, longName],
+        [paragraph, essay],
+      ]);
+      const found = words(out, 0);
 
-    const nameWords = expectWordsInBox(found, longName, displayedBox(name.areas[0], page));
-    expect(new Set(nameWords.map((w) => w.yMin.toFixed(1))).size).toBe(1); // one line
-    const nameSize = (nameWords[0].yMax - nameWords[0].yMin) / 1.164;
-    expect(nameSize).toBeLessThan(11);
-    expect(nameSize).toBeGreaterThanOrEqual(MIN_FONT_SIZE - 0.1);
+      const nameWords = expectWordsInBox(found, longName, displayedBox(name.areas[0], page));
+      expect(new Set(nameWords.map((w) => w.yMin.toFixed(1))).size).toBe(1); // one line
+      const nameSize = (nameWords[0].yMax - nameWords[0].yMin) / 1.164;
+      expect(nameSize).toBeLessThan(11);
+      expect(nameSize).toBeGreaterThanOrEqual(MIN_FONT_SIZE - 0.1);
 
-    const essayWords = expectWordsInBox(found, essay, displayedBox(paragraph.areas[0], page));
-    expect(new Set(essayWords.map((w) => w.yMin.toFixed(1))).size).toBeGreaterThan(3); // wrapped
-    // Lines read in order: each line starts at the left padding and lies below the previous one.
-    const lineTops = [...new Set(essayWords.map((w) => w.yMin))];
-    expect(lineTops).toEqual([...lineTops].sort((a, b) => a - b));
-  });
+      const essayWords = expectWordsInBox(found, essay, displayedBox(paragraph.areas[0], page));
+      expect(new Set(essayWords.map((w) => w.yMin.toFixed(1))).size).toBeGreaterThan(3); // wrapped
+      // Lines read in order: each line starts at the left padding and lies below the previous one.
+      const lineTops = [...new Set(essayWords.map((w) => w.yMin))];
+      expect(lineTops).toEqual([...lineTops].sort((a, b) => a - b));
+    },
+  );
 
   it('goes below the minimum size only when the value fits nowhere else, still inside the area', async () => {
     const tiny = field('text', [{ x: 0.1, y: 0.1, w: 0.1, h: 0.012 }]); // 61 × 9.5 pt
@@ -728,7 +731,8 @@ describe('fonts, parsed once per process and shared by every document', () => {
     // Plain characters (summed advances) and ones that go through fontkit's layout: combining
     // marks, a soft hyphen, Arabic, Hebrew, CJK (not in DejaVu), an emoji, "fi" and "ffl".
     const plain = [
-      ...'abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 .,;:!?-–—()[]{}@#$%&*/\\\'"€£¥©®°±×÷ÀÉÎÕÜßàéîõüçñĄęŁőűŽǅΑΒΓΔαβγδάέήίΏΪϋАБВГДабвгдЁёЇїЄєҐґ',
+      ...('abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789 ' +
+        '.,;:!?-–—()[]{}@#$%&*/\\\'"€£¥©®°±×÷ÀÉÎÕÜßàéîõüçñĄęŁőűŽǅΑΒΓΔαβγδάέήίΏΪϋАБВГДабвгдЁёЇїЄєҐґ'),
     ];
     const complex = ['e\u0301', 'i\u0308', '\u00ad', 'عربي', 'עברית', '漢字', '🙂', 'fi', 'ffl'];
     let seed = 7;
@@ -779,7 +783,8 @@ describe('timing', () => {
       timings.push(performance.now() - started);
     }
     console.log(
-      `drawValues on pdfjs-tracemonkey.pdf (14 pages, ${(pdf.length / 1e6).toFixed(2)} MB), 30 text fields + 2 signature images: ` +
+      `drawValues on pdfjs-tracemonkey.pdf (14 pages, ${(pdf.length / 1e6).toFixed(2)} MB), 30 text fields + 2 ` +
+        `signature images: ` +
         `${timings.map((t) => `${t.toFixed(0)} ms`).join(', ')} (runs 1–3); output ${(out.length / 1e6).toFixed(2)} MB`,
     );
     // Speed targets are the benchmarks' (bench/); this test checks what was drawn.

@@ -156,22 +156,25 @@ describe('GET/HEAD /file/:token/:filename', () => {
     expect(response.headers.get('x-content-type-options')).toBe('nosniff');
   });
 
-  it("caches a URL's file no longer than the URL is valid, privately, and answers other origins without CORS", async () => {
-    // A URL with 90 s left (signed 40 minutes ago less 90 s): max-age is the time left, never more.
-    const signed = t.app.files.signer.url(pdf, { now: Date.now() - (40 * 60 - 90) * 1000 });
-    for (const method of ['GET', 'HEAD']) {
-      const response = await fetchSigned(signed, { method, headers: { origin: 'https://evil.example' } });
-      expect(response.status).toBe(200);
-      const cacheControl = response.headers.get('cache-control')!;
-      expect(cacheControl).toMatch(/^private, max-age=\d+, immutable$/);
-      const maxAge = Number(/max-age=(\d+)/.exec(cacheControl)![1]);
-      expect(maxAge).toBeGreaterThanOrEqual(80);
-      expect(maxAge).toBeLessThanOrEqual(90);
-      expect(response.headers.get('access-control-allow-origin')).toBeNull();
-      expect(response.headers.get('access-control-allow-credentials')).toBeNull();
-      await response.arrayBuffer();
-    }
-  });
+  it(
+    "caches a URL's file no longer than the URL is valid, privately, " + 'and answers other origins without CORS',
+    async () => {
+      // A URL with 90 s left (signed 40 minutes ago less 90 s): max-age is the time left, never more.
+      const signed = t.app.files.signer.url(pdf, { now: Date.now() - (40 * 60 - 90) * 1000 });
+      for (const method of ['GET', 'HEAD']) {
+        const response = await fetchSigned(signed, { method, headers: { origin: 'https://evil.example' } });
+        expect(response.status).toBe(200);
+        const cacheControl = response.headers.get('cache-control')!;
+        expect(cacheControl).toMatch(/^private, max-age=\d+, immutable$/);
+        const maxAge = Number(/max-age=(\d+)/.exec(cacheControl)![1]);
+        expect(maxAge).toBeGreaterThanOrEqual(80);
+        expect(maxAge).toBeLessThanOrEqual(90);
+        expect(response.headers.get('access-control-allow-origin')).toBeNull();
+        expect(response.headers.get('access-control-allow-credentials')).toBeNull();
+        await response.arrayBuffer();
+      }
+    },
+  );
 
   it('ignores the filename part of the path', async () => {
     const signed = new URL(t.app.files.signer.url(pdf));

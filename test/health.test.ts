@@ -17,18 +17,22 @@ describe('GET /health', () => {
     expect(await response.json()).toEqual({ status: 'ok' });
   });
 
-  it('answers 503 {"status":"unavailable"} with Retry-After when the database does not, naming neither it nor its host; the cause is logged', async () => {
-    const port = await closedPort();
-    const t = await startTestApp({ databaseUrl: `postgresql://postgres@127.0.0.1:${port}/nothing` });
-    apps.push(t);
-    const response = await fetch(`${t.url}/health`);
-    expect(response.status).toBe(503);
-    expect(response.headers.get('retry-after')).toBe('5');
-    const text = await response.text();
-    expect(JSON.parse(text)).toEqual({ status: 'unavailable' });
-    for (const secret of [String(port), '127.0.0.1', 'nothing', 'postgres', 'database'])
-      expect(text).not.toContain(secret);
-    const logged = t.logs.find((line) => line.msg === 'health check: the database did not answer');
-    expect(JSON.stringify(logged?.err)).toContain(String(port));
-  });
+  it(
+    'answers 503 {"status":"unavailable"} with Retry-After when the database does not, ' +
+      'naming neither it nor its host; the cause is logged',
+    async () => {
+      const port = await closedPort();
+      const t = await startTestApp({ databaseUrl: `postgresql://postgres@127.0.0.1:${port}/nothing` });
+      apps.push(t);
+      const response = await fetch(`${t.url}/health`);
+      expect(response.status).toBe(503);
+      expect(response.headers.get('retry-after')).toBe('5');
+      const text = await response.text();
+      expect(JSON.parse(text)).toEqual({ status: 'unavailable' });
+      for (const secret of [String(port), '127.0.0.1', 'nothing', 'postgres', 'database'])
+        expect(text).not.toContain(secret);
+      const logged = t.logs.find((line) => line.msg === 'health check: the database did not answer');
+      expect(JSON.stringify(logged?.err)).toContain(String(port));
+    },
+  );
 });

@@ -65,7 +65,8 @@ const complete = (slug: string, values: unknown) =>
   );
 const save = (slug: string, values: unknown) =>
   gql(
-    `mutation($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ${FORM_FIELDS} } }`,
+    `mutation($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ${FORM_FIELDS}` +
+      ` } }`,
     { slug, values },
     undefined,
   );
@@ -89,31 +90,40 @@ afterAll(async () => {
 });
 
 describe('template strings and lists', () => {
-  it('REST: a 2 MB template name is a 422 naming it, fast, and nothing is written; 255 characters are accepted', async () => {
-    const before = await counts();
-    const started = performance.now();
-    const { status, json } = await createTemplate({ name: 'n'.repeat(2_000_000) });
-    expect(performance.now() - started).toBeLessThan(2_000);
-    expect(status).toBe(422);
-    expect(json).toEqual({ error: 'name is too long (maximum is 255 characters).' });
-    expect(await counts()).toEqual(before);
+  it(
+    'REST: a 2 MB template name is a 422 naming it, fast, and nothing is written; ' + '255 characters are accepted',
+    async () => {
+      const before = await counts();
+      const started = performance.now();
+      const { status, json } = await createTemplate({ name: 'n'.repeat(2_000_000) });
+      expect(performance.now() - started).toBeLessThan(2_000);
+      expect(status).toBe(422);
+      expect(json).toEqual({ error: 'name is too long (maximum is 255 characters).' });
+      expect(await counts()).toEqual(before);
 
-    const ok = await createTemplate({ name: 'n'.repeat(255), fields: [textField('Name')] });
-    expect(ok.status, JSON.stringify(ok.json)).toBe(200);
-    expect(ok.json.name).toHaveLength(255);
-  });
+      const ok = await createTemplate({ name: 'n'.repeat(255), fields: [textField('Name')] });
+      expect(ok.status, JSON.stringify(ok.json)).toBe(200);
+      expect(ok.json.name).toHaveLength(255);
+    },
+  );
 
-  it('GraphQL: an over-long template name is a VALIDATION error with its path, before the documents are read', async () => {
-    const before = await counts();
-    const body = await gql(
-      'mutation($input: CreateTemplateFromFileInput!) { createTemplateFromPdf(input: $input) { template { id } } }',
-      // The document is junk: the name is refused first, so it is never looked at.
-      { input: { name: 'n'.repeat(256), documents: [{ name: 'doc', file: 'not a pdf' }] } },
-    );
-    expect(body.errors?.[0]?.message).toBe('name is too long (maximum is 255 characters).');
-    expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', details: { path: 'name', maximum: 255 } });
-    expect(await counts()).toEqual(before);
-  });
+  it(
+    'GraphQL: an over-long template name is a VALIDATION error with its path, ' + 'before the documents are read',
+    async () => {
+      const before = await counts();
+      const body = await gql(
+        'mutation($input: CreateTemplateFromFileInput!) { createTemplateFromPdf(input: $input) { template { id } } }',
+        // The document is junk: the name is refused first, so it is never looked at.
+        { input: { name: 'n'.repeat(256), documents: [{ name: 'doc', file: 'not a pdf' }] } },
+      );
+      expect(body.errors?.[0]?.message).toBe('name is too long (maximum is 255 characters).');
+      expect(body.errors?.[0]?.extensions).toMatchObject({
+        code: 'VALIDATION',
+        details: { path: 'name', maximum: 255 },
+      });
+      expect(await counts()).toEqual(before);
+    },
+  );
 
   it('names each over-long part of a template by its DocuSeal key and path', async () => {
     const cases: [Record<string, unknown>, string][] = [
@@ -235,23 +245,27 @@ describe('field values', () => {
     expect(await counts()).toEqual(before);
   });
 
-  it('GraphQL completeSigningForm: a 1 MB value is a VALIDATION error for that field; nothing is saved or completed', async () => {
-    const slug = await signerSlug();
-    const form = await loadForm(slug);
-    const fullName = form.fields.find((f: any) => f.name === 'Full Name').uuid;
-    const body = await complete(slug, { [fullName]: 'x'.repeat(1_000_000) });
-    expect(body.errors?.[0]?.message).toBe('Full Name is too long (maximum is 10000 characters).');
-    expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', fieldUuid: fullName });
-    const submitter = await t.db.submitter.findUniqueOrThrow({
-      where: { slug },
-      select: { completedAt: true, values: true },
-    });
-    expect(submitter).toEqual({ completedAt: null, values: {} });
-    // The same value at the limit is taken.
-    const done = await complete(slug, { [fullName]: 'x'.repeat(10_000) });
-    expect(done.errors).toBeUndefined();
-    expect(done.data.completeSigningForm.state).toBe('COMPLETED');
-  });
+  it(
+    'GraphQL completeSigningForm: a 1 MB value is a VALIDATION error for that field; ' +
+      'nothing is saved or completed',
+    async () => {
+      const slug = await signerSlug();
+      const form = await loadForm(slug);
+      const fullName = form.fields.find((f: any) => f.name === 'Full Name').uuid;
+      const body = await complete(slug, { [fullName]: 'x'.repeat(1_000_000) });
+      expect(body.errors?.[0]?.message).toBe('Full Name is too long (maximum is 10000 characters).');
+      expect(body.errors?.[0]?.extensions).toMatchObject({ code: 'VALIDATION', fieldUuid: fullName });
+      const submitter = await t.db.submitter.findUniqueOrThrow({
+        where: { slug },
+        select: { completedAt: true, values: true },
+      });
+      expect(submitter).toEqual({ completedAt: null, values: {} });
+      // The same value at the limit is taken.
+      const done = await complete(slug, { [fullName]: 'x'.repeat(10_000) });
+      expect(done.errors).toBeUndefined();
+      expect(done.data.completeSigningForm.state).toBe('COMPLETED');
+    },
+  );
 
   it('GraphQL saveSigningFormValues: values that would exceed 64 KiB together are refused', async () => {
     const slug = await signerSlug();
@@ -292,7 +306,8 @@ describe('submissions: submitters, metadata, messages', () => {
       status: 422,
       json: { error: 'submitters[0].metadata is too large (maximum is 65536 characters as JSON).' },
     });
-    // 100,000 levels: deeper than any recursive walk (or JSON.stringify) of it could go; written by hand for that reason.
+    // 100,000 levels: deeper than any recursive walk (or JSON.stringify) of it could go; written by hand for that
+    // reason.
     const deep = `${'{"deep":'.repeat(100_000)}{"leaf":true}${'}'.repeat(100_000)}`;
     const nested = await fetch(`${t.url}/api/submissions`, {
       method: 'POST',
@@ -343,43 +358,46 @@ describe('submissions: submitters, metadata, messages', () => {
     expect(await counts()).toEqual(before);
   });
 
-  it('message bodies, names, emails and redirect URLs have maxima; PUT /submitters checks its JSON inputs', async () => {
-    const create = (body: Record<string, unknown>, submitter: Record<string, unknown> = {}) =>
-      api('POST', '/submissions', {
-        template_id: templateId,
-        submitters: [{ role: 'Signer', email: 's@x.test', ...submitter }],
-        ...body,
+  it(
+    'message bodies, names, emails and redirect URLs have maxima; ' + 'PUT /submitters checks its JSON inputs',
+    async () => {
+      const create = (body: Record<string, unknown>, submitter: Record<string, unknown> = {}) =>
+        api('POST', '/submissions', {
+          template_id: templateId,
+          submitters: [{ role: 'Signer', email: 's@x.test', ...submitter }],
+          ...body,
+        });
+      expect(await create({ message: { subject: 'Hi', body: 'b'.repeat(20_001) } })).toEqual({
+        status: 422,
+        json: { error: 'message.body is too long (maximum is 20000 characters).' },
       });
-    expect(await create({ message: { subject: 'Hi', body: 'b'.repeat(20_001) } })).toEqual({
-      status: 422,
-      json: { error: 'message.body is too long (maximum is 20000 characters).' },
-    });
-    expect(await create({}, { name: 'n'.repeat(256) })).toEqual({
-      status: 422,
-      json: { error: 'submitters[0].name is too long (maximum is 255 characters).' },
-    });
-    expect(await create({}, { email: `${'e'.repeat(250)}@x.test` })).toEqual({
-      status: 422,
-      json: { error: 'submitters[0].email is too long (maximum is 255 characters).' },
-    });
-    expect(await create({ completed_redirect_url: `https://x.test/${'p'.repeat(2048)}` })).toEqual({
-      status: 422,
-      json: { error: 'completed_redirect_url is too long (maximum is 2048 characters).' },
-    });
+      expect(await create({}, { name: 'n'.repeat(256) })).toEqual({
+        status: 422,
+        json: { error: 'submitters[0].name is too long (maximum is 255 characters).' },
+      });
+      expect(await create({}, { email: `${'e'.repeat(250)}@x.test` })).toEqual({
+        status: 422,
+        json: { error: 'submitters[0].email is too long (maximum is 255 characters).' },
+      });
+      expect(await create({ completed_redirect_url: `https://x.test/${'p'.repeat(2048)}` })).toEqual({
+        status: 422,
+        json: { error: 'completed_redirect_url is too long (maximum is 2048 characters).' },
+      });
 
-    const slug = await signerSlug();
-    const { id } = await t.db.submitter.findUniqueOrThrow({ where: { slug }, select: { id: true } });
-    expect(await api('PUT', `/submitters/${id}`, { name: 'n'.repeat(256) })).toEqual({
-      status: 422,
-      json: { error: 'name is too long (maximum is 255 characters).' },
-    });
-    expect(await api('PUT', `/submitters/${id}`, { values: { 'Full Name': 'x'.repeat(10_001) } })).toEqual({
-      status: 422,
-      json: { error: 'submitter.values.Full Name is too long (maximum is 10000 characters).' },
-    });
-    const submitter = await t.db.submitter.findUniqueOrThrow({ where: { id }, select: { name: true, values: true } });
-    expect(submitter).toEqual({ name: null, values: {} });
-  });
+      const slug = await signerSlug();
+      const { id } = await t.db.submitter.findUniqueOrThrow({ where: { slug }, select: { id: true } });
+      expect(await api('PUT', `/submitters/${id}`, { name: 'n'.repeat(256) })).toEqual({
+        status: 422,
+        json: { error: 'name is too long (maximum is 255 characters).' },
+      });
+      expect(await api('PUT', `/submitters/${id}`, { values: { 'Full Name': 'x'.repeat(10_001) } })).toEqual({
+        status: 422,
+        json: { error: 'submitter.values.Full Name is too long (maximum is 10000 characters).' },
+      });
+      const submitter = await t.db.submitter.findUniqueOrThrow({ where: { id }, select: { name: true, values: true } });
+      expect(submitter).toEqual({ name: null, values: {} });
+    },
+  );
 
   it('a webhook URL is at most 2,048 characters (GraphQL)', async () => {
     const body = await gql(
@@ -442,7 +460,8 @@ describe('validation.pattern runs on RE2', () => {
       });
       expect(status).toBe(422);
       expect(json.error).toBe(
-        `fields[1].validation.pattern is not supported: ${reason} (patterns run on RE2, in linear time: lookahead, lookbehind and backreferences are not available).`,
+        `fields[1].validation.pattern is not supported: ${reason} (patterns run on RE2, in linear time: lookahead, ` +
+          `lookbehind and backreferences are not available).`,
       );
     }
     const body = await gql(
@@ -463,46 +482,53 @@ describe('validation.pattern runs on RE2', () => {
     expect(await counts()).toEqual(before);
   });
 
-  it('patterns too long or compiling too large are refused; submission field settings are checked the same way', async () => {
-    const long = await createTemplate({
-      name: 'P',
-      fields: [textField('Code', { validation: { pattern: 'a'.repeat(1001) } })],
-    });
-    expect(long).toEqual({
-      status: 422,
-      json: { error: 'fields[0].validation.pattern is too long (maximum is 1000 characters).' },
-    });
-    const large = await createTemplate({
-      name: 'P',
-      fields: [textField('Code', { validation: { pattern: '(?:a?){999}a{999}' } })],
-    });
-    expect(large.status).toBe(422);
-    expect(large.json.error).toMatch(
-      /^fields\[0\]\.validation\.pattern is too complex: it compiles to about 3000 steps \(maximum is 1000\)/,
-    );
+  it(
+    'patterns too long or compiling too large are refused; ' + 'submission field settings are checked the same way',
+    async () => {
+      const long = await createTemplate({
+        name: 'P',
+        fields: [textField('Code', { validation: { pattern: 'a'.repeat(1001) } })],
+      });
+      expect(long).toEqual({
+        status: 422,
+        json: { error: 'fields[0].validation.pattern is too long (maximum is 1000 characters).' },
+      });
+      const large = await createTemplate({
+        name: 'P',
+        fields: [textField('Code', { validation: { pattern: '(?:a?){999}a{999}' } })],
+      });
+      expect(large.status).toBe(422);
+      expect(large.json.error).toMatch(
+        /^fields\[0\]\.validation\.pattern is too complex: it compiles to about 3000 steps \(maximum is 1000\)/,
+      );
 
-    const before = await counts();
-    const override = await api('POST', '/submissions', {
-      template_id: templateId,
-      submitters: [
-        { role: 'Signer', email: 's@x.test', fields: [{ name: 'Full Name', validation_pattern: '(?<=a)b' }] },
-      ],
-    });
-    expect(override.status).toBe(422);
-    expect(override.json.error).toMatch(/^submitters\[0\]\.fields\[0\]\.validation_pattern is not supported: /);
-    expect(await counts()).toEqual(before);
-  });
+      const before = await counts();
+      const override = await api('POST', '/submissions', {
+        template_id: templateId,
+        submitters: [
+          { role: 'Signer', email: 's@x.test', fields: [{ name: 'Full Name', validation_pattern: '(?<=a)b' }] },
+        ],
+      });
+      expect(override.status).toBe(422);
+      expect(override.json.error).toMatch(/^submitters\[0\]\.fields\[0\]\.validation_pattern is not supported: /);
+      expect(await counts()).toEqual(before);
+    },
+  );
 
-  it('reads JavaScript pattern syntax (\\u escapes, named groups) and judges whole values, as the HTML pattern attribute', () => {
-    expect(fieldPatternProblem('(?<year>\\d{4})-\\u0030\\d')).toBeNull();
-    const date = compileFieldPattern('(?<year>\\d{4})-\\u0030\\d')!;
-    expect([date.test('2026-05'), date.test('2026-15'), date.test('x2026-05')]).toEqual([true, false, false]);
-    const either = compileFieldPattern('a|b')!;
-    expect([either.test('a'), either.test('b'), either.test('ab')]).toEqual([true, true, false]);
-    // A 10,000-character value against the largest allowed pattern: linear, well under a second.
-    const largest = compileFieldPattern('(?:a?){300}a{300}')!;
-    const started = performance.now();
-    largest.test('a'.repeat(10_000));
-    expect(performance.now() - started).toBeLessThan(500);
-  });
+  it(
+    'reads JavaScript pattern syntax (\\u escapes, named groups) and judges whole values, ' +
+      'as the HTML pattern attribute',
+    () => {
+      expect(fieldPatternProblem('(?<year>\\d{4})-\\u0030\\d')).toBeNull();
+      const date = compileFieldPattern('(?<year>\\d{4})-\\u0030\\d')!;
+      expect([date.test('2026-05'), date.test('2026-15'), date.test('x2026-05')]).toEqual([true, false, false]);
+      const either = compileFieldPattern('a|b')!;
+      expect([either.test('a'), either.test('b'), either.test('ab')]).toEqual([true, true, false]);
+      // A 10,000-character value against the largest allowed pattern: linear, well under a second.
+      const largest = compileFieldPattern('(?:a?){300}a{300}')!;
+      const started = performance.now();
+      largest.test('a'.repeat(10_000));
+      expect(performance.now() - started).toBeLessThan(500);
+    },
+  );
 });

@@ -119,43 +119,46 @@ describe('job queue', () => {
     expect(ranAt).toHaveLength(1);
   });
 
-  it('retries a failing job after the given delays and gives up after maxAttempts, logging the final failure', async () => {
-    const queue = makeQueue();
-    const name = jobName('flaky');
-    const delays = [150, 300];
-    const runs: { attempt: number; at: number }[] = [];
-    queue.define(
-      name,
-      async (_data, job) => {
-        runs.push({ attempt: job.attempt, at: Date.now() });
-        throw new Error(`refused ${job.attempt}`);
-      },
-      { retry: { maxAttempts: 3, delayMs: (attempt) => delays[attempt]! } },
-    );
-    await queue.start();
-    const id = await queue.enqueue(name, { id: 1 });
-    await queue.waitForIdle({ withinMs: 1000, timeoutMs: 5000 });
-    await sleep(300); // no fourth run
-    expect(runs.map((r) => r.attempt)).toEqual([0, 1, 2]);
-    const gaps = [runs[1]!.at - runs[0]!.at, runs[2]!.at - runs[1]!.at];
-    expect(gaps[0]).toBeGreaterThanOrEqual(150);
-    expect(gaps[0]).toBeLessThan(150 + 1500);
-    expect(gaps[1]).toBeGreaterThanOrEqual(300);
-    expect(gaps[1]).toBeLessThan(300 + 1500);
+  it(
+    'retries a failing job after the given delays and gives up after maxAttempts, ' + 'logging the final failure',
+    async () => {
+      const queue = makeQueue();
+      const name = jobName('flaky');
+      const delays = [150, 300];
+      const runs: { attempt: number; at: number }[] = [];
+      queue.define(
+        name,
+        async (_data, job) => {
+          runs.push({ attempt: job.attempt, at: Date.now() });
+          throw new Error(`refused ${job.attempt}`);
+        },
+        { retry: { maxAttempts: 3, delayMs: (attempt) => delays[attempt]! } },
+      );
+      await queue.start();
+      const id = await queue.enqueue(name, { id: 1 });
+      await queue.waitForIdle({ withinMs: 1000, timeoutMs: 5000 });
+      await sleep(300); // no fourth run
+      expect(runs.map((r) => r.attempt)).toEqual([0, 1, 2]);
+      const gaps = [runs[1]!.at - runs[0]!.at, runs[2]!.at - runs[1]!.at];
+      expect(gaps[0]).toBeGreaterThanOrEqual(150);
+      expect(gaps[0]).toBeLessThan(150 + 1500);
+      expect(gaps[1]).toBeGreaterThanOrEqual(300);
+      expect(gaps[1]).toBeLessThan(300 + 1500);
 
-    const mine = logs.filter((line) => line.jobId === id);
-    expect(mine.map((line) => [line.level, line.attempt])).toEqual([
-      [40, 0],
-      [40, 1],
-      [50, 2],
-    ]);
-    expect(mine[2]!.msg).toContain('giving up');
-    const [row] = await sql<{ fail_count: number; next_run_at: Date | null; locked_at: Date | null }>(
-      'SELECT fail_count, next_run_at, locked_at FROM agenda.jobs WHERE id = $1',
-      [id],
-    );
-    expect(row).toEqual({ fail_count: 3, next_run_at: null, locked_at: null });
-  });
+      const mine = logs.filter((line) => line.jobId === id);
+      expect(mine.map((line) => [line.level, line.attempt])).toEqual([
+        [40, 0],
+        [40, 1],
+        [50, 2],
+      ]);
+      expect(mine[2]!.msg).toContain('giving up');
+      const [row] = await sql<{ fail_count: number; next_run_at: Date | null; locked_at: Date | null }>(
+        'SELECT fail_count, next_run_at, locked_at FROM agenda.jobs WHERE id = $1',
+        [id],
+      );
+      expect(row).toEqual({ fail_count: 3, next_run_at: null, locked_at: null });
+    },
+  );
 
   it('a job that fails then succeeds stops retrying; no retry policy means one run', async () => {
     const queue = makeQueue();
@@ -491,7 +494,8 @@ describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', (
         locked_at: Date | null;
         next_run_at: Date | null;
       }>(
-        "SELECT id::text AS id, data, last_finished_at, locked_at, next_run_at FROM agenda.jobs WHERE name = $1 ORDER BY data->'payload'->>'n'",
+        'SELECT id::text AS id, data, last_finished_at, locked_at, next_run_at FROM agenda.jobs WHERE name = $1 ' +
+          "ORDER BY data->'payload'->>'n'",
         [name],
       );
       expect(rows.map((r) => [r.id, r.data])).toEqual([
@@ -517,26 +521,30 @@ describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', (
     }
   });
 
-  it('locks the due jobs of a name in one statement and hands them to Agenda one by one, then “none” in the same fill', async () => {
-    const store = await openStore();
-    const name = jobName('ahead');
-    handLocked.push(name);
-    const ids = await store.insertJobs!([due(name, 1), due(name, 2), due(name, 3)], 'test');
-    // One fill: Agenda asks again as soon as it has a job, until none.
-    const handed = [await ask(store, name), await ask(store, name), await ask(store, name), await ask(store, name)];
-    expect(handed[3]).toBeUndefined();
-    expect(
-      handed
-        .slice(0, 3)
-        .map((j) => String(j!._id))
-        .sort(),
-    ).toEqual([...ids].sort());
-    expect(await lockedIds(name)).toEqual([...ids].sort());
-    // A later fill asks the database again and finds the job stored since.
-    const [later] = await store.insertJobs!([due(name, 4)], 'test');
-    expect(String((await ask(store, name))?._id)).toBe(later);
-    expect(await ask(store, name)).toBeUndefined();
-  });
+  it(
+    'locks the due jobs of a name in one statement and hands them to Agenda one by one, ' +
+      'then “none” in the same fill',
+    async () => {
+      const store = await openStore();
+      const name = jobName('ahead');
+      handLocked.push(name);
+      const ids = await store.insertJobs!([due(name, 1), due(name, 2), due(name, 3)], 'test');
+      // One fill: Agenda asks again as soon as it has a job, until none.
+      const handed = [await ask(store, name), await ask(store, name), await ask(store, name), await ask(store, name)];
+      expect(handed[3]).toBeUndefined();
+      expect(
+        handed
+          .slice(0, 3)
+          .map((j) => String(j!._id))
+          .sort(),
+      ).toEqual([...ids].sort());
+      expect(await lockedIds(name)).toEqual([...ids].sort());
+      // A later fill asks the database again and finds the job stored since.
+      const [later] = await store.insertJobs!([due(name, 4)], 'test');
+      expect(String((await ask(store, name))?._id)).toBe(later);
+      expect(await ask(store, name)).toBeUndefined();
+    },
+  );
 
   it('with a backlog beyond the lock limit, finished jobs make room: every job runs once, with no scan', async () => {
     const name = jobName('backlog');
@@ -637,28 +645,31 @@ describe('the outbox (jobs recorded in a transaction)', () => {
   }
   const outboxCount = async () => (await sql<{ n: number }>('SELECT count(*)::int AS n FROM outbox'))[0]!.n;
 
-  it('runs what a committed transaction recorded, once, even when nobody relayed it (a crash after the commit)', async () => {
-    const name = jobName('outbox');
-    const runs: unknown[] = [];
-    // Recorded with no queue running: the commit happened, its relayOutbox() never did.
-    await record([
-      { name, data: { n: 1 }, uniqueKey: 'one' },
-      { name, data: { n: 1 }, uniqueKey: 'one' },
-      { name, data: { n: 2 } },
-    ]);
-    await record([{ name, data: { n: 3 } }], false);
-    expect(await outboxCount()).toBe(3);
-    const queue = makeQueue();
-    queue.define(name, async (data) => {
-      runs.push(data);
-    });
-    await queue.start(); // its first scan moves the rows
-    await queue.waitForIdle();
-    expect(runs.map((r) => (r as { n: number }).n).sort()).toEqual([1, 2]);
-    expect(await outboxCount()).toBe(0);
-    const [{ n }] = await sql<{ n: number }>('SELECT count(*)::int AS n FROM agenda.jobs WHERE name = $1', [name]);
-    expect(n).toBe(2);
-  });
+  it(
+    'runs what a committed transaction recorded, once, even when nobody relayed it ' + '(a crash after the commit)',
+    async () => {
+      const name = jobName('outbox');
+      const runs: unknown[] = [];
+      // Recorded with no queue running: the commit happened, its relayOutbox() never did.
+      await record([
+        { name, data: { n: 1 }, uniqueKey: 'one' },
+        { name, data: { n: 1 }, uniqueKey: 'one' },
+        { name, data: { n: 2 } },
+      ]);
+      await record([{ name, data: { n: 3 } }], false);
+      expect(await outboxCount()).toBe(3);
+      const queue = makeQueue();
+      queue.define(name, async (data) => {
+        runs.push(data);
+      });
+      await queue.start(); // its first scan moves the rows
+      await queue.waitForIdle();
+      expect(runs.map((r) => (r as { n: number }).n).sort()).toEqual([1, 2]);
+      expect(await outboxCount()).toBe(0);
+      const [{ n }] = await sql<{ n: number }>('SELECT count(*)::int AS n FROM agenda.jobs WHERE name = $1', [name]);
+      expect(n).toBe(2);
+    },
+  );
 
   it('moves each row once when instances relay at the same time, and announces them (no scan needed)', async () => {
     const name = jobName('outbox-race');

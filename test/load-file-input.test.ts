@@ -130,45 +130,48 @@ describe('base64 and data URLs', () => {
 });
 
 describe('isPublicAddress', () => {
-  it('refuses loopback, private, link-local, unique-local, multicast, unspecified, CGNAT and reserved addresses', () => {
-    for (const address of [
-      '127.0.0.1',
-      '127.1.2.3',
-      '10.0.0.1',
-      '172.16.5.4',
-      '172.31.255.255',
-      '192.168.1.1',
-      '169.254.169.254',
-      '100.64.0.1',
-      '0.0.0.0',
-      '224.0.0.1',
-      '239.255.255.250',
-      '255.255.255.255',
-      '192.0.2.1',
-      '198.18.0.1',
-      '240.0.0.1',
-      '::1',
-      '::',
-      'fe80::1',
-      'fe80::1%lo',
-      'fc00::1',
-      'fd12:3456::1',
-      'ff02::1',
-      '::ffff:127.0.0.1',
-      '::ffff:10.0.0.1',
-      '::ffff:169.254.169.254',
-      '::127.0.0.1',
-      '64:ff9b::a00:1',
-      '2001:db8::1',
-      '2002:7f00:1::1',
-      '[::1]',
-      'localhost',
-      'not an address',
-      '',
-    ]) {
-      expect(isPublicAddress(address), address).toBe(false);
-    }
-  });
+  it(
+    'refuses loopback, private, link-local, unique-local, multicast, unspecified, ' + 'CGNAT and reserved addresses',
+    () => {
+      for (const address of [
+        '127.0.0.1',
+        '127.1.2.3',
+        '10.0.0.1',
+        '172.16.5.4',
+        '172.31.255.255',
+        '192.168.1.1',
+        '169.254.169.254',
+        '100.64.0.1',
+        '0.0.0.0',
+        '224.0.0.1',
+        '239.255.255.250',
+        '255.255.255.255',
+        '192.0.2.1',
+        '198.18.0.1',
+        '240.0.0.1',
+        '::1',
+        '::',
+        'fe80::1',
+        'fe80::1%lo',
+        'fc00::1',
+        'fd12:3456::1',
+        'ff02::1',
+        '::ffff:127.0.0.1',
+        '::ffff:10.0.0.1',
+        '::ffff:169.254.169.254',
+        '::127.0.0.1',
+        '64:ff9b::a00:1',
+        '2001:db8::1',
+        '2002:7f00:1::1',
+        '[::1]',
+        'localhost',
+        'not an address',
+        '',
+      ]) {
+        expect(isPublicAddress(address), address).toBe(false);
+      }
+    },
+  );
 
   it('accepts public unicast addresses, also IPv4-mapped', () => {
     for (const address of [
@@ -186,20 +189,23 @@ describe('isPublicAddress', () => {
 });
 
 describe('URLs', () => {
-  it('downloads from a loopback server when private addresses are allowed, with the name from Content-Disposition', async () => {
-    const body = randomBytes(50_000);
-    const server = await serve((_req, res) => {
-      res.writeHead(200, {
-        'content-type': 'application/pdf; qs=1',
-        'content-disposition': `attachment; filename="fallback.pdf"; filename*=UTF-8''Vertrag%20M%C3%A4rz.pdf`,
+  it(
+    'downloads from a loopback server when private addresses are allowed, ' + 'with the name from Content-Disposition',
+    async () => {
+      const body = randomBytes(50_000);
+      const server = await serve((_req, res) => {
+        res.writeHead(200, {
+          'content-type': 'application/pdf; qs=1',
+          'content-disposition': `attachment; filename="fallback.pdf"; filename*=UTF-8''Vertrag%20M%C3%A4rz.pdf`,
+        });
+        res.end(body);
       });
-      res.end(body);
-    });
 
-    const loaded = await loadFileInput(`${server.url}/download?id=7`, base);
+      const loaded = await loadFileInput(`${server.url}/download?id=7`, base);
 
-    expect(loaded).toEqual({ bytes: body, filename: 'Vertrag März.pdf', contentType: 'application/pdf' });
-  });
+      expect(loaded).toEqual({ bytes: body, filename: 'Vertrag März.pdf', contentType: 'application/pdf' });
+    },
+  );
 
   it('takes the filename from a plain Content-Disposition, or else from the URL path', async () => {
     const server = await serve((req, res) => {
@@ -228,7 +234,8 @@ describe('URLs', () => {
     ]) {
       const error = await failure(url, refused);
       expect(error.message, url).toBe(
-        `Error loading: ${url} (${FIELD}). Can't download from this host: it is not a public address, or its name does not resolve.`,
+        `Error loading: ${url} (${FIELD}). Can't download from this host: it is not a public address, or its name ` +
+          `does not resolve.`,
       );
     }
     expect(server.requests).toEqual([]);
@@ -305,7 +312,8 @@ describe('URLs', () => {
     for (const path of ['/to-private', '/to-metadata', '/to-v6']) {
       const error = await failure(`${server.url}${path}`, onlyThisServer);
       expect(error.message).toBe(
-        `Error loading: ${server.url}${path} (${FIELD}). Can't download from this host: it is not a public address, or its name does not resolve.`,
+        `Error loading: ${server.url}${path} (${FIELD}). Can't download from this host: it is not a public address, ` +
+          `or its name does not resolve.`,
       );
     }
     expect((await failure(`${server.url}/to-ftp`, onlyThisServer)).message).toContain(

@@ -106,21 +106,24 @@ describe('queueEmail', () => {
 });
 
 describe('deliverEmail', () => {
-  it('sends once over SMTP and records sent_at, provider_message_id and attempt_count; again → already-sent', async () => {
-    const row = await queueEmail(db, emailInput());
-    expect(await deliverEmail({ db, mailer }, row.id)).toBe('sent');
-    const [mail] = await smtp.waitForMessages(1);
-    const stored = await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } });
-    expect(stored).toMatchObject({ status: 'sent', attemptCount: 1, lastError: null, provider: 'smtp' });
-    expect(stored.sentAt).toBeInstanceOf(Date);
-    expect(stored.providerMessageId).toBe(mail.parsed.messageId);
-    expect(mail.envelope.rcptTo.sort()).toEqual(['ann@example.test', 'audit@example.test']);
-    expect(mail.parsed.replyTo?.text).toBe('owner@acme.test');
+  it(
+    'sends once over SMTP and records sent_at, provider_message_id and attempt_count; ' + 'again → already-sent',
+    async () => {
+      const row = await queueEmail(db, emailInput());
+      expect(await deliverEmail({ db, mailer }, row.id)).toBe('sent');
+      const [mail] = await smtp.waitForMessages(1);
+      const stored = await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } });
+      expect(stored).toMatchObject({ status: 'sent', attemptCount: 1, lastError: null, provider: 'smtp' });
+      expect(stored.sentAt).toBeInstanceOf(Date);
+      expect(stored.providerMessageId).toBe(mail.parsed.messageId);
+      expect(mail.envelope.rcptTo.sort()).toEqual(['ann@example.test', 'audit@example.test']);
+      expect(mail.parsed.replyTo?.text).toBe('owner@acme.test');
 
-    expect(await deliverEmail({ db, mailer }, row.id)).toBe('already-sent');
-    await settle();
-    expect(smtp.messages).toHaveLength(1);
-  });
+      expect(await deliverEmail({ db, mailer }, row.id)).toBe('already-sent');
+      await settle();
+      expect(smtp.messages).toHaveLength(1);
+    },
+  );
 
   it('concurrent calls on one row, from two instances, send exactly once', async () => {
     const row = await queueEmail(db, emailInput());
@@ -193,7 +196,8 @@ describe('deliverEmail', () => {
 
   it('a row left sending by a dead worker waits for its lease, then is claimed again', async () => {
     const row = await queueEmail(db, emailInput());
-    await db.$executeRaw`UPDATE email_messages SET status = 'sending', attempt_count = 1, updated_at = now() WHERE id = ${row.id}`;
+    await db.$executeRaw`
+      UPDATE email_messages SET status = 'sending', attempt_count = 1, updated_at = now() WHERE id = ${row.id}`;
     expect(await deliverEmail({ db, mailer }, row.id)).toBe('in-progress');
     await db.$executeRaw`UPDATE email_messages SET updated_at = now() - interval '11 minutes' WHERE id = ${row.id}`;
     expect(await deliverEmail({ db, mailer }, row.id)).toBe('sent');
@@ -204,20 +208,25 @@ describe('deliverEmail', () => {
     });
   });
 
-  it('a row its own job left sending (that run died) is claimed again at once by the job; another claimant waits', async () => {
-    // The first run (job-1) claimed the row, then died before the provider answered.
-    const row = await queueEmail(db, emailInput());
-    await db.$executeRaw`UPDATE email_messages SET status = 'sending', attempt_count = 1, claimed_by = 'job-1', updated_at = now() WHERE id = ${row.id}`;
-    expect(await deliverEmail({ db, mailer, claimant: 'job-2' }, row.id)).toBe('in-progress');
-    expect(smtp.messages).toHaveLength(0);
-    expect(await deliverEmail({ db, mailer, claimant: 'job-1' }, row.id)).toBe('sent');
-    await smtp.waitForMessages(1);
-    expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
-      status: 'sent',
-      attemptCount: 2,
-      claimedBy: 'job-1',
-    });
-  });
+  it(
+    'a row its own job left sending (that run died) is claimed again at once by the job; ' + 'another claimant waits',
+    async () => {
+      // The first run (job-1) claimed the row, then died before the provider answered.
+      const row = await queueEmail(db, emailInput());
+      await db.$executeRaw`
+        UPDATE email_messages SET status = 'sending', attempt_count = 1, claimed_by = 'job-1', updated_at = now()
+         WHERE id = ${row.id}`;
+      expect(await deliverEmail({ db, mailer, claimant: 'job-2' }, row.id)).toBe('in-progress');
+      expect(smtp.messages).toHaveLength(0);
+      expect(await deliverEmail({ db, mailer, claimant: 'job-1' }, row.id)).toBe('sent');
+      await smtp.waitForMessages(1);
+      expect(await db.emailMessage.findUniqueOrThrow({ where: { id: row.id } })).toMatchObject({
+        status: 'sent',
+        attemptCount: 2,
+        claimedBy: 'job-1',
+      });
+    },
+  );
 
   it('every send of one row carries the same Message-ID, made from its dedupe key', async () => {
     const input = emailInput();
@@ -301,7 +310,7 @@ describe('queueAndDeliverEmail', () => {
     ...rest
   }: Awaited<ReturnType<typeof queueEmail>>) => rest;
 
-  it('stores and sends the row as queueEmail + deliverEmail do, once; again → already-sent', async () => {
+  it('stores and sends the row as queueEmail + deliverEmail do, once; ' + 'again → already-sent', async () => {
     const input = emailInput({ cc: ['cc@example.test'] });
     const first = await queueAndDeliverEmail({ db, mailer }, input);
     expect(first.outcome).toBe('sent');
@@ -337,63 +346,69 @@ describe('queueAndDeliverEmail', () => {
     expect(smtp.messages).toHaveLength(2);
   });
 
-  it('through the outbox with a submission event: one statement stores it sent, its event and sent_at; the same columns as through a provider', async () => {
-    const outbox = createMailer(
-      { sendgridApiKey: undefined, sendgridApiUrl: 'https://api.sendgrid.com', smtpUrl: undefined },
-      quiet,
-    );
-    expect(outbox.name).toBe('outbox');
-    const template = await db.template.create({ data: { accountId, slug: `t-${keys}`, name: 'T' } });
-    const submission = await db.submission.create({ data: { accountId, templateId: template.id, slug: `s-${keys}` } });
-    const roleUuid = '9b2f4c1e-1111-4a2b-8c3d-000000000001';
-    const submitter = await db.submitter.create({
-      data: { accountId, submissionId: submission.id, roleUuid, slug: `x-${keys}`, email: 'ann@example.test' },
-    });
-    const input = emailInput({ submissionId: submission.id, submitterId: submitter.id, provider: 'outbox' });
-    const statements: string[] = [];
-    const counted = createDb(database.url, { poolSize: 1, onQuery: (sql) => statements.push(sql) });
-    try {
-      const first = await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, {
-        submissionEvent: 'send_email',
-      });
-      expect(first.outcome).toBe('sent');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-      expect(statements).toHaveLength(1);
-      const stored = await db.emailMessage.findUniqueOrThrow({ where: { id: first.emailMessageId } });
-      expect(stored).toMatchObject({
-        status: 'sent',
-        attemptCount: 1,
-        lastError: null,
-        provider: 'outbox',
-        providerMessageId: null,
-        submitterId: submitter.id,
-      });
-      expect(stored.sentAt!.getTime()).toBe(stored.createdAt.getTime());
-      const events = await db.submissionEvent.findMany({ where: { submitterId: submitter.id } });
-      // Provider 'outbox': kept, nothing left the service (the audit log says so).
-      expect(events.map((e) => [e.eventType, e.data])).toEqual([
-        ['send_email', { email_message_id: stored.id, provider: 'outbox', attempt: 1, to: input.to[0] }],
-      ]);
-      expect((await db.submitter.findUniqueOrThrow({ where: { id: submitter.id } })).sentAt?.getTime()).toBe(
-        stored.sentAt!.getTime(),
+  it(
+    'through the outbox with a submission event: one statement stores it sent, its event and sent_at; ' +
+      'the same columns as through a provider',
+    async () => {
+      const outbox = createMailer(
+        { sendgridApiKey: undefined, sendgridApiUrl: 'https://api.sendgrid.com', smtpUrl: undefined },
+        quiet,
       );
-      // What the claimed-then-marked path stores for the same message.
-      const twoStep = await queueAndDeliverEmail(
-        { db, mailer: { ...outbox, name: 'smtp' } },
-        { ...input, dedupeKey: `${input.dedupeKey}:two-step` },
-        { submissionEvent: 'send_email' },
-      );
-      const other = await db.emailMessage.findUniqueOrThrow({ where: { id: twoStep.emailMessageId } });
-      expect(comparable(stored)).toEqual({ ...comparable(other), provider: 'outbox' });
-      // Again: stored already, nothing new.
-      expect(
-        await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, { submissionEvent: 'send_email' }),
-      ).toEqual({ outcome: 'already-sent', emailMessageId: stored.id });
-      expect(await db.submissionEvent.count({ where: { submitterId: submitter.id } })).toBe(2);
-    } finally {
-      await counted.$disconnect();
-    }
-  });
+      expect(outbox.name).toBe('outbox');
+      const template = await db.template.create({ data: { accountId, slug: `t-${keys}`, name: 'T' } });
+      const submission = await db.submission.create({
+        data: { accountId, templateId: template.id, slug: `s-${keys}` },
+      });
+      const roleUuid = '9b2f4c1e-1111-4a2b-8c3d-000000000001';
+      const submitter = await db.submitter.create({
+        data: { accountId, submissionId: submission.id, roleUuid, slug: `x-${keys}`, email: 'ann@example.test' },
+      });
+      const input = emailInput({ submissionId: submission.id, submitterId: submitter.id, provider: 'outbox' });
+      const statements: string[] = [];
+      const counted = createDb(database.url, { poolSize: 1, onQuery: (sql) => statements.push(sql) });
+      try {
+        const first = await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, {
+          submissionEvent: 'send_email',
+        });
+        expect(first.outcome).toBe('sent');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        expect(statements).toHaveLength(1);
+        const stored = await db.emailMessage.findUniqueOrThrow({ where: { id: first.emailMessageId } });
+        expect(stored).toMatchObject({
+          status: 'sent',
+          attemptCount: 1,
+          lastError: null,
+          provider: 'outbox',
+          providerMessageId: null,
+          submitterId: submitter.id,
+        });
+        expect(stored.sentAt!.getTime()).toBe(stored.createdAt.getTime());
+        const events = await db.submissionEvent.findMany({ where: { submitterId: submitter.id } });
+        // Provider 'outbox': kept, nothing left the service (the audit log says so).
+        expect(events.map((e) => [e.eventType, e.data])).toEqual([
+          ['send_email', { email_message_id: stored.id, provider: 'outbox', attempt: 1, to: input.to[0] }],
+        ]);
+        expect((await db.submitter.findUniqueOrThrow({ where: { id: submitter.id } })).sentAt?.getTime()).toBe(
+          stored.sentAt!.getTime(),
+        );
+        // What the claimed-then-marked path stores for the same message.
+        const twoStep = await queueAndDeliverEmail(
+          { db, mailer: { ...outbox, name: 'smtp' } },
+          { ...input, dedupeKey: `${input.dedupeKey}:two-step` },
+          { submissionEvent: 'send_email' },
+        );
+        const other = await db.emailMessage.findUniqueOrThrow({ where: { id: twoStep.emailMessageId } });
+        expect(comparable(stored)).toEqual({ ...comparable(other), provider: 'outbox' });
+        // Again: stored already, nothing new.
+        expect(
+          await queueAndDeliverEmail({ db: counted, mailer: outbox }, input, { submissionEvent: 'send_email' }),
+        ).toEqual({ outcome: 'already-sent', emailMessageId: stored.id });
+        expect(await db.submissionEvent.count({ where: { submitterId: submitter.id } })).toBe(2);
+      } finally {
+        await counted.$disconnect();
+      }
+    },
+  );
 
   it('concurrent calls with one dedupe key, from two instances, store one row and send once', async () => {
     const input = emailInput();

@@ -92,30 +92,33 @@ describe('SMTP mailer', () => {
     smtp.messages.length = 0;
   });
 
-  it('is chosen by SMTP_URL and delivers from, to, cc, reply-to, subject, text and html; bcc only in the envelope', async () => {
-    const mailer = createMailer({ ...NO_MAIL, smtpUrl: smtp.url }, recordingLogger().logger);
-    expect(mailer.name).toBe('smtp');
-    const result = await mailer.send(MESSAGE);
-    const [mail] = await smtp.waitForMessages(1);
+  it(
+    'is chosen by SMTP_URL and delivers from, to, cc, reply-to, subject, text and html; ' + 'bcc only in the envelope',
+    async () => {
+      const mailer = createMailer({ ...NO_MAIL, smtpUrl: smtp.url }, recordingLogger().logger);
+      expect(mailer.name).toBe('smtp');
+      const result = await mailer.send(MESSAGE);
+      const [mail] = await smtp.waitForMessages(1);
 
-    expect(mail.envelope.mailFrom).toBe('no-reply@signet.test');
-    expect(mail.envelope.rcptTo.sort()).toEqual(['ann@example.test', 'audit@example.test', 'carl@example.test']);
-    const parsed = mail.parsed;
-    expect(parsed.from?.value).toEqual([{ name: 'Signet', address: 'no-reply@signet.test' }]);
-    expect(parsed.to && !Array.isArray(parsed.to) ? parsed.to.value : null).toEqual([
-      { name: 'Ann Lee', address: 'ann@example.test' },
-    ]);
-    expect(parsed.cc && !Array.isArray(parsed.cc) ? parsed.cc.value : null).toEqual([
-      { name: '', address: 'carl@example.test' },
-    ]);
-    expect(parsed.replyTo?.value).toEqual([{ name: 'Owner', address: 'owner@example.test' }]);
-    expect(parsed.bcc).toBeUndefined();
-    expect(mail.raw.toString('utf8')).not.toMatch(/audit@example\.test/);
-    expect(parsed.subject).toBe(MESSAGE.subject);
-    expect(parsed.text?.trim()).toBe(MESSAGE.text);
-    expect(parsed.html).toContain('<a href="http://localhost:3000/s/abc">Review and Sign</a>');
-    expect(result.providerMessageId).toBe(parsed.messageId);
-  });
+      expect(mail.envelope.mailFrom).toBe('no-reply@signet.test');
+      expect(mail.envelope.rcptTo.sort()).toEqual(['ann@example.test', 'audit@example.test', 'carl@example.test']);
+      const parsed = mail.parsed;
+      expect(parsed.from?.value).toEqual([{ name: 'Signet', address: 'no-reply@signet.test' }]);
+      expect(parsed.to && !Array.isArray(parsed.to) ? parsed.to.value : null).toEqual([
+        { name: 'Ann Lee', address: 'ann@example.test' },
+      ]);
+      expect(parsed.cc && !Array.isArray(parsed.cc) ? parsed.cc.value : null).toEqual([
+        { name: '', address: 'carl@example.test' },
+      ]);
+      expect(parsed.replyTo?.value).toEqual([{ name: 'Owner', address: 'owner@example.test' }]);
+      expect(parsed.bcc).toBeUndefined();
+      expect(mail.raw.toString('utf8')).not.toMatch(/audit@example\.test/);
+      expect(parsed.subject).toBe(MESSAGE.subject);
+      expect(parsed.text?.trim()).toBe(MESSAGE.text);
+      expect(parsed.html).toContain('<a href="http://localhost:3000/s/abc">Review and Sign</a>');
+      expect(result.providerMessageId).toBe(parsed.messageId);
+    },
+  );
 
   it('sends each recipient once when to, cc and bcc repeat an address', async () => {
     const mailer = createMailer({ ...NO_MAIL, smtpUrl: smtp.url }, recordingLogger().logger);

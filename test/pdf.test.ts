@@ -208,37 +208,40 @@ describe('inspectPdf', () => {
     });
   });
 
-  it('refuses empty bytes, non-PDFs, damaged, encrypted and page-less PDFs with a 422 naming the document', async () => {
-    await expectValidation(inspectPdf(new Uint8Array(), 'documents[0]'), /^documents\[0\] is empty$/);
-    const random = Uint8Array.from({ length: 4096 }, (_, i) => (i * 7919 + 13) % 251);
-    await expectValidation(inspectPdf(random, 'documents[1]'), /^documents\[1\] is not a PDF/);
-    await expectValidation(
-      inspectPdf(Buffer.concat([Buffer.from('%PDF-1.7\n'), random]), 'junk.pdf'),
-      /^junk\.pdf is not a valid PDF: its structure cannot be parsed/,
-    );
-    const tracemonkey = fixturePdf('pdfjs-tracemonkey.pdf');
-    await expectValidation(
-      inspectPdf(tracemonkey.subarray(0, tracemonkey.length >> 1), 'half.pdf'),
-      /^half\.pdf is not a valid PDF: it is damaged/,
-    );
+  it(
+    'refuses empty bytes, non-PDFs, damaged, ' + 'encrypted and page-less PDFs with a 422 naming the document',
+    async () => {
+      await expectValidation(inspectPdf(new Uint8Array(), 'documents[0]'), /^documents\[0\] is empty$/);
+      const random = Uint8Array.from({ length: 4096 }, (_, i) => (i * 7919 + 13) % 251);
+      await expectValidation(inspectPdf(random, 'documents[1]'), /^documents\[1\] is not a PDF/);
+      await expectValidation(
+        inspectPdf(Buffer.concat([Buffer.from('%PDF-1.7\n'), random]), 'junk.pdf'),
+        /^junk\.pdf is not a valid PDF: its structure cannot be parsed/,
+      );
+      const tracemonkey = fixturePdf('pdfjs-tracemonkey.pdf');
+      await expectValidation(
+        inspectPdf(tracemonkey.subarray(0, tracemonkey.length >> 1), 'half.pdf'),
+        /^half\.pdf is not a valid PDF: it is damaged/,
+      );
 
-    const letter = new mupdf.PDFDocument(fixturePdf('documenso-letter-size.pdf'));
-    const locked = letter
-      .saveToBuffer('encrypt=aes-256,user-password=secret,owner-password=owner')
-      .asUint8Array()
-      .slice();
-    fs.writeFileSync(path.join(tmp, 'locked.pdf'), locked);
-    expect(execFileSync('pdfinfo', ['-upw', 'secret', path.join(tmp, 'locked.pdf')]).toString()).toMatch(
-      /Encrypted:\s+yes/,
-    );
-    await expectValidation(
-      inspectPdf(locked, 'locked.pdf'),
-      /^locked\.pdf is an encrypted PDF protected by a password/,
-    );
+      const letter = new mupdf.PDFDocument(fixturePdf('documenso-letter-size.pdf'));
+      const locked = letter
+        .saveToBuffer('encrypt=aes-256,user-password=secret,owner-password=owner')
+        .asUint8Array()
+        .slice();
+      fs.writeFileSync(path.join(tmp, 'locked.pdf'), locked);
+      expect(execFileSync('pdfinfo', ['-upw', 'secret', path.join(tmp, 'locked.pdf')]).toString()).toMatch(
+        /Encrypted:\s+yes/,
+      );
+      await expectValidation(
+        inspectPdf(locked, 'locked.pdf'),
+        /^locked\.pdf is an encrypted PDF protected by a password/,
+      );
 
-    const noPages = await (await PDFDocument.create()).save({ addDefaultPage: false });
-    await expectValidation(inspectPdf(noPages, 'blank.pdf'), /^blank\.pdf is a PDF with no pages$/);
-  });
+      const noPages = await (await PDFDocument.create()).save({ addDefaultPage: false });
+      await expectValidation(inspectPdf(noPages, 'blank.pdf'), /^blank\.pdf is a PDF with no pages$/);
+    },
+  );
 
   it('accepts a PDF encrypted with an owner password only, and rewritePdf makes it editable by pdf-lib', async () => {
     const letter = new mupdf.PDFDocument(fixturePdf('documenso-letter-size.pdf'));
@@ -328,29 +331,32 @@ describe('pointsToFractions / fractionsToPoints', () => {
     { width: 792, height: 612, rotate: 90 },
   ];
 
-  it('converts points from the top-left of the displayed page (page 1-based) to fractions (page 0-based) and back', () => {
-    const fractions = pointsToFractions({ x: 72, y: 144, w: 100, h: 50, page: 2 }, pages, 'fields[0].areas[0]');
-    expect(fractions.page).toBe(1);
-    expect(fractions.x).toBeCloseTo(72 / 792, 12);
-    expect(fractions.y).toBeCloseTo(144 / 612, 12);
-    expect(fractions.w).toBeCloseTo(100 / 792, 12);
-    expect(fractions.h).toBeCloseTo(50 / 612, 12);
-    const points = fractionsToPoints(fractions, pages, 'x');
-    expect(points.page).toBe(2);
-    for (const key of ['x', 'y', 'w', 'h'] as const)
-      expect(points[key]).toBeCloseTo({ x: 72, y: 144, w: 100, h: 50 }[key], 9);
-    // An area filling the page exactly, and one a rounding error past the edge, are fine.
-    expect(pointsToFractions({ x: 0, y: 0, w: 612, h: 792, page: 1 }, pages, 'a')).toEqual({
-      x: 0,
-      y: 0,
-      w: 1,
-      h: 1,
-      page: 0,
-    });
-    const edge = pointsToFractions({ x: 512, y: 742, w: 100.2, h: 50.3, page: 1 }, pages, 'a');
-    expect(edge.x + edge.w).toBeLessThanOrEqual(1);
-    expect(edge.y + edge.h).toBeLessThanOrEqual(1);
-  });
+  it(
+    'converts points from the top-left of the displayed page (page 1-based) to fractions ' + '(page 0-based) and back',
+    () => {
+      const fractions = pointsToFractions({ x: 72, y: 144, w: 100, h: 50, page: 2 }, pages, 'fields[0].areas[0]');
+      expect(fractions.page).toBe(1);
+      expect(fractions.x).toBeCloseTo(72 / 792, 12);
+      expect(fractions.y).toBeCloseTo(144 / 612, 12);
+      expect(fractions.w).toBeCloseTo(100 / 792, 12);
+      expect(fractions.h).toBeCloseTo(50 / 612, 12);
+      const points = fractionsToPoints(fractions, pages, 'x');
+      expect(points.page).toBe(2);
+      for (const key of ['x', 'y', 'w', 'h'] as const)
+        expect(points[key]).toBeCloseTo({ x: 72, y: 144, w: 100, h: 50 }[key], 9);
+      // An area filling the page exactly, and one a rounding error past the edge, are fine.
+      expect(pointsToFractions({ x: 0, y: 0, w: 612, h: 792, page: 1 }, pages, 'a')).toEqual({
+        x: 0,
+        y: 0,
+        w: 1,
+        h: 1,
+        page: 0,
+      });
+      const edge = pointsToFractions({ x: 512, y: 742, w: 100.2, h: 50.3, page: 1 }, pages, 'a');
+      expect(edge.x + edge.w).toBeLessThanOrEqual(1);
+      expect(edge.y + edge.h).toBeLessThanOrEqual(1);
+    },
+  );
 
   it('refuses bad areas with a 422 naming the area', async () => {
     const label = 'fields[2].areas[0]';

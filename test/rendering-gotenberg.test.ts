@@ -160,7 +160,9 @@ describe('Gotenberg 8 requests', () => {
     };
     const r = renderer();
     const { pdf, fields } = await r.htmlToPdf({
-      html: '<p>Hello <text-field name="A" role="Buyer" style="width:200px;height:40px"></text-field><signature-field name="B"></signature-field></p>',
+      html:
+        '<p>Hello <text-field name="A" role="Buyer" ' +
+        'style="width:200px;height:40px"></text-field><signature-field name="B"></signature-field></p>',
       header: '<b>HEAD</b>',
       footer: 'FOOT <span class="pageNumber"></span>',
       size: 'Ledger',
@@ -309,7 +311,8 @@ describe('Gotenberg errors', () => {
     handler = (_request, res) => {
       res.writeHead(400, { 'content-type': 'text/plain; charset=UTF-8' });
       res.end(
-        "Invalid form data: form field 'paperWidth' is invalid (got 'abc', resulting to strconv.ParseFloat: parsing \"abc\": invalid syntax)",
+        "Invalid form data: form field 'paperWidth' is invalid (got 'abc', resulting to strconv.ParseFloat: parsing " +
+          '"abc": invalid syntax)',
       );
     };
     const r = renderer();
@@ -439,7 +442,8 @@ describe('Gotenberg with a real Chromium behind it', () => {
       </head><body>
         <p>Terms <img src="${baitUrl}/x.png" onerror="fetch('${baitUrl}/onerror')"></p>
         <iframe src="file:///etc/passwd"></iframe>
-        <p style="margin-top: 100px">Sign: <signature-field name="Sig" style="width: 160px; height: 60px; ${flex}"><span>TLG</span><span style="align-self:flex-end">BRG</span></signature-field></p>
+        <p style="margin-top: 100px">Sign: <signature-field name="Sig" style="width: 160px; height: 60px; ${flex}"
+          ><span>TLG</span><span style="align-self:flex-end">BRG</span></signature-field></p>
       </body></html>`;
     const r = renderer();
     const { pdf, fields } = await r.htmlToPdf({ html, header: `<img src="${baitUrl}/header.png">HEADG`, size: 'A5' });

@@ -116,19 +116,24 @@ describe('HTML templates', () => {
   // Each field holds a word at its top-left and one at its bottom-right, so the text layer says
   // where Chromium put the box; the areas must agree within 2 pt.
   const corners = (id: string) =>
-    `<span style="align-self:flex-start;line-height:1">TL${id}</span><span style="align-self:flex-end;line-height:1">BR${id}</span>`;
+    `<span style="align-self:flex-start;line-height:1">TL${id}</span><span ` +
+    `style="align-self:flex-end;line-height:1">BR${id}</span>`;
   const flex = 'display:inline-flex;flex-direction:column;justify-content:space-between;font:10px/1 sans-serif';
   const html = `<!DOCTYPE html>
 <html><head><title>Agreement</title><style>body { font-family: sans-serif; } h1 { margin: 0 0 40px; }</style></head>
 <body>
   <h1>Services agreement</h1>
-  <p>Industry: <text-field name="Industry" role="First Party" style="width: 80px; height: 16px"></text-field> (as in DocuSeal's example)</p>
-  <p>Code: <text-field name="Code" role="First Party" required="false" style="width: 120px; height: 40px; ${flex}">${corners('1')}</text-field></p>
-  <p style="margin-left: 200px">Sign: <signature-field name="Signature" role="Second Party" style="width: 160px; height: 60px; ${flex}">${corners('2')}</signature-field></p>
+  <p>Industry: <text-field name="Industry" role="First Party" style="width: 80px; height: 16px"></text-field>
+     (as in DocuSeal's example)</p>
+  <p>Code: <text-field name="Code" role="First Party" required="false"
+     style="width: 120px; height: 40px; ${flex}">${corners('1')}</text-field></p>
+  <p style="margin-left: 200px">Sign: <signature-field name="Signature" role="Second Party"
+     style="width: 160px; height: 60px; ${flex}">${corners('2')}</signature-field></p>
   <p>See the <a href="https://example.com/terms">terms</a>.</p>
   <div style="break-before: page"></div>
   <p>Second page</p>
-  <p>Date: <date-field name="Start" submitter="First Party" readonly default="2026-01-01" style="width: 100px; height: 30px; ${flex}">${corners('3')}</date-field></p>
+  <p>Date: <date-field name="Start" submitter="First Party" readonly default="2026-01-01"
+     style="width: 100px; height: 30px; ${flex}">${corners('3')}</date-field></p>
   <p>Plan: <select-field name="Plan" options="Basic, Pro ,Team" style="width: 90px; height: 20px"></select-field>
      <checkbox-field name="Agree"/> I agree</p>
 </body></html>`;
@@ -141,7 +146,8 @@ describe('HTML templates', () => {
     result = await renderer.htmlToPdf({
       html,
       header:
-        '<div style="font-size: 10px">HEADERMARK page <span class="pageNumber"></span> of <span class="totalPages"></span></div>',
+        '<div style="font-size: 10px">HEADERMARK page <span class="pageNumber"></span> of <span ' +
+        'class="totalPages"></span></div>',
       footer: '<div style="font-size: 10px; text-align: right">FOOTERMARK</div>',
       size: 'Letter',
     });
@@ -238,7 +244,10 @@ describe('HTML templates', () => {
 
   it('ignores a user link that imitates a marker', async () => {
     const { pdf, fields } = await renderer.htmlToPdf({
-      html: '<a href="https://fields.signet.invalid/000000000000000000000000/0" style="display:block;width:300px;height:100px">fake</a><text-field name="Real" style="width:50px;height:10px"></text-field>',
+      html:
+        '<a href="https://fields.signet.invalid/000000000000000000000000/0" ' +
+        'style="display:block;width:300px;height:100px">fake</a><text-field name="Real" ' +
+        'style="width:50px;height:10px"></text-field>',
       size: 'Letter',
     });
     expect(fields[0]!.area.w * 612).toBeCloseTo(37.5, 0);
@@ -247,7 +256,9 @@ describe('HTML templates', () => {
 
   it('renders a fragment without doctype in standards mode and closes self-closing tags', async () => {
     const { fields } = await renderer.htmlToPdf({
-      html: 'Name <text-field name="A" style="width:100px;height:20px"/> then <initials-field name="B"></initials-field>',
+      html:
+        'Name <text-field name="A" style="width:100px;height:20px"/> then <initials-field ' +
+        'name="B"></initials-field>',
       size: 'A4',
     });
     expect(fields.map((f) => [f.name, f.type])).toEqual([
@@ -367,7 +378,8 @@ describe('HTML templates have no network and no file access', () => {
     const html = `<!doctype html><html><head>
       <meta http-equiv="refresh" content="0; url=${base}/refresh">
       <link rel="stylesheet" href="${base}/style.css">
-      <style>@import url("${base}/import.css"); @font-face { font-family: X; src: url("${base}/font.woff"); } p { font-family: X; }</style>
+      <style>@import url("${base}/import.css");
+        @font-face { font-family: X; src: url("${base}/font.woff"); } p { font-family: X; }</style>
       <script src="${base}/script.js"></script>
       </head><body>
       <p>Body text</p>

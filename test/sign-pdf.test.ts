@@ -83,47 +83,54 @@ function text(dict: PDFDict, key: string): string {
 }
 
 describe('loadSigningIdentity', () => {
-  it('generates one certificate on concurrent first uses, stores it, and returns it on later calls and after a restart', async () => {
-    const identities = await Promise.all(
-      [1, 2, 3, 4].map(() => loadSigningIdentity({ db, config: NO_P12 }, { accountId: 1, signerName: SIGNER })),
-    );
+  it(
+    'generates one certificate on concurrent first uses, stores it, ' +
+      'and returns it on later calls and after a restart',
+    async () => {
+      const identities = await Promise.all(
+        [1, 2, 3, 4].map(() => loadSigningIdentity({ db, config: NO_P12 }, { accountId: 1, signerName: SIGNER })),
+      );
 
-    expect(new Set(identities.map((i) => i.certificatePem)).size).toBe(1);
-    const rows = await db.signingCertificate.findMany();
-    expect(rows).toHaveLength(1);
-    expect(rows[0]).toMatchObject({ accountId: null, isDefault: true, revokedAt: null });
-    expect(rows[0].password.length).toBeGreaterThanOrEqual(32);
-    expect(identities[0]).toMatchObject({ name: SIGNER, password: rows[0].password });
-    expect(identities[0].p12.equals(Buffer.from(rows[0].p12))).toBe(true);
+      expect(new Set(identities.map((i) => i.certificatePem)).size).toBe(1);
+      const rows = await db.signingCertificate.findMany();
+      expect(rows).toHaveLength(1);
+      expect(rows[0]).toMatchObject({ accountId: null, isDefault: true, revokedAt: null });
+      expect(rows[0].password.length).toBeGreaterThanOrEqual(32);
+      expect(identities[0]).toMatchObject({ name: SIGNER, password: rows[0].password });
+      expect(identities[0].p12.equals(Buffer.from(rows[0].p12))).toBe(true);
 
-    const cert = certificateOf(identities[0]);
-    expect(cert.subject.getField('CN').value).toBe('Signet');
-    expect(cert.issuer.getField('CN').value).toBe('Signet');
-    expect(cert.verify(cert)).toBe(true);
-    expect(cert.getExtension('keyUsage')).toMatchObject({
-      digitalSignature: true,
-      nonRepudiation: true,
-      critical: true,
-    });
-    expect(cert.getExtension('basicConstraints')).toMatchObject({ cA: false });
-    expect((cert.publicKey as forge.pki.rsa.PublicKey).n.bitLength()).toBe(2048);
-    const years = (cert.validity.notAfter.getTime() - cert.validity.notBefore.getTime()) / (365.25 * 86_400_000);
-    expect(years).toBeGreaterThan(9.99);
-    expect(years).toBeLessThan(10.01);
+      const cert = certificateOf(identities[0]);
+      expect(cert.subject.getField('CN').value).toBe('Signet');
+      expect(cert.issuer.getField('CN').value).toBe('Signet');
+      expect(cert.verify(cert)).toBe(true);
+      expect(cert.getExtension('keyUsage')).toMatchObject({
+        digitalSignature: true,
+        nonRepudiation: true,
+        critical: true,
+      });
+      expect(cert.getExtension('basicConstraints')).toMatchObject({ cA: false });
+      expect((cert.publicKey as forge.pki.rsa.PublicKey).n.bitLength()).toBe(2048);
+      const years = (cert.validity.notAfter.getTime() - cert.validity.notBefore.getTime()) / (365.25 * 86_400_000);
+      expect(years).toBeGreaterThan(9.99);
+      expect(years).toBeLessThan(10.01);
 
-    const again = await loadSigningIdentity({ db, config: NO_P12 }, { accountId: 2, signerName: 'Other' });
-    expect(again.certificatePem).toBe(identities[0].certificatePem);
-    expect(again.name).toBe('Other');
+      const again = await loadSigningIdentity({ db, config: NO_P12 }, { accountId: 2, signerName: 'Other' });
+      expect(again.certificatePem).toBe(identities[0].certificatePem);
+      expect(again.name).toBe('Other');
 
-    const restarted = createDb(database.url);
-    try {
-      const after = await loadSigningIdentity({ db: restarted, config: NO_P12 }, { accountId: 1, signerName: SIGNER });
-      expect(after.certificatePem).toBe(identities[0].certificatePem);
-    } finally {
-      await restarted.$disconnect();
-    }
-    expect(await db.signingCertificate.count()).toBe(1);
-  });
+      const restarted = createDb(database.url);
+      try {
+        const after = await loadSigningIdentity(
+          { db: restarted, config: NO_P12 },
+          { accountId: 1, signerName: SIGNER },
+        );
+        expect(after.certificatePem).toBe(identities[0].certificatePem);
+      } finally {
+        await restarted.$disconnect();
+      }
+      expect(await db.signingCertificate.count()).toBe(1);
+    },
+  );
 
   it("prefers the account's own default certificate to the instance's", async () => {
     const { accountId } = await createAccount(db, { name: 'Own Cert', email: 'own-cert@example.test' });
@@ -192,27 +199,33 @@ describe('loadSigningIdentity', () => {
     expect(report).toContain('Signature is Valid.');
   });
 
-  it('refuses a configured file with a wrong password, one that is not PKCS#12, and a missing one, with clear errors', async () => {
-    const file = path.join(tmp, 'locked.p12');
-    await fs.writeFile(file, makeP12('Locked', 'right'));
-    const load = (signingP12Path: string, signingP12Password: string) =>
-      loadSigningIdentity({ db, config: { signingP12Path, signingP12Password } }, { accountId: 1, signerName: 'x' });
+  it(
+    'refuses a configured file with a wrong password, one that is not PKCS#12, and a missing one, ' +
+      'with clear errors',
+    async () => {
+      const file = path.join(tmp, 'locked.p12');
+      await fs.writeFile(file, makeP12('Locked', 'right'));
+      const load = (signingP12Path: string, signingP12Password: string) =>
+        loadSigningIdentity({ db, config: { signingP12Path, signingP12Password } }, { accountId: 1, signerName: 'x' });
 
-    await expect(load(file, 'wrong')).rejects.toMatchObject({
-      code: 'UNAVAILABLE',
-      message: `Signing certificate: SIGNING_P12_PATH (${file}) does not open with the password in SIGNING_P12_PASSWORD (wrong password?)`,
-    });
-    const notP12 = path.join(tmp, 'not.p12');
-    await fs.writeFile(notP12, '-----BEGIN CERTIFICATE-----\nnope\n');
-    await expect(load(notP12, 'right')).rejects.toMatchObject({
-      code: 'UNAVAILABLE',
-      message: `Signing certificate: SIGNING_P12_PATH (${notP12}) is not a PKCS#12 (.p12/.pfx) file`,
-    });
-    await expect(load(path.join(tmp, 'missing.p12'), 'right')).rejects.toMatchObject({
-      code: 'UNAVAILABLE',
-      message: expect.stringMatching(/^Signing certificate: cannot read SIGNING_P12_PATH \(.*missing\.p12\): ENOENT/),
-    });
-  });
+      await expect(load(file, 'wrong')).rejects.toMatchObject({
+        code: 'UNAVAILABLE',
+        message:
+          `Signing certificate: SIGNING_P12_PATH (${file}) does not open with the password in ` +
+          `SIGNING_P12_PASSWORD (wrong password?)`,
+      });
+      const notP12 = path.join(tmp, 'not.p12');
+      await fs.writeFile(notP12, '-----BEGIN CERTIFICATE-----\nnope\n');
+      await expect(load(notP12, 'right')).rejects.toMatchObject({
+        code: 'UNAVAILABLE',
+        message: `Signing certificate: SIGNING_P12_PATH (${notP12}) is not a PKCS#12 (.p12/.pfx) file`,
+      });
+      await expect(load(path.join(tmp, 'missing.p12'), 'right')).rejects.toMatchObject({
+        code: 'UNAVAILABLE',
+        message: expect.stringMatching(/^Signing certificate: cannot read SIGNING_P12_PATH \(.*missing\.p12\): ENOENT/),
+      });
+    },
+  );
 });
 
 describe('signPdf', () => {
@@ -246,19 +259,23 @@ describe('signPdf', () => {
     expect(report.match(/Signature #/g)).toHaveLength(1);
   });
 
-  it('makes the same CMS as @signpdf/signer-p12 (node-forge), byte for byte, with node:crypto doing the digest and RSA', async () => {
-    const content = Buffer.concat([fixturePdf('documenso-letter-size.pdf'), randomBytes(1000)]);
-    const signingTime = new Date('2026-03-04T05:06:07Z');
-    for (const [p12, password] of [
-      [identity.p12, identity.password],
-      [makeP12('Other signer', 'secret'), 'secret'],
-    ] as const) {
-      const native = await new NativeP12Signer(p12, password).sign(content, signingTime);
-      const reference = await new P12Signer(p12, { passphrase: password }).sign(content, signingTime);
-      expect(native.toString('hex')).toBe(reference.toString('hex'));
-    }
-    await expect(new NativeP12Signer(identity.p12, 'wrong password').sign(content)).rejects.toThrow(/does not open/);
-  });
+  it(
+    'makes the same CMS as @signpdf/signer-p12 (node-forge), byte for byte, ' +
+      'with node:crypto doing the digest and RSA',
+    async () => {
+      const content = Buffer.concat([fixturePdf('documenso-letter-size.pdf'), randomBytes(1000)]);
+      const signingTime = new Date('2026-03-04T05:06:07Z');
+      for (const [p12, password] of [
+        [identity.p12, identity.password],
+        [makeP12('Other signer', 'secret'), 'secret'],
+      ] as const) {
+        const native = await new NativeP12Signer(p12, password).sign(content, signingTime);
+        const reference = await new P12Signer(p12, { passphrase: password }).sign(content, signingTime);
+        expect(native.toString('hex')).toBe(reference.toString('hex'));
+      }
+      await expect(new NativeP12Signer(identity.p12, 'wrong password').sign(content)).rejects.toThrow(/does not open/);
+    },
+  );
 
   it('signs a pdf-lib document saved with object streams and an xref stream', async () => {
     const source = await drawPdf([{ texts: [{ text: 'Drawn by pdf-lib', x: 72, y: 72 }] }, {}]);

@@ -32,8 +32,8 @@ const FORM = /* GraphQL */ `
     submitter { id uuid name email role status openedAt completedAt declinedAt }
     submission { id name status order expireAt }
     documents { uuid name url pages { width height } }
-    fields { uuid name type required readonly own role value defaultValue validation options { value uuid } areas { x y w h page attachmentUuid }
-             attachments { uuid url filename contentType } }
+    fields { uuid name type required readonly own role value defaultValue validation options { value uuid }
+             areas { x y w h page attachmentUuid } attachments { uuid url filename contentType } }
     completedDocuments { name url }
   }
 `;
@@ -54,12 +54,14 @@ const save = (slug: string, values: unknown) =>
   );
 const complete = (slug: string, values?: unknown) =>
   gql(
-    'mutation Complete($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ...Form } }',
+    'mutation Complete($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ...Form ' +
+      '} }',
     { slug, values },
   );
 const decline = (slug: string, reason: string) =>
   gql(
-    'mutation Decline($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { ...Form } }',
+    'mutation Decline($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { ' +
+      '...Form } }',
     { slug, reason },
   );
 
@@ -332,34 +334,40 @@ describe('saving values', () => {
     ]);
   });
 
-  it('refuses an unknown field, another party’s field and a readonly one, naming the field; writes nothing', async () => {
-    const [client, manager] = await createSubmission();
-    const form = (await load(client.slug)).data.signingForm;
-    const managerForm = (await load(manager.slug)).data.signingForm;
-    const unknownUuid = '00000000-0000-4000-8000-000000000000';
+  it(
+    'refuses an unknown field, another party’s field and a readonly one, naming the field; ' + 'writes nothing',
+    async () => {
+      const [client, manager] = await createSubmission();
+      const form = (await load(client.slug)).data.signingForm;
+      const managerForm = (await load(manager.slug)).data.signingForm;
+      const unknownUuid = '00000000-0000-4000-8000-000000000000';
 
-    const missing = failure(await save(client.slug, { [unknownUuid]: 'x' }));
-    expect(missing).toMatchObject({
-      message: 'Missing field',
-      extensions: { code: 'VALIDATION', fieldUuid: unknownUuid },
-    });
-    const invalid = failure(await save(client.slug, { [fieldUuid(managerForm, 'Manager Name')]: 'Mallory' }));
-    expect(invalid).toMatchObject({
-      message: 'Invalid field',
-      extensions: { fieldUuid: fieldUuid(managerForm, 'Manager Name') },
-    });
-    const readonly = failure(
-      await save(client.slug, { [fieldUuid(form, 'Full Name')]: 'ok', [fieldUuid(form, 'Notes')]: 'changed' }),
-    );
-    expect(readonly).toMatchObject({ message: 'Read-only field', extensions: { fieldUuid: fieldUuid(form, 'Notes') } });
-    const notObject = failure(await save(client.slug, ['x']));
-    expect(notObject.extensions?.code).toBe('VALIDATION');
+      const missing = failure(await save(client.slug, { [unknownUuid]: 'x' }));
+      expect(missing).toMatchObject({
+        message: 'Missing field',
+        extensions: { code: 'VALIDATION', fieldUuid: unknownUuid },
+      });
+      const invalid = failure(await save(client.slug, { [fieldUuid(managerForm, 'Manager Name')]: 'Mallory' }));
+      expect(invalid).toMatchObject({
+        message: 'Invalid field',
+        extensions: { fieldUuid: fieldUuid(managerForm, 'Manager Name') },
+      });
+      const readonly = failure(
+        await save(client.slug, { [fieldUuid(form, 'Full Name')]: 'ok', [fieldUuid(form, 'Notes')]: 'changed' }),
+      );
+      expect(readonly).toMatchObject({
+        message: 'Read-only field',
+        extensions: { fieldUuid: fieldUuid(form, 'Notes') },
+      });
+      const notObject = failure(await save(client.slug, ['x']));
+      expect(notObject.extensions?.code).toBe('VALIDATION');
 
-    const row = await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } });
-    expect(row.values).toEqual({});
-    expect(row.startedAt).toBeNull();
-    expect(await events(client.id, 'start_form')).toHaveLength(0);
-  });
+      const row = await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } });
+      expect(row.values).toEqual({});
+      expect(row.startedAt).toBeNull();
+      expect(await events(client.id, 'start_form')).toHaveLength(0);
+    },
+  );
 
   it('one signer’s slug neither reads nor writes another’s fields', async () => {
     const [client, manager] = await createSubmission();
@@ -524,84 +532,87 @@ describe('completing', () => {
     expect(client.id).toBeLessThan(manager.id);
   });
 
-  it('completes with a drawn signature: complete_form, the next party’s request, documents with the image', async () => {
-    const [client, manager] = await createSubmission();
-    const form = (await open(client.slug)).data.openSigningForm;
-    const signature = await upload(
-      { submitter_slug: client.slug, type: 'signature' },
-      { bytes: await png(), name: 'signature.png', type: 'image/png' },
-    );
-    expect(signature.status).toBe(200);
-    const saved = await save(client.slug, { [fieldUuid(form, 'Client Signature')]: signature.json.uuid });
-    const shown = saved.data.saveSigningFormValues.fields.find((f: any) => f.name === 'Client Signature');
-    expect(shown.attachments).toEqual([
-      expect.objectContaining({ uuid: signature.json.uuid, contentType: 'image/png' }),
-    ]);
-    // The manager has not been asked yet (preserved order).
-    expect(await t.db.emailMessage.count({ where: { submitterId: manager.id } })).toBe(0);
+  it(
+    'completes with a drawn signature: complete_form, the next party’s request, ' + 'documents with the image',
+    async () => {
+      const [client, manager] = await createSubmission();
+      const form = (await open(client.slug)).data.openSigningForm;
+      const signature = await upload(
+        { submitter_slug: client.slug, type: 'signature' },
+        { bytes: await png(), name: 'signature.png', type: 'image/png' },
+      );
+      expect(signature.status).toBe(200);
+      const saved = await save(client.slug, { [fieldUuid(form, 'Client Signature')]: signature.json.uuid });
+      const shown = saved.data.saveSigningFormValues.fields.find((f: any) => f.name === 'Client Signature');
+      expect(shown.attachments).toEqual([
+        expect.objectContaining({ uuid: signature.json.uuid, contentType: 'image/png' }),
+      ]);
+      // The manager has not been asked yet (preserved order).
+      expect(await t.db.emailMessage.count({ where: { submitterId: manager.id } })).toBe(0);
 
-    const done = await complete(client.slug, {
-      [fieldUuid(form, 'Full Name')]: 'Cleo Client',
-      [fieldUuid(form, 'Code')]: 'ABC',
-      [fieldUuid(form, 'Plan')]: 'Pro',
-      [fieldUuid(form, 'Phone')]: '+44 20 7946 0958',
-    });
-    expect(done.errors).toBeUndefined();
-    expect(done.data.completeSigningForm).toMatchObject({
-      state: 'COMPLETED',
-      message: 'Form has been completed already.',
-    });
-    expect(done.data.completeSigningForm.submitter.status).toBe('completed');
-
-    const row = await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } });
-    expect(row.completedAt).not.toBeNull();
-    expect(row).toMatchObject({ ip: '127.0.0.1', ua: UA });
-    // Phones are stored in E.164; the readonly default is kept with the values.
-    expect(row.values).toMatchObject({
-      [fieldUuid(form, 'Phone')]: '+442079460958',
-      [fieldUuid(form, 'Notes')]: 'Fixed terms',
-    });
-    const completeEvents = await events(client.id, 'complete_form');
-    expect(completeEvents.map((e) => e.data)).toEqual([{ ip: '127.0.0.1', ua: UA }]);
-    expect(await t.db.submission.findUniqueOrThrow({ where: { id: client.submission_id } })).toMatchObject({
-      completedAt: null,
-    });
-
-    // The next party in order gets its request.
-    const mail = await until('the manager’s request', () =>
-      t.db.emailMessage.findFirst({ where: { submitterId: manager.id, kind: 'signature_request', status: 'sent' } }),
-    );
-    expect(mail.to).toEqual(['max@manager.test']);
-    expect(mail.textBody).toContain(`/s/${manager.slug}`);
-
-    // The completion job draws the client's values: the signature image is in its document.
-    const documents = await until('the client’s documents', async () => {
-      const rows = await t.db.completedDocument.findMany({
-        where: { submitterId: client.id, kind: 'document' },
-        include: { file: true },
+      const done = await complete(client.slug, {
+        [fieldUuid(form, 'Full Name')]: 'Cleo Client',
+        [fieldUuid(form, 'Code')]: 'ABC',
+        [fieldUuid(form, 'Plan')]: 'Pro',
+        [fieldUuid(form, 'Phone')]: '+44 20 7946 0958',
       });
-      return rows.length > 0 ? rows : undefined;
-    });
-    const file = path.join(tmp, `client-${client.id}.pdf`);
-    fs.writeFileSync(file, await t.app.files.storage.read(documents[0]!.file.storageKey));
-    const images = execFileSync('pdfimages', ['-list', file]).toString().trim().split('\n').slice(2);
-    expect(images.filter((line) => /\bimage\b/.test(line)).length).toBeGreaterThanOrEqual(1);
-    expect(execFileSync('pdftotext', [file, '-']).toString()).toContain('Cleo Client');
+      expect(done.errors).toBeUndefined();
+      expect(done.data.completeSigningForm).toMatchObject({
+        state: 'COMPLETED',
+        message: 'Form has been completed already.',
+      });
+      expect(done.data.completeSigningForm.submitter.status).toBe('completed');
 
-    // The manager now sees the client's completed values, read-only, and may complete.
-    const managerForm = (await load(manager.slug)).data.signingForm;
-    expect(managerForm.waitingFor).toBeNull();
-    const clientName = managerForm.fields.find((f: any) => f.name === 'Full Name');
-    expect(clientName).toMatchObject({ own: false, readonly: true, value: 'Cleo Client', role: 'Client' });
-    const last = await complete(manager.slug, { [fieldUuid(managerForm, 'Manager Name')]: 'Max Manager' });
-    expect(last.errors).toBeUndefined();
-    expect(last.data.completeSigningForm.submission.status).toBe('completed');
-    const completed = await until('the completed submission’s documents', async () => {
-      const answer = (await load(manager.slug)).data.signingForm;
-      return answer.completedDocuments.length > 0 ? answer : undefined;
-    });
-    expect(completed.completedDocuments[0].url).toContain('/file/');
-  });
+      const row = await t.db.submitter.findUniqueOrThrow({ where: { id: client.id } });
+      expect(row.completedAt).not.toBeNull();
+      expect(row).toMatchObject({ ip: '127.0.0.1', ua: UA });
+      // Phones are stored in E.164; the readonly default is kept with the values.
+      expect(row.values).toMatchObject({
+        [fieldUuid(form, 'Phone')]: '+442079460958',
+        [fieldUuid(form, 'Notes')]: 'Fixed terms',
+      });
+      const completeEvents = await events(client.id, 'complete_form');
+      expect(completeEvents.map((e) => e.data)).toEqual([{ ip: '127.0.0.1', ua: UA }]);
+      expect(await t.db.submission.findUniqueOrThrow({ where: { id: client.submission_id } })).toMatchObject({
+        completedAt: null,
+      });
+
+      // The next party in order gets its request.
+      const mail = await until('the manager’s request', () =>
+        t.db.emailMessage.findFirst({ where: { submitterId: manager.id, kind: 'signature_request', status: 'sent' } }),
+      );
+      expect(mail.to).toEqual(['max@manager.test']);
+      expect(mail.textBody).toContain(`/s/${manager.slug}`);
+
+      // The completion job draws the client's values: the signature image is in its document.
+      const documents = await until('the client’s documents', async () => {
+        const rows = await t.db.completedDocument.findMany({
+          where: { submitterId: client.id, kind: 'document' },
+          include: { file: true },
+        });
+        return rows.length > 0 ? rows : undefined;
+      });
+      const file = path.join(tmp, `client-${client.id}.pdf`);
+      fs.writeFileSync(file, await t.app.files.storage.read(documents[0]!.file.storageKey));
+      const images = execFileSync('pdfimages', ['-list', file]).toString().trim().split('\n').slice(2);
+      expect(images.filter((line) => /\bimage\b/.test(line)).length).toBeGreaterThanOrEqual(1);
+      expect(execFileSync('pdftotext', [file, '-']).toString()).toContain('Cleo Client');
+
+      // The manager now sees the client's completed values, read-only, and may complete.
+      const managerForm = (await load(manager.slug)).data.signingForm;
+      expect(managerForm.waitingFor).toBeNull();
+      const clientName = managerForm.fields.find((f: any) => f.name === 'Full Name');
+      expect(clientName).toMatchObject({ own: false, readonly: true, value: 'Cleo Client', role: 'Client' });
+      const last = await complete(manager.slug, { [fieldUuid(managerForm, 'Manager Name')]: 'Max Manager' });
+      expect(last.errors).toBeUndefined();
+      expect(last.data.completeSigningForm.submission.status).toBe('completed');
+      const completed = await until('the completed submission’s documents', async () => {
+        const answer = (await load(manager.slug)).data.signingForm;
+        return answer.completedDocuments.length > 0 ? answer : undefined;
+      });
+      expect(completed.completedDocuments[0].url).toContain('/file/');
+    },
+  );
 
   it('two completions at once: exactly one succeeds', async () => {
     const [solo] = await createSubmission(soloTemplateId);
@@ -635,75 +646,82 @@ describe('declining and refusals', () => {
     expect(await dispatchJobs('form.declined', client.id)).toHaveLength(1);
   });
 
-  it('every change is refused with DocuSeal’s message once the form is declined, completed, archived or expired', async () => {
-    const check = async (slug: string, message: string) => {
-      const form = (await load(slug)).data.signingForm;
-      expect(form.message).toBe(message);
-      const uuid = form.fields.find((f: any) => f.own && !f.readonly)?.uuid ?? '00000000-0000-4000-8000-000000000000';
-      expect(failure(await save(slug, { [uuid]: 'x' })).message).toBe(message);
-      expect(failure(await complete(slug)).message).toBe(message);
-      expect(failure(await decline(slug, 'no')).message).toBe(message);
-      // Opening records nothing then.
-      const before = await t.db.submissionEvent.count({ where: { eventType: 'view_form' } });
-      expect((await open(slug)).data.openSigningForm.message).toBe(message);
-      expect(await t.db.submissionEvent.count({ where: { eventType: 'view_form' } })).toBe(before);
-      // Uploads get DocuSeal's one message for all of these.
-      const uploaded = await upload(
-        { submitter_slug: slug, type: 'signature' },
-        { bytes: await png(), name: 's.png', type: 'image/png' },
-      );
-      expect(uploaded).toEqual({ status: 422, json: { error: 'Form has been archived.' } });
-    };
+  it(
+    'every change is refused with DocuSeal’s message once the form is declined, completed, ' + 'archived or expired',
+    async () => {
+      const check = async (slug: string, message: string) => {
+        const form = (await load(slug)).data.signingForm;
+        expect(form.message).toBe(message);
+        const uuid = form.fields.find((f: any) => f.own && !f.readonly)?.uuid ?? '00000000-0000-4000-8000-000000000000';
+        expect(failure(await save(slug, { [uuid]: 'x' })).message).toBe(message);
+        expect(failure(await complete(slug)).message).toBe(message);
+        expect(failure(await decline(slug, 'no')).message).toBe(message);
+        // Opening records nothing then.
+        const before = await t.db.submissionEvent.count({ where: { eventType: 'view_form' } });
+        expect((await open(slug)).data.openSigningForm.message).toBe(message);
+        expect(await t.db.submissionEvent.count({ where: { eventType: 'view_form' } })).toBe(before);
+        // Uploads get DocuSeal's one message for all of these.
+        const uploaded = await upload(
+          { submitter_slug: slug, type: 'signature' },
+          { bytes: await png(), name: 's.png', type: 'image/png' },
+        );
+        expect(uploaded).toEqual({ status: 422, json: { error: 'Form has been archived.' } });
+      };
 
-    const [declined, other] = await createSubmission();
-    await decline(declined.slug, 'no thanks');
-    await check(declined.slug, 'Form has been declined.');
-    await check(other.slug, 'Form has been declined.');
+      const [declined, other] = await createSubmission();
+      await decline(declined.slug, 'no thanks');
+      await check(declined.slug, 'Form has been declined.');
+      await check(other.slug, 'Form has been declined.');
 
-    const [solo] = await createSubmission(soloTemplateId);
-    const soloForm = (await load(solo.slug)).data.signingForm;
-    expect((await complete(solo.slug, { [fieldUuid(soloForm, 'Signer Name')]: 'Solo' })).errors).toBeUndefined();
-    await check(solo.slug, 'Form has been completed already.');
+      const [solo] = await createSubmission(soloTemplateId);
+      const soloForm = (await load(solo.slug)).data.signingForm;
+      expect((await complete(solo.slug, { [fieldUuid(soloForm, 'Signer Name')]: 'Solo' })).errors).toBeUndefined();
+      await check(solo.slug, 'Form has been completed already.');
 
-    const [archived] = await createSubmission();
-    expect((await api('DELETE', `/submissions/${archived.submission_id}`)).status).toBe(200);
-    await check(archived.slug, 'Form has been archived.');
+      const [archived] = await createSubmission();
+      expect((await api('DELETE', `/submissions/${archived.submission_id}`)).status).toBe(200);
+      await check(archived.slug, 'Form has been archived.');
 
-    const [expired] = await createSubmission();
-    const put = await api('PUT', `/submissions/${expired.submission_id}`, { expire_at: '2020-01-01T00:00:00Z' });
-    expect(put.status, JSON.stringify(put.json)).toBe(200);
-    await check(expired.slug, 'Form has been expired.');
-    expect((await load(expired.slug)).data.signingForm.state).toBe('EXPIRED');
-  });
+      const [expired] = await createSubmission();
+      const put = await api('PUT', `/submissions/${expired.submission_id}`, { expire_at: '2020-01-01T00:00:00Z' });
+      expect(put.status, JSON.stringify(put.json)).toBe(200);
+      await check(expired.slug, 'Form has been expired.');
+      expect((await load(expired.slug)).data.signingForm.state).toBe('EXPIRED');
+    },
+  );
 });
 
 describe('fields the signer does not fill', () => {
-  it('a required stamp (always readonly) does not block completion; a multiple value prefilled as a list loads and completes', async () => {
-    const created = await api('POST', '/templates/pdf', {
-      name: 'Stamp and toppings',
-      documents: [{ name: 'doc', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
-      fields: [
-        { name: 'Seal', type: 'stamp', role: 'Signer', areas: [{ x: 72, y: 72, w: 120, h: 60, page: 1 }] },
-        {
-          name: 'Toppings',
-          type: 'multiple',
-          role: 'Signer',
-          options: ['Egg', 'Ham'],
-          areas: [{ x: 72, y: 200, w: 120, h: 24, page: 1 }],
-        },
-      ],
-    });
-    expect(created.status, JSON.stringify(created.json)).toBe(200);
-    const seal = created.json.fields.find((f: { name: string }) => f.name === 'Seal');
-    expect(seal.required).toBe(true);
-    const [signer] = await createSubmission(created.json.id, {
-      submitters: [{ role: 'Signer', email: 'stamp@signer.test', values: { Toppings: ['Egg'] } }],
-    });
-    const form = await load(signer!.slug);
-    expect(form.errors).toBeUndefined();
-    expect(form.data.signingForm.fields.find((f: { name: string }) => f.name === 'Toppings').value).toEqual(['Egg']);
-    const done = await complete(signer!.slug);
-    expect(done.errors).toBeUndefined();
-    expect(done.data.completeSigningForm.state).toBe('COMPLETED');
-  });
+  it(
+    'a required stamp (always readonly) does not block completion; ' +
+      'a multiple value prefilled as a list loads and completes',
+    async () => {
+      const created = await api('POST', '/templates/pdf', {
+        name: 'Stamp and toppings',
+        documents: [{ name: 'doc', file: base64(fixturePdf('documenso-letter-size.pdf')) }],
+        fields: [
+          { name: 'Seal', type: 'stamp', role: 'Signer', areas: [{ x: 72, y: 72, w: 120, h: 60, page: 1 }] },
+          {
+            name: 'Toppings',
+            type: 'multiple',
+            role: 'Signer',
+            options: ['Egg', 'Ham'],
+            areas: [{ x: 72, y: 200, w: 120, h: 24, page: 1 }],
+          },
+        ],
+      });
+      expect(created.status, JSON.stringify(created.json)).toBe(200);
+      const seal = created.json.fields.find((f: { name: string }) => f.name === 'Seal');
+      expect(seal.required).toBe(true);
+      const [signer] = await createSubmission(created.json.id, {
+        submitters: [{ role: 'Signer', email: 'stamp@signer.test', values: { Toppings: ['Egg'] } }],
+      });
+      const form = await load(signer!.slug);
+      expect(form.errors).toBeUndefined();
+      expect(form.data.signingForm.fields.find((f: { name: string }) => f.name === 'Toppings').value).toEqual(['Egg']);
+      const done = await complete(signer!.slug);
+      expect(done.errors).toBeUndefined();
+      expect(done.data.completeSigningForm.state).toBe('COMPLETED');
+    },
+  );
 });

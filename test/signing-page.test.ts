@@ -254,7 +254,8 @@ describe('the main job in a browser', () => {
     // The account's webhook: every form event and the submission's creation and completion.
     const hook = await graphql(
       t.url,
-      'mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret endpoint { id } } }',
+      'mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret endpoint { id ' +
+        '} } }',
       {
         key: alice.apiKey,
         variables: {
@@ -924,7 +925,8 @@ describe('devices and embedding', () => {
     const host: Server = createServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/html' });
       response.end(
-        `<!doctype html><title>Partner site</title><h1>Partner</h1><iframe src="${submitter.embed_src}" width="900" height="800"></iframe>`,
+        `<!doctype html><title>Partner site</title><h1>Partner</h1><iframe src="${submitter.embed_src}" width="900" ` +
+          `height="800"></iframe>`,
       );
     });
     await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));

@@ -37,7 +37,8 @@ async function throughFragment(submissionIds: number[]) {
   for (const id of [...new Set(submissionIds)].sort((a, b) => a - b)) {
     const { body } = await graphql(
       t.url,
-      `query ($id: Int) { submitters(submissionId: $id, limit: 100) { nodes { ...RestCreatedSubmitter } } } ${SUBMITTER_CREATE_FRAGMENT}`,
+      `query ($id: Int) { submitters(submissionId: $id, limit: 100) { nodes { ...RestCreatedSubmitter } } } ` +
+        `${SUBMITTER_CREATE_FRAGMENT}`,
       {
         key: alice.apiKey,
         variables: { id },
@@ -193,8 +194,8 @@ describe('what the create reads', () => {
     expect(renamed.status, JSON.stringify(renamed.json)).toBe(200);
     expect(renamed.json[0].role).toBe('Purchaser');
     // A change made by any means (here plain SQL, no updated_at) is seen too.
-    await t.db
-      .$executeRaw`UPDATE templates SET submitters = jsonb_set(submitters, '{0,name}', '"Client"') WHERE id = ${templateId}`;
+    await t.db.$executeRaw`
+      UPDATE templates SET submitters = jsonb_set(submitters, '{0,name}', '"Client"') WHERE id = ${templateId}`;
     const bySql = await api('POST', '/submissions', {
       template_id: templateId,
       submitters: [{ role: 'Client', email: 'v3@x.test' }],
@@ -247,8 +248,12 @@ describe('a template used before', () => {
       submitters: [{ role: 'Buyer', email: 'warm2@x.test' }],
     });
     // A field added behind the service's back (plain SQL): the request names it.
-    await t.db
-      .$executeRaw`UPDATE templates SET fields = fields || jsonb_build_array(jsonb_build_object('uuid', gen_random_uuid()::text, 'submitter_uuid', submitters->0->>'uuid', 'name', 'Nickname', 'type', 'text', 'required', false, 'areas', '[]'::jsonb)) WHERE id = ${templateId}`;
+    await t.db.$executeRaw`
+      UPDATE templates
+         SET fields = fields || jsonb_build_array(jsonb_build_object(
+               'uuid', gen_random_uuid()::text, 'submitter_uuid', submitters->0->>'uuid', 'name', 'Nickname',
+               'type', 'text', 'required', false, 'areas', '[]'::jsonb))
+       WHERE id = ${templateId}`;
     try {
       const { status, json } = await api('POST', '/submissions', {
         template_id: templateId,
@@ -267,8 +272,10 @@ describe('a template used before', () => {
         json: { error: 'Unknown field: Nope' },
       });
     } finally {
-      await t.db
-        .$executeRaw`UPDATE templates SET fields = (SELECT jsonb_agg(f) FROM jsonb_array_elements(fields) f WHERE f->>'name' <> 'Nickname') WHERE id = ${templateId}`;
+      await t.db.$executeRaw`
+        UPDATE templates
+           SET fields = (SELECT jsonb_agg(f) FROM jsonb_array_elements(fields) f WHERE f->>'name' <> 'Nickname')
+         WHERE id = ${templateId}`;
     }
   });
 
@@ -334,7 +341,8 @@ describe('what the create writes', () => {
   it('works through GraphQL with the payload’s submissions, submitters and ids', async () => {
     const { body } = await graphql(
       t.url,
-      `mutation ($input: CreateSubmissionsInput!) { createSubmissions(input: $input) { submissionIds submissions { id status submitters { email role } } submitters { email status role embedSrc } } }`,
+      `mutation ($input: CreateSubmissionsInput!) { createSubmissions(input: $input) { submissionIds submissions { ` +
+        `id status submitters { email role } } submitters { email status role embedSrc } } }`,
       {
         key: alice.apiKey,
         variables: {

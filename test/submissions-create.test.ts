@@ -238,7 +238,9 @@ describe('POST /submissions', () => {
       (await api('POST', '/submissions', { template_id: empty.json.id, submitters: [{ email: 'a@example.test' }] }))
         .json,
     ).toEqual({
-      error: `Template does not contain fields: template ${empty.json.id} ("Empty") has no fields to fill in or sign; add fields to it before creating submissions.`,
+      error:
+        `Template does not contain fields: template ${empty.json.id} ("Empty") has no fields to fill in or ` +
+        `sign; add fields to it before creating submissions.`,
     });
     const archived = await api('POST', `/templates/${templateId}/clone`, {});
     await api('DELETE', `/templates/${archived.json.id}`);

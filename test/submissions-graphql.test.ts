@@ -139,7 +139,8 @@ describe('queries', () => {
     const id = created.body.data.createSubmissions.submissions[0].id;
     const updated = await graphql(
       t.url,
-      `mutation { updateSubmission(input: {id: ${id}, name: "Q3", archived: true}) { submission { name archivedAt } } }`,
+      `mutation { updateSubmission(input: {id: ${id}, name: "Q3", archived: true}) { submission { name archivedAt } ` +
+        `} }`,
       { key: alice.apiKey },
     );
     expect(updated.body.data.updateSubmission.submission).toMatchObject({

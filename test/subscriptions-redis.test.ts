@@ -144,34 +144,37 @@ describe('two instances, one database, one Redis', () => {
     await redisSubscribers(alice, 0);
   });
 
-  it('a DELETE /api/submissions/{id} on B reaches a submissionUpdated subscriber on A, and one over SSE on B', async () => {
-    const submissionId = aliceParties[1]!.submission_id;
-    const onA = subscribeWs(client(a.url, alice), SUBMISSION_UPDATED, { id: submissionId });
-    const onB = (await subscribeSse(b.url, alice.apiKey, SUBMISSION_UPDATED, { id: submissionId })).feed;
-    await redisSubscribers(alice, 2);
-    const archived = await rest(b.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`);
-    expect(archived.status).toBe(200);
-    for (const feed of [onA, onB]) {
-      expect((await feed.nextData()).submissionUpdated).toEqual({
-        eventType: 'submission.archived',
-        submitter: null,
-        submission: { id: submissionId, archivedAt: archived.json.archived_at },
-      });
-    }
-    // Once each, not once from Redis and once in process: a later event of the submission comes next.
-    await emitOnA(alice, 'form.viewed', aliceParties[1]!.id);
-    for (const feed of [onA, onB]) {
-      expect((await feed.nextData()).submissionUpdated).toMatchObject({
-        eventType: 'form.viewed',
-        submitter: { id: aliceParties[1]!.id },
-      });
-      expect(feed.count).toBe(2);
-    }
-    onA.close();
-    onB.close();
-    await redisSubscribers(alice, 0);
-    expect(a.app.live.subscriberCount()).toBe(0);
-  });
+  it(
+    'a DELETE /api/submissions/{id} on B reaches a submissionUpdated subscriber on A, ' + 'and one over SSE on B',
+    async () => {
+      const submissionId = aliceParties[1]!.submission_id;
+      const onA = subscribeWs(client(a.url, alice), SUBMISSION_UPDATED, { id: submissionId });
+      const onB = (await subscribeSse(b.url, alice.apiKey, SUBMISSION_UPDATED, { id: submissionId })).feed;
+      await redisSubscribers(alice, 2);
+      const archived = await rest(b.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`);
+      expect(archived.status).toBe(200);
+      for (const feed of [onA, onB]) {
+        expect((await feed.nextData()).submissionUpdated).toEqual({
+          eventType: 'submission.archived',
+          submitter: null,
+          submission: { id: submissionId, archivedAt: archived.json.archived_at },
+        });
+      }
+      // Once each, not once from Redis and once in process: a later event of the submission comes next.
+      await emitOnA(alice, 'form.viewed', aliceParties[1]!.id);
+      for (const feed of [onA, onB]) {
+        expect((await feed.nextData()).submissionUpdated).toMatchObject({
+          eventType: 'form.viewed',
+          submitter: { id: aliceParties[1]!.id },
+        });
+        expect(feed.count).toBe(2);
+      }
+      onA.close();
+      onB.close();
+      await redisSubscribers(alice, 0);
+      expect(a.app.live.subscriberCount()).toBe(0);
+    },
+  );
 
   it("a subscriber on B never gets another account's events raised on A", async () => {
     const bobFeed = subscribeWs(client(b.url, bob), FORM_EVENTS);

@@ -119,38 +119,41 @@ describe('useSharedSubscriptionResults', () => {
     for (const s of streams) await s.return?.();
   });
 
-  it('executes apart for another caller, other variables, another selection, or an event not marked shared', async () => {
-    pushes = [];
-    executions = 0;
-    const streams = await subscribeAll([
-      { query: 'subscription ($p: String) { ticks { label(prefix: $p) } }', user: 'ada', variables: { p: '#' } },
-      { query: 'subscription ($p: String) { ticks { label(prefix: $p) } }', user: 'ada', variables: { p: 'No. ' } },
-      { query: 'subscription ($p: String) { ticks { label(prefix: $p) } }', user: 'bob', variables: { p: '#' } },
-      { query: 'subscription { ticks { n label } }', user: 'ada' },
-    ]);
-    const tick = { n: 7 };
-    shared.add(tick);
-    expect((await publish(streams, tick)).map((r) => r?.data?.ticks)).toEqual([
-      { label: '#7 for ada' },
-      { label: 'No. 7 for ada' },
-      { label: '#7 for bob' },
-      { n: 7, label: '7 for ada' },
-    ]);
-    expect(executions).toBe(4);
-    // Not marked as shared: each subscription executes its own, even identical ones.
-    pushes = [];
-    executions = 0;
-    const same = await subscribeAll([
-      { query: 'subscription { ticks { label } }', user: 'ada' },
-      { query: 'subscription { ticks { label } }', user: 'ada' },
-    ]);
-    expect((await publish(same, { n: 8 })).map((r) => r?.data?.ticks)).toEqual([
-      { label: '8 for ada' },
-      { label: '8 for ada' },
-    ]);
-    expect(executions).toBe(2);
-    for (const s of [...streams, ...same]) await s.return?.();
-  });
+  it(
+    'executes apart for another caller, other variables, another selection, ' + 'or an event not marked shared',
+    async () => {
+      pushes = [];
+      executions = 0;
+      const streams = await subscribeAll([
+        { query: 'subscription ($p: String) { ticks { label(prefix: $p) } }', user: 'ada', variables: { p: '#' } },
+        { query: 'subscription ($p: String) { ticks { label(prefix: $p) } }', user: 'ada', variables: { p: 'No. ' } },
+        { query: 'subscription ($p: String) { ticks { label(prefix: $p) } }', user: 'bob', variables: { p: '#' } },
+        { query: 'subscription { ticks { n label } }', user: 'ada' },
+      ]);
+      const tick = { n: 7 };
+      shared.add(tick);
+      expect((await publish(streams, tick)).map((r) => r?.data?.ticks)).toEqual([
+        { label: '#7 for ada' },
+        { label: 'No. 7 for ada' },
+        { label: '#7 for bob' },
+        { n: 7, label: '7 for ada' },
+      ]);
+      expect(executions).toBe(4);
+      // Not marked as shared: each subscription executes its own, even identical ones.
+      pushes = [];
+      executions = 0;
+      const same = await subscribeAll([
+        { query: 'subscription { ticks { label } }', user: 'ada' },
+        { query: 'subscription { ticks { label } }', user: 'ada' },
+      ]);
+      expect((await publish(same, { n: 8 })).map((r) => r?.data?.ticks)).toEqual([
+        { label: '8 for ada' },
+        { label: '8 for ada' },
+      ]);
+      expect(executions).toBe(2);
+      for (const s of [...streams, ...same]) await s.return?.();
+    },
+  );
 
   it('returns the error of a subscription that cannot start', async () => {
     const subscribe = sharedSubscribe();

@@ -48,7 +48,9 @@ const FORM_EVENTS = /* GraphQL */ `
 `;
 const SUBMISSION_UPDATED = /* GraphQL */ `
   subscription SubmissionUpdated($id: Int!) {
-    submissionUpdated(id: $id) { eventType timestamp submitter { id } submission { id archivedAt status submitters { id completedAt } } }
+    submissionUpdated(id: $id) {
+      eventType timestamp submitter { id } submission { id archivedAt status submitters { id completedAt } }
+    }
   }
 `;
 
@@ -194,67 +196,74 @@ describe('formEvents over graphql-ws', () => {
     await closeAll(bySubmission, byTemplate, both);
     await listening(alice, 0);
   });
-  it('gives identical subscriptions (one shared execution per event) and other selections each their own result', async () => {
-    const c = client(alice.apiKey);
-    const SMALL = 'subscription ($id: Int) { formEvents(submissionId: $id) { eventType submitter { id } } }';
-    const first = subscribeWs(c, SMALL, { id: S3[0]!.submission_id });
-    const second = subscribeWs(client(alice.apiKey), SMALL, { id: S3[0]!.submission_id });
-    const overSse = (await subscribeSse(t.url, alice.apiKey, SMALL, { id: S3[0]!.submission_id })).feed;
-    const full = subscribeWs(c, FORM_EVENTS, { submissionId: S3[0]!.submission_id });
-    await listening(alice, 4);
-    await emit(alice, 'form.started', S3[0]!.id);
-    const small = { formEvents: { eventType: 'form.started', submitter: { id: S3[0]!.id } } };
-    expect(await first.nextData()).toEqual(small);
-    expect(await second.nextData()).toEqual(small);
-    expect(await overSse.nextData()).toEqual(small);
-    expect((await full.nextData()).formEvents).toMatchObject({
-      eventType: 'form.started',
-      submitter: { email: 'client-s3@example.test' },
-      submission: { id: S3[0]!.submission_id },
-    });
-    await closeAll(first, second, overSse, full);
-    await listening(alice, 0);
-  });
+  it(
+    'gives identical subscriptions (one shared execution ' + 'per event) and other selections each their own result',
+    async () => {
+      const c = client(alice.apiKey);
+      const SMALL = 'subscription ($id: Int) { formEvents(submissionId: $id) { eventType submitter { id } } }';
+      const first = subscribeWs(c, SMALL, { id: S3[0]!.submission_id });
+      const second = subscribeWs(client(alice.apiKey), SMALL, { id: S3[0]!.submission_id });
+      const overSse = (await subscribeSse(t.url, alice.apiKey, SMALL, { id: S3[0]!.submission_id })).feed;
+      const full = subscribeWs(c, FORM_EVENTS, { submissionId: S3[0]!.submission_id });
+      await listening(alice, 4);
+      await emit(alice, 'form.started', S3[0]!.id);
+      const small = { formEvents: { eventType: 'form.started', submitter: { id: S3[0]!.id } } };
+      expect(await first.nextData()).toEqual(small);
+      expect(await second.nextData()).toEqual(small);
+      expect(await overSse.nextData()).toEqual(small);
+      expect((await full.nextData()).formEvents).toMatchObject({
+        eventType: 'form.started',
+        submitter: { email: 'client-s3@example.test' },
+        submission: { id: S3[0]!.submission_id },
+      });
+      await closeAll(first, second, overSse, full);
+      await listening(alice, 0);
+    },
+  );
 });
 
 describe('submissionUpdated', () => {
-  it('over graphql-ws: the submission after each event about it or its submitters, raised by the real routes', async () => {
-    const submissionId = S3[0]!.submission_id;
-    const feed = subscribeWs(client(alice.apiKey), SUBMISSION_UPDATED, { id: submissionId });
-    await listening(alice, 1);
-    // Another submission's event first: it must not arrive.
-    expect((await rest(t.url, alice.apiKey, 'DELETE', `/submissions/${S2[0]!.submission_id}`)).status).toBe(200);
-    const archived = await rest(t.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`);
-    expect(archived.status).toBe(200);
-    const first = (await feed.nextData()).submissionUpdated;
-    expect(first).toMatchObject({
-      eventType: 'submission.archived',
-      timestamp: archived.json.archived_at,
-      submitter: null,
-      submission: { id: submissionId, archivedAt: archived.json.archived_at },
-    });
-    // A submitter event (emitted the way services do) names its submitter and brings the submission again, as it is now.
-    await emit(alice, 'form.viewed', S3[1]!.id);
-    expect((await feed.nextData()).submissionUpdated).toMatchObject({
-      eventType: 'form.viewed',
-      submitter: { id: S3[1]!.id },
-      submission: { id: submissionId },
-    });
-    // Restored with PUT, then archived again with PUT archived:true: one event (the change).
-    expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: false })).status).toBe(
-      200,
-    );
-    expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: true })).status).toBe(
-      200,
-    );
-    const again = (await feed.nextData()).submissionUpdated;
-    expect(again.eventType).toBe('submission.archived');
-    expect(again.submission.archivedAt).not.toBeNull();
-    expect(again.submission.archivedAt).not.toBe(first.submission.archivedAt);
-    expect(feed.count).toBe(3);
-    feed.close();
-    await listening(alice, 0);
-  });
+  it(
+    'over graphql-ws: the submission after each event about it or its submitters, ' + 'raised by the real routes',
+    async () => {
+      const submissionId = S3[0]!.submission_id;
+      const feed = subscribeWs(client(alice.apiKey), SUBMISSION_UPDATED, { id: submissionId });
+      await listening(alice, 1);
+      // Another submission's event first: it must not arrive.
+      expect((await rest(t.url, alice.apiKey, 'DELETE', `/submissions/${S2[0]!.submission_id}`)).status).toBe(200);
+      const archived = await rest(t.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`);
+      expect(archived.status).toBe(200);
+      const first = (await feed.nextData()).submissionUpdated;
+      expect(first).toMatchObject({
+        eventType: 'submission.archived',
+        timestamp: archived.json.archived_at,
+        submitter: null,
+        submission: { id: submissionId, archivedAt: archived.json.archived_at },
+      });
+      // A submitter event (emitted the way services do) names its submitter and brings the submission again, as it is
+      // now.
+      await emit(alice, 'form.viewed', S3[1]!.id);
+      expect((await feed.nextData()).submissionUpdated).toMatchObject({
+        eventType: 'form.viewed',
+        submitter: { id: S3[1]!.id },
+        submission: { id: submissionId },
+      });
+      // Restored with PUT, then archived again with PUT archived:true: one event (the change).
+      expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: false })).status).toBe(
+        200,
+      );
+      expect((await rest(t.url, alice.apiKey, 'PUT', `/submissions/${submissionId}`, { archived: true })).status).toBe(
+        200,
+      );
+      const again = (await feed.nextData()).submissionUpdated;
+      expect(again.eventType).toBe('submission.archived');
+      expect(again.submission.archivedAt).not.toBeNull();
+      expect(again.submission.archivedAt).not.toBe(first.submission.archivedAt);
+      expect(feed.count).toBe(3);
+      feed.close();
+      await listening(alice, 0);
+    },
+  );
 
   it('over graphql-ws: completing a party with PUT /submitters completed:true brings its form.completed', async () => {
     const [client1] = S1;
@@ -278,63 +287,72 @@ describe('submissionUpdated', () => {
     await listening(alice, 0);
   });
 
-  it('one message per event, saying which event and which submitter: two completions and an archive, in order, no duplicates', async () => {
-    const [first, second] = await createSubmission(alice, T2, 'sequence');
-    const submissionId = first!.submission_id;
-    const SEQUENCE =
-      'subscription ($id: Int!) { submissionUpdated(id: $id) { eventType submitter { id } submission { id status } } }';
-    const feed = subscribeWs(client(alice.apiKey), SEQUENCE, { id: submissionId });
-    await listening(alice, 1);
-    for (const party of [first!, second!]) {
-      const put = await rest(t.url, alice.apiKey, 'PUT', `/submitters/${party.id}`, { completed: true });
-      expect(put.status, JSON.stringify(put.json)).toBe(200);
-      // The completion job raises form.completed (and, after the last party, submission.completed).
-      await t.jobs.waitForIdle({ timeoutMs: 60_000 });
-    }
-    expect((await rest(t.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`)).status).toBe(200);
-    // Events are published in order: everything before the archive has arrived once it has.
-    const messages = [];
-    for (;;) {
-      const message = (await feed.nextData(60_000)).submissionUpdated;
-      messages.push(message);
-      if (message.eventType === 'submission.archived') break;
-    }
-    const submission = (status: string) => ({ id: submissionId, status });
-    expect(messages).toEqual([
-      { eventType: 'form.completed', submitter: { id: first!.id }, submission: submission('pending') },
-      { eventType: 'form.completed', submitter: { id: second!.id }, submission: submission('completed') },
-      { eventType: 'submission.completed', submitter: null, submission: submission('completed') },
-      { eventType: 'submission.archived', submitter: null, submission: submission('completed') },
-    ]);
-    expect(new Set(messages.map((m) => JSON.stringify(m))).size).toBe(messages.length);
-    feed.close();
-    await listening(alice, 0);
-  });
+  it(
+    'one message per event, saying which event and which submitter: two completions and an archive, ' +
+      'in order, no duplicates',
+    async () => {
+      const [first, second] = await createSubmission(alice, T2, 'sequence');
+      const submissionId = first!.submission_id;
+      const SEQUENCE =
+        'subscription ($id: Int!) { ' +
+        'submissionUpdated(id: $id) { eventType submitter { id } submission { id status } } }';
+      const feed = subscribeWs(client(alice.apiKey), SEQUENCE, { id: submissionId });
+      await listening(alice, 1);
+      for (const party of [first!, second!]) {
+        const put = await rest(t.url, alice.apiKey, 'PUT', `/submitters/${party.id}`, { completed: true });
+        expect(put.status, JSON.stringify(put.json)).toBe(200);
+        // The completion job raises form.completed (and, after the last party, submission.completed).
+        await t.jobs.waitForIdle({ timeoutMs: 60_000 });
+      }
+      expect((await rest(t.url, alice.apiKey, 'DELETE', `/submissions/${submissionId}`)).status).toBe(200);
+      // Events are published in order: everything before the archive has arrived once it has.
+      const messages = [];
+      for (;;) {
+        const message = (await feed.nextData(60_000)).submissionUpdated;
+        messages.push(message);
+        if (message.eventType === 'submission.archived') break;
+      }
+      const submission = (status: string) => ({ id: submissionId, status });
+      expect(messages).toEqual([
+        { eventType: 'form.completed', submitter: { id: first!.id }, submission: submission('pending') },
+        { eventType: 'form.completed', submitter: { id: second!.id }, submission: submission('completed') },
+        { eventType: 'submission.completed', submitter: null, submission: submission('completed') },
+        { eventType: 'submission.archived', submitter: null, submission: submission('completed') },
+      ]);
+      expect(new Set(messages.map((m) => JSON.stringify(m))).size).toBe(messages.length);
+      feed.close();
+      await listening(alice, 0);
+    },
+  );
 
-  it('over SSE through the Fastify route: an event stream, results as they happen, cleaned up when the client leaves', async () => {
-    const submissionId = S4[0]!.submission_id;
-    const { feed, status, contentType } = await subscribeSse(t.url, bob.apiKey, SUBMISSION_UPDATED, {
-      id: submissionId,
-    });
-    expect(status).toBe(200);
-    expect(contentType).toContain('text/event-stream');
-    await listening(bob, 1);
-    const archived = await rest(t.url, bob.apiKey, 'DELETE', `/submissions/${submissionId}`);
-    expect(archived.status).toBe(200);
-    expect((await feed.nextData()).submissionUpdated).toMatchObject({
-      eventType: 'submission.archived',
-      submitter: null,
-      submission: { id: submissionId, archivedAt: archived.json.archived_at },
-    });
-    // DELETE again: submission.archived every time (reference §7.8).
-    const second = await rest(t.url, bob.apiKey, 'DELETE', `/submissions/${submissionId}`);
-    expect((await feed.nextData()).submissionUpdated).toMatchObject({
-      eventType: 'submission.archived',
-      submission: { id: submissionId, archivedAt: second.json.archived_at },
-    });
-    feed.close();
-    await listening(bob, 0);
-  });
+  it(
+    'over SSE through the Fastify route: an event stream, results as they happen, ' +
+      'cleaned up when the client leaves',
+    async () => {
+      const submissionId = S4[0]!.submission_id;
+      const { feed, status, contentType } = await subscribeSse(t.url, bob.apiKey, SUBMISSION_UPDATED, {
+        id: submissionId,
+      });
+      expect(status).toBe(200);
+      expect(contentType).toContain('text/event-stream');
+      await listening(bob, 1);
+      const archived = await rest(t.url, bob.apiKey, 'DELETE', `/submissions/${submissionId}`);
+      expect(archived.status).toBe(200);
+      expect((await feed.nextData()).submissionUpdated).toMatchObject({
+        eventType: 'submission.archived',
+        submitter: null,
+        submission: { id: submissionId, archivedAt: archived.json.archived_at },
+      });
+      // DELETE again: submission.archived every time (reference §7.8).
+      const second = await rest(t.url, bob.apiKey, 'DELETE', `/submissions/${submissionId}`);
+      expect((await feed.nextData()).submissionUpdated).toMatchObject({
+        eventType: 'submission.archived',
+        submission: { id: submissionId, archivedAt: second.json.archived_at },
+      });
+      feed.close();
+      await listening(bob, 0);
+    },
+  );
 
   it('over SSE: formEvents too', async () => {
     const { feed } = await subscribeSse(t.url, alice.apiKey, FORM_EVENTS, { templateId: T2 });

@@ -23,7 +23,10 @@ afterAll(async () => {
 const CREATE = /* GraphQL */ `
   mutation Create($input: CreateTemplateFromFileInput!) {
     createTemplateFromPdf(input: $input) {
-      template { id name folderName roles { name uuid } fields { name type areas { page x y w h attachmentUuid } } documents { uuid url previewImageUrl pageCount } }
+      template {
+        id name folderName roles { name uuid } fields { name type areas { page x y w h attachmentUuid } }
+        documents { uuid url previewImageUrl pageCount }
+      }
     }
   }
 `;
@@ -84,48 +87,55 @@ describe('a template without fields', () => {
     mutation Send($input: CreateSubmissionsInput!) { createSubmissions(input: $input) { submissions { id } } }
   `;
 
-  it('is created with a TEMPLATE_HAS_NO_FIELDS warning (none when it has fields); createSubmissions then fails with VALIDATION naming it', async () => {
-    const file = base64(fixturePdf('documenso-a4-size.pdf'));
-    const blank = await graphql(t.url, CREATE_WITH_WARNINGS, {
-      key: alice.apiKey,
-      variables: { input: { name: 'Blank', documents: [{ name: 'doc', file }] } },
-    });
-    expect(blank.body.errors, JSON.stringify(blank.body.errors)).toBeUndefined();
-    const { template, warnings } = blank.body.data.createTemplateFromPdf;
-    expect(template.fields).toEqual([]);
-    expect(warnings).toEqual([
-      { code: 'TEMPLATE_HAS_NO_FIELDS', message: expect.stringContaining('The template has no fields') },
-    ]);
+  it(
+    'is created with a TEMPLATE_HAS_NO_FIELDS warning (none when it has fields); ' +
+      'createSubmissions then fails with VALIDATION naming it',
+    async () => {
+      const file = base64(fixturePdf('documenso-a4-size.pdf'));
+      const blank = await graphql(t.url, CREATE_WITH_WARNINGS, {
+        key: alice.apiKey,
+        variables: { input: { name: 'Blank', documents: [{ name: 'doc', file }] } },
+      });
+      expect(blank.body.errors, JSON.stringify(blank.body.errors)).toBeUndefined();
+      const { template, warnings } = blank.body.data.createTemplateFromPdf;
+      expect(template.fields).toEqual([]);
+      expect(warnings).toEqual([
+        { code: 'TEMPLATE_HAS_NO_FIELDS', message: expect.stringContaining('The template has no fields') },
+      ]);
 
-    const withFields = await graphql(t.url, CREATE_WITH_WARNINGS, {
-      key: alice.apiKey,
-      variables: {
-        input: {
-          name: 'Signed',
-          documents: [{ name: 'doc', file }],
-          fields: [
-            { name: 'Sign', type: 'signature', role: 'Signer', areas: [{ x: 100, y: 200, w: 150, h: 40, page: 1 }] },
-          ],
+      const withFields = await graphql(t.url, CREATE_WITH_WARNINGS, {
+        key: alice.apiKey,
+        variables: {
+          input: {
+            name: 'Signed',
+            documents: [{ name: 'doc', file }],
+            fields: [
+              { name: 'Sign', type: 'signature', role: 'Signer', areas: [{ x: 100, y: 200, w: 150, h: 40, page: 1 }] },
+            ],
+          },
         },
-      },
-    });
-    expect(withFields.body.data.createTemplateFromPdf.warnings).toEqual([]);
+      });
+      expect(withFields.body.data.createTemplateFromPdf.warnings).toEqual([]);
 
-    const refused = await graphql(t.url, CREATE_SUBMISSIONS, {
-      key: alice.apiKey,
-      variables: { input: { templateId: template.id, sendEmail: false, submitters: [{ email: 'a@example.test' }] } },
-    });
-    expect(refused.body.errors?.[0]).toMatchObject({
-      message: `Template does not contain fields: template ${template.id} ("Blank") has no fields to fill in or sign; add fields to it before creating submissions.`,
-      extensions: { code: 'VALIDATION' },
-    });
-  });
+      const refused = await graphql(t.url, CREATE_SUBMISSIONS, {
+        key: alice.apiKey,
+        variables: { input: { templateId: template.id, sendEmail: false, submitters: [{ email: 'a@example.test' }] } },
+      });
+      expect(refused.body.errors?.[0]).toMatchObject({
+        message:
+          `Template does not contain fields: template ${template.id} ("Blank") has no fields to fill in or ` +
+          `sign; add fields to it before creating submissions.`,
+        extensions: { code: 'VALIDATION' },
+      });
+    },
+  );
 });
 
 describe('templates and template', () => {
   it('lists only the caller account, in a constant number of queries', async () => {
     const LIST =
-      '{ templates(limit: 100) { nodes { id name folderName author { email } documents { url previewImageUrl } } pagination { count next prev } } }';
+      '{ templates(limit: 100) { nodes { id name folderName author { email } documents { url previewImageUrl } } ' +
+      'pagination { count next prev } } }';
     const carol = await t.createAccount({ email: 'carol@gql-templates.test' });
     await createTemplate(carol.apiKey, 'One', 'F1');
     await graphql(t.url, LIST, { key: carol.apiKey });
@@ -162,7 +172,8 @@ describe('templates and template', () => {
     const template = await createTemplate(alice.apiKey, 'Editable');
     const updated = await graphql(
       t.url,
-      `mutation { updateTemplate(input: {id: ${template.id}, name: "Edited", roles: ["Client"]}) { template { name roles { name } } } }`,
+      `mutation { updateTemplate(input: {id: ${template.id}, name: "Edited", roles: ["Client"]}) { template { name ` +
+        `roles { name } } } }`,
       { key: alice.apiKey },
     );
     expect(updated.body.data.updateTemplate.template).toEqual({ name: 'Edited', roles: [{ name: 'Client' }] });

@@ -69,7 +69,9 @@ describe('POST /templates/html', () => {
         { name: 'Part 1', html: '<p>One <date-field name="Date" style="width: 100px; height: 20px"></date-field></p>' },
         {
           name: 'Part 2',
-          html: '<p>Two <checkbox-field name="Agree" style="width: 20px; height: 20px"></checkbox-field> <datenow-field name="Today"></datenow-field></p>',
+          html:
+            '<p>Two <checkbox-field name="Agree" style="width: 20px; height: 20px"></checkbox-field> ' +
+            '<datenow-field name="Today"></datenow-field></p>',
         },
       ],
     });

@@ -298,44 +298,48 @@ describe('POST /templates/pdf', () => {
 
 describe('a template without fields (DocuSeal accepts it and refuses its submissions)', () => {
   const noFields = (id: number, name: string) =>
-    `Template does not contain fields: template ${id} (${JSON.stringify(name)}) has no fields to fill in or sign; add fields to it before creating submissions.`;
+    `Template does not contain fields: template ${id} (${JSON.stringify(name)}) has no fields to fill in or sign; ` +
+    `add fields to it before creating submissions.`;
 
-  it('is created with a `warnings` entry, its submissions refused with 422 naming it, until it has fields', async () => {
-    const created = await api('POST', '/templates/pdf', {
-      body: { name: 'Blank "lease"', external_id: 'blank-1', documents: [{ name: 'blank', file: letter() }] },
-    });
-    expect(created.status, JSON.stringify(created.json)).toBe(200);
-    expect(created.json.fields).toEqual([]);
-    // DocuSeal's shape, plus the extra key (its clients ignore it).
-    const { warnings, ...template } = created.json;
-    expect(openApiErrors('get', '/templates/{id}', template)).toEqual([]);
-    expect(warnings).toEqual([
-      { code: 'TEMPLATE_HAS_NO_FIELDS', message: expect.stringContaining('The template has no fields') },
-    ]);
-    // GET is DocuSeal's shape only.
-    expect((await api('GET', `/templates/${created.json.id}`)).json).not.toHaveProperty('warnings');
+  it(
+    'is created with a `warnings` entry, its submissions refused with 422 naming it, ' + 'until it has fields',
+    async () => {
+      const created = await api('POST', '/templates/pdf', {
+        body: { name: 'Blank "lease"', external_id: 'blank-1', documents: [{ name: 'blank', file: letter() }] },
+      });
+      expect(created.status, JSON.stringify(created.json)).toBe(200);
+      expect(created.json.fields).toEqual([]);
+      // DocuSeal's shape, plus the extra key (its clients ignore it).
+      const { warnings, ...template } = created.json;
+      expect(openApiErrors('get', '/templates/{id}', template)).toEqual([]);
+      expect(warnings).toEqual([
+        { code: 'TEMPLATE_HAS_NO_FIELDS', message: expect.stringContaining('The template has no fields') },
+      ]);
+      // GET is DocuSeal's shape only.
+      expect((await api('GET', `/templates/${created.json.id}`)).json).not.toHaveProperty('warnings');
 
-    const refused = await api('POST', '/submissions', {
-      body: { template_id: created.json.id, send_email: false, submitters: [{ email: 'a@example.test' }] },
-    });
-    expect(refused).toEqual({ status: 422, json: { error: noFields(created.json.id, 'Blank "lease"') } });
-    // The warning's remedy: the same external_id again, with fields. No warning, and submissions work.
-    const fixed = await api('POST', '/templates/pdf', {
-      body: {
-        name: 'Blank "lease"',
-        external_id: 'blank-1',
-        documents: [{ name: 'blank', file: letter() }],
-        fields: [{ name: 'Name', role: 'Tenant', areas: [{ x: 72, y: 72, w: 200, h: 24, page: 1 }] }],
-      },
-    });
-    expect(fixed.status, JSON.stringify(fixed.json)).toBe(200);
-    expect(fixed.json.id).toBe(created.json.id);
-    expect(fixed.json).not.toHaveProperty('warnings');
-    const sent = await api('POST', '/submissions', {
-      body: { template_id: created.json.id, send_email: false, submitters: [{ email: 'a@example.test' }] },
-    });
-    expect(sent.status, JSON.stringify(sent.json)).toBe(200);
-  });
+      const refused = await api('POST', '/submissions', {
+        body: { template_id: created.json.id, send_email: false, submitters: [{ email: 'a@example.test' }] },
+      });
+      expect(refused).toEqual({ status: 422, json: { error: noFields(created.json.id, 'Blank "lease"') } });
+      // The warning's remedy: the same external_id again, with fields. No warning, and submissions work.
+      const fixed = await api('POST', '/templates/pdf', {
+        body: {
+          name: 'Blank "lease"',
+          external_id: 'blank-1',
+          documents: [{ name: 'blank', file: letter() }],
+          fields: [{ name: 'Name', role: 'Tenant', areas: [{ x: 72, y: 72, w: 200, h: 24, page: 1 }] }],
+        },
+      });
+      expect(fixed.status, JSON.stringify(fixed.json)).toBe(200);
+      expect(fixed.json.id).toBe(created.json.id);
+      expect(fixed.json).not.toHaveProperty('warnings');
+      const sent = await api('POST', '/submissions', {
+        body: { template_id: created.json.id, send_email: false, submitters: [{ email: 'a@example.test' }] },
+      });
+      expect(sent.status, JSON.stringify(sent.json)).toBe(200);
+    },
+  );
 
   it('keeps the warning on the template routes that leave it without fields (clone, documents, merge)', async () => {
     const blank = (

@@ -216,7 +216,8 @@ describe('parseTextTag', () => {
     });
     expect(
       parseTextTag(
-        '{{ Name ; role=Signer1;type=date;required=false;readonly=true;default=Bob;width=200;height=30;condition=Agree:Yes;font=courier;font_size=9.5;color=blue;align=Center;format=DD/MM/YYYY}}',
+        '{{ Name ; role=Signer1;type=date;required=false;readonly=true;default=Bob;width=200;height=30;' +
+          'condition=Agree:Yes;font=courier;font_size=9.5;color=blue;align=Center;format=DD/MM/YYYY}}',
         'doc',
       ),
     ).toEqual({
@@ -518,7 +519,8 @@ describe('extractTextTags', () => {
       expect(found.tagCount).toBe(0);
     }
     console.log(
-      `extractTextTags on pdfjs-tracemonkey.pdf (14 pages, no tags): ${times.map((t) => `${t.toFixed(0)} ms`).join(', ')}`,
+      `extractTextTags on pdfjs-tracemonkey.pdf (14 pages, no tags): ` +
+        `${times.map((t) => `${t.toFixed(0)} ms`).join(', ')}`,
     );
   });
 });

@@ -477,7 +477,8 @@ export async function readDatabaseSchema(client: pg.Client): Promise<SchemaShape
                     JOIN pg_attribute a ON a.attrelid = con.conrelid AND a.attnum = k.attnum ORDER BY k.n) AS columns,
             r.relname AS referenced_table,
             ARRAY(SELECT a.attname::text FROM unnest(con.confkey) WITH ORDINALITY AS k(attnum, n)
-                    JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum ORDER BY k.n) AS referenced_columns,
+                    JOIN pg_attribute a ON a.attrelid = con.confrelid AND a.attnum = k.attnum ORDER BY k.n)
+              AS referenced_columns,
             con.confdeltype AS on_delete, con.confupdtype AS on_update
        FROM pg_constraint con
        JOIN pg_class t ON t.oid = con.conrelid
@@ -566,7 +567,8 @@ function diffColumns(table: string, want: TableShape, have: TableShape, diffs: s
     if (w.type !== h.type) diffs.push(`${column}: type ${w.type} in the schema, ${h.type} in the database`);
     if (w.nullable !== h.nullable) {
       diffs.push(
-        `${column}: ${w.nullable ? 'nullable' : 'NOT NULL'} in the schema, ${h.nullable ? 'nullable' : 'NOT NULL'} in the database`,
+        `${column}: ${w.nullable ? 'nullable' : 'NOT NULL'} in the schema, ${h.nullable ? 'nullable' : 'NOT NULL'} ` +
+          `in the database`,
       );
     }
     const defaultsAgree = w.default === ANY_DEFAULT ? h.default !== null : w.default === h.default;
@@ -601,7 +603,9 @@ function diffIndexes(table: string, want: TableShape, have: TableShape, diffs: s
 }
 
 function foreignKeyLabel(table: string, key: ForeignKeyShape): string {
-  return `foreign key ${table}(${key.columns.join(', ')}) → ${key.referencedTable}(${key.referencedColumns.join(', ')})`;
+  return (
+    `foreign key ${table}(${key.columns.join(', ')}) → ${key.referencedTable}(` + `${key.referencedColumns.join(', ')})`
+  );
 }
 
 function diffForeignKeys(table: string, want: TableShape, have: TableShape, diffs: string[]): void {

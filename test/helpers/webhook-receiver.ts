@@ -87,7 +87,8 @@ export async function startReceiver(host = '127.0.0.1'): Promise<Receiver> {
       while (!predicate(requests)) {
         if (Date.now() > deadline) {
           throw new Error(
-            `receiver: condition not met within ${timeoutMs} ms; got ${requests.length} request(s): ${requests.map((r) => `${r.path} ${r.json?.event_type ?? ''}`).join(', ')}`,
+            `receiver: condition not met within ${timeoutMs} ms; got ${requests.length} request(s): ` +
+              `${requests.map((r) => `${r.path} ${r.json?.event_type ?? ''}`).join(', ')}`,
           );
         }
         await new Promise((r) => setTimeout(r, 20));

@@ -95,12 +95,18 @@ export function zipArchive(entries: ZipEntry[]): Buffer {
 }
 
 const CONTENT_TYPES =
-  '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">' +
-  '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default Extension="xml" ContentType="application/xml"/>' +
-  '<Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>';
+  '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Types ' +
+  'xmlns="http://schemas.openxmlformats.org/package/2006/content-types">' +
+  '<Default Extension="rels" ContentType="application/vnd.openxmlformats-package.relationships+xml"/><Default ' +
+  'Extension="xml" ContentType="application/xml"/>' +
+  '<Override PartName="/word/document.xml" ' +
+  'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>';
 const RELS =
-  '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
-  '<Relationship Id="rId1" Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" Target="word/document.xml"/></Relationships>';
+  '<?xml version="1.0" encoding="UTF-8" standalone="yes"?><Relationships ' +
+  'xmlns="http://schemas.openxmlformats.org/package/2006/relationships">' +
+  '<Relationship Id="rId1" ' +
+  'Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/officeDocument" ' +
+  'Target="word/document.xml"/></Relationships>';
 
 /** The package parts every DOCX here starts with: content types and the root relationships. */
 export function docxPackageEntries(): ZipEntry[] {
