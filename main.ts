@@ -6,7 +6,14 @@
  * SIGTERM/SIGINT at any time: let start-up reach a safe point, then finish in-flight requests and
  * close everything opened so far, last opened first (HTTP server, job queue, database client,
  * embedded PostgreSQL).
+ *
+ * The start-up is one exported function, startSignet, run here when this file is the program
+ * (`node dist/main.mjs`, scripts/build.mjs bundles this file). A test-only entry imports it and
+ * adds what the service never sets (test/helpers/paused-service.ts: completion hooks), so tests
+ * start the service exactly as `npm start` does.
  */
+import { realpathSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import {
   DEVELOPMENT_ACCOUNT,
@@ -19,11 +26,26 @@ import { createDb } from './src/db/client.ts';
 import { openDatabase } from './src/db/database.ts';
 import { applyMigrations } from './src/db/migrate.ts';
 import { createJobQueue } from './src/jobs/job-queue.ts';
+import type { CompletionHooks } from './src/signing/complete-submission.ts';
 import { docusealRestApi } from './rest-compat/index.ts';
 
 type Cleanup = { name: string; run: () => Promise<void> };
 
-async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger, cleanups: Cleanup[]): Promise<void> {
+/** What a caller of startSignet adds to the service; `npm start` adds nothing. */
+export interface StartSignetOptions {
+  /**
+   * Seams into the completion job, for tests only (test/helpers/paused-service.ts stops the job at
+   * a step boundary so that a test can kill the process there); passed to buildApp.
+   */
+  completionHooks?: CompletionHooks;
+}
+
+async function start(
+  config: ReturnType<typeof loadConfig>,
+  logger: pino.Logger,
+  cleanups: Cleanup[],
+  options: StartSignetOptions,
+): Promise<void> {
   const startedAt = Date.now();
   const database = await openDatabase(config, (line) => logger.debug({ component: 'postgres' }, line));
   cleanups.push({ name: 'PostgreSQL', run: () => database.close() });
@@ -44,7 +66,14 @@ async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger,
     logger,
     lockLifetimeMs: config.jobsLockLifetime,
   });
-  const app = await buildApp({ config, db, logger, jobs, apis: [docusealRestApi()] });
+  const app = await buildApp({
+    config,
+    db,
+    logger,
+    jobs,
+    apis: [docusealRestApi()],
+    ...(options.completionHooks ? { completionHooks: options.completionHooks } : {}),
+  });
   // app.stop() also stops the job queue and disconnects the database client.
   cleanups.push({ name: 'HTTP server', run: () => app.stop() });
   const url = await app.start();
@@ -66,7 +95,8 @@ async function start(config: ReturnType<typeof loadConfig>, logger: pino.Logger,
   } else if (existingDev) {
     lines.push(
       '',
-      `The development account (${DEVELOPMENT_ACCOUNT.email}, user ${existingDev.userId}) exists; its API key was shown on the first start only.`,
+      `The development account (${DEVELOPMENT_ACCOUNT.email}, user ${existingDev.userId}) exists; ` +
+        'its API key was shown on the first start only.',
       'Lost it? Make a new key (from this folder, with the environment of the service: DATABASE_URL, DATA_DIR):',
       '',
       `  ${lostKeyCommand(existingDev.userId)}`,
@@ -83,7 +113,18 @@ function lostKeyCommand(userId: number): string {
   return `npx signet api-key create --user-id ${userId}`;
 }
 
-function main(): void {
+/**
+ * Starts Signet as `npm start` does, configured by the environment (src/config.ts): opens the
+ * database, applies migrations, creates the development account on the very first start, starts
+ * the job queue, listens on PORT and prints the banner ("Signet is running at <APP_URL> …", with a
+ * first start's API key). Installs SIGTERM/SIGINT handlers: start-up reaches a safe point, then
+ * in-flight requests finish, everything opened is closed (last opened first) and the process
+ * exits 0.
+ * Exits the process with 2 on a configuration error (ConfigError, its message on stderr) and with
+ * 1 when start-up fails ("Signet failed to start: …" on stderr, after closing what it opened).
+ * @returns resolves once the service listens and the banner is out
+ */
+export function startSignet(options: StartSignetOptions = {}): Promise<void> {
   let config: ReturnType<typeof loadConfig>;
   try {
     config = loadConfig();
@@ -99,7 +140,7 @@ function main(): void {
     }
   };
 
-  const startup = start(config, logger, cleanups);
+  const startup = start(config, logger, cleanups, options);
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -115,7 +156,7 @@ function main(): void {
   process.on('SIGTERM', () => void shutdown('SIGTERM'));
   process.on('SIGINT', () => void shutdown('SIGINT'));
 
-  startup.catch(async (error) => {
+  return startup.catch(async (error) => {
     // The message says what to do; the stack helps only when debugging.
     const detail = error instanceof Error ? (config.logLevel === 'debug' ? error.stack : error.message) : String(error);
     process.stderr.write(`Signet failed to start: ${detail}\n`);
@@ -124,4 +165,15 @@ function main(): void {
   });
 }
 
-main();
+/** Whether this module is the program node runs (not imported by another entry). */
+function isProgram(): boolean {
+  const program = process.argv[1];
+  if (!program) return false;
+  try {
+    return pathToFileURL(realpathSync(program)).href === import.meta.url;
+  } catch {
+    return false;
+  }
+}
+
+if (isProgram()) void startSignet();
