@@ -9,6 +9,11 @@
  * party's documents, the last party's (signed) documents and the audit log. Each restart picks
  * the job up once its lock lifetime (JOBS_LOCK_LIFETIME_SECONDS, 10 s here) has passed.
  *
+ * Files stored by a step that was killed before its transaction are not left behind: the run
+ * after the restart records the file the killed run stored (a name derived from the step, first
+ * write wins: FileStorage.putNamed) instead of storing another, so in the end the storage directory
+ * holds no file that no stored_files row references.
+ *
  * Also: the job queue's lock renewal, which lets the lock lifetime be that short without a long
  * run being cancelled or run twice.
  */
@@ -141,7 +146,8 @@ async function documentRows(
   submissionId: number,
 ): Promise<Array<{ submitter_id: number | null; kind: string; n: number }>> {
   const { rows } = await sql.query(
-    `SELECT submitter_id, kind, count(*)::int AS n FROM completed_documents WHERE submission_id = $1 GROUP BY 1, 2 ORDER BY 2, 1`,
+    `SELECT submitter_id, kind, count(*)::int AS n FROM completed_documents WHERE submission_id = $1
+      GROUP BY 1, 2 ORDER BY 2, 1`,
     [submissionId],
   );
   return rows;
@@ -190,6 +196,17 @@ async function emailJobs(submissionId: number): Promise<number> {
 async function storedFileRows(accountId: number): Promise<number> {
   const { rows } = await sql.query(`SELECT count(*)::int AS n FROM stored_files WHERE account_id = $1`, [accountId]);
   return rows[0].n;
+}
+
+/** Keys of the files in the service's storage (<DATA_DIR>/files) that no stored_files row references. */
+async function unreferencedFiles(): Promise<string[]> {
+  const root = path.join(tmp, 'data', 'files');
+  const keys = (fs.readdirSync(root, { recursive: true }) as string[])
+    .filter((key) => fs.statSync(path.join(root, key)).isFile())
+    .map((key) => key.split(path.sep).join('/'));
+  const { rows } = await sql.query(`SELECT storage_key FROM stored_files WHERE storage_key = ANY($1)`, [keys]);
+  const referenced = new Set(rows.map((r) => r.storage_key as string));
+  return keys.filter((key) => !referenced.has(key)).sort();
 }
 
 describe('completion across crashes (SIGKILL)', () => {
@@ -247,13 +264,19 @@ describe('completion across crashes (SIGKILL)', () => {
     expect(await documentRows(submissionId)).toEqual([]);
     expect(await eventRows(submissionId, parties)).toEqual({});
     expect(await storedFileRows(account.accountId)).toBe(filesBefore);
+    // The killed step's file, under its step's name.
+    const { rows: slugs } = await sql.query(`SELECT slug FROM submissions WHERE id = $1`, [submissionId]);
+    const clientDocument = `named/completions/${slugs[0].slug}/documents-${client!.id}-0.pdf`;
+    expect(await unreferencedFiles()).toEqual([clientDocument]);
 
-    // Restarted: the job runs again once its lock has expired, makes the documents again and is
-    // killed right after the step's transaction, which recorded form.completed with them.
+    // Restarted: the job runs again once its lock has expired, records the documents the killed
+    // run stored (not another copy) and is killed right after the step's transaction, which
+    // recorded form.completed with them.
     service = await startSignet('documents:committed');
     expect(await pausedAt(service, 'documents:committed')).toMatchObject({ submitterId: client!.id });
     expect(await documentRows(submissionId)).toEqual([{ submitter_id: client!.id, kind: 'document', n: 1 }]);
     expect(await eventRows(submissionId, parties)).toEqual({ [`form.completed:${client!.id}`]: 1 });
+    expect(await unreferencedFiles()).toEqual([]);
     await kill(service);
 
     // Restarted: the job runs again and skips the first party's step (its output exists). Then
@@ -290,6 +313,7 @@ describe('completion across crashes (SIGKILL)', () => {
     expect(await documentRows(submissionId)).toEqual(partyDocuments);
     expect(await eventRows(submissionId, parties)).toEqual(partyEvents);
     expect(await emailJobs(submissionId)).toBe(0);
+    expect(await unreferencedFiles()).toHaveLength(1);
 
     // The audit log's step, killed after its transaction: recorded, announced, emails' job recorded.
     service = await startSignet('audit-log:committed');
@@ -307,8 +331,10 @@ describe('completion across crashes (SIGKILL)', () => {
     expect(await documentRows(submissionId)).toEqual(allDocuments);
     expect(await eventRows(submissionId, parties)).toEqual(allEvents);
     expect(await emailJobs(submissionId)).toBe(1);
-    // One row per made file: two party documents and the audit log.
+    // One row per made file: two party documents and the audit log; and no file without a row,
+    // although two steps were killed after storing their files.
     expect(await storedFileRows(account.accountId)).toBe(filesBefore + 3);
+    expect(await unreferencedFiles()).toEqual([]);
 
     const done = (await api('GET', `/submissions/${submissionId}`)).json;
     expect(done.status).toBe('completed');
@@ -329,7 +355,8 @@ describe('completion across crashes (SIGKILL)', () => {
 /** complete-submission jobs that are running or have not run yet. */
 async function runningCompletionJobs(): Promise<number> {
   const { rows } = await sql.query(
-    `SELECT count(*)::int AS n FROM agenda.jobs WHERE name = 'complete-submission' AND (locked_at IS NOT NULL OR last_finished_at IS NULL)`,
+    `SELECT count(*)::int AS n FROM agenda.jobs
+      WHERE name = 'complete-submission' AND (locked_at IS NOT NULL OR last_finished_at IS NULL)`,
   );
   return rows[0].n;
 }

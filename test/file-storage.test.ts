@@ -1,4 +1,4 @@
-/** Local content-addressed storage, storeFile rows, and the generated secret key base. */
+/** Local content-addressed and named storage, storeFile rows, and the generated secret key base. */
 import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
@@ -130,6 +130,45 @@ describe('createLocalStorage', () => {
       await expect(storage.size(key)).rejects.toBeInstanceOf(MissingFileError);
       await expect(storage.read(key)).rejects.toBeInstanceOf(MissingFileError);
       await expect(streamToBuffer(storage.stream(key))).rejects.toMatchObject({ code: 'ENOENT' });
+    }
+  });
+
+  it('putNamed: the first file stored under a name stays; later callers get it without making theirs', async () => {
+    const root = await tempDir();
+    const storage = createLocalStorage(root);
+    const first = randomBytes(3000);
+    const hex = createHash('sha256').update(first).digest('hex');
+    const name = 'completions/Ab3_x-9/audit-log.pdf';
+
+    const put = await storage.putNamed(name, async () => first);
+    expect(put).toEqual({ key: `named/${name}`, sha256: hex, byteSize: 3000 });
+    expect(await storage.read(put.key)).toEqual(first);
+    // A repeated run (other bytes: another signing time) is given the first file; `make` never runs.
+    let made = 0;
+    const again = await storage.putNamed(name, () => {
+      made += 1;
+      return randomBytes(3000);
+    });
+    expect(made).toBe(0);
+    expect(again).toEqual(put);
+    // Two writers at once, both making their bytes: both get the one file that won, no temporary file stays.
+    const other = 'completions/Ab3_x-9/documents-1-0.pdf';
+    const results = await Promise.all(
+      [randomBytes(2000), randomBytes(2000)].map((bytes) => storage.putNamed(other, async () => bytes)),
+    );
+    expect(results[1]).toEqual(results[0]);
+    expect(
+      createHash('sha256')
+        .update(await storage.read(results[0].key))
+        .digest('hex'),
+    ).toBe(results[0].sha256);
+    expect((await listFiles(root)).sort()).toEqual([`named/${name}`, `named/${other}`]);
+  });
+
+  it('putNamed refuses names that are not its shape (no path escape), and makes nothing for them', async () => {
+    const storage = createLocalStorage(await tempDir());
+    for (const name of ['../x.pdf', 'a/../../x.pdf', '', 'a//b', '.hidden', 'a/b/c/d/e.pdf', 'a b.pdf', '/abs.pdf']) {
+      await expect(storage.putNamed(name, () => Buffer.from('x'))).rejects.toThrow(/Not a name putNamed takes/);
     }
   });
 });

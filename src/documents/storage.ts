@@ -3,6 +3,12 @@
  * bytes, so the same bytes are stored once however many StoredFile rows point at them (rows
  * carry the filename, type and owner; the bytes carry none of that).
  *
+ * Beside them, files under a name the caller chooses (putNamed, keys `named/…`), first write wins:
+ * for outputs that differ from run to run (a signature's time, an audit log's "generated at") of
+ * which exactly one is wanted. A run repeated after a crash finds the first run's file under the
+ * same name and keeps it, where a content-addressed put would leave the first file behind with no
+ * row pointing at it (the completion steps, src/signing/complete-submission.ts).
+ *
  * One implementation today: local disk under `<DATA_DIR>/files`. An S3-compatible one comes later
  * behind the same interface (DESIGN.md, "Components").
  */
@@ -24,6 +30,14 @@ export interface PutResult {
 export interface FileStorage {
   /** Stores the bytes (once: a second put of the same bytes writes nothing) and returns their key. */
   put(bytes: Uint8Array): Promise<PutResult>;
+  /**
+   * Stores the bytes `make` returns under `named/<name>`, unless a file is there already: then
+   * `make` is not called (or, when another writer got there first meanwhile, its bytes are
+   * dropped) and the file that is there is described. First write wins, so every caller gets the
+   * same file. `name`: 1–4 segments of letters, digits, `_` and `-` joined by `/`, the last with an
+   * optional `.ext` (e.g. `completions/<slug>/audit-log.pdf`); anything else is refused (Error).
+   */
+  putNamed(name: string, make: () => Promise<Uint8Array> | Uint8Array): Promise<PutResult>;
   /** The whole file. Rejects with MissingFileError for an unknown key. */
   read(key: string): Promise<Buffer>;
   /**
@@ -47,6 +61,8 @@ export class MissingFileError extends Error {
 }
 
 const KEY_PATTERN = /^sha256\/([0-9a-f]{2})\/([0-9a-f]{2})\/([0-9a-f]{64})$/;
+/** Keys of putNamed: no segment can be `.` or `..`, so a key never names a path outside the root. */
+const NAMED_KEY_PATTERN = /^named\/(?:[A-Za-z0-9_-]{1,100}\/){0,3}[A-Za-z0-9_-]{1,100}(?:\.[a-z0-9]{1,10})?$/;
 
 /** The storage key for a lower-case hex SHA-256: `sha256/<first 2>/<next 2>/<hex>`. */
 export function storageKeyFor(sha256: string): string {
@@ -65,6 +81,7 @@ export function createLocalStorage(root: string): FileStorage {
   const resolvedRoot = path.resolve(root);
 
   const pathOf = (key: string): string => {
+    if (NAMED_KEY_PATTERN.test(key)) return path.join(resolvedRoot, key);
     const match = KEY_PATTERN.exec(key);
     if (!match || match[3].slice(0, 2) !== match[1] || match[3].slice(2, 4) !== match[2])
       throw new MissingFileError(key);
@@ -109,6 +126,46 @@ export function createLocalStorage(root: string): FileStorage {
         throw error;
       }
       return { key, sha256, byteSize: bytes.byteLength };
+    },
+
+    async putNamed(name, make) {
+      const key = `named/${name}`;
+      if (!NAMED_KEY_PATTERN.test(key)) throw new Error(`Not a name putNamed takes: ${JSON.stringify(name)}`);
+      const target = pathOf(key);
+      const describe = (bytes: Uint8Array): PutResult => ({
+        key,
+        sha256: createHash('sha256').update(bytes).digest('hex'),
+        byteSize: bytes.byteLength,
+      });
+      const existing = await fs.readFile(target).catch((error: NodeJS.ErrnoException) => {
+        if (error.code === 'ENOENT') return null;
+        throw error;
+      });
+      if (existing) return describe(existing);
+
+      const bytes = await make();
+      await fs.mkdir(path.dirname(target), { recursive: true });
+      const temporary = path.join(
+        path.dirname(target),
+        `.${path.basename(target)}.${randomBytes(6).toString('hex')}.tmp`,
+      );
+      try {
+        const handle = await fs.open(temporary, 'wx', 0o644);
+        try {
+          await handle.writeFile(bytes);
+          await handle.sync();
+        } finally {
+          await handle.close();
+        }
+        // link() fails with EEXIST where rename() would replace: the first complete file stays.
+        await fs.link(temporary, target);
+        return describe(bytes);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+        return describe(await fs.readFile(target));
+      } finally {
+        await fs.rm(temporary, { force: true });
+      }
     },
 
     async read(key) {

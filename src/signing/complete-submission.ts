@@ -8,8 +8,17 @@
  * puts their bytes into storage outside any transaction, then records its output (StoredFile rows
  * + completed_documents rows) in one short transaction with the state change and the events it
  * causes. A step whose output rows exist is skipped, so a run repeated after a crash (the job is
- * retried, or taken back from a dead instance) makes only what is missing; bytes put by a run that
- * died before its transaction are harmless (storage is content-addressed, no row points at them).
+ * retried, or taken back from a dead instance) makes only what is missing.
+ *
+ * Files stored but never recorded (the process died between a step's put and its transaction):
+ * each output file is stored under a name derived from its step (FileStorage.putNamed,
+ * `completions/<submission slug>/documents-<submitterId>-<position>.pdf` and `…/audit-log.pdf`),
+ * first write wins. A repeated run finds the dead run's file under that name and records it instead
+ * of making another, so storage holds no output that no row references, and no sweep is needed (a
+ * content-addressed put would leave the first file behind: signing times and the audit log's
+ * "generated at" make every run's bytes differ). No other writer shares these names (unlike
+ * content-addressed keys), so nothing can race with keeping or recording them. The slug, random,
+ * keeps a fresh database on an old DATA_DIR from finding an older submission's files.
  * One run per submission at a time: a session advisory lock (src/db/queries/completion.ts), which
  * PostgreSQL drops with a dead process's connection.
  *
@@ -23,7 +32,6 @@
  * neither lose them nor send them twice. Tests stop a run at each step's boundaries through
  * CompletionDeps.hooks (test/completion-restart.test.ts kills the service there with SIGKILL).
  */
-import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { withCompletionLock } from '../db/queries/completion.ts';
@@ -58,9 +66,10 @@ export interface CompletionDeps {
   hooks?: CompletionHooks;
 }
 
-const sha256 = (bytes: Uint8Array) => createHash('sha256').update(bytes).digest('hex');
-
-/** The job's data: the submission, and the party whose completion enqueued it (absent in jobs enqueued before it was added). */
+/**
+ * The job's data: the submission, and the party whose completion enqueued it (absent in jobs
+ * enqueued before it was added).
+ */
 export interface CompletionJobData {
   submissionId: number;
   submitterId?: number;
@@ -106,7 +115,8 @@ export async function recordCompletionFailure(
   const reason =
     failure.error instanceof AppError
       ? failure.error.message
-      : `The signed documents could not be produced after ${failure.attempt + 1} attempts (an internal error); the service logs say why.`;
+      : `The signed documents could not be produced after ${failure.attempt + 1} attempts (an internal error); ` +
+        'the service logs say why.';
   const submission = await deps.db.submission.findUnique({
     where: { id: data.submissionId },
     select: { accountId: true },
@@ -156,12 +166,22 @@ export interface CompletionBoundary {
 }
 
 /**
- * Test seams, never set by the service (src/main.ts): tests inject them through buildApp's
- * `completionHooks` (test/helpers/paused-service.ts pauses a real process at a boundary, to kill it there).
+ * Test seams, never set by the service (`npm start`): tests inject them through main.ts's
+ * startSignet or buildApp's `completionHooks` (test/helpers/paused-service.ts pauses a real process
+ * at a boundary, to kill it there).
  */
 export interface CompletionHooks {
   /** Awaited at each step boundary. */
   atBoundary?(boundary: CompletionBoundary): Promise<void>;
+}
+
+/**
+ * The storage name of one output file of a step (FileStorage.putNamed): under the submission's
+ * slug, random and unique, so that neither another submission nor a submission of another database
+ * on the same DATA_DIR can have it. `file`: `documents-<submitterId>-<position>` or `audit-log`.
+ */
+export function stepFileName(submissionSlug: string, file: string): string {
+  return `completions/${submissionSlug}/${file}.pdf`;
 }
 
 /** How long a step's transaction may take: a few inserts and an update, no file or PDF work. */
@@ -286,25 +306,25 @@ async function ensurePartyDocuments(run: CompletionRun, party: Party): Promise<v
   const made: { position: number; doc: (typeof schema)[number]; pages: unknown; put: PutResult }[] = [];
   for (const [position, doc] of schema.entries()) {
     const original = fileById(doc.file_id);
-    const drawing = {
-      pdf: await deps.storage.read(fileById(baseIds[position]!).storageKey),
-      pages: original.pages as unknown as PdfPageInfo[],
-      attachmentUuid: doc.attachment_uuid,
-      fields: fields.filter((f) => f.submitter_uuid === party.roleUuid),
-      values,
-      images,
-      timeZone: submission.account.timezone,
-      now: party.completedAt ?? new Date(),
-    };
-    let pdf: Uint8Array;
-    if (identity) {
+    const name = stepFileName(submission.slug, `documents-${party.id}-${position}`);
+    // A run that died after storing this file left it under the name: kept, not made again.
+    const put = await deps.storage.putNamed(name, async () => {
+      const drawing = {
+        pdf: await deps.storage.read(fileById(baseIds[position]!).storageKey),
+        pages: original.pages as unknown as PdfPageInfo[],
+        attachmentUuid: doc.attachment_uuid,
+        fields: fields.filter((f) => f.submitter_uuid === party.roleUuid),
+        values,
+        images,
+        timeZone: submission.account.timezone,
+        now: party.completedAt ?? new Date(),
+      };
+      if (!identity) return libs.drawValues(drawing);
       const loaded = await libs.loadPdfForDrawing(drawing.pdf, drawing.attachmentUuid);
       await libs.drawValuesOn(loaded, drawing);
-      pdf = await libs.signPdfDocument(loaded, identity, { name: identity.name });
-    } else {
-      pdf = await libs.drawValues(drawing);
-    }
-    made.push({ position, doc, pages: original.pages, put: await deps.storage.put(pdf) });
+      return libs.signPdfDocument(loaded, identity, { name: identity.name });
+    });
+    made.push({ position, doc, pages: original.pages, put });
   }
   await run.boundary('documents', 'stored', party.id);
 
@@ -357,52 +377,57 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
   const { db } = deps;
   const last = submission.submitters.filter((s) => s.completedAt).at(-1)!;
   const finals = state.outputs.filter((d) => d.kind === 'document' && d.submitterId === last.id);
-  const [originals, events, files] = await Promise.all([
-    db.storedFile.findMany({ where: { id: { in: schema.map((d) => d.file_id) } }, select: { id: true, sha256: true } }),
-    db.submissionEvent.findMany({
-      where: { submissionId: submission.id },
-      orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }],
-    }),
-    loadAuditLogFiles(db, deps.storage, fields, submission.submitters),
-  ]);
-  const roles = parseRoles(submission.templateSubmitters);
-  const log = await libs.buildAuditLog({
-    submissionId: submission.id,
-    accountName: submission.account.name,
-    testing: submission.account.testing,
-    documents: schema.map((doc, position) => ({
-      name: doc.name,
-      originalSha256: originals.find((o) => o.id === doc.file_id)?.sha256 ?? '',
-      finalSha256: finals.find((f) => f.position === position)?.sha256 ?? '',
-    })),
-    parties: submission.submitters.map((s) => ({
-      name: s.name,
-      email: s.email,
-      phone: s.phone,
-      role: roles.find((r) => r.uuid === s.roleUuid)?.name ?? '',
-      ip: s.ip,
-      userAgent: s.ua,
-      completedAt: s.completedAt,
-      events: events
-        .filter((e) => e.submitterId === s.id)
-        .map((e) => ({
-          type: e.eventType,
-          at: e.eventTimestamp,
-          ip: (e.data as { ip?: string }).ip ?? null,
-          userAgent: (e.data as { ua?: string }).ua ?? null,
-          data: e.data as Record<string, unknown>,
-        })),
-      values: listAuditLogValues(fields, s.roleUuid, (s.values ?? {}) as Record<string, unknown>, files, {
-        timeZone: submission.account.timezone,
-        now: s.completedAt ?? undefined,
+  // A run that died after storing the audit log left it under the name: kept, not built again.
+  const put = await deps.storage.putNamed(stepFileName(submission.slug, 'audit-log'), async () => {
+    const [originals, events, files] = await Promise.all([
+      db.storedFile.findMany({
+        where: { id: { in: schema.map((d) => d.file_id) } },
+        select: { id: true, sha256: true },
       }),
-    })),
-    generatedAt: new Date(),
-    timeZone: submission.account.timezone,
+      db.submissionEvent.findMany({
+        where: { submissionId: submission.id },
+        orderBy: [{ eventTimestamp: 'asc' }, { id: 'asc' }],
+      }),
+      loadAuditLogFiles(db, deps.storage, fields, submission.submitters),
+    ]);
+    const roles = parseRoles(submission.templateSubmitters);
+    const log = await libs.buildAuditLog({
+      submissionId: submission.id,
+      accountName: submission.account.name,
+      testing: submission.account.testing,
+      documents: schema.map((doc, position) => ({
+        name: doc.name,
+        originalSha256: originals.find((o) => o.id === doc.file_id)?.sha256 ?? '',
+        finalSha256: finals.find((f) => f.position === position)?.sha256 ?? '',
+      })),
+      parties: submission.submitters.map((s) => ({
+        name: s.name,
+        email: s.email,
+        phone: s.phone,
+        role: roles.find((r) => r.uuid === s.roleUuid)?.name ?? '',
+        ip: s.ip,
+        userAgent: s.ua,
+        completedAt: s.completedAt,
+        events: events
+          .filter((e) => e.submitterId === s.id)
+          .map((e) => ({
+            type: e.eventType,
+            at: e.eventTimestamp,
+            ip: (e.data as { ip?: string }).ip ?? null,
+            userAgent: (e.data as { ua?: string }).ua ?? null,
+            data: e.data as Record<string, unknown>,
+          })),
+        values: listAuditLogValues(fields, s.roleUuid, (s.values ?? {}) as Record<string, unknown>, files, {
+          timeZone: submission.account.timezone,
+          now: s.completedAt ?? undefined,
+        }),
+      })),
+      generatedAt: new Date(),
+      timeZone: submission.account.timezone,
+    });
+    const identity = await run.identity();
+    return libs.signPdf(log, identity, { name: identity.name });
   });
-  const identity = await run.identity();
-  const signed = await libs.signPdf(log, identity, { name: identity.name });
-  const put = await deps.storage.put(signed);
   await run.boundary('audit-log', 'stored');
 
   const completedAt = submission.completedAt ?? last.completedAt ?? new Date();
@@ -420,7 +445,7 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
         fileId: file.id,
         kind: 'audit_log',
         name: 'Audit Log',
-        sha256: sha256(signed),
+        sha256: put.sha256,
         position: 0,
       },
       select: { submitterId: true, kind: true, position: true, fileId: true, sha256: true },
