@@ -22,8 +22,8 @@ export interface NodeChild {
   /** Last ~8 KB of the child's stdout and stderr, for error messages. */
   output(): string;
   /**
-   * Resolves with the first stdout line matching `pattern` (also one already printed); rejects if the child exits
-   * first.
+   * Resolves with the first stdout line matching `pattern` (also
+   * one already printed); rejects if the child exits first.
    */
   waitForLine(pattern: RegExp, timeoutMs: number): Promise<RegExpExecArray>;
   exited(): boolean;

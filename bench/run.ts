@@ -309,8 +309,8 @@ async function measureStartup() {
 }
 
 /**
- * Builds and spawns the service as `npm start` does, on the embedded database under `dataDir`; waits for /health, stops
- * it.
+ * Builds and spawns the service as `npm start` does, on the
+ * embedded database under `dataDir`; waits for /health, stops it.
  */
 async function startAndStop(dataDir: string): Promise<{ healthyMs: number; stopMs: number }> {
   const port = await freePort();

@@ -430,8 +430,8 @@ async function main(): Promise<void> {
 }
 
 /**
- * SQL statements of the burst per delivery: by pool, and the most frequent texts (first 100 characters, whitespace
- * folded).
+ * SQL statements of the burst per delivery: by pool, and the
+ * most frequent texts (first 100 characters, whitespace folded).
  */
 function printStatements(statements: { pool: string; text: string }[], deliveries: number): void {
   const byPool = new Map<string, number>();

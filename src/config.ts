@@ -96,8 +96,8 @@ const EnvSchema = z.object({
   /** Jobs on MongoDB (Agenda's mongo backend) instead of the service's PostgreSQL. */
   JOBS_MONGODB_URL: z.string().min(1).optional(),
   /**
-   * Seconds before a job held by an instance that stopped (crash, kill) runs on another (running jobs renew their
-   * lock).
+   * Seconds before a job held by an instance that stopped (crash,
+   * kill) runs on another (running jobs renew their lock).
    */
   JOBS_LOCK_LIFETIME_SECONDS: z.coerce.number().positive().max(86_400).default(30),
   /** Sender of every email ("Signet <no-reply@example.com>"). */

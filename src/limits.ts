@@ -40,8 +40,8 @@ export const MAX_LENGTH = {
   /** Short text shown to people: field titles, option values, a field's invalid message, an e-mail subject. */
   label: 1_000,
   /**
-   * A field's value (text, number, date, phone, cells, an option) and its default value; a field's description; a
-   * decline reason.
+   * A field's value (text, number, date, phone, cells, an option)
+   * and its default value; a field's description; a decline reason.
    */
   text: 10_000,
   /** An e-mail body (`message.body`). */

@@ -428,8 +428,8 @@ describe('listAuditLogValues', () => {
         { name: 'Agree', type: 'checkbox', text: 'True' },
         { name: 'Colours', type: 'multiple', text: 'Red, Blue' },
         { name: 'Card', type: 'text', text: '4111 XXXX XXXX XXXX' },
-        // Two signature fields holding one image: one entry, named after both (the first has no name: "Signature Field
-        // 1").
+        // Two signature fields holding one image: one entry, named
+        // after both (the first has no name: "Signature Field 1").
         {
           name: 'Signature Field 1, Sign again',
           type: 'signature',

@@ -401,8 +401,8 @@ describe('two instances, one database, one Redis', () => {
     const sse = (await subscribeSse(b.url, revoked.token, FORM_EVENTS)).feed;
     const control = socket(b.url, alice.apiKey);
     const controlFeed = subscribeWs(control.client, FORM_EVENTS);
-    // All three listen on B once B's Redis connection subscribed to the account's channel and an event raised on A
-    // reached them.
+    // All three listen on B once B's Redis connection subscribed to
+    // the account's channel and an event raised on A reached them.
     const accountChannel = `${redisChannelPrefix(SECRET)}account-events:${alice.accountId}`;
     await until(
       async () => Number(((await redis.call('PUBSUB', 'NUMSUB', accountChannel)) as [string, number])[1]) === 1,

@@ -306,8 +306,8 @@ describe('submissions: submitters, metadata, messages', () => {
       status: 422,
       json: { error: 'submitters[0].metadata is too large (maximum is 65536 characters as JSON).' },
     });
-    // 100,000 levels: deeper than any recursive walk (or JSON.stringify) of it could go; written by hand for that
-    // reason.
+    // 100,000 levels: deeper than any recursive walk (or
+    // JSON.stringify) of it could go; written by hand for that reason.
     const deep = `${'{"deep":'.repeat(100_000)}{"leaf":true}${'}'.repeat(100_000)}`;
     const nested = await fetch(`${t.url}/api/submissions`, {
       method: 'POST',

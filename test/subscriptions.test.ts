@@ -240,8 +240,8 @@ describe('submissionUpdated', () => {
         submitter: null,
         submission: { id: submissionId, archivedAt: archived.json.archived_at },
       });
-      // A submitter event (emitted the way services do) names its submitter and brings the submission again, as it is
-      // now.
+      // A submitter event (emitted the way services do) names its
+      // submitter and brings the submission again, as it is now.
       await emit(alice, 'form.viewed', S3[1]!.id);
       expect((await feed.nextData()).submissionUpdated).toMatchObject({
         eventType: 'form.viewed',

@@ -138,8 +138,8 @@ export async function openPostgresJobStore(options: {
     throw error;
   }
 
-  // With notifications off there would be no channel: the scan finds the jobs (pg_notify to an unheard name is
-  // harmless).
+  // With notifications off there would be no channel: the scan
+  // finds the jobs (pg_notify to an unheard name is harmless).
   const channelName = inner.notificationChannel ? JOBS_CHANNEL : 'signet:jobs:unheard';
   const repository = new LockAheadRepository(pool);
   // One batch per source (instance name): the statement stores it as last_modified_by.

@@ -181,8 +181,8 @@ export interface DeliveryEvents {
    */
   submissionEvent?: string;
   /**
-   * When an attempt fails: an event of this type (`fail_email`, `fail_sms`) with the error and whether it will be
-   * retried.
+   * When an attempt fails: an event of this type (`fail_email`,
+   * `fail_sms`) with the error and whether it will be retried.
    */
   failureEvent?: string;
 }

@@ -37,8 +37,8 @@ export const JOBS_COLUMNS_WRITTEN = [
 const SCHEMA_LOCK = 'signet.jobs.schema';
 
 /**
- * Stored job data is `{ payload, uniqueKey? }` (src/jobs/job-queue.ts); this index makes a uniqueKey unique per job
- * name.
+ * Stored job data is `{ payload, uniqueKey? }` (src/jobs/job-queue.ts);
+ * this index makes a uniqueKey unique per job name.
  */
 const UNIQUE_KEY_INDEX = `CREATE UNIQUE INDEX IF NOT EXISTS ${JOBS_TABLE}_unique_key_idx
   ON ${JOBS_TABLE} (name, (data->>'uniqueKey')) WHERE data ? 'uniqueKey'`;

@@ -44,8 +44,8 @@ const EMAIL_ID_BY_DEDUPE_KEY = {
 };
 
 /**
- * `$1` id, `$2` status, `$3` now (ISO), `$4` sent (bool), `$5` provider message id, `$6` last error: deliverOnce's
- * updates.
+ * `$1` id, `$2` status, `$3` now (ISO), `$4` sent (bool), `$5`
+ * provider message id, `$6` last error: deliverOnce's updates.
  */
 const UPDATE_EMAIL_STATE = {
   name: 'signet_outbox_update_email',

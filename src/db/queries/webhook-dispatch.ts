@@ -71,8 +71,8 @@ export interface DispatchStatements {
 }
 
 /**
- * The dispatch's statements on `db`'s pool, those of the jobs running at once in one statement each
- * (src/db/turn-batch.ts).
+ * The dispatch's statements on `db`'s pool, those of the jobs
+ * running at once in one statement each (src/db/turn-batch.ts).
  */
 export const dispatchStatements = perClient((db: Db): DispatchStatements => {
   const pool = sqlPool(db);
