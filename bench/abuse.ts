@@ -419,8 +419,8 @@ async function main(): Promise<number> {
   });
   if (template.status !== 200) {
     print(
-      `  template with the pattern (a+)+$ refused (${template.status}: ${template.text.slice(0, 200)}); using one ` +
-        `without it`,
+      `  template with the pattern (a+)+$ refused (${template.status}: ` +
+        `${template.text.slice(0, 200)}); using one without it`,
     );
   }
   const templateId =

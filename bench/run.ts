@@ -106,8 +106,8 @@ async function main(): Promise<number> {
       `NODE_ENV=production, pool ${POOL_SIZE})`,
   );
   print(
-    `  baseline pid ${baseline.child.pid}  ${baseline.url}  (bench/baseline-server.ts: node:http + pg, pool ` +
-      `${POOL_SIZE})`,
+    `  baseline pid ${baseline.child.pid}  ${baseline.url}  (bench/baseline-server.ts: ` +
+      `node:http + pg, pool ${POOL_SIZE})`,
   );
 
   // 3. Idle RSS on the fresh server, before any load.
@@ -203,8 +203,8 @@ async function main(): Promise<number> {
       `${WARMUP_S} s warm-up`,
   );
   print(
-    `Signet at LOG_LEVEL=warn, NODE_ENV=production; same database (${database.kind}), pool ${POOL_SIZE} for both ` +
-      `servers`,
+    `Signet at LOG_LEVEL=warn, NODE_ENV=production; ` +
+      `same database (${database.kind}), pool ${POOL_SIZE} for both servers`,
   );
   print(
     `  ${'server'.padEnd(25)} ${'req/s'.padStart(8)} ${'p50 ms'.padStart(8)} ${'p99 ms'.padStart(8)} ` +

@@ -268,8 +268,8 @@ async function connectBaselineClients(url: string): Promise<WebSocket[]> {
 async function main(): Promise<number> {
   const problems: string[] = [];
   print(
-    `Signet subscription benchmark — node ${process.version}, ${os.cpus().length} CPUs, ${SUBSCRIBERS} subscribers, ` +
-      `${EVENTS} events`,
+    `Signet subscription benchmark — node ${process.version}, ` +
+      `${os.cpus().length} CPUs, ${SUBSCRIBERS} subscribers, ${EVENTS} events`,
   );
 
   print('\n[setup] bench database …');
@@ -408,8 +408,8 @@ async function main(): Promise<number> {
       `${fmt(baselineSent.max, 1).padStart(10)}           ${ratio(signetSent.max, baselineSent.max)}`,
   );
   print(
-    `  p50 / p99, event (archivedAt) → arrival ${fmt(signetEvent.p50, 0)} / ${fmt(signetEvent.p99, 0)} (Signet ` +
-      `only; ms clock)`,
+    `  p50 / p99, event (archivedAt) → arrival ${fmt(signetEvent.p50, 0)} ` +
+      `/ ${fmt(signetEvent.p99, 0)} (Signet only; ms clock)`,
   );
   print(
     `  server CPU per event (ms)           ${fmt(signetCpuPerEvent, 1).padStart(10)}            ` +

@@ -329,8 +329,8 @@ const GRAPHQL_CASES: GraphQLCase[] = [
   {
     field: 'updateWebhookEndpoint',
     query:
-      'mutation ($id: Int!) { updateWebhookEndpoint(input: {id: $id, url: "https://evil.example/x"}) { endpoint { ' +
-      'id } } }',
+      'mutation ($id: Int!) { updateWebhookEndpoint(input: {id: ' +
+      '$id, url: "https://evil.example/x"}) { endpoint { id } } }',
     variables: (i) => ({ id: i.endpoint }),
   },
   {
@@ -453,8 +453,8 @@ describe("another account's id → 403, an unknown id → 404, everywhere", () =
         }
         if (errors?.[0]?.extensions?.code !== code)
           wrong.push(
-            `${c.field} ${JSON.stringify(c.variables(ids))}: ${JSON.stringify(errors)?.slice(0, 160)} (expected ` +
-              `${code})`,
+            `${c.field} ${JSON.stringify(c.variables(ids))}: ` +
+              `${JSON.stringify(errors)?.slice(0, 160)} (expected ${code})`,
           );
       }
     }

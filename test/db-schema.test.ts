@@ -89,11 +89,11 @@ describe('database schema', () => {
       "column accounts.timezone: default 'Europe/Berlin'::text in the schema, 'UTC'::text in the database",
       'column stored_files.byte_size: type integer in the schema, bigint in the database',
       'column users.first_name: NOT NULL in the schema, nullable in the database',
-      'foreign key template_documents(file_id) → stored_files(id): ON DELETE CASCADE in the schema, RESTRICT in the ' +
-        'database',
+      'foreign key template_documents(file_id) → stored_files(id): ' +
+        'ON DELETE CASCADE in the schema, RESTRICT in the database',
       'index users(last_name): in the schema, missing in the database',
-      'unique index document_previews(file_id, page) (document_previews_file_id_page_key): in the database, not in ' +
-        'the schema',
+      'unique index document_previews(file_id, page) ' +
+        '(document_previews_file_id_page_key): in the database, not in the schema',
       'unique index document_previews(page, file_id): in the schema, missing in the database',
     ]);
   });

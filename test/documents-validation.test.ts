@@ -667,8 +667,8 @@ describe('jobs that cannot succeed', () => {
     expect(await t.db.completedDocument.count({ where: { submissionId } })).toBe(0);
 
     const viaGraphql = await gql(
-      'query($id: Int!) { submission(id: $id) { status completionError { message failedAt } events { eventType data ' +
-        '} } }',
+      'query($id: Int!) { submission(id: $id) ' +
+        '{ status completionError { message failedAt } events { eventType data } } }',
       { id: submissionId },
     );
     expect(viaGraphql.data.submission.completionError).toEqual({

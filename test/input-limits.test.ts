@@ -65,8 +65,8 @@ const complete = (slug: string, values: unknown) =>
   );
 const save = (slug: string, values: unknown) =>
   gql(
-    `mutation($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ${FORM_FIELDS}` +
-      ` } }`,
+    `mutation($slug: String!, $values: JSON!) { saveSigningFormValues(slug: ` +
+      `$slug, values: $values) { ${FORM_FIELDS} } }`,
     { slug, values },
     undefined,
   );

@@ -254,8 +254,8 @@ describe('the main job in a browser', () => {
     // The account's webhook: every form event and the submission's creation and completion.
     const hook = await graphql(
       t.url,
-      'mutation ($input: CreateWebhookEndpointInput!) { createWebhookEndpoint(input: $input) { secret endpoint { id ' +
-        '} } }',
+      'mutation ($input: CreateWebhookEndpointInput!) ' +
+        '{ createWebhookEndpoint(input: $input) { secret endpoint { id } } }',
       {
         key: alice.apiKey,
         variables: {

@@ -431,8 +431,8 @@ class LockAheadRepository extends PostgresJobRepository {
     const saved = await this.#saves.load({ job: { ...job }, lastModifiedBy: options?.lastModifiedBy ?? null });
     if (!saved)
       throw new Error(
-        `job ${String(job._id)} (name: ${job.name}) cannot be updated in the database, maybe it does not exist ` +
-          `anymore?`,
+        `job ${String(job._id)} (name: ${job.name}) ` +
+          `cannot be updated in the database, maybe it does not exist anymore?`,
       );
   }
 

@@ -567,8 +567,8 @@ function diffColumns(table: string, want: TableShape, have: TableShape, diffs: s
     if (w.type !== h.type) diffs.push(`${column}: type ${w.type} in the schema, ${h.type} in the database`);
     if (w.nullable !== h.nullable) {
       diffs.push(
-        `${column}: ${w.nullable ? 'nullable' : 'NOT NULL'} in the schema, ${h.nullable ? 'nullable' : 'NOT NULL'} ` +
-          `in the database`,
+        `${column}: ${w.nullable ? 'nullable' : 'NOT NULL'} in the schema, ` +
+          `${h.nullable ? 'nullable' : 'NOT NULL'} in the database`,
       );
     }
     const defaultsAgree = w.default === ANY_DEFAULT ? h.default !== null : w.default === h.default;

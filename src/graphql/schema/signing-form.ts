@@ -188,8 +188,8 @@ builder.mutationField('saveSigningFormValues', (t) =>
     description:
       'Saves values (merged into the saved ones; null clears one), keyed by field uuid. The first save records ' +
       '`start_form` and emits form.started. Refusals: 422 with DocuSeal’s messages, and per field "Missing field" ' +
-      '/ "Invalid field" / "Read-only field" (extensions.fieldUuid). Required and patterns are checked on ' +
-      'completion only.',
+      '/ "Invalid field" / "Read-only field" (extensions.fieldUuid). ' +
+      'Required and patterns are checked on completion only.',
     args: { slug: t.arg.string({ required: true }), values: t.arg({ type: 'JSON', required: true }) },
     resolve: (_root, { slug, values }, ctx) => saveSigningFormValues(depsOf(ctx), { ...requestOf(ctx, slug), values }),
   }),
