@@ -3,16 +3,20 @@
  * DocuSeal's ProcessSubmitterCompletionJob#enqueue_completed_emails and SubmitterMailer):
  *
  * - **Completed email** to the user who created the submission: "<template> has been completed by
- *   <parties>", with the signed documents and the audit log attached. Not sent when that user is
- *   also a party (the copy reaches them as a party), nor when no party may be emailed (every party
- *   has send_email false: the caller embeds the form and wants no mail; Signet keeps no
- *   submission-level send_email, so this stands in for DocuSeal's).
- * - The same email to each address of the submission's `bcc_completed` (§7.4), one message per
- *   address, under the same condition.
+ *   <parties>", with the signed documents and the audit log attached — DocuSeal's rule: only when
+ *   the request's `send_email` was not false (kept as the submission's `preferences.send_email`;
+ *   absent on submissions made before it was kept, which counts as true), the template's
+ *   `completed_notification_email_enabled` preference is not false, and the user is not archived;
+ *   and not when the user is also a party that may be emailed (the copy reaches them as a party) —
+ *   a party whose own send_email is false does get it.
+ * - The same email to each address of `bcc_completed` (the submission's, else the template's
+ *   preference; §7.4), one message per address, under the same conditions but the last, and not
+ *   twice to the owner.
  * - **Document copy** ("Your document copy") to each party with an email whose send_email is not
- *   false, with the same attachments and a link to its form (`/s/{slug}`), which offers the signed
- *   copies for download once completed. DocuSeal sends one message to all parties together; one
- *   each keeps the addresses apart and gives each party its own link.
+ *   false, unless the template's `documents_copy_email_enabled` preference is false, with the same
+ *   attachments and a link to its form (`/s/{slug}`), which offers the signed copies for download
+ *   once completed. DocuSeal sends one message to all parties together; one each keeps the
+ *   addresses apart and gives each party its own link.
  *
  * Attachments: the audit log first, then the final documents in order, while the total stays
  * under 10 MB (DocuSeal's MAX_ATTACHMENTS_SIZE); the text says so when some are left out.
@@ -86,9 +90,9 @@ export async function sendCompletedEmails(
   const submission = await db.submission.findUnique({
     where: { id: submissionId },
     include: {
-      template: { select: { id: true, name: true } },
+      template: { select: { id: true, name: true, preferences: true } },
       account: { select: { name: true, timezone: true } },
-      createdByUser: { select: { firstName: true, lastName: true, email: true } },
+      createdByUser: { select: { firstName: true, lastName: true, email: true, archivedAt: true } },
       submitters: { orderBy: [{ completedAt: 'asc' }, { id: 'asc' }] },
       completedDocuments: {
         include: { file: { select: { filename: true, storageKey: true, contentType: true, byteSize: true } } },
@@ -176,10 +180,21 @@ export async function sendCompletedEmails(
     text: string;
     html: string;
   }> = [];
-  const isParty = (email: string) => submission.submitters.some((s) => s.email?.toLowerCase() === email.toLowerCase());
-  const anyoneEmailed = submission.submitters.some((s) => preferencesOf(s).send_email !== false);
+  // DocuSeal's ProcessSubmitterCompletionJob#enqueue_completed_emails (module comment).
+  const submissionPrefs = (submission.preferences ?? {}) as { send_email?: unknown; bcc_completed?: unknown };
+  const templatePrefs = (submission.template.preferences ?? {}) as {
+    completed_notification_email_enabled?: unknown;
+    documents_copy_email_enabled?: unknown;
+    bcc_completed?: unknown;
+  };
+  const owner = submission.createdByUser;
+  const notifyOwner =
+    owner !== null &&
+    owner.archivedAt === null &&
+    submissionPrefs.send_email !== false &&
+    templatePrefs.completed_notification_email_enabled !== false;
 
-  if (anyoneEmailed) {
+  if (notifyOwner) {
     const variables = variablesFor(last);
     const subject = oneLine(renderTemplateText(COMPLETED_EMAIL_SUBJECT, variables));
     const note = tooLarge
@@ -194,8 +209,8 @@ export async function sendCompletedEmails(
       ].join('\n\n'),
       variables,
     );
-    const ownerEmail = submission.createdByUser?.email;
-    const toOwner = ownerEmail && !isParty(ownerEmail) ? ownerEmail : null;
+    const ownerAsParty = submission.submitters.find((s) => s.email?.toLowerCase() === owner.email.toLowerCase());
+    const toOwner = !ownerAsParty || preferencesOf(ownerAsParty).send_email === false ? owner.email : null;
     if (toOwner)
       messages.push({
         kind: 'completed',
@@ -206,8 +221,8 @@ export async function sendCompletedEmails(
         subject,
         ...body,
       });
-    const prefs = (submission.preferences ?? {}) as { bcc_completed?: unknown };
-    for (const address of emailAddressesIn(prefs.bcc_completed)) {
+    const bcc = emailAddressesIn(submissionPrefs.bcc_completed);
+    for (const address of bcc.length > 0 ? bcc : emailAddressesIn(templatePrefs.bcc_completed)) {
       if (toOwner && address === toOwner.toLowerCase()) continue;
       messages.push({
         kind: 'completed',
@@ -221,7 +236,7 @@ export async function sendCompletedEmails(
     }
   }
 
-  for (const party of submission.submitters) {
+  for (const party of templatePrefs.documents_copy_email_enabled === false ? [] : submission.submitters) {
     const prefs = preferencesOf(party);
     if (!party.email || prefs.send_email === false) continue;
     const variables = variablesFor(party);

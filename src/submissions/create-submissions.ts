@@ -456,6 +456,9 @@ function submissionRow(
     roles: plan.roles,
     fields: plan.fields,
     preferences: {
+      // The request's send_email, as DocuSeal keeps it: the completed email to the owner follows it
+      // (src/signing/completed-emails.ts).
+      send_email: settings.sendEmail,
       ...(settings.bccCompleted ? { bcc_completed: settings.bccCompleted } : {}),
       ...(settings.message ? { message: settings.message } : {}),
     },
