@@ -7,6 +7,7 @@
 import type { HttpApi } from '../src/app.ts';
 import { registerRestGateway, type RestRoute } from './gateway.ts';
 import { registerAttachmentUploadRoute } from './routes/attachments.ts';
+import { eventFeedRoutes } from './routes/events.ts';
 import { signingFormRoutes } from './routes/signing-form.ts';
 import { submissionReadRoutes, submissionRoutes } from './routes/submissions.ts';
 import { templateRoutes, templateWriteRoutes } from './routes/templates.ts';
@@ -22,6 +23,7 @@ export const restRoutes: RestRoute[] = [
   ...submissionReadRoutes,
   ...signingFormRoutes,
   ...toolRoutes,
+  ...eventFeedRoutes,
 ];
 export { registerRestGateway, type RestRoute } from './gateway.ts';
 
