@@ -39,9 +39,11 @@ import {
   CloneTemplateRequest,
   CreateTemplateFromFileRequest,
   CreateTemplateFromHtmlRequest,
+  DocumentOperation,
   MergeTemplatesRequest,
   TemplateFileDocument,
   TemplateHtmlDocument,
+  UpdateTemplateDocumentsRequest,
   UpdateTemplateRequest,
 } from '../src/templates/template-requests.ts';
 
@@ -79,6 +81,8 @@ describe('one definition per input', () => {
     ['CloneTemplateInput', CloneTemplateRequest],
     ['MergeTemplatesInput', MergeTemplatesRequest],
     ['UpdateSubmissionInput', UpdateSubmissionRequest],
+    ['TemplateDocumentChangeInput', DocumentOperation],
+    ['UpdateTemplateDocumentsInput', UpdateTemplateDocumentsRequest],
   ];
 
   it.each(derived)(
@@ -306,6 +310,40 @@ describe('template and submission requests: REST reads the definition, GraphQL t
       documents: [{ html: '<p>y</p>' }],
     });
     expect(coerced(templateWriteRoutes, 'POST', '/templates/html', html).errors).toBeUndefined();
+  });
+
+  it('PUT /templates/{id}/documents: each change read against DocumentOperation; an empty file is none', () => {
+    const put = (body: unknown) =>
+      routeVariables(templateWriteRoutes, 'PUT', '/templates/:id/documents', { params: { id: '4' }, body });
+    const read = put({
+      merge: 'yes',
+      documents: [
+        { file: '', html: '<p/>', position: '1' },
+        { name: 7, remove: 1 },
+      ],
+    });
+    expect(read.input).toEqual({
+      id: 4,
+      merge: true,
+      documents: [
+        { html: '<p/>', position: 1 },
+        { name: '7', remove: true },
+      ],
+    });
+    expect(coerced(templateWriteRoutes, 'PUT', '/templates/:id/documents', read).errors).toBeUndefined();
+    expect(rejection(() => put({}))).toBe('documents is required.');
+    expect(rejection(() => put({ documents: [{ position: 1.5 }] }))).toBe(
+      'position must be a Integer in `documents[0]`.',
+    );
+    expect(rejection(() => put({ documents: ['x'] }))).toBe('0 must be a Object in `documents`.');
+    // The limits are the definition's: the count, and each change's rules at its path.
+    const many = { id: 4, documents: Array.from({ length: 51 }, () => ({ remove: true })) };
+    expect(rejection(() => parseInput(UpdateTemplateDocumentsRequest, many))).toBe(
+      'documents has too many entries (maximum is 50).',
+    );
+    expect(
+      rejection(() => parseInput(UpdateTemplateDocumentsRequest, { id: 4, documents: [{}, { position: -1 }] })),
+    ).toBe('position must be 0 or more in `documents[1].position`.');
   });
 
   it('PUT /submissions/{id}: archived_at, expire_at: null are DocuSeal’s names for archived, clear_expire_at', () => {

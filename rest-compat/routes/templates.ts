@@ -8,6 +8,7 @@ import {
   CreateTemplateFromFileRequest,
   CreateTemplateFromHtmlRequest,
   MergeTemplatesRequest,
+  UpdateTemplateDocumentsRequest,
   UpdateTemplateRequest,
 } from '../../src/templates/template-requests.ts';
 import { bodyObject, isTruthy, pathId, queryInt, queryString, restInput } from '../params.ts';
@@ -67,13 +68,6 @@ export const templateRoutes: RestRoute[] = [listTemplates, getTemplate];
 // earlier shape accepted (`application_key`, `{template: {...}}`; spec "Versioning").
 
 type Body = Record<string, unknown>;
-type FieldBody = Body;
-
-function stringOrUndefined(value: unknown, name: string): string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value !== 'string') throw new AppError('VALIDATION', `${name} must be a string.`);
-  return value;
-}
 
 const isObject = (value: unknown): value is Body =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
@@ -230,29 +224,14 @@ const archiveTemplateRoute: RestRoute<{ archiveTemplate: { template: { id: numbe
 const updateDocumentsRoute: RestRoute<TemplatePayloadData> = {
   ...createRoute('/templates/:id/documents', 'updateTemplateDocuments', 'UpdateTemplateDocumentsInput', (request) => {
     const body = bodyObject(request);
-    if (!Array.isArray(body.documents)) throw new AppError('VALIDATION', 'documents must be an array.');
-    return {
-      input: {
-        id: pathId(request, 'Template'),
-        merge: body.merge === undefined || body.merge === null ? undefined : isTruthy(body.merge),
-        documents: body.documents.map((doc, i) => {
-          if (typeof doc !== 'object' || doc === null)
-            throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
-          const d = doc as FieldBody;
-          const position = d.position === undefined || d.position === null ? undefined : Number(d.position);
-          if (position !== undefined && !Number.isInteger(position))
-            throw new AppError('VALIDATION', `position must be an integer in \`documents[${i}]\`.`);
-          return {
-            name: stringOrUndefined(d.name, `name in documents[${i}]`),
-            file: stringOrUndefined(d.file, `file in documents[${i}]`) || undefined,
-            html: stringOrUndefined(d.html, `html in documents[${i}]`) || undefined,
-            position,
-            replace: d.replace === undefined ? undefined : isTruthy(d.replace),
-            remove: d.remove === undefined ? undefined : isTruthy(d.remove),
-          };
-        }),
-      },
-    };
+    requireKey(body, 'documents');
+    const input = restInput(UpdateTemplateDocumentsRequest, body, { omit: ['id'] });
+    // An empty `file` or `html` is none.
+    for (const doc of input.documents as Body[]) {
+      if (doc.file === '') delete doc.file;
+      if (doc.html === '') delete doc.html;
+    }
+    return { input: { id: pathId(request, 'Template'), ...input } };
   }),
   method: 'PUT',
 };

@@ -125,3 +125,36 @@ export const MergeTemplatesRequest = z.object({
   shared_link: z.boolean().optional(),
   roles: roleNames().optional().meta({ description: 'Renames the merged roles by position.' }),
 });
+
+/**
+ * One change of PUT /templates/{id}/documents (GraphQL `TemplateDocumentChangeInput`); the
+ * operations apply in order (src/templates/update-documents.ts).
+ */
+export const DocumentOperation = z
+  .object({
+    name: z.string().trim().max(MAX_LENGTH.name).optional().meta({ description: 'Default: a random uuid.' }),
+    /** Base64 or URL of a PDF or DOCX; loaded by the caller into `prepared`. */
+    file: z.string().optional().meta({ description: 'Base64 or URL of a PDF or DOCX.' }),
+    html: z.string().optional().meta({ description: 'HTML with field tags, instead of `file`.' }),
+    position: z
+      .number()
+      .int('position must be an integer')
+      .min(0, 'position must be 0 or more')
+      .optional()
+      .meta({ description: '0-based.' }),
+    replace: z.boolean().optional(),
+    remove: z.boolean().optional(),
+  })
+  .meta({
+    description:
+      'One change: add (default, at `position` or last), `replace` the document at `position`, ' +
+      'or `remove` it (by `position` or `name`).',
+  });
+export type DocumentOperation = z.infer<typeof DocumentOperation>;
+
+/** PUT /templates/{id}/documents (GraphQL `UpdateTemplateDocumentsInput`). */
+export const UpdateTemplateDocumentsRequest = z.object({
+  id: z.number().int(),
+  documents: list(DocumentOperation, MAX_ITEMS.documents),
+  merge: z.boolean().optional().meta({ description: 'Merge all documents into one PDF afterwards.' }),
+});

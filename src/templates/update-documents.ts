@@ -5,28 +5,17 @@
  * Operations apply in order; all are validated before anything is stored.
  */
 import { randomUUID } from 'node:crypto';
-import { z } from 'zod';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import type { PdfPage } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { checkItems, MAX_ITEMS, MAX_LENGTH } from '../limits.ts';
+import { checkItems, MAX_ITEMS } from '../limits.ts';
 import { buildFields, checkTemplateFieldsSize } from './build-fields.ts';
 import { parseFields, parseRoles, type Field } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { stageDocument, storeStagedDocument, type PreparedDocument, type StagedDocument } from './save-template.ts';
-
-export const DocumentOperation = z.object({
-  name: z.string().trim().max(MAX_LENGTH.name).optional(),
-  /** Base64 or URL of a PDF or DOCX; loaded by the caller into `prepared`. */
-  file: z.string().optional(),
-  html: z.string().optional(),
-  position: z.number().int('position must be an integer').min(0, 'position must be 0 or more').optional(),
-  replace: z.boolean().optional(),
-  remove: z.boolean().optional(),
-});
-export type DocumentOperation = z.infer<typeof DocumentOperation>;
+import type { DocumentOperation } from './template-requests.ts';
 
 /** An operation with its new document already prepared (loaded, converted, tags found). */
 export interface PreparedOperation extends DocumentOperation {

@@ -14,12 +14,7 @@ import {
   prepareHtmlDocuments,
   preparePdfDocuments,
 } from '../../templates/prepare-documents.ts';
-import {
-  DocumentOperation,
-  updateTemplateDocuments,
-  type PreparedOperation,
-} from '../../templates/update-documents.ts';
-import { checkItems, MAX_ITEMS } from '../../limits.ts';
+import { updateTemplateDocuments, type PreparedOperation } from '../../templates/update-documents.ts';
 import { checkTemplateRequest, saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
 import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/template-actions.ts';
 import { TEMPLATE_WARNING_CODES, templateWarnings, type TemplateWarning } from '../../templates/template-warnings.ts';
@@ -27,15 +22,17 @@ import {
   CloneTemplateRequest,
   CreateTemplateFromFileRequest,
   CreateTemplateFromHtmlRequest,
+  DocumentOperation,
   MergeTemplatesRequest,
   TemplateFileDocument,
   TemplateHtmlDocument,
+  UpdateTemplateDocumentsRequest,
   UpdateTemplateRequest,
 } from '../../templates/template-requests.ts';
 import { builder } from '../builder.ts';
 import { requireViewer, type GraphQLContext } from '../context.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
-import { TemplateRef, withoutNulls } from './template.ts';
+import { TemplateRef } from './template.ts';
 
 // A create request's field and its areas, derived from their one definition (src/templates/build-fields.ts).
 zodInputType('FieldAreaInput', RequestArea);
@@ -218,51 +215,35 @@ builder.mutationField('cloneTemplate', (t) =>
   }),
 );
 
-const DocumentChangeInput = builder.inputType('TemplateDocumentChangeInput', {
-  description:
-    'One change: add (default, at `position` or last), `replace` the document at `position`, ' +
-    'or `remove` it (by `position` or `name`).',
-  fields: (t) => ({
-    name: t.string({ description: 'Default: a random uuid.' }),
-    file: t.string({ description: 'Base64 or URL of a PDF or DOCX.' }),
-    html: t.string({ description: 'HTML with field tags, instead of `file`.' }),
-    position: t.int({ description: '0-based.' }),
-    replace: t.boolean(),
-    remove: t.boolean(),
-  }),
-});
-
-const UpdateDocumentsInput = builder.inputType('UpdateTemplateDocumentsInput', {
-  fields: (t) => ({
-    id: t.int({ required: true }),
-    documents: t.field({ type: [DocumentChangeInput], required: true }),
-    merge: t.boolean({ description: 'Merge all documents into one PDF afterwards.' }),
-  }),
-});
+zodInputType('TemplateDocumentChangeInput', DocumentOperation);
+const UpdateDocumentsInput = zodInputType('UpdateTemplateDocumentsInput', UpdateTemplateDocumentsRequest);
 
 builder.mutationField('updateTemplateDocuments', (t) =>
   t.field({
     type: TemplatePayload,
     description:
-      "Adds, replaces or removes a template's documents; a replaced document's fields move to the new one when it brings none.",
+      "Adds, replaces or removes a template's documents; a replaced document's fields move to the new one " +
+      'when it brings none.',
     args: { input: t.arg({ type: UpdateDocumentsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account, user } = requireViewer(ctx);
-      checkItems(input.documents, MAX_ITEMS.documents, 'documents');
-      await findTemplateForAccount(ctx.db, { id: input.id, accountId: account.id });
+      const request = parseInput(
+        UpdateTemplateDocumentsRequest,
+        fromGraphQLInput(UpdateTemplateDocumentsRequest, input),
+      );
+      await findTemplateForAccount(ctx.db, { id: request.id, accountId: account.id });
       const operations: PreparedOperation[] = [];
-      for (const [i, raw] of input.documents.entries()) {
-        const op = parseInput(DocumentOperation, withoutNulls(raw), { at: `documents[${i}]` });
+      for (const [i, op] of request.documents.entries()) {
         operations.push(
           op.remove
             ? op
             : { ...op, prepared: await prepareChangedDocument({ config: ctx.config, renderer: ctx.renderer }, op, i) },
         );
       }
-      await updateTemplateDocuments(ctx, { accountId: account.id, userId: user.id }, input.id, operations, {
-        merge: input.merge ?? false,
+      await updateTemplateDocuments(ctx, { accountId: account.id, userId: user.id }, request.id, operations, {
+        merge: request.merge ?? false,
       });
-      return { id: input.id };
+      return { id: request.id };
     },
   }),
 );
