@@ -307,51 +307,54 @@ describe('completion through the API', () => {
     ]);
   });
 
-  it('follows DocuSeal’s rule for the owner’s completed email: the request’s send_email, not the parties’', async () => {
-    const subjectOf = (m: ReceivedMail) => [m.envelope.rcptTo.join(','), m.parsed.subject];
-    // send_email true for the request, every party quiet: the owner and bcc_completed are mailed.
-    const quietParties = await api('POST', '/submissions', {
-      template_id: templateId,
-      bcc_completed: 'rule-archive@example.test',
-      submitters: [
-        { role: 'Client', email: 'rule1@example.test', send_email: false, completed: true },
-        { role: 'Manager', email: 'rule2@example.test', send_email: false, completed: true },
-      ],
-    });
-    let mails = smtp.messages.length;
-    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
-    expect((await api('GET', `/submissions/${quietParties.json[0].submission_id}`)).json.status).toBe('completed');
-    expect(smtp.messages.slice(mails).map(subjectOf).sort()).toEqual([
-      ['alice@completion.test', expect.stringContaining('has been completed')],
-      ['rule-archive@example.test', expect.stringContaining('has been completed')],
-    ]);
-    // send_email false for the request, one party asking for mail: its copy only, not the owner's email.
-    const quietRequest = await api('POST', '/submissions', {
-      template_id: templateId,
-      send_email: false,
-      bcc_completed: 'rule-archive@example.test',
-      submitters: [
-        { role: 'Client', email: 'rule3@example.test', send_email: true, completed: true },
-        { role: 'Manager', email: 'rule4@example.test', completed: true },
-      ],
-    });
-    mails = smtp.messages.length;
-    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
-    expect((await api('GET', `/submissions/${quietRequest.json[0].submission_id}`)).json.status).toBe('completed');
-    expect(smtp.messages.slice(mails).map(subjectOf)).toEqual([['rule3@example.test', 'Your document copy']]);
-    // The owner as a quiet party still gets the completed email (DocuSeal: user_submitter send_email false).
-    const ownerQuiet = await api('POST', '/submissions', {
-      template_id: templateId,
-      submitters: [
-        { role: 'Client', email: 'alice@completion.test', send_email: false, completed: true },
-        { role: 'Manager', email: 'rule5@example.test', send_email: false, completed: true },
-      ],
-    });
-    mails = smtp.messages.length;
-    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
-    expect((await api('GET', `/submissions/${ownerQuiet.json[0].submission_id}`)).json.status).toBe('completed');
-    expect(smtp.messages.slice(mails).map(subjectOf)).toEqual([
-      ['alice@completion.test', expect.stringContaining('has been completed')],
-    ]);
-  });
+  it(
+    'follows DocuSeal’s rule for the owner’s completed email: ' + 'the request’s send_email, not the parties’',
+    async () => {
+      const subjectOf = (m: ReceivedMail) => [m.envelope.rcptTo.join(','), m.parsed.subject];
+      // send_email true for the request, every party quiet: the owner and bcc_completed are mailed.
+      const quietParties = await api('POST', '/submissions', {
+        template_id: templateId,
+        bcc_completed: 'rule-archive@example.test',
+        submitters: [
+          { role: 'Client', email: 'rule1@example.test', send_email: false, completed: true },
+          { role: 'Manager', email: 'rule2@example.test', send_email: false, completed: true },
+        ],
+      });
+      let mails = smtp.messages.length;
+      await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+      expect((await api('GET', `/submissions/${quietParties.json[0].submission_id}`)).json.status).toBe('completed');
+      expect(smtp.messages.slice(mails).map(subjectOf).sort()).toEqual([
+        ['alice@completion.test', expect.stringContaining('has been completed')],
+        ['rule-archive@example.test', expect.stringContaining('has been completed')],
+      ]);
+      // send_email false for the request, one party asking for mail: its copy only, not the owner's email.
+      const quietRequest = await api('POST', '/submissions', {
+        template_id: templateId,
+        send_email: false,
+        bcc_completed: 'rule-archive@example.test',
+        submitters: [
+          { role: 'Client', email: 'rule3@example.test', send_email: true, completed: true },
+          { role: 'Manager', email: 'rule4@example.test', completed: true },
+        ],
+      });
+      mails = smtp.messages.length;
+      await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+      expect((await api('GET', `/submissions/${quietRequest.json[0].submission_id}`)).json.status).toBe('completed');
+      expect(smtp.messages.slice(mails).map(subjectOf)).toEqual([['rule3@example.test', 'Your document copy']]);
+      // The owner as a quiet party still gets the completed email (DocuSeal: user_submitter send_email false).
+      const ownerQuiet = await api('POST', '/submissions', {
+        template_id: templateId,
+        submitters: [
+          { role: 'Client', email: 'alice@completion.test', send_email: false, completed: true },
+          { role: 'Manager', email: 'rule5@example.test', send_email: false, completed: true },
+        ],
+      });
+      mails = smtp.messages.length;
+      await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+      expect((await api('GET', `/submissions/${ownerQuiet.json[0].submission_id}`)).json.status).toBe('completed');
+      expect(smtp.messages.slice(mails).map(subjectOf)).toEqual([
+        ['alice@completion.test', expect.stringContaining('has been completed')],
+      ]);
+    },
+  );
 });
