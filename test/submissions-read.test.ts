@@ -152,8 +152,10 @@ describe('GET /submissions', () => {
     const hundredKept = await countReads();
     expect(hundredCold).toEqual({ items: 100, rendering: oneCold.rendering });
     expect(hundredKept).toEqual({ items: 100, rendering: oneKept.rendering });
+    // Cold: the key, the page's ids, the items' stamps, the read models (one query) and the folder names
+    // (rest-compat/serializers/submission-list.ts; the items are then stored by one WITH … UPDATE).
     const withOne = oneCold.rendering;
-    expect(withOne).toBeLessThanOrEqual(4);
+    expect(withOne).toBeLessThanOrEqual(5);
   });
 });
 

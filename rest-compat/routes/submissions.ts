@@ -220,7 +220,7 @@ function listSubmissionsVariables(request: RestRequest) {
 type ListData = {
   submissions: { ids: number[]; pagination: { count: number; next: number | null; prev: number | null } };
 };
-/** The page's items are rendered by PostgreSQL from the ids the GraphQL query chose (serializers/submission-list.ts). */
+/** The items of the ids the GraphQL query chose, serialized and kept by serializers/submission-list.ts. */
 const serializeSubmissionList = ({ submissions }: ListData, request: RestRequest) =>
   renderSubmissionList(request.context, submissions.ids, submissions.pagination);
 

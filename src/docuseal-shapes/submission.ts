@@ -2,9 +2,9 @@
  * DocuSeal's submission JSON (reference/docuseal-behaviour.md §5.1; interface spec "Submission"),
  * from the read model the GraphQL fragments below select: GET /submissions/{id}, PUT
  * /submissions/{id} and the submission.created/completed/expired webhooks (src/webhooks/payloads.ts).
- * The list item's JSON (serializeSubmissionListItem) is also rendered by PostgreSQL for
- * GET /submissions (the REST layer's serializers/submission-list.ts; test/submissions-list-sql.test.ts
- * checks the two agree item by item).
+ * The list item's JSON (serializeSubmissionListItem) is GET /submissions' items: the REST layer's
+ * serializers/submission-list.ts keeps its output (JSON text without the signed URLs) and renders
+ * again when the fingerprint of this function changes (LIST_ITEM_FORMAT there).
  */
 import {
   serializeEvent,
