@@ -25,6 +25,7 @@ import {
   type MessageVariables,
 } from '../notifications/message-templates.ts';
 import type { SmsSender } from '../notifications/sms.ts';
+import { SUBMISSION_FACTS } from './status.ts';
 
 export const SEND_REQUEST_JOB = 'send-signature-request';
 export const EXPIRE_SUBMISSION_JOB = 'expire-submission';
@@ -99,11 +100,14 @@ async function expireSubmission(
       archivedAt: true,
       completedAt: true,
       template: { select: { archivedAt: true } },
-      submitters: { where: { declinedAt: { not: null } }, select: { id: true }, take: 1 },
+      submitters: { where: { declinedAt: { not: null } }, select: { declinedAt: true }, take: 1 },
     },
   });
-  if (!submission || submission.archivedAt || submission.template.archivedAt || submission.completedAt) return;
-  if (submission.submitters.length > 0 || submission.expireAt?.toISOString() !== job.expireAt) return;
+  if (!submission || submission.archivedAt || submission.template.archivedAt) return;
+  // Completed or declined: it shows that status, never `expired` (src/submissions/status.ts). Not
+  // judged by the clock: the job runs at expire_at, which must be the one it was scheduled for.
+  if (SUBMISSION_FACTS.completed(submission) || SUBMISSION_FACTS.declined(submission)) return;
+  if (submission.expireAt?.toISOString() !== job.expireAt) return;
   deps.logger.info({ submissionId: job.submissionId }, 'submission expired');
   await deps.effects.emit([
     {
