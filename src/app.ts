@@ -30,6 +30,7 @@ import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
+import { createEmailClickTags } from './signing-form/email-clicks.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
 
@@ -95,13 +96,16 @@ export interface App {
 export async function buildApp(options: AppOptions): Promise<App> {
   const { config, db } = options;
   const storage = options.storage ?? createLocalStorage(path.join(config.dataDir, 'files'));
+  const secretKeyBase = await resolveSecretKeyBase(config);
   const signer =
     options.signer ??
     createFileUrlSigner({
       appUrl: config.appUrl,
-      secret: await resolveSecretKeyBase(config),
+      secret: secretKeyBase,
       ttlMs: config.fileUrlTtl,
     });
+  // The `t` tag of signing links in request emails ("Email link clicked").
+  const emailClicks = createEmailClickTags(secretKeyBase);
   const fastify = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: { level: config.logLevel } }),
     bodyLimit: config.maxBodySize,
@@ -134,12 +138,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
     config,
     logger: fastify.log,
     effects,
+    emailClicks,
   });
   const contextFactory = createContextFactory({
     db,
     config,
     logger: fastify.log,
     files: signer,
+    emailClicks,
     storage,
     renderer,
     jobs,

@@ -13,6 +13,7 @@ import type { JobQueue } from '../jobs/job-queue.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 import type { SideEffects } from '../events/events.ts';
 import type { LiveEvents } from '../events/pubsub.ts';
+import type { EmailClickTags } from '../signing-form/email-clicks.ts';
 
 /** Signed URLs for stored files (`/file/<token>/<filename>`, expiring). */
 export interface FileUrls {
@@ -22,6 +23,8 @@ export interface FileUrls {
 export interface GraphQLContext {
   db: Db;
   files: FileUrls;
+  /** The click tags of signing links in request emails (src/signing-form/email-clicks.ts). */
+  emailClicks: EmailClickTags;
   storage: FileStorage;
   renderer: Renderer;
   /** Background jobs (the queue; side effects of a change are recorded through `effects`). */
@@ -60,6 +63,7 @@ export function createContextFactory(deps: {
   config: Config;
   logger: FastifyBaseLogger;
   files: FileUrls;
+  emailClicks: EmailClickTags;
   storage: FileStorage;
   renderer: Renderer;
   jobs: JobQueue;
@@ -80,6 +84,7 @@ export function createContextFactory(deps: {
     return {
       db: deps.db,
       files: deps.files,
+      emailClicks: deps.emailClicks,
       storage: deps.storage,
       renderer: deps.renderer,
       jobs: deps.jobs,

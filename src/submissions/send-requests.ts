@@ -14,6 +14,7 @@ import type { Db, Prisma } from '../db/client.ts';
 import { abandonMessage } from '../db/queries/notification-events.ts';
 import { readSignatureRequest } from '../db/queries/signature-requests.ts';
 import type { SideEffects } from '../events/events.ts';
+import type { EmailClickTags } from '../signing-form/email-clicks.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverSms, queueAndDeliverEmail, queueSms } from '../notifications/deliver.ts';
@@ -45,6 +46,8 @@ export interface SendDeps {
   logger: NotificationLogger;
   /** Raises submission.expired (the expiry job). */
   effects: Pick<SideEffects, 'emit'>;
+  /** Tags the email's signing link (`?t=`), so the page can record "Email link clicked". */
+  emailClicks: Pick<EmailClickTags, 'tag'>;
 }
 
 /**
@@ -224,6 +227,8 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
   const prefs = submitter.preferences ?? {};
   const submissionPrefs = submitter.submissionPreferences ?? {};
   const link = `${deps.config.appUrl}/s/${submitter.slug}`;
+  // Email links carry the click tag (DocuSeal's `t`); SMS links stay short.
+  const emailLink = `${link}?t=${deps.emailClicks.tag(submitter.slug)}`;
   const sender = submitter.hasSender
     ? { firstName: submitter.senderFirstName, lastName: submitter.senderLastName, email: submitter.senderEmail }
     : null;
@@ -254,7 +259,7 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
     const purpose =
       ownTypes.size === 0 ? 'view' : ownTypes.has('signature') || ownTypes.has('initials') ? 'sign' : 'submit';
     const rendered = buildSignatureRequestEmail({
-      variables,
+      variables: { ...variables, submitter: { ...variables.submitter, link: emailLink } },
       message: prefs.message ?? submissionPrefs.message ?? null,
       purpose,
     });

@@ -15,6 +15,7 @@ import {
   type SigningFormField,
   type SigningFormView,
 } from '../../signing-form/load-signing-form.ts';
+import { recordEmailClick } from '../../signing-form/email-clicks.ts';
 import { openSigningForm } from '../../signing-form/open-signing-form.ts';
 import { saveSigningFormValues } from '../../signing-form/save-signing-form-values.ts';
 import { builder } from '../builder.ts';
@@ -179,6 +180,17 @@ builder.mutationField('openSigningForm', (t) =>
       'as DocuSeal), emits form.viewed on the first open only. Nothing is recorded when the form is not OPEN.',
     args: { slug: t.arg.string({ required: true }) },
     resolve: (_root, { slug }, ctx) => openSigningForm(depsOf(ctx), requestOf(ctx, slug)),
+  }),
+);
+
+builder.mutationField('recordEmailClick', (t) =>
+  t.boolean({
+    description:
+      'The page calls this when opened from a request email (`?t=` on the link): records a `click_email` event ' +
+      '(IP, user agent) when `t` is the signer’s tag; false otherwise. NOT_FOUND (REST 404) for an unknown slug.',
+    args: { slug: t.arg.string({ required: true }), t: t.arg.string({ required: true }) },
+    resolve: (_root, args, ctx) =>
+      recordEmailClick({ db: ctx.db, emailClicks: ctx.emailClicks }, { ...requestOf(ctx, args.slug), t: args.t }),
   }),
 );
 

@@ -84,6 +84,14 @@ export async function openSigningForm(slug: string): Promise<SigningForm> {
   return data.openSigningForm;
 }
 
+/** Records that the page was opened from a request email's link (`?t=`); errors are the caller's to ignore. */
+export async function recordEmailClick(slug: string, t: string): Promise<void> {
+  await callGraphQL<{ recordEmailClick: boolean }>(
+    `mutation RecordEmailClick($slug: String!, $t: String!) { recordEmailClick(slug: $slug, t: $t) }`,
+    { slug, t },
+  );
+}
+
 /** Reads the form without recording anything (polling for the signed copies). */
 export async function fetchSigningForm(slug: string): Promise<SigningForm> {
   const data = await callGraphQL<{ signingForm: SigningForm }>(

@@ -11,6 +11,7 @@ import {
   declineSigningForm,
   fetchSigningForm,
   openSigningForm,
+  recordEmailClick,
   sameOriginUrl,
 } from './api.ts';
 import { h, uniqueId } from './dom.ts';
@@ -29,6 +30,9 @@ const CLOSED_MESSAGE = /^Form (has been|is view only)/;
 void boot();
 
 async function boot(): Promise<void> {
+  // Opened from a request email: DocuSeal's page posts the link's `t` (submitter_email_clicks).
+  const clickTag = new URLSearchParams(window.location.search).get('t');
+  if (clickTag) void recordEmailClick(slug, clickTag).catch(() => undefined);
   try {
     show(await openSigningForm(slug));
   } catch (error) {

@@ -1,0 +1,66 @@
+/**
+ * "Email link clicked": the signing link in a request email carries a short tag `t` (DocuSeal's
+ * `SubmissionEvents.build_tracking_param(submitter, 'click_email')`, lib/submission_events.rb), and
+ * the signing page, loaded with it, posts `POST /api/submitter_email_clicks {submitter_slug, t}`
+ * (app/controllers/api/submitter_email_clicks_controller.rb, app/javascript/submission_form/form.vue):
+ * a `click_email` submission event with the signer's IP and user agent when the tag is the
+ * submitter's, nothing otherwise; the answer is `{}` either way, 404 for an unknown slug.
+ *
+ * The tag: the first 6 characters (DocuSeal's TRACKING_PARAM_LENGTH) of the base64url HMAC-SHA256 of
+ * `<slug>:click_email` under the service's secret (DocuSeal hashes the slug, event and secret with
+ * SHA-1; an HMAC is the keyed construction). The page posts from the browser, as DocuSeal's does,
+ * so a mail scanner fetching the link without running scripts does not count as a click.
+ */
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { findSignerBySlug } from './form-state.ts';
+import { trackingData, type SignerRequest, type SigningFormDeps } from './form-events.ts';
+
+/** DocuSeal's SubmissionEvents::TRACKING_PARAM_LENGTH. */
+const TAG_LENGTH = 6;
+
+/** Makes and checks the click tags of signing links. */
+export interface EmailClickTags {
+  /** The `t` of a submitter's signing link in a request email. */
+  tag(slug: string): string;
+  /** True when `t` is the submitter's tag (constant-time comparison). */
+  matches(slug: string, t: string): boolean;
+}
+
+/** @param secret the service's secret key base (src/documents/secret-key.ts) */
+export function createEmailClickTags(secret: string): EmailClickTags {
+  const tag = (slug: string) =>
+    createHmac('sha256', secret).update(`${slug}:click_email`).digest('base64url').slice(0, TAG_LENGTH);
+  return {
+    tag,
+    matches(slug, t) {
+      const expected = Buffer.from(tag(slug));
+      const given = Buffer.from(t);
+      return given.length === expected.length && timingSafeEqual(given, expected);
+    },
+  };
+}
+
+/**
+ * Records a click of a request email's link (module comment).
+ * @returns true when a `click_email` event was recorded
+ * @throws AppError NOT_FOUND for an unknown slug
+ */
+export async function recordEmailClick(
+  deps: Pick<SigningFormDeps, 'db'> & { emailClicks: EmailClickTags },
+  request: SignerRequest & { t: string },
+): Promise<boolean> {
+  const signer = await findSignerBySlug(deps.db, request.slug);
+  if (!request.t || !deps.emailClicks.matches(signer.slug, request.t)) return false;
+  await deps.db.submissionEvent.create({
+    data: {
+      accountId: signer.accountId,
+      submissionId: signer.submissionId,
+      submitterId: signer.id,
+      eventType: 'click_email',
+      eventTimestamp: new Date(),
+      data: trackingData(request),
+    },
+    select: { id: true },
+  });
+  return true;
+}
