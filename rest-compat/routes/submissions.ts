@@ -61,7 +61,10 @@ function templateIdOf(request: RestRequest, body: Body): number {
   return id;
 }
 
-/** Submitters mode: top-level `submitters`, or the earlier shape `submission: {submitters}` / `submission(s): [{submitters}, ...]`. */
+/**
+ * Submitters mode: top-level `submitters`, or the earlier shape `submission: {submitters}` /
+ * `submission(s): [{submitters}, ...]`.
+ */
 function createVariables(request: RestRequest) {
   const body = bodyObject(request);
   const templateId = templateIdOf(request, body);
@@ -193,8 +196,14 @@ export const submissionRoutes: RestRoute[] = [
 // Reading and changing (interface spec "Submissions", "Submitters"; reference §4, §5, §7.7, §8).
 
 const listSubmissionsOperation = /* GraphQL */ `
-  query RestSubmissions($templateId: Int, $q: String, $templateFolder: String, $status: String, $archived: Boolean, $slug: String, $limit: Int, $after: Int, $before: Int) {
-    submissions(templateId: $templateId, q: $q, templateFolder: $templateFolder, status: $status, archived: $archived, slug: $slug, limit: $limit, after: $after, before: $before) {
+  query RestSubmissions(
+    $templateId: Int, $q: String, $templateFolder: String, $status: String, $archived: Boolean, $slug: String,
+    $limit: Int, $after: Int, $before: Int
+  ) {
+    submissions(
+      templateId: $templateId, q: $q, templateFolder: $templateFolder, status: $status, archived: $archived,
+      slug: $slug, limit: $limit, after: $after, before: $before
+    ) {
       ids
       pagination { count next prev }
     }
@@ -230,8 +239,14 @@ const getSubmissionOperation = /* GraphQL */ `
 `;
 
 const submitterReadOperationList = /* GraphQL */ `
-  query RestSubmitters($submissionId: Int, $templateId: Int, $q: String, $externalId: String, $slug: String, $completedAfter: DateTime, $completedBefore: DateTime, $limit: Int, $after: Int, $before: Int) {
-    submitters(submissionId: $submissionId, templateId: $templateId, q: $q, externalId: $externalId, slug: $slug, completedAfter: $completedAfter, completedBefore: $completedBefore, limit: $limit, after: $after, before: $before) {
+  query RestSubmitters(
+    $submissionId: Int, $templateId: Int, $q: String, $externalId: String, $slug: String,
+    $completedAfter: DateTime, $completedBefore: DateTime, $limit: Int, $after: Int, $before: Int
+  ) {
+    submitters(
+      submissionId: $submissionId, templateId: $templateId, q: $q, externalId: $externalId, slug: $slug,
+      completedAfter: $completedAfter, completedBefore: $completedBefore, limit: $limit, after: $after, before: $before
+    ) {
       nodes { ...RestSubmitterRead }
       pagination { count next prev }
     }
@@ -280,7 +295,9 @@ export const submissionReadRoutes: RestRoute[] = [
   {
     method: 'GET',
     path: '/submissions/:id/documents',
-    operation: /* GraphQL */ `query RestSubmissionDocuments($id: Int!) { submission(id: $id) { id documents { name url } } }`,
+    operation: /* GraphQL */ `
+      query RestSubmissionDocuments($id: Int!) { submission(id: $id) { id documents { name url } } }
+    `,
     variables: (request) => ({ id: pathId(request, 'Submission') }),
     serialize: ({ submission }: { submission: { id: number; documents: unknown[] } }) => ({
       id: submission.id,
@@ -291,7 +308,9 @@ export const submissionReadRoutes: RestRoute[] = [
     method: ['PUT', 'PATCH'],
     path: '/submissions/:id',
     operation: /* GraphQL */ `
-      mutation RestUpdateSubmission($input: UpdateSubmissionInput!) { updateSubmission(input: $input) { submission { ...RestSubmissionGet } } }
+      mutation RestUpdateSubmission($input: UpdateSubmissionInput!) {
+        updateSubmission(input: $input) { submission { ...RestSubmissionGet } }
+      }
       ${SUBMISSION_GET_FRAGMENT}
     `,
     variables: (request) => {
@@ -309,7 +328,11 @@ export const submissionReadRoutes: RestRoute[] = [
   {
     method: 'DELETE',
     path: '/submissions/:id',
-    operation: /* GraphQL */ `mutation RestArchiveSubmission($input: ArchiveSubmissionInput!) { archiveSubmission(input: $input) { submission { id archivedAt } } }`,
+    operation: /* GraphQL */ `
+      mutation RestArchiveSubmission($input: ArchiveSubmissionInput!) {
+        archiveSubmission(input: $input) { submission { id archivedAt } }
+      }
+    `,
     variables: (request) => ({ input: { id: pathId(request, 'Submission') } }),
     serialize: ({ archiveSubmission }: { archiveSubmission: { submission: { id: number; archivedAt: string } } }) => ({
       id: archiveSubmission.submission.id,
@@ -340,7 +363,10 @@ export const submissionReadRoutes: RestRoute[] = [
   {
     method: 'GET',
     path: '/submitters/:id',
-    operation: /* GraphQL */ `query RestSubmitter($id: Int!) { submitter(id: $id) { ...RestSubmitterRead } } ${SUBMITTER_READ_FRAGMENT}`,
+    operation: /* GraphQL */ `
+      query RestSubmitter($id: Int!) { submitter(id: $id) { ...RestSubmitterRead } }
+      ${SUBMITTER_READ_FRAGMENT}
+    `,
     variables: (request) => ({ id: pathId(request, 'Submitter') }),
     serialize: ({ submitter }: { submitter: SubmitterReadData }) => serializeSubmitterRead(submitter),
   },
@@ -348,7 +374,9 @@ export const submissionReadRoutes: RestRoute[] = [
     method: ['PUT', 'PATCH'],
     path: '/submitters/:id',
     operation: /* GraphQL */ `
-      mutation RestUpdateSubmitter($input: UpdateSubmitterInput!) { updateSubmitter(input: $input) { submitter { ...RestSubmitterUpdate } } }
+      mutation RestUpdateSubmitter($input: UpdateSubmitterInput!) {
+        updateSubmitter(input: $input) { submitter { ...RestSubmitterUpdate } }
+      }
       ${SUBMITTER_UPDATE_FRAGMENT}
     `,
     variables: (request) => {

@@ -169,7 +169,8 @@ builder.queryField('submissions', (t) =>
   t.field({
     type: SubmissionListRef,
     description:
-      "The account's submissions ascending by id. Archived ones are included unless `archived` is given (true: archived only; false: active only), as DocuSeal.",
+      "The account's submissions ascending by id. Archived ones are included unless `archived` is given " +
+      '(true: archived only; false: active only), as DocuSeal.',
     args: {
       templateId: t.arg.int(),
       q: t.arg.string({ description: 'Substring of a submitter’s name, email or phone.' }),
@@ -184,7 +185,8 @@ builder.queryField('submissions', (t) =>
     resolve: async (_root, raw, ctx) => {
       const { account } = requireViewer(ctx);
       const args = parseInput(SubmissionsArgs, withoutNulls(raw));
-      // A filter id names a record like any other: another account's is FORBIDDEN, an unknown one NOT_FOUND (docs/security.md).
+      // A filter id names a record like any other: another account's is FORBIDDEN, an unknown one
+      // NOT_FOUND (docs/security.md).
       if (args.templateId !== undefined)
         await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id });
       const ids = await submissionPageIds(ctx.db, {
