@@ -80,10 +80,8 @@ export async function updateTemplateDocuments(
     if (op.remove) {
       const index = op.position !== undefined ? op.position : docs.findIndex((d) => d.name === op.name);
       if (index < 0 || index >= docs.length) {
-        throw new AppError(
-          'VALIDATION',
-          `no document ${op.position !== undefined ? `at position ${op.position}` : `named "${op.name ?? ''}"`} to remove in \`${label}\`.`,
-        );
+        const which = op.position !== undefined ? `at position ${op.position}` : `named "${op.name ?? ''}"`;
+        throw new AppError('VALIDATION', `no document ${which} to remove in \`${label}\`.`);
       }
       const [removed] = docs.splice(index, 1);
       dropAreasOf(removed!.uuid);
