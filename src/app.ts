@@ -30,7 +30,7 @@ import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
-import { createEmailClickTags } from './signing-form/email-clicks.ts';
+import { createEmailClickTags } from './submissions/signing-links.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
 

@@ -74,7 +74,7 @@ describe('email link clicks', () => {
     expect(await clicks(id)).toHaveLength(1);
   }, 90_000);
 
-  it('POST /api/submitter_email_clicks: only the right tag counts; {} either way; 404 for an unknown slug', async () => {
+  it('POST /api/submitter_email_clicks: only the right tag counts; {} always; 404 for an unknown slug', async () => {
     const { id, slug, link } = await requestLink('client2@clicks.test');
     const t0 = new URL(link).searchParams.get('t')!;
     const post = (body: unknown) =>

@@ -1,6 +1,6 @@
 /**
  * The create routes read their answer back in one plain statement
- * (rest-compat/serializers/created-submitters.ts) instead of resolving the GraphQL
+ * (src/submissions/created-read-models.ts) instead of resolving the GraphQL
  * `RestCreatedSubmitter` fragment. The answer must be exactly what the fragment + serializer
  * make of the same submitters: same keys in the same order, same values, for prefilled values of
  * every kind (text, number, checkbox, typed signature, stored image), completed parties (every

@@ -4,8 +4,8 @@
  * `POST /api/submitter_form_views {submitter_slug}` → `{}`, the same as the openSigningForm
  * mutation (a view_form event, opened_at, form.viewed on the first open);
  * `POST /api/submitter_email_clicks {submitter_slug, t}` → `{}`, a `click_email` event when `t` is the
- * signer's link tag (src/signing-form/email-clicks.ts). An unknown or missing slug is a 404. The multipart upload route (POST /api/attachments) is
- * rest-compat/routes/attachments.ts.
+ * signer's link tag (src/signing-form/email-clicks.ts). An unknown or missing slug is a 404. The
+ * multipart upload route (POST /api/attachments) is rest-compat/routes/attachments.ts.
  */
 import type { RestRoute } from '../gateway.ts';
 

@@ -2,7 +2,7 @@
  * DocuSeal's submission create routes (interface spec "Submissions"; reference §7):
  * POST /submissions, /submissions/init, /templates/{id}/submissions and /submissions/emails, all
  * through createSubmissionsForRequest, the service the `createSubmissions` mutation calls (its
- * answer made by src/docuseal-shapes/created-submitters.ts). The request's shape is checked here with DocuSeal's
+ * answer made by src/submissions/created-read-models.ts). The request's shape is checked here with DocuSeal's
  * messages (§7.1: "submitters must be a Array", "0 must be a Object in `submitters`.", …);
  * the rules about contents are the service's.
  */
@@ -26,7 +26,7 @@ import {
   type SubmitterUpdateData,
 } from '../../src/docuseal-shapes/submitter.ts';
 import { renderSubmissionList } from '../serializers/submission-list.ts';
-import { createdSubmittersAnswer } from '../../src/docuseal-shapes/created-submitters.ts';
+import { createdSubmittersAnswer } from '../../src/submissions/created-read-models.ts';
 import { requireViewer } from '../../src/graphql/context.ts';
 import { fromGraphQLInput } from '../../src/graphql/zod-input.ts';
 import type { CreatedSubmission } from '../../src/submissions/create-submissions.ts';
@@ -119,7 +119,7 @@ function emailsVariables(request: RestRequest) {
  * `createSubmissions` mutation calls too): the operation is kept for its variable definitions,
  * which check and coerce the request's input as executing it would. Going through GraphQL only
  * cost: its answer (the ids) would have to be read back, and the answer is made from the rows the
- * service stored (src/docuseal-shapes/created-submitters.ts). docs/architecture.md lists such routes.
+ * service stored (src/submissions/created-read-models.ts). docs/architecture.md lists such routes.
  */
 const OPERATION = /* GraphQL */ `
   mutation RestCreateSubmissions($input: CreateSubmissionsInput!) {

@@ -13,7 +13,7 @@ import type { JobQueue } from '../jobs/job-queue.ts';
 import { createLoaders, type Loaders } from './loaders.ts';
 import type { SideEffects } from '../events/events.ts';
 import type { LiveEvents } from '../events/pubsub.ts';
-import type { EmailClickTags } from '../signing-form/email-clicks.ts';
+import type { EmailClickTags } from '../submissions/signing-links.ts';
 
 /** Signed URLs for stored files (`/file/<token>/<filename>`, expiring). */
 export interface FileUrls {

@@ -6,39 +6,12 @@
  * a `click_email` submission event with the signer's IP and user agent when the tag is the
  * submitter's, nothing otherwise; the answer is `{}` either way, 404 for an unknown slug.
  *
- * The tag: the first 6 characters (DocuSeal's TRACKING_PARAM_LENGTH) of the base64url HMAC-SHA256 of
- * `<slug>:click_email` under the service's secret (DocuSeal hashes the slug, event and secret with
- * SHA-1; an HMAC is the keyed construction). The page posts from the browser, as DocuSeal's does,
+ * The tag is made with the link, by src/submissions/signing-links.ts. The page posts from the browser, as DocuSeal's does,
  * so a mail scanner fetching the link without running scripts does not count as a click.
  */
-import { createHmac, timingSafeEqual } from 'node:crypto';
 import { findSignerBySlug } from './form-state.ts';
 import { trackingData, type SignerRequest, type SigningFormDeps } from './form-events.ts';
-
-/** DocuSeal's SubmissionEvents::TRACKING_PARAM_LENGTH. */
-const TAG_LENGTH = 6;
-
-/** Makes and checks the click tags of signing links. */
-export interface EmailClickTags {
-  /** The `t` of a submitter's signing link in a request email. */
-  tag(slug: string): string;
-  /** True when `t` is the submitter's tag (constant-time comparison). */
-  matches(slug: string, t: string): boolean;
-}
-
-/** @param secret the service's secret key base (src/documents/secret-key.ts) */
-export function createEmailClickTags(secret: string): EmailClickTags {
-  const tag = (slug: string) =>
-    createHmac('sha256', secret).update(`${slug}:click_email`).digest('base64url').slice(0, TAG_LENGTH);
-  return {
-    tag,
-    matches(slug, t) {
-      const expected = Buffer.from(tag(slug));
-      const given = Buffer.from(t);
-      return given.length === expected.length && timingSafeEqual(given, expected);
-    },
-  };
-}
+import type { EmailClickTags } from '../submissions/signing-links.ts';
 
 /**
  * Records a click of a request email's link (module comment).

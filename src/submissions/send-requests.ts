@@ -14,7 +14,7 @@ import type { Db, Prisma } from '../db/client.ts';
 import { abandonMessage } from '../db/queries/notification-events.ts';
 import { readSignatureRequest } from '../db/queries/signature-requests.ts';
 import type { SideEffects } from '../events/events.ts';
-import type { EmailClickTags } from '../signing-form/email-clicks.ts';
+import type { EmailClickTags } from './signing-links.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverSms, queueAndDeliverEmail, queueSms } from '../notifications/deliver.ts';

@@ -1,5 +1,5 @@
 /**
- * The answer of DocuSeal's create routes (POST /submissions, /submissions/init,
+ * The read models of the answer of DocuSeal's create routes (POST /submissions, /submissions/init,
  * /templates/{id}/submissions, /submissions/emails; reference/docuseal-behaviour.md §5.3) for the
  * submissions createSubmissionsForRequest made: each submitter in the create shape
  * (serializeCreatedSubmitter, the same object the GraphQL `RestCreatedSubmitter` fragment gives),
@@ -10,11 +10,12 @@
  * is made from the rows the service's statement stored and returned (CreatedSubmission), with no
  * read-back. The rules of the derived keys are the GraphQL fields' own functions:
  * submitterStatus, roleName, buildValues (attachments as signed URLs).
- * test/submissions-create-sql.test.ts checks the answer against the fragment, key for key.
+ * test/submissions-create-sql.test.ts checks the answer against the fragment, key for key. The
+ * shape itself is src/docuseal-shapes/submitter.ts's serializeCreatedSubmitter.
  */
-import type { CreatedSubmission } from '../submissions/create-submissions.ts';
-import { buildValues, roleName, submitterStatus } from '../submissions/status.ts';
-import type { CreatedSubmitterData } from './submitter.ts';
+import type { CreatedSubmitterData } from '../docuseal-shapes/submitter.ts';
+import type { CreatedSubmission } from './create-submissions.ts';
+import { buildValues, roleName, submitterStatus } from './status.ts';
 
 /** What the answer needs besides the rows: stored files and their signed URLs, the service's URL. */
 export interface CreatedSubmittersDeps {
