@@ -180,7 +180,8 @@ async function renderItems(
     };
     entries.set(model.id, { files: itemFiles, bytes: Buffer.from(item) });
     const stamp = stampOf.get(model.id);
-    if (!stamp) continue; // no kept row: rendered on every read
+    // No kept row (rendered on every read), or current when stamped and written since (stored next time).
+    if (!stamp?.generation || !stamp.epoch) continue;
     // The only input that changes without a write: an expire_at still ahead when the loading began.
     const expireAt = model.expireAt === null ? null : new Date(model.expireAt);
     const staleAt = expireAt && expireAt.getTime() > startedAt ? sqlTimestamp(expireAt) : null;

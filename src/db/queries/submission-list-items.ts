@@ -44,18 +44,19 @@ const CURRENT = `c.item IS NOT NULL AND c.format = $4
 const VERSION = `c.xmin::text || ':' || c.rendered_generation::text`;
 
 /**
- * The stamps of $1 (submission ids, int[]): a current item's version (null when not current) and
- * its completed documents to sign URLs for, and for every row the generation and the account's
- * epoch a rendering begun now would be stamped with. Without the item text: the service holds most
- * of it in memory already.
+ * The stamps of $1 (submission ids, int[]): a current item's version and its completed documents
+ * to sign URLs for; for an item not current, the generation and the account's epoch a rendering
+ * begun now is stamped with. Without the item text: the service holds most of it in memory
+ * already. (The columns a row does not need are null: this statement runs for every page.)
  */
 const STAMPS_SQL = `
-SELECT c.submission_id AS id, CASE WHEN ${CURRENT} THEN ${VERSION} END AS version,
-       c.generation::text AS generation,
-       (SELECT a.submission_list_epoch FROM accounts a WHERE a.id = $3)::text AS epoch,
+SELECT c.submission_id AS id, s.version,
+       CASE WHEN s.version IS NULL THEN c.generation::text END AS generation,
+       CASE WHEN s.version IS NULL THEN
+         (SELECT a.submission_list_epoch FROM accounts a WHERE a.id = $3)::text END AS epoch,
        c.audit_log_file_uuid AS audit_uuid, c.audit_log_filename AS audit_filename,
        c.combined_file_uuid AS combined_uuid, c.combined_filename
-  FROM submission_list_items c
+  FROM submission_list_items c, LATERAL (SELECT CASE WHEN ${CURRENT} THEN ${VERSION} END AS version) s
  WHERE c.submission_id = ANY($1::int[])`;
 
 /** The text of the current kept items of $1 (same parameters as STAMPS_SQL). */
@@ -102,9 +103,12 @@ export interface ItemStamp extends ItemFiles {
   id: number;
   /** The kept item's version (VERSION) when it is current, else null. */
   version: string | null;
-  /** The generation and account epoch to stamp a rendering begun after this reading with (bigint as text). */
-  generation: string;
-  epoch: string;
+  /**
+   * When not current: the generation and account epoch to stamp a rendering begun after this
+   * reading with (bigint as text); null for a current item.
+   */
+  generation: string | null;
+  epoch: string | null;
 }
 
 /** A current kept item with its text (CURRENT_ITEMS_SQL). */
