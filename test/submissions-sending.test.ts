@@ -162,9 +162,10 @@ describe('sending in order', () => {
     await t.app.jobs.waitForIdle();
     const [mail] = mailsTo('custom@example.test');
     expect(mail!.parsed.subject).toBe('Please sign Employment contract');
-    expect(mail!.parsed.text).toContain(
-      `Hello Cora, sign here: ${json[0].embed_src} — Acme Inc (#${json[0].submission_id})`,
-    );
+    // The email's link carries the signer's click tag (src/submissions/signing-links.ts).
+    expect(mail!.parsed.text).toContain(`Hello Cora, sign here: ${json[0].embed_src}?t=`);
+    expect(mail!.parsed.text).toMatch(/\?t=[\w-]{6} — Acme Inc \(#\d+\)/);
+    expect(mail!.parsed.text).toContain(`(#${json[0].submission_id})`);
   });
 
   it('a provider outage does not fail the API call; the mail goes out once when it recovers', async () => {
