@@ -18,6 +18,7 @@
  * src/db/queries/submission-list-items.ts, still repeat the display rules in SQL until that
  * renderer goes; the test checks what they show against these functions.)
  */
+import type { SubmissionFact, SubmissionFacts } from '../db/queries/submission-page.ts';
 import type { Field, Role } from '../templates/fields.ts';
 
 /** A submitter's status values, in the order its rule tries them (§6). */
@@ -59,17 +60,14 @@ export const SUBMISSION_FACTS = {
   completed: (s: SubmissionStatusColumns) => s.completedAt !== null,
   declined: (s: SubmissionStatusColumns) => s.submitters.some((x) => x.declinedAt !== null),
   expired: (s: SubmissionStatusColumns, now: Date) => s.expireAt !== null && s.expireAt.getTime() <= now.getTime(),
-} as const;
-export type SubmissionFact = keyof typeof SUBMISSION_FACTS;
+} as const satisfies Readonly<Record<SubmissionFact, (s: SubmissionStatusColumns, now: Date) => boolean>>;
 
 /**
  * The `status=` filters (§4; DocuSeal's scopes named above), each the facts a submission must
  * have (true) or lack (false); facts not named are ignored. src/db/queries/submission-page.ts
  * writes each as SQL from this table.
  */
-export const SUBMISSION_STATUS_FILTERS: Readonly<
-  Record<SubmissionStatus, Readonly<Partial<Record<SubmissionFact, boolean>>>>
-> = {
+export const SUBMISSION_STATUS_FILTERS: Readonly<Record<SubmissionStatus, SubmissionFacts>> = {
   /** Not completed and not expired; declined ones are included (DocuSeal's `pending` scope). */
   pending: { completed: false, expired: false },
   completed: { completed: true },

@@ -6,7 +6,6 @@
  * (bench/README.md, issue 4); pg takes ~0.15 ms.
  */
 import { createHash } from 'node:crypto';
-import { type SubmissionFact, SUBMISSION_STATUS_FILTERS, type SubmissionStatus } from '../../submissions/status.ts';
 import { sqlPool, type Db } from '../client.ts';
 
 export interface SubmissionPageFilter {
@@ -19,8 +18,12 @@ export interface SubmissionPageFilter {
   archived?: boolean;
   /** Only templates in these folders (already resolved from a folder path). */
   folderIds?: number[];
-  /** A `status=` filter (src/submissions/status.ts SUBMISSION_STATUS_FILTERS). */
-  status?: SubmissionStatus;
+  /**
+   * The facts a submission must have (true) or lack (false): a `status=` filter's rule, which the
+   * caller takes from src/submissions/status.ts SUBMISSION_STATUS_FILTERS (the rules live there; this
+   * module only knows each fact's SQL).
+   */
+  facts?: SubmissionFacts;
   /** Cursors: ids greater than `after`, smaller than `before`. */
   after?: number;
   before?: number;
@@ -45,6 +48,14 @@ function statementName(text: string): string {
 }
 
 /**
+ * The facts a submission's status is made of (src/submissions/status.ts SUBMISSION_FACTS defines
+ * each as a predicate; the names are these).
+ */
+export type SubmissionFact = 'completed' | 'declined' | 'expired';
+/** Facts a submission must have (true) or lack (false); facts not named are ignored. */
+export type SubmissionFacts = Readonly<Partial<Record<SubmissionFact, boolean>>>;
+
+/**
  * Each fact of src/submissions/status.ts SUBMISSION_FACTS in SQL over `s` (a submissions row),
  * held (true) and not held (false); `now()` gives the placeholder of the time judged at
  * (timestamp, UTC). The two forms are written out: NOT over a NULL expire_at would be NULL, not true.
@@ -62,13 +73,13 @@ const FACT_SQL: Readonly<Record<SubmissionFact, (now: () => string) => Record<'t
 };
 
 /**
- * The SQL condition of a `status=` filter, made from its rule (SUBMISSION_STATUS_FILTERS, which
- * says what each filter means and why) fact by fact; test/submission-status.test.ts checks it
+ * The SQL condition of a set of facts (a `status=` filter's rule, SUBMISSION_STATUS_FILTERS, which
+ * says what each filter means and why), fact by fact; test/submission-status.test.ts checks it
  * selects what matchesStatusFilter selects.
- * @param now gives the placeholder holding the time judged at ("$4"), called only if the filter reads it
+ * @param now gives the placeholder holding the time judged at ("$4"), called only if a fact reads it
  */
-export function statusFilterSql(status: SubmissionStatus, now: () => string): string {
-  return Object.entries(SUBMISSION_STATUS_FILTERS[status])
+export function factsSql(facts: SubmissionFacts, now: () => string): string {
+  return Object.entries(facts)
     .map(([fact, held]) => FACT_SQL[fact as SubmissionFact](now)[held ? 'true' : 'false'])
     .join(' AND ');
 }
@@ -96,11 +107,11 @@ export async function submissionPageIds(db: Db, filter: SubmissionPageFilter): P
     where.push(
       `s.template_id IN (SELECT t.id FROM templates t WHERE t.folder_id = ANY(${param(filter.folderIds)}::int[]))`,
     );
-  if (filter.status) {
+  if (filter.facts && Object.keys(filter.facts).length > 0) {
     // A placeholder for now only when the filter reads it (an unused one has no type).
     let now: string | undefined;
     const nowParam = () => (now ??= param(filter.now.toISOString().replace('T', ' ').replace('Z', '')));
-    where.push(statusFilterSql(filter.status, nowParam));
+    where.push(factsSql(filter.facts, nowParam));
   }
   if (filter.after !== undefined) where.push(`s.id > ${param(filter.after)}`);
   if (filter.before !== undefined) where.push(`s.id < ${param(filter.before)}`);

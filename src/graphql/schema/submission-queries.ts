@@ -12,7 +12,7 @@ import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { submissionPageIds } from '../../db/queries/submission-page.ts';
 import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
 import { completedOutputFile, EVENT_ORDER, submissionDocuments } from '../../submissions/read-models.ts';
-import { SUBMISSION_STATUSES } from '../../submissions/status.ts';
+import { SUBMISSION_STATUS_FILTERS, SUBMISSION_STATUSES } from '../../submissions/status.ts';
 import { UpdateSubmitterRequest } from '../../submissions/submitter-input.ts';
 import { submissionChanges, UpdateSubmissionRequest } from '../../submissions/update-submission-input.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
@@ -199,7 +199,7 @@ builder.queryField('submissions', (t) =>
           args.templateFolder !== undefined
             ? await folderIdsNamed(ctx.db, ctx.loaders, account.id, args.templateFolder)
             : undefined,
-        status: args.status,
+        facts: args.status ? SUBMISSION_STATUS_FILTERS[args.status] : undefined,
         after: args.after,
         before: args.before,
         limit: pageSize(args),
