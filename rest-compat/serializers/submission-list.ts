@@ -36,11 +36,14 @@ import { serializeSubmitterBase } from '../../src/docuseal-shapes/submitter.ts';
 import type { GraphQLContext } from '../../src/graphql/context.ts';
 import { requireViewer } from '../../src/graphql/context.ts';
 import { loadSubmissionListReadModels } from '../../src/submissions/read-models.ts';
+import { roleName, SUBMISSION_FACTS, submissionStatus, submitterStatus } from '../../src/submissions/status.ts';
+import { loadFolderNames, templateFolderName } from '../../src/templates/read-models.ts';
 import { RawJson } from '../gateway.ts';
 
 /**
- * Raise when a list item's JSON changes in a way the fingerprint below cannot see (a rule of a
- * function it does not include that the sample does not reach).
+ * Raise when a list item's JSON changes in a way the fingerprint below cannot see: a rule in a
+ * function it does not include (the loader's private helpers in src/submissions/read-models.ts)
+ * or one of the serializer's private helpers that FORMAT_SAMPLE does not reach.
  */
 const LIST_ITEM_FORMAT_VERSION = 1;
 
@@ -93,11 +96,23 @@ const FORMAT_SAMPLE: SubmissionListData = {
   ],
 };
 
+/** The exported functions an item is made with besides the serializer: the loader and its rules. */
+const FORMAT_HELPERS = [
+  serializeSubmitterBase,
+  loadSubmissionListReadModels,
+  submissionStatus,
+  ...Object.values(SUBMISSION_FACTS),
+  submitterStatus,
+  roleName,
+  templateFolderName,
+  loadFolderNames,
+];
+
 /**
- * The fingerprint of a list item's rendering (`format` of a kept item): the source of the loader
- * and the serializer functions, their output for FORMAT_SAMPLE, and LIST_ITEM_FORMAT_VERSION. A
- * changed serializer (or loader) gives another fingerprint, and every kept item is rendered again
- * on its next read.
+ * The fingerprint of a list item's rendering (`format` of a kept item): the source of the
+ * serializer and of FORMAT_HELPERS, the serializer's output for FORMAT_SAMPLE, and
+ * LIST_ITEM_FORMAT_VERSION. A changed serializer, loader or status rule gives another
+ * fingerprint, and every kept item is rendered again on its next read.
  * @param parts the functions and version to fingerprint (the defaults are the service's)
  * @returns 16 hex digits
  */
@@ -108,7 +123,7 @@ export function listItemFormat(
     version?: number;
   } = { serialize: serializeSubmissionListItem },
 ): string {
-  const helpers = parts.helpers ?? [serializeSubmitterBase, loadSubmissionListReadModels];
+  const helpers = parts.helpers ?? FORMAT_HELPERS;
   return createHash('sha256')
     .update(String(parts.version ?? LIST_ITEM_FORMAT_VERSION))
     .update(`\n${parts.serialize.toString()}`)
