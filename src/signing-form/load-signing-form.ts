@@ -40,11 +40,16 @@ export async function loadSigningForm(
   return buildSigningFormView(deps, signer, options.now);
 }
 
-/** The view of an already loaded signer (after a change, from the row the change read back). */
+/**
+ * The view of an already loaded signer (after a change, from the row the change read back).
+ * @param options.openedBefore whether the signer had opened the form before this view (default:
+ *   its opened_at is set); goToLast follows it unless the submitter has a `go_to_last` preference
+ */
 export async function buildSigningFormView(
   deps: LoadSigningFormDeps,
   signer: SignerForm,
   now = new Date(),
+  options: { openedBefore?: boolean } = {},
 ): Promise<SigningFormView> {
   const { db, files } = deps;
   const { submission } = signer;
@@ -87,7 +92,7 @@ export async function buildSigningFormView(
     submission.completedAt ? resultDocuments(db, submission.id) : Promise.resolve([]),
   ]);
 
-  const preferences = (signer.preferences ?? {}) as { completed_redirect_url?: unknown };
+  const preferences = (signer.preferences ?? {}) as { completed_redirect_url?: unknown; go_to_last?: unknown };
   const submissionPreferences = (submission.preferences ?? {}) as { completed_redirect_url?: unknown };
   const redirect = preferences.completed_redirect_url ?? submissionPreferences.completed_redirect_url;
 
@@ -148,6 +153,12 @@ export async function buildSigningFormView(
     })),
     completedDocuments: completedDocuments.map((d) => ({ name: d.name, url: files.url(d.file) })),
     completedRedirectUrl: typeof redirect === 'string' && redirect ? redirect : null,
+    // DocuSeal: `preferences.key?('go_to_last') ? preferences['go_to_last'] : opened_at?`
+    // (app/views/submit_form/_submission_form.html.erb).
+    goToLast:
+      typeof preferences.go_to_last === 'boolean'
+        ? preferences.go_to_last
+        : (options.openedBefore ?? signer.openedAt !== null),
   };
 }
 

@@ -20,8 +20,10 @@ export async function openSigningForm(deps: SigningFormDeps, request: SignerRequ
   if (formStateOf({ submitter: found, submission: found.submission }, now) !== 'OPEN')
     return buildSigningFormView(deps, found, now);
 
+  let openedBefore = found.openedAt !== null;
   const signer = await deps.effects.transaction(async (tx, effects) => {
     const signer = await lockSignerForm(tx, found);
+    openedBefore = signer.openedAt !== null;
     if (formStateOf({ submitter: signer, submission: signer.submission }, now) !== 'OPEN') return signer;
     // Under the row lock, so of two first opens at once only one sees no earlier view.
     const earlierViews = await tx.submissionEvent.count({ where: { submitterId: signer.id, eventType: 'view_form' } });
@@ -46,5 +48,6 @@ export async function openSigningForm(deps: SigningFormDeps, request: SignerRequ
       });
     return { ...signer, openedAt: now };
   });
-  return buildSigningFormView(deps, signer, now);
+  // As DocuSeal renders the form before the page records the view: did the signer open it before?
+  return buildSigningFormView(deps, signer, now, { openedBefore });
 }

@@ -78,4 +78,10 @@ export interface SigningFormViewOf<TTime, TArea> {
   /** The signed documents to download once the whole submission is completed; [] before. */
   completedDocuments: { name: string; url: string }[];
   completedRedirectUrl: string | null;
+  /**
+   * Open the form at the first field still to fill rather than at the top (DocuSeal's
+   * `data-go-to-last`): the submitter's `go_to_last` preference, else whether it had opened the
+   * form before.
+   */
+  goToLast: boolean;
 }

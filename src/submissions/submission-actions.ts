@@ -94,13 +94,20 @@ export async function archiveSubmission(
 export type UpdateSubmitterInput = Omit<z.input<typeof UpdateSubmitterRequest>, 'id'>;
 
 /**
- * Updates a submitter: contact data, values merged into the existing ones, field settings,
- * preferences; `completed: true` completes it (api_complete_form), with the completion
+ * Updates a submitter as DocuSeal's Api::SubmittersController#update does
+ * (app/controllers/api/submitters_controller.rb: assign_submitter_attrs, assign_preferences;
+ * lib/submissions/create_from_submitters.rb maybe_set_template_fields): contact data; values
+ * merged into the existing ones (and the fields' defaults in the submission's copy); `fields` and
+ * `readonly_fields` change that copy; `metadata` replaces the stored one; `external_id`;
+ * preferences `send_email`, `send_sms`, `reply_to`, `completed_redirect_url`, `go_to_last`,
+ * `require_phone_2fa`/`require_email_2fa` (false only) and `message` (the next request email's
+ * subject and body). `completed: true` completes it (api_complete_form), with the completion
  * pipeline's job and the next parties' requests; otherwise `send_email`/`send_sms` true sends the
- * request again (a new sending, not deduplicated away).
+ * request again (a new sending, not deduplicated away). Nothing is written when a check fails.
  * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION "Submitter has already completed the submission."
- *   or "... declined ...", DocuSeal's messages for bad email/phone, and sizes over src/limits.ts
- *   ("name is too long (maximum is 255 characters).", "values.Comment is too long …")
+ *   or "... declined ...", DocuSeal's messages for bad email/phone, "require_email_2fa is not
+ *   supported: the signing form has no one-time codes" (Signet's form cannot verify a code; docs/compatibility.md),
+ *   and sizes over src/limits.ts ("name is too long (maximum is 255 characters).", "values.Comment is too long …")
  */
 export async function updateSubmitter(
   deps: ChangeDeps & { storage: FileStorage },
@@ -125,6 +132,9 @@ export async function updateSubmitter(
     throw new AppError('VALIDATION', 'Submitter has already completed the submission.');
   if (submitter.declinedAt) throw new AppError('VALIDATION', 'Submitter has already declined the submission.');
   checkEmailAndPhone(changes, 'submitter');
+  for (const key of ['require_email_2fa', 'require_phone_2fa'] as const)
+    if (input[key] === true)
+      throw new AppError('VALIDATION', `${key} is not supported: the signing form has no one-time codes`);
   if (changes.reply_to && !isValidEmailList(changes.reply_to))
     throw new AppError('VALIDATION', 'reply_to email is invalid');
 
@@ -143,6 +153,9 @@ export async function updateSubmitter(
   if (input.send_sms !== undefined) preferences.send_sms = input.send_sms;
   if (changes.reply_to !== undefined) preferences.reply_to = changes.reply_to;
   if (changes.completed_redirect_url !== undefined) preferences.completed_redirect_url = changes.completed_redirect_url;
+  if (input.go_to_last !== undefined) preferences.go_to_last = input.go_to_last;
+  if (input.require_phone_2fa !== undefined) preferences.require_phone_2fa = input.require_phone_2fa;
+  if (input.require_email_2fa !== undefined) preferences.require_email_2fa = input.require_email_2fa;
   // An empty message ({}) changes nothing (as DocuSeal's REST reads it).
   if (changes.message?.subject !== undefined || changes.message?.body !== undefined)
     preferences.message = changes.message;
@@ -160,6 +173,7 @@ export async function updateSubmitter(
         ...(changes.email !== undefined ? { email: changes.email.trim().toLowerCase() } : {}),
         ...(phone !== null ? { phone } : {}),
         ...(changes.external_id !== undefined ? { externalId: changes.external_id } : {}),
+        ...(changes.metadata !== undefined ? { metadata: changes.metadata as Prisma.InputJsonValue } : {}),
         values: (await storeStagedFiles(tx, deps.storage, actor.accountId, staged, values)) as Prisma.InputJsonValue,
         preferences: preferences as Prisma.InputJsonValue,
         ...(input.completed ? { completedAt: now } : {}),

@@ -133,6 +133,7 @@ export const SubmitterChanges = SubmitterInput.pick({
   phone: true,
   values: true,
   external_id: true,
+  metadata: true,
   completed_redirect_url: true,
   reply_to: true,
   message: true,
@@ -142,8 +143,10 @@ export const SubmitterChanges = SubmitterInput.pick({
 
 /**
  * A PUT /submitters/{id} request (GraphQL `UpdateSubmitterInput`, derived from it), in DocuSeal's
- * keys. `message` and `fields` arrive as JSON in DocuSeal's keys (GraphQL JSON); the service
- * checks every change with SubmitterChanges.
+ * keys: every key of DocuSeal's `submitter_params` (app/controllers/api/submitters_controller.rb)
+ * but `uuid` and `role`, which pick a party on create and mean nothing here. `message` and
+ * `fields` arrive as JSON in DocuSeal's keys (GraphQL JSON); the service checks every change with
+ * SubmitterChanges.
  */
 export const UpdateSubmitterRequest = z.object({
   id: z.number().int(),
@@ -152,13 +155,23 @@ export const UpdateSubmitterRequest = z.object({
   phone: SubmitterInput.shape.phone.meta({ description: undefined }),
   values: SubmitterInput.shape.values.meta({ description: 'Merged into the existing values.' }),
   external_id: SubmitterInput.shape.external_id,
-  send_email: SubmitterInput.shape.send_email,
-  send_sms: SubmitterInput.shape.send_sms,
+  metadata: SubmitterInput.shape.metadata.meta({ description: 'Replaces the stored metadata.' }),
+  send_email: SubmitterInput.shape.send_email.meta({ description: 'true: send the request email again.' }),
+  send_sms: SubmitterInput.shape.send_sms.meta({ description: 'true: send the request SMS again.' }),
   reply_to: SubmitterInput.shape.reply_to,
   completed_redirect_url: SubmitterInput.shape.completed_redirect_url,
-  completed: z.boolean().optional(),
+  completed: z.boolean().optional().meta({ description: 'Complete now (an api_complete_form event).' }),
+  go_to_last: z
+    .boolean()
+    .optional()
+    .meta({ description: 'The form opens at the first field still to fill (default: once opened before).' }),
+  require_phone_2fa: z.boolean().optional().meta({ description: 'true is refused: no one-time codes.' }),
+  require_email_2fa: z.boolean().optional().meta({ description: 'true is refused: no one-time codes.' }),
   message: z.record(z.string(), z.unknown()).optional().meta({ description: '{subject, body}' }),
   fields: z.unknown().optional().meta({ description: 'Field settings as in createSubmissions (DocuSeal keys).' }),
+  readonly_fields: SubmitterInput.shape.readonly_fields.meta({
+    description: 'Names of this party’s fields to make read-only.',
+  }),
 });
 
 /**

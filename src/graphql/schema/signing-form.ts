@@ -152,6 +152,11 @@ const SigningFormRef = builder.objectRef<SigningFormView>('SigningForm').impleme
       description:
         'Where to go after completing (the submitter’s, else the submission’s completed_redirect_url), or null.',
     }),
+    goToLast: t.exposeBoolean('goToLast', {
+      description:
+        'Open the form at the first field still to fill: the submitter’s go_to_last, else whether it had opened ' +
+        'the form before.',
+    }),
   }),
 });
 

@@ -18,7 +18,7 @@ const FORM_SELECTION = `
     attachments { uuid url filename contentType }
   }
   completedDocuments { name url }
-  completedRedirectUrl
+  completedRedirectUrl goToLast
 `;
 
 /** A refusal from the server: its message, code and, for a field's problem, the field's uuid. */

@@ -2,7 +2,8 @@
  * The signer's page (GET /s/{slug}): loads the form with openSigningForm, shows the documents with
  * the fields over them, saves values as the signer goes, checks required fields and patterns
  * before completing, and then redirects (completed_redirect_url) or lists the signed copies.
- * Decline asks for a reason. A form that is not open shows DocuSeal's message and no inputs.
+ * Decline asks for a reason. A form that is not open shows DocuSeal's message and no inputs. With
+ * `goToLast` (the submitter's go_to_last, else a returning signer) it opens at the field to resume.
  */
 import './styles.css';
 import {
@@ -17,7 +18,7 @@ import {
 import { h, uniqueId } from './dom.ts';
 import { mountFields, type FieldControl, type FieldHost } from './fields.ts';
 import { SaveQueue } from './save-queue.ts';
-import type { FieldValues, SigningForm, SigningFormAttachment } from './types.ts';
+import type { FieldValues, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
 import { checkValue, isEditable, isFilled, today } from './values.ts';
 import { renderDocuments } from './viewer.ts';
 
@@ -48,6 +49,24 @@ function show(form: SigningForm, options: { justCompleted?: boolean } = {}): voi
   document.title = `${formTitle(form)} · Signet`;
   if (form.state === 'OPEN') renderOpen(form);
   else renderClosed(form, options.justCompleted ?? false);
+}
+
+/**
+ * Where the form opens with go_to_last, as DocuSeal's form does (submission_form/form.vue
+ * `mounted`, each of the signer's editable fields being a step): the earliest of the last field,
+ * the first required field without a value, and the field after the last one with a value.
+ */
+function resumeField(
+  fields: SigningFormField[],
+  currentValue: (uuid: string) => unknown,
+): SigningFormField | undefined {
+  const steps = fields.filter(isEditable);
+  if (steps.length === 0) return undefined;
+  const filled = (field: SigningFormField) => isFilled(field, currentValue(field.uuid));
+  const requiredEmpty = steps.findIndex((field) => field.required && !filled(field));
+  const afterLastFilled = steps.findLastIndex(filled) + 1;
+  const candidates = [steps.length - 1, afterLastFilled, ...(requiredEmpty === -1 ? [] : [requiredEmpty])];
+  return steps[Math.min(...candidates)];
 }
 
 function formTitle(form: SigningForm): string {
@@ -187,6 +206,10 @@ function renderOpen(form: SigningForm): void {
   const pages = renderDocuments(documents, form.documents);
   for (const control of mountFields(host, pages, unplaced)) controls.set(control.field.uuid, control);
   updateProgress();
+  if (form.goToLast) {
+    const resume = resumeField(form.fields, (uuid) => values.get(uuid));
+    if (resume) controls.get(resume.uuid)?.focus();
+  }
 
   root.addEventListener('field-error', (event) => {
     const { uuid, message } = (event as CustomEvent<{ uuid: string; message: string }>).detail;
