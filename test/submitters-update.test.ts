@@ -99,6 +99,8 @@ describe('PUT /submitters/{id}: each property', () => {
     expect(json).toMatchObject({ name: 'Zoë', email: 'new@example.test', phone: '+15550102030' });
     const read = await api('GET', `/submitters/${client.id}`);
     expect(read.json).toMatchObject({ name: 'Zoë', email: 'new@example.test', phone: '+15550102030' });
+    // Blank clears them.
+    expect(await put(client.id, { email: '', phone: '' })).toMatchObject({ name: 'Zoë', email: null, phone: null });
   });
 
   it('values are merged into the stored values and become the fields’ defaults in the form', async () => {

@@ -170,8 +170,9 @@ export async function updateSubmitter(
       where: { id },
       data: {
         ...(changes.name !== undefined ? { name: changes.name } : {}),
-        ...(changes.email !== undefined ? { email: changes.email.trim().toLowerCase() } : {}),
-        ...(phone !== null ? { phone } : {}),
+        // A blank email or phone clears it (DocuSeal: `Submissions.normalize_email("")` is nil).
+        ...(changes.email !== undefined ? { email: changes.email.trim().toLowerCase() || null } : {}),
+        ...(phone !== null ? { phone } : changes.phone?.trim() === '' ? { phone: null } : {}),
         ...(changes.external_id !== undefined ? { externalId: changes.external_id } : {}),
         ...(changes.metadata !== undefined ? { metadata: changes.metadata as Prisma.InputJsonValue } : {}),
         values: (await storeStagedFiles(tx, deps.storage, actor.accountId, staged, values)) as Prisma.InputJsonValue,
