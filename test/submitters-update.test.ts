@@ -318,11 +318,15 @@ describe('GraphQL updateSubmitter', () => {
     const { body } = await update({
       id: client.id,
       name: 'Graph',
+      email: 'Graph@Acme.test',
+      externalId: 'g-1',
+      values: { full_name: 'Graph Client' },
+      completedRedirectUrl: 'https://acme.test/graph',
       metadata: { fresh: 1 },
       goToLast: true,
       readonlyFields: ['Company'],
       requireEmail2fa: false,
-      replyTo: 'graph@acme.test',
+      replyTo: 'replies@acme.test',
       message: { subject: 'GraphQL subject', body: 'Body {{submitter.link}}' },
       fields: [{ name: 'Code', validation_pattern: '[0-9]+', invalid_message: 'Numbers' }],
       sendEmail: true,
@@ -330,17 +334,20 @@ describe('GraphQL updateSubmitter', () => {
     expect(body.errors, JSON.stringify(body.errors)).toBeUndefined();
     expect(body.data.updateSubmitter.submitter).toMatchObject({
       name: 'Graph',
+      externalId: 'g-1',
       metadata: { fresh: 1 },
-      preferences: { go_to_last: true, require_email_2fa: false, reply_to: 'graph@acme.test', send_email: true },
+      preferences: { go_to_last: true, require_email_2fa: false, reply_to: 'replies@acme.test', send_email: true },
     });
     const form = await formOf(client.slug);
-    expect(form.goToLast).toBe(true);
+    expect(form).toMatchObject({ goToLast: true, completedRedirectUrl: 'https://acme.test/graph' });
+    expect(form.fields.find((f) => f.name === 'Full Name')!.defaultValue).toBe('Graph Client');
     expect(form.fields.find((f) => f.name === 'Company')!.readonly).toBe(true);
     expect(form.fields.find((f) => f.name === 'Code')!.validation).toEqual({ pattern: '[0-9]+', message: 'Numbers' });
     await t.app.jobs.waitForIdle();
-    const [mail] = mailsTo(client.email);
+    expect(mailsTo(client.email)).toEqual([]);
+    const [mail] = mailsTo('graph@acme.test');
     expect(mail!.parsed.subject).toBe('GraphQL subject');
-    expect(mail!.parsed.replyTo?.text).toBe('graph@acme.test');
+    expect(mail!.parsed.replyTo?.text).toBe('replies@acme.test');
   });
 
   it('refuses 2FA and a finished submitter as REST does', async () => {
