@@ -13,6 +13,8 @@ import {
 } from '../../src/templates/template-requests.ts';
 import { bodyObject, isTruthy, pathId, queryInt, queryString, restInput } from '../params.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../src/docuseal-shapes/template.ts';
+import { requireViewer } from '../../src/graphql/context.ts';
+import { readTemplateForAccount } from '../../src/templates/read-models.ts';
 
 const listTemplates: RestRoute<{
   templates: { nodes: TemplateData[]; pagination: { count: number; next: number | null; prev: number | null } };
@@ -48,7 +50,7 @@ const listTemplates: RestRoute<{
   serialize: ({ templates }) => ({ data: templates.nodes.map(serializeTemplate), pagination: templates.pagination }),
 };
 
-const getTemplate: RestRoute<{ template: TemplateData }> = {
+const getTemplate: RestRoute<TemplateData> = {
   method: 'GET',
   path: '/templates/:id',
   operation: /* GraphQL */ `
@@ -56,7 +58,11 @@ const getTemplate: RestRoute<{ template: TemplateData }> = {
     ${TEMPLATE_FRAGMENT}
   `,
   variables: (request) => ({ id: pathId(request, 'Template') }),
-  serialize: ({ template }) => serializeTemplate(template),
+  // The read model the template.* webhooks are made of (src/templates/read-models.ts), so their
+  // `data` is this answer by construction; the operation only coerces the id.
+  run: (variables, { context }) =>
+    readTemplateForAccount(context, { id: variables.id as number, accountId: requireViewer(context).account.id }),
+  serialize: (template) => serializeTemplate(template),
 };
 
 export const templateRoutes: RestRoute[] = [listTemplates, getTemplate];
