@@ -9,7 +9,9 @@
  * signed URLs; an unchanged item is served from the cache (no loading, no write), and every kind of
  * write (a submitter's change, a completion, the submission's, a template rename, a folder move, a
  * user rename, raw SQL), the passing of expire_at and another serializer all change the next
- * answer; a read never waits for a writer's lock nor stores what the writer is changing.
+ * answer; another instance on the same database (or a restarted one) serves the kept items without
+ * loading and sees every write; a read never waits for a writer's lock nor stores what the writer
+ * is changing.
  */
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -20,6 +22,7 @@ import {
   type SubmissionListData,
 } from '../src/docuseal-shapes/submission.ts';
 import { LIST_ITEM_FORMAT, listItemFormat, renderSubmissionList } from '../rest-compat/serializers/submission-list.ts';
+import { createDb } from '../src/db/client.ts';
 import type { GraphQLContext } from '../src/graphql/context.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { openApiErrors } from './helpers/openapi.ts';
@@ -365,6 +368,32 @@ describe('kept list items', () => {
       together.map((body) => JSON.parse((body.text as Buffer).toString()).data.map((s: { id: number }) => s.id)),
     ).toEqual(pages);
     expect(t.queries.filter((sql) => sql.includes('END AS generation'))).toHaveLength(1);
+  });
+
+  it('another instance on the same database serves the kept items at once and sees every write', async () => {
+    const statements: string[] = [];
+    // A second service's client: its own pool and its own (empty) in-memory cache, as after a restart.
+    const other = createDb(t.database.url, { onQuery: (sql) => statements.push(sql) });
+    try {
+      const context = {
+        db: other,
+        files: t.app.files.signer,
+        viewer: { account: { id: alice.accountId } },
+      } as unknown as GraphQLContext;
+      const page = async () => {
+        const ids: number[] = (await listed()).data.map((s) => s.id);
+        statements.length = 0;
+        const body = await renderSubmissionList(context, ids, { count: ids.length, next: null, prev: null });
+        return JSON.parse((body.text as Buffer).toString()).data as Record<string, any>[];
+      };
+      const first = await page();
+      expect(statements.filter((sql) => sql.includes('"public"."submissions"'))).toEqual([]);
+      const target = first.find((s) => s.status === 'pending')!;
+      expect((await api('PUT', `/submissions/${target.id}`, { name: 'Written elsewhere' })).status).toBe(200);
+      expect(byId(await page(), target.id).name).toBe('Written elsewhere');
+    } finally {
+      await other.$disconnect();
+    }
   });
 
   it("never wait for a writer's lock, nor store what it is changing", async () => {
