@@ -5,9 +5,9 @@
  * items, the same as GraphQL's `RestSubmissionList` fragment through that serializer.
  *
  * Why a cache: a page is up to 100 submissions with their submitters, ~150 KB of JSON. Loading and
- * serializing it costs the service ~10 ms of CPU (Prisma's query and row mapping, then the
- * serializer), which one Node process cannot afford at 20 concurrent callers; a page served from
- * the cache costs ~0.5 ms (bench/README.md "Submissions"). So the serializer's output is kept, as
+ * serializing it costs the service ~14 ms of CPU (Prisma's query and row mapping, then the
+ * serializer), which one Node process cannot afford at 20 concurrent callers; a whole request for
+ * a page served from the cache costs 0.45–0.6 ms (bench/README.md "Submissions"). So the serializer's output is kept, as
  * JSON text without the signed file URLs (they need the service's secret and expire; the few
  * completed items with an audit log or combined document are patched per request):
  *   - in PostgreSQL (`submission_list_items`, one row per submission), shared by every instance
