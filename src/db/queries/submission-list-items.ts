@@ -11,8 +11,8 @@
  *     its submitters or its completed documents;
  *   - the account's `submission_list_epoch`: bumped by a trigger on every change to a template,
  *     folder or user an item shows (rare; every item of the account is rendered again);
- *   - `format`: the fingerprint of the TypeScript serializer and loader (the caller's), so a
- *     changed serializer renders again;
+ *   - `format`: the fingerprint of the TypeScript serializer, its loader and the status rules
+ *     (LIST_ITEM_FORMAT, given by the caller), so a changed serializer renders again;
  *   - `stale_at`: the item's expire_at when that was still ahead as its rendering began (the only
  *     input that changes without a write: a pending submission's status turns "expired" then).
  * The stamp is read before the read models are loaded and the item is stored only if the row's
@@ -22,7 +22,7 @@
  * Why database-side stamps (triggers) rather than a version computed from the rows' xmin in the
  * page's statement (measured on the bench database, 10,000 submissions, a page of 100, one
  * connection: bench/README.md "Submissions"): the stamps are one primary-key read of 100 narrow
- * rows, 0.13 ms per page; the xmins of each submission, its submitters, template, folder chain and
+ * rows, 0.13 ms per page (the statement this one replaced; the same within noise); the xmins of each submission, its submitters, template, folder chain and
  * creator cost 0.48–0.71 ms (3–5×) on every request. The stamps also hold across instances sharing
  * the database (a write on one is seen by the next read on any) and survive a restart.
  */
