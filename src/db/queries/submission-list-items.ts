@@ -22,9 +22,10 @@
  * Why database-side stamps (triggers) rather than a version computed from the rows' xmin in the
  * page's statement (measured on the bench database, 10,000 submissions, a page of 100, one
  * connection: bench/README.md "Submissions"): the stamps are one primary-key read of 100 narrow
- * rows, 0.13 ms per page (the statement this one replaced; the same within noise); the xmins of each submission, its submitters, template, folder chain and
- * creator cost 0.48–0.71 ms (3–5×) on every request. The stamps also hold across instances sharing
- * the database (a write on one is seen by the next read on any) and survive a restart.
+ * rows, 0.13 ms per page (measured on the statement this one replaced; the two are the same within
+ * noise); the xmins of each submission, its submitters, template, folder chain and creator cost
+ * 0.48–0.71 ms (3–5×) on every request. The stamps also hold across instances sharing the database
+ * (a write on one is seen by the next read on any) and survive a restart.
  */
 import type DataLoader from 'dataloader';
 import type pg from 'pg';
