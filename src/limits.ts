@@ -67,6 +67,8 @@ export const MAX_ITEMS = {
   fields: 500,
   /** Areas of one field. */
   areas: 100,
+  /** Conditions of one field (src/templates/field-conditions.ts). */
+  conditions: 50,
   /** Options of one select, radio or multiple field (and the options chosen in a multiple value). */
   options: 500,
   /** Roles of a template (`roles` of an update or merge). */

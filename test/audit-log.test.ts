@@ -446,6 +446,17 @@ describe('listAuditLogValues', () => {
       ]);
     },
   );
+
+  it('leaves out a field whose conditions on the party’s values are not met (field conditions)', () => {
+    const fields: Field[] = [
+      field('Plan', 'select', { options: [{ value: 'Pro', uuid: 'pro' }] }),
+      field('Seats', 'number', { conditions: [{ field_uuid: 'Plan', value: 'pro', action: 'equal' }] }),
+    ];
+    const listed = (plan: string) =>
+      listAuditLogValues(fields, role, { Plan: plan, Seats: 12 }, new Map()).map((v) => v.name);
+    expect(listed('Basic')).toEqual(['Plan']);
+    expect(listed('Pro')).toEqual(['Plan', 'Seats']);
+  });
 });
 
 describe('buildAuditLog: each party’s values, signatures and initials', () => {

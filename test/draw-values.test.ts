@@ -273,6 +273,30 @@ describe('text values', () => {
     expect(out.length).toBeLessThan(30_000);
   });
 
+  it('does not draw a field whose conditions on the party’s values are not met (field conditions)', async () => {
+    const choice = field('checkbox', [{ x: 0.1, y: 0.05, w: 0.05, h: 0.03 }]);
+    const hidden = field('text', [{ x: 0.1, y: 0.1, w: 0.35, h: 0.03 }], {
+      conditions: [{ field_uuid: choice.uuid, action: 'checked' }],
+    });
+    // A condition on another party's field is left to the completion that kept the value.
+    const elsewhere = field('text', [{ x: 0.1, y: 0.2, w: 0.35, h: 0.03 }], {
+      conditions: [{ field_uuid: 'other-party-field', action: 'checked' }],
+    });
+    const out = await draw(fixturePdf('documenso-letter-size.pdf'), [
+      [choice, false],
+      [hidden, 'Hidden text'],
+      [elsewhere, 'Kept text'],
+    ]);
+    const text = pageTexts(out).join(' ');
+    expect(text).not.toContain('Hidden');
+    expect(text).toContain('Kept text');
+    const shown = await draw(fixturePdf('documenso-letter-size.pdf'), [
+      [choice, true],
+      [hidden, 'Hidden text'],
+    ]);
+    expect(pageTexts(shown).join(' ')).toContain('Hidden text');
+  });
+
   it('puts each value on its own page of a two-page document and nowhere else', async () => {
     const pdf = fixturePdf('pdfjs-form_two_pages.pdf');
     const first = field('text', [{ x: 0.1, y: 0.9, w: 0.4, h: 0.03, page: 0 }]);

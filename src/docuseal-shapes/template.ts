@@ -16,6 +16,7 @@ export const TEMPLATE_FRAGMENT = /* GraphQL */ `
     fields {
       uuid submitterUuid name type required readonly defaultValue title description preferences validation
       options { value uuid }
+      conditions { fieldUuid value action operation }
       areas { x y w h page attachmentUuid optionUuid cellW }
     }
     documents { id uuid url previewImageUrl filename }
@@ -53,6 +54,8 @@ export interface TemplateData {
     preferences: unknown;
     validation: unknown;
     options: { value: string; uuid: string }[] | null;
+    /** Null when the field has none. */
+    conditions: { fieldUuid: string; value: string | null; action: string; operation: string | null }[] | null;
     areas: {
       x: number;
       y: number;
@@ -92,6 +95,17 @@ export function serializeTemplate(t: TemplateData) {
       preferences: f.preferences ?? {},
       ...(f.options ? { options: f.options.map((o) => ({ value: o.value, uuid: o.uuid })) } : {}),
       ...(f.validation ? { validation: f.validation } : {}),
+      // DocuSeal's keys; a field without conditions has no key, as in DocuSeal's JSON.
+      ...(f.conditions
+        ? {
+            conditions: f.conditions.map((c) => ({
+              field_uuid: c.fieldUuid,
+              value: c.value,
+              action: c.action,
+              ...(c.operation ? { operation: c.operation } : {}),
+            })),
+          }
+        : {}),
       areas: f.areas.map((a) => ({
         x: a.x,
         y: a.y,

@@ -9,13 +9,16 @@
  *
  * Concurrency: the submission and submitter rows are locked (lockSignerForm) and completed_at is
  * set only where it is still empty, so of two completions at once exactly one succeeds.
+ *
+ * Conditions (src/templates/field-conditions.ts): a field whose conditions are not met is not
+ * required and its value is not kept (DocuSeal's maybe_remove_condition_values).
  */
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { completionJob } from '../signing/complete-submission.ts';
 import { nextPartyJobs } from '../submissions/send-requests.ts';
 import { parseFields } from '../templates/fields.ts';
-import { checkAttachments, checkSentValues, completionValues } from './field-values.ts';
+import { checkAttachments, checkSentValues, completionValues, otherPartiesValues } from './field-values.ts';
 import {
   formStarted,
   mergeValues,
@@ -58,7 +61,9 @@ export async function completeSigningForm(
         ? {}
         : checkSentValues(fields, signer.roleUuid, request.values);
     await checkAttachments(tx, signer, fields, sent, saved);
-    const values = completionValues(fields, signer.roleUuid, mergeValues(saved, sent));
+    // Conditions may name other parties' fields: judged over their values too (DocuSeal's).
+    const others = otherPartiesValues(signer.submission.submitters, signer.id);
+    const values = completionValues(fields, signer.roleUuid, mergeValues(saved, sent), others);
 
     const started = await recordStart(tx, signer, request, now);
     const { count } = await tx.submitter.updateMany({

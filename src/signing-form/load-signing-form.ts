@@ -2,7 +2,7 @@
  * What the signing page shows (docs/signing-form.md, `SigningForm`): the signer, the submission's
  * own copy of the documents, roles and fields (submissions.template_*), this signer's fields with
  * their current values, other parties' completed values (read-only), and signed URLs for every
- * file it names. Reading a form records nothing.
+ * file it names. Reading a form records nothing. Fields' conditions: pageConditions.
  */
 import type { Db } from '../db/client.ts';
 import type { FileUrlSigner } from '../documents/file-urls.ts';
@@ -10,7 +10,13 @@ import type { Prisma } from '../generated/prisma/client.ts';
 import { submissionStatus, submitterStatus } from '../submissions/status.ts';
 import { parseFields, parseRoles, type Area, type Field } from '../templates/fields.ts';
 import { findSignerBySlug, formStateMessage, formStateOf, waitingForRole, type SignerForm } from './form-state.ts';
-import { hasValue, SINGLE_ATTACHMENT_TYPES } from './field-values.ts';
+import {
+  evaluateConditions,
+  foldConditions,
+  type ConditionEvaluator,
+  type FieldCondition,
+} from '../templates/field-conditions.ts';
+import { hasValue, otherPartiesValues, SINGLE_ATTACHMENT_TYPES } from './field-values.ts';
 import type { SigningFormFieldOf, SigningFormViewOf } from './view-types.ts';
 
 export type { SigningFormAttachment, SigningFormDocument } from './view-types.ts';
@@ -65,14 +71,17 @@ export async function buildSigningFormView(
     if (party.id !== signer.id && party.completedAt)
       completedValues.set(party.roleUuid, (party.values ?? {}) as Record<string, unknown>);
   }
-  const shown: { field: Field; own: boolean; value: unknown }[] = [];
+  const shown: { field: Field; own: boolean; value: unknown; conditions: FieldCondition[] | null }[] = [];
+  const formConditions = pageConditions(allFields, signer, ownValues);
   for (const field of allFields) {
     if (field.submitter_uuid === signer.roleUuid) {
-      shown.push({ field, own: true, value: ownValues[field.uuid] ?? field.default_value ?? null });
+      const conditions = formConditions(field);
+      if (conditions === 'hidden') continue;
+      shown.push({ field, own: true, value: ownValues[field.uuid] ?? field.default_value ?? null, conditions });
       continue;
     }
     const value = completedValues.get(field.submitter_uuid)?.[field.uuid];
-    if (hasValue(field, value)) shown.push({ field, own: false, value });
+    if (hasValue(field, value)) shown.push({ field, own: false, value, conditions: null });
   }
 
   // Every stored file the page needs, in one query each: documents, attachments, results.
@@ -130,7 +139,7 @@ export async function buildSigningFormView(
       }));
       return [{ uuid: doc.attachment_uuid, name: doc.name, url: files.url(file), pages }];
     }),
-    fields: shown.map(({ field, own, value }) => ({
+    fields: shown.map(({ field, own, value, conditions }) => ({
       uuid: field.uuid,
       name: field.name,
       type: field.type,
@@ -144,6 +153,7 @@ export async function buildSigningFormView(
       options: field.options ?? null,
       preferences: field.preferences ?? {},
       validation: field.validation ?? null,
+      conditions,
       defaultValue: field.default_value ?? null,
       value,
       attachments: attachmentUuidsOf(field, value).flatMap((uuid) => {
@@ -159,6 +169,37 @@ export async function buildSigningFormView(
       typeof preferences.go_to_last === 'boolean'
         ? preferences.go_to_last
         : (options.openedBefore ?? signer.openedAt !== null),
+  };
+}
+
+/**
+ * What the page gets of each own field's conditions, as DocuSeal's form does
+ * (Submissions.filtered_conditions_fields, lib/submissions.rb): conditions naming another party's
+ * field (or no field) are judged here over every party's values, this signer's own ones taken as
+ * met; when they fail, the field is 'hidden' (left out of the view); otherwise the page gets the
+ * conditions naming this signer's own fields (null when none), which it judges as the signer types.
+ */
+function pageConditions(
+  fields: Field[],
+  signer: SignerForm,
+  ownValues: Record<string, unknown>,
+): (field: Field) => FieldCondition[] | null | 'hidden' {
+  const roleOf = new Map(fields.map((f) => [f.uuid, f.submitter_uuid]));
+  const isOwn = (c: FieldCondition) => roleOf.get(c.field_uuid) === signer.roleUuid;
+  let evaluator: ConditionEvaluator | undefined;
+  return (field) => {
+    const conditions = field.conditions ?? [];
+    if (conditions.length === 0) return null;
+    if (!conditions.every(isOwn)) {
+      evaluator ??= evaluateConditions(fields, {
+        ...otherPartiesValues(signer.submission.submitters, signer.id),
+        ...ownValues,
+      });
+      const judge = evaluator;
+      if (!foldConditions(conditions, (c) => isOwn(c) || judge.check(c))) return 'hidden';
+    }
+    const own = conditions.filter(isOwn);
+    return own.length ? own : null;
   };
 }
 

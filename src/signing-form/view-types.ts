@@ -6,6 +6,7 @@
  * the page receives ISO 8601 strings and GraphQL's `FieldArea` (camelCase). Types only: the page's
  * bundle imports nothing from the server at run time.
  */
+import type { FieldCondition } from '../templates/field-conditions.ts';
 
 /** Where a form stands for its signer (form-state.ts formStateOf). */
 export type SigningFormState = 'OPEN' | 'COMPLETED' | 'DECLINED' | 'ARCHIVED' | 'EXPIRED';
@@ -34,6 +35,12 @@ export interface SigningFormFieldOf<TArea> {
   areas: TArea[];
   options: { value: string; uuid: string }[] | null;
   preferences: Record<string, unknown>;
+  /**
+   * The conditions the page judges as the signer types (src/templates/field-conditions.ts): those
+   * naming this signer's own fields; those naming other parties' fields are judged when the form
+   * is loaded (a field they hide is not in the view). Null when none is left.
+   */
+  conditions: FieldCondition[] | null;
   /** `{pattern, message}` when the field has a pattern (field-pattern.ts), else null. */
   validation: { pattern?: unknown; message?: unknown; [key: string]: unknown } | null;
   defaultValue: unknown;

@@ -3,6 +3,7 @@
  * as DocuSeal's audit log lists them (lib/submissions/generate_audit_trail.rb in
  * docusealco/docuseal, the submitter section). Pure: the caller loads the files.
  */
+import { hiddenByOwnValues } from '../templates/field-conditions.ts';
 import type { Field } from '../templates/fields.ts';
 import type { ImageFile } from './embed-image.ts';
 import { formatDate, formatNumber, maskText } from './format-values.ts';
@@ -56,7 +57,8 @@ const TYPE_NAMES: Record<string, string> = {
  * The values of one party (the submitter of role `roleUuid`) for the audit log, following
  * DocuSeal's generate_audit_trail.rb: fields of that role in template order; headings,
  * strikethroughs and empty values (null, '', false, [], blanks only) left out; signature and
- * initials fields holding the same value shown once under their joined names.
+ * initials fields holding the same value shown once under their joined names; fields whose
+ * conditions on this party's values are not met left out (completion drops their values already).
  * @param fields the submission's fields (all roles: the "Field N" numbering counts them all)
  * @param values the party's values by field uuid (reference/docuseal-behaviour.md §11)
  * @param files stored files by uuid; an image value whose file is missing prints its uuid as text
@@ -97,9 +99,15 @@ export function listAuditLogValues(
 
   counters.clear();
   const list: AuditLogValue[] = [];
+  // Fields hidden by their conditions are not listed (src/templates/field-conditions.ts hiddenByOwnValues).
+  const hidden = hiddenByOwnValues(
+    fields.filter((f) => f.submitter_uuid === roleUuid),
+    values,
+  );
   for (const field of fields) {
     const n = count(field.type);
     if (field.submitter_uuid !== roleUuid || SKIPPED_TYPES.has(field.type) || skipped.has(field.uuid)) continue;
+    if (hidden.has(field.uuid)) continue;
     const value = values[field.uuid];
     if (isBlank(value)) continue;
     const grouped =

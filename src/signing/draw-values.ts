@@ -25,6 +25,7 @@ import {
 } from 'pdf-lib';
 import { displayToUserMatrix, type PdfPageInfo } from '../documents/pdf.ts';
 import { AppError } from '../errors.ts';
+import { hiddenByOwnValues } from '../templates/field-conditions.ts';
 import type { Area, Field } from '../templates/fields.ts';
 import { embedImageFile, type ImageFile } from './embed-image.ts';
 import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
@@ -237,9 +238,12 @@ interface DrawContext {
 
 function collectJobs(input: DrawValuesInput): DrawJob[] {
   const jobs: DrawJob[] = [];
+  // A field whose conditions on this party's values are not met is not drawn, whatever it holds
+  // (completion drops such values already; src/templates/field-conditions.ts hiddenByOwnValues).
+  const hidden = hiddenByOwnValues(input.fields, input.values);
   for (const field of input.fields) {
     const value = input.values[field.uuid];
-    if (!hasValue(value) || SKIPPED_TYPES.has(field.type)) continue;
+    if (!hasValue(value) || SKIPPED_TYPES.has(field.type) || hidden.has(field.uuid)) continue;
     for (const area of field.areas ?? []) {
       if (area.attachment_uuid === input.attachmentUuid) jobs.push({ field, area, value });
     }

@@ -2,7 +2,8 @@
  * Creating submissions from a template (reference/docuseal-behaviour.md §7): map request
  * submitters to template roles (§7.2), keep the submission's own copy of roles, fields and
  * documents, prefill values (§7.5), decide who is sent the request now (§7.3), mark `completed`
- * parties (api_complete_form). One transaction for all submissions of a request.
+ * parties (api_complete_form; values of their fields whose conditions are not met dropped, as
+ * DocuSeal). One transaction for all submissions of a request.
  *
  * What a creation causes is written by the same statement (the outbox, src/jobs/outbox.ts): the
  * requests of who is sent now (emails, SMS), the expiry, the documents of parties created
@@ -34,6 +35,7 @@ import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../do
 import { checkFieldPattern } from '../templates/field-pattern.ts';
 import { noFieldsError } from '../templates/template-warnings.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
+import { dropHiddenValues } from '../signing-form/field-values.ts';
 import { mergeRoles } from './merge-roles.ts';
 import { expiryJobs, requestJobs } from './send-requests.ts';
 import {
@@ -599,6 +601,15 @@ async function planSubmission(
       group: 0,
       sendNow: false,
     });
+  }
+
+  // A party created completed keeps no value of a field whose conditions are not met (DocuSeal's
+  // maybe_remove_condition_values), judged over every party's values, its own on top.
+  for (const party of parties) {
+    if (!party.input.completed) continue;
+    const others: Record<string, unknown> = {};
+    for (const other of parties) if (other !== party) Object.assign(others, other.values);
+    party.values = dropHiddenValues(fields, party.role.uuid, party.values, others);
   }
 
   // §7.3: groups by per-submitter `order`, else by position (preserved) or all together (random).

@@ -12,6 +12,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields } from '../templates/fields.ts';
+import { dropHiddenValues, otherPartiesValues } from '../signing-form/field-values.ts';
 import {
   applyPrefill,
   storeStagedFiles,
@@ -101,7 +102,8 @@ export type UpdateSubmitterInput = Omit<z.input<typeof UpdateSubmitterRequest>, 
  * `readonly_fields` change that copy; `metadata` replaces the stored one; `external_id`;
  * preferences `send_email`, `send_sms`, `reply_to`, `completed_redirect_url`, `go_to_last`,
  * `require_phone_2fa`/`require_email_2fa` (false only) and `message` (the next request email's
- * subject and body). `completed: true` completes it (api_complete_form), with the completion
+ * subject and body). `completed: true` completes it (api_complete_form; the values of fields whose
+ * conditions are not met are dropped, required fields are not enforced, as DocuSeal), with the completion
  * pipeline's job and the next parties' requests; otherwise `send_email`/`send_sms` true sends the
  * request again (a new sending, not deduplicated away). Nothing is written when a check fails.
  * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION "Submitter has already completed the submission."
@@ -148,6 +150,23 @@ export async function updateSubmitter(
     'submitter',
     (submitter.values ?? {}) as Record<string, unknown>,
   );
+  // Completing drops the values of fields whose conditions are not met (DocuSeal's
+  // maybe_remove_condition_values), judged over the other parties' values too.
+  const kept = input.completed
+    ? dropHiddenValues(
+        fields,
+        submitter.roleUuid,
+        values,
+        otherPartiesValues(
+          await db.submitter.findMany({
+            where: { submissionId: submitter.submissionId },
+            select: { id: true, values: true },
+            orderBy: { id: 'asc' },
+          }),
+          id,
+        ),
+      )
+    : values;
   const preferences = { ...((submitter.preferences ?? {}) as Record<string, unknown>) };
   if (input.send_email !== undefined) preferences.send_email = input.send_email;
   if (input.send_sms !== undefined) preferences.send_sms = input.send_sms;
@@ -175,7 +194,7 @@ export async function updateSubmitter(
         ...(phone !== null ? { phone } : changes.phone?.trim() === '' ? { phone: null } : {}),
         ...(changes.external_id !== undefined ? { externalId: changes.external_id } : {}),
         ...(changes.metadata !== undefined ? { metadata: changes.metadata as Prisma.InputJsonValue } : {}),
-        values: (await storeStagedFiles(tx, deps.storage, actor.accountId, staged, values)) as Prisma.InputJsonValue,
+        values: (await storeStagedFiles(tx, deps.storage, actor.accountId, staged, kept)) as Prisma.InputJsonValue,
         preferences: preferences as Prisma.InputJsonValue,
         ...(input.completed ? { completedAt: now } : {}),
       },

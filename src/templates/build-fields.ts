@@ -22,6 +22,13 @@ import {
   text,
 } from '../limits.ts';
 import { FIELD_TYPES, OPTION_FIELD_TYPES } from '../field-types.ts';
+import {
+  CONDITION_ACTIONS,
+  CONDITION_OPERATIONS,
+  optionValue,
+  VALUE_ACTIONS,
+  type FieldCondition,
+} from './field-conditions.ts';
 import { checkFieldPattern } from './field-pattern.ts';
 import { DEFAULT_ROLE_NAME, type Area, type Field, type Role } from './fields.ts';
 
@@ -65,6 +72,39 @@ export const RequestArea = z
   });
 
 /**
+ * A condition of a request's field (GraphQL `FieldConditionInput`, derived from this definition):
+ * DocuSeal's `{field_uuid, value, action, operation}` (src/templates/field-conditions.ts has the
+ * rule), with `field_name` as another way to name the field. buildFields checks that it names one
+ * field of the template and stores DocuSeal's shape (`value` an option's uuid for option fields).
+ */
+export const RequestCondition = z
+  .object({
+    field_uuid: text(MAX_LENGTH.name)
+      .optional()
+      .meta({ description: 'The field it depends on: the `uuid` given to a field of the same request.' }),
+    field_name: text(MAX_LENGTH.name)
+      .optional()
+      .meta({ description: 'Instead of field_uuid: the name of the field it depends on (case-insensitive).' }),
+    value: z
+      .union([text(MAX_LENGTH.label), z.number()])
+      .transform(String)
+      .optional()
+      .meta({
+        description:
+          'What equal, not_equal, contains, does_not_contain, greater_than and less_than compare with; for a ' +
+          'select, radio or multiple field one of its options (its value or uuid).',
+      }),
+    action: z
+      .enum(CONDITION_ACTIONS, { error: `action must be one of: ${CONDITION_ACTIONS.join(', ')}` })
+      .meta({ description: `${CONDITION_ACTIONS.join(', ')}.` }),
+    operation: z
+      .enum(CONDITION_OPERATIONS, { error: 'operation must be and or or' })
+      .optional()
+      .meta({ description: 'and (default) or or: how this condition joins the result of the ones before it.' }),
+  })
+  .meta({ description: 'Show (and require) the field only while this holds.' });
+
+/**
  * A field of a create request (`fields[]`, or `documents[].fields[]`; GraphQL `TemplateFieldInput`,
  * derived from this definition). Sizes: src/limits.ts; `validation.pattern` is checked by
  * buildFields (field-pattern.ts).
@@ -96,6 +136,14 @@ export const RequestField = z.object({
   validation: jsonObject(MAX_JSON.preferences).optional(),
   preferences: jsonObject(MAX_JSON.preferences).optional(),
   areas: list(RequestArea, MAX_ITEMS.areas).optional(),
+  uuid: text(MAX_LENGTH.name)
+    .trim()
+    .min(1, 'uuid must not be empty')
+    .optional()
+    .meta({ description: "The field's uuid (default: a new random one); conditions name fields by it." }),
+  conditions: list(RequestCondition, MAX_ITEMS.conditions)
+    .optional()
+    .meta({ description: 'Show and require the field only while these hold (DocuSeal field conditions).' }),
 });
 export type RequestField = z.input<typeof RequestField>;
 
@@ -117,8 +165,10 @@ export interface RequestFieldGroup {
  * @throws AppError VALIDATION naming the field (`fields[2]`, `documents[0].fields[1].areas[0]`) for a
  *   missing name, an unknown type, a page out of range, an area off the page, options on a type without
  *   them, an area option that is not one of the field's options, a `validation.pattern` RE2 cannot
- *   run (field-pattern.ts), and a size over src/limits.ts: a string, more than MAX_ITEMS.fields
- *   fields or MAX_ITEMS.roles roles, fields larger than MAX_JSON.templateFields together
+ *   run (field-pattern.ts), a `uuid` two fields are given, a condition that does not name one
+ *   other field of the template or does not fit it (resolveCondition), and a size over
+ *   src/limits.ts: a string, more than MAX_ITEMS.fields fields, MAX_ITEMS.conditions conditions or
+ *   MAX_ITEMS.roles roles, fields larger than MAX_JSON.templateFields together
  */
 export function buildFields(input: {
   documents: DocumentLayout[];
@@ -183,11 +233,16 @@ export function buildFields(input: {
     }
   });
 
+  // Conditions are resolved once every field exists: they may name a field given after them.
+  const conditional: { field: Field; conditions: z.output<typeof RequestCondition>[]; path: string }[] = [];
   for (const group of input.requestFields) {
     group.fields.forEach((raw, index) => {
       const path = `${group.path}[${index}]`;
       where = path;
       const parsed = parseFieldAt(raw, path);
+      if (parsed.uuid !== undefined && fields.some((f) => f.uuid === parsed.uuid)) {
+        throw new AppError('VALIDATION', `uuid "${parsed.uuid}" is given to another field too in \`${path}\`.`);
+      }
       checkFieldPattern(parsed.validation?.pattern, `${path}.validation.pattern`);
       const type = parsed.type || 'text';
       if (!(FIELD_TYPES as readonly string[]).includes(type)) {
@@ -203,8 +258,8 @@ export function buildFields(input: {
       const areas = (parsed.areas ?? []).map((area, areaIndex) =>
         toStoredArea(area, input.documents, group.documentIndex, options, `${path}.areas[${areaIndex}]`),
       );
-      fields.push({
-        uuid: randomUUID(),
+      const field: Field = {
+        uuid: parsed.uuid ?? randomUUID(),
         submitter_uuid: roleUuid(parsed.role),
         name: parsed.name,
         type,
@@ -217,8 +272,13 @@ export function buildFields(input: {
         ...(options ? { options } : {}),
         ...(parsed.validation ? { validation: parsed.validation } : {}),
         areas,
-      });
+      };
+      fields.push(field);
+      if (parsed.conditions?.length) conditional.push({ field, conditions: parsed.conditions, path });
     });
+  }
+  for (const { field, conditions, path } of conditional) {
+    field.conditions = conditions.map((c, i) => resolveCondition(c, field, fields, `${path}.conditions[${i}]`));
   }
 
   if (roles.length === 0) roles.push({ name: DEFAULT_ROLE_NAME, uuid: randomUUID() });
@@ -237,6 +297,62 @@ export function checkTemplateFieldsSize(fields: Field[], roles: Role[]): void {
   checkItems(fields, MAX_ITEMS.fields, 'fields');
   checkItems(roles, MAX_ITEMS.roles, 'roles');
   checkJson(fields, MAX_JSON.templateFields, 'fields');
+}
+
+/**
+ * A request's condition as the template stores it (DocuSeal's shape): the field it names (by
+ * uuid, else by name, case-insensitive), `value` an option's uuid when that field has options.
+ * @throws AppError VALIDATION naming the condition (`fields[1].conditions[0]`): no field named,
+ *   both ways of naming one, a field the template does not have, a name several fields have, the
+ *   field itself, no `value` for an action that compares, a value that is not one of the options,
+ *   not a number where numbers are compared, or an action a checkbox does not have
+ */
+function resolveCondition(
+  condition: z.output<typeof RequestCondition>,
+  owner: Field,
+  fields: Field[],
+  path: string,
+): FieldCondition {
+  const fail = (message: string): never => {
+    throw new AppError('VALIDATION', `${message} in \`${path}\`.`);
+  };
+  if (condition.field_uuid === undefined && condition.field_name === undefined)
+    fail('field_uuid (or field_name) is required');
+  if (condition.field_uuid !== undefined && condition.field_name !== undefined)
+    fail('give field_uuid or field_name, not both');
+  let target: Field | undefined;
+  if (condition.field_uuid !== undefined) {
+    target = fields.find((f) => f.uuid === condition.field_uuid);
+    if (!target) fail(`field_uuid "${condition.field_uuid}" is not a field of this template`);
+  } else {
+    const wanted = condition.field_name!.trim().toLowerCase();
+    const named = fields.filter((f) => f.name.trim().toLowerCase() === wanted);
+    if (named.length === 0) fail(`field_name "${condition.field_name}" is not a field of this template`);
+    if (named.length > 1) fail(`field_name "${condition.field_name}" names ${named.length} fields: use field_uuid`);
+    target = named[0];
+  }
+  const field = target!;
+  if (field === owner) fail('a condition cannot name its own field');
+  const { action } = condition;
+  if (field.type === 'checkbox' && VALUE_ACTIONS.has(action))
+    fail(`action ${action} does not apply to a checkbox: use checked or unchecked`);
+  let value = condition.value;
+  if (VALUE_ACTIONS.has(action)) {
+    if (value === undefined || value.trim() === '') fail(`value is required for action ${action}`);
+    const numeric = action === 'greater_than' || action === 'less_than' || field.type === 'number';
+    if (numeric && Number.isNaN(Number.parseFloat(value!))) fail(`value must be a number for action ${action}`);
+    if (field.options && !numeric) {
+      const index = field.options.findIndex((o, i) => o.uuid === value || optionValue(o, i) === value);
+      if (index < 0) fail(`value "${value}" is not one of the options of field "${field.name}"`);
+      value = field.options[index]!.uuid;
+    }
+  }
+  return {
+    field_uuid: field.uuid,
+    ...(value !== undefined ? { value } : {}),
+    action,
+    ...(condition.operation ? { operation: condition.operation } : {}),
+  };
 }
 
 function parseFieldAt(raw: unknown, path: string): z.output<typeof RequestField> {

@@ -25,6 +25,17 @@ export type Area = z.infer<typeof Area>;
 
 export const FieldOption = z.object({ value: z.string(), uuid: z.string() });
 
+/**
+ * A stored condition (src/templates/field-conditions.ts has the rule): read leniently, as
+ * DocuSeal keeps what its builder wrote; build-fields.ts checks what a request gives.
+ */
+export const StoredCondition = z.object({
+  field_uuid: z.string(),
+  value: z.union([z.string(), z.number(), z.boolean()]).nullable().optional(),
+  action: z.string(),
+  operation: z.string().optional(),
+});
+
 export const Field = z.object({
   uuid: z.string(),
   submitter_uuid: z.string(),
@@ -42,9 +53,32 @@ export const Field = z.object({
   preferences: z.record(z.string(), z.unknown()).default({}),
   options: z.array(FieldOption).optional(),
   validation: z.record(z.string(), z.unknown()).optional(),
+  /** Show (and require) the field only while these hold (field-conditions.ts). */
+  conditions: z.array(StoredCondition).optional(),
   areas: z.array(Area).default([]),
 });
 export type Field = z.infer<typeof Field>;
+
+/**
+ * Fields whose uuids (and their options' uuids) were renewed (clone, merge), with their conditions
+ * pointing at the renewed ones: `field_uuid`, and `value` where it is a renewed option uuid
+ * (DocuSeal remaps conditions on clone, reference/docuseal-behaviour.md §8.2).
+ * @param renewed old uuid → new uuid, for fields and options
+ */
+export function remapConditions(fields: Field[], renewed: ReadonlyMap<string, string>): Field[] {
+  return fields.map((field) =>
+    field.conditions
+      ? {
+          ...field,
+          conditions: field.conditions.map((c) => ({
+            ...c,
+            field_uuid: renewed.get(c.field_uuid) ?? c.field_uuid,
+            ...(typeof c.value === 'string' && renewed.has(c.value) ? { value: renewed.get(c.value)! } : {}),
+          })),
+        }
+      : field,
+  );
+}
 
 export const Role = z.object({ name: z.string(), uuid: z.string() });
 export type Role = z.infer<typeof Role>;

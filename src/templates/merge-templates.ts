@@ -1,7 +1,7 @@
 /**
  * `POST /templates/merge` (OpenAPI): a new template with the documents, roles and fields of
  * several templates, in the order given. Roles with the same name (case-insensitive) become one;
- * `roles` then renames the merged roles by position. Stored files are shared, uuids are new.
+ * `roles` then renames the merged roles by position. Stored files are shared, uuids are new (conditions follow).
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
@@ -10,7 +10,7 @@ import { checkItems, MAX_ITEMS } from '../limits.ts';
 import { checkTemplateFieldsSize } from './build-fields.ts';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { parseFields, parseRoles, type Field, type Role } from './fields.ts';
+import { parseFields, parseRoles, remapConditions, type Field, type Role } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
 import { generateSlug } from './save-template.ts';
@@ -49,11 +49,17 @@ export async function mergeTemplates(
       }
       const docMap = new Map(source.documents.map((d) => [d.uuid, randomUUID()]));
       for (const d of source.documents) documents.push({ uuid: docMap.get(d.uuid)!, fileId: d.fileId, name: d.name });
+      // Old → new uuids of this template's fields and options, for the conditions that name them.
+      const renewed = new Map<string, string>();
+      const sourceFields: Field[] = [];
       for (const field of parseFields(source.fields)) {
         const optionMap = new Map((field.options ?? []).map((o) => [o.uuid, randomUUID()]));
-        fields.push({
+        const uuid = randomUUID();
+        renewed.set(field.uuid, uuid);
+        for (const [from, to] of optionMap) renewed.set(from, to);
+        sourceFields.push({
           ...field,
-          uuid: randomUUID(),
+          uuid,
           submitter_uuid: roleMap.get(field.submitter_uuid) ?? field.submitter_uuid,
           ...(field.options ? { options: field.options.map((o) => ({ ...o, uuid: optionMap.get(o.uuid)! })) } : {}),
           areas: field.areas.map((a) => ({
@@ -63,6 +69,7 @@ export async function mergeTemplates(
           })),
         });
       }
+      fields.push(...remapConditions(sourceFields, renewed));
     }
     options.roles?.forEach((name, i) => {
       if (roles[i]) roles[i] = { ...roles[i]!, name };

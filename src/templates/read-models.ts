@@ -133,6 +133,14 @@ export async function loadTemplateReadModels(
         preferences: f.preferences ?? {},
         validation: f.validation ?? null,
         options: f.options?.map((o) => ({ value: o.value, uuid: o.uuid })) ?? null,
+        conditions: f.conditions?.length
+          ? f.conditions.map((c) => ({
+              fieldUuid: c.field_uuid,
+              value: c.value === undefined || c.value === null ? null : String(c.value),
+              action: c.action,
+              operation: c.operation ?? null,
+            }))
+          : null,
         areas: f.areas.map((a) => ({
           x: a.x,
           y: a.y,

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { parseFields, parseRoles, parseSchema } from './fields.ts';
+import { parseFields, parseRoles, parseSchema, remapConditions } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
 import { generateSlug } from './save-template.ts';
@@ -108,7 +108,7 @@ export async function archiveTemplate(
 }
 
 /**
- * Clones a template: new role, field and document uuids (areas remapped), the same stored files,
+ * Clones a template: new role, field and document uuids (areas and conditions remapped), the same stored files,
  * name "<name> (Clone)" unless given, the source's folder unless given, source "api".
  * @returns the new template's id
  * @throws AppError NOT_FOUND / FORBIDDEN / VALIDATION
@@ -129,11 +129,16 @@ export async function cloneTemplate(
     const roleMap = new Map(parseRoles(source.submitters).map((r) => [r.uuid, randomUUID()]));
     const docMap = new Map(source.documents.map((d) => [d.uuid, randomUUID()]));
     const roles = parseRoles(source.submitters).map((r) => ({ ...r, uuid: roleMap.get(r.uuid)! }));
-    const fields = parseFields(source.fields).map((f) => {
+    // Old → new uuids of fields and options, for the conditions that name them.
+    const renewed = new Map<string, string>();
+    const renewedFields = parseFields(source.fields).map((f) => {
       const optionMap = new Map((f.options ?? []).map((o) => [o.uuid, randomUUID()]));
+      const uuid = randomUUID();
+      renewed.set(f.uuid, uuid);
+      for (const [from, to] of optionMap) renewed.set(from, to);
       return {
         ...f,
-        uuid: randomUUID(),
+        uuid,
         submitter_uuid: roleMap.get(f.submitter_uuid) ?? f.submitter_uuid,
         ...(f.options ? { options: f.options.map((o) => ({ ...o, uuid: optionMap.get(o.uuid)! })) } : {}),
         areas: f.areas.map((a) => ({
@@ -143,6 +148,7 @@ export async function cloneTemplate(
         })),
       };
     });
+    const fields = remapConditions(renewedFields, renewed);
     const names = source.documents.map((d, i) => options.document_names?.[i] || d.name);
     const schema = parseSchema(source.schema).map((entry) => {
       const index = source.documents.findIndex((d) => d.uuid === entry.attachment_uuid);

@@ -21,7 +21,7 @@ import { saveSigningFormValues } from '../../signing-form/save-signing-form-valu
 import { builder } from '../builder.ts';
 import type { GraphQLContext } from '../context.ts';
 import { DocumentLinkRef } from './submission-queries.ts';
-import { AreaRef, FieldOptionRef } from './template.ts';
+import { AreaRef, FieldConditionRef, FieldOptionRef } from './template.ts';
 
 const SigningFormStateRef = builder.enumType('SigningFormState', {
   description: 'OPEN: can be filled; otherwise why not (DocuSeal’s message is in SigningForm.message).',
@@ -99,6 +99,15 @@ const SigningFormFieldRef = builder.objectRef<SigningFormField>('SigningFormFiel
       nullable: true,
       description: '{pattern, message} or null.',
       resolve: (f) => f.validation,
+    }),
+    conditions: t.field({
+      type: [FieldConditionRef],
+      nullable: true,
+      description:
+        'Show and require the field only while these hold, judged as the signer types: the conditions naming ' +
+        'this signer’s own fields (those naming other parties’ fields are judged when the form is loaded; a ' +
+        'field they hide is not listed). Null when there are none (docs/signing-form.md "Conditions").',
+      resolve: (f) => f.conditions,
     }),
     defaultValue: t.field({ type: 'JSON', nullable: true, resolve: (f) => f.defaultValue }),
     value: t.field({

@@ -4,7 +4,7 @@
  */
 import type { z } from 'zod';
 import { parsePaperSize } from '../../rendering/renderer.ts';
-import { RequestArea, RequestField, type RequestFieldGroup } from '../../templates/build-fields.ts';
+import { RequestArea, RequestCondition, RequestField, type RequestFieldGroup } from '../../templates/build-fields.ts';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { mergeTemplates } from '../../templates/merge-templates.ts';
@@ -36,6 +36,7 @@ import { TemplateRef } from './template.ts';
 
 // A create request's field and its areas, derived from their one definition (src/templates/build-fields.ts).
 zodInputType('FieldAreaInput', RequestArea);
+zodInputType('FieldConditionInput', RequestCondition);
 zodInputType('TemplateFieldInput', RequestField);
 
 // The create requests, derived from their one definition (src/templates/template-requests.ts).

@@ -15,6 +15,7 @@ import {
   type Role,
   type SchemaDocument,
 } from '../../templates/fields.ts';
+import { CONDITION_ACTIONS, type FieldCondition } from '../../templates/field-conditions.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { templateFolderName } from '../../templates/read-models.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf, type Pagination } from '../../util/pagination.ts';
@@ -59,6 +60,26 @@ export const FieldOptionRef = builder.objectRef<{ value: string; uuid: string }>
   fields: (t) => ({ value: t.exposeString('value'), uuid: t.exposeString('uuid') }),
 });
 
+export const FieldConditionRef = builder.objectRef<FieldCondition>('FieldCondition').implement({
+  description:
+    'Show (and require) the field only while this holds (DocuSeal field conditions; docs/signing-form.md ' +
+    '"Conditions").',
+  fields: (t) => ({
+    fieldUuid: t.exposeString('field_uuid', { description: 'The field whose value is looked at.' }),
+    value: t.string({
+      nullable: true,
+      description: 'What is compared with; an option uuid when that field has options.',
+      resolve: (c) => (c.value === undefined || c.value === null ? null : String(c.value)),
+    }),
+    action: t.exposeString('action', { description: `${CONDITION_ACTIONS.join(', ')}.` }),
+    operation: t.string({
+      nullable: true,
+      description: 'or: ORed with the result of the conditions before it; otherwise ANDed.',
+      resolve: (c) => c.operation ?? null,
+    }),
+  }),
+});
+
 const FieldRef = builder.objectRef<Field>('TemplateField').implement({
   description: 'A field of a template, filled by the role `submitterUuid` names.',
   fields: (t) => ({
@@ -74,6 +95,12 @@ const FieldRef = builder.objectRef<Field>('TemplateField').implement({
     preferences: t.field({ type: 'JSON', resolve: (field) => field.preferences ?? {} }),
     options: t.field({ type: [FieldOptionRef], nullable: true, resolve: (field) => field.options ?? null }),
     validation: t.field({ type: 'JSON', nullable: true, resolve: (field) => field.validation ?? null }),
+    conditions: t.field({
+      type: [FieldConditionRef],
+      nullable: true,
+      description: 'Null when the field is always shown.',
+      resolve: (field) => (field.conditions?.length ? field.conditions : null),
+    }),
     areas: t.field({ type: [AreaRef], resolve: (field) => field.areas }),
   }),
 });

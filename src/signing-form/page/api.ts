@@ -14,6 +14,7 @@ const FORM_SELECTION = `
     uuid name type required readonly own role title description
     areas { attachmentUuid page x y w h optionUuid cellW }
     options { uuid value }
+    conditions { field_uuid: fieldUuid value action operation }
     preferences validation defaultValue value
     attachments { uuid url filename contentType }
   }

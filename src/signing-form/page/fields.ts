@@ -36,6 +36,8 @@ export interface FieldControl {
   setError(message: string | null): void;
   /** Scrolls to the field and focuses its input. */
   focus(): void;
+  /** Hides every box of the field and its message (its conditions are not met), or shows them again. */
+  setHidden(hidden: boolean): void;
 }
 
 /** Largest upload, in bytes: the server's limit, given to the page in the shell (page-routes.ts). */
@@ -199,6 +201,11 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
     focus() {
       primaryBox.scrollIntoView({ block: 'center', behavior: 'smooth' });
       focusTarget.focus({ preventScroll: true });
+    },
+    setHidden(hidden) {
+      // Every box of the field, option areas' copies included (they carry the same data-field-uuid).
+      for (const box of document.querySelectorAll<HTMLElement>(`[data-field-uuid="${CSS.escape(field.uuid)}"]`))
+        box.hidden = hidden;
     },
   };
 }

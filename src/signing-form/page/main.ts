@@ -2,6 +2,8 @@
  * The signer's page (GET /s/{slug}): loads the form with openSigningForm, shows the documents with
  * the fields over them, saves values as the signer goes, checks required fields and patterns
  * before completing, and then redirects (completed_redirect_url) or lists the signed copies.
+ * A field whose conditions are not met is hidden and not required, and shown as soon as the
+ * values it depends on meet them (the shared rule, src/templates/field-conditions.ts).
  * Decline asks for a reason. A form that is not open shows DocuSeal's message and no inputs. With
  * `goToLast` (the submitter's go_to_last, else a returning signer) it opens at the field to resume.
  */
@@ -18,6 +20,7 @@ import {
 import { h, uniqueId } from './dom.ts';
 import { mountFields, type FieldControl, type FieldHost } from './fields.ts';
 import { SaveQueue } from './save-queue.ts';
+import { hiddenFieldUuids } from '../../templates/field-conditions.ts';
 import type { FieldValues, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
 import { checkValue, isEditable, isFilled, today } from './values.ts';
 import { renderDocuments } from './viewer.ts';
@@ -135,14 +138,38 @@ function renderOpen(form: SigningForm): void {
     else shownErrors.delete(uuid);
   };
 
+  // Fields whose conditions are not met (the rule the server applies at completion,
+  // src/templates/field-conditions.ts): hidden, not required, not sent. Judged again on every change.
+  const conditionFields = form.fields.map((f) => ({
+    uuid: f.uuid,
+    type: f.type,
+    options: f.options,
+    default_value: f.defaultValue,
+    conditions: f.conditions,
+  }));
+  const hasConditions = conditionFields.some((f) => f.conditions?.length);
+  let hidden = new Set<string>();
+  const isShown = (uuid: string) => !hidden.has(uuid);
+  const applyConditions = () => {
+    if (!hasConditions) return;
+    hidden = hiddenFieldUuids(conditionFields, Object.fromEntries(values));
+    for (const control of controls.values()) {
+      const isHidden = hidden.has(control.field.uuid);
+      control.setHidden(isHidden);
+      if (isHidden && shownErrors.has(control.field.uuid)) setFieldError(control.field.uuid, null);
+    }
+    unplaced.hidden = !unplaced.querySelector('.field:not([hidden])');
+  };
+
   const ownRequired = form.fields.filter((f) => isEditable(f) && f.required);
   const updateProgress = () => {
-    if (ownRequired.length === 0) {
+    const required = ownRequired.filter((f) => isShown(f.uuid));
+    if (required.length === 0) {
       progress.textContent = '';
       return;
     }
-    const filled = ownRequired.filter((f) => isFilled(f, values.get(f.uuid))).length;
-    progress.textContent = `${filled} of ${ownRequired.length} required fields filled`;
+    const filled = required.filter((f) => isFilled(f, values.get(f.uuid))).length;
+    progress.textContent = `${filled} of ${required.length} required fields filled`;
   };
 
   const queue = new SaveQueue({
@@ -169,6 +196,7 @@ function renderOpen(form: SigningForm): void {
       // An error shown for this field is checked again as the signer corrects it.
       const control = controls.get(uuid);
       if (control && shownErrors.has(uuid)) setFieldError(uuid, checkValue(control.field, value));
+      applyConditions();
       updateProgress();
     },
     attachment: (uuid) => attachments.get(uuid),
@@ -205,9 +233,14 @@ function renderOpen(form: SigningForm): void {
   setWaiting(form.waitingFor);
   const pages = renderDocuments(documents, form.documents);
   for (const control of mountFields(host, pages, unplaced)) controls.set(control.field.uuid, control);
+  applyConditions();
   updateProgress();
   if (form.goToLast) {
-    const resume = resumeField(form.fields, (uuid) => values.get(uuid));
+    // A field hidden by its conditions is no place to resume at.
+    const resume = resumeField(
+      form.fields.filter((f) => isShown(f.uuid)),
+      (uuid) => values.get(uuid),
+    );
     if (resume) controls.get(resume.uuid)?.focus();
   }
 
@@ -247,7 +280,7 @@ function renderOpen(form: SigningForm): void {
     showAlert(null);
     const problems: { uuid: string; message: string }[] = [];
     for (const control of controls.values()) {
-      if (!isEditable(control.field)) continue;
+      if (!isEditable(control.field) || !isShown(control.field.uuid)) continue;
       const message = checkValue(control.field, values.get(control.field.uuid));
       setFieldError(control.field.uuid, message);
       if (message) problems.push({ uuid: control.field.uuid, message });
@@ -262,7 +295,14 @@ function renderOpen(form: SigningForm): void {
     const payload: FieldValues = {};
     for (const field of form.fields) {
       const value = values.get(field.uuid);
-      if (isEditable(field) && field.type !== 'payment' && value !== null && value !== undefined && value !== '')
+      if (
+        isEditable(field) &&
+        isShown(field.uuid) &&
+        field.type !== 'payment' &&
+        value !== null &&
+        value !== undefined &&
+        value !== ''
+      )
         payload[field.uuid] = value;
     }
     completeButton.disabled = true;
