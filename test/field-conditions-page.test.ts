@@ -147,11 +147,11 @@ describe('conditions in the page', () => {
     expect(problems, 'page errors').toEqual([]);
 
     const submitter = (await api('GET', `/submitters/${signer.id}`)).json;
-    const valueOf = (name: string) => submitter.values.find((v: { field: string }) => v.field === name)?.value;
+    const listedValue = (name: string) => submitter.values.find((v: { field: string }) => v.field === name)?.value;
     expect(submitter.status).toBe('completed');
-    expect(valueOf('Full Name')).toBe('Visible Person');
-    expect(valueOf('Has company')).toBe(false);
-    expect(valueOf('Company')).toBeNull();
-    expect(valueOf('Seats')).toBeNull();
+    expect(listedValue('Full Name')).toBe('Visible Person');
+    expect(listedValue('Has company')).toBe(false);
+    expect(listedValue('Company')).toBeNull();
+    expect(listedValue('Seats')).toBeNull();
   });
 });

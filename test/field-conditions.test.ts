@@ -50,7 +50,7 @@ const completeForm = (slug: string, values: unknown) =>
   );
 
 /** A value of DocuSeal's submitter `values` list by field name (undefined when not listed). */
-const valueOf = (values: { field: string; value: unknown }[], name: string) =>
+const listedValue = (values: { field: string; value: unknown }[], name: string) =>
   values.find((v) => v.field === name)?.value;
 
 const area = (y: number) => [{ x: 60, y, w: 240, h: 24, page: 1 }];
@@ -336,8 +336,8 @@ describe('completion honours conditions', () => {
     expect(completed.data.completeSigningForm.state).toBe('COMPLETED');
 
     const submitter = (await api('GET', `/submitters/${signer.id}`)).json;
-    expect(valueOf(submitter.values, 'Company')).toBeNull();
-    expect(valueOf(submitter.values, 'Full Name')).toBe('Nora Visible');
+    expect(listedValue(submitter.values, 'Company')).toBeNull();
+    expect(listedValue(submitter.values, 'Full Name')).toBe('Nora Visible');
     const submission = await finished(signer.submission_id);
     const documentText = await pdfText(submission.documents[0].url, 'hidden-form.pdf');
     expect(documentText).toContain('Nora Visible');
@@ -372,8 +372,8 @@ describe('completion honours conditions', () => {
       values: { 'Full Name': 'Api Person', Company: 'Api Hidden Corp', 'Has company': false },
     });
     const submission = await finished(created.submission_id);
-    expect(valueOf(submission.submitters[0].values, 'Full Name')).toBe('Api Person');
-    expect(valueOf(submission.submitters[0].values, 'Company')).toBeNull();
+    expect(listedValue(submission.submitters[0].values, 'Full Name')).toBe('Api Person');
+    expect(listedValue(submission.submitters[0].values, 'Company')).toBeNull();
     const text = await pdfText(submission.documents[0].url, 'api-create.pdf');
     expect(text).toContain('Api Person');
     expect(text).not.toContain('Api Hidden Corp');
@@ -384,7 +384,7 @@ describe('completion honours conditions', () => {
       values: { 'Full Name': 'Put Person' },
     });
     expect(put.status, JSON.stringify(put.json)).toBe(200);
-    expect(valueOf(put.json.values, 'Company')).toBeNull();
+    expect(listedValue(put.json.values, 'Company')).toBeNull();
     const putDone = await finished(pending.submission_id);
     const putText = await pdfText(putDone.documents[0].url, 'api-put.pdf');
     expect(putText).toContain('Put Person');
@@ -393,7 +393,7 @@ describe('completion honours conditions', () => {
     // Shown (ticked), the value stays.
     const shown = await submit({ completed: true, values: { Company: 'Kept Corp', 'Has company': true } });
     const shownDone = await finished(shown.submission_id);
-    expect(valueOf(shownDone.submitters[0].values, 'Company')).toBe('Kept Corp');
+    expect(listedValue(shownDone.submitters[0].values, 'Company')).toBe('Kept Corp');
   });
 
   it('a condition on another party’s field is judged when the form is loaded', async () => {
