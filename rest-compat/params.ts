@@ -20,6 +20,21 @@ export function isTruthy(value: unknown): boolean {
 }
 
 /**
+ * DocuSeal's `permanently` of DELETE /templates/{id} and /submissions/{id}: only `true` or
+ * "true" (`params[:permanently].in?(['true', true])`, app/controllers/api/templates_controller.rb
+ * and submissions_controller.rb), from a JSON body or the query string, the body's winning as in
+ * Rails' params. Anything else ("1", "yes") archives.
+ */
+export function permanentlyParam(request: RestRequest): boolean {
+  const body = request.body;
+  const value =
+    typeof body === 'object' && body !== null && !Array.isArray(body) && 'permanently' in body
+      ? (body as Record<string, unknown>).permanently
+      : queryString(request, 'permanently');
+  return value === true || value === 'true';
+}
+
+/**
  * A path id as an integer; anything else is an unknown record (DocuSeal answers 404).
  * @param model the record's name in the message ("Template")
  */

@@ -21,6 +21,7 @@ import { registerSigningPageRoutes } from './signing-form/page-routes.ts';
 import { createFileUrlSigner, type FileUrlSigner } from './documents/file-urls.ts';
 import { resolveSecretKeyBase } from './documents/secret-key.ts';
 import { createLocalStorage, type FileStorage } from './documents/storage.ts';
+import { defineUnusedFilesJob } from './documents/unused-files.ts';
 import { createRenderer, type Renderer } from './rendering/renderer.ts';
 import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
 import { createSideEffects, type SideEffects } from './events/events.ts';
@@ -131,6 +132,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const mailer = createMailer(config, fastify.log);
   defineCompletionJob(jobs, { db, storage, config, effects, logger: fastify.log, hooks: options.completionHooks });
   defineCompletedEmailsJob(jobs, { db, storage, mailer, config, logger: fastify.log });
+  // The bytes of stored files a permanent delete left without a row (src/documents/unused-files.ts).
+  defineUnusedFilesJob(jobs, { db, storage });
   defineSubmissionJobs(jobs, {
     db,
     mailer,

@@ -126,6 +126,7 @@ const REST_CASES: RestCase[] = [
     body: () => ({ name: 'Probed' }),
   },
   { method: 'DELETE', route: '/templates/:id', path: (i) => `/templates/${i.template}` },
+  { method: 'DELETE', route: '/templates/:id', path: (i) => `/templates/${i.template}?permanently=true` },
   {
     method: 'POST',
     route: '/templates/:id/clone',
@@ -185,6 +186,7 @@ const REST_CASES: RestCase[] = [
     body: () => ({ archived: true }),
   },
   { method: 'DELETE', route: '/submissions/:id', path: (i) => `/submissions/${i.submission}` },
+  { method: 'DELETE', route: '/submissions/:id', path: (i) => `/submissions/${i.submission}?permanently=true` },
   { method: 'GET', route: '/submitters', path: (i) => `/submitters?submission_id=${i.submission}` },
   { method: 'GET', route: '/submitters', path: (i) => `/submitters?template_id=${i.template}` },
   { method: 'GET', route: '/submitters/:id', path: (i) => `/submitters/${i.submitter}` },
@@ -288,6 +290,11 @@ const GRAPHQL_CASES: GraphQLCase[] = [
     variables: (i) => ({ id: i.template }),
   },
   {
+    field: 'deleteTemplate',
+    query: 'mutation ($id: Int!) { deleteTemplate(input: {id: $id}) { id } }',
+    variables: (i) => ({ id: i.template }),
+  },
+  {
     field: 'cloneTemplate',
     query: 'mutation ($id: Int!) { cloneTemplate(input: {id: $id}) { template { id } } }',
     variables: (i) => ({ id: i.template }),
@@ -319,6 +326,11 @@ const GRAPHQL_CASES: GraphQLCase[] = [
   {
     field: 'archiveSubmission',
     query: 'mutation ($id: Int!) { archiveSubmission(input: {id: $id}) { submission { id } } }',
+    variables: (i) => ({ id: i.submission }),
+  },
+  {
+    field: 'deleteSubmission',
+    query: 'mutation ($id: Int!) { deleteSubmission(input: {id: $id}) { id } }',
     variables: (i) => ({ id: i.submission }),
   },
   {

@@ -171,6 +171,28 @@ describe('createLocalStorage', () => {
       await expect(storage.putNamed(name, () => Buffer.from('x'))).rejects.toThrow(/Not a name putNamed takes/);
     }
   });
+
+  it('delete removes a content-addressed or named file, does nothing for a missing one, refuses other keys', async () => {
+    const root = await tempDir();
+    const storage = createLocalStorage(root);
+    const kept = await storage.put(Buffer.from('kept'));
+    const gone = await storage.put(Buffer.from('gone'));
+    const named = await storage.putNamed('completions/abc/audit-log.pdf', () => Buffer.from('named'));
+    await storage.delete(gone.key);
+    await storage.delete(named.key);
+    expect(await storage.exists(gone.key)).toBe(false);
+    expect(await storage.exists(named.key)).toBe(false);
+    await expect(storage.read(gone.key)).rejects.toBeInstanceOf(MissingFileError);
+    expect(await listFiles(root)).toEqual([kept.key.split('/').join(path.sep)]);
+    // Again: nothing there, no error. A put brings the bytes back.
+    await storage.delete(gone.key);
+    await storage.put(Buffer.from('gone'));
+    expect((await storage.read(gone.key)).toString()).toBe('gone');
+    for (const key of ['../outside', 'sha256/aa/bb/../../../x', `sha256/00/00/${gone.sha256}`, '/etc/passwd']) {
+      await expect(storage.delete(key)).rejects.toBeInstanceOf(MissingFileError);
+    }
+    expect((await listFiles(root)).sort()).toEqual([gone.key, kept.key].map((k) => k.split('/').join(path.sep)).sort());
+  });
 });
 
 describe('storeFile', () => {

@@ -10,7 +10,16 @@ import { AppError } from '../../src/errors.ts';
 import type { RestRequest, RestRoute } from '../gateway.ts';
 import { CreateSubmissionsRequest, UpdateSubmitterRequest } from '../../src/submissions/submitter-input.ts';
 import { UpdateSubmissionRequest } from '../../src/submissions/update-submission-input.ts';
-import { bodyObject, isTruthy, pathId, queryInt, queryString, restInput, restValue } from '../params.ts';
+import {
+  bodyObject,
+  isTruthy,
+  pathId,
+  permanentlyParam,
+  queryInt,
+  queryString,
+  restInput,
+  restValue,
+} from '../params.ts';
 import {
   serializeSubmissionGet,
   SUBMISSION_GET_FRAGMENT,
@@ -326,18 +335,29 @@ export const submissionReadRoutes: RestRoute[] = [
       serializeSubmissionGet(updateSubmission.submission, { withEvents: false }),
   },
   {
+    // Archives (submission.archived), or with `permanently` true deletes (deleteSubmission, no
+    // event); `{id, archived_at}` either way (DocuSeal's SubmissionsController#destroy).
     method: 'DELETE',
     path: '/submissions/:id',
     operation: /* GraphQL */ `
-      mutation RestArchiveSubmission($input: ArchiveSubmissionInput!) {
-        archiveSubmission(input: $input) { submission { id archivedAt } }
+      mutation RestDeleteSubmission(
+        $archive: ArchiveSubmissionInput!, $delete: DeleteSubmissionInput!, $permanently: Boolean!
+      ) {
+        archiveSubmission(input: $archive) @skip(if: $permanently) { submission { id archivedAt } }
+        deleteSubmission(input: $delete) @include(if: $permanently) { id archivedAt }
       }
     `,
-    variables: (request) => ({ input: { id: pathId(request, 'Submission') } }),
-    serialize: ({ archiveSubmission }: { archiveSubmission: { submission: { id: number; archivedAt: string } } }) => ({
-      id: archiveSubmission.submission.id,
-      archived_at: archiveSubmission.submission.archivedAt,
-    }),
+    variables: (request) => {
+      const input = { id: pathId(request, 'Submission') };
+      return { archive: input, delete: input, permanently: permanentlyParam(request) };
+    },
+    serialize: (data: {
+      archiveSubmission?: { submission: { id: number; archivedAt: string } };
+      deleteSubmission?: { id: number; archivedAt: string | null };
+    }) => {
+      const submission = data.deleteSubmission ?? data.archiveSubmission!.submission;
+      return { id: submission.id, archived_at: submission.archivedAt };
+    },
   },
   {
     method: 'GET',

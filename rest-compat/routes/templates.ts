@@ -11,7 +11,7 @@ import {
   UpdateTemplateDocumentsRequest,
   UpdateTemplateRequest,
 } from '../../src/templates/template-requests.ts';
-import { bodyObject, isTruthy, pathId, queryInt, queryString, restInput } from '../params.ts';
+import { bodyObject, isTruthy, pathId, permanentlyParam, queryInt, queryString, restInput } from '../params.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../src/docuseal-shapes/template.ts';
 import { requireViewer } from '../../src/graphql/context.ts';
 import { readTemplateForAccount } from '../../src/templates/read-models.ts';
@@ -212,19 +212,33 @@ const updateTemplateRoute: RestRoute<{ updateTemplate: { template: { id: number;
   }),
 };
 
-const archiveTemplateRoute: RestRoute<{ archiveTemplate: { template: { id: number; archivedAt: string } } }> = {
+/**
+ * DELETE /templates/{id}: archives (template.archived), or with `permanently` true deletes
+ * (deleteTemplate, no event); `{id, archived_at}` either way (DocuSeal's TemplatesController#destroy).
+ * One operation, the mutation chosen by `$permanently`.
+ */
+const deleteTemplateRoute: RestRoute<{
+  archiveTemplate?: { template: { id: number; archivedAt: string } };
+  deleteTemplate?: { id: number; archivedAt: string | null };
+}> = {
   method: 'DELETE',
   path: '/templates/:id',
   operation: /* GraphQL */ `
-    mutation RestArchiveTemplate($input: ArchiveTemplateInput!) {
-      archiveTemplate(input: $input) { template { id archivedAt } }
+    mutation RestDeleteTemplate(
+      $archive: ArchiveTemplateInput!, $delete: DeleteTemplateInput!, $permanently: Boolean!
+    ) {
+      archiveTemplate(input: $archive) @skip(if: $permanently) { template { id archivedAt } }
+      deleteTemplate(input: $delete) @include(if: $permanently) { id archivedAt }
     }
   `,
-  variables: (request) => ({ input: { id: pathId(request, 'Template') } }),
-  serialize: ({ archiveTemplate }) => ({
-    id: archiveTemplate.template.id,
-    archived_at: archiveTemplate.template.archivedAt,
-  }),
+  variables: (request) => {
+    const input = { id: pathId(request, 'Template') };
+    return { archive: input, delete: input, permanently: permanentlyParam(request) };
+  },
+  serialize: ({ archiveTemplate, deleteTemplate }) => {
+    const template = deleteTemplate ?? archiveTemplate!.template;
+    return { id: template.id, archived_at: template.archivedAt };
+  },
 };
 
 const updateDocumentsRoute: RestRoute<TemplatePayloadData> = {
@@ -256,5 +270,5 @@ export const templateWriteRoutes: RestRoute[] = [
   createFromHtml,
   cloneTemplateRoute,
   updateTemplateRoute,
-  archiveTemplateRoute,
+  deleteTemplateRoute,
 ];

@@ -9,6 +9,9 @@
  * same name and keeps it, where a content-addressed put would leave the first file behind with no
  * row pointing at it (the completion steps, src/signing/complete-submission.ts).
  *
+ * Bytes no StoredFile row uses any more are removed with delete(), by the `delete-unused-files` job
+ * only (src/documents/unused-files.ts), which checks under a lock that no row uses them.
+ *
  * One implementation today: local disk under `<DATA_DIR>/files`. An S3-compatible one comes later
  * behind the same interface (DESIGN.md, "Components").
  */
@@ -49,6 +52,13 @@ export interface FileStorage {
   /** Size in bytes. Rejects with MissingFileError for an unknown key. */
   size(key: string): Promise<number>;
   exists(key: string): Promise<boolean>;
+  /**
+   * Removes the file under `key` (a content-addressed or a named key). A key with no file is no
+   * error (a repeated delete does nothing). Only the `delete-unused-files` job calls it, once no
+   * StoredFile row uses the key (src/documents/unused-files.ts): content-addressed bytes are shared.
+   * @throws MissingFileError for a key this storage does not make; the file system's errors
+   */
+  delete(key: string): Promise<void>;
 }
 
 /** The key names no stored file (or is not a key this storage makes). */
@@ -201,6 +211,12 @@ export function createLocalStorage(root: string): FileStorage {
         if (error instanceof MissingFileError) return false;
         throw error;
       }
+    },
+
+    async delete(key) {
+      // pathOf refuses keys of another shape, so nothing outside the root is removed. Emptied
+      // directories stay: a later put of bytes with the same prefix uses them again.
+      await fs.rm(pathOf(key), { force: true });
     },
   };
 }

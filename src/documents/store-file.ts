@@ -4,6 +4,7 @@
 import type { Db } from '../db/client.ts';
 import { Prisma } from '../db/client.ts';
 import type { StoredFile } from '../generated/prisma/client.ts';
+import { lockStorageKeyShared } from '../db/queries/stored-file-keys.ts';
 import type { FileStorage, PutResult } from './storage.ts';
 
 export interface StoreFileOptions {
@@ -25,25 +26,58 @@ export interface StoreFileOptions {
  * Puts the bytes into storage (content-addressed, so identical bytes are kept once) and creates a
  * StoredFile row for them; the row's uuid comes from the database (gen_random_uuid()).
  * `deps.db` may be a transaction client (`db.$transaction(async (tx) => storeFile({ db: tx, ... }))`):
- * the row then commits or rolls back with the transaction. The bytes stay in storage either way —
- * they are harmless without a row and a later put of the same bytes reuses them.
+ * the row then commits or rolls back with the transaction (with the plain client, the row is
+ * written in a transaction of its own). The bytes stay in storage either way — a later put of the
+ * same bytes reuses them, and bytes no row uses are removed only by a permanent delete's job
+ * (src/documents/unused-files.ts). Until the row's transaction ends, it holds the storage key's
+ * shared lock (src/db/queries/stored-file-keys.ts), so that job cannot remove the bytes under it;
+ * bytes that job removed between the put and the lock are put again.
  * @returns the created row (`byteSize` is a BigInt, as in the schema)
  */
 export async function storeFile(
   deps: { db: Db | Prisma.TransactionClient; storage: FileStorage },
   input: StoreFileOptions,
 ): Promise<StoredFile> {
-  return recordStoredFile(deps.db, await deps.storage.put(input.bytes), input);
+  const put = await deps.storage.put(input.bytes);
+  return inTransaction(deps.db, async (tx) => {
+    await lockStorageKeyShared(tx, put.key);
+    if (!(await deps.storage.exists(put.key))) await deps.storage.put(input.bytes);
+    return createRow(tx, put, input);
+  });
 }
 
 /**
  * The second half of storeFile, for callers that put the bytes into storage before a short
  * transaction and write the row inside it (the completion steps, src/signing/complete-submission.ts):
- * creates the StoredFile row of bytes already put (`put`: what FileStorage.put returned).
+ * creates the StoredFile row of bytes already put (`put`: what FileStorage.put or putNamed
+ * returned), holding the storage key's shared lock as storeFile does.
  * @returns the created row
+ * @throws Error when the bytes are no longer in storage (removed as unused since the put: a
+ *   permanent delete's job); the caller's run should put them again
  */
 export function recordStoredFile(
+  deps: { db: Db | Prisma.TransactionClient; storage: FileStorage },
+  put: PutResult,
+  input: Omit<StoreFileOptions, 'bytes'>,
+): Promise<StoredFile> {
+  return inTransaction(deps.db, async (tx) => {
+    await lockStorageKeyShared(tx, put.key);
+    if (!(await deps.storage.exists(put.key)))
+      throw new Error(`the bytes under ${put.key} were removed as unused before their row was written`);
+    return createRow(tx, put, input);
+  });
+}
+
+/** Runs `write` in `db` when it is a transaction already, else in a new transaction. */
+function inTransaction<T>(
   db: Db | Prisma.TransactionClient,
+  write: (tx: Prisma.TransactionClient) => Promise<T>,
+): Promise<T> {
+  return '$transaction' in db ? db.$transaction(write) : write(db);
+}
+
+function createRow(
+  db: Prisma.TransactionClient,
   put: PutResult,
   input: Omit<StoreFileOptions, 'bytes'>,
 ): Promise<StoredFile> {

@@ -28,16 +28,23 @@
  *    submission's completed_at and records `submission.completed` (key `submission.completed:<id>`)
  *    and the completed emails' job (src/signing/completed-emails.ts).
  *
+ * A submission deleted permanently (src/submissions/delete-submissions.ts) ends the run quietly:
+ * a job that finds it gone does nothing, and a step whose transaction finds it gone (it locks the
+ * row, so a delete waits for a step that went first, and then deletes its output too) records
+ * nothing and removes the files it stored (src/documents/unused-files.ts).
+ *
  * Events (reference §10.1 step 6) go through the outbox (src/jobs/outbox.ts), so a crash can
  * neither lose them nor send them twice. Tests stop a run at each step's boundaries through
  * CompletionDeps.hooks (test/completion-restart.test.ts kills the service there with SIGKILL).
  */
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
-import { withCompletionLock } from '../db/queries/completion.ts';
+import { lockSubmissionForStep, withCompletionLock } from '../db/queries/completion.ts';
+import type { FreedKey } from '../db/queries/permanent-delete.ts';
 import type { PdfPageInfo } from '../documents/pdf.ts';
 import type { FileStorage, PutResult } from '../documents/storage.ts';
 import { recordStoredFile } from '../documents/store-file.ts';
+import { removeUnusedBytes } from '../documents/unused-files.ts';
 import type { DomainEvent, SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
 import type { JobFailure, JobLogger, JobQueue } from '../jobs/job-queue.ts';
@@ -205,7 +212,7 @@ async function loadCompletionLibraries() {
 
 /** What the steps of one run read (loaded once, under the lock) and add to. */
 async function loadCompletionState(db: Db, submissionId: number) {
-  const submission = await db.submission.findUniqueOrThrow({
+  const submission = await db.submission.findUnique({
     where: { id: submissionId },
     include: {
       account: { select: { id: true, name: true, testing: true, timezone: true } },
@@ -213,6 +220,7 @@ async function loadCompletionState(db: Db, submissionId: number) {
       completedDocuments: { select: { submitterId: true, kind: true, position: true, fileId: true, sha256: true } },
     },
   });
+  if (!submission) return null;
   return {
     submission,
     schema: submission.templateSchema as { attachment_uuid: string; name: string; file_id: number }[],
@@ -224,7 +232,14 @@ async function loadCompletionState(db: Db, submissionId: number) {
   };
 }
 
-type CompletionState = Awaited<ReturnType<typeof loadCompletionState>>;
+type CompletionState = NonNullable<Awaited<ReturnType<typeof loadCompletionState>>>;
+
+/** A step's transaction found the submission deleted: it recorded nothing; `files` are what it stored. */
+class SubmissionGone extends Error {
+  constructor(readonly files: FreedKey[]) {
+    super('the submission was deleted');
+  }
+}
 type Party = CompletionState['submission']['submitters'][number];
 
 interface CompletionRun {
@@ -239,7 +254,8 @@ interface CompletionRun {
 /**
  * Produces whatever is missing for a submission: the documents of each completed party, then
  * (everyone completed) the audit log, which completes the submission. Each step is skipped when
- * its output exists (see the module comment); runs for one submission wait for each other.
+ * its output exists (see the module comment); runs for one submission wait for each other. A
+ * submission that is gone (deleted permanently) ends it quietly.
  * @throws the database's, storage's or PDF libraries' errors, or an AppError VALIDATION/NOT_FOUND
  *   for a document or image it can never draw (the job retries; a step records all or nothing)
  */
@@ -247,6 +263,7 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
   const libs = await loadCompletionLibraries();
   await withCompletionLock(deps.db, submissionId, async () => {
     const state = await loadCompletionState(deps.db, submissionId);
+    if (!state) return;
     const { account } = state.submission;
     let identity: ReturnType<CompletionLibraries['loadSigningIdentity']> | undefined;
     const run: CompletionRun = {
@@ -263,8 +280,14 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
     };
     const parties = state.submission.submitters;
     const completed = parties.filter((s) => s.completedAt);
-    for (const party of completed) await ensurePartyDocuments(run, party);
-    if (parties.length > 0 && completed.length === parties.length) await ensureAuditLog(run);
+    try {
+      for (const party of completed) await ensurePartyDocuments(run, party);
+      if (parties.length > 0 && completed.length === parties.length) await ensureAuditLog(run);
+    } catch (error) {
+      if (!(error instanceof SubmissionGone)) throw error;
+      // Deleted while this run made its files: nothing refers to them.
+      await removeUnusedBytes(deps, error.files);
+    }
   });
 }
 
@@ -329,9 +352,11 @@ async function ensurePartyDocuments(run: CompletionRun, party: Party): Promise<v
   await run.boundary('documents', 'stored', party.id);
 
   const rows = await deps.effects.transaction(async (tx, effects) => {
+    if (!(await lockSubmissionForStep(tx, submission.id)))
+      throw new SubmissionGone(made.map(({ put }) => ({ key: put.key, sha256: put.sha256 })));
     const rows = [];
     for (const { position, doc, pages, put } of made) {
-      const file = await recordStoredFile(tx, put, {
+      const file = await recordStoredFile({ db: tx, storage: deps.storage }, put, {
         accountId: submission.accountId,
         filename: `${doc.name}.pdf`,
         contentType: 'application/pdf',
@@ -432,7 +457,9 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
 
   const completedAt = submission.completedAt ?? last.completedAt ?? new Date();
   const row = await deps.effects.transaction(async (tx, effects) => {
-    const file = await recordStoredFile(tx, put, {
+    if (!(await lockSubmissionForStep(tx, submission.id)))
+      throw new SubmissionGone([{ key: put.key, sha256: put.sha256 }]);
+    const file = await recordStoredFile({ db: tx, storage: deps.storage }, put, {
       accountId: submission.accountId,
       filename: 'Audit Log.pdf',
       contentType: 'application/pdf',

@@ -1,6 +1,6 @@
 /**
  * Changing submissions and submitters: PUT /submissions/{id} (name, expire_at, archived; §7.7),
- * DELETE /submissions/{id} (archive; §7.8), PUT /submitters/{id} (§8). Each change is one
+ * DELETE /submissions/{id} (archive, or with `permanently` delete; §7.8), PUT /submitters/{id} (§8). Each change is one
  * transaction with what it causes (an expiry job, submission.archived, a completion, requests):
  * the outbox, src/jobs/outbox.ts.
  */
@@ -19,6 +19,7 @@ import {
   type CreateSubmissionsOptions,
   type StagedFile,
 } from './create-submissions.ts';
+import { DELETE_TRANSACTION, deleteRecordsPermanently } from './delete-submissions.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from './find.ts';
 import { parseInput } from '../accounts/api-keys.ts';
 import { checkText, MAX_LENGTH } from '../limits.ts';
@@ -89,6 +90,26 @@ export async function archiveSubmission(
     effects.events.push({ type: 'submission.archived', accountId: actor.accountId, recordId: id, at: now });
   });
   return { id, archivedAt: now };
+}
+
+/**
+ * Deletes a submission permanently (DELETE /submissions/{id}?permanently=true, §7.8; DocuSeal's
+ * `@submission.destroy!`): with its submitters, events, completed documents and messages, the
+ * webhook deliveries of its events, and the stored files only it used (their bytes removed by a
+ * job after the commit): src/submissions/delete-submissions.ts. No event is raised.
+ * @returns its id and `archivedAt` as it had them (null when it was not archived), DocuSeal's answer
+ * @throws AppError NOT_FOUND / FORBIDDEN
+ */
+export async function deleteSubmission(
+  deps: ChangeDeps,
+  actor: Actor,
+  id: number,
+): Promise<{ id: number; archivedAt: Date | null }> {
+  return deps.effects.transaction(async (tx, effects) => {
+    const submission = await findSubmissionForAccount(tx, { id, accountId: actor.accountId });
+    await deleteRecordsPermanently(tx, effects, { accountId: actor.accountId, templateId: null, submissionIds: [id] });
+    return { id, archivedAt: submission.archivedAt };
+  }, DELETE_TRANSACTION);
 }
 
 /** A submitter's changes (UpdateSubmitterRequest without its id), in DocuSeal's keys, not yet checked. */

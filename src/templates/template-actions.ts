@@ -1,12 +1,13 @@
 /**
- * The small template operations: update (name, folder, roles, archived), archive, clone
- * (reference/docuseal-behaviour.md §8.2). Each writes its template event row, and records its
+ * The small template operations: update (name, folder, roles, archived), archive, delete
+ * (permanently), clone (reference/docuseal-behaviour.md §8.2). Each writes its template event row, and records its
  * template.* domain events (webhooks, subscriptions: reference §6), in the same transaction.
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
+import { DELETE_TRANSACTION, deleteRecordsPermanently } from '../submissions/delete-submissions.ts';
 import { parseFields, parseRoles, parseSchema, remapConditions } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
@@ -105,6 +106,28 @@ export async function archiveTemplate(
     });
     return { id: archived.id, archivedAt: archived.archivedAt! };
   });
+}
+
+/**
+ * Deletes a template permanently (DELETE /templates/{id}?permanently=true, §8.2; DocuSeal's
+ * `@template.destroy!`, app/models/template.rb `has_many :submissions, dependent: :destroy`): with
+ * its documents, events and all its submissions (as deleteSubmission deletes each), the webhook
+ * deliveries of their events, and the stored files only they used — a file a clone or another
+ * submission still uses stays (src/submissions/delete-submissions.ts). Its folder stays. No event
+ * is raised.
+ * @returns its id and `archivedAt` as it had them (null when it was not archived), DocuSeal's answer
+ * @throws AppError NOT_FOUND / FORBIDDEN
+ */
+export async function deleteTemplate(
+  deps: TemplateChangeDeps,
+  actor: Actor,
+  id: number,
+): Promise<{ id: number; archivedAt: Date | null }> {
+  return deps.effects.transaction(async (tx, effects) => {
+    const template = await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    await deleteRecordsPermanently(tx, effects, { accountId: actor.accountId, templateId: id, submissionIds: [] });
+    return { id, archivedAt: template.archivedAt };
+  }, DELETE_TRANSACTION);
 }
 
 /**

@@ -2,8 +2,8 @@
  * Transaction-scoped advisory locks (pg_advisory_xact_lock): each serialises one check-then-create
  * across instances, and is released by the transaction's end. The keys, in one place so that none
  * is taken twice: 7301001 first start, 7301002 folders (per account), 7301005 the generated
- * certificate; 7301006 is completion's session lock (./completion.ts), and migrations use Prisma
- * Migrate's own key (../migrate.ts).
+ * certificate; 7301006 is completion's session lock (./completion.ts), 7301007 storage keys
+ * (./stored-file-keys.ts), and migrations use Prisma Migrate's own key (../migrate.ts).
  */
 import type { Prisma } from '../../generated/prisma/client.ts';
 

@@ -9,6 +9,7 @@
  * stay "start" after a crash until a 90 s timeout; this lock needs no timeout).
  */
 import type pg from 'pg';
+import type { Prisma } from '../../generated/prisma/client.ts';
 import { type Db, sqlPool } from '../client.ts';
 
 /** The advisory lock space of completion runs (the first key of pg_advisory_lock(int, int)). */
@@ -52,4 +53,19 @@ export async function withCompletionLock<T>(db: Db, submissionId: number, run: (
   } finally {
     client.release(!unlocked);
   }
+}
+
+/**
+ * In a completion step's transaction: whether the submission is still there, locking its row
+ * against a permanent delete (FOR KEY SHARE, which the delete's FOR UPDATE waits for,
+ * ./permanent-delete.ts) until the step commits. False once a delete has committed: the step
+ * records nothing.
+ */
+export async function lockSubmissionForStep(
+  tx: Pick<Prisma.TransactionClient, '$queryRaw'>,
+  submissionId: number,
+): Promise<boolean> {
+  const rows = await tx.$queryRaw<{ id: number }[]>`
+    SELECT id FROM submissions WHERE id = ${submissionId} FOR KEY SHARE`;
+  return rows.length > 0;
 }

@@ -1,6 +1,6 @@
 /**
  * Reading and changing submissions and submitters over GraphQL: lists with DocuSeal's filters
- * and cursor pagination, single records, events and documents, and the update/archive mutations.
+ * and cursor pagination, single records, events and documents, and the update/archive/delete mutations.
  */
 import { z } from 'zod';
 import { parseInput } from '../../accounts/api-keys.ts';
@@ -10,7 +10,12 @@ import type { Prisma } from '../../generated/prisma/client.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { submissionPageIds } from '../../db/queries/submission-page.ts';
-import { archiveSubmission, updateSubmission, updateSubmitter } from '../../submissions/submission-actions.ts';
+import {
+  archiveSubmission,
+  deleteSubmission,
+  updateSubmission,
+  updateSubmitter,
+} from '../../submissions/submission-actions.ts';
 import { completedOutputFile, EVENT_ORDER, submissionDocuments } from '../../submissions/read-models.ts';
 import { SUBMISSION_STATUS_FILTERS, SUBMISSION_STATUSES } from '../../submissions/status.ts';
 import { UpdateSubmitterRequest } from '../../submissions/submitter-input.ts';
@@ -328,6 +333,36 @@ builder.mutationField('archiveSubmission', (t) =>
       const { account, user } = requireViewer(ctx);
       await archiveSubmission(ctx, { accountId: account.id, userId: user.id }, input.id);
       return { id: input.id };
+    },
+  }),
+);
+
+const DeleteSubmissionPayload = builder
+  .objectRef<{ id: number; archivedAt: Date | null }>('DeleteSubmissionPayload')
+  .implement({
+    description: 'The deleted submission as it was: its id and archive time (null when it was not archived).',
+    fields: (t) => ({
+      id: t.exposeInt('id'),
+      archivedAt: t.expose('archivedAt', { type: 'DateTime', nullable: true }),
+    }),
+  });
+
+builder.mutationField('deleteSubmission', (t) =>
+  t.field({
+    type: DeleteSubmissionPayload,
+    description:
+      'Deletes a submission permanently, with its submitters, events, completed documents and messages, the ' +
+      'webhook deliveries of its events, and the stored files nothing else uses. No event is raised. REST: ' +
+      'DELETE /submissions/{id}?permanently=true.',
+    args: {
+      input: t.arg({
+        type: builder.inputType('DeleteSubmissionInput', { fields: (f) => ({ id: f.int({ required: true }) }) }),
+        required: true,
+      }),
+    },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      return deleteSubmission(ctx, { accountId: account.id, userId: user.id }, input.id);
     },
   }),
 );

@@ -1,5 +1,5 @@
 /**
- * Template mutations: create from PDF, DOCX or HTML; update; archive; clone. Each takes one
+ * Template mutations: create from PDF, DOCX or HTML; update; archive; delete; clone. Each takes one
  * `input` and returns a payload with the template. The REST routes call these same mutations.
  */
 import type { z } from 'zod';
@@ -16,7 +16,7 @@ import {
 } from '../../templates/prepare-documents.ts';
 import { updateTemplateDocuments, type PreparedOperation } from '../../templates/update-documents.ts';
 import { checkTemplateRequest, saveTemplate, type PreparedDocument } from '../../templates/save-template.ts';
-import { archiveTemplate, cloneTemplate, updateTemplate } from '../../templates/template-actions.ts';
+import { archiveTemplate, cloneTemplate, deleteTemplate, updateTemplate } from '../../templates/template-actions.ts';
 import { TEMPLATE_WARNING_CODES, templateWarnings, type TemplateWarning } from '../../templates/template-warnings.ts';
 import {
   CloneTemplateRequest,
@@ -197,6 +197,35 @@ builder.mutationField('archiveTemplate', (t) =>
       await archiveTemplate(ctx, { accountId: account.id, userId: user.id }, input.id);
       // On every call, as DocuSeal's DELETE /templates/{id} (reference §6, §8.2).
       return { id: input.id };
+    },
+  }),
+);
+
+const DeleteTemplateInput = builder.inputType('DeleteTemplateInput', {
+  fields: (t) => ({ id: t.int({ required: true }) }),
+});
+
+const DeleteTemplatePayload = builder
+  .objectRef<{ id: number; archivedAt: Date | null }>('DeleteTemplatePayload')
+  .implement({
+    description: 'The deleted template as it was: its id and archive time (null when it was not archived).',
+    fields: (t) => ({
+      id: t.exposeInt('id'),
+      archivedAt: t.expose('archivedAt', { type: 'DateTime', nullable: true }),
+    }),
+  });
+
+builder.mutationField('deleteTemplate', (t) =>
+  t.field({
+    type: DeleteTemplatePayload,
+    description:
+      'Deletes a template permanently, with all its submissions (their submitters, events, completed documents ' +
+      'and messages), the webhook deliveries of their events, and the stored files nothing else uses; a file a ' +
+      'clone still uses stays. No event is raised. REST: DELETE /templates/{id}?permanently=true.',
+    args: { input: t.arg({ type: DeleteTemplateInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => {
+      const { account, user } = requireViewer(ctx);
+      return deleteTemplate(ctx, { accountId: account.id, userId: user.id }, input.id);
     },
   }),
 );
