@@ -232,7 +232,7 @@ describe('DELETE /submissions/{id}?permanently=true', () => {
     expect((await ok(api('GET', `/templates/${templateId}`))).id).toBe(templateId);
   });
 
-  it('answers archived_at as the submission had it, takes "true" in a JSON body, and deletes uploads of its form', async () => {
+  it('answers archived_at as it was, takes "true" in a JSON body, and deletes uploads of its form', async () => {
     const templateId = await createTemplate('Upload');
     const [buyer] = await createPendingSubmission(templateId);
     const form = new FormData();
