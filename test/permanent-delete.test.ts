@@ -15,8 +15,8 @@ import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { createLocalStorage, type FileStorage } from '../src/documents/storage.ts';
 import { storeFile } from '../src/documents/store-file.ts';
 import { removeUnusedBytes } from '../src/documents/unused-files.ts';
-import { DISPATCH_EVENT_JOB } from '../src/events/events.ts';
-import { COMPLETE_SUBMISSION_JOB } from '../src/signing/complete-submission.ts';
+import { createSideEffects, DISPATCH_EVENT_JOB } from '../src/events/events.ts';
+import { COMPLETE_SUBMISSION_JOB, completeSubmission } from '../src/signing/complete-submission.ts';
 import { EXPIRE_SUBMISSION_JOB, SEND_REQUEST_JOB } from '../src/submissions/send-requests.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { strokePng } from './helpers/images.ts';
@@ -547,6 +547,64 @@ describe('the bytes of deleted files', () => {
       expect(await storage.read(first.storageKey)).toEqual(Buffer.from(bytes));
     } finally {
       fs.rmSync(root, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a completion running while its submission is deleted', () => {
+  it('records nothing and removes the files it stored, without an error', { timeout: 120_000 }, async () => {
+    const own = await startTestApp();
+    try {
+      // Completion runs only here, through completeSubmission, not through the service's queue.
+      await own.jobs.stop();
+      const account = await own.createAccount();
+      const call = (method: string, route: string, body?: unknown) =>
+        rest(own.url, account.apiKey, method, route, body);
+      const template = await call('POST', '/templates/pdf', buyerSellerTemplateBody('Race', 'Race'));
+      expect(template.status).toBe(200);
+      const created = await call('POST', '/submissions', {
+        template_id: template.json.id,
+        send_email: false,
+        submitters: [
+          { role: 'Buyer', email: 'b@example.test', completed: true, values: { 'Full Name': 'B', Amount: 1 } },
+          {
+            role: 'Seller',
+            email: 's@example.test',
+            completed: true,
+            values: { 'Seller Signature': base64(await strokePng(300, 80)) },
+          },
+        ],
+      });
+      expect(created.status).toBe(200);
+      const submissionId = created.json[0].submission_id as number;
+      const storage = createLocalStorage(path.join(own.config.dataDir, 'files'));
+      const boundaries: string[] = [];
+      await completeSubmission(
+        {
+          db: own.db,
+          storage,
+          config: own.config,
+          effects: createSideEffects({ db: own.db, jobs: { relayOutbox: () => undefined } }),
+          hooks: {
+            async atBoundary(boundary) {
+              boundaries.push(`${boundary.step}:${boundary.phase}`);
+              // The first party's documents are in storage, not recorded yet: the submission goes now.
+              if (boundaries.length === 1) {
+                const deleted = await call('DELETE', `/submissions/${submissionId}?permanently=true`);
+                expect(deleted.status).toBe(200);
+              }
+            },
+          },
+        },
+        submissionId,
+      );
+      expect(boundaries).toEqual(['documents:stored']);
+      expect(await own.db.completedDocument.count({ where: { submissionId } })).toBe(0);
+      const files = storedKeys(own.config.dataDir);
+      expect([...files].filter((key) => key.startsWith('named/completions/'))).toEqual([]);
+      expect(await own.db.submission.count({ where: { id: submissionId } })).toBe(0);
+    } finally {
+      await own.close();
     }
   });
 });
