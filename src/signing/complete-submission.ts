@@ -28,7 +28,7 @@
  *    submission's completed_at and records `submission.completed` (key `submission.completed:<id>`)
  *    and the completed emails' job (src/signing/completed-emails.ts).
  *
- * A submission deleted permanently (src/submissions/delete-submissions.ts) ends the run quietly:
+ * A submission deleted permanently (src/templates/delete-records.ts) ends the run quietly:
  * a job that finds it gone does nothing, and a step whose transaction finds it gone (it locks the
  * row, so a delete waits for a step that went first, and then deletes its output too) records
  * nothing and removes the files it stored (src/documents/unused-files.ts).

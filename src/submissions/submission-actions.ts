@@ -19,7 +19,7 @@ import {
   type CreateSubmissionsOptions,
   type StagedFile,
 } from './create-submissions.ts';
-import { DELETE_TRANSACTION, deleteRecordsPermanently } from './delete-submissions.ts';
+import { DELETE_TRANSACTION, deleteRecordsPermanently } from '../templates/delete-records.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from './find.ts';
 import { parseInput } from '../accounts/api-keys.ts';
 import { checkText, MAX_LENGTH } from '../limits.ts';
@@ -96,7 +96,7 @@ export async function archiveSubmission(
  * Deletes a submission permanently (DELETE /submissions/{id}?permanently=true, §7.8; DocuSeal's
  * `@submission.destroy!`): with its submitters, events, completed documents and messages, the
  * webhook deliveries of its events, and the stored files only it used (their bytes removed by a
- * job after the commit): src/submissions/delete-submissions.ts. No event is raised.
+ * job after the commit): src/templates/delete-records.ts. No event is raised.
  * @returns its id and `archivedAt` as it had them (null when it was not archived), DocuSeal's answer
  * @throws AppError NOT_FOUND / FORBIDDEN
  */

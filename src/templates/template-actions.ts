@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { DELETE_TRANSACTION, deleteRecordsPermanently } from '../submissions/delete-submissions.ts';
+import { DELETE_TRANSACTION, deleteRecordsPermanently } from './delete-records.ts';
 import { parseFields, parseRoles, parseSchema, remapConditions } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
@@ -113,7 +113,7 @@ export async function archiveTemplate(
  * `@template.destroy!`, app/models/template.rb `has_many :submissions, dependent: :destroy`): with
  * its documents, events and all its submissions (as deleteSubmission deletes each), the webhook
  * deliveries of their events, and the stored files only they used — a file a clone or another
- * submission still uses stays (src/submissions/delete-submissions.ts). Its folder stays. No event
+ * submission still uses stays (src/templates/delete-records.ts). Its folder stays. No event
  * is raised.
  * @returns its id and `archivedAt` as it had them (null when it was not archived), DocuSeal's answer
  * @throws AppError NOT_FOUND / FORBIDDEN

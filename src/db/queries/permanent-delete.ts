@@ -1,6 +1,6 @@
 /**
  * The SQL of permanent deletes (`DELETE /templates/{id}?permanently=true`,
- * `DELETE /submissions/{id}?permanently=true`; src/submissions/delete-submissions.ts): locking the
+ * `DELETE /submissions/{id}?permanently=true`; src/templates/delete-records.ts): locking the
  * records, finding every stored file they use, and deleting the stored_files rows nothing else
  * uses, all in the delete's transaction. The bytes go later (src/documents/unused-files.ts).
  *

@@ -9,6 +9,10 @@
  * Beyond DocuSeal: the webhook deliveries of their events go too (their payloads hold the
  * records' data), so a pending one is not sent. No event is raised (DocuSeal enqueues none).
  *
+ * Here, beside the templates, because a template's delete takes its submissions with it; the
+ * submissions' own delete (src/submissions/submission-actions.ts) calls it too, so the imports run
+ * from submissions to templates only.
+ *
  * One transaction deletes the rows (the database's ON DELETE CASCADE does most) and records the
  * job that removes the bytes no row uses any more, which runs after the commit
  * (src/documents/unused-files.ts). Jobs of the deleted records still pending end quietly when
