@@ -240,6 +240,7 @@ class SubmissionGone extends Error {
     super('the submission was deleted');
   }
 }
+
 type Party = CompletionState['submission']['submitters'][number];
 
 interface CompletionRun {
