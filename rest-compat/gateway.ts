@@ -63,7 +63,7 @@ export interface RestRoute<TData = any> {
   run?: (variables: Record<string, unknown>, request: RestRequest) => Promise<TData>;
   /**
    * DocuSeal JSON from the operation's data, or a promise of it; a RawJson is sent as it is
-   * (JSON text rendered elsewhere, e.g. by PostgreSQL: rest-compat/serializers/submission-list.ts).
+   * (JSON text made earlier, e.g. the kept list items of rest-compat/serializers/submission-list.ts).
    */
   serialize: (data: TData, request: RestRequest) => unknown;
   /** Success status (default 200). */

@@ -11,12 +11,11 @@
  *   `declined` leaves out completed ones (DocuSeal's scope does not; a completed submission with a
  *   declined party does not occur: a party that declined never completes). What holds: a
  *   submission whose display status is X is matched by the filter X.
- * The SQL of the filters is generated from the same rules, fact by fact, in
- * src/db/queries/submission-page.ts (hand-written SQL lives under src/db/queries/);
+ * The SQL of the filters is made from the same rules: src/db/queries/submission-page.ts knows each
+ * fact's SQL and the caller passes a filter's facts (hand-written SQL lives under src/db/queries/);
  * test/submission-status.test.ts checks both select the same submissions in every state.
- * The submitter's status is submitterStatus. (The stored list items of GET /submissions,
- * src/db/queries/submission-list-items.ts, still repeat the display rules in SQL until that
- * renderer goes; the test checks what they show against these functions.)
+ * The submitter's status is submitterStatus. The list items of GET /submissions are made with these
+ * functions too (serializeSubmissionListItem over loadSubmissionListReadModels).
  */
 import type { SubmissionFact, SubmissionFacts } from '../db/queries/submission-page.ts';
 import type { Field, Role } from '../templates/fields.ts';
