@@ -104,23 +104,34 @@ function fieldBodies(value: unknown): unknown {
 const named = (fields: unknown) => (Array.isArray(fields) ? fields.map((f) => ({ name: '', ...f })) : fields);
 
 /**
- * POST /templates/pdf and /templates/docx: the body read against its definition
- * (CreateTemplateFromFileRequest, src/templates/template-requests.ts).
+ * A body with PDF or DOCX `documents` (and `fields`) read against its definition: POST
+ * /templates/pdf and /templates/docx (CreateTemplateFromFileRequest, src/templates/template-requests.ts),
+ * POST /submissions/pdf and /submissions/docx (CreateSubmissionFromFileRequest, whose documents
+ * and fields are that definition's).
+ * @param options.omit keys the caller reads itself
  * @throws AppError VALIDATION "documents is required.", "file is required in `documents[0]`.", DocuSeal's type messages
  */
-function fileTemplateInput(request: RestRequest) {
-  const body = bodyObject(request);
+export function readFileDocumentsBody(
+  schema: Parameters<typeof restInput>[0],
+  body: Body,
+  options: { omit?: string[] } = {},
+): Record<string, unknown> {
   requireKey(body, 'documents');
   const documents = Array.isArray(body.documents)
     ? body.documents.map((doc) => (isObject(doc) ? { ...doc, fields: fieldBodies(doc.fields) } : doc))
     : body.documents;
-  const input = restInput(CreateTemplateFromFileRequest, { ...body, documents, fields: fieldBodies(body.fields) });
+  const input = restInput(schema, { ...body, documents, fields: fieldBodies(body.fields) }, options);
   (input.documents as Body[]).forEach((doc, i) => {
     requireKey(doc, 'file', `documents[${i}]`);
     doc.fields = named(doc.fields);
   });
   input.fields = named(input.fields);
-  return { input };
+  return input;
+}
+
+/** POST /templates/pdf and /templates/docx (readFileDocumentsBody). */
+function fileTemplateInput(request: RestRequest) {
+  return { input: readFileDocumentsBody(CreateTemplateFromFileRequest, bodyObject(request)) };
 }
 
 interface TemplatePayloadData {

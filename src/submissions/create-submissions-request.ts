@@ -13,6 +13,7 @@ import { checkItems, MAX_ITEMS } from '../limits.ts';
 import {
   type CreateDeps,
   type CreatedSubmission,
+  type CreateSubmissionsOptions,
   createSubmissions,
   type SubmissionRequest,
 } from './create-submissions.ts';
@@ -31,20 +32,18 @@ export interface CreateSubmissionsForRequestDeps extends CreateDeps {
 }
 
 /**
- * Creates the submissions a create request asks for, acting for `viewer`; the requests (emails,
- * SMS), expiry, completions and `submission.created` are written with them (createSubmissions).
- * Sizes are checked before anything else (counts first, then each part); with `emails_mode`, one
- * submission per submitter, all to the first role, in random order (§7.6).
+ * Reads a create request's submission part (all but its template): sizes first (counts, then each
+ * part), the order, the settings, and each submitter parsed at its path; with `emails_mode`, one
+ * submission per submitter, all to the first role, in random order (§7.6). Shared by the create
+ * requests from a template and the one-off ones (src/submissions/create-one-off-submission.ts).
  * @param input the request in DocuSeal's keys (CreateSubmissionsRequest), not yet parsed
- * @returns the submissions made, in request order, with their submitters as stored
- * @throws AppError VALIDATION (sizes, order, a message without body, each submitter's rules with
- *   DocuSeal's messages), and what createSubmissions throws (NOT_FOUND / FORBIDDEN template, …)
+ * @returns createSubmissions' options but the account, user and template
+ * @throws AppError VALIDATION (sizes, order, a message without body, a submitter's shape)
  */
-export async function createSubmissionsForRequest(
-  deps: CreateSubmissionsForRequestDeps,
-  viewer: { accountId: number; userId: number },
-  input: z.input<typeof CreateSubmissionsRequest>,
-): Promise<CreatedSubmission[]> {
+export function readSubmissionsRequest(
+  deps: Pick<CreateSubmissionsForRequestDeps, 'config'>,
+  input: Omit<z.input<typeof CreateSubmissionsRequest>, 'template_id'>,
+): Omit<CreateSubmissionsOptions, 'accountId' | 'userId' | 'templateId'> {
   const order = input.order || 'preserved';
   // DocuSeal's message, as REST has always answered it (no period).
   if (order !== 'preserved' && order !== 'random')
@@ -72,10 +71,7 @@ export async function createSubmissionsForRequest(
         }),
       ];
   const { config } = deps;
-  return createSubmissions(deps, {
-    accountId: viewer.accountId,
-    userId: viewer.userId,
-    templateId: input.template_id,
+  return {
     source: 'api',
     settings: {
       sendEmail: input.send_email ?? true,
@@ -96,5 +92,27 @@ export async function createSubmissionsForRequest(
       timeoutMs: config.downloadTimeout,
     },
     images: config.images,
+  };
+}
+
+/**
+ * Creates the submissions a create request asks for, acting for `viewer`; the requests (emails,
+ * SMS), expiry, completions and `submission.created` are written with them (createSubmissions).
+ * The request is read by readSubmissionsRequest.
+ * @param input the request in DocuSeal's keys (CreateSubmissionsRequest), not yet parsed
+ * @returns the submissions made, in request order, with their submitters as stored
+ * @throws AppError VALIDATION (sizes, order, a message without body, each submitter's rules with
+ *   DocuSeal's messages), and what createSubmissions throws (NOT_FOUND / FORBIDDEN template, …)
+ */
+export async function createSubmissionsForRequest(
+  deps: CreateSubmissionsForRequestDeps,
+  viewer: { accountId: number; userId: number },
+  input: z.input<typeof CreateSubmissionsRequest>,
+): Promise<CreatedSubmission[]> {
+  return createSubmissions(deps, {
+    accountId: viewer.accountId,
+    userId: viewer.userId,
+    templateId: input.template_id,
+    ...readSubmissionsRequest(deps, input),
   });
 }

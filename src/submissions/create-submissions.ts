@@ -9,6 +9,10 @@
  * requests of who is sent now (emails, SMS), the expiry, the documents of parties created
  * completed, and submission.created. The ids are drawn from their sequences first (one statement
  * for the creates of a turn), so these jobs are made here, by the same functions as everywhere.
+ *
+ * A one-off submission's template is not stored until its submission is: planSubmissions plans on
+ * roles and fields held in memory, and insertPlannedSubmissions writes in the caller's transaction
+ * (src/submissions/create-one-off-submission.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Db } from '../db/client.ts';
@@ -269,25 +273,72 @@ export async function createSubmissions(
   const gone = () => new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
   if (plans.length === 1) return [(await writeSubmission(deps, options, plans[0]!, now)) ?? throwError(gone())];
   // Several submissions: one transaction, which also stores the staged files (their rows roll back with it).
-  const ids = await Promise.all(plans.map((plan) => allocateIds(db, plan.parties.length)));
-  const all = noEffects();
-  const created = await db.$transaction(async (tx) => {
-    const created: CreatedSubmission[] = [];
-    for (const [i, plan] of plans.entries()) {
-      const values: Record<string, unknown>[] = [];
-      for (const party of plan.parties)
-        values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
-      const row = submissionRow(options, plan, values, now, ids[i]!);
-      const rows = await insertSubmissionIn(tx, row.json);
-      if (rows.length === 0) throw gone();
-      created.push(createdFrom(plan, rows));
-      all.jobs.push(...row.effects.jobs);
-      all.events.push(...row.effects.events);
-    }
-    return created;
-  });
-  await deps.effects.committed(all);
+  const planned: PlannedSubmissions = {
+    plans,
+    ids: await Promise.all(plans.map((plan) => allocateIds(db, plan.parties.length))),
+  };
+  const { created, effects } = await db.$transaction((tx) => insertPlannedSubmissions(tx, deps, options, planned, now));
+  await deps.effects.committed(effects);
   return created;
+}
+
+/** Submissions planned and their ids drawn, not yet written (planSubmissions). */
+export interface PlannedSubmissions {
+  plans: SubmissionPlan[];
+  ids: SubmissionIds[];
+}
+
+/**
+ * Checks and plans the submissions of a request on roles and fields held in memory, not read
+ * from a stored template: those of a one-off template written in the same transaction
+ * (src/submissions/create-one-off-submission.ts). The same checks and plan as createSubmissions
+ * (§7.1–7.5); attachment values are loaded now, stored by insertPlannedSubmissions.
+ * @param template the roles and fields the submissions are made from (at least one field)
+ * @throws AppError VALIDATION with DocuSeal's messages (§7.1)
+ */
+export async function planSubmissions(
+  deps: CreateDeps,
+  options: Omit<CreateSubmissionsOptions, 'templateId'>,
+  template: { roles: Role[]; fields: Field[] },
+): Promise<PlannedSubmissions> {
+  checkSettings(options.settings);
+  const plans: SubmissionPlan[] = [];
+  for (const request of options.submissions)
+    plans.push(await planRequest(deps, { ...options, templateId: 0 }, request, template));
+  return { plans, ids: await Promise.all(plans.map((plan) => allocateIds(deps.db, plan.parties.length))) };
+}
+
+/**
+ * Writes planned submissions inside the caller's transaction `tx`, each with what it causes in
+ * the outbox (INSERT_SUBMISSION), storing their staged files. The caller hands `effects` to
+ * SideEffects.committed once the transaction has committed.
+ * @param options.templateId the template they are made from (its documents are copied now: it
+ *   may be one written earlier in `tx`)
+ * @returns what was created, in plan order, and the effects written
+ * @throws AppError NOT_FOUND when the template is not there (nothing is written: the caller's
+ *   transaction rolls back)
+ */
+export async function insertPlannedSubmissions(
+  tx: Prisma.TransactionClient,
+  deps: Pick<CreateDeps, 'storage'>,
+  options: CreateSubmissionsOptions,
+  planned: PlannedSubmissions,
+  now: Date,
+): Promise<{ created: CreatedSubmission[]; effects: Effects }> {
+  const effects = noEffects();
+  const created: CreatedSubmission[] = [];
+  for (const [i, plan] of planned.plans.entries()) {
+    const values: Record<string, unknown>[] = [];
+    for (const party of plan.parties)
+      values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
+    const row = submissionRow(options, plan, values, now, planned.ids[i]!);
+    const rows = await insertSubmissionIn(tx, row.json);
+    if (rows.length === 0) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
+    created.push(createdFrom(plan, rows));
+    effects.jobs.push(...row.effects.jobs);
+    effects.events.push(...row.effects.events);
+  }
+  return { created, effects };
 }
 
 function throwError(error: Error): never {

@@ -34,43 +34,9 @@ export async function mergeTemplates(
       include: { documents: { orderBy: { position: 'asc' } } },
     });
     const ordered = options.template_ids.map((id) => sources.find((s) => s.id === id)!);
-    const roles: Role[] = [];
-    const fields: Field[] = [];
-    const documents: { uuid: string; fileId: number; name: string }[] = [];
-    for (const source of ordered) {
-      const roleMap = new Map<string, string>();
-      for (const role of parseRoles(source.submitters)) {
-        let merged = roles.find((r) => r.name.toLowerCase() === role.name.toLowerCase());
-        if (!merged) {
-          merged = { name: role.name, uuid: randomUUID() };
-          roles.push(merged);
-        }
-        roleMap.set(role.uuid, merged.uuid);
-      }
-      const docMap = new Map(source.documents.map((d) => [d.uuid, randomUUID()]));
-      for (const d of source.documents) documents.push({ uuid: docMap.get(d.uuid)!, fileId: d.fileId, name: d.name });
-      // Old → new uuids of this template's fields and options, for the conditions that name them.
-      const renewed = new Map<string, string>();
-      const sourceFields: Field[] = [];
-      for (const field of parseFields(source.fields)) {
-        const optionMap = new Map((field.options ?? []).map((o) => [o.uuid, randomUUID()]));
-        const uuid = randomUUID();
-        renewed.set(field.uuid, uuid);
-        for (const [from, to] of optionMap) renewed.set(from, to);
-        sourceFields.push({
-          ...field,
-          uuid,
-          submitter_uuid: roleMap.get(field.submitter_uuid) ?? field.submitter_uuid,
-          ...(field.options ? { options: field.options.map((o) => ({ ...o, uuid: optionMap.get(o.uuid)! })) } : {}),
-          areas: field.areas.map((a) => ({
-            ...a,
-            attachment_uuid: docMap.get(a.attachment_uuid) ?? a.attachment_uuid,
-            ...(a.option_uuid ? { option_uuid: optionMap.get(a.option_uuid) ?? a.option_uuid } : {}),
-          })),
-        });
-      }
-      fields.push(...remapConditions(sourceFields, renewed));
-    }
+    const merged: MergedContent = { roles: [], fields: [], documents: [] };
+    for (const source of ordered) appendTemplateContent(merged, source);
+    const { roles, fields, documents } = merged;
     options.roles?.forEach((name, i) => {
       if (roles[i]) roles[i] = { ...roles[i]!, name };
       else roles.push({ name, uuid: randomUUID() });
@@ -123,4 +89,56 @@ export async function mergeTemplates(
     effects.events.push(...templateEvents(actor.accountId, template.id, ['template.created']));
     return template.id;
   });
+}
+
+/** Roles, fields and documents being merged: documents as stored files (shared, not copied). */
+export interface MergedContent {
+  roles: Role[];
+  fields: Field[];
+  documents: { uuid: string; fileId: number; name: string }[];
+}
+
+/**
+ * Appends a template's content to `into` (POST /templates/merge; the `template_ids` of a one-off
+ * submission, src/submissions/create-one-off-submission.ts): its roles merged by name
+ * (case-insensitive) with those there, its documents under new uuids (the stored files shared),
+ * its fields with new uuids pointing at those roles and documents (their conditions remapped).
+ * @param source the template's stored columns and documents in order
+ */
+export function appendTemplateContent(
+  into: MergedContent,
+  source: { submitters: unknown; fields: unknown; documents: { uuid: string; fileId: number; name: string }[] },
+): void {
+  const roleMap = new Map<string, string>();
+  for (const role of parseRoles(source.submitters)) {
+    let merged = into.roles.find((r) => r.name.toLowerCase() === role.name.toLowerCase());
+    if (!merged) {
+      merged = { name: role.name, uuid: randomUUID() };
+      into.roles.push(merged);
+    }
+    roleMap.set(role.uuid, merged.uuid);
+  }
+  const docMap = new Map(source.documents.map((d) => [d.uuid, randomUUID()]));
+  for (const d of source.documents) into.documents.push({ uuid: docMap.get(d.uuid)!, fileId: d.fileId, name: d.name });
+  // Old → new uuids of this template's fields and options, for the conditions that name them.
+  const renewed = new Map<string, string>();
+  const sourceFields: Field[] = [];
+  for (const field of parseFields(source.fields)) {
+    const optionMap = new Map((field.options ?? []).map((o) => [o.uuid, randomUUID()]));
+    const uuid = randomUUID();
+    renewed.set(field.uuid, uuid);
+    for (const [from, to] of optionMap) renewed.set(from, to);
+    sourceFields.push({
+      ...field,
+      uuid,
+      submitter_uuid: roleMap.get(field.submitter_uuid) ?? field.submitter_uuid,
+      ...(field.options ? { options: field.options.map((o) => ({ ...o, uuid: optionMap.get(o.uuid)! })) } : {}),
+      areas: field.areas.map((a) => ({
+        ...a,
+        attachment_uuid: docMap.get(a.attachment_uuid) ?? a.attachment_uuid,
+        ...(a.option_uuid ? { option_uuid: optionMap.get(a.option_uuid) ?? a.option_uuid } : {}),
+      })),
+    });
+  }
+  into.fields.push(...remapConditions(sourceFields, renewed));
 }

@@ -10,7 +10,7 @@
  */
 import { z } from 'zod';
 import { list, MAX_ITEMS, MAX_LENGTH, text } from '../limits.ts';
-import { RequestField } from './build-fields.ts';
+import { RequestField, type RequestFieldGroup } from './build-fields.ts';
 
 /** A template's name when given: not blank (trimmed). */
 const templateName = () => z.string().trim().min(1, 'name must not be empty').max(MAX_LENGTH.name);
@@ -49,6 +49,23 @@ export const CreateTemplateFromFileRequest = z.object({
     .optional()
     .meta({ description: 'Fields whose area pages count across all documents in order.' }),
 });
+
+/**
+ * A create-from-file request's fields by where they are given: a document's own (its areas'
+ * pages are that document's) or the request's (pages count across all documents in order).
+ */
+export function requestFieldGroups(request: {
+  documents: { fields?: z.input<typeof RequestField>[] | undefined }[];
+  fields?: z.input<typeof RequestField>[] | undefined;
+}): RequestFieldGroup[] {
+  const groups: RequestFieldGroup[] = request.documents.map((doc, i) => ({
+    documentIndex: i,
+    fields: doc.fields ?? [],
+    path: `documents[${i}].fields`,
+  }));
+  groups.push({ fields: request.fields ?? [], path: 'fields' });
+  return groups;
+}
 
 /** A document of a create-from-HTML request (GraphQL `TemplateHtmlDocumentInput`). */
 export const TemplateHtmlDocument = z.object({

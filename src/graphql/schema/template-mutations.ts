@@ -24,6 +24,7 @@ import {
   CreateTemplateFromHtmlRequest,
   DocumentOperation,
   MergeTemplatesRequest,
+  requestFieldGroups,
   TemplateFileDocument,
   TemplateHtmlDocument,
   UpdateTemplateDocumentsRequest,
@@ -73,17 +74,6 @@ const TemplatePayload = builder.objectRef<{ id: number }>('TemplatePayload').imp
   }),
 });
 
-/** A create request's fields by where they are given (their areas' pages count differently). */
-function fieldGroups(request: z.input<typeof CreateTemplateFromFileRequest>): RequestFieldGroup[] {
-  const groups: RequestFieldGroup[] = request.documents.map((doc, i) => ({
-    documentIndex: i,
-    fields: doc.fields ?? [],
-    path: `documents[${i}].fields`,
-  }));
-  groups.push({ fields: request.fields ?? [], path: 'fields' });
-  return groups;
-}
-
 async function save(
   ctx: GraphQLContext,
   documents: PreparedDocument[],
@@ -122,7 +112,7 @@ builder.mutationField('createTemplateFromPdf', (t) =>
       requireViewer(ctx);
       const request = fileRequest(input);
       const documents = await preparePdfDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents);
-      return save(ctx, documents, request, fieldGroups(request));
+      return save(ctx, documents, request, requestFieldGroups(request));
     },
   }),
 );
@@ -136,7 +126,7 @@ builder.mutationField('createTemplateFromDocx', (t) =>
       requireViewer(ctx);
       const request = fileRequest(input);
       const documents = await prepareDocxDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents);
-      return save(ctx, documents, request, fieldGroups(request));
+      return save(ctx, documents, request, requestFieldGroups(request));
     },
   }),
 );
