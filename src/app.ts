@@ -61,7 +61,10 @@ export interface AppOptions {
   completionHooks?: CompletionHooks;
 }
 
-/** What an HTTP API mounted by buildApp gets: the schema and context its operations run with, and the service's parts. */
+/**
+ * What an HTTP API mounted by buildApp gets: the schema and context its operations run with, and
+ * the service's parts.
+ */
 export interface AppServices {
   config: Config;
   db: Db;

@@ -7,9 +7,10 @@
  * Why a cache: a page is up to 100 submissions with their submitters, ~150 KB of JSON. Loading and
  * serializing it costs the service ~14 ms of CPU (Prisma's query and row mapping, then the
  * serializer), which one Node process cannot afford at 20 concurrent callers; a whole request for
- * a page served from the cache costs 0.45–0.6 ms (bench/README.md "Submissions"). So the serializer's output is kept, as
- * JSON text without the signed file URLs (they need the service's secret and expire; the few
- * completed items with an audit log or combined document are patched per request):
+ * a page served from the cache costs 0.45–0.6 ms (bench/README.md "Submissions"). So the
+ * serializer's output is kept, as JSON text without the signed file URLs (they need the service's
+ * secret and expire; the few completed items with an audit log or combined document are patched
+ * per request):
  *   - in PostgreSQL (`submission_list_items`, one row per submission), shared by every instance
  *     and kept over restarts, under the one invalidation rule of src/db/queries/submission-list-items.ts:
  *     a kept item is served while its stamp (generation, account epoch, LIST_ITEM_FORMAT, stale_at)

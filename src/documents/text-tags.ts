@@ -74,7 +74,10 @@ export interface ParsedTag {
   height?: number;
   /** `condition=Field:value` (or `Field` alone: not empty), by field name; the template resolves it to a field uuid. */
   condition?: { field: string; value?: string };
-  /** DocuSeal field preferences (§11): font, font_size, font_type, color, background, align, valign, format, mask, price, currency. */
+  /**
+   * DocuSeal field preferences (§11): font, font_size, font_type, color, background, align, valign,
+   * format, mask, price, currency.
+   */
   preferences: Record<string, unknown>;
 }
 
@@ -140,7 +143,8 @@ export function parseTextTag(raw: string, label: string): ParsedTag {
     const number = /^[+]?(\d+(\.\d*)?|\.\d+)$/.test(value) ? Number(value) : Number.NaN;
     if (!Number.isFinite(number) || (positive ? number <= 0 : number < 0)) {
       return fail(
-        `${key} must be a ${positive ? 'positive' : 'non-negative'} number${key === 'width' || key === 'height' ? ' of points' : ''}, not ${quote(value)}`,
+        `${key} must be a ${positive ? 'positive' : 'non-negative'} number` +
+          `${key === 'width' || key === 'height' ? ' of points' : ''}, not ${quote(value)}`,
       );
     }
     return number;
@@ -464,7 +468,8 @@ function groupFields(found: Array<{ tag: ParsedTag; area: TextTagArea; where: st
       if (existing.type !== tag.type) {
         throw new AppError(
           'VALIDATION',
-          `${where}: text tag field ${quote(tag.name)} of role ${quote(tag.role)} is ${existing.type} in an earlier tag and ${tag.type} here; repeated tags of one field must have the same type`,
+          `${where}: text tag field ${quote(tag.name)} of role ${quote(tag.role)} is ${existing.type} in an ` +
+            `earlier tag and ${tag.type} here; repeated tags of one field must have the same type`,
         );
       }
       existing.areas.push(area);

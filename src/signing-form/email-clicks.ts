@@ -6,8 +6,9 @@
  * a `click_email` submission event with the signer's IP and user agent when the tag is the
  * submitter's, nothing otherwise; the answer is `{}` either way, 404 for an unknown slug.
  *
- * The tag is made with the link, by src/submissions/signing-links.ts. The page posts from the browser, as DocuSeal's does,
- * so a mail scanner fetching the link without running scripts does not count as a click.
+ * The tag is made with the link, by src/submissions/signing-links.ts. The page posts from the
+ * browser, as DocuSeal's does, so a mail scanner fetching the link without running scripts does
+ * not count as a click.
  */
 import { findSignerBySlug } from './form-state.ts';
 import { trackingData, type SignerRequest, type SigningFormDeps } from './form-events.ts';

@@ -37,7 +37,10 @@ export class SigningFieldError extends AppError {
 
 /** Types whose value is one attachment uuid (a stored file). */
 export const SINGLE_ATTACHMENT_TYPES: ReadonlySet<string> = new Set(['signature', 'initials', 'image', 'stamp']);
-/** Types the completion pipeline draws as an image: their attachments must be PNG or JPEG (src/signing/draw-values.ts). */
+/**
+ * Types the completion pipeline draws as an image: their attachments must be PNG or JPEG
+ * (src/signing/draw-values.ts).
+ */
 export const DRAWN_IMAGE_TYPES: ReadonlySet<string> = new Set(['signature', 'initials', 'image', 'stamp']);
 /** Types that are readonly whatever the template says (reference §11). */
 const ALWAYS_READONLY_TYPES: ReadonlySet<string> = new Set(['stamp', 'heading', 'strikethrough']);

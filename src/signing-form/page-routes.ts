@@ -184,7 +184,8 @@ function shellPage(slug: string, maxUploadBytes: number): string {
   return htmlPage(
     'Sign documents',
     `<script type="module" src="/s-assets/form.js"></script>\n`,
-    `<main id="signing-form" class="signing-form" data-slug="${escapeHtml(slug)}" data-max-upload-bytes="${maxUploadBytes}">
+    `<main id="signing-form" class="signing-form" data-slug="${escapeHtml(slug)}" ` +
+      `data-max-upload-bytes="${maxUploadBytes}">
 <p class="loading" role="status">Loading the form…</p>
 <noscript><p class="state-message">This form needs JavaScript to be filled and signed.</p></noscript>
 </main>`,
@@ -198,7 +199,8 @@ function notFoundPage(): string {
     `<main class="signing-form not-found">
 <section class="state">
 <h1>Form not found</h1>
-<p>This signing link is not valid. Check that you copied the whole link from your email, or ask the sender for a new one.</p>
+<p>This signing link is not valid. Check that you copied the whole link from your email, ` +
+      `or ask the sender for a new one.</p>
 </section>
 </main>`,
   );

@@ -45,7 +45,10 @@ export interface BuildAuditLogInput {
   accountName: string;
   /** Testing accounts get DocuSeal's title "Testing Log - Not for Production Use" (§2). */
   testing?: boolean;
-  /** Each result document: its name and the SHA-256 (as the caller stores it, e.g. lower-case hex) of the original (template) file and of the final signed file. */
+  /**
+   * Each result document: its name and the SHA-256 (as the caller stores it, e.g. lower-case hex)
+   * of the original (template) file and of the final signed file.
+   */
   documents: { name: string; originalSha256: string; finalSha256: string }[];
   /** In role order. */
   parties: AuditLogParty[];
@@ -139,8 +142,10 @@ export function deliverySentence(type: string, data: Record<string, unknown> | n
 const A4: [number, number] = [595.28, 841.89];
 const LETTER: [number, number] = [612, 792];
 /** Zones DocuSeal would print on Letter: the US ones. */
-const US_TIME_ZONE =
-  /^(US\/|America\/(New_York|Detroit|Chicago|Denver|Phoenix|Boise|Los_Angeles|Anchorage|Juneau|Sitka|Nome|Adak|Metlakatla|Yakutat|Menominee|Indiana\/|Kentucky\/|North_Dakota\/)|Pacific\/Honolulu$)/;
+const US_TIME_ZONE = new RegExp(
+  `^(US\\/|America\\/(${/New_York|Detroit|Chicago|Denver|Phoenix|Boise|Los_Angeles|Anchorage|Juneau|Sitka/.source}|` +
+    `${/Nome|Adak|Metlakatla|Yakutat|Menominee|Indiana\/|Kentucky\/|North_Dakota\//.source})|Pacific\\/Honolulu$)`,
+);
 
 const MARGIN = 50;
 const FOOTER_HEIGHT = 30;
@@ -224,7 +229,10 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
     }
     return signatureFont;
   };
-  /** One answer (DocuSeal's layout): the field's name in small capitals, then the value, image or typed signature below it. */
+  /**
+   * One answer (DocuSeal's layout): the field's name in small capitals, then the value, image or
+   * typed signature below it.
+   */
   const drawValue = async (value: AuditLogValue) => {
     const name = {
       text: value.name.toLocaleUpperCase('en'),
@@ -488,7 +496,10 @@ const IMAGE_WIDTH = 200;
 const INITIALS_WIDTH = 50;
 const MAX_IMAGE_HEIGHT = 100;
 
-/** Points an image is shown at (generate_audit_trail.rb): a fixed width, the height by its aspect, both shrunk to a 100 pt height. */
+/**
+ * Points an image is shown at (generate_audit_trail.rb): a fixed width, the height by its aspect,
+ * both shrunk to a 100 pt height.
+ */
 function imageSize(image: PDFImage, type: string): { width: number; height: number } {
   let width = type === 'initials' ? INITIALS_WIDTH : IMAGE_WIDTH;
   let height = image.height * (width / image.width);
@@ -568,7 +579,10 @@ function formatTime(date: Date, timeZone: string | undefined): string {
       .formatToParts(date)
       .map((part) => [part.type, part.value]),
   );
-  return `${utc} (${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName})`;
+  return (
+    `${utc} (${parts.year}-${parts.month}-${parts.day} ` +
+    `${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName})`
+  );
 }
 
 /** The zone when Intl knows it and it is not UTC; otherwise undefined (UTC only). */

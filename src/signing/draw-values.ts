@@ -40,7 +40,10 @@ export interface DrawValuesInput {
   pages: PdfPageInfo[];
   /** The document (schema item) to draw on: areas of other documents are skipped. */
   attachmentUuid: string;
-  /** The party's fields (a submission's copy); other parties' fields may be included: only fields with a value are drawn. */
+  /**
+   * The party's fields (a submission's copy); other parties' fields may be included: only fields
+   * with a value are drawn.
+   */
   fields: Field[];
   /** The party's values by field uuid, stored as reference §11 describes. */
   values: Record<string, unknown>;
@@ -145,8 +148,9 @@ interface Box {
  *   proportion otherwise) capped so one line fits the area's height, and takes the largest size
  *   down from there (to 6 pt) at which the text fits the area, either on one line or wrapped at
  *   spaces (inside a word only when the word is longer than a line) — see `fitText`; below 6 pt
- *   only when nothing fits at 6 pt, so the whole value always stays inside its area (down to 1 pt). `align` left (right for Hebrew/
- *   Arabic)/center/right, `valign` center (default)/top/bottom, `color`, `background`, `mask`.
+ *   only when nothing fits at 6 pt, so the whole value always stays inside its area (down to
+ *   1 pt). `align` left (right for Hebrew/Arabic)/center/right, `valign` center (default)/top/
+ *   bottom, `color`, `background`, `mask`.
  * - cells: one character per cell of width `area.cell_w` (fraction of the page width), from the
  *   left (from the right with `align: right`); without `cell_w` the area is split evenly by the
  *   number of characters. Each character is centred in its cell.
@@ -214,7 +218,8 @@ async function drawJobs(doc: PDFDocument, input: DrawValuesInput, jobs: DrawJob[
     if (!Number.isInteger(pageIndex) || !pdfPages[pageIndex] || !input.pages[pageIndex]) {
       throw new AppError(
         'VALIDATION',
-        `field "${pageJobs[0].field.name}": an area is on page ${pageIndex} (0-based) but the document has ${pdfPages.length} page(s)`,
+        `field "${pageJobs[0].field.name}": an area is on page ${pageIndex} (0-based) ` +
+          `but the document has ${pdfPages.length} page(s)`,
       );
     }
   }
@@ -657,7 +662,10 @@ interface MeasuredFont {
   width(text: string): number;
 }
 
-/** The faces embedded in one document (each once, subset to the glyphs drawn; parsed once per process, src/signing/fonts.ts). */
+/**
+ * The faces embedded in one document (each once, subset to the glyphs drawn; parsed once per
+ * process, src/signing/fonts.ts).
+ */
 class FontSet {
   private readonly faces = new Map<string, Promise<MeasuredFont>>();
   constructor(private readonly doc: PDFDocument) {}

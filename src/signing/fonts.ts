@@ -107,9 +107,16 @@ export async function embedDejaVu(
   };
 }
 
-/** Latin (with Latin-1, Extended-A/B and Additional), Greek (and Extended), Cyrillic, general punctuation, currency and letterlike symbols. No combining marks (U+0300–U+036F) and no soft hyphen. */
-const SIMPLE_CHARACTER =
-  /^[\u0020-\u007e\u00a0-\u00ac\u00ae-\u024f\u0370-\u03ff\u0400-\u0482\u048a-\u052f\u1e00-\u1eff\u1f00-\u1ffe\u2010-\u2027\u2030-\u205e\u20a0-\u20c0\u2100-\u214f]$/u;
+/**
+ * Latin (with Latin-1, Extended-A/B and Additional), Greek (and Extended), Cyrillic, general
+ * punctuation, currency and letterlike symbols. No combining marks (U+0300–U+036F) and no soft
+ * hyphen.
+ */
+const SIMPLE_CHARACTER = new RegExp(
+  String.raw`^[\u0020-\u007e\u00a0-\u00ac\u00ae-\u024f\u0370-\u03ff\u0400-\u0482\u048a-\u052f\u1e00-\u1eff` +
+    String.raw`\u1f00-\u1ffe\u2010-\u2027\u2030-\u205e\u20a0-\u20c0\u2100-\u214f]$`,
+  'u',
+);
 const advanceCaches = new WeakMap<Face, Map<string, number | null>>();
 
 /** Per face: a character's advance in font units when it is simple (see embedDejaVu), else null; memoised. */

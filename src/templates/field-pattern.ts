@@ -108,10 +108,12 @@ function compile(pattern: string): FieldPattern | string {
 }
 
 const unsupported = (reason: string) =>
-  `is not supported: ${reason} (patterns run on RE2, in linear time: lookahead, lookbehind and backreferences are not available).`;
+  `is not supported: ${reason} (patterns run on RE2, in linear time: lookahead, lookbehind and ` +
+  'backreferences are not available).';
 
 const tooComplex = (size: number) =>
-  `is too complex: it compiles to about ${size} steps (maximum is ${MAX_PATTERN_PROGRAM}); large counted repetitions such as {0,1000} make patterns large.`;
+  `is too complex: it compiles to about ${size} steps (maximum is ${MAX_PATTERN_PROGRAM}); ` +
+  'large counted repetitions such as {0,1000} make patterns large.';
 
 /** `\k<name>`: translateRegExp would read it as the letter k (JavaScript's meaning without named groups). */
 function hasNamedBackreference(pattern: string): boolean {

@@ -34,8 +34,10 @@ export function templateWarnings(template: { fields: unknown }): TemplateWarning
     {
       code: 'TEMPLATE_HAS_NO_FIELDS',
       message:
-        'The template has no fields: creating a submission from it is refused (422 "Template does not contain fields") until it has some. ' +
-        'Add fields (`fields`, or {{text tags}} in a document) by sending the template again with the same external_id, or through PUT /api/templates/{id}/documents (GraphQL: updateTemplateDocuments).',
+        'The template has no fields: creating a submission from it is refused (422 "Template does not contain ' +
+        'fields") until it has some. ' +
+        'Add fields (`fields`, or {{text tags}} in a document) by sending the template again with the same ' +
+        'external_id, or through PUT /api/templates/{id}/documents (GraphQL: updateTemplateDocuments).',
     },
   ];
 }
@@ -45,11 +47,13 @@ export function templateWarnings(template: { fields: unknown }): TemplateWarning
  * template and what to do, so that a client matching DocuSeal's text by its start still matches.
  * @param template the template's id and name
  * @returns AppError VALIDATION (REST 422 `{"error": …}`, GraphQL `extensions.code` VALIDATION), e.g.
- *   `Template does not contain fields: template 42 ("NDA") has no fields to fill in or sign; add fields to it before creating submissions.`
+ *   `Template does not contain fields: template 42 ("NDA") has no fields to fill in or sign; add
+ *   fields to it before creating submissions.`
  */
 export function noFieldsError(template: { id: number; name: string }): AppError {
   return new AppError(
     'VALIDATION',
-    `${NO_FIELDS_MESSAGE}: template ${template.id} (${JSON.stringify(template.name)}) has no fields to fill in or sign; add fields to it before creating submissions.`,
+    `${NO_FIELDS_MESSAGE}: template ${template.id} (${JSON.stringify(template.name)}) has no fields to fill in ` +
+      'or sign; add fields to it before creating submissions.',
   );
 }

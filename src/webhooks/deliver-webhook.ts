@@ -174,7 +174,10 @@ async function send(
   return { response, payload, final: false };
 }
 
-/** `data` as the record is now, with the delivery's event_type and timestamp; the stored payload when the record is gone. */
+/**
+ * `data` as the record is now, with the delivery's event_type and timestamp; the stored payload
+ * when the record is gone.
+ */
 async function rebuildPayload(
   deps: DeliveryDeps,
   delivery: Pick<ClaimedDelivery, 'id' | 'accountId' | 'eventType' | 'recordId' | 'payload'>,
@@ -339,7 +342,8 @@ export function enqueueAttempt(jobs: JobQueue, data: DeliverWebhookData, at?: Da
  * the event's, and it has its own retry schedule. Sent even when the endpoint no longer subscribes
  * to the event (DocuSeal's manual resend always sends).
  * @returns the new delivery (pending; the send runs as a job right away)
- * @throws AppError NOT_FOUND / FORBIDDEN for an unknown or another account's delivery; VALIDATION when the endpoint is disabled
+ * @throws AppError NOT_FOUND / FORBIDDEN for an unknown or another account's delivery; VALIDATION
+ *   when the endpoint is disabled
  */
 export async function redeliverWebhook(
   deps: { db: Db; effects: Pick<SideEffects, 'transaction'> },

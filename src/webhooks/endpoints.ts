@@ -35,7 +35,10 @@ export const PREVIOUS_SECRET_TTL_MS = 24 * 60 * 60 * 1000;
 
 export const SECRET_PREFIX = 'whsec_';
 
-/** Headers Signet sets itself, which a custom header may not replace (X-Docuseal-Signature may: as DocuSeal, it then replaces the signature). */
+/**
+ * Headers Signet sets itself, which a custom header may not replace (X-Docuseal-Signature may: as
+ * DocuSeal, it then replaces the signature).
+ */
 const RESERVED_HEADERS = new Set([
   'content-type',
   'content-length',
@@ -299,7 +302,10 @@ export async function rotateWebhookSecret(
   return { endpoint, secret };
 }
 
-/** @throws AppError VALIDATION WEBHOOK_DESTINATION_REFUSED when delivery would refuse `url` (the reason stays on the server). */
+/**
+ * @throws AppError VALIDATION WEBHOOK_DESTINATION_REFUSED when delivery would refuse `url` (the
+ *   reason stays on the server).
+ */
 async function ensureDeliverable(url: string, destination: CheckWebhookDestinationOptions): Promise<void> {
   const refused = await checkWebhookDestination(url, destination);
   if (refused) throw new AppError('VALIDATION', WEBHOOK_DESTINATION_REFUSED, { details: { path: ['url'] } });

@@ -44,7 +44,10 @@ export const RESPONSE_BODY_KEPT_BYTES = 1024;
 const RESPONSE_READ_LIMIT = 64 * 1024;
 /** Sockets per destination at most (open at once): deliver-webhook runs DELIVER_CONCURRENCY (20) attempts at a time. */
 export const AGENT_MAX_SOCKETS = 20;
-/** Milliseconds an idle kept-alive socket stays open (below common server keep-alive timeouts: Node 5 s, nginx 75 s). */
+/**
+ * Milliseconds an idle kept-alive socket stays open (below common server keep-alive timeouts:
+ * Node 5 s, nginx 75 s).
+ */
 export const AGENT_IDLE_MS = 4000;
 /** Destinations whose agents are kept; past this, agents without sockets are dropped first. */
 const MAX_AGENTS = 256;
@@ -161,7 +164,9 @@ export async function sendWebhookRequest(options: SendWebhookRequestOptions): Pr
  * a non-public address and a name that does not resolve, so that adding URLs cannot be used to
  * learn which internal names resolve either (issue 12 §4).
  */
-export const WEBHOOK_DESTINATION_REFUSED = `${WEBHOOK_REQUEST_FAILED}: the URL's host is not a public address, or its name does not resolve, so every delivery to it would be refused (an operator may allow it with WEBHOOK_ALLOWED_HOSTS)`;
+export const WEBHOOK_DESTINATION_REFUSED =
+  `${WEBHOOK_REQUEST_FAILED}: the URL's host is not a public address, or its name does not resolve, so every ` +
+  'delivery to it would be refused (an operator may allow it with WEBHOOK_ALLOWED_HOSTS)';
 
 export interface CheckWebhookDestinationOptions {
   policy: DestinationPolicy;
@@ -206,7 +211,10 @@ export async function checkWebhookDestination(
 }
 
 function refusedDetail(host: string, address: string): string {
-  return `Refused: ${host} resolves to ${address}, a private, loopback or otherwise non-public address (allow it with WEBHOOK_ALLOWED_HOSTS, or WEBHOOK_ALLOW_PRIVATE for tests)`;
+  return (
+    `Refused: ${host} resolves to ${address}, a private, loopback or otherwise non-public address ` +
+    '(allow it with WEBHOOK_ALLOWED_HOSTS, or WEBHOOK_ALLOW_PRIVATE for tests)'
+  );
 }
 
 /**
@@ -294,7 +302,10 @@ function pinnedLookup(addresses: { address: string; family: number }[]): net.Loo
   }) as unknown as net.LookupFunction;
 }
 
-/** Drops agents with no socket and no waiting request, least recently used first; then the oldest idle ones' sockets. */
+/**
+ * Drops agents with no socket and no waiting request, least recently used first; then the oldest
+ * idle ones' sockets.
+ */
 function evictAgents(): void {
   const busy = (agent: http.Agent) => Object.keys(agent.sockets).length > 0 || Object.keys(agent.requests).length > 0;
   for (const [key, agent] of agents) {

@@ -201,7 +201,8 @@ builder.queryField('templates', (t) =>
   t.field({
     type: TemplateListRef,
     description:
-      "The account's templates, ascending by id. Active ones unless `archived: true` (then archived ones only). `q` matches the name (case-insensitive substring); `folder` is a full folder name.",
+      "The account's templates, ascending by id. Active ones unless `archived: true` (then archived ones only). " +
+      '`q` matches the name (case-insensitive substring); `folder` is a full folder name.',
     args: {
       q: t.arg.string(),
       externalId: t.arg.string(),
@@ -238,7 +239,8 @@ builder.queryField('template', (t) =>
   t.prismaField({
     type: TemplateRef,
     description:
-      "One of the account's templates (archived ones too). NOT_FOUND for an unknown id, FORBIDDEN for another account's.",
+      "One of the account's templates (archived ones too). NOT_FOUND for an unknown id, FORBIDDEN for another " +
+      "account's.",
     args: { id: t.arg.int({ required: true }) },
     resolve: async (query, _root, { id }, ctx) => {
       const { account } = requireViewer(ctx);

@@ -57,7 +57,8 @@ function deliveryWhere(args: DeliveryFilter): Prisma.WebhookDeliveryWhereInput {
  * The tenant check of the `recordId` filter, as for every id a caller names (docs/security.md):
  * with `recordType`, that record; without, a record of any type with that id (the account's own
  * in one type is enough).
- * @throws AppError FORBIDDEN when the id names only other accounts' records; NOT_FOUND ("<Type> <id> not found", "Record <id> not found") when none
+ * @throws AppError FORBIDDEN when the id names only other accounts' records; NOT_FOUND
+ *   ("<Type> <id> not found", "Record <id> not found") when none
  */
 async function checkEventRecord(
   db: Db,
@@ -139,7 +140,8 @@ export const WebhookDeliveryRef = builder.prismaObject('WebhookDelivery', {
 
 export const WebhookEndpointRef = builder.prismaObject('WebhookEndpoint', {
   description:
-    'Where the account’s events are POSTed. The signing secret is shown only by createWebhookEndpoint and rotateWebhookSecret.',
+    'Where the account’s events are POSTed. The signing secret is shown only by createWebhookEndpoint and ' +
+    'rotateWebhookSecret.',
   fields: (t) => ({
     id: t.exposeInt('id'),
     url: t.exposeString('url'),
@@ -201,7 +203,9 @@ builder.queryField('webhookDeliveries', (t) =>
   t.prismaField({
     type: [WebhookDeliveryRef],
     description:
-      "The account's webhook deliveries ascending by id, each with its attempts: per endpoint (endpointId), per event (eventType, recordType, recordId), by status. Cursor pagination as for every list (limit default 10, at most 100).",
+      "The account's webhook deliveries ascending by id, each with its attempts: per endpoint (endpointId), " +
+      'per event (eventType, recordType, recordId), by status. Cursor pagination as for every list (limit ' +
+      'default 10, at most 100).',
     args: {
       endpointId: t.arg.int(),
       eventType: t.arg.string(),
@@ -360,7 +364,8 @@ builder.mutationField('rotateWebhookSecret', (t) =>
   t.field({
     type: EndpointWithSecretPayloadRef,
     description:
-      'Replaces the signing secret; the previous one stays valid for 24 hours (deliveries carry a signature with each).',
+      'Replaces the signing secret; the previous one stays valid for 24 hours (deliveries carry a signature with ' +
+      'each).',
     args: { input: t.arg({ type: WebhookEndpointIdInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
@@ -378,7 +383,8 @@ builder.mutationField('sendTestWebhook', (t) =>
   t.field({
     type: DeliveryPayloadRef,
     description:
-      "Sends a form.completed event of the account's latest completed submitter (else its latest submitter) to one endpoint now, once, signed, without retries, and answers with the delivery and its attempt.",
+      "Sends a form.completed event of the account's latest completed submitter (else its latest submitter) to " +
+      'one endpoint now, once, signed, without retries, and answers with the delivery and its attempt.',
     args: { input: t.arg({ type: SendTestWebhookInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);
@@ -399,7 +405,8 @@ builder.mutationField('redeliverWebhook', (t) =>
   t.field({
     type: DeliveryPayloadRef,
     description:
-      'Sends a delivery’s event again now, as a new delivery (data as the record is now, the event’s timestamp, its own retries); the original keeps its history.',
+      'Sends a delivery’s event again now, as a new delivery (data as the record is now, the event’s timestamp, ' +
+      'its own retries); the original keeps its history.',
     args: { input: t.arg({ type: RedeliverWebhookInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
       const { account } = requireViewer(ctx);

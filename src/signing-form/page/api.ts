@@ -109,7 +109,8 @@ export async function saveSigningFormValues(
   init: { keepalive?: boolean } = {},
 ): Promise<SigningForm> {
   const data = await callGraphQL<{ saveSigningFormValues: SigningForm }>(
-    `mutation SaveSigningFormValues($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ${FORM_SELECTION} } }`,
+    'mutation SaveSigningFormValues($slug: String!, $values: JSON!) { ' +
+      `saveSigningFormValues(slug: $slug, values: $values) { ${FORM_SELECTION} } }`,
     { slug, values },
     init,
   );
@@ -119,7 +120,8 @@ export async function saveSigningFormValues(
 /** Saves the values and completes the form. */
 export async function completeSigningForm(slug: string, values: FieldValues): Promise<SigningForm> {
   const data = await callGraphQL<{ completeSigningForm: SigningForm }>(
-    `mutation CompleteSigningForm($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ${FORM_SELECTION} } }`,
+    'mutation CompleteSigningForm($slug: String!, $values: JSON) { ' +
+      `completeSigningForm(slug: $slug, values: $values) { ${FORM_SELECTION} } }`,
     { slug, values },
   );
   return data.completeSigningForm;
@@ -128,7 +130,8 @@ export async function completeSigningForm(slug: string, values: FieldValues): Pr
 /** Declines with a reason. */
 export async function declineSigningForm(slug: string, reason: string): Promise<SigningForm> {
   const data = await callGraphQL<{ declineSigningForm: SigningForm }>(
-    `mutation DeclineSigningForm($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { ${FORM_SELECTION} } }`,
+    'mutation DeclineSigningForm($slug: String!, $reason: String!) { ' +
+      `declineSigningForm(slug: $slug, reason: $reason) { ${FORM_SELECTION} } }`,
     { slug, reason },
   );
   return data.declineSigningForm;

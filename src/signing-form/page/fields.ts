@@ -541,7 +541,8 @@ function mountUpload(
       box.dispatchEvent(new CustomEvent('field-error', { bubbles: true, detail: { uuid: field.uuid, message } }));
     if (tooLarge) {
       fail(
-        `${tooLarge.name} is too large: files may be up to ${Math.round((MAX_UPLOAD_BYTES / 1024 / 1024) * 10) / 10} MB.`,
+        `${tooLarge.name} is too large: files may be up to ` +
+          `${Math.round((MAX_UPLOAD_BYTES / 1024 / 1024) * 10) / 10} MB.`,
       );
       return;
     }
