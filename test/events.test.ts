@@ -119,7 +119,8 @@ describe('template events', () => {
       await raisedBy(TEMPLATE_EVENTS, async () => {
         const { body } = await graphql(
           t.url,
-          'mutation ($input: CreateTemplateFromFileInput!) { createTemplateFromPdf(input: $input) { template { id } } }',
+          'mutation ($input: CreateTemplateFromFileInput!) { ' +
+            'createTemplateFromPdf(input: $input) { template { id } } }',
           { key: alice.apiKey, variables: { input: { name: 'GraphQL', documents: [{ name: 'doc', file: pdf() }] } } },
         );
         viaGraphql = body.data.createTemplateFromPdf.template.id;
@@ -128,35 +129,41 @@ describe('template events', () => {
     expect(new Set([id, clone, merged, viaGraphql]).size).toBe(4);
   });
 
-  it('template.updated, not created, when POST /templates/pdf replaces the template with the same external_id', async () => {
-    let id = 0;
-    expect(await raisedBy(TEMPLATE_EVENTS, async () => (id = await createTemplate({ external_id: 'ext-1' })))).toEqual([
-      `template.created:${id}`,
-    ]);
-    let again = 0;
-    expect(
-      await raisedBy(TEMPLATE_EVENTS, async () => (again = await createTemplate({ external_id: 'ext-1' }))),
-    ).toEqual([`template.updated:${id}`]);
-    expect(again).toBe(id);
-  });
+  it(
+    'template.updated, not created, when POST /templates/pdf replaces the template ' + 'with the same external_id',
+    async () => {
+      let id = 0;
+      expect(
+        await raisedBy(TEMPLATE_EVENTS, async () => (id = await createTemplate({ external_id: 'ext-1' }))),
+      ).toEqual([`template.created:${id}`]);
+      let again = 0;
+      expect(
+        await raisedBy(TEMPLATE_EVENTS, async () => (again = await createTemplate({ external_id: 'ext-1' }))),
+      ).toEqual([`template.updated:${id}`]);
+      expect(again).toBe(id);
+    },
+  );
 
-  it('template.updated on every PUT /templates/{id}, even without a change, and on PUT /templates/{id}/documents', async () => {
-    const id = await createTemplate();
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, {})))).toEqual([
-      `template.updated:${id}`,
-    ]);
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, {})))).toEqual([
-      `template.updated:${id}`,
-    ]);
-    expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, { name: 'Renamed' })))).toEqual([
-      `template.updated:${id}`,
-    ]);
-    expect(
-      await raisedBy(TEMPLATE_EVENTS, () =>
-        ok(api('PUT', `/templates/${id}/documents`, { documents: [{ name: 'annex', file: pdf() }] })),
-      ),
-    ).toEqual([`template.updated:${id}`]);
-  });
+  it(
+    'template.updated on every PUT /templates/{id}, even without a change, ' + 'and on PUT /templates/{id}/documents',
+    async () => {
+      const id = await createTemplate();
+      expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, {})))).toEqual([
+        `template.updated:${id}`,
+      ]);
+      expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, {})))).toEqual([
+        `template.updated:${id}`,
+      ]);
+      expect(await raisedBy(TEMPLATE_EVENTS, () => ok(api('PUT', `/templates/${id}`, { name: 'Renamed' })))).toEqual([
+        `template.updated:${id}`,
+      ]);
+      expect(
+        await raisedBy(TEMPLATE_EVENTS, () =>
+          ok(api('PUT', `/templates/${id}/documents`, { documents: [{ name: 'annex', file: pdf() }] })),
+        ),
+      ).toEqual([`template.updated:${id}`]);
+    },
+  );
 
   it('template.archived on every DELETE, and on PUT archived:true only when it changes', async () => {
     const id = await createTemplate();

@@ -172,27 +172,32 @@ describe('createLocalStorage', () => {
     }
   });
 
-  it('delete removes a content-addressed or named file, does nothing for a missing one, refuses other keys', async () => {
-    const root = await tempDir();
-    const storage = createLocalStorage(root);
-    const kept = await storage.put(Buffer.from('kept'));
-    const gone = await storage.put(Buffer.from('gone'));
-    const named = await storage.putNamed('completions/abc/audit-log.pdf', () => Buffer.from('named'));
-    await storage.delete(gone.key);
-    await storage.delete(named.key);
-    expect(await storage.exists(gone.key)).toBe(false);
-    expect(await storage.exists(named.key)).toBe(false);
-    await expect(storage.read(gone.key)).rejects.toBeInstanceOf(MissingFileError);
-    expect(await listFiles(root)).toEqual([kept.key.split('/').join(path.sep)]);
-    // Again: nothing there, no error. A put brings the bytes back.
-    await storage.delete(gone.key);
-    await storage.put(Buffer.from('gone'));
-    expect((await storage.read(gone.key)).toString()).toBe('gone');
-    for (const key of ['../outside', 'sha256/aa/bb/../../../x', `sha256/00/00/${gone.sha256}`, '/etc/passwd']) {
-      await expect(storage.delete(key)).rejects.toBeInstanceOf(MissingFileError);
-    }
-    expect((await listFiles(root)).sort()).toEqual([gone.key, kept.key].map((k) => k.split('/').join(path.sep)).sort());
-  });
+  it(
+    'delete removes a content-addressed or named file, does nothing for a missing one, ' + 'refuses other keys',
+    async () => {
+      const root = await tempDir();
+      const storage = createLocalStorage(root);
+      const kept = await storage.put(Buffer.from('kept'));
+      const gone = await storage.put(Buffer.from('gone'));
+      const named = await storage.putNamed('completions/abc/audit-log.pdf', () => Buffer.from('named'));
+      await storage.delete(gone.key);
+      await storage.delete(named.key);
+      expect(await storage.exists(gone.key)).toBe(false);
+      expect(await storage.exists(named.key)).toBe(false);
+      await expect(storage.read(gone.key)).rejects.toBeInstanceOf(MissingFileError);
+      expect(await listFiles(root)).toEqual([kept.key.split('/').join(path.sep)]);
+      // Again: nothing there, no error. A put brings the bytes back.
+      await storage.delete(gone.key);
+      await storage.put(Buffer.from('gone'));
+      expect((await storage.read(gone.key)).toString()).toBe('gone');
+      for (const key of ['../outside', 'sha256/aa/bb/../../../x', `sha256/00/00/${gone.sha256}`, '/etc/passwd']) {
+        await expect(storage.delete(key)).rejects.toBeInstanceOf(MissingFileError);
+      }
+      expect((await listFiles(root)).sort()).toEqual(
+        [gone.key, kept.key].map((k) => k.split('/').join(path.sep)).sort(),
+      );
+    },
+  );
 });
 
 describe('storeFile', () => {
@@ -243,22 +248,28 @@ describe('storeFile', () => {
     expect(await storage.read(row.storageKey)).toEqual(bytes);
   });
 
-  it('defaults: no account, no pages, empty metadata; the same bytes twice make two rows over one stored file', async () => {
-    const root = await tempDir();
-    const storage = createLocalStorage(root);
-    const bytes = Buffer.from('image bytes');
+  it(
+    'defaults: no account, no pages, empty metadata; ' + 'the same bytes twice make two rows over one stored file',
+    async () => {
+      const root = await tempDir();
+      const storage = createLocalStorage(root);
+      const bytes = Buffer.from('image bytes');
 
-    const a = await storeFile({ db, storage }, { accountId: null, bytes, filename: '0.png', contentType: 'image/png' });
-    const b = await storeFile(
-      { db, storage },
-      { accountId: null, bytes, filename: 'copy.png', contentType: 'image/png' },
-    );
+      const a = await storeFile(
+        { db, storage },
+        { accountId: null, bytes, filename: '0.png', contentType: 'image/png' },
+      );
+      const b = await storeFile(
+        { db, storage },
+        { accountId: null, bytes, filename: 'copy.png', contentType: 'image/png' },
+      );
 
-    expect(a).toMatchObject({ accountId: null, pageCount: null, pages: null, metadata: {} });
-    expect(b.uuid).not.toBe(a.uuid);
-    expect(b.storageKey).toBe(a.storageKey);
-    expect(await listFiles(root)).toEqual([a.storageKey]);
-  });
+      expect(a).toMatchObject({ accountId: null, pageCount: null, pages: null, metadata: {} });
+      expect(b.uuid).not.toBe(a.uuid);
+      expect(b.storageKey).toBe(a.storageKey);
+      expect(await listFiles(root)).toEqual([a.storageKey]);
+    },
+  );
 
   it('takes a transaction client: the row goes when the transaction rolls back', async () => {
     const storage = createLocalStorage(await tempDir());

@@ -37,41 +37,44 @@ afterAll(async () => {
 });
 
 describe('signet webhook', { timeout: 180_000 }, () => {
-  it('add prints {id, url, events, secret} with the form.* events by default; list shows no secret; remove deletes', async () => {
-    const url = `${receiver.url}/in`;
-    const added = await runSignet(['webhook', 'add', '--account-id', String(account.accountId), '--url', url], env);
-    expect(added.code, added.stderr).toBe(0);
-    const endpoint = jsonLine(added.stdout);
-    expect(Object.keys(endpoint)).toEqual(['id', 'url', 'events', 'secret']);
-    expect(endpoint).toEqual({
-      id: expect.any(Number),
-      url,
-      events: ['form.viewed', 'form.started', 'form.completed', 'form.declined'],
-      secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{32}$/),
-    });
-
-    const listed = await runSignet(['webhook', 'list', '--account-id', String(account.accountId)], env);
-    expect(listed.code, listed.stderr).toBe(0);
-    expect(jsonLine(listed.stdout)).toEqual([
-      {
-        id: endpoint.id,
-        accountId: account.accountId,
+  it(
+    'add prints {id, url, events, secret} with the form.* events by default; ' + 'list shows no secret; remove deletes',
+    async () => {
+      const url = `${receiver.url}/in`;
+      const added = await runSignet(['webhook', 'add', '--account-id', String(account.accountId), '--url', url], env);
+      expect(added.code, added.stderr).toBe(0);
+      const endpoint = jsonLine(added.stdout);
+      expect(Object.keys(endpoint)).toEqual(['id', 'url', 'events', 'secret']);
+      expect(endpoint).toEqual({
+        id: expect.any(Number),
         url,
-        events: endpoint.events,
-        headerName: null,
-        enabled: true,
-        createdAt: expect.stringMatching(/Z$/),
-      },
-    ]);
-    expect(listed.stdout).not.toContain('whsec_');
+        events: ['form.viewed', 'form.started', 'form.completed', 'form.declined'],
+        secret: expect.stringMatching(/^whsec_[A-Za-z0-9_-]{32}$/),
+      });
 
-    const removed = await runSignet(['webhook', 'remove', '--id', String(endpoint.id)], env);
-    expect(removed.code, removed.stderr).toBe(0);
-    expect(jsonLine(removed.stdout)).toEqual({ id: endpoint.id });
-    expect(
-      jsonLine((await runSignet(['webhook', 'list', '--account-id', String(account.accountId)], env)).stdout),
-    ).toEqual([]);
-  });
+      const listed = await runSignet(['webhook', 'list', '--account-id', String(account.accountId)], env);
+      expect(listed.code, listed.stderr).toBe(0);
+      expect(jsonLine(listed.stdout)).toEqual([
+        {
+          id: endpoint.id,
+          accountId: account.accountId,
+          url,
+          events: endpoint.events,
+          headerName: null,
+          enabled: true,
+          createdAt: expect.stringMatching(/Z$/),
+        },
+      ]);
+      expect(listed.stdout).not.toContain('whsec_');
+
+      const removed = await runSignet(['webhook', 'remove', '--id', String(endpoint.id)], env);
+      expect(removed.code, removed.stderr).toBe(0);
+      expect(jsonLine(removed.stdout)).toEqual({ id: endpoint.id });
+      expect(
+        jsonLine((await runSignet(['webhook', 'list', '--account-id', String(account.accountId)], env)).stdout),
+      ).toEqual([]);
+    },
+  );
 
   it('exits 2 with a message on bad input, writing nothing', async () => {
     const before = await t.db.webhookEndpoint.count();
@@ -114,55 +117,58 @@ describe('signet webhook', { timeout: 180_000 }, () => {
     expect(await t.db.webhookEndpoint.count()).toBe(before);
   });
 
-  it("refuses, as it is added, a URL delivery would refuse: in delivery's words, the same for every cause", async () => {
-    const before = await t.db.webhookEndpoint.count();
-    const production = { DATABASE_URL: t.database.url };
-    const refused = [
-      `${receiver.url}/loopback`, // 127.0.0.1
-      'http://localhost:9/name-of-loopback',
-      'http://10.0.0.5/private',
-      'http://[::1]/loopback-v6',
-      'http://169.254.169.254/latest/meta-data', // link-local (cloud metadata)
-      'https://no-such-host.invalid/hook', // does not resolve
-    ];
-    for (const url of refused) {
-      const result = await runSignet(
-        ['webhook', 'add', '--account-id', String(account.accountId), '--url', url],
-        production,
-      );
-      expect(result.code, url).toBe(2);
-      expect(result.stdout).toBe('');
-      // Delivery tells the account "Webhook request failed" for every cause; this says the same
-      // and why, without telling a private address from a name that does not resolve.
-      expect(result.stderr.trim()).toBe(`signet: ${WEBHOOK_DESTINATION_REFUSED}`);
-      expect(WEBHOOK_DESTINATION_REFUSED).toMatch(/^Webhook request failed: /);
-    }
-    expect(await t.db.webhookEndpoint.count()).toBe(before);
+  it(
+    'refuses, as it is added, a URL delivery would refuse: ' + "in delivery's words, the same for every cause",
+    async () => {
+      const before = await t.db.webhookEndpoint.count();
+      const production = { DATABASE_URL: t.database.url };
+      const refused = [
+        `${receiver.url}/loopback`, // 127.0.0.1
+        'http://localhost:9/name-of-loopback',
+        'http://10.0.0.5/private',
+        'http://[::1]/loopback-v6',
+        'http://169.254.169.254/latest/meta-data', // link-local (cloud metadata)
+        'https://no-such-host.invalid/hook', // does not resolve
+      ];
+      for (const url of refused) {
+        const result = await runSignet(
+          ['webhook', 'add', '--account-id', String(account.accountId), '--url', url],
+          production,
+        );
+        expect(result.code, url).toBe(2);
+        expect(result.stdout).toBe('');
+        // Delivery tells the account "Webhook request failed" for every cause; this says the same
+        // and why, without telling a private address from a name that does not resolve.
+        expect(result.stderr.trim()).toBe(`signet: ${WEBHOOK_DESTINATION_REFUSED}`);
+        expect(WEBHOOK_DESTINATION_REFUSED).toMatch(/^Webhook request failed: /);
+      }
+      expect(await t.db.webhookEndpoint.count()).toBe(before);
 
-    // The switches deliveries honour are honoured here: WEBHOOK_ALLOWED_HOSTS, WEBHOOK_ALLOW_PRIVATE.
-    const allowed = await runSignet(
-      ['webhook', 'add', '--account-id', String(account.accountId), '--url', `${receiver.url}/allowed`],
-      {
-        ...production,
-        WEBHOOK_ALLOWED_HOSTS: '127.0.0.0/8',
-      },
-    );
-    expect(allowed.code, allowed.stderr).toBe(0);
-    const anyAddress = await runSignet(
-      ['webhook', 'add', '--account-id', String(account.accountId), '--url', 'http://10.0.0.5/private'],
-      env,
-    );
-    expect(anyAddress.code, anyAddress.stderr).toBe(0);
-    // A name that does not resolve is refused even then: delivery could not send to it either.
-    const unresolved = await runSignet(
-      ['webhook', 'add', '--account-id', String(account.accountId), '--url', 'https://no-such-host.invalid/hook'],
-      env,
-    );
-    expect(unresolved.code).toBe(2);
-    expect(unresolved.stderr.trim()).toBe(`signet: ${WEBHOOK_DESTINATION_REFUSED}`);
-    for (const { id } of [jsonLine(allowed.stdout), jsonLine(anyAddress.stdout)])
-      await runSignet(['webhook', 'remove', '--id', String(id)], env);
-  });
+      // The switches deliveries honour are honoured here: WEBHOOK_ALLOWED_HOSTS, WEBHOOK_ALLOW_PRIVATE.
+      const allowed = await runSignet(
+        ['webhook', 'add', '--account-id', String(account.accountId), '--url', `${receiver.url}/allowed`],
+        {
+          ...production,
+          WEBHOOK_ALLOWED_HOSTS: '127.0.0.0/8',
+        },
+      );
+      expect(allowed.code, allowed.stderr).toBe(0);
+      const anyAddress = await runSignet(
+        ['webhook', 'add', '--account-id', String(account.accountId), '--url', 'http://10.0.0.5/private'],
+        env,
+      );
+      expect(anyAddress.code, anyAddress.stderr).toBe(0);
+      // A name that does not resolve is refused even then: delivery could not send to it either.
+      const unresolved = await runSignet(
+        ['webhook', 'add', '--account-id', String(account.accountId), '--url', 'https://no-such-host.invalid/hook'],
+        env,
+      );
+      expect(unresolved.code).toBe(2);
+      expect(unresolved.stderr.trim()).toBe(`signet: ${WEBHOOK_DESTINATION_REFUSED}`);
+      for (const { id } of [jsonLine(allowed.stdout), jsonLine(anyAddress.stdout)])
+        await runSignet(['webhook', 'remove', '--id', String(id)], env);
+    },
+  );
 
   it('the printed secret verifies the deliveries of the events chosen with --events', async () => {
     const added = await runSignet(

@@ -115,21 +115,25 @@ afterAll(async () => {
 });
 
 describe('the retry schedule', { timeout: 180_000 }, () => {
-  it('is 2^attempt × base within 48 h × base/60000 of the first send: 12 sends, the last about 34 h after the first at the default base', () => {
-    const base = 60_000;
-    const sends = [0];
-    for (let attempt = 0; ; attempt += 1) {
-      const next = sends[attempt]! + retryDelayMs(attempt, base);
-      if (next > retryWindowMs(base) || sends.length >= MAX_SENDS) break;
-      sends.push(next);
-    }
-    expect(sends).toHaveLength(12);
-    expect(sends.slice(0, 4).map((ms) => ms / 60_000)).toEqual([0, 1, 3, 7]);
-    expect(sends.at(-1)! / 60_000).toBe(2047);
-    // The 13th would come 4095 minutes after the first, past 48 hours (2880 minutes).
-    expect(sends.at(-1)! + retryDelayMs(11, base)).toBeGreaterThan(retryWindowMs(base));
-    expect(retryWindowMs(base)).toBe(48 * 3600_000);
-  });
+  it(
+    'is 2^attempt × base within 48 h × base/60000 of the first send: ' +
+      '12 sends, the last about 34 h after the first at the default base',
+    () => {
+      const base = 60_000;
+      const sends = [0];
+      for (let attempt = 0; ; attempt += 1) {
+        const next = sends[attempt]! + retryDelayMs(attempt, base);
+        if (next > retryWindowMs(base) || sends.length >= MAX_SENDS) break;
+        sends.push(next);
+      }
+      expect(sends).toHaveLength(12);
+      expect(sends.slice(0, 4).map((ms) => ms / 60_000)).toEqual([0, 1, 3, 7]);
+      expect(sends.at(-1)! / 60_000).toBe(2047);
+      // The 13th would come 4095 minutes after the first, past 48 hours (2880 minutes).
+      expect(sends.at(-1)! + retryDelayMs(11, base)).toBeGreaterThan(retryWindowMs(base));
+      expect(retryWindowMs(base)).toBe(48 * 3600_000);
+    },
+  );
 });
 
 describe('retries', { timeout: 180_000 }, () => {
@@ -172,38 +176,41 @@ describe('retries', { timeout: 180_000 }, () => {
     expect(on('/flaky')).toHaveLength(4);
   });
 
-  it('a response timeout is a failure, recorded with its duration; disabling the endpoint stops the retries', async () => {
-    const { endpoint, delivery } = await deliverOnce(t, account, templateId, `${receiver.url}/hang`);
-    const first = await waitForState(t, delivery.id, (d) => d.attempts.length >= 1);
-    // The account sees a generic failure; the reason is in the server log (src/webhooks/send-request.ts).
-    expect(first.attempts[0]).toMatchObject({
-      attempt: 0,
-      statusCode: null,
-      error: 'Webhook request failed',
-      responseBody: null,
-    });
-    expect(t.logs).toContainEqual(
-      expect.objectContaining({
-        msg: 'webhook request failed',
-        deliveryId: delivery.id,
-        reason: 'Response timeout: no complete answer within 0.5 s of connecting',
-      }),
-    );
-    expect(first.attempts[0]!.durationMs).toBeGreaterThanOrEqual(500);
-    expect(on('/hang').length).toBeGreaterThanOrEqual(1);
+  it(
+    'a response timeout is a failure, recorded with its duration; ' + 'disabling the endpoint stops the retries',
+    async () => {
+      const { endpoint, delivery } = await deliverOnce(t, account, templateId, `${receiver.url}/hang`);
+      const first = await waitForState(t, delivery.id, (d) => d.attempts.length >= 1);
+      // The account sees a generic failure; the reason is in the server log (src/webhooks/send-request.ts).
+      expect(first.attempts[0]).toMatchObject({
+        attempt: 0,
+        statusCode: null,
+        error: 'Webhook request failed',
+        responseBody: null,
+      });
+      expect(t.logs).toContainEqual(
+        expect.objectContaining({
+          msg: 'webhook request failed',
+          deliveryId: delivery.id,
+          reason: 'Response timeout: no complete answer within 0.5 s of connecting',
+        }),
+      );
+      expect(first.attempts[0]!.durationMs).toBeGreaterThanOrEqual(500);
+      expect(on('/hang').length).toBeGreaterThanOrEqual(1);
 
-    await t.db.webhookEndpoint.update({ where: { id: endpoint.id }, data: { disabledAt: new Date() } });
-    const stopped = await waitForState(t, delivery.id, (d) => d.status === 'failed');
-    expect(stopped.attempts.at(-1)).toMatchObject({
-      statusCode: null,
-      error: 'Not sent: the endpoint is disabled',
-      durationMs: 0,
-    });
-    expect(stopped.nextAttemptAt).toBeNull();
-    const sent = on('/hang').length;
-    await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 2000 });
-    expect(on('/hang')).toHaveLength(sent);
-  });
+      await t.db.webhookEndpoint.update({ where: { id: endpoint.id }, data: { disabledAt: new Date() } });
+      const stopped = await waitForState(t, delivery.id, (d) => d.status === 'failed');
+      expect(stopped.attempts.at(-1)).toMatchObject({
+        statusCode: null,
+        error: 'Not sent: the endpoint is disabled',
+        durationMs: 0,
+      });
+      expect(stopped.nextAttemptAt).toBeNull();
+      const sent = on('/hang').length;
+      await t.jobs.waitForIdle({ timeoutMs: 30_000, withinMs: 2000 });
+      expect(on('/hang')).toHaveLength(sent);
+    },
+  );
 
   it('a 3xx is success and its Location is not fetched', async () => {
     const { delivery } = await deliverOnce(t, account, templateId, `${receiver.url}/redirect`);
@@ -224,121 +231,132 @@ describe('retries', { timeout: 180_000 }, () => {
     expect(first.attempts[0]!.responseBody).toBe('x'.repeat(1024));
   });
 
-  it('an attempt claimed but never recorded (the process died mid-send) is recorded as interrupted and the schedule goes on', async () => {
-    const { endpoint } = await deliverOnce(t, account, templateId, `${receiver.url}/after-crash`);
-    await t.jobs.waitForIdle({ timeoutMs: 30_000 });
-    const template = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
-    // As left by a run that claimed attempt 0 and died before recording it.
-    const crashed = await t.db.webhookDelivery.create({
-      data: {
-        accountId: account.accountId,
-        endpointId: endpoint.id,
-        eventType: 'template.updated',
-        recordType: 'Template',
-        recordId: templateId,
-        payload: template.payload as never,
-        attemptCount: 1,
-      },
-    });
-    // Claimed longer ago than an attempt can take: a dead run's, not one still sending.
-    await t.db
-      .$executeRaw`UPDATE webhook_deliveries SET updated_at = updated_at - interval '1 hour' WHERE id = ${crashed.id}`;
-    const before = on('/after-crash').length;
-    const deps: DeliveryDeps = {
-      db: t.db,
-      jobs: t.jobs,
-      payloads: { build: async () => null },
-      config: t.config.webhooks,
-      logger: t.app.fastify.log,
-    };
-    await deliverWebhook(deps, { deliveryId: crashed.id, attempt: 0 });
-    const done = await waitForState(t, crashed.id, (d) => d.status !== 'pending');
-    expect(done.status).toBe('succeeded');
-    expect(done.attempts.map((a) => [a.attempt, a.statusCode, a.error?.slice(0, 12) ?? null])).toEqual([
-      [0, null, 'Interrupted:'],
-      [1, 200, null],
-    ]);
-    expect(on('/after-crash')).toHaveLength(before + 1);
-  });
-
-  it('a second run of an attempt another run is still sending waits for its record instead of calling it interrupted', async () => {
-    const { endpoint } = await deliverOnce(t, account, templateId, `${receiver.url}/in-flight`);
-    await t.jobs.waitForIdle({ timeoutMs: 30_000 });
-    const template = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
-    // Attempt 0 claimed just now by a run that is still sending (not recorded yet).
-    const claimed = await t.db.webhookDelivery.create({
-      data: {
-        accountId: account.accountId,
-        endpointId: endpoint.id,
-        eventType: 'template.updated',
-        recordType: 'Template',
-        recordId: templateId,
-        payload: template.payload as never,
-        attemptCount: 1,
-      },
-    });
-    const before = on('/in-flight').length;
-    const deps: DeliveryDeps = {
-      db: t.db,
-      jobs: t.jobs,
-      payloads: { build: async () => null },
-      config: t.config.webhooks,
-      logger: t.app.fastify.log,
-    };
-    const duplicate = deliverWebhook(deps, { deliveryId: claimed.id, attempt: 0 });
-    await new Promise((resolve) => setTimeout(resolve, 400));
-    // The first run records its success.
-    await t.db.$transaction([
-      t.db.webhookAttempt.create({ data: { deliveryId: claimed.id, attempt: 0, statusCode: 200, durationMs: 5 } }),
-      t.db.webhookDelivery.update({ where: { id: claimed.id }, data: { status: 'succeeded' } }),
-    ]);
-    await duplicate;
-    const done = await t.db.webhookDelivery.findUniqueOrThrow({
-      where: { id: claimed.id },
-      include: { attempts: { orderBy: { attempt: 'asc' } } },
-    });
-    expect(done.status).toBe('succeeded');
-    expect(done.attempts.map((a) => [a.attempt, a.statusCode, a.error])).toEqual([[0, 200, null]]);
-    expect(on('/in-flight')).toHaveLength(before);
-  });
-
-  it('attempts run at once share the claim and record statements; the same attempt run twice at once is sent once', async () => {
-    const { endpoint } = await deliverOnce(t, account, templateId, `${receiver.url}/at-once`);
-    await t.jobs.waitForIdle({ timeoutMs: 30_000 });
-    const first = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
-    const make = () =>
-      t.db.webhookDelivery.create({
+  it(
+    'an attempt claimed but never recorded (the process died mid-send) is recorded as interrupted ' +
+      'and the schedule goes on',
+    async () => {
+      const { endpoint } = await deliverOnce(t, account, templateId, `${receiver.url}/after-crash`);
+      await t.jobs.waitForIdle({ timeoutMs: 30_000 });
+      const template = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+      // As left by a run that claimed attempt 0 and died before recording it.
+      const crashed = await t.db.webhookDelivery.create({
         data: {
           accountId: account.accountId,
           endpointId: endpoint.id,
           eventType: 'template.updated',
           recordType: 'Template',
           recordId: templateId,
-          payload: first.payload as never,
+          payload: template.payload as never,
+          attemptCount: 1,
         },
       });
-    const [a, b] = [await make(), await make()];
-    const before = on('/at-once').length;
-    const deps: DeliveryDeps = {
-      db: t.db,
-      jobs: t.jobs,
-      payloads: { build: async () => null },
-      config: t.config.webhooks,
-      logger: t.app.fastify.log,
-    };
-    // In one turn of the event loop: one claim statement for the three, then one record statement.
-    await Promise.all([
-      deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }),
-      deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }),
-      deliverWebhook(deps, { deliveryId: b.id, attempt: 0 }),
-    ]);
-    expect(on('/at-once')).toHaveLength(before + 2);
-    for (const id of [a.id, b.id]) {
-      const done = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id }, include: { attempts: true } });
-      expect(done).toMatchObject({ status: 'succeeded', attemptCount: 1 });
-      expect(done.attempts.map((x) => [x.attempt, x.statusCode])).toEqual([[0, 200]]);
-    }
-  });
+      // Claimed longer ago than an attempt can take: a dead run's, not one still sending.
+      await t.db.$executeRaw`UPDATE webhook_deliveries SET updated_at = updated_at - interval '1 hour'
+        WHERE id = ${crashed.id}`;
+      const before = on('/after-crash').length;
+      const deps: DeliveryDeps = {
+        db: t.db,
+        jobs: t.jobs,
+        payloads: { build: async () => null },
+        config: t.config.webhooks,
+        logger: t.app.fastify.log,
+      };
+      await deliverWebhook(deps, { deliveryId: crashed.id, attempt: 0 });
+      const done = await waitForState(t, crashed.id, (d) => d.status !== 'pending');
+      expect(done.status).toBe('succeeded');
+      expect(done.attempts.map((a) => [a.attempt, a.statusCode, a.error?.slice(0, 12) ?? null])).toEqual([
+        [0, null, 'Interrupted:'],
+        [1, 200, null],
+      ]);
+      expect(on('/after-crash')).toHaveLength(before + 1);
+    },
+  );
+
+  it(
+    'a second run of an attempt another run is still sending ' +
+      'waits for its record instead of calling it interrupted',
+    async () => {
+      const { endpoint } = await deliverOnce(t, account, templateId, `${receiver.url}/in-flight`);
+      await t.jobs.waitForIdle({ timeoutMs: 30_000 });
+      const template = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+      // Attempt 0 claimed just now by a run that is still sending (not recorded yet).
+      const claimed = await t.db.webhookDelivery.create({
+        data: {
+          accountId: account.accountId,
+          endpointId: endpoint.id,
+          eventType: 'template.updated',
+          recordType: 'Template',
+          recordId: templateId,
+          payload: template.payload as never,
+          attemptCount: 1,
+        },
+      });
+      const before = on('/in-flight').length;
+      const deps: DeliveryDeps = {
+        db: t.db,
+        jobs: t.jobs,
+        payloads: { build: async () => null },
+        config: t.config.webhooks,
+        logger: t.app.fastify.log,
+      };
+      const duplicate = deliverWebhook(deps, { deliveryId: claimed.id, attempt: 0 });
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      // The first run records its success.
+      await t.db.$transaction([
+        t.db.webhookAttempt.create({ data: { deliveryId: claimed.id, attempt: 0, statusCode: 200, durationMs: 5 } }),
+        t.db.webhookDelivery.update({ where: { id: claimed.id }, data: { status: 'succeeded' } }),
+      ]);
+      await duplicate;
+      const done = await t.db.webhookDelivery.findUniqueOrThrow({
+        where: { id: claimed.id },
+        include: { attempts: { orderBy: { attempt: 'asc' } } },
+      });
+      expect(done.status).toBe('succeeded');
+      expect(done.attempts.map((a) => [a.attempt, a.statusCode, a.error])).toEqual([[0, 200, null]]);
+      expect(on('/in-flight')).toHaveLength(before);
+    },
+  );
+
+  it(
+    'attempts run at once share the claim and record statements; ' + 'the same attempt run twice at once is sent once',
+    async () => {
+      const { endpoint } = await deliverOnce(t, account, templateId, `${receiver.url}/at-once`);
+      await t.jobs.waitForIdle({ timeoutMs: 30_000 });
+      const first = await t.db.webhookDelivery.findFirstOrThrow({ where: { endpointId: endpoint.id } });
+      const make = () =>
+        t.db.webhookDelivery.create({
+          data: {
+            accountId: account.accountId,
+            endpointId: endpoint.id,
+            eventType: 'template.updated',
+            recordType: 'Template',
+            recordId: templateId,
+            payload: first.payload as never,
+          },
+        });
+      const [a, b] = [await make(), await make()];
+      const before = on('/at-once').length;
+      const deps: DeliveryDeps = {
+        db: t.db,
+        jobs: t.jobs,
+        payloads: { build: async () => null },
+        config: t.config.webhooks,
+        logger: t.app.fastify.log,
+      };
+      // In one turn of the event loop: one claim statement for the three, then one record statement.
+      await Promise.all([
+        deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }),
+        deliverWebhook(deps, { deliveryId: a.id, attempt: 0 }),
+        deliverWebhook(deps, { deliveryId: b.id, attempt: 0 }),
+      ]);
+      expect(on('/at-once')).toHaveLength(before + 2);
+      for (const id of [a.id, b.id]) {
+        const done = await t.db.webhookDelivery.findUniqueOrThrow({ where: { id }, include: { attempts: true } });
+        expect(done).toMatchObject({ status: 'succeeded', attemptCount: 1 });
+        expect(done.attempts.map((x) => [x.attempt, x.statusCode])).toEqual([[0, 200]]);
+      }
+    },
+  );
 });
 
 describe('the 12-send cap and private addresses', { timeout: 180_000 }, () => {
@@ -375,33 +393,37 @@ describe('the 12-send cap and private addresses', { timeout: 180_000 }, () => {
     });
   });
 
-  it('refuses a destination on a loopback address unless allowed, logging why and telling the account only that it failed', async () => {
-    const { delivery } = await deliverOnce(strict, owner, template, `http://127.0.0.1:${receiver.port}/private`);
-    const first = await waitForState(strict, delivery.id, (d) => d.attempts.length >= 1);
-    expect(first.attempts[0]).toMatchObject({
-      attempt: 0,
-      statusCode: null,
-      error: 'Webhook request failed',
-      responseBody: null,
-    });
-    expect(strict.logs).toContainEqual(
-      expect.objectContaining({
-        msg: 'webhook request failed',
-        deliveryId: delivery.id,
-        reason: expect.stringMatching(/^Refused: 127\.0\.0\.1 resolves to 127\.0\.0\.1, a private, loopback/),
-      }),
-    );
-    const done = await waitForState(strict, delivery.id, (d) => d.status !== 'pending', 120_000);
-    expect(done.status).toBe('failed');
-    expect(done.attempts.every((a) => a.error === 'Webhook request failed')).toBe(true);
-    expect(on('/private')).toHaveLength(0);
+  it(
+    'refuses a destination on a loopback address unless allowed, ' +
+      'logging why and telling the account only that it failed',
+    async () => {
+      const { delivery } = await deliverOnce(strict, owner, template, `http://127.0.0.1:${receiver.port}/private`);
+      const first = await waitForState(strict, delivery.id, (d) => d.attempts.length >= 1);
+      expect(first.attempts[0]).toMatchObject({
+        attempt: 0,
+        statusCode: null,
+        error: 'Webhook request failed',
+        responseBody: null,
+      });
+      expect(strict.logs).toContainEqual(
+        expect.objectContaining({
+          msg: 'webhook request failed',
+          deliveryId: delivery.id,
+          reason: expect.stringMatching(/^Refused: 127\.0\.0\.1 resolves to 127\.0\.0\.1, a private, loopback/),
+        }),
+      );
+      const done = await waitForState(strict, delivery.id, (d) => d.status !== 'pending', 120_000);
+      expect(done.status).toBe('failed');
+      expect(done.attempts.every((a) => a.error === 'Webhook request failed')).toBe(true);
+      expect(on('/private')).toHaveLength(0);
 
-    // The allowlisted host name reaches the same receiver.
-    const allowed = await deliverOnce(strict, owner, template, `http://localhost:${receiver.port}/allowed`);
-    const ok = await waitForState(strict, allowed.delivery.id, (d) => d.status !== 'pending');
-    expect(ok.status).toBe('succeeded');
-    expect(on('/allowed')).toHaveLength(1);
-  });
+      // The allowlisted host name reaches the same receiver.
+      const allowed = await deliverOnce(strict, owner, template, `http://localhost:${receiver.port}/allowed`);
+      const ok = await waitForState(strict, allowed.delivery.id, (d) => d.status !== 'pending');
+      expect(ok.status).toBe('succeeded');
+      expect(on('/allowed')).toHaveLength(1);
+    },
+  );
 });
 
 describe('sendWebhookRequest', { timeout: 180_000 }, () => {
@@ -509,7 +531,8 @@ describe('sendWebhookRequest', { timeout: 180_000 }, () => {
     expect(mixed.error).toBe('Webhook request failed');
     expect(mixed.detail).toMatch(/^Refused: rebind\.example\.test resolves to 10\.1\.2\.3/);
 
-    // Allowed by host name: the connection goes to the address the check saw (here the receiver), whatever DNS says later.
+    // Allowed by host name: the connection goes to the address the check saw (here the receiver),
+    // whatever DNS says later.
     const pinned = await sendWebhookRequest({
       url: `http://hooks.internal.test:${receiver.port}/pinned`,
       headers: { 'content-type': 'application/json' },
@@ -526,7 +549,10 @@ describe('sendWebhookRequest', { timeout: 180_000 }, () => {
 });
 
 describe('sendWebhookRequest: kept-alive connections', { timeout: 180_000 }, () => {
-  /** A server on every loopback address counting connections; `answer` decides per request (by its number on its connection, from 0). */
+  /**
+   * A server on every loopback address counting connections; `answer` decides per request (by its
+   * number on its connection, from 0).
+   */
   async function startCountingServer(answer: (requestOnConnection: number, res: http.ServerResponse) => void) {
     const connections: { localAddress: string | undefined }[] = [];
     const requests: { connection: number; path: string }[] = [];
@@ -567,35 +593,39 @@ describe('sendWebhookRequest: kept-alive connections', { timeout: 180_000 }, () 
       ...extra,
     });
 
-  it('reuses a connection to the same checked address, and opens a new one when the resolution changes; a refused one sends nothing', async () => {
-    const server = await startCountingServer((_n, res) => res.end('ok'));
-    try {
-      const url = `http://hooks.keepalive.test:${server.port}/`;
-      const policy = { allowPrivate: false, allowedHosts: ['127.0.0.0/8'] };
-      let address = '127.0.0.1';
-      const resolve = async () => [{ address, family: 4 }];
-      for (let i = 0; i < 3; i += 1)
+  it(
+    'reuses a connection to the same checked address, and opens a new one when the resolution changes; ' +
+      'a refused one sends nothing',
+    async () => {
+      const server = await startCountingServer((_n, res) => res.end('ok'));
+      try {
+        const url = `http://hooks.keepalive.test:${server.port}/`;
+        const policy = { allowPrivate: false, allowedHosts: ['127.0.0.0/8'] };
+        let address = '127.0.0.1';
+        const resolve = async () => [{ address, family: 4 }];
+        for (let i = 0; i < 3; i += 1)
+          expect(await send(url, { policy, resolve })).toMatchObject({ ok: true, statusCode: 200 });
+        expect(server.connections).toHaveLength(1);
+        expect(server.requests.map((r) => r.connection)).toEqual([0, 0, 0]);
+
+        // The name now resolves elsewhere: the kept socket (to 127.0.0.1) is not used.
+        address = '127.0.0.2';
         expect(await send(url, { policy, resolve })).toMatchObject({ ok: true, statusCode: 200 });
-      expect(server.connections).toHaveLength(1);
-      expect(server.requests.map((r) => r.connection)).toEqual([0, 0, 0]);
+        expect(server.connections.map((c) => c.localAddress)).toEqual(['127.0.0.1', '127.0.0.2']);
+        expect(server.requests.at(-1)?.connection).toBe(1);
 
-      // The name now resolves elsewhere: the kept socket (to 127.0.0.1) is not used.
-      address = '127.0.0.2';
-      expect(await send(url, { policy, resolve })).toMatchObject({ ok: true, statusCode: 200 });
-      expect(server.connections.map((c) => c.localAddress)).toEqual(['127.0.0.1', '127.0.0.2']);
-      expect(server.requests.at(-1)?.connection).toBe(1);
-
-      // Then to an address the policy refuses: nothing is sent, on the kept sockets or any other.
-      address = '10.1.2.3';
-      expect((await send(url, { policy, resolve })).detail).toMatch(
-        /^Refused: hooks\.keepalive\.test resolves to 10\.1\.2\.3/,
-      );
-      expect(server.requests).toHaveLength(4);
-      expect(server.connections).toHaveLength(2);
-    } finally {
-      await server.close();
-    }
-  });
+        // Then to an address the policy refuses: nothing is sent, on the kept sockets or any other.
+        address = '10.1.2.3';
+        expect((await send(url, { policy, resolve })).detail).toMatch(
+          /^Refused: hooks\.keepalive\.test resolves to 10\.1\.2\.3/,
+        );
+        expect(server.requests).toHaveLength(4);
+        expect(server.connections).toHaveLength(2);
+      } finally {
+        await server.close();
+      }
+    },
+  );
 
   it('sends once more on a new connection when the receiver drops a kept-alive socket before answering', async () => {
     // Every request after the first on a connection is dropped unanswered (the receiver closed it as it was reused).

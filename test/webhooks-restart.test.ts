@@ -93,9 +93,8 @@ describe('restart while a delivery waits for its retry', () => {
         include: { attempts: true },
       });
       if (!delivery?.nextAttemptAt) return null;
-      const [job] = await db.$queryRaw<
-        { n: bigint }[]
-      >`SELECT count(*) AS n FROM agenda.jobs WHERE name = 'deliver-webhook' AND data->>'uniqueKey' = ${`${delivery.id}:1`}`;
+      const [job] = await db.$queryRaw<{ n: bigint }[]>`SELECT count(*) AS n FROM agenda.jobs
+         WHERE name = 'deliver-webhook' AND data->>'uniqueKey' = ${`${delivery.id}:1`}`;
       return job && Number(job.n) === 1 ? delivery : null;
     });
     expect(waiting).toMatchObject({ status: 'pending', attemptCount: 1 });

@@ -34,7 +34,9 @@ const gql = (query: string, variables: Record<string, unknown> = {}, key = alice
 
 const CREATE = /* GraphQL */ `
   mutation ($input: CreateWebhookEndpointInput!) {
-    createWebhookEndpoint(input: $input) { secret endpoint { id url events headerName headerValue enabled previousSecretExpiresAt } }
+    createWebhookEndpoint(input: $input) {
+      secret endpoint { id url events headerName headerValue enabled previousSecretExpiresAt }
+    }
   }
 `;
 
@@ -119,40 +121,43 @@ afterAll(async () => {
 });
 
 describe('endpoints', { timeout: 180_000 }, () => {
-  it('are created with a whsec_ secret shown once and the form.* events by default; listing never shows the secret', async () => {
-    const url = `${receiver.url}/hooks/defaults`;
-    const { body } = await gql(CREATE, { input: { url } });
-    expect(body.errors).toBeUndefined();
-    const created = body.data.createWebhookEndpoint;
-    expect(created.secret).toMatch(/^whsec_[A-Za-z0-9_-]{32}$/);
-    expect(created.endpoint).toEqual({
-      id: expect.any(Number),
-      url,
-      events: ['form.viewed', 'form.started', 'form.completed', 'form.declined'],
-      headerName: null,
-      headerValue: null,
-      enabled: true,
-      previousSecretExpiresAt: null,
-    });
-    const stored = await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: created.endpoint.id } });
-    expect(stored.secret).toBe(created.secret);
+  it(
+    'are created with a whsec_ secret shown once and the form.* events by default; ' + 'listing never shows the secret',
+    async () => {
+      const url = `${receiver.url}/hooks/defaults`;
+      const { body } = await gql(CREATE, { input: { url } });
+      expect(body.errors).toBeUndefined();
+      const created = body.data.createWebhookEndpoint;
+      expect(created.secret).toMatch(/^whsec_[A-Za-z0-9_-]{32}$/);
+      expect(created.endpoint).toEqual({
+        id: expect.any(Number),
+        url,
+        events: ['form.viewed', 'form.started', 'form.completed', 'form.declined'],
+        headerName: null,
+        headerValue: null,
+        enabled: true,
+        previousSecretExpiresAt: null,
+      });
+      const stored = await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: created.endpoint.id } });
+      expect(stored.secret).toBe(created.secret);
 
-    const list = await gql('{ webhookEndpoints { id url events } }');
-    expect(list.body.data.webhookEndpoints.map((e: { id: number }) => e.id)).toEqual([
-      endpoint.id,
-      created.endpoint.id,
-    ]);
-    expect(JSON.stringify(list.body)).not.toContain('whsec_');
-    // No field of the endpoint type gives the secret.
-    const introspection = await gql('{ __type(name: "WebhookEndpoint") { fields { name } } }');
-    expect(
-      introspection.body.data.__type.fields
-        .map((f: { name: string }) => f.name)
-        .filter((n: string) => /secret/i.test(n)),
-    ).toEqual(['previousSecretExpiresAt']);
+      const list = await gql('{ webhookEndpoints { id url events } }');
+      expect(list.body.data.webhookEndpoints.map((e: { id: number }) => e.id)).toEqual([
+        endpoint.id,
+        created.endpoint.id,
+      ]);
+      expect(JSON.stringify(list.body)).not.toContain('whsec_');
+      // No field of the endpoint type gives the secret.
+      const introspection = await gql('{ __type(name: "WebhookEndpoint") { fields { name } } }');
+      expect(
+        introspection.body.data.__type.fields
+          .map((f: { name: string }) => f.name)
+          .filter((n: string) => /secret/i.test(n)),
+      ).toEqual(['previousSecretExpiresAt']);
 
-    await gql('mutation ($id: Int!) { deleteWebhookEndpoint(input: {id: $id}) { id } }', { id: created.endpoint.id });
-  });
+      await gql('mutation ($id: Int!) { deleteWebhookEndpoint(input: {id: $id}) { id } }', { id: created.endpoint.id });
+    },
+  );
 
   it('refuses bad URLs, unknown or no events and bad custom headers with VALIDATION, writing nothing', async () => {
     const before = await t.db.webhookEndpoint.count();
@@ -176,25 +181,29 @@ describe('endpoints', { timeout: 180_000 }, () => {
     expect(await t.db.webhookEndpoint.count()).toBe(before);
   });
 
-  it('refuse a URL delivery would refuse, in its words: a name that does not resolve, even with WEBHOOK_ALLOW_PRIVATE', async () => {
-    const before = await t.db.webhookEndpoint.count();
-    const created = await gql(CREATE, { input: { url: 'https://hooks.no-such-host.invalid/x' } });
-    expect(created.body.errors?.[0]).toMatchObject({
-      message: WEBHOOK_DESTINATION_REFUSED,
-      extensions: { code: 'VALIDATION' },
-    });
-    expect(await t.db.webhookEndpoint.count()).toBe(before);
-    const UPDATE =
-      'mutation ($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { endpoint { url } } }';
-    const updated = await gql(UPDATE, { input: { id: endpoint.id, url: 'https://hooks.no-such-host.invalid/x' } });
-    expect(updated.body.errors?.[0]).toMatchObject({
-      message: WEBHOOK_DESTINATION_REFUSED,
-      extensions: { code: 'VALIDATION' },
-    });
-    expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } })).url).toBe(
-      `${receiver.url}/hooks/alice`,
-    );
-  });
+  it(
+    'refuse a URL delivery would refuse, in its words: ' +
+      'a name that does not resolve, even with WEBHOOK_ALLOW_PRIVATE',
+    async () => {
+      const before = await t.db.webhookEndpoint.count();
+      const created = await gql(CREATE, { input: { url: 'https://hooks.no-such-host.invalid/x' } });
+      expect(created.body.errors?.[0]).toMatchObject({
+        message: WEBHOOK_DESTINATION_REFUSED,
+        extensions: { code: 'VALIDATION' },
+      });
+      expect(await t.db.webhookEndpoint.count()).toBe(before);
+      const UPDATE =
+        'mutation ($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { endpoint { url } } }';
+      const updated = await gql(UPDATE, { input: { id: endpoint.id, url: 'https://hooks.no-such-host.invalid/x' } });
+      expect(updated.body.errors?.[0]).toMatchObject({
+        message: WEBHOOK_DESTINATION_REFUSED,
+        extensions: { code: 'VALIDATION' },
+      });
+      expect((await t.db.webhookEndpoint.findUniqueOrThrow({ where: { id: endpoint.id } })).url).toBe(
+        `${receiver.url}/hooks/alice`,
+      );
+    },
+  );
 
   it('are updated (URL, events, header, enabled) and deleted; a disabled endpoint gets no deliveries', async () => {
     const { body } = await gql(CREATE, {
@@ -202,7 +211,8 @@ describe('endpoints', { timeout: 180_000 }, () => {
     });
     const id = body.data.createWebhookEndpoint.endpoint.id as number;
     const UPDATE =
-      'mutation ($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { endpoint { id url events headerName headerValue enabled } } }';
+      'mutation ($input: UpdateWebhookEndpointInput!) { updateWebhookEndpoint(input: $input) { ' +
+      'endpoint { id url events headerName headerValue enabled } } }';
     const renamed = await gql(UPDATE, {
       input: { id, url: `${receiver.url}/hooks/second-v2`, events: ['template.updated', 'template.archived'] },
     });
@@ -477,27 +487,31 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
     await expectFormPayload(event.json.data, manager.id, { ip: null, ua: null, declineReason: 'Wrong salary figure' });
   });
 
-  it('submission.completed and submission.expired carry GET /submissions/{id}; submission.archived and template.archived {id, archived_at}', async () => {
-    const submissionId = client.submission_id;
-    for (const type of ['submission.completed', 'submission.expired'] as const) {
-      await emit([{ type, accountId: alice.accountId, recordId: submissionId }]);
-      const event = await waitForEvent(type, submissionId);
-      expect(withoutTokens(event.json.data)).toEqual(
-        withoutTokens((await api('GET', `/submissions/${submissionId}`)).json),
-      );
-    }
+  it(
+    'submission.completed and submission.expired carry GET /submissions/{id}; ' +
+      'submission.archived and template.archived {id, archived_at}',
+    async () => {
+      const submissionId = client.submission_id;
+      for (const type of ['submission.completed', 'submission.expired'] as const) {
+        await emit([{ type, accountId: alice.accountId, recordId: submissionId }]);
+        const event = await waitForEvent(type, submissionId);
+        expect(withoutTokens(event.json.data)).toEqual(
+          withoutTokens((await api('GET', `/submissions/${submissionId}`)).json),
+        );
+      }
 
-    expect((await api('DELETE', `/submissions/${submissionId}`)).status).toBe(200);
-    const archived = await waitForEvent('submission.archived', submissionId);
-    const after = (await api('GET', `/submissions/${submissionId}`)).json;
-    expect(archived.json.data).toEqual({ id: submissionId, archived_at: after.archived_at });
-    expect(after.archived_at).toEqual(expect.stringMatching(/Z$/));
+      expect((await api('DELETE', `/submissions/${submissionId}`)).status).toBe(200);
+      const archived = await waitForEvent('submission.archived', submissionId);
+      const after = (await api('GET', `/submissions/${submissionId}`)).json;
+      expect(archived.json.data).toEqual({ id: submissionId, archived_at: after.archived_at });
+      expect(after.archived_at).toEqual(expect.stringMatching(/Z$/));
 
-    expect((await api('DELETE', `/templates/${templateId}`)).status).toBe(200);
-    const templateArchived = await waitForEvent('template.archived', templateId);
-    const template = (await api('GET', `/templates/${templateId}`)).json;
-    expect(templateArchived.json.data).toEqual({ id: templateId, archived_at: template.archived_at });
-  });
+      expect((await api('DELETE', `/templates/${templateId}`)).status).toBe(200);
+      const templateArchived = await waitForEvent('template.archived', templateId);
+      const template = (await api('GET', `/templates/${templateId}`)).json;
+      expect(templateArchived.json.data).toEqual({ id: templateId, archived_at: template.archived_at });
+    },
+  );
 
   it('records every delivery with its attempt, queryable per endpoint and per event', async () => {
     await t.jobs.waitForIdle({ timeoutMs: 30_000 });
@@ -546,7 +560,9 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
 
   it('lists deliveries with their attempts in a constant number of statements', async () => {
     await t.jobs.waitForIdle({ timeoutMs: 30_000 });
-    const query = `query ($limit: Int) { webhookDeliveries(limit: $limit) { id eventType attempts { attempt statusCode } endpoint { id url } } }`;
+    const query =
+      'query ($limit: Int) { webhookDeliveries(limit: $limit) { ' +
+      'id eventType attempts { attempt statusCode } endpoint { id url } } }';
     const counts: number[] = [];
     for (const limit of [1, 8]) {
       await t.resetQueries();
@@ -560,41 +576,45 @@ describe('payloads, headers and signature', { timeout: 180_000 }, () => {
 });
 
 describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
-  it('sendTestWebhook posts a signed form.completed of the latest completed submitter and answers with the attempt', async () => {
-    const latest = await t.db.submitter.findFirstOrThrow({
-      where: { accountId: alice.accountId, completedAt: { not: null } },
-      orderBy: { completedAt: 'desc' },
-    });
-    const before = receiver.requests.length;
-    const { body } = await gql(
-      'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { eventType recordId status attempts { attempt statusCode error } } } }',
-      { id: endpoint.id },
-    );
-    expect(body.errors).toBeUndefined();
-    expect(body.data.sendTestWebhook.delivery).toEqual({
-      eventType: 'form.completed',
-      recordId: latest.id,
-      status: 'succeeded',
-      attempts: [{ attempt: 0, statusCode: 200, error: null }],
-    });
-    const request = receiver.requests[before]!;
-    expect(request.json).toMatchObject({
-      event_type: 'form.completed',
-      data: { id: latest.id, submitter_status: 'completed' },
-    });
-    expect(signatureMatches(request.headers['x-docuseal-signature'], endpoint.secret, request.body)).toBe(true);
+  it(
+    'sendTestWebhook posts a signed form.completed of the latest completed submitter ' + 'and answers with the attempt',
+    async () => {
+      const latest = await t.db.submitter.findFirstOrThrow({
+        where: { accountId: alice.accountId, completedAt: { not: null } },
+        orderBy: { completedAt: 'desc' },
+      });
+      const before = receiver.requests.length;
+      const { body } = await gql(
+        'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { ' +
+          'delivery { eventType recordId status attempts { attempt statusCode error } } } }',
+        { id: endpoint.id },
+      );
+      expect(body.errors).toBeUndefined();
+      expect(body.data.sendTestWebhook.delivery).toEqual({
+        eventType: 'form.completed',
+        recordId: latest.id,
+        status: 'succeeded',
+        attempts: [{ attempt: 0, statusCode: 200, error: null }],
+      });
+      const request = receiver.requests[before]!;
+      expect(request.json).toMatchObject({
+        event_type: 'form.completed',
+        data: { id: latest.id, submitter_status: 'completed' },
+      });
+      expect(signatureMatches(request.headers['x-docuseal-signature'], endpoint.secret, request.body)).toBe(true);
 
-    // Bob has no submitter: nothing to show.
-    const bobs = await gql(CREATE, { input: { url: `${receiver.url}/hooks/bob` } }, bob.apiKey);
-    const bobEndpoint = bobs.body.data.createWebhookEndpoint.endpoint.id;
-    const none = await gql(
-      'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id } } }',
-      { id: bobEndpoint },
-      bob.apiKey,
-    );
-    expect(none.body.errors?.[0]?.extensions?.code).toBe('VALIDATION');
-    expect(none.body.errors?.[0]?.message).toMatch(/create a submission first/);
-  });
+      // Bob has no submitter: nothing to show.
+      const bobs = await gql(CREATE, { input: { url: `${receiver.url}/hooks/bob` } }, bob.apiKey);
+      const bobEndpoint = bobs.body.data.createWebhookEndpoint.endpoint.id;
+      const none = await gql(
+        'mutation ($id: Int!) { sendTestWebhook(input: {endpointId: $id}) { delivery { id } } }',
+        { id: bobEndpoint },
+        bob.apiKey,
+      );
+      expect(none.body.errors?.[0]?.extensions?.code).toBe('VALIDATION');
+      expect(none.body.errors?.[0]?.message).toMatch(/create a submission first/);
+    },
+  );
 
   it('redeliverWebhook sends the event again now as a new delivery with the same timestamp', async () => {
     const original = await t.db.webhookDelivery.findFirstOrThrow({
@@ -603,7 +623,8 @@ describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
     });
     const originalRequest = received('template.updated', templateId)[0]!;
     const { body } = await gql(
-      'mutation ($id: Int!) { redeliverWebhook(input: {deliveryId: $id}) { delivery { id eventType recordId status } } }',
+      'mutation ($id: Int!) { redeliverWebhook(input: {deliveryId: $id}) { ' +
+        'delivery { id eventType recordId status } } }',
       { id: original.id },
     );
     expect(body.errors).toBeUndefined();
@@ -630,45 +651,50 @@ describe('test event, redelivery and rotation', { timeout: 180_000 }, () => {
     expect(originalAfter.attempts).toHaveLength(1);
   });
 
-  it('rotateWebhookSecret: for 24 hours each delivery is signed with the new and the old secret, then with the new only', async () => {
-    const { body } = await gql(
-      'mutation ($id: Int!) { rotateWebhookSecret(input: {id: $id}) { secret endpoint { id previousSecretExpiresAt } } }',
-      { id: endpoint.id },
-    );
-    expect(body.errors).toBeUndefined();
-    const rotated = body.data.rotateWebhookSecret;
-    expect(rotated.secret).toMatch(/^whsec_/);
-    expect(rotated.secret).not.toBe(endpoint.secret);
-    const expiresIn = new Date(rotated.endpoint.previousSecretExpiresAt).getTime() - Date.now();
-    expect(expiresIn).toBeGreaterThan(23.9 * 3600_000);
-    expect(expiresIn).toBeLessThanOrEqual(24 * 3600_000);
+  it(
+    'rotateWebhookSecret: for 24 hours each delivery is signed with the new and the old secret, ' +
+      'then with the new only',
+    async () => {
+      const { body } = await gql(
+        'mutation ($id: Int!) { rotateWebhookSecret(input: {id: $id}) { ' +
+          'secret endpoint { id previousSecretExpiresAt } } }',
+        { id: endpoint.id },
+      );
+      expect(body.errors).toBeUndefined();
+      const rotated = body.data.rotateWebhookSecret;
+      expect(rotated.secret).toMatch(/^whsec_/);
+      expect(rotated.secret).not.toBe(endpoint.secret);
+      const expiresIn = new Date(rotated.endpoint.previousSecretExpiresAt).getTime() - Date.now();
+      expect(expiresIn).toBeGreaterThan(23.9 * 3600_000);
+      expect(expiresIn).toBeLessThanOrEqual(24 * 3600_000);
 
-    const recordId = (await t.db.submission.findFirstOrThrow({ where: { accountId: alice.accountId } })).id;
-    const before = received('submission.completed', recordId).length;
-    await emit([{ type: 'submission.completed', accountId: alice.accountId, recordId }]);
-    const during = await waitForEvent('submission.completed', recordId, before + 1);
-    const header = during.headers['x-docuseal-signature'] as string;
-    expect(header.split(' ')).toHaveLength(2);
-    expect(signatureMatches(header, rotated.secret, during.body)).toBe(true);
-    expect(signatureMatches(header, endpoint.secret, during.body)).toBe(true);
-    // Each part alone is a valid DocuSeal-format signature for one of the secrets.
-    const [current, previous] = header.split(' ');
-    expect(signatureMatches(current, rotated.secret, during.body)).toBe(true);
-    expect(signatureMatches(previous, endpoint.secret, during.body)).toBe(true);
+      const recordId = (await t.db.submission.findFirstOrThrow({ where: { accountId: alice.accountId } })).id;
+      const before = received('submission.completed', recordId).length;
+      await emit([{ type: 'submission.completed', accountId: alice.accountId, recordId }]);
+      const during = await waitForEvent('submission.completed', recordId, before + 1);
+      const header = during.headers['x-docuseal-signature'] as string;
+      expect(header.split(' ')).toHaveLength(2);
+      expect(signatureMatches(header, rotated.secret, during.body)).toBe(true);
+      expect(signatureMatches(header, endpoint.secret, during.body)).toBe(true);
+      // Each part alone is a valid DocuSeal-format signature for one of the secrets.
+      const [current, previous] = header.split(' ');
+      expect(signatureMatches(current, rotated.secret, during.body)).toBe(true);
+      expect(signatureMatches(previous, endpoint.secret, during.body)).toBe(true);
 
-    // 24 hours later (moved back in the database): the old secret no longer signs.
-    await t.db.webhookEndpoint.update({
-      where: { id: endpoint.id },
-      data: { previousSecretExpiresAt: new Date(Date.now() - 1000) },
-    });
-    await emit([{ type: 'submission.completed', accountId: alice.accountId, recordId }]);
-    const after = await waitForEvent('submission.completed', recordId, before + 2);
-    const single = after.headers['x-docuseal-signature'] as string;
-    expect(single).toMatch(/^\d+\.[0-9a-f]{64}$/);
-    expect(signatureMatches(single, rotated.secret, after.body)).toBe(true);
-    expect(signatureMatches(single, endpoint.secret, after.body)).toBe(false);
-    endpoint.secret = rotated.secret;
-  });
+      // 24 hours later (moved back in the database): the old secret no longer signs.
+      await t.db.webhookEndpoint.update({
+        where: { id: endpoint.id },
+        data: { previousSecretExpiresAt: new Date(Date.now() - 1000) },
+      });
+      await emit([{ type: 'submission.completed', accountId: alice.accountId, recordId }]);
+      const after = await waitForEvent('submission.completed', recordId, before + 2);
+      const single = after.headers['x-docuseal-signature'] as string;
+      expect(single).toMatch(/^\d+\.[0-9a-f]{64}$/);
+      expect(signatureMatches(single, rotated.secret, after.body)).toBe(true);
+      expect(signatureMatches(single, endpoint.secret, after.body)).toBe(false);
+      endpoint.secret = rotated.secret;
+    },
+  );
 });
 
 /** A payload builder on the test app's database and file URL signer, as the service builds its own. */
@@ -806,7 +832,8 @@ describe('cross-account', { timeout: 180_000 }, () => {
       ['query ($id: Int!) { webhookDeliveries(endpointId: $id) { id } }', { id: endpoint.id }],
       ['query ($id: Int!) { webhookDelivery(id: $id) { id } }', { id: delivery.id }],
       [
-        'mutation ($id: Int!) { updateWebhookEndpoint(input: {id: $id, url: "https://evil.example"}) { endpoint { id } } }',
+        'mutation ($id: Int!) { updateWebhookEndpoint(input: {id: $id, url: "https://evil.example"}) ' +
+          '{ endpoint { id } } }',
         { id: endpoint.id },
       ],
       ['mutation ($id: Int!) { deleteWebhookEndpoint(input: {id: $id}) { id } }', { id: endpoint.id }],
