@@ -100,7 +100,8 @@ async function main(): Promise<number> {
   print('\n[setup] bench database …');
   const database = await createBenchDatabase(onCleanup);
   print(
-    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ${redactUrl(database.url)}`,
+    `  ${database.kind === 'external' ? 'DATABASE_URL server' : 'embedded PostgreSQL (temp dir)'}: ` +
+      `${redactUrl(database.url)}`,
   );
   const sql = new pg.Client({ connectionString: database.url });
   await sql.connect();
@@ -127,13 +128,15 @@ async function main(): Promise<number> {
   const prototype = await checkCreate(api, requests.create);
   await waitForJobs(sql, 10_000);
   print(
-    `  template ${template.id} (roles ${template.roles.join(', ')}; ${template.fields} fields); model submission ${prototype.submissionId} created through the API, its email job done`,
+    `  template ${template.id} (roles ${template.roles.join(', ')}; ${template.fields} fields); ` +
+      `model submission ${prototype.submissionId} created through the API, its email job done`,
   );
 
   print(`\n[seed] ${SEED} submissions by SQL, copies of submission ${prototype.submissionId} …`);
   const seeded = await seedSubmissions(sql, prototype.submissionId, SEED);
   print(
-    `  ${seeded.submissions} submissions, ${seeded.submitters} submitters, ${seeded.events} events, ${seeded.emails} outbox emails, ${seeded.jobs} finished jobs in ${fmt(seeded.ms / 1000, 2)} s (+ ANALYZE)`,
+    `  ${seeded.submissions} submissions, ${seeded.submitters} submitters, ${seeded.events} events, ` +
+      `${seeded.emails} outbox emails, ${seeded.jobs} finished jobs in ${fmt(seeded.ms / 1000, 2)} s (+ ANALYZE)`,
   );
   const listBytes = await checkList(api, requests.list);
   print(`  GET ${requests.list.path}: 100 submissions with 2 submitters each, ${fmt(listBytes / 1024, 0)} KB of JSON`);
@@ -143,12 +146,15 @@ async function main(): Promise<number> {
   for (const key of ['user', 'list', 'create'] as const)
     print(`  ${LABELS[key].padEnd(32)} ${describeCount(statements[key])}`);
   print(
-    `  background: the job store's scan for due jobs, ${fmt(statements.backgroundPerSecond, 1)} statements/s on an idle service`,
+    `  background: the job store's scan for due jobs, ${fmt(statements.backgroundPerSecond, 1)} statements/s ` +
+      `on an idle service`,
   );
   const underLoad = await countStatementsUnderLoad(counted.url, database.apiKey, proxy, sql, requests.create);
   print(
-    `  ${LABELS.create} under load (${CONNECTIONS} connections, ${LOAD_COUNT_S} s, then its jobs): ${fmt(underLoad.perCreate, 1)} statements per create with its jobs ` +
-      `(${fmt(underLoad.servicePerCreate, 1)} on the service's pool, ${fmt(underLoad.jobStorePerCreate, 1)} on the job store's; ${underLoad.creates} creates): ` +
+    `  ${LABELS.create} under load (${CONNECTIONS} connections, ${LOAD_COUNT_S} s, then its jobs): ` +
+      `${fmt(underLoad.perCreate, 1)} statements per create with its jobs ` +
+      `(${fmt(underLoad.servicePerCreate, 1)} on the service's pool, ` +
+      `${fmt(underLoad.jobStorePerCreate, 1)} on the job store's; ${underLoad.creates} creates): ` +
       underLoad.kinds.map((k) => `${fmt(k.perCreate, 2)} ${k.kind}`).join(', '),
   );
   await stopChild(counted.child);
@@ -196,7 +202,9 @@ async function main(): Promise<number> {
     if (failed > 0)
       problems.push(`${LABELS[request.key]}: ${run.errors} errors, ${run.timeouts} timeouts, ${run.non2xx} non-2xx`);
     print(
-      `  ${LABELS[request.key].padEnd(32)} ${fmt(run.reqPerSec, 0).padStart(6)} req/s  p50 ${fmt(run.p50Ms, 1).padStart(6)} ms  p99 ${fmt(run.p99Ms, 1).padStart(6)} ms  CPU ${fmt(run.cpuUsPerReq, 0).padStart(5)} µs/req` +
+      `  ${LABELS[request.key].padEnd(32)} ${fmt(run.reqPerSec, 0).padStart(6)} req/s  ` +
+        `p50 ${fmt(run.p50Ms, 1).padStart(6)} ms  p99 ${fmt(run.p99Ms, 1).padStart(6)} ms  ` +
+        `CPU ${fmt(run.cpuUsPerReq, 0).padStart(5)} µs/req` +
         (failed > 0 ? `  (${failed} failed)` : ''),
     );
     if (request.key === 'list') {
@@ -213,7 +221,10 @@ async function main(): Promise<number> {
       if (single.errors + single.timeouts + single.non2xx > 0)
         problems.push(`${LABELS.list} on one connection: failed requests`);
       print(
-        `  ${'  the same, one connection'.padEnd(32)} ${fmt(listOneConnection.reqPerSec, 0).padStart(6)} req/s  p50 ${fmt(listOneConnection.p50Ms, 1).padStart(6)} ms  p99 ${fmt(listOneConnection.p99Ms, 1).padStart(6)} ms  (${SINGLE_S} s, information)`,
+        `  ${'  the same, one connection'.padEnd(32)} ${fmt(listOneConnection.reqPerSec, 0).padStart(6)} req/s  ` +
+          `p50 ${fmt(listOneConnection.p50Ms, 1).padStart(6)} ms  ` +
+          `p99 ${fmt(listOneConnection.p99Ms, 1).padStart(6)} ms  ` +
+          `(${SINGLE_S} s, information)`,
       );
     }
   }
@@ -221,7 +232,8 @@ async function main(): Promise<number> {
   // The jobs the creates enqueued: per submission, its first party's email (preserved order) and
   // its submission.created event (dispatch-event, no delivery: the account has no webhook endpoint).
   print(
-    `  job backlog right after the create run: ${backlogAfterCreate} due or running; waiting for it to drain (≤ ${DRAIN_S} s) …`,
+    `  job backlog right after the create run: ${backlogAfterCreate} due or running; ` +
+      `waiting for it to drain (≤ ${DRAIN_S} s) …`,
   );
   const drainStarted = performance.now();
   const drainCpuBefore = await cpuMs(signet.child.pid);
@@ -246,12 +258,15 @@ async function main(): Promise<number> {
   if (!drained) problems.push(`the job backlog did not drain within ${DRAIN_S} s (${await pendingJobs(sql)} left)`);
   if (delivery.firstPartyEmails !== delivery.submissions || delivery.otherEmails !== 0) {
     problems.push(
-      `outbox: ${delivery.submissions} submissions created under load, ${delivery.firstPartyEmails} first-party emails sent, ${delivery.otherEmails} others`,
+      `outbox: ${delivery.submissions} submissions created under load, ` +
+        `${delivery.firstPartyEmails} first-party emails sent, ${delivery.otherEmails} others`,
     );
   }
   print(
-    `  drained in ${fmt(drainS, 1)} s (${fmt(backlogAfterCreate / Math.max(drainS, 0.001), 0)} jobs/s with no requests, CPU ${jobCpuUs} µs per job); ` +
-      `${delivery.submissions} submissions created under load, ${delivery.firstPartyEmails} first-party emails stored and sent, ${delivery.otherEmails} to second parties`,
+    `  drained in ${fmt(drainS, 1)} s (${fmt(backlogAfterCreate / Math.max(drainS, 0.001), 0)} jobs/s ` +
+      `with no requests, CPU ${jobCpuUs} µs per job); ` +
+      `${delivery.submissions} submissions created under load, ` +
+      `${delivery.firstPartyEmails} first-party emails stored and sent, ${delivery.otherEmails} to second parties`,
   );
   if (signet.child.exited()) problems.push(`the Signet server exited during the load:\n${signet.child.output()}`);
   await stopChild(signet.child);
@@ -276,40 +291,55 @@ async function main(): Promise<number> {
   };
   print(`\n${'='.repeat(100)}`);
   print(
-    `Submissions — ${SEED} seeded submissions, ${CONNECTIONS} connections, ${DURATION_S} s runs after ${WARMUP_S} s warm-up, one Signet process, database: ${database.kind}`,
+    `Submissions — ${SEED} seeded submissions, ${CONNECTIONS} connections, ${DURATION_S} s runs after ` +
+      `${WARMUP_S} s warm-up, one Signet process, database: ${database.kind}`,
   );
   print(
-    `  ${'request'.padEnd(32)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ${'CPU µs/req'.padStart(10)} ${'×req/s'.padStart(7)} ${'×p99'.padStart(6)}  SQL statements per request`,
+    `  ${'request'.padEnd(32)} ${'req/s'.padStart(7)} ${'p50 ms'.padStart(7)} ${'p99 ms'.padStart(7)} ` +
+      `${'CPU µs/req'.padStart(10)} ${'×req/s'.padStart(7)} ${'×p99'.padStart(6)}  SQL statements per request`,
   );
   for (const key of ['user', 'list', 'create'] as const) {
     const r = runs[key];
     const ratio =
       key === 'user' ? { reqPerSec: 1, p99: 1 } : key === 'list' ? ratios.listOverUser : ratios.createOverUser;
     print(
-      `  ${LABELS[key].padEnd(32)} ${fmt(r.reqPerSec, 0).padStart(7)} ${fmt(r.p50Ms, 1).padStart(7)} ${fmt(r.p99Ms, 1).padStart(7)} ${fmt(r.cpuUsPerReq, 0).padStart(10)} ${fmt(ratio.reqPerSec, 3).padStart(7)} ${fmt(ratio.p99, 1).padStart(6)}  ${shortCount(statements[key])}`,
+      `  ${LABELS[key].padEnd(32)} ${fmt(r.reqPerSec, 0).padStart(7)} ${fmt(r.p50Ms, 1).padStart(7)} ` +
+        `${fmt(r.p99Ms, 1).padStart(7)} ${fmt(r.cpuUsPerReq, 0).padStart(10)} ${fmt(ratio.reqPerSec, 3).padStart(7)} ` +
+        `${fmt(ratio.p99, 1).padStart(6)}  ${shortCount(statements[key])}`,
     );
   }
   print(
-    `  ${'  the same, with its jobs'.padEnd(32)} ${fmt(withJobs.createsPerSecond, 0).padStart(7)} ${''.padStart(7)} ${''.padStart(7)} ${fmt(withJobs.cpuUsPerCreate, 0).padStart(10)} ${fmt(withJobs.createsPerSecond / base.reqPerSec, 3).padStart(7)}         ` +
-      `(creates per second until their last job was done; CPU per create with its jobs: ×${fmt(withJobs.cpuUsPerCreate / Math.max(base.cpuUsPerReq, 1), 1)} the baseline's per request)`,
+    `  ${'  the same, with its jobs'.padEnd(32)} ${fmt(withJobs.createsPerSecond, 0).padStart(7)} ` +
+      `${''.padStart(7)} ${''.padStart(7)} ${fmt(withJobs.cpuUsPerCreate, 0).padStart(10)} ` +
+      `${fmt(withJobs.createsPerSecond / base.reqPerSec, 3).padStart(7)}         ` +
+      `(creates per second until their last job was done; CPU per create with its jobs: ` +
+      `×${fmt(withJobs.cpuUsPerCreate / Math.max(base.cpuUsPerReq, 1), 1)} the baseline's per request)`,
   );
   print('  (× = ratio to the baseline GET /api/user in the same run)');
   print('Targets');
   print(
-    `  POST /api/submissions ≥ ${TARGETS.createReqPerSec} req/s         ${fmt(runs.create.reqPerSec, 0).padStart(6)} req/s   ${passMiss(pass.create)}  (during the run; its jobs partly left for after)`,
+    `  POST /api/submissions ≥ ${TARGETS.createReqPerSec} req/s         ` +
+      `${fmt(runs.create.reqPerSec, 0).padStart(6)} req/s   ` +
+      `${passMiss(pass.create)}  (during the run; its jobs partly left for after)`,
   );
   print(
-    `    the same, its jobs done ≥ ${TARGETS.createReqPerSec}/s     ${fmt(withJobs.createsPerSecond, 0).padStart(6)} /s      ${passMiss(pass.createWithJobs)}  (creates over the run and the drain of their jobs)`,
+    `    the same, its jobs done ≥ ${TARGETS.createReqPerSec}/s     ` +
+      `${fmt(withJobs.createsPerSecond, 0).padStart(6)} /s      ` +
+      `${passMiss(pass.createWithJobs)}  (creates over the run and the drain of their jobs)`,
   );
   print(
-    `  GET /api/submissions?limit=100 p99 ≤ ${TARGETS.listP99Ms} ms  ${fmt(runs.list.p99Ms, 1).padStart(6)} ms      ${passMiss(pass.list)}`,
+    `  GET /api/submissions?limit=100 p99 ≤ ${TARGETS.listP99Ms} ms  ${fmt(runs.list.p99Ms, 1).padStart(6)} ms      ` +
+      `${passMiss(pass.list)}`,
   );
   print(
-    `  (list, one connection at a time: p50 ${fmt(listOneConnection.p50Ms, 1)} ms, p99 ${fmt(listOneConnection.p99Ms, 1)} ms, ${fmt(listOneConnection.reqPerSec, 1)} req/s)`,
+    `  (list, one connection at a time: p50 ${fmt(listOneConnection.p50Ms, 1)} ms, ` +
+      `p99 ${fmt(listOneConnection.p99Ms, 1)} ms, ${fmt(listOneConnection.reqPerSec, 1)} req/s)`,
   );
   print(
-    `Jobs (each create's first-party email; no event job: the bench account has no webhook endpoint): ${backlogAfterCreate} due or running after the create run, drained in ${fmt(drainS, 1)} s ` +
-      `(${fmt(backlogAfterCreate / Math.max(drainS, 0.001), 0)} jobs/s, CPU ${jobCpuUs} µs per job); ${delivery.firstPartyEmails}/${delivery.submissions} first-party emails`,
+    `Jobs (each create's first-party email; no event job: the bench account has no webhook endpoint): ` +
+      `${backlogAfterCreate} due or running after the create run, drained in ${fmt(drainS, 1)} s ` +
+      `(${fmt(backlogAfterCreate / Math.max(drainS, 0.001), 0)} jobs/s, CPU ${jobCpuUs} µs per job); ` +
+      `${delivery.firstPartyEmails}/${delivery.submissions} first-party emails`,
   );
   if (profile) {
     print(`CPU profile of the load instance (--cpu-prof), self time during each measured run (idle excluded):`);
@@ -515,7 +545,8 @@ function load(baseUrl: string, apiKey: string, request: Request, durationS: numb
 /** Jobs running or due now, of any name. */
 async function pendingJobs(sql: pg.Client, withinMs = 0): Promise<number> {
   const { rows } = await sql.query(
-    `SELECT count(*)::int AS n FROM agenda.jobs WHERE NOT disabled AND (locked_at IS NOT NULL OR next_run_at <= now() + $1 * interval '1 millisecond')`,
+    `SELECT count(*)::int AS n FROM agenda.jobs
+      WHERE NOT disabled AND (locked_at IS NOT NULL OR next_run_at <= now() + $1 * interval '1 millisecond')`,
     [withinMs],
   );
   return rows[0].n;
@@ -527,8 +558,10 @@ async function waitForJobs(sql: pg.Client, timeoutMs: number, withinMs = 0): Pro
   while ((await pendingJobs(sql, withinMs)) > 0) {
     if (performance.now() > deadline) {
       const { rows } = await sql.query(
-        `SELECT name, count(*)::int AS n, count(locked_at)::int AS locked, max(fail_count)::int AS fails, max(fail_reason) AS reason
-           FROM agenda.jobs WHERE NOT disabled AND (locked_at IS NOT NULL OR next_run_at <= now()) GROUP BY name ORDER BY name`,
+        `SELECT name, count(*)::int AS n, count(locked_at)::int AS locked, max(fail_count)::int AS fails,
+                max(fail_reason) AS reason
+           FROM agenda.jobs WHERE NOT disabled AND (locked_at IS NOT NULL OR next_run_at <= now())
+          GROUP BY name ORDER BY name`,
       );
       throw new Error(`jobs still pending after ${timeoutMs} ms: ${JSON.stringify(rows)}`);
     }
@@ -576,7 +609,8 @@ async function seedSubmissions(sql: pg.Client, prototypeId: number, count: numbe
       $$ SELECT decode(replace(gen_random_uuid()::text || gen_random_uuid()::text, '-', ''), 'hex') $$`);
     await sql.query(
       `CREATE TEMP TABLE seed ON COMMIT DROP AS
-      SELECT n, nextval(pg_get_serial_sequence('submissions', 'id'))::int AS submission_id FROM generate_series(1, $1::int) n`,
+      SELECT n, nextval(pg_get_serial_sequence('submissions', 'id'))::int AS submission_id
+        FROM generate_series(1, $1::int) n`,
       [count],
     );
     const submissions = await copy(
@@ -612,7 +646,8 @@ async function seedSubmissions(sql: pg.Client, prototypeId: number, count: numbe
     // Which new submitter stands for which prototype submitter (same role in the same copy).
     await sql.query(
       `CREATE TEMP TABLE seed_submitters ON COMMIT DROP AS
-      SELECT seed.n, seed.submission_id, p.id AS old_id, p.slug AS old_slug, s.id AS new_id, s.slug AS new_slug, s.email AS new_email
+      SELECT seed.n, seed.submission_id, p.id AS old_id, p.slug AS old_slug,
+             s.id AS new_id, s.slug AS new_slug, s.email AS new_email
         FROM seed JOIN submitters s ON s.submission_id = seed.submission_id
         JOIN submitters p ON p.submission_id = $1 AND p.role_uuid = s.role_uuid`,
       [prototypeId],
@@ -657,7 +692,8 @@ async function seedSubmissions(sql: pg.Client, prototypeId: number, count: numbe
         id: null,
         submission_id: 'seed.submission_id',
         submitter_id: 'm.new_id',
-        data: `CASE WHEN p.data ? 'email_message_id' THEN jsonb_set(p.data, '{email_message_id}', to_jsonb(e.new_id)) ELSE p.data END`,
+        data: `CASE WHEN p.data ? 'email_message_id'
+                    THEN jsonb_set(p.data, '{email_message_id}', to_jsonb(e.new_id)) ELSE p.data END`,
         event_timestamp: shift('p.event_timestamp'),
         created_at: shift('p.created_at'),
       },
@@ -666,7 +702,8 @@ async function seedSubmissions(sql: pg.Client, prototypeId: number, count: numbe
       sql,
       'agenda',
       'jobs',
-      `FROM seed_submitters seed JOIN agenda.jobs p ON p.name = '${SEND_JOB}' AND (p.data->'payload'->>'submitterId')::int = seed.old_id`,
+      `FROM seed_submitters seed
+       JOIN agenda.jobs p ON p.name = '${SEND_JOB}' AND (p.data->'payload'->>'submitterId')::int = seed.old_id`,
       [],
       {
         id: 'gen_random_uuid()',
@@ -685,7 +722,8 @@ async function seedSubmissions(sql: pg.Client, prototypeId: number, count: numbe
 
 async function columnsOf(sql: pg.Client, schema: string, table: string): Promise<string[]> {
   const { rows } = await sql.query(
-    'SELECT column_name FROM information_schema.columns WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position',
+    `SELECT column_name FROM information_schema.columns
+      WHERE table_schema = $1 AND table_name = $2 ORDER BY ordinal_position`,
     [schema, table],
   );
   if (rows.length === 0) throw new Error(`no table ${schema}.${table}`);
@@ -714,7 +752,8 @@ async function copy(
 ): Promise<number> {
   const columns = (await columnsOf(sql, schema, table)).filter((c) => overrides[c] !== null);
   const result = await sql.query(
-    `INSERT INTO ${quote(schema)}.${quote(table)} (${columns.map(quote).join(', ')}) SELECT ${selectList(columns, overrides)} ${from}`,
+    `INSERT INTO ${quote(schema)}.${quote(table)} (${columns.map(quote).join(', ')})
+     SELECT ${selectList(columns, overrides)} ${from}`,
     params,
   );
   return result.rowCount ?? 0;
@@ -728,7 +767,10 @@ interface VerbCounts {
 }
 
 interface StatementCount {
-  /** Statements the request itself runs, by pool: the service's (Prisma and plain SQL) and the job store's (the enqueue). */
+  /**
+   * Statements the request itself runs, by pool: the service's (Prisma and plain SQL) and the job
+   * store's (the enqueue).
+   */
   request: { service: number; jobStore: number; byVerb: VerbCounts };
   /** POST only: the jobs it enqueues, its email and its event (run by the same process after the response). */
   job?: { service: number; jobStore: number; byVerb: VerbCounts };
@@ -743,8 +785,10 @@ interface StatementCount {
  * An enqueue (matched on whitespace-collapsed SQL): Agenda's own (the unique-key lookup, the
  * insert, the notification) or the job store's one-statement insert (src/jobs/job-store.ts).
  */
-const ENQUEUE =
-  /^(SELECT \* FROM "jobs" WHERE name = \$1 AND data->>|INSERT INTO "jobs"|NOTIFY "agenda:jobs",)|INSERT INTO "?jobs"? \( ?id, name, priority/;
+const ENQUEUE = new RegExp(
+  `${/^(SELECT \* FROM "jobs" WHERE name = \$1 AND data->>|INSERT INTO "jobs"|NOTIFY "agenda:jobs",)/.source}|` +
+    /INSERT INTO "?jobs"? \( ?id, name, priority/.source,
+);
 /**
  * A save of a job's state: Agenda's (at the end of a run; also at its start in Agenda's own
  * repository) or the job store's for several jobs at once.
@@ -786,7 +830,8 @@ async function countStatements(api: Api, proxy: StatementProxy, sql: pg.Client, 
   await sql.query(`CREATE FUNCTION agenda.bench_delay_job() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN NEW.next_run_at := NEW.next_run_at + interval '${COUNT_JOB_DELAY_MS} milliseconds'; RETURN NEW; END $$`);
   await sql.query(
-    'CREATE TRIGGER bench_delay_job BEFORE INSERT ON agenda.jobs FOR EACH ROW EXECUTE FUNCTION agenda.bench_delay_job()',
+    `CREATE TRIGGER bench_delay_job BEFORE INSERT ON agenda.jobs
+       FOR EACH ROW EXECUTE FUNCTION agenda.bench_delay_job()`,
   );
   try {
     return await countStatementsDelayed(api, proxy, sql, requests);
@@ -828,7 +873,8 @@ async function countStatementsDelayed(api: Api, proxy: StatementProxy, sql: pg.C
         print(`  — ${LABELS[request.key]}, one sample (ms from sending; * = before the answer):`);
         for (const s of recorded)
           print(
-            `    ${fmt(s.at - sent, 1).padStart(7)} ${s.at <= answered ? '*' : ' '} ${s.pool.padEnd(7)} ${oneLine(s.text).slice(0, Number(process.env.BENCH_SQL_WIDTH ?? 140))}`,
+            `    ${fmt(s.at - sent, 1).padStart(7)} ${s.at <= answered ? '*' : ' '} ${s.pool.padEnd(7)} ` +
+              `${oneLine(s.text).slice(0, Number(process.env.BENCH_SQL_WIDTH ?? 140))}`,
           );
       }
       const inRequest = recorded.filter((s) => s.at <= answered);
@@ -936,9 +982,13 @@ function verbList(byVerb: VerbCounts): string {
 }
 
 function describeCount(count: StatementCount): string {
-  let text = `${count.request.service + count.request.jobStore} in the request (${verbList(count.request.byVerb)}; ${count.request.jobStore} on the job store)`;
+  let text =
+    `${count.request.service + count.request.jobStore} in the request (${verbList(count.request.byVerb)}; ` +
+    `${count.request.jobStore} on the job store)`;
   if (count.job)
-    text += `; its job (the email): ${count.job.service} + ${count.job.jobStore} on the job store (${verbList(count.job.byVerb)})`;
+    text +=
+      `; its job (the email): ${count.job.service} + ${count.job.jobStore} on the job store ` +
+      `(${verbList(count.job.byVerb)})`;
   return `${text}  [${count.agreeing}/${count.samples} samples agree]`;
 }
 

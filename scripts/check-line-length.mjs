@@ -30,43 +30,6 @@ export const CHECKED_EXTENSIONS = ['.ts', '.mts', '.cts', '.tsx', '.js', '.mjs',
  */
 export const EXCLUDED = ['prisma/migrations/', 'src/generated/', 'dist/'];
 
-/**
- * TEMPORARY — files other pieces of issue 14 are editing now; their long lines are shortened when
- * that work lands, and each entry is then removed. An entry that matches no long line any more is
- * named in a note (the check still passes) so it can be removed. Do not add to it.
- */
-export const TEMPORARILY_UNCHECKED_UNTIL_ISSUE_14_LANDS = [
-  'src/submissions/',
-  'src/templates/',
-  'src/webhooks/',
-  'src/docuseal-shapes/',
-  'src/app.ts',
-  'main.ts',
-  'src/graphql/schema/submission-queries.ts',
-  'src/graphql/schema/template-mutations.ts',
-  'src/graphql/schema/template.ts',
-  'src/graphql/schema/webhooks.ts',
-  'src/db/queries/submission-list-items.ts',
-  'src/db/queries/submission-page.ts',
-  'src/db/queries/completion.ts',
-  'rest-compat/routes/submissions.ts',
-  'rest-compat/routes/templates.ts',
-  'rest-compat/serializers/',
-  'src/signing/',
-  'src/signing-form/',
-  'src/documents/text-tags.ts',
-  'src/rendering/types.ts',
-  'test/helpers/paused-service.ts',
-  'test/completion-restart.test.ts',
-  'test/submissions-list-sql.test.ts',
-  'test/input-definitions.test.ts',
-  'test/docuseal-wire-shapes.test.ts',
-  'test/webhook*.test.ts',
-  'test/events*.test.ts',
-  'test/file-storage.test.ts',
-  'bench/submissions.ts',
-];
-
 /** `pattern` (a glob as in EXCLUDED) as a RegExp over a `/`-separated relative path. */
 export function globToRegExp(pattern) {
   const body = pattern
@@ -94,11 +57,10 @@ export function longLines(text, max = MAX_LINE_LENGTH) {
 
 /**
  * Checks the repository (or any git work tree) at `root`.
- * Returns `problems` (`file:line:length` strings, the long lines outside every exclusion) and
- * `staleTemporary` (TEMPORARILY_UNCHECKED entries that no longer match a long line).
+ * Returns `problems`: `file:line:length` strings, the long lines outside every exclusion.
  * Throws when `root` is not in a git work tree (git's error).
  */
-export function checkTree(root, temporary = TEMPORARILY_UNCHECKED_UNTIL_ISSUE_14_LANDS) {
+export function checkTree(root) {
   const listed = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
     cwd: root,
     encoding: 'utf8',
@@ -106,33 +68,24 @@ export function checkTree(root, temporary = TEMPORARILY_UNCHECKED_UNTIL_ISSUE_14
   });
   const files = [...new Set(listed.split('\0').filter(Boolean))].sort();
   const problems = [];
-  const stillUsed = new Set();
   for (const file of files) {
     if (!CHECKED_EXTENSIONS.includes(path.extname(file)) || matchesAny(file, EXCLUDED)) continue;
     const absolute = path.join(root, file);
     // Listed but deleted in the work tree (an uncommitted removal).
     if (!fs.existsSync(absolute)) continue;
-    const found = longLines(fs.readFileSync(absolute, 'utf8'));
-    if (found.length === 0) continue;
-    const holder = temporary.find((pattern) => globToRegExp(pattern).test(file));
-    if (holder) {
-      stillUsed.add(holder);
-      continue;
+    for (const { line, length } of longLines(fs.readFileSync(absolute, 'utf8'))) {
+      problems.push(`${file}:${line}:${length}`);
     }
-    for (const { line, length } of found) problems.push(`${file}:${line}:${length}`);
   }
-  return { problems, staleTemporary: temporary.filter((pattern) => !stillUsed.has(pattern)) };
+  return { problems };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(path.resolve(process.argv[1])).href) {
   const root = path.resolve(process.argv[2] ?? path.join(path.dirname(fileURLToPath(import.meta.url)), '..'));
-  const { problems, staleTemporary } = checkTree(root);
+  const { problems } = checkTree(root);
   for (const problem of problems) console.log(problem);
   if (problems.length > 0) {
     console.log(`${problems.length} line(s) over ${MAX_LINE_LENGTH} characters (scripts/check-line-length.mjs).`);
-  }
-  for (const pattern of staleTemporary) {
-    console.error(`note: ${pattern} has no long line left; remove it from TEMPORARILY_UNCHECKED_UNTIL_ISSUE_14_LANDS.`);
   }
   process.exit(problems.length > 0 ? 1 : 0);
 }
