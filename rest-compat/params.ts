@@ -198,13 +198,16 @@ function isPlainObject(value: unknown): value is Record<string, unknown> {
 }
 
 /**
- * A DocuSeal date-time as ISO 8601: any parseable form, no offset = UTC (reference §7.5); ""
- * is absent.
+ * A DocuSeal date-time as ISO 8601: any parseable form, no offset = UTC (reference §7.5); a
+ * trailing zone name `UTC` (the OpenAPI examples' "2024-09-01 12:00:00 UTC", which Rails' parser
+ * reads) is UTC too; "" is absent.
  * @throws AppError VALIDATION "<key> is invalid"
  */
 export function restDateTime(value: unknown, key: string): string | undefined {
   if (value === undefined || value === null || value === '') return undefined;
-  const raw = String(value).trim();
+  const raw = String(value)
+    .trim()
+    .replace(/\s*UTC$/i, '');
   const date = new Date(/[zZ]|[+-]\d\d:?\d\d$/.test(raw) || /^\d+$/.test(raw) ? raw : `${raw.replace(' ', 'T')}Z`);
   if (Number.isNaN(date.getTime())) throw new AppError('VALIDATION', `${key} is invalid`);
   return date.toISOString();

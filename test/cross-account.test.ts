@@ -318,6 +318,15 @@ const GRAPHQL_CASES: GraphQLCase[] = [
       '"Client", email: "probe@bob.test"}]}) { submissionIds } }',
     variables: (i) => ({ id: i.template }),
   },
+  ...(['Pdf', 'Docx', 'Html'] as const).map((kind) => ({
+    field: `createSubmissionFrom${kind}`,
+    // The templates of `templateIds` are checked before the documents are read.
+    query:
+      `mutation ($ids: [Int!]!) { createSubmissionFrom${kind}(input: {templateIds: $ids, ` +
+      `documents: [${kind === 'Html' ? '{html: "<p>x</p>"}' : '{name: "x", file: "x"}'}], ` +
+      'submitters: [{email: "probe@bob.test"}]}) { submissionIds } }',
+    variables: (i: Ids) => ({ ids: [i.template] }),
+  })),
   {
     field: 'updateSubmission',
     query: 'mutation ($id: Int!) { updateSubmission(input: {id: $id, name: "Probed"}) { submission { id } } }',

@@ -2,7 +2,9 @@
  * DocuSeal's submission create routes (interface spec "Submissions"; reference §7):
  * POST /submissions, /submissions/init, /templates/{id}/submissions and /submissions/emails, all
  * through createSubmissionsForRequest, the service the `createSubmissions` mutation calls (its
- * answer made by src/submissions/created-read-models.ts). The request's shape is checked here with DocuSeal's
+ * answer made by src/submissions/created-read-models.ts), and the one-off POST
+ * /submissions/pdf, /submissions/docx, /submissions/html through createOneOffSubmission (the
+ * `createSubmissionFrom*` mutations' service). The request's shape is checked here with DocuSeal's
  * messages (§7.1: "submitters must be a Array", "0 must be a Object in `submitters`.", …);
  * the rules about contents are the service's.
  */
@@ -41,6 +43,18 @@ import { fromGraphQLInput } from '../../src/graphql/zod-input.ts';
 import type { CreatedSubmission } from '../../src/submissions/create-submissions.ts';
 import { createSubmissionsForRequest } from '../../src/submissions/create-submissions-request.ts';
 import { readSubmissionForAccount } from '../../src/submissions/read-models.ts';
+import {
+  type CreatedOneOffSubmission,
+  createOneOffSubmission,
+  type OneOffKind,
+  type OneOffRequest,
+} from '../../src/submissions/create-one-off-submission.ts';
+import {
+  CreateSubmissionFromFileRequest,
+  CreateSubmissionFromHtmlRequest,
+} from '../../src/submissions/one-off-requests.ts';
+import { serializeOneOffSubmission } from '../../src/docuseal-shapes/one-off-submission.ts';
+import { readFileDocumentsBody } from './templates.ts';
 
 type Body = Record<string, unknown>;
 
@@ -199,7 +213,64 @@ export const submissionRoutes: RestRoute[] = [
       return { id: only!.id, submitters, expire_at: only!.expireAt, created_at: only!.createdAt };
     },
   },
+  oneOffRoute('pdf'),
+  oneOffRoute('docx'),
+  oneOffRoute('html'),
 ];
+
+// ---------------------------------------------------------------------------------------------
+// One-off submissions (OpenAPI `POST /submissions/pdf|docx|html`): a template from the documents
+// and one submission of it, by createOneOffSubmission, the service the `createSubmissionFrom*`
+// mutations call (called directly, as the create routes above, for the same reason). The body
+// is read against CreateSubmissionFromFileRequest / CreateSubmissionFromHtmlRequest: the
+// documents as POST /templates/pdf|docx|html read them, the submitters as POST /submissions does.
+
+/** The body of a one-off route, as the mutation's input. */
+function oneOffVariables(kind: OneOffKind) {
+  return (request: RestRequest) => {
+    const body = bodyObject(request);
+    const submitters = submitterList(body.submitters, 'submitters');
+    if (kind !== 'html')
+      return {
+        input: {
+          ...readFileDocumentsBody(CreateSubmissionFromFileRequest, body, { omit: ['submitters'] }),
+          submitters,
+        },
+      };
+    if (body.documents === undefined || body.documents === null)
+      throw new AppError('VALIDATION', 'documents is required.');
+    const input = restInput(CreateSubmissionFromHtmlRequest, body, { omit: ['submitters'] });
+    (input.documents as Body[]).forEach((doc, i) => {
+      if (!doc.html) throw new AppError('VALIDATION', `html is required in \`documents[${i}]\`.`);
+    });
+    return { input: { ...input, submitters } };
+  };
+}
+
+function oneOffRoute(kind: OneOffKind): RestRoute<CreatedOneOffSubmission> {
+  const Kind = `${kind[0]!.toUpperCase()}${kind.slice(1)}`;
+  const inputType = kind === 'html' ? 'CreateSubmissionFromHtmlInput' : 'CreateSubmissionFromFileInput';
+  return {
+    method: 'POST',
+    path: `/submissions/${kind}`,
+    operation: /* GraphQL */ `
+      mutation RestCreateSubmissionFrom${Kind}($input: ${inputType}!) {
+        createSubmissionFrom${Kind}(input: $input) { submissionIds }
+      }
+    `,
+    variables: oneOffVariables(kind),
+    run: (variables, { context }) => {
+      const { account, user } = requireViewer(context);
+      const request: OneOffRequest =
+        kind === 'html'
+          ? { kind, input: fromGraphQLInput(CreateSubmissionFromHtmlRequest, variables.input) }
+          : { kind, input: fromGraphQLInput(CreateSubmissionFromFileRequest, variables.input) };
+      return createOneOffSubmission(context, { accountId: account.id, userId: user.id }, request);
+    },
+    serialize: async (created, request) =>
+      serializeOneOffSubmission(created, (await answer([created.submission], request)).submitters),
+  };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Reading and changing (interface spec "Submissions", "Submitters"; reference §4, §5, §7.7, §8).

@@ -9,7 +9,7 @@ import { loadFileInput } from '../documents/load-file-input.ts';
 import { assertPdfEditable, readUploadedPdf } from '../documents/pdf.ts';
 import { extractTextTags } from '../documents/text-tags.ts';
 import { AppError } from '../errors.ts';
-import type { HtmlFieldTag, PaperSize, Renderer } from '../rendering/renderer.ts';
+import { type HtmlFieldTag, type PaperSize, parsePaperSize, type Renderer } from '../rendering/renderer.ts';
 import type { TaggedField } from './build-fields.ts';
 import type { PreparedDocument } from './save-template.ts';
 
@@ -140,15 +140,21 @@ export async function prepareDocxDocuments(deps: PrepareDeps, documents: unknown
   return prepared;
 }
 
+/** A document of `documents`; the one-off request's may carry its own header, footer and size (OpenAPI). */
 const HtmlDocument = z.object({
   html: z.string({ error: 'html is required' }).min(1, 'html is required'),
   name: z.string().optional(),
+  html_header: z.string().optional(),
+  html_footer: z.string().optional(),
+  size: z.string().optional(),
 });
 
 /**
  * `POST /templates/html`: top-level `html` (one document) or `documents[{html, name}]`; header and
- * footer on every page; paper size. HTML field tags become fields.
- * @throws AppError VALIDATION (no html, bad field tags), UNAVAILABLE (no HTML renderer)
+ * footer on every page; paper size. HTML field tags become fields. A document's own
+ * `html_header`, `html_footer` and `size` (`POST /submissions/html`) take the place of the
+ * request's for that document.
+ * @throws AppError VALIDATION (no html, bad field tags, an unknown size), UNAVAILABLE (no HTML renderer)
  */
 export async function prepareHtmlDocuments(
   deps: PrepareDeps,
@@ -161,7 +167,14 @@ export async function prepareHtmlDocuments(
     name: string;
   },
 ): Promise<PreparedDocument[]> {
-  const sources: { html: string; name: string; label: string }[] = [];
+  const sources: {
+    html: string;
+    name: string;
+    label: string;
+    header?: string | undefined;
+    footer?: string | undefined;
+    size?: PaperSize;
+  }[] = [];
   if (
     input.documents !== undefined &&
     input.documents !== null &&
@@ -175,6 +188,9 @@ export async function prepareHtmlDocuments(
         html: parsed.data.html,
         name: parsed.data.name?.trim() || `${input.name}${i ? ` ${i + 1}` : ''}`,
         label: `documents[${i}]`,
+        header: parsed.data.html_header,
+        footer: parsed.data.html_footer,
+        ...(parsed.data.size !== undefined ? { size: parsePaperSize(parsed.data.size) } : {}),
       });
     });
   } else {
@@ -186,9 +202,9 @@ export async function prepareHtmlDocuments(
   for (const source of sources) {
     const { pdf, fields } = await deps.renderer.htmlToPdf({
       html: source.html,
-      header: input.header,
-      footer: input.footer,
-      size: input.size,
+      header: source.header ?? input.header,
+      footer: source.footer ?? input.footer,
+      size: source.size ?? input.size,
     });
     prepared.push(await fromPdf(pdf, source.name, source.label, htmlTagged(fields)));
   }

@@ -3,9 +3,11 @@
  * of the account, replacing that template's documents and fields (interface spec: "an existing
  * template with the same external_id is updated with the new document").
  *
- * Order (STYLE.md): validate everything (fields, areas, folder name) → render previews → one
- * transaction writing the stored-file rows, the folder, the template, its documents and the
- * template event (file bytes go to content-addressed storage, harmless if it rolls back).
+ * Order (STYLE.md): validate everything (fields, areas, folder name) → render previews
+ * (planTemplate) → one transaction writing the stored-file rows, the folder, the template, its
+ * documents (writeTemplate) and the template event (file bytes go to content-addressed storage,
+ * harmless if it rolls back). A one-off submission (src/submissions/create-one-off-submission.ts)
+ * plans the same way and writes the template in the transaction that writes its submission.
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { parseInput } from '../accounts/api-keys.ts';
@@ -16,6 +18,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { buildFields, type RequestFieldGroup, type TaggedField } from './build-fields.ts';
+import type { Field, Role, SchemaDocument } from './fields.ts';
 import { findOrCreateFolder, folderPath } from './folders.ts';
 import {
   type CreateTemplateFromFileRequest,
@@ -39,12 +42,18 @@ export interface SaveTemplateInput {
   name?: string | undefined;
   externalId?: string | undefined;
   folderName?: string | undefined;
-  /** "api" for templates created through the API. */
+  /** "api" for templates created through the API; ONE_OFF_TEMPLATE_SOURCE for a one-off submission's. */
   source: string;
   sharedLink?: boolean | undefined;
   documents: PreparedDocument[];
   requestFields: RequestFieldGroup[];
 }
+
+/**
+ * The `source` of the template a one-off submission is made from (POST /submissions/pdf|docx|html,
+ * src/submissions/create-one-off-submission.ts): such templates are not listed among the account's.
+ */
+export const ONE_OFF_TEMPLATE_SOURCE = 'one_off';
 
 const SLUG_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz123456789';
 
@@ -69,6 +78,43 @@ export function generateSlug(): string {
   return Array.from(bytes, (b) => SLUG_ALPHABET[b % SLUG_ALPHABET.length]).join('');
 }
 
+/** A template checked and its documents staged, not yet written (planTemplate). */
+export interface PlannedTemplate {
+  /** Each document's new uuid (its `attachment_uuid`) and pages, in order. */
+  layouts: { uuid: string; pages: PdfPage[] }[];
+  roles: Role[];
+  fields: Field[];
+  staged: StagedDocument[];
+  /**
+   * Documents already stored (other templates' files, shared) placed after the staged ones; none
+   * unless the caller adds some (a one-off submission's `template_ids`).
+   */
+  linked: { uuid: string; fileId: number; name: string }[];
+  /** DocuSeal's `schema`: the documents in order, the linked ones included. */
+  schema: SchemaDocument[];
+}
+
+/**
+ * Checks a template to save and stages its documents (previews rendered), writing nothing:
+ * names and sizes (src/limits.ts), the fields of the request and of the documents' tags
+ * (buildFields), the folder name.
+ * @throws AppError VALIDATION naming the field
+ */
+export async function planTemplate(deps: { db: Db }, input: SaveTemplateInput): Promise<PlannedTemplate> {
+  parseInput(TemplateNames, { name: input.name, external_id: input.externalId, folder_name: input.folderName });
+  const layouts = input.documents.map((doc) => ({ uuid: randomUUID(), pages: doc.pages }));
+  const { roles, fields } = buildFields({
+    documents: layouts,
+    tagged: input.documents.map((doc) => doc.tagged),
+    requestFields: input.requestFields,
+  });
+  if (input.folderName) folderPath(input.folderName);
+  const staged: StagedDocument[] = [];
+  for (const doc of input.documents) staged.push(await stageDocument(deps.db, input.accountId, doc));
+  const schema = input.documents.map((doc, i) => ({ attachment_uuid: layouts[i]!.uuid, name: doc.name }));
+  return { layouts, roles, fields, staged, linked: [], schema };
+}
+
 /**
  * Saves a template. Validation errors (AppError VALIDATION naming the field; sizes: src/limits.ts)
  * are raised before anything is stored.
@@ -78,91 +124,87 @@ export async function saveTemplate(
   deps: TemplateChangeDeps & { storage: FileStorage },
   input: SaveTemplateInput,
 ): Promise<{ templateId: number; created: boolean }> {
-  parseInput(TemplateNames, { name: input.name, external_id: input.externalId, folder_name: input.folderName });
-  const layouts = input.documents.map((doc) => ({ uuid: randomUUID(), pages: doc.pages }));
-  const { roles, fields } = buildFields({
-    documents: layouts,
-    tagged: input.documents.map((doc) => doc.tagged),
-    requestFields: input.requestFields,
-  });
-
-  if (input.folderName) folderPath(input.folderName);
-  const staged: StagedDocument[] = [];
-  for (const doc of input.documents) staged.push(await stageDocument(deps.db, input.accountId, doc));
-
-  const schema = input.documents.map((doc, i) => ({ attachment_uuid: layouts[i]!.uuid, name: doc.name }));
+  const planned = await planTemplate(deps, input);
   return deps.effects.transaction(async (tx, effects) => {
-    const files: { id: number }[] = [];
-    for (const doc of staged) files.push(await storeStagedDocument(tx, deps.storage, input.accountId, doc));
-    const existing = input.externalId
-      ? await tx.template.findFirst({
-          where: { accountId: input.accountId, externalId: input.externalId, archivedAt: null },
-          orderBy: { id: 'desc' },
-          select: { id: true },
-        })
-      : null;
-    const folder =
-      input.folderName !== undefined || !existing
-        ? await findOrCreateFolder(tx, {
-            accountId: input.accountId,
-            authorId: input.userId,
-            fullName: input.folderName,
-          })
-        : undefined;
-    const data = {
-      submitters: roles as unknown as Prisma.InputJsonValue,
-      fields: fields as unknown as Prisma.InputJsonValue,
-      schema: schema as unknown as Prisma.InputJsonValue,
-      ...(folder ? { folderId: folder.id } : {}),
-      ...(input.sharedLink !== undefined ? { sharedLink: input.sharedLink } : {}),
-    };
-    let templateId: number;
-    if (existing) {
-      templateId = existing.id;
-      await tx.templateDocument.deleteMany({ where: { templateId } });
-      await tx.template.update({
-        where: { id: templateId },
-        data: { ...data, ...(input.name ? { name: input.name } : {}) },
-      });
-    } else {
-      const template = await tx.template.create({
-        data: {
-          ...data,
+    const saved = await writeTemplate(tx, deps.storage, input, planned);
+    const eventType = saved.created ? 'template.created' : 'template.updated';
+    await tx.templateEvent.create({
+      data: { accountId: input.accountId, templateId: saved.templateId, userId: input.userId, eventType },
+    });
+    effects.events.push(...templateEvents(input.accountId, saved.templateId, [eventType]));
+    return saved;
+  });
+}
+
+/**
+ * Writes a planned template inside the caller's transaction: the stored files, the folder, the
+ * template (or, with `externalId`, the existing one's documents and fields replaced) and its
+ * documents (the linked ones after the staged ones). No template event: the caller records the one its change is.
+ * @returns the template id and whether it was created
+ */
+export async function writeTemplate(
+  tx: Prisma.TransactionClient,
+  storage: FileStorage,
+  input: SaveTemplateInput,
+  planned: PlannedTemplate,
+): Promise<{ templateId: number; created: boolean }> {
+  const { layouts, roles, fields, staged, schema } = planned;
+  const files: { id: number }[] = [];
+  for (const doc of staged) files.push(await storeStagedDocument(tx, storage, input.accountId, doc));
+  const existing = input.externalId
+    ? await tx.template.findFirst({
+        where: { accountId: input.accountId, externalId: input.externalId, archivedAt: null },
+        orderBy: { id: 'desc' },
+        select: { id: true },
+      })
+    : null;
+  const folder =
+    input.folderName !== undefined || !existing
+      ? await findOrCreateFolder(tx, {
           accountId: input.accountId,
           authorId: input.userId,
-          slug: generateSlug(),
-          name: input.name || input.documents[0]?.name || 'Template',
-          externalId: input.externalId ?? null,
-          source: input.source,
-          // DocuSeal's create endpoints default shared_link to true (reference §12.3, OpenAPI).
-          sharedLink: input.sharedLink ?? true,
-        },
-        select: { id: true },
-      });
-      templateId = template.id;
-    }
-    await tx.templateDocument.createMany({
-      data: input.documents.map((doc, position) => ({
-        uuid: layouts[position]!.uuid,
-        templateId,
-        fileId: files[position]!.id,
-        name: doc.name,
-        position,
-      })),
+          fullName: input.folderName,
+        })
+      : undefined;
+  const data = {
+    submitters: roles as unknown as Prisma.InputJsonValue,
+    fields: fields as unknown as Prisma.InputJsonValue,
+    schema: schema as unknown as Prisma.InputJsonValue,
+    ...(folder ? { folderId: folder.id } : {}),
+    ...(input.sharedLink !== undefined ? { sharedLink: input.sharedLink } : {}),
+  };
+  let templateId: number;
+  if (existing) {
+    templateId = existing.id;
+    await tx.templateDocument.deleteMany({ where: { templateId } });
+    await tx.template.update({
+      where: { id: templateId },
+      data: { ...data, ...(input.name ? { name: input.name } : {}) },
     });
-    await tx.templateEvent.create({
+  } else {
+    const template = await tx.template.create({
       data: {
+        ...data,
         accountId: input.accountId,
-        templateId,
-        userId: input.userId,
-        eventType: existing ? 'template.updated' : 'template.created',
+        authorId: input.userId,
+        slug: generateSlug(),
+        name: input.name || input.documents[0]?.name || 'Template',
+        externalId: input.externalId ?? null,
+        source: input.source,
+        // DocuSeal's create endpoints default shared_link to true (reference §12.3, OpenAPI).
+        sharedLink: input.sharedLink ?? true,
       },
+      select: { id: true },
     });
-    effects.events.push(
-      ...templateEvents(input.accountId, templateId, [existing ? 'template.updated' : 'template.created']),
-    );
-    return { templateId, created: !existing };
+    templateId = template.id;
+  }
+  await tx.templateDocument.createMany({
+    data: [
+      ...input.documents.map((doc, i) => ({ uuid: layouts[i]!.uuid, fileId: files[i]!.id, name: doc.name })),
+      ...planned.linked,
+    ].map((doc, position) => ({ ...doc, templateId, position })),
   });
+  return { templateId, created: !existing };
 }
 
 /** A document's preview, decided before the transaction (rendering is the slow part). */

@@ -112,28 +112,34 @@ zodInputType('SubmitterInput', SubmitterInput);
 zodInputType('SubmissionGroupInput', SubmissionGroupInput);
 const CreateSubmissionsInputRef = zodInputType('CreateSubmissionsInput', CreateSubmissionsRequest);
 
-const CreateSubmissionsPayload = builder.objectRef<{ submissionIds: number[] }>('CreateSubmissionsPayload').implement({
-  fields: (t) => ({
-    submissionIds: t.exposeIntList('submissionIds', {
-      description: 'The ids of the submissions created, in request order.',
+export const CreateSubmissionsPayload = builder
+  .objectRef<{ submissionIds: number[] }>('CreateSubmissionsPayload')
+  .implement({
+    fields: (t) => ({
+      submissionIds: t.exposeIntList('submissionIds', {
+        description: 'The ids of the submissions created, in request order.',
+      }),
+      submissions: t.prismaField({
+        type: [SubmissionRef],
+        resolve: (query, payload, _args, ctx) =>
+          ctx.db.submission.findMany({
+            ...query,
+            where: { id: { in: payload.submissionIds } },
+            orderBy: { id: 'asc' },
+          }),
+      }),
+      submitters: t.prismaField({
+        type: [SubmitterRef],
+        description: 'Every submitter created, in request order.',
+        resolve: (query, payload, _args, ctx) =>
+          ctx.db.submitter.findMany({
+            ...query,
+            where: { submissionId: { in: payload.submissionIds } },
+            orderBy: { id: 'asc' },
+          }),
+      }),
     }),
-    submissions: t.prismaField({
-      type: [SubmissionRef],
-      resolve: (query, payload, _args, ctx) =>
-        ctx.db.submission.findMany({ ...query, where: { id: { in: payload.submissionIds } }, orderBy: { id: 'asc' } }),
-    }),
-    submitters: t.prismaField({
-      type: [SubmitterRef],
-      description: 'Every submitter created, in request order.',
-      resolve: (query, payload, _args, ctx) =>
-        ctx.db.submitter.findMany({
-          ...query,
-          where: { submissionId: { in: payload.submissionIds } },
-          orderBy: { id: 'asc' },
-        }),
-    }),
-  }),
-});
+  });
 
 builder.mutationField('createSubmissions', (t) =>
   t.field({

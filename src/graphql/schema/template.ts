@@ -18,6 +18,7 @@ import {
 import { CONDITION_ACTIONS, type FieldCondition } from '../../templates/field-conditions.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { templateFolderName } from '../../templates/read-models.ts';
+import { ONE_OFF_TEMPLATE_SOURCE } from '../../templates/save-template.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf, type Pagination } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
@@ -201,7 +202,8 @@ builder.queryField('templates', (t) =>
   t.field({
     type: TemplateListRef,
     description:
-      "The account's templates, ascending by id. Active ones unless `archived: true` (then archived ones only). " +
+      "The account's templates, ascending by id (not those of one-off submissions). " +
+      'Active ones unless `archived: true` (then archived ones only). ' +
       '`q` matches the name (case-insensitive substring); `folder` is a full folder name.',
     args: {
       q: t.arg.string(),
@@ -219,6 +221,8 @@ builder.queryField('templates', (t) =>
       const where: Prisma.TemplateWhereInput = {
         accountId: account.id,
         archivedAt: args.archived ? { not: null } : null,
+        // A one-off submission's template is its own, not one of the account's to use again.
+        source: { not: ONE_OFF_TEMPLATE_SOURCE },
         ...(args.q ? { name: { contains: args.q, mode: 'insensitive' } } : {}),
         ...(args.externalId !== undefined ? { externalId: args.externalId } : {}),
         ...(args.slug !== undefined ? { slug: args.slug } : {}),
