@@ -361,6 +361,8 @@ describe('POST /submissions/docx and /submissions/html', () => {
     });
     expect(missing.status).toBe(422);
     expect(missing.json.error).toMatch(/html is required in `documents\[0\]`/);
+    const empty = await api('POST', '/submissions/html', { documents: [], submitters: [{ email: 'a@one-off.test' }] });
+    expect(empty).toEqual({ status: 422, json: { error: 'documents must not be empty.' } });
     expect(await storedCounts()).toEqual(before);
   });
 });

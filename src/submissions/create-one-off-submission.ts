@@ -95,6 +95,8 @@ export async function createOneOffSubmission(
   const base = { accountId: viewer.accountId, userId: viewer.userId, source: ONE_OFF_TEMPLATE_SOURCE };
   if (request.kind === 'html') {
     const input = parseInput(CreateSubmissionFromHtmlRequest.pick({ documents: true, name: true }), request.input);
+    // prepareHtmlDocuments reads no `documents` as "the top-level html": this request has none.
+    if (input.documents.length === 0) throw new AppError('VALIDATION', 'documents must not be empty.');
     const name = input.name?.trim() || crypto.randomUUID();
     const documents = await prepareHtmlDocuments(prepareDeps, {
       documents: input.documents,
