@@ -125,6 +125,7 @@ describe('POST /submissions/pdf', () => {
     const text = await storedText(json.schema[0].attachment_uuid);
     expect(text).toContain('Sale agreement between the parties.');
     expect(text).not.toContain('{{');
+    expect(await t.db.templateEvent.count({ where: { templateId: submission.templateId } })).toBe(0);
     const listed = await api('GET', '/templates');
     expect(listed.json.data.map((x: { id: number }) => x.id)).not.toContain(submission.templateId);
 

@@ -92,7 +92,13 @@ export async function createOneOffSubmission(
   const included = await readIncludedTemplates(deps.db, viewer.accountId, request.input.template_ids ?? []);
   const prepareDeps = { config: deps.config, renderer: deps.renderer };
   let template: SaveTemplateInput;
-  const base = { accountId: viewer.accountId, userId: viewer.userId, source: ONE_OFF_TEMPLATE_SOURCE };
+  // Not shared: nobody but its submitters is meant to fill it in.
+  const base = {
+    accountId: viewer.accountId,
+    userId: viewer.userId,
+    source: ONE_OFF_TEMPLATE_SOURCE,
+    sharedLink: false,
+  };
   if (request.kind === 'html') {
     const input = parseInput(CreateSubmissionFromHtmlRequest.pick({ documents: true, name: true }), request.input);
     // prepareHtmlDocuments reads no `documents` as "the top-level html": this request has none.
@@ -114,8 +120,6 @@ export async function createOneOffSubmission(
     const documents = await prepare(prepareDeps, input.documents);
     template = { ...base, name: input.name, documents, requestFields: requestFieldGroups(input) };
   }
-  // Not shared: nobody but its submitters is meant to fill it in.
-  template.sharedLink = false;
   const planned = await planTemplate(deps, template);
   if (included.length > 0) includeTemplates(planned, included);
   if (planned.fields.length === 0) {
