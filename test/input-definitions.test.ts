@@ -41,6 +41,7 @@ import {
   CreateTemplateFromHtmlRequest,
   DocumentOperation,
   MergeTemplatesRequest,
+  RequestRole,
   TemplateFileDocument,
   TemplateHtmlDocument,
   UpdateTemplateDocumentsRequest,
@@ -77,6 +78,7 @@ describe('one definition per input', () => {
     ['CreateTemplateFromFileInput', CreateTemplateFromFileRequest],
     ['TemplateHtmlDocumentInput', TemplateHtmlDocument],
     ['CreateTemplateFromHtmlInput', CreateTemplateFromHtmlRequest],
+    ['TemplateRoleInput', RequestRole],
     ['UpdateTemplateInput', UpdateTemplateRequest],
     ['CloneTemplateInput', CloneTemplateRequest],
     ['MergeTemplatesInput', MergeTemplatesRequest],
@@ -223,7 +225,7 @@ describe('template and submission requests: REST reads the definition, GraphQL t
         roles: ['Buyer', 2],
         archived: '0',
         sharedLink: false,
-        submitters: [{ name: 'not read' }],
+        slug: 'not read',
       },
     };
     const { input } = routeVariables(templateWriteRoutes, 'PUT', '/templates/:id', { params: { id: '12' }, body });
@@ -287,7 +289,9 @@ describe('template and submission requests: REST reads the definition, GraphQL t
     expect(pdf.input).toEqual({
       name: 'P',
       externalId: 'x-1',
-      documents: [{ name: 'd', file: 'QQ==', fields: [{ name: '', type: 'text', options: ['a'] }] }],
+      documents: [
+        { name: 'd', file: 'QQ==', fields: [{ name: '', type: 'text', options: [{ value: 'a', uuid: 'u' }] }] },
+      ],
       fields: [{ name: 'Top', areas: [{ x: 1, y: 2, w: 3, h: 4, page: 1 }] }],
     });
     expect(coerced(templateWriteRoutes, 'POST', '/templates/pdf', pdf).errors).toBeUndefined();

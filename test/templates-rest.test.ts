@@ -209,7 +209,7 @@ describe('POST /templates/pdf', () => {
           { name: 'one', file: letter() },
           { name: 'two', file: a4 },
         ],
-        fields: [{ name: 'X', areas: [{ x: 1, y: 1, w: 1, h: 1, page: 3 }] }],
+        fields: [{ name: 'X', areas: [{ x: 10, y: 10, w: 10, h: 10, page: 3 }] }],
       },
     });
     expect(outOfRange.status).toBe(422);

@@ -87,19 +87,6 @@ function requireKey(body: Body, key: string, where?: string): void {
     throw new AppError('VALIDATION', `${key} is required${where === undefined ? '.' : ` in \`${where}\`.`}`);
 }
 
-/**
- * DocuSeal field JSON as the field's definition reads it (RequestField): `options` may be given as
- * the template answers them ([{value, uuid}]). Anything not a list is left for restInput to refuse.
- */
-function fieldBodies(value: unknown): unknown {
-  if (!Array.isArray(value)) return value;
-  return value.map((field) =>
-    isObject(field) && Array.isArray(field.options)
-      ? { ...field, options: field.options.map((o) => (isObject(o) ? String(o.value ?? '') : o)) }
-      : field,
-  );
-}
-
 /** A field without a name reaches the service as "" (refused there: "name is required"); GraphQL requires one. */
 const named = (fields: unknown) => (Array.isArray(fields) ? fields.map((f) => ({ name: '', ...f })) : fields);
 
@@ -117,10 +104,7 @@ export function readFileDocumentsBody(
   options: { omit?: string[] } = {},
 ): Record<string, unknown> {
   requireKey(body, 'documents');
-  const documents = Array.isArray(body.documents)
-    ? body.documents.map((doc) => (isObject(doc) ? { ...doc, fields: fieldBodies(doc.fields) } : doc))
-    : body.documents;
-  const input = restInput(schema, { ...body, documents, fields: fieldBodies(body.fields) }, options);
+  const input = restInput(schema, body, options);
   (input.documents as Body[]).forEach((doc, i) => {
     requireKey(doc, 'file', `documents[${i}]`);
     doc.fields = named(doc.fields);
@@ -215,7 +199,10 @@ const updateTemplateRoute: RestRoute<{ updateTemplate: { template: { id: number;
     const outer = bodyObject(request);
     // The earlier shape wraps the changes: {template: {folder_name}}.
     const body = isObject(outer.template) ? outer.template : outer;
-    return { input: { id: pathId(request, 'Template'), ...restInput(UpdateTemplateRequest, body, { omit: ['id'] }) } };
+    // `fields` and `submitters` (DocuSeal's template_params) replace the template's lists.
+    const input = restInput(UpdateTemplateRequest, body, { omit: ['id'] });
+    if (input.fields !== undefined) input.fields = named(input.fields);
+    return { input: { id: pathId(request, 'Template'), ...input } };
   },
   serialize: ({ updateTemplate }) => ({
     id: updateTemplate.template.id,

@@ -2,8 +2,9 @@
  * Turning field definitions (from a request, from text tags, from HTML field tags) into the
  * template's roles and fields (reference/docuseal-behaviour.md §5.5, §11, §12).
  *
- * Request areas are PDF points from the top-left of the page as displayed with a 1-based page
- * (DESIGN.md "area coordinates"); tag areas arrive already as page fractions.
+ * Request areas follow the area rule (AREA_RULE below, DESIGN.md "area coordinates",
+ * docs/compatibility.md "Field areas"): PDF points with a 1-based page, or fractions of the page
+ * with a 0-based page as GET answers them; tag areas arrive already as page fractions.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
@@ -52,9 +53,28 @@ export interface TaggedField {
 }
 
 /**
- * An area of a create request's field (GraphQL `FieldAreaInput`): PDF points from the top-left of
- * the page as displayed, page 1-based (DESIGN.md "area coordinates"). The one definition: GraphQL's
- * input type is derived from it (src/graphql/zod-input.ts).
+ * The area rule, in one place (DESIGN.md "area coordinates"; docs/compatibility.md "Field areas").
+ * An area of a create or update request is read one of two ways:
+ * - **points** when any of x, y, w, h is over 1: PDF points (1/72 in) from the top-left corner of
+ *   the page as displayed, `page` 1-based (DocuSeal's OpenAPI);
+ * - **fractions** when all four are within 0..1: fractions of the page's width and height, y from
+ *   the top, `page` 0-based: the format GET /templates/{id} answers, so its fields can be sent back.
+ * A field's areas are all one or all the other. The document: `attachment_uuid` names one of the
+ * template's documents on an update; on a create (whose documents are new) it names a document of
+ * the template the fields were read from and stands for the request's document: `documents[i]` for
+ * `documents[i].fields`, the only document for top-level `fields` (several → 422), one such uuid per
+ * document. Without `attachment_uuid`, `documents[i].fields` are on document i and top-level fields
+ * (and updates) count pages across all documents in order. `cell_w` is in the area's unit.
+ * 422 naming the area: a mix of points and fractions in a field, a page out of range, an unknown
+ * `attachment_uuid`, a negative x or y, a zero or negative w or h, an area off the page.
+ */
+export const AREA_RULE =
+  'Points (1/72 in) from the top-left of the page as displayed with page 1-based when any of x, y, w, h is ' +
+  'over 1; otherwise fractions (0..1) of the page with page 0-based, as GET /templates/{id} answers.';
+
+/**
+ * An area of a request's field (GraphQL `FieldAreaInput`), read by AREA_RULE. The one definition:
+ * GraphQL's input type is derived from it (src/graphql/zod-input.ts).
  */
 export const RequestArea = z
   .object({
@@ -62,14 +82,35 @@ export const RequestArea = z
     y: z.number({ error: 'y must be a number' }),
     w: z.number({ error: 'w must be a number' }),
     h: z.number({ error: 'h must be a number' }),
-    page: z.number({ error: 'page must be a number' }).int('page must be an integer'),
+    page: z
+      .number({ error: 'page must be a number' })
+      .int('page must be an integer')
+      .meta({ description: '1-based for points, 0-based for fractions.' }),
+    attachment_uuid: text(MAX_LENGTH.name)
+      .optional()
+      .meta({ description: "The document (a template's `documents[].uuid`); `page` is then within it." }),
     option: text(MAX_LENGTH.label)
       .optional()
       .meta({ description: 'For radio and multiple fields: the option this area stands for.' }),
+    option_uuid: text(MAX_LENGTH.name)
+      .optional()
+      .meta({ description: 'Instead of `option`: the uuid of the option (as GET answers it).' }),
+    cell_w: z
+      .number({ error: 'cell_w must be a number' })
+      .optional()
+      .meta({ description: 'For cells fields: the width of one cell, in the unit of the area.' }),
   })
-  .meta({
-    description: 'An area in PDF points (1/72 in) from the top-left corner of the page as displayed; page 1-based.',
-  });
+  .meta({ description: AREA_RULE });
+
+/** An option of a request's field: its value, or `{value, uuid}` as GET answers it (the uuid is kept). */
+const RequestOption = z.union([
+  text(MAX_LENGTH.label),
+  z.number(),
+  z.object({
+    value: z.union([text(MAX_LENGTH.label), z.number()]).transform(String),
+    uuid: text(MAX_LENGTH.name).trim().min(1, 'an option uuid must not be empty').optional(),
+  }),
+]);
 
 /**
  * A condition of a request's field (GraphQL `FieldConditionInput`, derived from this definition):
@@ -105,9 +146,9 @@ export const RequestCondition = z
   .meta({ description: 'Show (and require) the field only while this holds.' });
 
 /**
- * A field of a create request (`fields[]`, or `documents[].fields[]`; GraphQL `TemplateFieldInput`,
- * derived from this definition). Sizes: src/limits.ts; `validation.pattern` is checked by
- * buildFields (field-pattern.ts).
+ * A field of a create request (`fields[]`, or `documents[].fields[]`) or of an update (`fields[]`,
+ * the template's whole list; GraphQL `TemplateFieldInput`, derived from this definition). Sizes:
+ * src/limits.ts; `validation.pattern` is checked by buildFields (field-pattern.ts).
  */
 export const RequestField = z.object({
   name: z.string({ error: 'name is required' }).trim().min(1, 'name is required').max(MAX_LENGTH.name),
@@ -129,10 +170,14 @@ export const RequestField = z.object({
     }),
   required: z.boolean().optional().meta({ description: 'Default true.' }),
   readonly: z.boolean().optional(),
-  default_value: z.union([text(MAX_LENGTH.text), z.number(), z.boolean()]).optional(),
+  default_value: z
+    .union([text(MAX_LENGTH.text), z.number(), z.boolean(), list(text(MAX_LENGTH.label), MAX_ITEMS.options)])
+    .optional(),
   title: text(MAX_LENGTH.label).optional(),
   description: text(MAX_LENGTH.text).optional(),
-  options: list(z.union([text(MAX_LENGTH.label), z.number()]).transform(String), MAX_ITEMS.options).optional(),
+  options: list(RequestOption, MAX_ITEMS.options)
+    .optional()
+    .meta({ description: 'Option values, or {value, uuid} objects as GET answers them (a given uuid is kept).' }),
   validation: jsonObject(MAX_JSON.preferences).optional(),
   preferences: jsonObject(MAX_JSON.preferences).optional(),
   areas: list(RequestArea, MAX_ITEMS.areas).optional(),
@@ -140,7 +185,12 @@ export const RequestField = z.object({
     .trim()
     .min(1, 'uuid must not be empty')
     .optional()
-    .meta({ description: "The field's uuid (default: a new random one); conditions name fields by it." }),
+    .meta({
+      description: "The field's uuid (default: a new random one); kept when given; conditions name fields by it.",
+    }),
+  submitter_uuid: text(MAX_LENGTH.name)
+    .optional()
+    .meta({ description: 'Template updates: the role by its uuid, as GET answers it (instead of `role`).' }),
   conditions: list(RequestCondition, MAX_ITEMS.conditions)
     .optional()
     .meta({ description: 'Show and require the field only while these hold (DocuSeal field conditions).' }),
@@ -160,15 +210,18 @@ export interface RequestFieldGroup {
  * - Roles in order of first appearance (tags first, document by document, then request fields);
  *   "First Party" when none is named. `existingRoles` (template updates) keep their uuids.
  * - Tagged fields with the same name, type and role across documents become one field with all areas.
- * - Request fields: `documents[i].fields` areas are on document i; top-level `fields` areas count
- *   pages across all documents in order (page 1 = first page of the first document).
+ * - Request fields: areas by AREA_RULE (points or fractions; `documents[i].fields` areas are on
+ *   document i, top-level `fields` count pages across all documents in order unless an area names its
+ *   document). A given field `uuid`, and option `uuid`, is kept. `submitter_uuid` names a role on
+ *   updates (`storedDocuments`) only.
  * @throws AppError VALIDATION naming the field (`fields[2]`, `documents[0].fields[1].areas[0]`) for a
- *   missing name, an unknown type, a page out of range, an area off the page, options on a type without
- *   them, an area option that is not one of the field's options, a `validation.pattern` RE2 cannot
- *   run (field-pattern.ts), a `uuid` two fields are given, a condition that does not name one
- *   other field of the template or does not fit it (resolveCondition), and a size over
- *   src/limits.ts: a string, more than MAX_ITEMS.fields fields, MAX_ITEMS.conditions conditions or
- *   MAX_ITEMS.roles roles, fields larger than MAX_JSON.templateFields together
+ *   missing name, an unknown type, an area the area rule refuses (AREA_RULE), options on a type without
+ *   them, an area option that is not one of the field's options, a `uuid` two fields (or two options)
+ *   are given, a role or `submitter_uuid` the template lacks (updates), a `validation.pattern` RE2
+ *   cannot run (field-pattern.ts), a condition that does not name one other field of the template or
+ *   does not fit it (resolveCondition), and a size over src/limits.ts: a string, more than
+ *   MAX_ITEMS.fields fields, MAX_ITEMS.conditions conditions or MAX_ITEMS.roles roles, fields larger
+ *   than MAX_JSON.templateFields together
  */
 export function buildFields(input: {
   documents: DocumentLayout[];
@@ -179,6 +232,11 @@ export function buildFields(input: {
   allowNewRoles?: boolean;
   /** How messages name each tagged document ("documents[0]"). */
   taggedLabels?: string[];
+  /**
+   * True when `documents` are the template's stored documents and `existingRoles` its roles (PUT
+   * /templates/{id}): `attachment_uuid` and `submitter_uuid` name them.
+   */
+  storedDocuments?: boolean;
 }): { roles: Role[]; fields: Field[] } {
   const roles: Role[] = [...(input.existingRoles ?? [])];
   let where = '';
@@ -235,6 +293,11 @@ export function buildFields(input: {
 
   // Conditions are resolved once every field exists: they may name a field given after them.
   const conditional: { field: Field; conditions: z.output<typeof RequestCondition>[]; path: string }[] = [];
+  const placement: AreaPlacement = {
+    documents: input.documents,
+    storedDocuments: input.storedDocuments === true,
+    sourceDocuments: new Map(),
+  };
   for (const group of input.requestFields) {
     group.fields.forEach((raw, index) => {
       const path = `${group.path}[${index}]`;
@@ -254,13 +317,42 @@ export function buildFields(input: {
       if (parsed.options && !OPTION_FIELD_TYPES.has(type)) {
         throw new AppError('VALIDATION', `options are only for select, radio and multiple fields in \`${path}\`.`);
       }
-      const options = parsed.options?.map((value) => ({ value, uuid: randomUUID() }));
-      const areas = (parsed.areas ?? []).map((area, areaIndex) =>
-        toStoredArea(area, input.documents, group.documentIndex, options, `${path}.areas[${areaIndex}]`),
+      const options = parsed.options && storedOptions(parsed.options, `${path}.options`);
+      const areas = storedAreas(
+        parsed.areas ?? [],
+        { ...placement, documentIndex: group.documentIndex },
+        options,
+        path,
       );
+      let submitterUuid: string;
+      if (parsed.submitter_uuid !== undefined) {
+        if (!placement.storedDocuments) {
+          throw new AppError(
+            'VALIDATION',
+            `submitter_uuid names a role of an existing template: name the role with \`role\` in \`${path}\`.`,
+          );
+        }
+        const role = roles.find((r) => r.uuid === parsed.submitter_uuid);
+        if (!role) {
+          throw new AppError(
+            'VALIDATION',
+            `submitter_uuid "${parsed.submitter_uuid}" is not a role of this template ` +
+              `(${roles.map((r) => `${r.name}: ${r.uuid}`).join(', ')}) in \`${path}\`.`,
+          );
+        }
+        if (parsed.role !== undefined && parsed.role.toLowerCase() !== role.name.toLowerCase()) {
+          throw new AppError(
+            'VALIDATION',
+            `role "${parsed.role}" and submitter_uuid "${role.uuid}" (${role.name}) name different roles in \`${path}\`.`,
+          );
+        }
+        submitterUuid = role.uuid;
+      } else {
+        submitterUuid = roleUuid(parsed.role);
+      }
       const field: Field = {
         uuid: parsed.uuid ?? randomUUID(),
-        submitter_uuid: roleUuid(parsed.role),
+        submitter_uuid: submitterUuid,
         name: parsed.name,
         type,
         required: parsed.required ?? true,
@@ -362,42 +454,187 @@ function parseFieldAt(raw: unknown, path: string): z.output<typeof RequestField>
   return parseInput(RequestField, raw, { at: path });
 }
 
+/** A field's options as stored: `{value, uuid}`, a given uuid kept. @throws AppError VALIDATION for a uuid twice */
+function storedOptions(options: z.output<typeof RequestOption>[], path: string): { value: string; uuid: string }[] {
+  const stored = options.map((o) =>
+    typeof o === 'object' ? { value: o.value, uuid: o.uuid ?? randomUUID() } : { value: String(o), uuid: randomUUID() },
+  );
+  stored.forEach((o, i) => {
+    if (stored.findIndex((other) => other.uuid === o.uuid) !== i)
+      throw new AppError('VALIDATION', `uuid "${o.uuid}" is given to two options in \`${path}\`.`);
+  });
+  return stored;
+}
+
+/** Where a request's areas go (AREA_RULE). */
+interface AreaPlacement {
+  documents: DocumentLayout[];
+  /** `documents[i].fields`: the areas are on document i. */
+  documentIndex?: number | undefined;
+  /** The documents are the template's stored ones (updates): `attachment_uuid` names one of them. */
+  storedDocuments: boolean;
+  /** Creates: the document each request document stands for (its index → the `attachment_uuid` given for it). */
+  sourceDocuments: Map<number, string>;
+}
+
+/** Slack for fractions that sum to a hair over 1 (stored w is 1 − x at most, in floating point). */
+const EPSILON_FRACTION = 1e-9;
+
+/** AREA_RULE's unit of an area: points when any of x, y, w, h is over 1, else fractions of the page. */
+export function areaUnit(area: { x: number; y: number; w: number; h: number }): 'points' | 'fractions' {
+  return area.x > 1 || area.y > 1 || area.w > 1 || area.h > 1 ? 'points' : 'fractions';
+}
+
+/**
+ * A field's request areas as stored (fractions, page 0-based, attachment_uuid), by AREA_RULE.
+ * @throws AppError VALIDATION naming the field or the area (see AREA_RULE)
+ */
+function storedAreas(
+  areas: z.output<typeof RequestArea>[],
+  placement: AreaPlacement,
+  options: { value: string; uuid: string }[] | undefined,
+  path: string,
+): Area[] {
+  const units = areas.map(areaUnit);
+  const mixed = units.findIndex((unit) => unit !== units[0]);
+  if (mixed > 0) {
+    throw new AppError(
+      'VALIDATION',
+      `\`${path}\` mixes areas in points (any of x, y, w, h over 1: areas[${units.indexOf('points')}]) and in ` +
+        `fractions of the page (areas[${units.indexOf('fractions')}]); give all of a field's areas one way.`,
+    );
+  }
+  return areas.map((area, i) => toStoredArea(area, units[i]!, placement, options, `${path}.areas[${i}]`));
+}
+
 function toStoredArea(
   area: z.output<typeof RequestArea>,
-  documents: DocumentLayout[],
-  documentIndex: number | undefined,
+  unit: 'points' | 'fractions',
+  placement: AreaPlacement,
   options: { value: string; uuid: string }[] | undefined,
   path: string,
 ): Area {
+  const { documents } = placement;
+  const first = unit === 'points' ? 1 : 0;
   let document: DocumentLayout | undefined;
   let page = area.page;
-  if (documentIndex !== undefined) {
-    document = documents[documentIndex];
+  if (area.attachment_uuid !== undefined && placement.storedDocuments) {
+    document = documents.find((d) => d.uuid === area.attachment_uuid);
+    if (!document) {
+      throw new AppError(
+        'VALIDATION',
+        `attachment_uuid "${area.attachment_uuid}" is not a document of this template ` +
+          `(${documents.map((d) => d.uuid).join(', ')}) in \`${path}\`.`,
+      );
+    }
+  } else if (placement.documentIndex !== undefined) {
+    document = documents[placement.documentIndex];
+  } else if (area.attachment_uuid !== undefined) {
+    // A create's top-level field read from another template: its document is this request's only one.
+    if (documents.length !== 1) {
+      throw new AppError(
+        'VALIDATION',
+        `attachment_uuid "${area.attachment_uuid}" names a document of another template and this request has ` +
+          `${documents.length} documents: give the fields with their document (\`documents[i].fields\`) in \`${path}\`.`,
+      );
+    }
+    document = documents[0];
   } else {
-    // Top-level fields: pages count across the documents in order.
+    // Pages count across the documents in order.
     for (const candidate of documents) {
-      if (page <= candidate.pages.length) {
+      if (page - first < candidate.pages.length) {
         document = candidate;
         break;
       }
       page -= candidate.pages.length;
     }
-    if (!document || page < 1) {
+    if (!document || page < first) {
       const total = documents.reduce((sum, d) => sum + d.pages.length, 0);
-      throw new AppError('VALIDATION', `page ${area.page} is out of range (1–${total}) in \`${path}\`.`);
+      throw new AppError(
+        'VALIDATION',
+        `page ${area.page} is out of range (${first}–${total - 1 + first}${
+          unit === 'fractions' ? ', 0-based for ' + 'fractions of the page' : ''
+        }) in \`${path}\`.`,
+      );
     }
   }
   if (!document) throw new AppError('VALIDATION', `\`${path}\` refers to a document that does not exist.`);
-  const fractions = pointsToFractions(
-    { x: area.x, y: area.y, w: area.w, h: area.h, page },
-    document.pages,
-    `\`${path}\``,
-  );
+  if (area.attachment_uuid !== undefined && !placement.storedDocuments) {
+    const index = documents.indexOf(document);
+    const known = placement.sourceDocuments.get(index);
+    if (known !== undefined && known !== area.attachment_uuid) {
+      throw new AppError(
+        'VALIDATION',
+        `attachment_uuid "${area.attachment_uuid}" and "${known}" both stand for documents[${index}] of this request ` +
+          `in \`${path}\`: give each document's fields with it (\`documents[i].fields\`).`,
+      );
+    }
+    placement.sourceDocuments.set(index, area.attachment_uuid);
+  }
+  const fractions =
+    unit === 'points'
+      ? pointsToFractions({ x: area.x, y: area.y, w: area.w, h: area.h, page }, document.pages, `\`${path}\``)
+      : checkFractions({ x: area.x, y: area.y, w: area.w, h: area.h, page }, document.pages.length, `\`${path}\``);
+  let cellW: number | undefined;
+  if (area.cell_w !== undefined) {
+    cellW = unit === 'points' ? area.cell_w / document.pages[page - 1]!.width : area.cell_w;
+    if (!(cellW > 0) || cellW > fractions.w + EPSILON_FRACTION)
+      throw new AppError('VALIDATION', `\`${path}\`: cell_w must be greater than 0 and at most w`);
+  }
   let optionUuid: string | undefined;
   if (area.option !== undefined) {
     optionUuid = options?.find((o) => o.value === area.option)?.uuid;
     if (!optionUuid)
       throw new AppError('VALIDATION', `option "${area.option}" is not one of the field's options in \`${path}\`.`);
   }
-  return { ...fractions, attachment_uuid: document.uuid, ...(optionUuid ? { option_uuid: optionUuid } : {}) };
+  if (area.option_uuid !== undefined) {
+    if (!options?.some((o) => o.uuid === area.option_uuid))
+      throw new AppError(
+        'VALIDATION',
+        `option_uuid "${area.option_uuid}" is not one of the field's options in \`${path}\`.`,
+      );
+    if (optionUuid !== undefined && optionUuid !== area.option_uuid)
+      throw new AppError('VALIDATION', `option and option_uuid name different options in \`${path}\`.`);
+    optionUuid = area.option_uuid;
+  }
+  return {
+    ...fractions,
+    attachment_uuid: document.uuid,
+    ...(optionUuid ? { option_uuid: optionUuid } : {}),
+    ...(cellW !== undefined ? { cell_w: cellW } : {}),
+  };
+}
+
+/**
+ * A fractions area (AREA_RULE) checked as stored: page 0-based within the document's `pageCount`
+ * pages, x and y not negative, w and h over 0, within the page (what a float sum puts a hair over 1
+ * is trimmed, as pointsToFractions does; values within bounds are kept exactly).
+ * @throws AppError VALIDATION "`fields[0].areas[0]`: w and h must be greater than 0", …
+ */
+function checkFractions(
+  area: { x: number; y: number; w: number; h: number; page: number },
+  pageCount: number,
+  label: string,
+): { x: number; y: number; w: number; h: number; page: number } {
+  if (area.page < 0 || area.page >= pageCount) {
+    throw new AppError(
+      'VALIDATION',
+      `${label}: page ${area.page} is out of range; the document has ${pageCount} page(s), numbered from 0 ` +
+        'for fractions of the page',
+    );
+  }
+  if (area.x < 0 || area.y < 0) throw new AppError('VALIDATION', `${label}: x and y must not be negative`);
+  if (area.w <= 0 || area.h <= 0) throw new AppError('VALIDATION', `${label}: w and h must be greater than 0`);
+  if (area.x + area.w > 1 + EPSILON_FRACTION || area.y + area.h > 1 + EPSILON_FRACTION) {
+    throw new AppError(
+      'VALIDATION',
+      `${label}: the area (x ${area.x}, y ${area.y}, w ${area.w}, h ${area.h} as fractions of the page) ` +
+        `does not fit on page ${area.page} (0-based)`,
+    );
+  }
+  return {
+    ...area,
+    w: area.x + area.w > 1 ? 1 - area.x : area.w,
+    h: area.y + area.h > 1 ? 1 - area.y : area.h,
+  };
 }

@@ -1,14 +1,17 @@
 /**
- * The small template operations: update (name, folder, roles, archived), archive, delete
- * (permanently), clone (reference/docuseal-behaviour.md §8.2). Each writes its template event row, and records its
+ * The small template operations: update (name, folder, roles, archived, fields and submitters),
+ * archive, delete (permanently), clone (reference/docuseal-behaviour.md §8.2). Each writes its template event row, and records its
  * template.* domain events (webhooks, subscriptions: reference §6), in the same transaction.
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
+import type { PdfPage } from '../documents/pdf.ts';
+import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
+import { buildFields, checkTemplateFieldsSize } from './build-fields.ts';
 import { DELETE_TRANSACTION, deleteRecordsPermanently } from './delete-records.ts';
-import { parseFields, parseRoles, parseSchema, remapConditions } from './fields.ts';
+import { parseFields, parseRoles, parseSchema, remapConditions, type Field, type Role } from './fields.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
 import { generateSlug } from './save-template.ts';
@@ -21,10 +24,23 @@ interface Actor {
 }
 
 /**
- * Updates a template. `archived: true` archives, `false` restores. Raises template.updated, and
- * template.archived when this call archived it (reference §6: PUT archived:true when it changes).
+ * Updates a template (DocuSeal's templates_controller#update). `archived: true` archives, `false`
+ * restores. `roles` renames roles by position (more names add roles). `submitters` and `fields`
+ * replace the template's lists, as DocuSeal's `@template.update!(template_params)`:
+ * - `submitters` [{name, uuid?}]: the roles, in order; a given uuid keeps that role (its fields stay
+ *   with it), a new uuid is made otherwise. Fields of roles no longer listed go with them (as
+ *   DocuSeal's builder removes a role's fields with it, and other fields' conditions naming them)
+ *   unless `fields` is given too;
+ * - `fields`: every field, validated as on create (buildFields, one definition: RequestField) against
+ *   the template's documents and roles (after `submitters`): a given field or option uuid is kept;
+ *   `submitter_uuid` or `role` names the role (the first role by default); areas by AREA_RULE, an
+ *   `attachment_uuid` naming one of the template's documents.
+ * Submissions already made keep their own copy. Raises template.updated, and template.archived when
+ * this call archived it (reference §6: PUT archived:true when it changes). All checks run before
+ * anything is stored.
  * @returns id, the new updated_at, and `archived`: whether this call archived it (it was not archived before)
- * @throws AppError NOT_FOUND / FORBIDDEN / VALIDATION
+ * @throws AppError NOT_FOUND / FORBIDDEN / VALIDATION (naming the field, area or role: "uuid "…" is
+ *   given to two roles in `submitters`.", "give roles or submitters, not both.", buildFields' messages)
  */
 export async function updateTemplate(
   deps: TemplateChangeDeps,
@@ -33,11 +49,18 @@ export async function updateTemplate(
   input: z.input<typeof TemplateChanges>,
 ): Promise<{ id: number; updatedAt: Date; archived: boolean }> {
   const changes = parseInput(TemplateChanges, input);
+  if (changes.roles !== undefined && changes.submitters !== undefined)
+    throw new AppError('VALIDATION', 'give roles (renames by position) or submitters (the whole list), not both.');
   return deps.effects.transaction(async (tx, effects) => {
     await findTemplateForAccount(tx, { id, accountId: actor.accountId });
     const template = await tx.template.findUniqueOrThrow({
       where: { id },
-      select: { submitters: true, archivedAt: true },
+      select: {
+        submitters: true,
+        fields: true,
+        archivedAt: true,
+        documents: { orderBy: { position: 'asc' }, select: { uuid: true, file: { select: { pages: true } } } },
+      },
     });
     const data: Prisma.TemplateUpdateInput = {};
     if (changes.name !== undefined) data.name = changes.name;
@@ -51,11 +74,41 @@ export async function updateTemplate(
       });
       data.folder = { connect: { id: folder.id } };
     }
+    let roles = parseRoles(template.submitters);
     if (changes.roles !== undefined) {
-      const roles = parseRoles(template.submitters);
       const renamed = changes.roles.map((name, i) => ({ name, uuid: roles[i]?.uuid ?? randomUUID() }));
       // Roles beyond the list keep their names (DocuSeal renames by index only).
-      data.submitters = [...renamed, ...roles.slice(renamed.length)] as unknown as Prisma.InputJsonValue;
+      roles = [...renamed, ...roles.slice(renamed.length)];
+    }
+    if (changes.submitters !== undefined) roles = replacedRoles(changes.submitters);
+    let fields: Field[] | undefined;
+    if (changes.fields !== undefined) {
+      fields = buildFields({
+        documents: template.documents.map((d) => ({
+          uuid: d.uuid,
+          pages: (d.file.pages ?? []) as unknown as PdfPage[],
+        })),
+        tagged: [],
+        requestFields: [{ fields: changes.fields, path: 'fields' }],
+        existingRoles: roles,
+        allowNewRoles: false,
+        storedDocuments: true,
+      }).fields;
+    } else if (changes.submitters !== undefined) {
+      const kept = parseFields(template.fields).filter((f) => roles.some((r) => r.uuid === f.submitter_uuid));
+      // As DocuSeal's builder removes a field: other fields' conditions naming it go with it.
+      fields = kept.map((f) => {
+        if (!f.conditions) return f;
+        const { conditions, ...rest } = f;
+        const left = conditions.filter((c) => kept.some((other) => other.uuid === c.field_uuid));
+        return left.length > 0 ? { ...rest, conditions: left } : rest;
+      });
+    }
+    if (changes.roles !== undefined || changes.submitters !== undefined)
+      data.submitters = roles as unknown as Prisma.InputJsonValue;
+    if (fields !== undefined) {
+      checkTemplateFieldsSize(fields, roles);
+      data.fields = fields as unknown as Prisma.InputJsonValue;
     }
     let eventType = 'template.updated';
     if (changes.archived === true && !template.archivedAt) {
@@ -80,6 +133,22 @@ export async function updateTemplate(
     );
     return { ...updated, archived };
   });
+}
+
+/**
+ * The roles of an update's `submitters`, in order: a given uuid kept, a new one made otherwise.
+ * @throws AppError VALIDATION "uuid "…" is given to two roles in `submitters`.", "name "…" is given to two roles …"
+ */
+function replacedRoles(submitters: { name: string; uuid?: string | undefined }[]): Role[] {
+  const roles = submitters.map((s) => ({ name: s.name, uuid: s.uuid ?? randomUUID() }));
+  roles.forEach((role, i) => {
+    if (roles.findIndex((r) => r.uuid === role.uuid) !== i)
+      throw new AppError('VALIDATION', `uuid "${role.uuid}" is given to two roles in \`submitters[${i}]\`.`);
+    // Roles are found by name case-insensitively (fields' `role`, submissions' `role`).
+    if (roles.findIndex((r) => r.name.toLowerCase() === role.name.toLowerCase()) !== i)
+      throw new AppError('VALIDATION', `name "${role.name}" is given to two roles in \`submitters[${i}]\`.`);
+  });
+  return roles;
 }
 
 /**

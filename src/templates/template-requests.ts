@@ -91,7 +91,20 @@ export const CreateTemplateFromHtmlRequest = z.object({
 /** A create request's own names, checked again by saveTemplate for every caller. */
 export const TemplateNames = CreateTemplateFromFileRequest.pick({ name: true, external_id: true, folder_name: true });
 
-/** PUT /templates/{id} (GraphQL `UpdateTemplateInput`). */
+/**
+ * A role of PUT /templates/{id} `submitters` (GraphQL `TemplateRoleInput`): DocuSeal's
+ * `{name, uuid}` as GET answers it; a given uuid is kept, a new one made otherwise.
+ */
+export const RequestRole = z.object({
+  name: z.string({ error: 'name is required' }).trim().min(1, 'name is required').max(MAX_LENGTH.name),
+  uuid: text(MAX_LENGTH.name).trim().min(1, 'uuid must not be empty').optional(),
+});
+
+/**
+ * PUT /templates/{id} (GraphQL `UpdateTemplateInput`). `fields` and `submitters` replace the
+ * template's lists (DocuSeal's templates_controller#update `@template.update!(template_params)`);
+ * template-actions.ts updateTemplate has the rules.
+ */
 export const UpdateTemplateRequest = z.object({
   id: z.number().int(),
   name: templateName().optional(),
@@ -101,6 +114,21 @@ export const UpdateTemplateRequest = z.object({
   /** A longer list appends roles (DocuSeal §8.2). */
   roles: roleNames().optional().meta({ description: 'Renames roles by position; extra names add roles.' }),
   archived: z.boolean().optional().meta({ description: 'true archives, false restores.' }),
+  submitters: list(RequestRole, MAX_ITEMS.roles)
+    .min(1, 'submitters must list at least one role')
+    .optional()
+    .meta({
+      description:
+        "Replaces the template's roles (a given uuid keeps a role; fields of roles not listed go, unless " +
+        '`fields` is given too). Not with `roles`.',
+    }),
+  fields: list(RequestField, MAX_ITEMS.fields)
+    .optional()
+    .meta({
+      description:
+        "Replaces the template's fields, validated as on create; areas by the area rule (fractions with " +
+        'page 0-based and attachment_uuid as GET answers them, or points with page 1-based).',
+    }),
 });
 
 /** An update's changes (UpdateTemplateRequest without its id), as updateTemplate takes them. */

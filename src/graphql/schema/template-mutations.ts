@@ -24,6 +24,7 @@ import {
   CreateTemplateFromHtmlRequest,
   DocumentOperation,
   MergeTemplatesRequest,
+  RequestRole,
   requestFieldGroups,
   TemplateFileDocument,
   TemplateHtmlDocument,
@@ -157,6 +158,7 @@ builder.mutationField('createTemplateFromHtml', (t) =>
   }),
 );
 
+zodInputType('TemplateRoleInput', RequestRole);
 const UpdateTemplateInputRef = zodInputType('UpdateTemplateInput', UpdateTemplateRequest);
 
 builder.mutationField('updateTemplate', (t) =>
@@ -167,6 +169,7 @@ builder.mutationField('updateTemplate', (t) =>
       const { account, user } = requireViewer(ctx);
       const { id, ...changes } = fromGraphQLInput(UpdateTemplateRequest, input);
       // template.updated on every call, even without a change; template.archived when this archived it.
+      // `fields` and `submitters` replace the template's lists (template-actions.ts updateTemplate).
       await updateTemplate(ctx, { accountId: account.id, userId: user.id }, id, changes);
       return { id };
     },
