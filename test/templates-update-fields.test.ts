@@ -505,7 +505,7 @@ describe('GraphQL updateTemplate: fields and submitters', () => {
   const TEMPLATE = /* GraphQL */ `
     query ($id: Int!) {
       template(id: $id) {
-        updatedAt
+        name updatedAt
         roles { name uuid }
         fields {
           uuid submitterUuid name type required readonly defaultValue title description preferences validation
@@ -539,7 +539,6 @@ describe('GraphQL updateTemplate: fields and submitters', () => {
     expect(sent.body.errors).toBeUndefined();
     const second = await gql(TEMPLATE, { id });
     expect({ ...second.body.data.template, updatedAt: 'X' }).toEqual({ ...first.body.data.template, updatedAt: 'X' });
-    // REST's GET says the same as before too.
     expect(second.body.data.template.updatedAt).toBe(sent.body.data.updateTemplate.template.updatedAt);
 
     const replaced = await gql(UPDATE, {
