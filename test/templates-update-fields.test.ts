@@ -94,12 +94,14 @@ async function richTemplate(name: string) {
             type: 'multiple',
             options: ['Wax', 'Polish'],
             default_value: ['Wax'],
+            conditions: [{ field_name: 'Colour', action: 'equal', value: 'Red' }],
             areas: [{ x: 72, y: 200, w: 100, h: 20, page: 1 }],
           },
           {
             name: 'Code',
             role: 'Buyer',
             type: 'cells',
+            conditions: [{ field_name: 'Seller Name', action: 'not_empty' }],
             areas: [{ x: 72, y: 300, w: 120, h: 20, page: 2, cell_w: 20 }],
           },
         ],
@@ -109,7 +111,13 @@ async function richTemplate(name: string) {
   expect(created.status, JSON.stringify(created.json)).toBe(200);
   return created.json as {
     id: number;
-    fields: { uuid: string; name: string; submitter_uuid: string; areas: Record<string, unknown>[] }[];
+    fields: {
+      uuid: string;
+      name: string;
+      submitter_uuid: string;
+      areas: Record<string, unknown>[];
+      conditions?: unknown[];
+    }[];
     submitters: { name: string; uuid: string }[];
     documents: { uuid: string }[];
   };
@@ -120,6 +128,7 @@ describe('PUT /templates/{id}: fields and submitters replace the template’s li
     const { id } = await richTemplate('Round trip');
     const first = await api('GET', `/templates/${id}`);
     expect(first.json.fields).toHaveLength(6);
+    expect(first.json.fields.filter((f: { conditions?: unknown }) => f.conditions)).toHaveLength(2);
     expect(first.json.fields.find((f: { name: string }) => f.name === 'Code').areas[0].cell_w).toBeCloseTo(20 / 595);
     const put = await api('PUT', `/templates/${id}`, { fields: first.json.fields, submitters: first.json.submitters });
     expect(put.status, JSON.stringify(put.json)).toBe(200);
@@ -150,8 +159,18 @@ describe('PUT /templates/{id}: fields and submitters replace the template’s li
     ]);
     expect(after.submitters[1].uuid).not.toBe(seller!.uuid);
     // Seller's fields went with Seller (DocuSeal's builder removes a role's fields with it); Buyer's stay as they were.
-    const buyerFields = template.fields.filter((f) => f.submitter_uuid === buyer!.uuid);
+    // A condition naming a removed field goes too (Code's on Seller Name); Extras' on Colour stays.
+    const buyerFields = template.fields
+      .filter((f) => f.submitter_uuid === buyer!.uuid)
+      .map(({ conditions, ...f }) => (f.name === 'Code' ? f : { ...f, ...(conditions ? { conditions } : {}) }));
     expect(after.fields).toEqual(buyerFields);
+    expect(after.fields.find((f: { name: string }) => f.name === 'Extras').conditions).toEqual([
+      {
+        field_uuid: template.fields.find((f) => f.name === 'Colour')!.uuid,
+        value: expect.any(String),
+        action: 'equal',
+      },
+    ]);
     expect(after.fields.map((f: { name: string }) => f.name)).toEqual(['Buyer Sign', 'Colour', 'Extras', 'Code']);
   });
 
@@ -416,8 +435,9 @@ describe('the area rule on create: points, fractions, ambiguous → 422', () => 
     const onSecond = sourceGet.fields.filter((f: { areas: { attachment_uuid: string }[] }) =>
       f.areas.every((a) => a.attachment_uuid === source.documents[1]!.uuid),
     );
-    // One document: top-level fields land on it. Fields name their role with `role` on create.
-    const strip = (fields: Record<string, unknown>[]) => fields.map(({ submitter_uuid: _s, uuid: _u, ...f }) => f);
+    // One document: top-level fields land on it. On create fields name their role with `role`, not submitter_uuid.
+    // (Given field and option uuids are kept: conditions name them.)
+    const strip = (fields: Record<string, unknown>[]) => fields.map(({ submitter_uuid: _s, ...f }) => f);
     const single = await stored({ documents: [{ name: 'one', file: onePage }], fields: strip(onFirst) });
     expect(single.fields.map((f) => f.areas)).toEqual(
       onFirst.map((f: { areas: Record<string, unknown>[] }) =>
@@ -511,6 +531,7 @@ describe('GraphQL updateTemplate: fields and submitters', () => {
           uuid submitterUuid name type required readonly defaultValue title description preferences validation
           options { value uuid }
           areas { x y w h page attachmentUuid optionUuid cellW }
+          conditions { fieldUuid value action operation }
         }
       }
     }
