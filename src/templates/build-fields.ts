@@ -181,13 +181,9 @@ export const RequestField = z.object({
   validation: jsonObject(MAX_JSON.preferences).optional(),
   preferences: jsonObject(MAX_JSON.preferences).optional(),
   areas: list(RequestArea, MAX_ITEMS.areas).optional(),
-  uuid: text(MAX_LENGTH.name)
-    .trim()
-    .min(1, 'uuid must not be empty')
-    .optional()
-    .meta({
-      description: "The field's uuid (default: a new random one); kept when given; conditions name fields by it.",
-    }),
+  uuid: text(MAX_LENGTH.name).trim().min(1, 'uuid must not be empty').optional().meta({
+    description: "The field's uuid (default: a new random one); kept when given; conditions name fields by it.",
+  }),
   submitter_uuid: text(MAX_LENGTH.name)
     .optional()
     .meta({ description: 'Template updates: the role by its uuid, as GET answers it (instead of `role`).' }),
@@ -343,7 +339,8 @@ export function buildFields(input: {
         if (parsed.role !== undefined && parsed.role.toLowerCase() !== role.name.toLowerCase()) {
           throw new AppError(
             'VALIDATION',
-            `role "${parsed.role}" and submitter_uuid "${role.uuid}" (${role.name}) name different roles in \`${path}\`.`,
+            `role "${parsed.role}" and submitter_uuid "${role.uuid}" (${role.name}) name different roles ` +
+              `in \`${path}\`.`,
           );
         }
         submitterUuid = role.uuid;
@@ -535,7 +532,8 @@ function toStoredArea(
       throw new AppError(
         'VALIDATION',
         `attachment_uuid "${area.attachment_uuid}" names a document of another template and this request has ` +
-          `${documents.length} documents: give the fields with their document (\`documents[i].fields\`) in \`${path}\`.`,
+          `${documents.length} documents: give the fields with their document (\`documents[i].fields\`) ` +
+          `in \`${path}\`.`,
       );
     }
     document = documents[0];

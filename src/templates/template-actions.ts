@@ -1,7 +1,8 @@
 /**
  * The small template operations: update (name, folder, roles, archived, fields and submitters),
- * archive, delete (permanently), clone (reference/docuseal-behaviour.md §8.2). Each writes its template event row, and records its
- * template.* domain events (webhooks, subscriptions: reference §6), in the same transaction.
+ * archive, delete (permanently), clone (reference/docuseal-behaviour.md §8.2). Each writes its
+ * template event row, and records its template.* domain events (webhooks, subscriptions:
+ * reference §6), in the same transaction.
  */
 import { randomUUID } from 'node:crypto';
 import type { z } from 'zod';
