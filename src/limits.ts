@@ -81,6 +81,13 @@ export const MAX_ITEMS = {
   folderLevels: 10,
 } as const;
 
+/**
+ * Combined PDFs (final documents + audit log, signed) one request may make on demand
+ * (`include=combined_document_url`, GraphQL `combinedDocumentUrl(ensure: true)`): each merges and
+ * signs a whole submission's documents. Items beyond it keep a null URL until a later request.
+ */
+export const COMBINED_DOCUMENTS_PER_REQUEST = 10;
+
 /** A JSON object's limits: its length as JSON text (characters) and its nesting depth (an object = 1). */
 export interface JsonLimit {
   characters: number;

@@ -278,11 +278,11 @@ function oneOffRoute(kind: OneOffKind): RestRoute<CreatedOneOffSubmission> {
 const listSubmissionsOperation = /* GraphQL */ `
   query RestSubmissions(
     $templateId: Int, $q: String, $templateFolder: String, $status: String, $archived: Boolean, $slug: String,
-    $limit: Int, $after: Int, $before: Int
+    $limit: Int, $after: Int, $before: Int, $ensureCombinedDocuments: Boolean
   ) {
     submissions(
       templateId: $templateId, q: $q, templateFolder: $templateFolder, status: $status, archived: $archived,
-      slug: $slug, limit: $limit, after: $after, before: $before
+      slug: $slug, limit: $limit, after: $after, before: $before, ensureCombinedDocuments: $ensureCombinedDocuments
     ) {
       ids
       pagination { count next prev }
@@ -303,8 +303,16 @@ function listSubmissionsVariables(request: RestRequest) {
     limit: queryInt(request, 'limit'),
     after: queryInt(request, 'after'),
     before: queryInt(request, 'before'),
+    ensureCombinedDocuments: includesCombinedDocument(request) || undefined,
   };
 }
+
+/**
+ * `include=combined_document_url` (DocuSeal reads `params[:include].to_s.include?(...)`, reference §5.1):
+ * completed submissions without a combined PDF get one now.
+ */
+const includesCombinedDocument = (request: RestRequest) =>
+  (queryString(request, 'include') ?? '').includes('combined_document_url');
 
 type ListData = {
   submissions: { ids: number[]; pagination: { count: number; next: number | null; prev: number | null } };
@@ -368,20 +376,31 @@ export const submissionReadRoutes: RestRoute[] = [
     variables: (request) => ({ id: pathId(request, 'Submission') }),
     // The read model the submission.* webhooks are made of (src/submissions/read-models.ts), so
     // their `data` is this answer by construction; the operation only coerces the id.
-    run: (variables, { context }) =>
-      readSubmissionForAccount(context, { id: variables.id as number, accountId: requireViewer(context).account.id }),
+    run: async (variables, request) => {
+      const { context } = request;
+      const options = { id: variables.id as number, accountId: requireViewer(context).account.id };
+      const submission = await readSubmissionForAccount(context, options);
+      if (submission.completedAt === null || submission.combinedDocumentUrl !== null) return submission;
+      if (!includesCombinedDocument(request)) return submission;
+      const { ensureCombinedDocument } = await import('../../src/signing/submission-outputs.ts');
+      await ensureCombinedDocument(context, options);
+      return readSubmissionForAccount(context, options);
+    },
     serialize: (submission: SubmissionGetData) => serializeSubmissionGet(submission),
   },
   {
     method: 'GET',
     path: '/submissions/:id/documents',
+    // Before completion, the documents as filled so far; `merge=true` (exactly, as DocuSeal): one PDF (§10.6).
     operation: /* GraphQL */ `
-      query RestSubmissionDocuments($id: Int!) { submission(id: $id) { id documents { name url } } }
+      query RestSubmissionDocuments($id: Int!, $merge: Boolean) {
+        submissionDocuments(id: $id, merge: $merge) { id documents { name url } }
+      }
     `,
-    variables: (request) => ({ id: pathId(request, 'Submission') }),
-    serialize: ({ submission }: { submission: { id: number; documents: unknown[] } }) => ({
-      id: submission.id,
-      documents: submission.documents,
+    variables: (request) => ({ id: pathId(request, 'Submission'), merge: queryString(request, 'merge') === 'true' }),
+    serialize: ({ submissionDocuments }: { submissionDocuments: { id: number; documents: unknown[] } }) => ({
+      id: submissionDocuments.id,
+      documents: submissionDocuments.documents,
     }),
   },
   {

@@ -26,7 +26,10 @@
  *    Its transaction records `form.completed` (key `form.completed:<submitterId>`).
  * 2. `audit-log`, once everyone has completed: the signed audit log. Its transaction also sets the
  *    submission's completed_at and records `submission.completed` (key `submission.completed:<id>`)
- *    and the completed emails' job (src/signing/completed-emails.ts).
+ *    and the completed emails' job (src/signing/completed-emails.ts). When the account's
+ *    `combine_pdf_result` is on, the step also makes the combined PDF (the final documents and the
+ *    audit log, signed; `…/combined.pdf`) and records it in the same transaction, so
+ *    `submission.completed` carries its `combined_document_url` (DocuSeal's order, §10.1 step 3).
  *
  * A submission deleted permanently (src/templates/delete-records.ts) ends the run quietly:
  * a job that finds it gone does nothing, and a step whose transaction finds it gone (it locks the
@@ -58,6 +61,7 @@ import {
   listAuditLogValues,
 } from './audit-log-values.ts';
 import { completedEmailsJob } from './completed-emails.ts';
+import { parseAccountPreferences } from '../accounts/account-preferences.ts';
 import type { ImageFile } from './draw-values.ts';
 
 export const COMPLETE_SUBMISSION_JOB = 'complete-submission';
@@ -199,15 +203,26 @@ type CompletionLibraries = Awaited<ReturnType<typeof loadCompletionLibraries>>;
 // Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
 // that an idle service need not hold (bench/README.md, idle RSS).
 async function loadCompletionLibraries() {
-  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues, drawValuesOn, loadPdfForDrawing }, sign] =
+  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues, drawValuesOn, loadPdfForDrawing }, sign, outputs] =
     await Promise.all([
       import('./audit-log.ts'),
       import('./certificates.ts'),
       import('./draw-values.ts'),
       import('./sign-pdf.ts'),
+      import('./submission-outputs.ts'),
     ]);
   const { signPdf, signPdfDocument } = sign;
-  return { buildAuditLog, loadSigningIdentity, drawValues, drawValuesOn, loadPdfForDrawing, signPdf, signPdfDocument };
+  const { buildCombinedPdf } = outputs;
+  return {
+    buildAuditLog,
+    loadSigningIdentity,
+    drawValues,
+    drawValuesOn,
+    loadPdfForDrawing,
+    signPdf,
+    signPdfDocument,
+    buildCombinedPdf,
+  };
 }
 
 /** What the steps of one run read (loaded once, under the lock) and add to. */
@@ -215,7 +230,8 @@ async function loadCompletionState(db: Db, submissionId: number) {
   const submission = await db.submission.findUnique({
     where: { id: submissionId },
     include: {
-      account: { select: { id: true, name: true, testing: true, timezone: true } },
+      account: { select: { id: true, name: true, testing: true, timezone: true, preferences: true } },
+      template: { select: { name: true } },
       submitters: { orderBy: [{ completedAt: 'asc' }, { id: 'asc' }] },
       completedDocuments: { select: { submitterId: true, kind: true, position: true, fileId: true, sha256: true } },
     },
@@ -454,6 +470,7 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
     const identity = await run.identity();
     return libs.signPdf(log, identity, { name: identity.name });
   });
+  const combined = await ensureCombinedPut(run, finals, put);
   await run.boundary('audit-log', 'stored');
 
   const completedAt = submission.completedAt ?? last.completedAt ?? new Date();
@@ -478,6 +495,26 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
       },
       select: { submitterId: true, kind: true, position: true, fileId: true, sha256: true },
     });
+    if (combined) {
+      const name = submission.name || submission.template.name;
+      const combinedFile = await recordStoredFile(tx, combined, {
+        accountId: submission.accountId,
+        filename: `${name}.pdf`,
+        contentType: 'application/pdf',
+      });
+      await tx.completedDocument.create({
+        data: {
+          accountId: submission.accountId,
+          submissionId: submission.id,
+          submitterId: null,
+          fileId: combinedFile.id,
+          kind: 'combined',
+          name,
+          sha256: combined.sha256,
+          position: 0,
+        },
+      });
+    }
     if (!submission.completedAt || state.completionError !== null) {
       await tx.submission.update({
         where: { id: submission.id },
@@ -491,6 +528,38 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
   state.outputs.push(row);
   state.completionError = null;
   await run.boundary('audit-log', 'committed');
+}
+
+/**
+ * The combined PDF of the audit-log step, when the account's `combine_pdf_result` is on (DocuSeal's
+ * ProcessSubmitterCompletionJob: EnsureCombinedGenerated for the last party,
+ * app/jobs/process_submitter_completion_job.rb): the final documents then the audit log, merged and
+ * signed (src/signing/submission-outputs.ts buildCombinedPdf), stored under its step name.
+ * @returns the stored file, or null when the account does not want it
+ */
+async function ensureCombinedPut(
+  run: CompletionRun,
+  finals: { fileId: number; position: number }[],
+  auditLog: PutResult,
+): Promise<PutResult | null> {
+  const { deps, libs, state } = run;
+  const { submission } = state;
+  if (parseAccountPreferences(submission.account.preferences).combine_pdf_result !== true) return null;
+  return deps.storage.putNamed(stepFileName(submission.slug, 'combined'), async () => {
+    const ordered = [...finals].sort((a, b) => a.position - b.position);
+    const files = await deps.db.storedFile.findMany({
+      where: { id: { in: ordered.map((d) => d.fileId) } },
+      select: { id: true, storageKey: true },
+    });
+    const parts = await Promise.all(
+      ordered.map((d) => deps.storage.read(files.find((f) => f.id === d.fileId)!.storageKey)),
+    );
+    parts.push(await deps.storage.read(auditLog.key));
+    return libs.buildCombinedPdf(
+      { db: deps.db, config: deps.config },
+      { accountId: submission.account.id, accountName: submission.account.name, parts },
+    );
+  });
 }
 
 /** A run that records something ends an earlier failure (the data was fixed, or it was transient). */
@@ -560,8 +629,11 @@ async function loadAuditLogFiles(
   return files;
 }
 
-/** The image files of a party's attachment values (uuids of stored files), by uuid. */
-async function loadImages(
+/**
+ * The image files of a party's attachment values (uuids of stored files), by uuid (also read for the
+ * documents as filled so far, src/signing/submission-outputs.ts).
+ */
+export async function loadImages(
   db: Db,
   storage: FileStorage,
   values: Record<string, unknown>,

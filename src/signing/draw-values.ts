@@ -177,6 +177,16 @@ export async function drawValues(input: DrawValuesInput): Promise<Uint8Array> {
   if (jobs.length === 0) return input.pdf;
   const doc = await loadPdfForDrawing(input.pdf, input.attachmentUuid);
   await drawJobs(doc, input, jobs);
+  return saveDrawnPdf(doc);
+}
+
+/**
+ * Saves a document values were drawn on (drawValuesOn), as drawValues does: several parties'
+ * values drawn on one loaded document cost one save (the documents as filled so far,
+ * src/signing/preview-documents.ts).
+ * @returns the PDF's bytes
+ */
+export function saveDrawnPdf(doc: PDFDocument): Promise<Uint8Array> {
   // Fastest parse/write: blocks the event loop for tens of milliseconds, instead of yielding
   // every 50–100 objects (which made a 14-page file take ~4× longer). No object streams: faster
   // to write, ~5 % larger, and plain for the signer that appends to the file later. Form fields

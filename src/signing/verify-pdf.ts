@@ -326,7 +326,8 @@ export interface DocumentVerification {
 /**
  * Verifies a document for an account: its signatures (verifyPdfSignatures, trusting the
  * certificates the service signs the account's documents with) and whether the exact bytes are
- * one of the account's completed documents, signed documents and audit logs alike. DocuSeal looks
+ * one of the account's completed documents, signed documents, combined PDFs and audit logs alike (not
+ * the documents as filled so far). DocuSeal looks
  * the checksum up among every account's documents; here only the caller's, so a key cannot learn
  * whether another account produced a given file.
  * @throws AppError VALIDATION `Malformed PDF`
@@ -338,7 +339,11 @@ export async function verifyDocument(
 ): Promise<DocumentVerification> {
   const [signatures, produced] = await Promise.all([
     trustedCertificates(deps, accountId).then((trusted) => verifyPdfSignatures(bytes, trusted)),
-    deps.db.completedDocument.findFirst({ where: { accountId, sha256: sha256Hex(bytes) }, select: { id: true } }),
+    // Not the documents as filled so far (unsigned drafts; src/signing/submission-outputs.ts PREVIEW_KINDS).
+    deps.db.completedDocument.findFirst({
+      where: { accountId, sha256: sha256Hex(bytes), kind: { notIn: ['preview', 'preview_merged'] } },
+      select: { id: true },
+    }),
   ]);
   return { checksumStatus: produced ? 'verified' : 'not_found', signatures };
 }

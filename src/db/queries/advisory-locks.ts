@@ -2,8 +2,9 @@
  * Transaction-scoped advisory locks (pg_advisory_xact_lock): each serialises one check-then-create
  * across instances, and is released by the transaction's end. The keys, in one place so that none
  * is taken twice: 7301001 first start, 7301002 folders (per account), 7301005 the generated
- * certificate; 7301006 is completion's session lock (./completion.ts), 7301007 storage keys
- * (./stored-file-keys.ts), and migrations use Prisma Migrate's own key (../migrate.ts).
+ * certificate, 7301008 a submission's kept documents (per submission); 7301006 is completion's
+ * session lock (./completion.ts), 7301007 storage keys (./stored-file-keys.ts), and migrations use
+ * Prisma Migrate's own key (../migrate.ts).
  */
 import type { Prisma } from '../../generated/prisma/client.ts';
 
@@ -22,4 +23,13 @@ export async function lockAccountFolders(tx: Tx, accountId: number): Promise<voi
 /** Serialises the creation of the instance's generated signing certificate (src/signing/certificates.ts). */
 export async function lockGeneratedCertificate(tx: Tx): Promise<void> {
   await tx.$executeRaw`SELECT pg_advisory_xact_lock(${7301005}::int, ${0}::int)`;
+}
+
+/**
+ * Serialises the recording of a submission's kept documents that are made on request (the
+ * documents as filled so far, the merged and combined PDFs: src/signing/submission-outputs.ts), so
+ * two requests making the same one record it once.
+ */
+export async function lockSubmissionOutputs(tx: Tx, submissionId: number): Promise<void> {
+  await tx.$executeRaw`SELECT pg_advisory_xact_lock(${7301008}::int, ${submissionId}::int)`;
 }

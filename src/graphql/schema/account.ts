@@ -1,4 +1,16 @@
+/**
+ * Accounts and users over GraphQL: the Account and User types, and `updateAccountPreferences` (the
+ * account's settings, src/accounts/account-preferences.ts).
+ */
+import {
+  AccountPreferencesChange,
+  parseAccountPreferences,
+  updateAccountPreferences,
+} from '../../accounts/account-preferences.ts';
+import { parseInput } from '../../accounts/api-keys.ts';
 import { builder } from '../builder.ts';
+import { requireViewer } from '../context.ts';
+import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 
 export const AccountRef = builder.prismaObject('Account', {
   description: 'A tenant: the owner of templates, submissions, users and API keys.',
@@ -10,6 +22,13 @@ export const AccountRef = builder.prismaObject('Account', {
     locale: t.exposeString('locale'),
     testing: t.exposeBoolean('testing', {
       description: 'Testing accounts produce documents marked not legally binding.',
+    }),
+    combinePdfResult: t.boolean({
+      description:
+        'Completion also makes one signed PDF of the final documents followed by the audit log ' +
+        '(`Submission.combinedDocumentUrl`; DocuSeal "combine PDF result"). Default false.',
+      select: { preferences: true },
+      resolve: (a) => parseAccountPreferences(a.preferences).combine_pdf_result === true,
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),
@@ -29,3 +48,20 @@ export const UserRef = builder.prismaObject('User', {
     account: t.relation('account'),
   }),
 });
+
+// Derived from its one definition (src/accounts/account-preferences.ts).
+const UpdateAccountPreferencesInput = zodInputType('UpdateAccountPreferencesInput', AccountPreferencesChange);
+
+builder.mutationField('updateAccountPreferences', (t) =>
+  t.prismaField({
+    type: AccountRef,
+    description: "Sets the caller's account settings given (the others are kept); returns the account.",
+    args: { input: t.arg({ type: UpdateAccountPreferencesInput, required: true }) },
+    resolve: async (query, _root, { input }, ctx) => {
+      const { account } = requireViewer(ctx);
+      const change = parseInput(AccountPreferencesChange, fromGraphQLInput(AccountPreferencesChange, input));
+      await updateAccountPreferences(ctx.db, { accountId: account.id, change });
+      return ctx.db.account.findUniqueOrThrow({ ...query, where: { id: account.id } });
+    },
+  }),
+);

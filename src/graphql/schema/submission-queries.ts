@@ -22,7 +22,8 @@ import { UpdateSubmitterRequest } from '../../submissions/submitter-input.ts';
 import { submissionChanges, UpdateSubmissionRequest } from '../../submissions/update-submission-input.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
-import { requireViewer } from '../context.ts';
+import { type GraphQLContext, requireViewer } from '../context.ts';
+import { COMBINED_DOCUMENTS_PER_REQUEST } from '../../limits.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 import { SubmissionRef, SubmitterRef } from './submission.ts';
 import { PaginationRef, withoutNulls } from './template.ts';
@@ -79,16 +80,98 @@ builder.prismaObjectFields(SubmissionRef, (t) => ({
   }),
   combinedDocumentUrl: t.string({
     nullable: true,
+    description:
+      'The combined PDF (final documents, then the audit log, signed) once completed: made by the completion ' +
+      "when the account's `combinePdfResult` is on; with `ensure: true`, made now if missing (DocuSeal's " +
+      `\`include=combined_document_url\`; at most ${COMBINED_DOCUMENTS_PER_REQUEST} made per request, the others null).`,
+    args: { ensure: t.arg.boolean({ defaultValue: false }) },
     select: {
+      id: true,
+      accountId: true,
       completedAt: true,
       completedDocuments: { where: { kind: 'combined' }, select: { file: { select: { uuid: true, filename: true } } } },
     },
-    resolve: (s, _args, ctx) => {
-      const file = completedOutputFile(s, s.completedDocuments);
+    resolve: async (s, { ensure }, ctx) => {
+      let file = completedOutputFile(s, s.completedDocuments);
+      if (!file && ensure && s.completedAt && takeCombinedBudget(ctx)) {
+        const { ensureCombinedDocument } = await import('../../signing/submission-outputs.ts');
+        file = (await ensureCombinedDocument(outputDeps(ctx), { accountId: s.accountId, id: s.id }))?.file ?? null;
+      }
       return file ? ctx.files.url(file) : null;
     },
   }),
 }));
+
+/** What the documents made on request need from the context (src/signing/submission-outputs.ts). */
+const outputDeps = (ctx: GraphQLContext) => ({ db: ctx.db, storage: ctx.storage, config: ctx.config });
+
+/** Combined PDFs made so far by each request (COMBINED_DOCUMENTS_PER_REQUEST). */
+const combinedMade = new WeakMap<object, number>();
+
+/** Whether this request may make one more combined PDF (and counts it). */
+function takeCombinedBudget(ctx: GraphQLContext): boolean {
+  const made = combinedMade.get(ctx) ?? 0;
+  if (made >= COMBINED_DOCUMENTS_PER_REQUEST) return false;
+  combinedMade.set(ctx, made + 1);
+  return true;
+}
+
+/**
+ * The combined PDFs of the completed submissions among `ids` that have none, made now (DocuSeal's
+ * `include=combined_document_url` on GET /submissions), at most COMBINED_DOCUMENTS_PER_REQUEST per
+ * request (one at a time; the others stay without one).
+ */
+async function ensureCombinedDocuments(ctx: GraphQLContext, accountId: number, ids: number[]): Promise<void> {
+  const missing = await ctx.db.submission.findMany({
+    where: {
+      id: { in: ids },
+      accountId,
+      completedAt: { not: null },
+      completedDocuments: { none: { kind: 'combined' } },
+    },
+    orderBy: { id: 'asc' },
+    select: { id: true },
+  });
+  if (missing.length === 0) return;
+  const { ensureCombinedDocument } = await import('../../signing/submission-outputs.ts');
+  for (const { id } of missing) {
+    if (!takeCombinedBudget(ctx)) return;
+    await ensureCombinedDocument(outputDeps(ctx), { accountId, id });
+  }
+}
+
+const SubmissionDocumentsRef = builder
+  .objectRef<{ id: number; documents: { name: string; url: string }[] }>('SubmissionDocuments')
+  .implement({
+    description: 'A submission id and its documents (GET /submissions/{id}/documents).',
+    fields: (t) => ({
+      id: t.exposeInt('id'),
+      documents: t.field({ type: [DocumentLinkRef], resolve: (d) => d.documents }),
+    }),
+  });
+
+builder.queryField('submissionDocuments', (t) =>
+  t.field({
+    type: SubmissionDocumentsRef,
+    description:
+      "The documents of a submission as DocuSeal's GET /submissions/{id}/documents gives them: once completed, " +
+      'the signed documents of the last party to complete; before, the documents as filled so far (every ' +
+      "party's values drawn on the originals, not signed; made on request and kept per version of the values). " +
+      '`merge: true` (with more than one document): one PDF of them all (signed once completed).',
+    args: { id: t.arg.int({ required: true }), merge: t.arg.boolean({ defaultValue: false }) },
+    resolve: async (_root, { id, merge }, ctx) => {
+      const { account } = requireViewer(ctx);
+      await findSubmissionForAccount(ctx.db, { id, accountId: account.id });
+      const { submissionDocumentsAsFilled } = await import('../../signing/submission-outputs.ts');
+      const documents = await submissionDocumentsAsFilled(outputDeps(ctx), {
+        accountId: account.id,
+        id,
+        merge: merge === true,
+      });
+      return { id, documents: documents.map((d) => ({ name: d.name, url: ctx.files.url(d.file) })) };
+    },
+  }),
+);
 
 builder.prismaObjectFields(SubmitterRef, (t) => ({
   events: t.relation('events', { query: { orderBy: EVENT_ORDER } }),
@@ -186,8 +269,13 @@ builder.queryField('submissions', (t) =>
       limit: t.arg.int(),
       after: t.arg.int(),
       before: t.arg.int(),
+      ensureCombinedDocuments: t.arg.boolean({
+        description:
+          "Make the page's missing combined PDFs now (DocuSeal's `include=combined_document_url`; at most " +
+          `${COMBINED_DOCUMENTS_PER_REQUEST} per request).`,
+      }),
     },
-    resolve: async (_root, raw, ctx) => {
+    resolve: async (_root, { ensureCombinedDocuments: ensure, ...raw }, ctx) => {
       const { account } = requireViewer(ctx);
       const args = parseInput(SubmissionsArgs, withoutNulls(raw));
       // A filter id names a record like any other: another account's is FORBIDDEN, an unknown one
@@ -210,6 +298,7 @@ builder.queryField('submissions', (t) =>
         limit: pageSize(args),
         now: new Date(),
       });
+      if (ensure) await ensureCombinedDocuments(ctx, account.id, ids);
       return { ids };
     },
   }),

@@ -1,0 +1,69 @@
+/**
+ * An account's settings (the `accounts.preferences` JSON column), in DocuSeal's terms: its
+ * AccountConfig rows (app/models/account_config.rb), of which Signet keeps those it acts on.
+ *
+ * - `combine_pdf_result` (DocuSeal's COMBINE_PDF_RESULT_KEY, "combine PDF result" in its account
+ *   settings): when the submission completes, the completion also makes one signed PDF of the
+ *   final documents followed by the audit log, whose URL is `combined_document_url`
+ *   (app/jobs/process_submitter_completion_job.rb, lib/submissions/generate_combined_attachment.rb).
+ *
+ * One definition: the stored column is parsed through AccountPreferences; the GraphQL input of
+ * `updateAccountPreferences` and the CLI's `account settings` options are derived from
+ * AccountPreferencesChange.
+ */
+import { z } from 'zod';
+import type { Db } from '../db/client.ts';
+import type { Prisma } from '../generated/prisma/client.ts';
+
+/** The stored settings; keys Signet does not know are kept as they are. */
+export const AccountPreferences = z.looseObject({
+  combine_pdf_result: z.boolean().optional(),
+});
+export type AccountPreferences = z.infer<typeof AccountPreferences>;
+
+/** A change of settings: the keys given are set, the others kept. */
+export const AccountPreferencesChange = z.object({
+  combine_pdf_result: z
+    .boolean()
+    .optional()
+    .meta({
+      description:
+        'Completion also makes one signed PDF of the final documents and the audit log ' +
+        '(`combinedDocumentUrl`; DocuSeal "combine PDF result").',
+    }),
+});
+export type AccountPreferencesChange = z.infer<typeof AccountPreferencesChange>;
+
+/**
+ * The settings stored in an account's `preferences` column; a value of the wrong type reads as unset.
+ * @param stored the column's JSON
+ */
+export function parseAccountPreferences(stored: unknown): AccountPreferences {
+  const parsed = AccountPreferences.safeParse(stored ?? {});
+  if (parsed.success) return parsed.data;
+  const loose = (typeof stored === 'object' && stored !== null ? stored : {}) as Record<string, unknown>;
+  return { ...loose, combine_pdf_result: undefined };
+}
+
+/**
+ * Sets the given settings of an account (the others are kept), read and written in one transaction.
+ * @returns the account's settings after the change
+ */
+export async function updateAccountPreferences(
+  db: Db,
+  options: { accountId: number; change: AccountPreferencesChange },
+): Promise<AccountPreferences> {
+  return db.$transaction(async (tx) => {
+    const account = await tx.account.findUniqueOrThrow({
+      where: { id: options.accountId },
+      select: { preferences: true },
+    });
+    const next = { ...parseAccountPreferences(account.preferences) };
+    for (const [key, value] of Object.entries(options.change)) if (value !== undefined) next[key] = value;
+    await tx.account.update({
+      where: { id: options.accountId },
+      data: { preferences: next as Prisma.InputJsonValue },
+    });
+    return next;
+  });
+}
