@@ -178,6 +178,30 @@ describe('signet api-key', () => {
   });
 });
 
+describe('signet account settings', () => {
+  it('prints the settings, stores combine-pdf-result in the account preferences, exits 2 on bad input', async () => {
+    const created = jsonLine(
+      (await runSignet(['account', 'create', '--name', 'Gamma', '--email', 'owner@gamma.test'], env)).stdout,
+    );
+    const id = String(created.accountId);
+    const read = await runSignet(['account', 'settings', '--account-id', id], env);
+    expect(read.code, read.stderr).toBe(0);
+    expect(jsonLine(read.stdout)).toEqual({ accountId: created.accountId, combinePdfResult: false });
+    const set = await runSignet(['account', 'settings', '--account-id', id, '--combine-pdf-result', 'true'], env);
+    expect(set.code, set.stderr).toBe(0);
+    expect(jsonLine(set.stdout)).toEqual({ accountId: created.accountId, combinePdfResult: true });
+    const stored = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
+    expect(stored.preferences).toEqual({ combine_pdf_result: true });
+
+    const bad = await runSignet(['account', 'settings', '--account-id', id, '--combine-pdf-result', 'yes'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--combine-pdf-result must be true or false');
+    const unknown = await runSignet(['account', 'settings', '--account-id', '99999999'], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('Account 99999999 not found');
+  });
+});
+
 describe('signet account list, signet user list', () => {
   it('print every account and user as one JSON array, archived ones marked, never a key', async () => {
     const created = jsonLine(
@@ -291,8 +315,8 @@ describe('signet help', () => {
       ],
       [
         ['account', '--help'],
-        'Usage: signet account <create|list> [options]',
-        ['account create --name NAME', 'account list'],
+        'Usage: signet account <create|list|settings> [options]',
+        ['account create --name NAME', 'account list', 'account settings --account-id N'],
       ],
       [['account', 'list', '-h'], 'Usage: signet account list', ['Prints every account']],
       [

@@ -8,6 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
+import { parseAccountPreferences, updateAccountPreferences } from '../accounts/account-preferences.ts';
 import { createApiKey, listApiKeys, revokeApiKey } from '../accounts/api-keys.ts';
 import { createAccount } from '../accounts/create-account.ts';
 import { listAccounts, listUsers } from '../accounts/list-accounts.ts';
@@ -15,7 +16,7 @@ import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createDb, type Db } from '../db/client.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
-import { isAppError } from '../errors.ts';
+import { AppError, isAppError } from '../errors.ts';
 import {
   createWebhookEndpoint,
   listWebhookEndpoints,
@@ -73,6 +74,28 @@ const COMMANDS: Record<string, Command> = {
     required: [],
     async run(db) {
       return listAccounts(db);
+    },
+  },
+  'account settings': {
+    synopsis: 'account settings --account-id N [--combine-pdf-result true|false]',
+    description:
+      "Sets the account's settings given (the others are kept), then prints them:\n" +
+      '{"accountId":1,"combinePdfResult":false}. --combine-pdf-result: completion also makes one signed PDF\n' +
+      'of the final documents and the audit log (combined_document_url; DocuSeal "combine PDF result").',
+    options: { 'account-id': { type: 'string' }, 'combine-pdf-result': { type: 'string' } },
+    required: ['account-id'],
+    async run(db, flags) {
+      const accountId = positiveInt(flags, 'account-id');
+      const combine = flags['combine-pdf-result'];
+      if (combine !== undefined && combine !== 'true' && combine !== 'false')
+        throw new AppError('VALIDATION', `--combine-pdf-result must be true or false, got "${String(combine)}"`);
+      const account = await db.account.findUnique({ where: { id: accountId }, select: { preferences: true } });
+      if (!account) throw new AppError('NOT_FOUND', `Account ${accountId} not found`);
+      const preferences =
+        combine === undefined
+          ? parseAccountPreferences(account.preferences)
+          : await updateAccountPreferences(db, { accountId, change: { combine_pdf_result: combine === 'true' } });
+      return { accountId, combinePdfResult: preferences.combine_pdf_result === true };
     },
   },
   'user list': {
