@@ -14,6 +14,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
+import { createLocalStorage } from '../src/documents/storage.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
@@ -86,6 +87,9 @@ async function documentsOf(id: number, query = '') {
   return answer.json.documents as { name: string; url: string }[];
 }
 
+/** The service's storage (src/app.ts: local disk under DATA_DIR/files). */
+const storage = () => createLocalStorage(path.join(t.config.dataDir, 'files'));
+
 const keptRows = (submissionId: number, kind: string) =>
   t.db.completedDocument.findMany({ where: { submissionId, kind }, orderBy: { position: 'asc' } });
 
@@ -141,6 +145,10 @@ describe('GET /submissions/{id}/documents', () => {
     // Asked again with the same values: the kept files, not drawn again.
     const kept = await keptRows(id, 'preview');
     expect(kept).toHaveLength(2);
+    const keptKeys = (await t.db.storedFile.findMany({ where: { id: { in: kept.map((d) => d.fileId) } } })).map(
+      (f) => f.storageKey,
+    );
+    for (const key of keptKeys) expect(await storage().exists(key)).toBe(true);
     await documentsOf(id);
     expect((await keptRows(id, 'preview')).map((d) => d.fileId)).toEqual(kept.map((d) => d.fileId));
     // GET /submissions/{id} keeps `documents: []` until completed (DocuSeal's serializer).
@@ -165,6 +173,11 @@ describe('GET /submissions/{id}/documents', () => {
     const replaced = await keptRows(id, 'preview');
     expect(replaced).toHaveLength(2);
     expect(replaced.map((d) => d.fileId)).not.toEqual(kept.map((d) => d.fileId));
+    // The replaced drafts are gone: rows at once, bytes after the commit (delete-unused-files).
+    expect(await t.db.storedFile.count({ where: { id: { in: kept.map((d) => d.fileId) } } })).toBe(0);
+    await t.outboxRelayed();
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+    for (const key of keptKeys) expect(await storage().exists(key), key).toBe(false);
     // A draft is not a completed document for /tools/verify (the contract, with the client's values
     // only, is byte for byte the client's completed document, drawn by the same code).
     const verify = await api('POST', '/tools/verify', {

@@ -476,7 +476,7 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
   const completedAt = submission.completedAt ?? last.completedAt ?? new Date();
   const row = await deps.effects.transaction(async (tx, effects) => {
     if (!(await lockSubmissionForStep(tx, submission.id)))
-      throw new SubmissionGone([{ key: put.key, sha256: put.sha256 }]);
+      throw new SubmissionGone([put, ...(combined ? [combined] : [])].map(({ key, sha256 }) => ({ key, sha256 })));
     const file = await recordStoredFile({ db: tx, storage: deps.storage }, put, {
       accountId: submission.accountId,
       filename: 'Audit Log.pdf',
@@ -497,7 +497,7 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
     });
     if (combined) {
       const name = submission.name || submission.template.name;
-      const combinedFile = await recordStoredFile(tx, combined, {
+      const combinedFile = await recordStoredFile({ db: tx, storage: deps.storage }, combined, {
         accountId: submission.accountId,
         filename: `${name}.pdf`,
         contentType: 'application/pdf',

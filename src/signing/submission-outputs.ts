@@ -23,17 +23,19 @@
  * signed documents are not carried over; the merged file gets its own). Files are stored under
  * names (FileStorage.putNamed, first write wins) made of the submission's slug and, for the
  * documents as filled, the values' version; rows are recorded under a per-submission lock
- * (lockSubmissionOutputs), so concurrent requests record one set. Replaced preview files stay in
- * storage (it has no delete); their rows go.
+ * (lockSubmissionOutputs), so concurrent requests record one set. Replaced drafts' rows go in that
+ * transaction, and their bytes after it (the delete-unused-files job, src/documents/unused-files.ts).
  */
 import { createHash } from 'node:crypto';
 import type { Config } from '../config.ts';
-import type { Db, Prisma } from '../db/client.ts';
+import type { Db } from '../db/client.ts';
 import { lockSubmissionOutputs } from '../db/queries/advisory-locks.ts';
 import { mergePdfs } from '../documents/merge-pdfs.ts';
 import type { PdfPageInfo } from '../documents/pdf.ts';
 import type { FileStorage, PutResult } from '../documents/storage.ts';
 import { recordStoredFile } from '../documents/store-file.ts';
+import { unusedFilesJobs } from '../documents/unused-files.ts';
+import type { SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
 import { parseFields } from '../templates/fields.ts';
 import { loadSigningIdentity } from './certificates.ts';
@@ -45,6 +47,8 @@ export interface SubmissionOutputDeps {
   db: Db;
   storage: FileStorage;
   config: Pick<Config, 'signingP12Path' | 'signingP12Password'>;
+  /** Recording transactions, with the job removing the bytes of replaced drafts (unusedFilesJobs). */
+  effects: Pick<SideEffects, 'transaction'>;
 }
 
 /** A document of the answer: its name (DocuSeal's filename without `.pdf`) and its stored file. */
@@ -190,7 +194,7 @@ async function ensureMergedOutput(
     });
   });
   const name = mergedName(submission);
-  const [recorded] = await recordOutputs(deps.db, submission, kind, [{ name, position: 0, put }]);
+  const [recorded] = await recordOutputs(deps, submission, kind, [{ name, position: 0, put }]);
   return recorded!;
 }
 
@@ -254,7 +258,7 @@ async function previewDocuments(
         },
       ]
     : drawn;
-  return recordOutputs(deps.db, submission, kind, made, version);
+  return recordOutputs(deps, submission, kind, made, version);
 }
 
 /** `previews/<submission slug>/<values version>-<position or "merged">.pdf` (FileStorage.putNamed). */
@@ -309,18 +313,23 @@ async function drawPreviewDocuments(
  * answered and nothing is recorded.
  */
 async function recordOutputs(
-  db: Db,
+  deps: SubmissionOutputDeps,
   submission: LoadedSubmission,
   kind: string,
   made: { name: string; position: number; put: PutResult }[],
   version?: string,
 ): Promise<SubmissionDocumentFile[]> {
-  return db.$transaction(async (tx) => {
+  return deps.effects.transaction(async (tx, effects) => {
     await lockSubmissionOutputs(tx, submission.id);
     const current = await tx.completedDocument.findMany({
       where: { submissionId: submission.id, kind },
       orderBy: [{ position: 'asc' }, { id: 'asc' }],
-      select: { id: true, name: true, fileId: true, file: FILE },
+      select: {
+        id: true,
+        name: true,
+        fileId: true,
+        file: { select: { ...FILE.select, storageKey: true, sha256: true } },
+      },
     });
     const isCurrent =
       current.length === made.length && current.every((d) => version === undefined || versionOf(d.file) === version);
@@ -328,10 +337,12 @@ async function recordOutputs(
     if (current.length > 0) {
       await tx.completedDocument.deleteMany({ where: { id: { in: current.map((d) => d.id) } } });
       await tx.storedFile.deleteMany({ where: { id: { in: current.map((d) => d.fileId) } } });
+      // Their bytes go once the deletion has committed, if no other row uses them.
+      effects.jobs.push(...unusedFilesJobs(current.map((d) => ({ key: d.file.storageKey, sha256: d.file.sha256 }))));
     }
     const recorded: SubmissionDocumentFile[] = [];
     for (const { name, position, put } of made) {
-      const file = await recordStoredFile(tx as unknown as Prisma.TransactionClient, put, {
+      const file = await recordStoredFile({ db: tx, storage: deps.storage }, put, {
         accountId: submission.accountId,
         filename: `${name}.pdf`,
         contentType: 'application/pdf',

@@ -103,7 +103,12 @@ builder.prismaObjectFields(SubmissionRef, (t) => ({
 }));
 
 /** What the documents made on request need from the context (src/signing/submission-outputs.ts). */
-const outputDeps = (ctx: GraphQLContext) => ({ db: ctx.db, storage: ctx.storage, config: ctx.config });
+const outputDeps = (ctx: GraphQLContext) => ({
+  db: ctx.db,
+  storage: ctx.storage,
+  config: ctx.config,
+  effects: ctx.effects,
+});
 
 /** Combined PDFs made so far by each request (COMBINED_DOCUMENTS_PER_REQUEST). */
 const combinedMade = new WeakMap<object, number>();
