@@ -225,6 +225,11 @@ const GRAPHQL_CASES: GraphQLCase[] = [
     variables: (i) => ({ id: i.submission }),
   },
   {
+    field: 'submissionDocuments',
+    query: 'query ($id: Int!) { submissionDocuments(id: $id) { id } }',
+    variables: (i) => ({ id: i.submission }),
+  },
+  {
     field: 'submitter',
     query: 'query ($id: Int!) { submitter(id: $id) { id } }',
     variables: (i) => ({ id: i.submitter }),
