@@ -83,7 +83,8 @@ builder.prismaObjectFields(SubmissionRef, (t) => ({
     description:
       'The combined PDF (final documents, then the audit log, signed) once completed: made by the completion ' +
       "when the account's `combinePdfResult` is on; with `ensure: true`, made now if missing (DocuSeal's " +
-      `\`include=combined_document_url\`; at most ${COMBINED_DOCUMENTS_PER_REQUEST} made per request, the others null).`,
+      `\`include=combined_document_url\`; at most ${COMBINED_DOCUMENTS_PER_REQUEST} made per request, ` +
+      'the others null).',
     args: { ensure: t.arg.boolean({ defaultValue: false }) },
     select: {
       id: true,
