@@ -723,7 +723,7 @@ describe('value formats', () => {
     expect(formatNumber(1234.5, 'eur')).toBe('1 234,50 €');
     expect(formatNumber(1234.5, 'gbp')).toBe('£1,234.50');
     expect(formatNumber(12.5, 'percent')).toBe('12.5%');
-    expect(formatNumber(12.5, 'percent_space')).toBe('12.5 %');
+    expect(formatNumber(12.5, 'percent_space')).toBe('12,5 %'); // DocuSeal: tr('.', ',')
     expect(formatNumber('42', 'comma')).toBe('42');
     expect(formatNumber(1234.5, undefined)).toBe('1234.5');
     expect(formatNumber('n/a', 'usd')).toBe('n/a');

@@ -20,6 +20,7 @@ import { checkValuesSize, valueSizeMessage } from '../limits.ts';
 import type { Field } from '../templates/fields.ts';
 import { hiddenFieldUuids } from '../templates/field-conditions.ts';
 import { compileFieldPattern } from '../templates/field-pattern.ts';
+import { parseFieldValue, UnparsableValue } from '../signing/format-values.ts';
 
 /** A refusal about one field: the GraphQL error carries `extensions.fieldUuid` (the page marks the field). */
 export class SigningFieldError extends AppError {
@@ -303,12 +304,16 @@ function checkCompletedValue(field: Field, value: unknown): unknown {
   };
   let checked = value;
   switch (field.type) {
-    case 'number': {
-      const n = typeof value === 'number' ? value : Number(String(value).trim());
-      if (!Number.isFinite(n) || (typeof value === 'string' && value.trim() === '')) invalid('not a number');
-      checked = n;
+    case 'number':
+    case 'date':
+      // Read with the field's format and stored as DocuSeal stores it (src/signing/format-values.ts).
+      try {
+        checked = parseFieldValue(field, value);
+      } catch (error) {
+        if (!(error instanceof UnparsableValue)) throw error;
+        invalid(field.type === 'number' ? `not a number (${error.message})` : `not a date (${error.message})`);
+      }
       break;
-    }
     case 'phone': {
       const text = String(value).replace(/[\s().-]/g, '');
       if (!text.startsWith('+') || !isValidPhoneNumber(text))
@@ -316,9 +321,6 @@ function checkCompletedValue(field: Field, value: unknown): unknown {
       checked = parsePhoneNumberFromString(text)!.number;
       break;
     }
-    case 'date':
-      if (!isDateValue(String(value))) invalid('not a date (YYYY-MM-DD)');
-      break;
     case 'radio':
     case 'select':
       if (field.options?.length && !field.options.some((o) => o.value === value))
@@ -345,19 +347,4 @@ function checkCompletedValue(field: Field, value: unknown): unknown {
     }
   }
   return checked;
-}
-
-/** The stored date shapes (§11): YYYY-MM-DD (a real day), YYYY-MM, or an ISO 8601 date-time. */
-function isDateValue(text: string): boolean {
-  const day = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  if (day) {
-    const date = new Date(Date.UTC(Number(day[1]), Number(day[2]) - 1, Number(day[3])));
-    return (
-      date.getUTCFullYear() === Number(day[1]) &&
-      date.getUTCMonth() === Number(day[2]) - 1 &&
-      date.getUTCDate() === Number(day[3])
-    );
-  }
-  if (/^\d{4}-(0[1-9]|1[0-2])$/.test(text)) return true;
-  return /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}/.test(text) && !Number.isNaN(new Date(text).getTime());
 }

@@ -38,6 +38,7 @@ import { completionJob } from '../signing/complete-submission.ts';
 import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../documents/drawable-image.ts';
 import { checkFieldPattern } from '../templates/field-pattern.ts';
 import { noFieldsError } from '../templates/template-warnings.ts';
+import { parseFieldValue, UnparsableValue } from '../signing/format-values.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
 import { dropHiddenValues } from '../signing-form/field-values.ts';
 import { mergeRoles } from './merge-roles.ts';
@@ -710,7 +711,11 @@ export async function applyPrefill(
       values[field.uuid] = await attachmentValue(context.staged, context, raw, field, where);
       return;
     }
-    const value = normalizeValue(field, raw);
+    const value = normalizeValue(field, raw, at);
+    if (value === null) {
+      values[field.uuid] = null; // a blank date or number: DocuSeal's `return nil if value.blank?`
+      return;
+    }
     const tooLarge = valueSizeMessage(value, at);
     if (tooLarge) throw new AppError('VALIDATION', tooLarge, { details: { path: at } });
     if (field.type === 'phone' && phone === null && typeof value === 'string') {
@@ -771,14 +776,29 @@ function applyFieldConfig(field: Field, config: FieldConfig): void {
   if (config.preferences) field.preferences = { ...field.preferences, ...config.preferences };
 }
 
-/** Prefilled values by field type (§11): numbers, booleans, option lists; others as strings. */
-export function normalizeValue(field: Field, raw: unknown): unknown {
+/**
+ * Prefilled values by field type (§11, DocuSeal's normalize_values.rb `normalize_value`): dates
+ * and numbers read with the field's `preferences.format` and stored as DocuSeal stores them
+ * (src/signing/format-values.ts parseFieldValue; blank → null), booleans, option lists; others
+ * as strings.
+ * @throws AppError VALIDATION `Invalid date value for <name>: "<value>" — expected a date in
+ *   DD/MM/YYYY or YYYY-MM-DD` (likewise `Invalid number value for <name>: …`)
+ */
+export function normalizeValue(field: Field, raw: unknown, path?: string): unknown {
   switch (field.type) {
-    case 'number': {
-      const n = typeof raw === 'number' ? raw : Number(String(raw).replace(/,/g, ''));
-      if (!Number.isFinite(n)) throw new AppError('VALIDATION', `Invalid number value for ${field.name}`);
-      return Number.isInteger(n) ? n : n;
-    }
+    case 'number':
+    case 'date':
+      try {
+        return parseFieldValue(field, raw);
+      } catch (error) {
+        if (!(error instanceof UnparsableValue)) throw error;
+        const shown = typeof raw === 'string' ? `"${Array.from(raw).slice(0, 40).join('')}"` : JSON.stringify(raw);
+        const name = field.name || field.title || field.uuid;
+        throw new AppError('VALIDATION', `Invalid ${field.type} value for ${name}: ${shown} — ${error.message}`, {
+          cause: error,
+          details: path ? { path } : undefined,
+        });
+      }
     case 'checkbox':
       return raw === true || /^(1|true|yes)$/i.test(String(raw));
     case 'multiple':

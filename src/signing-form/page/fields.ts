@@ -12,6 +12,7 @@ import { sameOriginUrl, uploadAttachment } from './api.ts';
 import { h, uniqueId } from './dom.ts';
 import { openSignatureDialog } from './signature-dialog.ts';
 import type { FieldArea, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
+import { dateKind, type DateKind } from '../../signing/format-values.ts';
 import { displayText, fieldLabel, isEditable, normalizePhone } from './values.ts';
 import type { PageView } from './viewer.ts';
 
@@ -330,7 +331,11 @@ function mountInput(
       const tall = field.type === 'text' && area && size && area.h * size.height > 40;
       const input = tall ? h('textarea', { className: 'text-input' }) : h('input', { className: 'text-input' });
       if (input instanceof HTMLInputElement) {
-        input.type = { number: 'number', date: 'date', phone: 'tel' }[field.type] ?? 'text';
+        // A date field's input follows what its format stores (DocuSeal's date_step.vue `inputType`).
+        input.type =
+          field.type === 'date'
+            ? DATE_INPUT_TYPES[dateKind(field.preferences.format)]
+            : ({ number: 'number', phone: 'tel' }[field.type] ?? 'text');
         if (field.type === 'number') {
           input.step = 'any';
           input.inputMode = 'decimal';
@@ -343,12 +348,22 @@ function mountInput(
           input.spellcheck = false;
         }
       }
-      input.value = value === null || value === undefined ? '' : String(value);
+      input.value =
+        value === null || value === undefined
+          ? ''
+          : field.type === 'date' && input.type === 'datetime-local'
+            ? localDateTime(String(value))
+            : String(value);
       if (field.type !== 'date' && field.type !== 'cells') input.placeholder = label;
       describe(input);
       const read = (): unknown => {
         if (field.type === 'number') return input.value === '' ? null : Number(input.value);
         if (field.type === 'phone') return input.value.trim() === '' ? null : normalizePhone(input.value.trim());
+        if (field.type === 'date' && input.type === 'datetime-local') {
+          // Stored as the instant in UTC, as DocuSeal's form does (`new Date(value).toISOString()`).
+          const instant = new Date(input.value);
+          return input.value === '' || Number.isNaN(instant.getTime()) ? null : instant.toISOString();
+        }
         if (field.type === 'date') return input.value === '' ? null : input.value;
         return input.value;
       };
@@ -631,4 +646,18 @@ function initialsOf(name: string): string {
     .filter(Boolean)
     .map((part) => part[0]!.toUpperCase())
     .join('');
+}
+
+/** The input a date field gets by what its format stores: a day, a month, or a local date and time. */
+const DATE_INPUT_TYPES: Record<DateKind, string> = { date: 'date', month: 'month', datetime: 'datetime-local' };
+
+/** A stored instant as a `datetime-local` input shows it (the browser's time zone); '' when it is not one. */
+function localDateTime(value: string): string {
+  const instant = new Date(value);
+  if (Number.isNaN(instant.getTime())) return '';
+  const pad = (n: number) => String(n).padStart(2, '0');
+  return (
+    `${instant.getFullYear()}-${pad(instant.getMonth() + 1)}-${pad(instant.getDate())}` +
+    `T${pad(instant.getHours())}:${pad(instant.getMinutes())}`
+  );
 }

@@ -3,6 +3,7 @@
  * (the server checks required fields and patterns again), and how a value is shown read-only.
  * Stored shapes follow docuseal-behaviour.md §11.
  */
+import { formatDate, formatNumber } from '../../signing/format-values.ts';
 import { compileFieldPattern, type FieldPattern } from '../../templates/field-pattern.ts';
 import type { SigningFormField } from './types.ts';
 
@@ -83,49 +84,17 @@ export function today(): string {
   return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
 }
 
-const MONTHS = [
-  'January',
-  'February',
-  'March',
-  'April',
-  'May',
-  'June',
-  'July',
-  'August',
-  'September',
-  'October',
-  'November',
-  'December',
-];
-
-/**
- * A YYYY-MM-DD date in a DocuSeal date format (tokens D DD M MM MMM MMMM YY YYYY, §11; default
- * DD/MM/YYYY). Other values are returned as they are.
- */
-export function formatDate(value: string, format: unknown): string {
-  const match = /^(\d{4})-(\d{2})-(\d{2})/.exec(value);
-  if (!match) return value;
-  const [, year, month, day] = match as unknown as [string, string, string, string];
-  const pattern = typeof format === 'string' && format ? format : 'DD/MM/YYYY';
-  const tokens: Record<string, string> = {
-    YYYY: year,
-    YY: year.slice(2),
-    MMMM: MONTHS[Number(month) - 1] ?? month,
-    MMM: (MONTHS[Number(month) - 1] ?? month).slice(0, 3),
-    MM: month,
-    M: String(Number(month)),
-    DD: day,
-    D: String(Number(day)),
-  };
-  return pattern.replace(/YYYY|YY|MMMM|MMM|MM|M|DD|D/g, (token) => tokens[token] ?? token);
-}
-
 /** A value as text for a read-only display (not for attachments, which are shown as images or links). */
 export function displayText(field: SigningFormField, value: unknown): string {
   if (value === null || value === undefined) return '';
-  if (field.type === 'date' && typeof value === 'string') {
-    return formatDate(value === '{{date}}' ? today() : value, field.preferences.format);
+  // Dates and numbers as the documents draw them (src/signing/format-values.ts), in the browser's
+  // time zone and locale as DocuSeal's form shows them (area.vue).
+  const format = typeof field.preferences.format === 'string' ? field.preferences.format : undefined;
+  if (field.type === 'date') {
+    const { timeZone, locale } = Intl.DateTimeFormat().resolvedOptions();
+    return formatDate(value, format, { timeZone, locale });
   }
+  if (field.type === 'number') return formatNumber(value, format);
   if (field.type === 'checkbox') return value === true ? '✔' : '';
   if (Array.isArray(value)) return value.map(String).join(', ');
   return String(value);
