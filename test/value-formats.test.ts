@@ -80,7 +80,7 @@ afterAll(async () => {
 });
 
 describe('date and number values over REST', () => {
-  it('stores values given in the fields’ formats as DocuSeal does, and the document and audit log show them', async () => {
+  it('stores values given in the fields’ formats as DocuSeal does; the document and audit log show them', async () => {
     const created = await api('POST', '/submissions', {
       template_id: templateId,
       submitters: [{ role: 'Client', email: 'client@formats.test', completed: true, values: VALUES }],
