@@ -6,7 +6,7 @@
 import { hiddenByOwnValues } from '../templates/field-conditions.ts';
 import type { Field } from '../templates/fields.ts';
 import type { ImageFile } from './embed-image.ts';
-import { formatDate, formatNumber, maskText } from './format-values.ts';
+import { formatFieldValue, maskText } from './format-values.ts';
 
 /** One field of a party as the audit log prints it. */
 export interface AuditLogValue {
@@ -156,11 +156,10 @@ function displayText(
   value: unknown,
   options: { timeZone?: string; now?: Date; locale?: string },
 ): string {
-  const format = typeof field.preferences?.format === 'string' ? field.preferences.format : undefined;
   let text: string;
+  const formatted = formatFieldValue(field, value, options);
   if (field.type === 'checkbox') text = value === true || value === 'true' ? 'True' : capitalize(String(value));
-  else if (field.type === 'date') text = formatDateIn(value, format, options);
-  else if (field.type === 'number') text = formatNumber(value, format);
+  else if (formatted !== undefined) text = formatted;
   else if (Array.isArray(value))
     text = value
       .filter((item) => item !== null && item !== undefined && item !== '')
@@ -169,20 +168,6 @@ function displayText(
   else if (typeof value === 'object') text = JSON.stringify(value);
   else text = String(value);
   return maskText(text, field.preferences?.mask);
-}
-
-/** formatDate in the zone, or in UTC when Intl does not know the zone (the audit log prints times in UTC then too). */
-function formatDateIn(
-  value: unknown,
-  format: string | undefined,
-  options: { timeZone?: string; now?: Date; locale?: string },
-): string {
-  try {
-    return formatDate(value, format, { timeZone: options.timeZone ?? 'UTC', now: options.now, locale: options.locale });
-  } catch (error) {
-    if (!(error instanceof RangeError)) throw error;
-    return formatDate(value, format, { timeZone: 'UTC', now: options.now, locale: options.locale });
-  }
 }
 
 function capitalize(text: string): string {

@@ -29,7 +29,7 @@ import { hiddenByOwnValues } from '../templates/field-conditions.ts';
 import type { Area, Field } from '../templates/fields.ts';
 import { embedImageFile, type ImageFile } from './embed-image.ts';
 import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
-import { formatDate, formatNumber, maskText } from './format-values.ts';
+import { formatFieldValue, maskText } from './format-values.ts';
 
 export type { ImageFile } from './embed-image.ts';
 
@@ -389,9 +389,8 @@ function isMarked(field: Field, area: Area, value: unknown): boolean {
 
 /** The text a value reads as on the document (§11 formats; lists joined with ", " as DocuSeal). */
 function displayText(field: Field, value: unknown, dates: DrawContext['dates']): string {
-  const format = typeof field.preferences?.format === 'string' ? field.preferences.format : undefined;
-  if (field.type === 'date') return formatDate(value, format, dates);
-  if (field.type === 'number') return formatNumber(value, format);
+  const formatted = formatFieldValue(field, value, dates);
+  if (formatted !== undefined) return formatted;
   if (Array.isArray(value))
     return value
       .filter((item) => item !== null && item !== undefined && item !== '')

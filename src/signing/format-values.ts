@@ -525,6 +525,29 @@ export function parseFieldValue(field: { type: string; preferences?: { format?: 
   return raw;
 }
 
+/**
+ * The text a date or number value of `field` reads as — the same on the documents
+ * (src/signing/draw-values.ts), in the audit log (audit-log-values.ts) and on the signing page —
+ * with the field's `preferences.format` (formatDate in `options.timeZone` and `options.locale`,
+ * formatNumber); undefined for the other types. An unknown time zone falls back to UTC (the
+ * documents check it once up front; the audit log prints times in UTC then too).
+ */
+export function formatFieldValue(
+  field: { type: string; preferences?: { format?: unknown } | null },
+  value: unknown,
+  options: { timeZone?: string; now?: Date; locale?: string } = {},
+): string | undefined {
+  const format = typeof field.preferences?.format === 'string' ? field.preferences.format : undefined;
+  if (field.type === 'number') return formatNumber(value, format);
+  if (field.type !== 'date') return undefined;
+  try {
+    return formatDate(value, format, options);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    return formatDate(value, format, { ...options, timeZone: 'UTC' });
+  }
+}
+
 /** Characters a mask keeps (DocuSeal's `TextUtils::MASK_REGEXP`): spaces and - _ [ ] ( ) + ? . , */
 const MASKED = /[^\s\-_[\]()+?.,]/gu;
 

@@ -97,7 +97,7 @@ function renderOpen(form: SigningForm): void {
       isEditable(field) &&
       (value === '{{date}}' || (value === null && field.defaultValue === '{{date}}'))
     ) {
-      value = today();
+      value = today(field.preferences.format);
     }
     values.set(field.uuid, value);
     for (const attachment of field.attachments) attachments.set(attachment.uuid, attachment);

@@ -3,7 +3,7 @@
  * (the server checks required fields and patterns again), and how a value is shown read-only.
  * Stored shapes follow docuseal-behaviour.md §11.
  */
-import { formatDate, formatNumber } from '../../signing/format-values.ts';
+import { dateKind, formatFieldValue } from '../../signing/format-values.ts';
 import { compileFieldPattern, type FieldPattern } from '../../templates/field-pattern.ts';
 import type { SigningFormField } from './types.ts';
 
@@ -77,11 +77,18 @@ export function normalizePhone(input: string): string {
   return compact.startsWith('00') ? `+${compact.slice(2)}` : compact;
 }
 
-/** Today in the signer's time zone as YYYY-MM-DD (the `{{date}}` default). */
-export function today(): string {
+/**
+ * Today as a date field with `format` stores it (the `{{date}}` default; DocuSeal's
+ * TimeUtils.current_date_value): YYYY-MM-DD in the signer's time zone, YYYY-MM for a month-only
+ * format, the instant in UTC for a format with a time.
+ */
+export function today(format?: unknown): string {
   const now = new Date();
   const pad = (n: number) => String(n).padStart(2, '0');
-  return `${now.getFullYear()}-${pad(now.getMonth() + 1)}-${pad(now.getDate())}`;
+  const kind = dateKind(format);
+  if (kind === 'datetime') return now.toISOString();
+  const month = `${now.getFullYear()}-${pad(now.getMonth() + 1)}`;
+  return kind === 'month' ? month : `${month}-${pad(now.getDate())}`;
 }
 
 /** A value as text for a read-only display (not for attachments, which are shown as images or links). */
@@ -89,12 +96,9 @@ export function displayText(field: SigningFormField, value: unknown): string {
   if (value === null || value === undefined) return '';
   // Dates and numbers as the documents draw them (src/signing/format-values.ts), in the browser's
   // time zone and locale as DocuSeal's form shows them (area.vue).
-  const format = typeof field.preferences.format === 'string' ? field.preferences.format : undefined;
-  if (field.type === 'date') {
-    const { timeZone, locale } = Intl.DateTimeFormat().resolvedOptions();
-    return formatDate(value, format, { timeZone, locale });
-  }
-  if (field.type === 'number') return formatNumber(value, format);
+  const { timeZone, locale } = Intl.DateTimeFormat().resolvedOptions();
+  const formatted = formatFieldValue(field, value, { timeZone, locale });
+  if (formatted !== undefined) return formatted;
   if (field.type === 'checkbox') return value === true ? '✔' : '';
   if (Array.isArray(value)) return value.map(String).join(', ');
   return String(value);
