@@ -10,16 +10,22 @@ import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
+import { chromium, type Browser } from 'playwright-core';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
+
+// A browser and the completion job share two cores with other suites.
+vi.setConfig({ testTimeout: 90_000 });
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-value-formats-'));
 let t: TestApp;
 let alice: CreatedAccount;
 let templateId: number;
+let browser: Browser | undefined;
 
 const area = (y: number) => [{ x: 60, y, w: 300, h: 22, page: 1 }];
 const FIELDS = [
@@ -75,6 +81,7 @@ beforeAll(async () => {
   templateId = json.id;
 });
 afterAll(async () => {
+  await browser?.close();
   await t?.close();
   fs.rmSync(tmp, { recursive: true, force: true });
 });
@@ -217,6 +224,48 @@ describe('date and number values over GraphQL and the signing form', () => {
       { field: 'Fee', value: 1234.567 },
       { field: 'Share', value: 12.5 },
       { field: 'Count', value: 42 },
+    ]);
+  });
+});
+
+describe('date and number values on the signing page (Chromium)', () => {
+  it('collects a day, a month and a local date-time as the format stores them; shows numbers formatted', async () => {
+    const created = await api('POST', '/templates/pdf', {
+      name: 'Booking',
+      documents: [{ name: 'booking', file: base64(fixturePdf('pdfjs-form_two_pages.pdf')) }],
+      fields: FIELDS.slice(0, 4),
+    });
+    const submission = await api('POST', '/submissions', {
+      template_id: created.json.id,
+      send_email: false,
+      submitters: [
+        { role: 'Client', email: 'page@formats.test', values: { Amount: '1234,5' }, readonly_fields: ['Amount'] },
+      ],
+    });
+    expect(submission.status, JSON.stringify(submission.json)).toBe(200);
+    // `eur` has a decimal comma: 1234,5 is 1234.5 (Ruby's to_f would read 1234).
+    expect(submission.json[0].values).toEqual([{ field: 'Amount', value: 1234.5 }]);
+    browser ??= await chromium.launch({ executablePath: '/usr/bin/chromium', headless: true });
+    // A signer in Berlin (UTC+1 in March): the local time is stored as the instant in UTC.
+    const context = await browser.newContext({ timezoneId: 'Europe/Berlin', locale: 'en-GB' });
+    const page = await context.newPage();
+    page.setDefaultTimeout(PAGE_TIMEOUT_MS);
+    await page.goto(submission.json[0].embed_src);
+    await page.locator('.action-bar').waitFor();
+    const field = (name: string) => page.locator(`.field.own[data-field-name="${name}"]`).first();
+    await expectInPage(field('Amount')).toContainText('1 234,50 €');
+    await field('Start Date').locator('input[type="date"]').fill('2024-03-05');
+    await field('Month').locator('input[type="month"]').fill('2024-03');
+    await field('Meeting').locator('input[type="datetime-local"]').fill('2024-03-05T14:30');
+    await page.getByRole('button', { name: 'Complete', exact: true }).click();
+    await page.getByText('Thank you! You have completed the form.').waitFor();
+    await context.close();
+    const values = (await api('GET', `/submitters/${submission.json[0].id}`)).json.values;
+    expect(values).toEqual([
+      { field: 'Start Date', value: '2024-03-05' },
+      { field: 'Meeting', value: '2024-03-05T13:30:00Z' },
+      { field: 'Month', value: '2024-03' },
+      { field: 'Amount', value: 1234.5 },
     ]);
   });
 });
