@@ -9,11 +9,13 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
+  currentDateValue,
   dateKind,
   formatDate,
   formatNumber,
   parseDateInput,
   parseNumberInput,
+  replaceTodayPlaceholders,
   UnparsableValue,
 } from '../src/signing/format-values.ts';
 
@@ -75,6 +77,22 @@ describe('date values', () => {
     expect(() => parseDateInput('31/02/2024', 'DD/MM/YYYY')).toThrow('expected a date in DD/MM/YYYY or YYYY-MM-DD');
     expect(parseDateInput('', 'DD/MM/YYYY')).toBeNull();
     expect(parseDateInput('  ', undefined)).toBeNull();
+  });
+
+  it('stores {{date}} at completion as current_date_value: the instant in UTC, else month or day in the zone', () => {
+    const now = new Date('2025-06-09T20:30:00Z'); // 10 June in Tokyo
+    expect(currentDateValue('DD/MM/YYYY', 'Asia/Tokyo', now)).toBe('2025-06-10');
+    expect(currentDateValue(undefined, 'UTC', now)).toBe('2025-06-09');
+    expect(currentDateValue('MM/YYYY', 'Asia/Tokyo', now)).toBe('2025-06');
+    expect(currentDateValue('DD/MM/YYYY HH:mm', 'Asia/Tokyo', now)).toBe('2025-06-09T20:30:00Z');
+    expect(
+      replaceTodayPlaceholders(
+        [{ uuid: 'a', preferences: { format: 'MM/YYYY' } }],
+        { a: '{{date}}', b: 'x' },
+        'UTC',
+        now,
+      ),
+    ).toEqual({ a: '2025-06', b: 'x' });
   });
 
   it('chooses what a format stores as DocuSeal (TimeUtils.format_with_time?, month_only_format?)', () => {

@@ -228,6 +228,67 @@ describe('date and number values over GraphQL and the signing form', () => {
   });
 });
 
+describe('{{date}} at completion', () => {
+  it('becomes the completion date in the account’s time zone, as the format stores it, on every path', async () => {
+    const tokyo = (style: 'day' | 'month') =>
+      new Intl.DateTimeFormat('en-CA', {
+        timeZone: 'Asia/Tokyo',
+        year: 'numeric',
+        month: '2-digit',
+        ...(style === 'day' ? { day: '2-digit' } : {}),
+      }).format(new Date());
+    const valuesOf = async (id: number) =>
+      Object.fromEntries(
+        (await api('GET', `/submitters/${id}`)).json.values.map((v: { field: string; value: unknown }) => [
+          v.field,
+          v.value,
+        ]),
+      );
+
+    // POST /submissions with completed: true (DocuSeal's create_from_submitters).
+    const created = await api('POST', '/submissions', {
+      template_id: templateId,
+      submitters: [
+        {
+          role: 'Client',
+          email: 'today@formats.test',
+          completed: true,
+          values: { 'Start Date': '{{date}}', Month: '{{date}}' },
+        },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    expect(await valuesOf(created.json[0].id)).toMatchObject({ 'Start Date': tokyo('day'), Month: tokyo('month') });
+
+    // PUT /submitters/{id} with completed: true: kept as "{{date}}" until then.
+    const later = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      submitters: [{ role: 'Client', email: 'put@formats.test', values: { Meeting: '{{date}}' } }],
+    });
+    const id = later.json[0].id;
+    expect(later.json[0].values).toEqual([{ field: 'Meeting', value: '{{date}}' }]);
+    const before = Date.now();
+    expect((await api('PUT', `/submitters/${id}`, { completed: true })).status).toBe(200);
+    const meeting = (await valuesOf(id)).Meeting as string;
+    expect(meeting).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
+    expect(Math.abs(Date.parse(meeting) - before)).toBeLessThan(60_000);
+
+    // The signing form's completion.
+    const form = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      submitters: [{ role: 'Client', email: 'form@formats.test', values: { ...VALUES, 'Start Date': '{{date}}' } }],
+    });
+    const slug = form.json[0].slug;
+    const done = await graphql(t.url, 'mutation ($slug: String!) { completeSigningForm(slug: $slug) { state } }', {
+      variables: { slug },
+    });
+    expect(done.body.errors).toBeUndefined();
+    expect((await valuesOf(form.json[0].id))['Start Date']).toBe(tokyo('day'));
+  });
+});
+
 describe('date and number values on the signing page (Chromium)', () => {
   it('collects a day, a month and a local date-time as the format stores them; shows numbers formatted', async () => {
     const created = await api('POST', '/templates/pdf', {

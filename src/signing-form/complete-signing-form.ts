@@ -16,6 +16,7 @@
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { completionJob } from '../signing/complete-submission.ts';
+import { replaceTodayPlaceholders } from '../signing/format-values.ts';
 import { nextPartyJobs } from '../submissions/send-requests.ts';
 import { parseFields } from '../templates/fields.ts';
 import { checkAttachments, checkSentValues, completionValues, otherPartiesValues } from './field-values.ts';
@@ -63,7 +64,13 @@ export async function completeSigningForm(
     await checkAttachments(tx, signer, fields, sent, saved);
     // Conditions may name other parties' fields: judged over their values too (DocuSeal's).
     const others = otherPartiesValues(signer.submission.submitters, signer.id);
-    const values = completionValues(fields, signer.roleUuid, mergeValues(saved, sent), others);
+    const checked = completionValues(fields, signer.roleUuid, mergeValues(saved, sent), others);
+    // `{{date}}` becomes the completion date in the account's time zone, as DocuSeal stores it.
+    const { timezone } = await tx.account.findUniqueOrThrow({
+      where: { id: signer.accountId },
+      select: { timezone: true },
+    });
+    const values = replaceTodayPlaceholders(fields, checked, timezone, now);
 
     const started = await recordStart(tx, signer, request, now);
     const { count } = await tx.submitter.updateMany({

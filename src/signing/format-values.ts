@@ -548,6 +548,46 @@ export function formatFieldValue(
   }
 }
 
+/**
+ * What a `{{date}}` value becomes when its party completes (DocuSeal's TimeUtils.current_date_value,
+ * called by SubmitValues.replace_current_date_placeholders on the form, the API's `completed: true`
+ * and PUT /submitters): for a format with a time the instant `now` in UTC (`2026-11-25T10:24:00Z`),
+ * for a month-only format the month in `timeZone` (`2026-11`), else the day in `timeZone`
+ * (`2026-11-25`). An unknown `timeZone` counts as UTC.
+ */
+export function currentDateValue(format: unknown, timeZone: string, now: Date): string {
+  const kind = dateKind(format);
+  if (kind === 'datetime') return isoUtc(now.getTime());
+  let parts: DateParts;
+  try {
+    parts = partsInZone(now, timeZone);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    parts = partsInZone(now, 'UTC');
+  }
+  const month = `${pad(parts.year, 4)}-${pad(parts.month)}`;
+  return kind === 'month' ? month : `${month}-${pad(parts.day)}`;
+}
+
+/**
+ * A completing party's values with each `{{date}}` replaced by currentDateValue for its field's
+ * format (SubmitValues.replace_current_date_placeholders: every value equal to `{{date}}`; a key
+ * that names no field gets the plain date). Returns a new object; other values are kept.
+ */
+export function replaceTodayPlaceholders(
+  fields: readonly { uuid: string; preferences?: { format?: unknown } | null }[],
+  values: Record<string, unknown>,
+  timeZone: string,
+  now: Date,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...values };
+  for (const [uuid, value] of Object.entries(values)) {
+    if (value !== TODAY_PLACEHOLDER) continue;
+    out[uuid] = currentDateValue(fields.find((f) => f.uuid === uuid)?.preferences?.format, timeZone, now);
+  }
+  return out;
+}
+
 /** Characters a mask keeps (DocuSeal's `TextUtils::MASK_REGEXP`): spaces and - _ [ ] ( ) + ? . , */
 const MASKED = /[^\s\-_[\]()+?.,]/gu;
 

@@ -38,7 +38,12 @@ import { completionJob } from '../signing/complete-submission.ts';
 import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../documents/drawable-image.ts';
 import { checkFieldPattern } from '../templates/field-pattern.ts';
 import { noFieldsError } from '../templates/template-warnings.ts';
-import { parseFieldValue, UnparsableValue } from '../signing/format-values.ts';
+import {
+  parseFieldValue,
+  replaceTodayPlaceholders,
+  TODAY_PLACEHOLDER,
+  UnparsableValue,
+} from '../signing/format-values.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
 import { dropHiddenValues } from '../signing-form/field-values.ts';
 import { mergeRoles } from './merge-roles.ts';
@@ -576,7 +581,7 @@ interface PartyPlan {
 }
 
 async function planSubmission(
-  _deps: { db: Db; storage: FileStorage },
+  deps: { db: Db; storage: FileStorage },
   options: CreateSubmissionsOptions,
   request: SubmissionRequest,
   templateRoles: Role[],
@@ -662,6 +667,17 @@ async function planSubmission(
     const others: Record<string, unknown> = {};
     for (const other of parties) if (other !== party) Object.assign(others, other.values);
     party.values = dropHiddenValues(fields, party.role.uuid, party.values, others);
+  }
+  // `{{date}}` becomes the completion date in the account's time zone (DocuSeal's
+  // replace_current_date_placeholders in create_from_submitters.rb).
+  if (parties.some((party) => party.input.completed && Object.values(party.values).includes(TODAY_PLACEHOLDER))) {
+    const { timezone } = await deps.db.account.findUniqueOrThrow({
+      where: { id: options.accountId },
+      select: { timezone: true },
+    });
+    const now = new Date();
+    for (const party of parties)
+      if (party.input.completed) party.values = replaceTodayPlaceholders(fields, party.values, timezone, now);
   }
 
   // §7.3: groups by per-submitter `order`, else by position (preserved) or all together (random).

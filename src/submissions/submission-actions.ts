@@ -11,7 +11,8 @@ import { expiryJobs, nextPartyJobs, requestJobs } from './send-requests.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { parseFields } from '../templates/fields.ts';
+import { replaceTodayPlaceholders } from '../signing/format-values.ts';
+import { parseFields, type Field } from '../templates/fields.ts';
 import { dropHiddenValues, otherPartiesValues } from '../signing-form/field-values.ts';
 import {
   applyPrefill,
@@ -215,7 +216,13 @@ export async function updateSubmitter(
         ...(phone !== null ? { phone } : changes.phone?.trim() === '' ? { phone: null } : {}),
         ...(changes.external_id !== undefined ? { externalId: changes.external_id } : {}),
         ...(changes.metadata !== undefined ? { metadata: changes.metadata as Prisma.InputJsonValue } : {}),
-        values: (await storeStagedFiles(tx, deps.storage, actor.accountId, staged, kept)) as Prisma.InputJsonValue,
+        values: (await storeStagedFiles(
+          tx,
+          deps.storage,
+          actor.accountId,
+          staged,
+          input.completed ? await withCompletionDates(tx, actor.accountId, fields, kept, now) : kept,
+        )) as Prisma.InputJsonValue,
         preferences: preferences as Prisma.InputJsonValue,
         ...(input.completed ? { completedAt: now } : {}),
       },
@@ -245,4 +252,16 @@ export async function updateSubmitter(
       effects.jobs.push(...requestJobs([{ ...updated, preferences: channels }], sends + 1));
     }
   });
+}
+
+/** `{{date}}` values become the completion date in the account's time zone (DocuSeal's replace_current_date_placeholders). */
+async function withCompletionDates(
+  tx: Prisma.TransactionClient,
+  accountId: number,
+  fields: Field[],
+  values: Record<string, unknown>,
+  now: Date,
+): Promise<Record<string, unknown>> {
+  const { timezone } = await tx.account.findUniqueOrThrow({ where: { id: accountId }, select: { timezone: true } });
+  return replaceTodayPlaceholders(fields, values, timezone, now);
 }
