@@ -254,7 +254,10 @@ export async function updateSubmitter(
   });
 }
 
-/** `{{date}}` values become the completion date in the account's time zone (DocuSeal's replace_current_date_placeholders). */
+/**
+ * `{{date}}` values become the completion date in the account's time zone (DocuSeal's
+ * replace_current_date_placeholders; src/signing/format-values.ts replaceTodayPlaceholders).
+ */
 async function withCompletionDates(
   tx: Prisma.TransactionClient,
   accountId: number,
