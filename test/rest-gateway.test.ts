@@ -88,13 +88,13 @@ describe('GET /api/user', () => {
     expect(json.id).toBe(alice.userId);
   });
 
-  it('gives null names when the user has none', async () => {
+  it('gives "" for names the user does not have (DocuSeal schema: strings)', async () => {
     const created = await t.createAccount({ email: 'nameless@rest.test' });
     await t.db.user.update({ where: { id: created.userId }, data: { firstName: null, lastName: null } });
     expect((await call('GET', '/api/user', { key: created.apiKey })).json).toEqual({
       id: created.userId,
-      first_name: null,
-      last_name: null,
+      first_name: '',
+      last_name: '',
       email: 'nameless@rest.test',
     });
   });

@@ -37,6 +37,7 @@ import {
   type SubmitterUpdateData,
 } from '../../src/docuseal-shapes/submitter.ts';
 import { renderSubmissionList } from '../serializers/submission-list.ts';
+import { includedFields, withSubmissionFields, withSubmitterFields } from '../include-fields.ts';
 import { createdSubmittersAnswer } from '../../src/submissions/created-read-models.ts';
 import { requireViewer } from '../../src/graphql/context.ts';
 import { fromGraphQLInput } from '../../src/graphql/zod-input.ts';
@@ -170,8 +171,22 @@ const answer = (created: CreatedSubmission[], { context }: RestRequest) =>
     created,
   );
 
+/** The create answer's submitters, each with its `fields` under `include=fields` (include-fields.ts). */
+async function createdSubmitters(created: CreatedSubmission[], request: RestRequest) {
+  const result = await answer(created, request);
+  const submitters = result.submitters.map(serializeCreatedSubmitter);
+  const included = await includedFields(
+    request,
+    created.map((c) => c.id),
+  );
+  return {
+    submissions: result.submissions,
+    submitters: included ? submitters.map((s) => withSubmitterFields(s, included)) : submitters,
+  };
+}
+
 const submittersArray = async (created: CreatedSubmission[], request: RestRequest) =>
-  (await answer(created, request)).submitters.map(serializeCreatedSubmitter);
+  (await createdSubmitters(created, request)).submitters;
 
 export const submissionRoutes: RestRoute[] = [
   {
@@ -206,8 +221,7 @@ export const submissionRoutes: RestRoute[] = [
     run: create,
     // One submission → {id, submitters, expire_at, created_at}; several → {submitters} (§5.3).
     serialize: async (created: CreatedSubmission[], request: RestRequest) => {
-      const { submissions, submitters: rows } = await answer(created, request);
-      const submitters = rows.map(serializeCreatedSubmitter);
+      const { submissions, submitters } = await createdSubmitters(created, request);
       if (submissions.length !== 1) return { submitters };
       const [only] = submissions;
       return { id: only!.id, submitters, expire_at: only!.expireAt, created_at: only!.createdAt };
@@ -317,9 +331,34 @@ const includesCombinedDocument = (request: RestRequest) =>
 type ListData = {
   submissions: { ids: number[]; pagination: { count: number; next: number | null; prev: number | null } };
 };
-/** The items of the ids the GraphQL query chose, serialized and kept by serializers/submission-list.ts. */
-const serializeSubmissionList = ({ submissions }: ListData, request: RestRequest) =>
-  renderSubmissionList(request.context, submissions.ids, submissions.pagination);
+/**
+ * The items of the ids the GraphQL query chose, serialized and kept by serializers/submission-list.ts;
+ * with `include=fields`, each item and its submitters with their `fields` (include-fields.ts).
+ */
+const serializeSubmissionList = async ({ submissions }: ListData, request: RestRequest) => {
+  const included = await includedFields(request, submissions.ids);
+  return renderSubmissionList(
+    request.context,
+    submissions.ids,
+    submissions.pagination,
+    included ? (item) => withSubmissionFields(item, included) : undefined,
+  );
+};
+
+/** GET and PUT /submissions/{id}: the submission's JSON, with its `fields` under `include=fields`. */
+async function submissionAnswer(json: ReturnType<typeof serializeSubmissionGet>, request: RestRequest) {
+  const included = await includedFields(request, [json.id]);
+  return included ? withSubmissionFields(json, included) : json;
+}
+
+/** A submitter's JSON (GET, PUT /submitters), with its `fields` under `include=fields`. */
+async function submitterAnswers<T extends { id: number; submission_id: number }>(json: T[], request: RestRequest) {
+  const included = await includedFields(
+    request,
+    json.map((s) => s.submission_id),
+  );
+  return included ? json.map((s) => withSubmitterFields(s, included)) : json;
+}
 
 const getSubmissionOperation = /* GraphQL */ `
   query RestSubmission($id: Int!) { submission(id: $id) { ...RestSubmissionGet } }
@@ -386,7 +425,8 @@ export const submissionReadRoutes: RestRoute[] = [
       await ensureCombinedDocument(context, options);
       return readSubmissionForAccount(context, options);
     },
-    serialize: (submission: SubmissionGetData) => serializeSubmissionGet(submission),
+    serialize: (submission: SubmissionGetData, request) =>
+      submissionAnswer(serializeSubmissionGet(submission), request),
   },
   {
     method: 'GET',
@@ -421,8 +461,8 @@ export const submissionReadRoutes: RestRoute[] = [
       const renamed = { ...body, archived: body.archived ?? body.archived_at, clear_expire_at: clear || undefined };
       return { input: { id, ...restInput(UpdateSubmissionRequest, renamed, { omit: ['id'] }) } };
     },
-    serialize: ({ updateSubmission }: { updateSubmission: { submission: SubmissionGetData } }) =>
-      serializeSubmissionGet(updateSubmission.submission, { withEvents: false }),
+    serialize: ({ updateSubmission }: { updateSubmission: { submission: SubmissionGetData } }, request) =>
+      submissionAnswer(serializeSubmissionGet(updateSubmission.submission, { withEvents: false }), request),
   },
   {
     // Archives (submission.archived), or with `permanently` true deletes (deleteSubmission, no
@@ -465,8 +505,11 @@ export const submissionReadRoutes: RestRoute[] = [
       after: queryInt(request, 'after'),
       before: queryInt(request, 'before'),
     }),
-    serialize: ({ submitters }: { submitters: { nodes: SubmitterReadData[]; pagination: unknown } }) => ({
-      data: submitters.nodes.map(serializeSubmitterRead),
+    serialize: async (
+      { submitters }: { submitters: { nodes: SubmitterReadData[]; pagination: unknown } },
+      request,
+    ) => ({
+      data: await submitterAnswers(submitters.nodes.map(serializeSubmitterRead), request),
       pagination: submitters.pagination,
     }),
   },
@@ -478,7 +521,8 @@ export const submissionReadRoutes: RestRoute[] = [
       ${SUBMITTER_READ_FRAGMENT}
     `,
     variables: (request) => ({ id: pathId(request, 'Submitter') }),
-    serialize: ({ submitter }: { submitter: SubmitterReadData }) => serializeSubmitterRead(submitter),
+    serialize: async ({ submitter }: { submitter: SubmitterReadData }, request) =>
+      (await submitterAnswers([serializeSubmitterRead(submitter)], request))[0],
   },
   {
     method: ['PUT', 'PATCH'],
@@ -497,7 +541,7 @@ export const submissionReadRoutes: RestRoute[] = [
         throw new AppError('VALIDATION', 'fields must be a Array');
       return { input: { id, ...restInput(UpdateSubmitterRequest, body, { omit: ['id'] }) } };
     },
-    serialize: ({ updateSubmitter }: { updateSubmitter: { submitter: SubmitterUpdateData } }) =>
-      serializeSubmitterUpdate(updateSubmitter.submitter),
+    serialize: async ({ updateSubmitter }: { updateSubmitter: { submitter: SubmitterUpdateData } }, request) =>
+      (await submitterAnswers([serializeSubmitterUpdate(updateSubmitter.submitter)], request))[0],
   },
 ];

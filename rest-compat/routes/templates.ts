@@ -23,11 +23,11 @@ const listTemplates: RestRoute<{
   path: '/templates',
   operation: /* GraphQL */ `
     query RestTemplates(
-      $q: String, $externalId: String, $folder: String, $archived: Boolean, $slug: String,
+      $q: String, $externalId: String, $folder: String, $archived: Boolean, $slug: String, $shared: Boolean,
       $limit: Int, $after: Int, $before: Int
     ) {
       templates(
-        q: $q, externalId: $externalId, folder: $folder, archived: $archived, slug: $slug,
+        q: $q, externalId: $externalId, folder: $folder, archived: $archived, slug: $slug, shared: $shared,
         limit: $limit, after: $after, before: $before
       ) {
         nodes { ...RestTemplate }
@@ -43,6 +43,8 @@ const listTemplates: RestRoute<{
     folder: queryString(request, 'folder') || undefined,
     archived: isTruthy(queryString(request, 'archived')),
     slug: queryString(request, 'slug'),
+    // DocuSeal reads `shared` as `params[:shared].in?(['true', true])`.
+    shared: queryString(request, 'shared') === 'true' || undefined,
     limit: queryInt(request, 'limit'),
     after: queryInt(request, 'after'),
     before: queryInt(request, 'before'),

@@ -1,11 +1,12 @@
 /**
  * `GET /api/user`: the key's user as `{id, first_name, last_name, email}`
- * (reference/docuseal-behaviour.md §1).
+ * (reference/docuseal-behaviour.md §1; the shape is src/docuseal-shapes/user.ts's).
  */
+import { serializeUser, type UserData } from '../../src/docuseal-shapes/user.ts';
 import type { RestRoute } from '../gateway.ts';
 
 interface Data {
-  viewer: { user: { id: number; email: string; firstName: string | null; lastName: string | null } };
+  viewer: { user: UserData };
 }
 
 export const userRoutes: RestRoute<Data>[] = [
@@ -17,11 +18,6 @@ export const userRoutes: RestRoute<Data>[] = [
         viewer { user { id email firstName lastName } }
       }
     `,
-    serialize: ({ viewer: { user } }) => ({
-      id: user.id,
-      first_name: user.firstName,
-      last_name: user.lastName,
-      email: user.email,
-    }),
+    serialize: ({ viewer: { user } }) => serializeUser(user),
   },
 ];

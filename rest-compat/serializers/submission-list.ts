@@ -46,7 +46,7 @@ import { RawJson } from '../gateway.ts';
  * function it does not include (the loader's private helpers in src/submissions/read-models.ts)
  * or one of the serializer's private helpers that FORMAT_SAMPLE does not reach.
  */
-const LIST_ITEM_FORMAT_VERSION = 1;
+const LIST_ITEM_FORMAT_VERSION = 2;
 
 /** A read model reaching every key of a list item (non-null values, a hidden preference). */
 const FORMAT_SAMPLE: SubmissionListData = {
@@ -215,11 +215,14 @@ async function renderItems(
  * Built as bytes: on this machine turning a ~150 KB string into the socket's bytes costs several
  * times what copying the items' bytes once does (bench/README.md, issue 4).
  * @param ids ascending submission ids of the viewer's account
+ * @param decorate adds keys to each item (`include=fields`); the kept bytes are then parsed and
+ *   written again for this request only
  */
 export async function renderSubmissionList(
   context: Pick<GraphQLContext, 'db' | 'files' | 'viewer'>,
   ids: number[],
   pagination: { count: number; next: number | null; prev: number | null },
+  decorate?: (item: Record<string, unknown>) => Record<string, unknown>,
 ): Promise<RawJson> {
   const parts: Buffer[] = [Buffer.from('{"data":[')];
   if (ids.length > 0) {
@@ -258,11 +261,11 @@ export async function renderSubmissionList(
       if (!first) parts.push(COMMA);
       first = false;
       const { files, bytes } = entry;
-      if (!files.audit_uuid && !files.combined_uuid) {
+      if (!files.audit_uuid && !files.combined_uuid && !decorate) {
         parts.push(bytes);
         continue;
       }
-      // Signed file URLs are minted per request: patch the item's text.
+      // Signed file URLs are minted per request: patch the item's text (and add what `decorate` adds).
       const item = JSON.parse(bytes.toString()) as Record<string, unknown>;
       if (files.audit_uuid)
         item.audit_log_url = context.files.url({ uuid: files.audit_uuid, filename: files.audit_filename! });
@@ -272,7 +275,7 @@ export async function renderSubmissionList(
           filename: files.combined_filename!,
         });
 
-      parts.push(Buffer.from(JSON.stringify(item)));
+      parts.push(Buffer.from(JSON.stringify(decorate ? decorate(item) : item)));
     }
   }
   parts.push(Buffer.from(`],"pagination":${JSON.stringify(pagination)}}`));

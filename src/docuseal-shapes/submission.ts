@@ -13,6 +13,8 @@ import {
   type EventData,
   type SubmitterBaseData,
 } from './submitter.ts';
+import { serializeTemplateField, type TemplateFieldData } from './template.ts';
+import { userName } from './user.ts';
 
 /** The submission's own keys, its template and its creator: what every submission shape reads. */
 const SUBMISSION_BASE_FRAGMENT = /* GraphQL */ `
@@ -39,7 +41,7 @@ export const SUBMISSION_GET_FRAGMENT = /* GraphQL */ `
   fragment RestSubmissionGet on Submission {
     ...RestSubmissionBase
     submitters { ...RestSubmitterBase values documents { name url } }
-    events { id submitterId eventType eventTimestamp }
+    events { id submitterId eventType eventTimestamp data }
     documents { name url }
     completionError { message failedAt }
   }
@@ -113,8 +115,8 @@ function base(s: Omit<SubmissionListData, 'submitters'>) {
       ? {
           id: s.createdByUser.id,
           email: s.createdByUser.email,
-          first_name: s.createdByUser.firstName,
-          last_name: s.createdByUser.lastName,
+          first_name: userName(s.createdByUser.firstName),
+          last_name: userName(s.createdByUser.lastName),
         }
       : null,
     variables: s.variables ?? {},
@@ -147,5 +149,38 @@ export function serializeSubmissionGet(s: SubmissionGetData, options: { withEven
     completion_error: s.completionError
       ? { message: s.completionError.message, failed_at: s.completionError.failedAt }
       : null,
+  };
+}
+
+/** A submitter's field under `include=fields` (§5.2): which fields and values as `values` has them. */
+export interface SubmitterFieldData {
+  name: string;
+  uuid: string;
+  value: unknown;
+  readonly: boolean;
+}
+
+/** What `include=fields` adds to a submission and its submitters (§5.1, §5.2). */
+export interface SubmissionFieldsData {
+  id: number;
+  /** The submission's own copy of the template's fields. */
+  fields: TemplateFieldData[];
+  submitters: { id: number; fields: SubmitterFieldData[] }[];
+}
+
+/**
+ * The JSON `include=fields` adds (Submissions::SerializeForApi, Submitters::SerializeForApi):
+ * the submission's `fields` (its copy of the template's fields, each as a template's field is
+ * shown) and each submitter's `fields` (`[{name, uuid, value, readonly}]`), by submitter id.
+ */
+export function serializeIncludedFields(m: SubmissionFieldsData) {
+  return {
+    fields: m.fields.map(serializeTemplateField),
+    submitters: new Map(
+      m.submitters.map((s) => [
+        s.id,
+        s.fields.map((f) => ({ name: f.name, uuid: f.uuid, value: f.value, readonly: f.readonly })),
+      ]),
+    ),
   };
 }

@@ -61,7 +61,7 @@ export const SUBMITTER_READ_FRAGMENT = /* GraphQL */ `
     values
     documents { name url }
     submission { template { id name createdAt updatedAt } }
-    events { id submitterId eventType eventTimestamp }
+    events { id submitterId eventType eventTimestamp data }
   }
   ${SUBMITTER_BASE_FRAGMENT}
 `;
@@ -84,11 +84,38 @@ export interface EventData {
   submitterId: number | null;
   eventType: string;
   eventTimestamp: string;
+  /** The event's stored data (ip, ua, reason, delivery outcome, …). */
+  data: unknown;
 }
 
-/** A `submission_events` entry (§5.1): id, submitter_id, event_type, event_timestamp. */
+/**
+ * The keys of an event's data DocuSeal shows (Submitters::SerializeForApi.serialize_events:
+ * `event.data.slice('reason', 'firstname', 'lastname', 'method', 'country', 'idcode')`); the rest
+ * (ip, ua, Signet's delivery outcomes) stays out of the API, as in DocuSeal (§5.4).
+ */
+const EVENT_DATA_KEYS = ['reason', 'firstname', 'lastname', 'method', 'country', 'idcode'] as const;
+
+/** An event's `data` as DocuSeal shows it: the EVENT_DATA_KEYS it has, in that order; {} when none. */
+function publicEventData(data: unknown): Record<string, unknown> {
+  const stored = (typeof data === 'object' && data !== null ? data : {}) as Record<string, unknown>;
+  const out: Record<string, unknown> = {};
+  for (const key of EVENT_DATA_KEYS) if (key in stored) out[key] = stored[key];
+  return out;
+}
+
+/**
+ * A `submission_events` entry (§5.4): `{id, submitter_id, event_type, event_timestamp, data}`,
+ * `data` narrowed as DocuSeal narrows it (publicEventData), e.g. `{"reason": "…"}` for a
+ * decline_form, `{}` for most.
+ */
 export function serializeEvent(e: EventData) {
-  return { id: e.id, submitter_id: e.submitterId, event_type: e.eventType, event_timestamp: e.eventTimestamp };
+  return {
+    id: e.id,
+    submitter_id: e.submitterId,
+    event_type: e.eventType,
+    event_timestamp: e.eventTimestamp,
+    data: publicEventData(e.data),
+  };
 }
 
 /** The base keys in DocuSeal's order (§5.2). */

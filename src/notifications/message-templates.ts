@@ -64,21 +64,21 @@ export const DEFAULT_REQUEST_SUBJECTS: Record<RequestPurpose, string> = {
 export const DEFAULT_REQUEST_BODIES: Record<RequestPurpose, string> = {
   sign: [
     'Hi there,',
-    'You have been invited to sign the "{template.name}".',
+    'You have been invited to sign the "{submission.name}".',
     '[Review and Sign]({submitter.link})',
     'Please contact us by replying to this email if you have any questions.',
     'Thanks,\n{account.name}',
   ].join('\n\n'),
   submit: [
     'Hi there,',
-    'You have been invited to submit the "{template.name}" form.',
+    'You have been invited to submit the "{submission.name}" form.',
     '[Review and Submit]({submitter.link})',
     'Please contact us by replying to this email if you have any questions.',
     'Thanks,\n{account.name}',
   ].join('\n\n'),
   view: [
     'Hi there,',
-    'You have been invited to view the "{template.name}".',
+    'You have been invited to view the "{submission.name}".',
     '[View]({submitter.link})',
     'Please contact us by replying to this email if you have any questions.',
     'Thanks,\n{account.name}',

@@ -203,7 +203,7 @@ export async function sendCompletedEmails(
     const body = renderMessageBody(
       [
         'Hi there,',
-        '"{template.name}" has been completed by {submission.submitters}.',
+        '"{submission.name}" has been completed by {submission.submitters}.',
         note,
         'Thanks,\n{account.name}',
       ].join('\n\n'),
@@ -244,9 +244,9 @@ export async function sendCompletedEmails(
       [
         'Hi there,',
         tooLarge
-          ? `Please check the copy of your "{template.name}" in the email attachments. ${tooLarge}`
-          : 'Please check the copy of your "{template.name}" in the email attachments.',
-        'You can also review and download your copy here: [{template.name}]({submitter.link})',
+          ? `Please check the copy of your "{submission.name}" in the email attachments. ${tooLarge}`
+          : 'Please check the copy of your "{submission.name}" in the email attachments.',
+        'You can also review and download your copy here: [{submission.name}]({submitter.link})',
         'Thanks,\n{account.name}',
       ].join('\n\n'),
       variables,

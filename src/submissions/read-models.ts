@@ -18,14 +18,19 @@
  * them (src/graphql/builder.ts): Date.toISOString(), UTC with milliseconds.
  */
 import type { Db, Prisma } from '../db/client.ts';
-import type { SubmissionGetData, SubmissionListData, SubmissionTemplateData } from '../docuseal-shapes/submission.ts';
+import type {
+  SubmissionFieldsData,
+  SubmissionGetData,
+  SubmissionListData,
+  SubmissionTemplateData,
+} from '../docuseal-shapes/submission.ts';
 import type { SubmitterBaseData } from '../docuseal-shapes/submitter.ts';
 import type { FormSubmitterData } from '../docuseal-shapes/webhook-data.ts';
 import { AppError } from '../errors.ts';
 import { parseFields, parseRoles } from '../templates/fields.ts';
-import { loadFolderNames, templateFolderName } from '../templates/read-models.ts';
+import { loadFolderNames, templateFieldData, templateFolderName } from '../templates/read-models.ts';
 import { findSubmissionForAccount } from './find.ts';
-import { buildValues, roleName, submissionStatus, submitterStatus } from './status.ts';
+import { buildFieldValues, buildValues, roleName, submissionStatus, submitterStatus } from './status.ts';
 
 /** What the loaders need besides the database. */
 export interface ReadModelDeps {
@@ -351,7 +356,7 @@ export async function loadSubmissionGetReadModels(
       submitters: { orderBy: { id: 'asc' }, select: { ...SUBMITTER_BASE_SELECT, values: true } },
       events: {
         orderBy: [...EVENT_ORDER],
-        select: { id: true, submitterId: true, eventType: true, eventTimestamp: true },
+        select: { id: true, submitterId: true, eventType: true, eventTimestamp: true, data: true },
       },
     },
   });
@@ -392,6 +397,7 @@ export async function loadSubmissionGetReadModels(
         submitterId: e.submitterId,
         eventType: e.eventType,
         eventTimestamp: iso(e.eventTimestamp),
+        data: e.data,
       })),
       documents: submissionDocuments(s, s.submitters, documents).map(link),
       completionError: failure ? { message: failure.message, failedAt: iso(failure.failedAt) } : null,
@@ -488,6 +494,54 @@ export async function loadFormSubmitterReadModels(
         createdAt: iso(submission.createdAt),
         template: submissionTemplate(submission.template, folderNames),
       },
+    };
+  });
+}
+
+/**
+ * What `include=fields` adds (SubmissionFieldsData, reference §5.1, §5.2) to the submissions
+ * `request.ids`: each one's copy of the template's fields, and each submitter's own fields with
+ * their values (buildFieldValues). One Prisma query and one for the stored files values name.
+ * @returns one per id, in the same order; null for an unknown id or another account's submission
+ */
+export async function loadSubmissionFieldsReadModels(
+  deps: ReadModelDeps,
+  request: ReadModelRequest,
+): Promise<(SubmissionFieldsData | null)[]> {
+  if (request.ids.length === 0) return [];
+  const rows = await deps.db.submission.findMany({
+    where: { id: { in: [...new Set(request.ids)] }, accountId: request.accountId },
+    select: {
+      id: true,
+      accountId: true,
+      templateFields: true,
+      submitters: {
+        orderBy: { id: 'asc' },
+        select: { id: true, roleUuid: true, values: true, completedAt: true },
+      },
+    },
+  });
+  const files = await storedFilesNamedBy(
+    deps.db,
+    rows.flatMap((r) => r.submitters.map((x) => x.values)),
+  );
+  const fileUrl = (uuid: string) => {
+    const file = files.get(uuid);
+    return file ? deps.files.url(file) : null;
+  };
+  return inRequestOrder(request, rows, (s) => {
+    const fields = parseFields(s.templateFields);
+    return {
+      id: s.id,
+      fields: fields.map(templateFieldData),
+      submitters: s.submitters.map((x) => ({
+        id: x.id,
+        fields: buildFieldValues(
+          fields,
+          { roleUuid: x.roleUuid, values: (x.values ?? {}) as Record<string, unknown>, completedAt: x.completedAt },
+          fileUrl,
+        ),
+      })),
     };
   });
 }

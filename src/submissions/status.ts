@@ -102,6 +102,26 @@ export function submissionStatus(
 const TITLES: Record<string, string> = {};
 const titleize = (type: string) => (TITLES[type] ??= type.charAt(0).toUpperCase() + type.slice(1));
 
+/** A party's own fields that DocuSeal lists, with their names and presented values (buildValues). */
+function ownFieldValues(
+  fields: Field[],
+  submitter: { roleUuid: string; values: Record<string, unknown>; completedAt: Date | null },
+  fileUrl: (uuid: string) => string | null,
+): { field: Field; name: string; value: unknown }[] {
+  const counters = new Map<string, number>();
+  const out: { field: Field; name: string; value: unknown }[] = [];
+  for (const field of fields) {
+    const n = (counters.get(field.type) ?? 0) + 1;
+    counters.set(field.type, n);
+    if (field.type === 'heading' || field.submitter_uuid !== submitter.roleUuid) continue;
+    const raw = submitter.values[field.uuid];
+    if ((raw === undefined || raw === null || raw === '') && !submitter.completedAt) continue;
+    const name = field.name || `${titleize(field.type)} Field ${n}`;
+    out.push({ field, name, value: presentValue(field.type, raw, fileUrl) });
+  }
+  return out;
+}
+
 /**
  * `values` as DocuSeal returns them (§5.2): walk the submission's fields in order with a per-type
  * counter across all parties; skip other parties' fields and heading fields; skip fields without a
@@ -114,18 +134,26 @@ export function buildValues(
   submitter: { roleUuid: string; values: Record<string, unknown>; completedAt: Date | null },
   fileUrl: (uuid: string) => string | null,
 ): { field: string; value: unknown }[] {
-  const counters = new Map<string, number>();
-  const out: { field: string; value: unknown }[] = [];
-  for (const field of fields) {
-    const n = (counters.get(field.type) ?? 0) + 1;
-    counters.set(field.type, n);
-    if (field.type === 'heading' || field.submitter_uuid !== submitter.roleUuid) continue;
-    const raw = submitter.values[field.uuid];
-    if ((raw === undefined || raw === null || raw === '') && !submitter.completedAt) continue;
-    const name = field.name || `${titleize(field.type)} Field ${n}`;
-    out.push({ field: name, value: presentValue(field.type, raw, fileUrl) });
-  }
-  return out;
+  return ownFieldValues(fields, submitter, fileUrl).map(({ name, value }) => ({ field: name, value }));
+}
+
+/**
+ * A submitter's `fields` under `include=fields` (§5.2; DocuSeal's SerializeForWebhook.build_fields_array):
+ * the fields buildValues lists, chosen and named the same way, as `{name, uuid, value, readonly}`
+ * (`readonly`: the field is read-only in the submission's copy).
+ * @param fileUrl signed URL of a stored file uuid (null when unknown)
+ */
+export function buildFieldValues(
+  fields: Field[],
+  submitter: { roleUuid: string; values: Record<string, unknown>; completedAt: Date | null },
+  fileUrl: (uuid: string) => string | null,
+): { name: string; uuid: string; value: unknown; readonly: boolean }[] {
+  return ownFieldValues(fields, submitter, fileUrl).map(({ field, name, value }) => ({
+    name,
+    uuid: field.uuid,
+    value,
+    readonly: field.readonly === true,
+  }));
 }
 
 function presentValue(type: string, raw: unknown, fileUrl: (uuid: string) => string | null): unknown {

@@ -13,11 +13,11 @@
  * written as the GraphQL DateTime scalar writes them (src/graphql/builder.ts): toISOString().
  */
 import type { Db } from '../db/client.ts';
-import type { TemplateData } from '../docuseal-shapes/template.ts';
+import type { TemplateData, TemplateFieldData } from '../docuseal-shapes/template.ts';
 import { AppError } from '../errors.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { DEFAULT_FOLDER_NAME, folderFullNames } from './folders.ts';
-import { parseFields, parseRoles, parseSchema } from './fields.ts';
+import { type Field, parseFields, parseRoles, parseSchema } from './fields.ts';
 
 /** What the loaders need besides the database. */
 export interface TemplateReadModelDeps {
@@ -48,6 +48,45 @@ export async function loadFolderNames(db: Db, folderIds: readonly (number | null
 }
 
 const iso = (date: Date) => date.toISOString();
+
+/**
+ * A stored field (templates.fields, submissions.template_fields: DocuSeal's JSON, src/templates/fields.ts)
+ * as the read model TemplateFieldData has it, for serializeTemplateField.
+ */
+export function templateFieldData(f: Field): TemplateFieldData {
+  return {
+    uuid: f.uuid,
+    submitterUuid: f.submitter_uuid,
+    name: f.name,
+    type: f.type,
+    required: f.required,
+    readonly: f.readonly ?? false,
+    defaultValue: f.default_value ?? null,
+    title: f.title ?? null,
+    description: f.description ?? null,
+    preferences: f.preferences ?? {},
+    validation: f.validation ?? null,
+    options: f.options?.map((o) => ({ value: o.value, uuid: o.uuid })) ?? null,
+    conditions: f.conditions?.length
+      ? f.conditions.map((c) => ({
+          fieldUuid: c.field_uuid,
+          value: c.value === undefined || c.value === null ? null : String(c.value),
+          action: c.action,
+          operation: c.operation ?? null,
+        }))
+      : null,
+    areas: f.areas.map((a) => ({
+      x: a.x,
+      y: a.y,
+      w: a.w,
+      h: a.h,
+      page: a.page,
+      attachmentUuid: a.attachment_uuid,
+      optionUuid: a.option_uuid ?? null,
+      cellW: a.cell_w ?? null,
+    })),
+  };
+}
 
 /**
  * Template read models (TemplateData) of the templates `request.ids`, archived ones too.
@@ -120,38 +159,7 @@ export async function loadTemplateReadModels(
       author: t.author,
       roles: parseRoles(t.submitters).map((r) => ({ uuid: r.uuid, name: r.name })),
       schema: parseSchema(t.schema).map((d) => ({ attachmentUuid: d.attachment_uuid, name: d.name })),
-      fields: parseFields(t.fields).map((f) => ({
-        uuid: f.uuid,
-        submitterUuid: f.submitter_uuid,
-        name: f.name,
-        type: f.type,
-        required: f.required,
-        readonly: f.readonly ?? false,
-        defaultValue: f.default_value ?? null,
-        title: f.title ?? null,
-        description: f.description ?? null,
-        preferences: f.preferences ?? {},
-        validation: f.validation ?? null,
-        options: f.options?.map((o) => ({ value: o.value, uuid: o.uuid })) ?? null,
-        conditions: f.conditions?.length
-          ? f.conditions.map((c) => ({
-              fieldUuid: c.field_uuid,
-              value: c.value === undefined || c.value === null ? null : String(c.value),
-              action: c.action,
-              operation: c.operation ?? null,
-            }))
-          : null,
-        areas: f.areas.map((a) => ({
-          x: a.x,
-          y: a.y,
-          w: a.w,
-          h: a.h,
-          page: a.page,
-          attachmentUuid: a.attachment_uuid,
-          optionUuid: a.option_uuid ?? null,
-          cellW: a.cell_w ?? null,
-        })),
-      })),
+      fields: parseFields(t.fields).map(templateFieldData),
       documents: t.documents.map((d) => {
         const preview = previewOf.get(d.fileId);
         return {

@@ -4,7 +4,13 @@
  * directly: docs/architecture.md).
  */
 import { createSubmissionsForRequest } from '../../submissions/create-submissions-request.ts';
-import { buildValues, roleName, submissionStatus, submitterStatus } from '../../submissions/status.ts';
+import {
+  buildFieldValues,
+  buildValues,
+  roleName,
+  submissionStatus,
+  submitterStatus,
+} from '../../submissions/status.ts';
 import {
   CreateSubmissionsRequest,
   FieldConfig,
@@ -14,8 +20,63 @@ import {
 } from '../../submissions/submitter-input.ts';
 import { parseFields, parseRoles } from '../../templates/fields.ts';
 import { builder } from '../builder.ts';
-import { requireViewer } from '../context.ts';
+import { type GraphQLContext, requireViewer } from '../context.ts';
+import { FieldRef } from './template.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
+
+/** The columns a submitter's `values` and `fields` are made of. */
+const VALUES_SELECT = {
+  roleUuid: true,
+  values: true,
+  completedAt: true,
+  submission: { select: { templateFields: true } },
+} as const;
+
+/**
+ * The arguments of buildValues / buildFieldValues for a submitter: the submission's fields, the
+ * party's values, and the signed URL of each stored file they name (one DataLoader batch).
+ */
+async function valuesInput(
+  s: {
+    roleUuid: string;
+    values: unknown;
+    completedAt: Date | null;
+    submission: { templateFields: unknown };
+  },
+  ctx: GraphQLContext,
+): Promise<Parameters<typeof buildValues>> {
+  const values = (s.values ?? {}) as Record<string, unknown>;
+  const uuids = Object.values(values)
+    .flatMap((v) => (Array.isArray(v) ? v : [v]))
+    .filter((v): v is string => typeof v === 'string');
+  const files = await ctx.loaders.storedFileByUuid.loadMany(uuids);
+  const byUuid = new Map(uuids.map((u, i) => [u, files[i]]));
+  return [
+    parseFields(s.submission.templateFields),
+    { roleUuid: s.roleUuid, values, completedAt: s.completedAt },
+    (uuid) => {
+      const file = byUuid.get(uuid);
+      return file && !(file instanceof Error) ? ctx.files.url(file) : null;
+    },
+  ];
+}
+
+const SubmitterFieldValueRef = builder
+  .objectRef<{ name: string; uuid: string; value: unknown; readonly: boolean }>('SubmitterFieldValue')
+  .implement({
+    description: "One of a party's fields and its value (DocuSeal's `include=fields` entry).",
+    fields: (t) => ({
+      name: t.exposeString('name', { description: 'The field name, else "<Type> Field <n>".' }),
+      uuid: t.exposeString('uuid'),
+      value: t.field({
+        type: 'JSON',
+        nullable: true,
+        description: 'As in `values`: attachments as signed URLs; null when unfilled.',
+        resolve: (f) => (f.value === undefined ? null : f.value),
+      }),
+      readonly: t.exposeBoolean('readonly'),
+    }),
+  });
 
 export const SubmitterRef = builder.prismaObject('Submitter', {
   description: 'A signer of a submission. `slug` is the capability in its signing link.',
@@ -46,23 +107,16 @@ export const SubmitterRef = builder.prismaObject('Submitter', {
     values: t.field({
       type: 'JSON',
       description: 'DocuSeal values: [{field, value}] (attachments as signed URLs).',
-      select: { roleUuid: true, values: true, completedAt: true, submission: { select: { templateFields: true } } },
-      resolve: async (s, _args, ctx) => {
-        const values = (s.values ?? {}) as Record<string, unknown>;
-        const uuids = Object.values(values)
-          .flatMap((v) => (Array.isArray(v) ? v : [v]))
-          .filter((v): v is string => typeof v === 'string');
-        const files = await ctx.loaders.storedFileByUuid.loadMany(uuids);
-        const byUuid = new Map(uuids.map((u, i) => [u, files[i]]));
-        return buildValues(
-          parseFields(s.submission.templateFields),
-          { roleUuid: s.roleUuid, values, completedAt: s.completedAt },
-          (uuid) => {
-            const file = byUuid.get(uuid);
-            return file && !(file instanceof Error) ? ctx.files.url(file) : null;
-          },
-        );
-      },
+      select: VALUES_SELECT,
+      resolve: async (s, _args, ctx) => buildValues(...(await valuesInput(s, ctx))),
+    }),
+    fields: t.field({
+      type: [SubmitterFieldValueRef],
+      description:
+        "This party's fields with their values, as DocuSeal's `include=fields` lists them: the fields `values` " +
+        'lists (chosen and named the same way), with uuid and read-only flag.',
+      select: VALUES_SELECT,
+      resolve: async (s, _args, ctx) => buildFieldValues(...(await valuesInput(s, ctx))),
     }),
     embedSrc: t.string({
       description: 'The signing form address.',
@@ -102,6 +156,14 @@ export const SubmissionRef = builder.prismaObject('Submission', {
     template: t.relation('template'),
     createdByUser: t.relation('createdByUser', { nullable: true }),
     submitters: t.relation('submitters', { query: { orderBy: { id: 'asc' } } }),
+    fields: t.field({
+      type: [FieldRef],
+      description:
+        "The submission's own copy of the template's fields (DocuSeal's `include=fields`): later template edits " +
+        'do not change it.',
+      select: { templateFields: true },
+      resolve: (s) => parseFields(s.templateFields),
+    }),
   }),
 });
 

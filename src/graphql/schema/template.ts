@@ -81,7 +81,7 @@ export const FieldConditionRef = builder.objectRef<FieldCondition>('FieldConditi
   }),
 });
 
-const FieldRef = builder.objectRef<Field>('TemplateField').implement({
+export const FieldRef = builder.objectRef<Field>('TemplateField').implement({
   description: 'A field of a template, filled by the role `submitterUuid` names.',
   fields: (t) => ({
     uuid: t.exposeString('uuid'),
@@ -196,6 +196,7 @@ const TemplatesArgs = PageArgs.extend({
   folder: text(MAX_LENGTH.folderName).optional(),
   archived: z.boolean().optional(),
   slug: text(MAX_LENGTH.filter).optional(),
+  shared: z.boolean().optional(),
 });
 
 builder.queryField('templates', (t) =>
@@ -211,6 +212,11 @@ builder.queryField('templates', (t) =>
       folder: t.arg.string(),
       archived: t.arg.boolean(),
       slug: t.arg.string(),
+      shared: t.arg.boolean({
+        description:
+          "true: templates other accounts share with this one (DocuSeal's `shared=true`, Templates.shared). Signet " +
+          'has no template sharing, so always an empty page, as DocuSeal answers an account without a linked one.',
+      }),
       limit: t.arg.int({ description: 'Default 10, at most 100.' }),
       after: t.arg.int({ description: 'Only ids greater than this.' }),
       before: t.arg.int({ description: 'Only ids less than this.' }),
@@ -218,6 +224,7 @@ builder.queryField('templates', (t) =>
     resolve: async (_root, rawArgs, ctx) => {
       const { account } = requireViewer(ctx);
       const args = parseInput(TemplatesArgs, withoutNulls(rawArgs));
+      if (args.shared) return { nodes: [], pagination: paginationOf([]) };
       const where: Prisma.TemplateWhereInput = {
         accountId: account.id,
         archivedAt: args.archived ? { not: null } : null,
