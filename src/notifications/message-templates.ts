@@ -59,7 +59,9 @@ export const DEFAULT_REQUEST_SUBJECTS: Record<RequestPurpose, string> = {
 
 /**
  * Default bodies, in the restricted Markdown of §7.4. `sign` and `submit` are DocuSeal's English
- * text; DocuSeal's locale has no view-only body, so `view` is ours in the same form.
+ * text; DocuSeal's locale has no view-only body, so `view` is ours in the same form. They name the
+ * submission (`{submission.name}`: its name, else its template's), as DocuSeal's invitation views
+ * do (`submission.name || submission.template.name`, app/views/submitter_mailer/).
  */
 export const DEFAULT_REQUEST_BODIES: Record<RequestPurpose, string> = {
   sign: [

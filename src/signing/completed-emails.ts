@@ -18,6 +18,10 @@
  *   once completed. DocuSeal sends one message to all parties together; one each keeps the
  *   addresses apart and gives each party its own link.
  *
+ * The bodies name the submission (its name, else its template's: DocuSeal's views use
+ * `submission.name || submission.template.name`); the completed email's subject keeps
+ * `{template.name}`, DocuSeal's default subject.
+ *
  * Attachments: the audit log first, then the final documents in order, while the total stays
  * under 10 MB (DocuSeal's MAX_ATTACHMENTS_SIZE); the text says so when some are left out.
  *
