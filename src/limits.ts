@@ -53,6 +53,11 @@ export const MAX_LENGTH = {
   /** A webhook endpoint's custom header: name and value (RFC 9110 field). */
   headerName: 256,
   headerValue: 4_096,
+  /**
+   * A typed signature or initials (src/documents/typed-signature.ts), in Unicode code points: DocuSeal
+   * reads a signature value under 60 characters as typed text (lib/submitters/normalize_values.rb).
+   */
+  typedSignature: 59,
 } as const;
 
 /** Longest accepted lists, in entries. */
@@ -79,6 +84,11 @@ export const MAX_ITEMS = {
   events: 50,
   /** Levels of a folder name ("Clients / 2026" has 2). */
   folderLevels: 10,
+  /**
+   * Different typed signatures one create or update request renders to images (src/documents/
+   * typed-signature.ts: a few milliseconds each, on the event loop); the same text again is free.
+   */
+  typedSignatures: 100,
 } as const;
 
 /**

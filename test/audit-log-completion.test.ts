@@ -313,9 +313,9 @@ describe('the audit log of a completed submission', () => {
 
     expect(text).toMatch(/Z Email to manager@kept\.test kept, not sent: no email provider configured \(send_email\)/);
     expect(text).not.toContain('Email sent');
-    // A typed signature is shown as typed.
-    expect(text).toContain('CLIENT SIGNATURE Kay');
-    expect(imagesOf(log)).toEqual([]);
+    // A typed signature is shown as its image (rendered from the text when it was given), then its text.
+    expect(text).toContain('CLIENT SIGNATURE Typed: Kay');
+    expect(imagesOf(log)).toHaveLength(1);
     expect(pdfsig(log)).toContain('Signature is Valid');
   });
 });

@@ -398,6 +398,7 @@ describe('listAuditLogValues', () => {
       const files = new Map([
         ['sig-1', { filename: 'signature.png', contentType: 'image/png', bytes: signature }],
         ['ini-1', { filename: 'initials.png', contentType: 'image/png', bytes: signature }],
+        ['typed-1', { filename: 'signature.png', contentType: 'image/png', bytes: signature, typedText: 'Eleni P' }],
         ['doc-1', { filename: 'passport.pdf', contentType: 'application/pdf' }],
       ]);
       const values = {
@@ -414,7 +415,7 @@ describe('listAuditLogValues', () => {
         '': 'sig-1',
         'Sign again': 'sig-1',
         Initials: 'ini-1',
-        Typed: 'text:Eleni P',
+        Typed: 'typed-1',
         Upload: ['doc-1'],
         Notes: 'first line\nsecond line',
       };
@@ -440,7 +441,13 @@ describe('listAuditLogValues', () => {
           type: 'initials',
           image: { uuid: 'ini-1', file: { bytes: signature, contentType: 'image/png' } },
         },
-        { name: 'Typed', type: 'signature', typed: 'Eleni P' },
+        // A typed signature: its image, and the text it was rendered from.
+        {
+          name: 'Typed',
+          type: 'signature',
+          image: { uuid: 'typed-1', file: { bytes: signature, contentType: 'image/png' } },
+          typed: 'Eleni P',
+        },
         { name: 'Upload', type: 'file', text: 'passport.pdf' },
         { name: 'Notes', type: 'text', text: 'first line\nsecond line' },
       ]);
@@ -504,7 +511,15 @@ describe('buildAuditLog: each party’s values, signatures and initials', () => 
           email: 'ivan@example.test',
           events: [],
           values: [
-            { name: 'Typed signature', type: 'signature', typed: 'Иван Петров' },
+            {
+              name: 'Typed signature',
+              type: 'signature',
+              image: {
+                uuid: '66666666-6666-4666-8666-666666666666',
+                file: { bytes: await strokePng(240, 60), contentType: 'image/png' },
+              },
+              typed: 'Иван Петров',
+            },
             // The same stored file again (a copied value): still one image object.
             { name: 'Witness', type: 'signature', image: sig },
             {
@@ -524,16 +539,17 @@ describe('buildAuditLog: each party’s values, signatures and initials', () => 
 
       expect(text).toContain('First Party Name Ελένη Παπαδοπούλου Email eleni@example.test');
       expect(text).toContain('Values FULL NAME Ελένη Παπαδοπούλου SIGNATURE, SECOND SIGNATURE INITIALS PHOTO ');
-      expect(text).toContain('Values TYPED SIGNATURE Иван Петров WITNESS BROKEN Image not readable Events None');
+      expect(text).toContain('Values TYPED SIGNATURE Typed: Иван Петров WITNESS BROKEN Image not readable Events None');
       const images = (await listImages(pdf)).filter((image) => image.type === 'image');
       // Each stored image once: the signature shown twice is one object drawn twice.
       expect(images.map((image) => `${image.width}x${image.height}`).sort()).toEqual([
         '120x60',
         '200x150',
+        '240x60',
         '300x100',
         '300x100',
       ]);
-      expect(new Set(images.map((image) => image.object)).size).toBe(3);
+      expect(new Set(images.map((image) => image.object)).size).toBe(4);
       // The signature keeps its transparency (a soft mask), as DocuSeal's PNGs do.
       expect((await listImages(pdf)).some((image) => image.type === 'smask' && image.width === 300)).toBe(true);
     },

@@ -319,9 +319,11 @@ describe('POST /submissions', () => {
     expect(status, JSON.stringify(json)).toBe(200);
     expect(json[0]).toMatchObject({ phone: '+15550001111', values: [{ field: 'Full Name', value: 'Pat P' }] });
     const seller = json[1];
-    expect(seller.values[0]).toEqual({ field: 'Seller Signature', value: 'Sam Seller' });
-    expect(seller.values[1].field).toBe('Stamp Image');
-    const image = await fetch(seller.values[1].value);
+    // A typed signature: its image URL, then its text (test/typed-signatures.test.ts).
+    expect(seller.values[0]).toEqual({ field: 'Seller Signature', value: expect.stringMatching(/signature\.png$/) });
+    expect(seller.values[1]).toEqual({ field: 'Seller Signature', value: 'Sam Seller' });
+    expect(seller.values[2].field).toBe('Stamp Image');
+    const image = await fetch(seller.values[2].value);
     expect(image.status).toBe(200);
     const submission = await t.db.submission.findUniqueOrThrow({ where: { id: seller.submission_id } });
     const stamp = (submission.templateFields as { name: string; readonly?: boolean }[]).find(

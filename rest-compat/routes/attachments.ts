@@ -3,7 +3,8 @@
  * is the capability), DocuSeal's route (reference/docuseal-behaviour.md §1.1, docs/signing-form.md
  * "Uploads"). Registered on its own, outside the JSON gateway (../gateway.ts), whose
  * parsers read every body as JSON: multipart parsing is scoped to this route, and errors get the
- * gateway's DocuSeal bodies (`{"error": ...}`).
+ * gateway's DocuSeal bodies (`{"error": ...}`). Besides DocuSeal's `file`, a signature or
+ * initials may come as its text, `typed_text` (Signet's page; rendered on the server).
  */
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -13,7 +14,11 @@ import type { FileUrlSigner } from '../../src/documents/file-urls.ts';
 import type { FileStorage } from '../../src/documents/storage.ts';
 import { AppError } from '../../src/errors.ts';
 import { findAppError } from '../../src/graphql/errors.ts';
-import { createSigningFormAttachment, findUploadingSigner } from '../../src/signing-form/attachments.ts';
+import {
+  createSigningFormAttachment,
+  createTypedSignatureAttachment,
+  findUploadingSigner,
+} from '../../src/signing-form/attachments.ts';
 import type { ImageLimits } from '../../src/documents/drawable-image.ts';
 
 export const ATTACHMENTS_PATH = '/api/attachments';
@@ -28,7 +33,7 @@ export interface UploadRouteDeps {
   images: ImageLimits;
 }
 
-/** Text fields DocuSeal's form sends (submitter_slug, type, remember_signature, t …); more is refused. */
+/** Text fields DocuSeal's form sends (submitter_slug, type, remember_signature, t …, typed_text); more is refused. */
 const MAX_FIELDS = 10;
 /** A text field's largest value in bytes: slugs and types are short. */
 const MAX_FIELD_BYTES = 4096;
@@ -98,6 +103,14 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
       }
       // Unknown or missing slug: 404 as DocuSeal (find_by!), before anything about the file.
       const slug = fields.submitter_slug ?? '';
+      if (!file && fields.typed_text !== undefined) {
+        const created = await createTypedSignatureAttachment(deps, {
+          slug,
+          type: fields.type,
+          text: fields.typed_text,
+        });
+        return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(created));
+      }
       if (!file) {
         await findUploadingSigner(deps.db, slug);
         throw new AppError('VALIDATION', 'file is required');

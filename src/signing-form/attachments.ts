@@ -3,7 +3,8 @@
  * DocuSeal's `Submitters.create_attachment!`, reference/docuseal-behaviour.md §1.1): signature
  * and initials images (refused when blank), images and other files for image/file fields. Each
  * is a StoredFile of the signer's account whose `metadata.submitter_id` names the signer, so only
- * that signer's form can use its uuid as a value (field-values.ts checkAttachments).
+ * that signer's form can use its uuid as a value (field-values.ts checkAttachments). A typed
+ * signature arrives as its text (`typed_text`) and is rendered here (createTypedSignatureAttachment).
  */
 import type { Db } from '../db/client.ts';
 import type { FileUrlSigner } from '../documents/file-urls.ts';
@@ -13,6 +14,7 @@ import { storeFile } from '../documents/store-file.ts';
 import { AppError } from '../errors.ts';
 import { findSignerBySlug, formStateOf } from './form-state.ts';
 import { imageKindOf, readDrawableImage, UnreadableImageError, type ImageLimits } from '../documents/drawable-image.ts';
+import { renderTypedSignature } from '../documents/typed-signature.ts';
 
 /** Upload purposes the page sends in `type`. */
 export const ATTACHMENT_TYPES = ['signature', 'initials', 'image', 'file'] as const;
@@ -123,6 +125,46 @@ export async function createSigningFormAttachment(
       filename,
       contentType,
       metadata: { submitter_id: signer.id, ...(type ? { type } : {}), source: 'signing_form' },
+    },
+  );
+  return {
+    uuid: stored.uuid,
+    created_at: stored.createdAt.toISOString(),
+    url: deps.files.url(stored),
+    filename: stored.filename,
+    content_type: stored.contentType,
+  };
+}
+
+/**
+ * Stores a signer's typed signature or initials: `text` rendered in the page's script font
+ * (renderTypedSignature, src/documents/typed-signature.ts) to `signature.png` / `initials.png`,
+ * with the text kept in `metadata.typed_text` (shown by `values` and the audit log). DocuSeal's
+ * page renders the typed name on a canvas and uploads the PNG; Signet renders it on the server,
+ * so that the text is known and the image is the same as for a typed signature given over the API
+ * (docs/signing-form.md "Uploads").
+ * @returns DocuSeal's body `{uuid, created_at, url, filename, content_type}`
+ * @throws AppError NOT_FOUND (unknown slug); VALIDATION "Form has been archived." (a form that is
+ *   not OPEN), "typed_text is only for type signature or initials", "signature is empty" (nothing
+ *   visible), "typed signature is too long (maximum is 59 characters)."
+ */
+export async function createTypedSignatureAttachment(
+  deps: { db: Db; storage: FileStorage; files: Pick<FileUrlSigner, 'url'> },
+  input: { slug: string; type?: string | undefined; text: string },
+): Promise<CreatedAttachment> {
+  const signer = await findUploadingSigner(deps.db, input.slug);
+  const type = input.type;
+  if (type !== 'signature' && type !== 'initials')
+    throw new AppError('VALIDATION', 'typed_text is only for type signature or initials');
+  const image = await renderTypedSignature(input.text);
+  const stored = await storeFile(
+    { db: deps.db, storage: deps.storage },
+    {
+      accountId: signer.accountId,
+      bytes: image.png,
+      filename: `${type}.png`,
+      contentType: 'image/png',
+      metadata: { submitter_id: signer.id, type, source: 'signing_form', typed_text: image.text },
     },
   );
   return {

@@ -26,7 +26,10 @@ export interface AuditLogValue {
   text?: string;
   /** A signature, initials, image or stamp file: the uuid it is stored under (one embedding per uuid) and its bytes. */
   image?: { uuid: string; file: ImageFile };
-  /** A signature or initials typed rather than drawn (stored as `text:<name>`). */
+  /**
+   * A signature or initials typed rather than drawn: the text its image was rendered from
+   * (the stored file's `metadata.typed_text`, src/documents/typed-signature.ts). Set with `image`.
+   */
   typed?: string;
 }
 
@@ -36,9 +39,11 @@ export interface AuditLogFile {
   contentType: string;
   /** Loaded for signature, initials, image and stamp values only. */
   bytes?: Uint8Array;
+  /** A typed signature's text (`metadata.typed_text` of its image). */
+  typedText?: string;
 }
 
-/** Field types whose value is an image file (or a typed `text:` signature): DocuSeal's image branch. */
+/** Field types whose value is an image file (a typed signature's too): DocuSeal's image branch. */
 export const AUDIT_LOG_IMAGE_TYPES: ReadonlySet<string> = new Set(['signature', 'initials', 'image', 'stamp', 'kba']);
 /** Field types whose value is a list of file uuids, shown by file name. */
 export const AUDIT_LOG_FILE_TYPES: ReadonlySet<string> = new Set(['file', 'payment']);
@@ -118,13 +123,13 @@ export function listAuditLogValues(
     const entry = { name, type: field.type };
 
     if (AUDIT_LOG_IMAGE_TYPES.has(field.type) && typeof value === 'string') {
-      if (value.startsWith('text:')) {
-        list.push({ ...entry, typed: value.slice(5) });
-        continue;
-      }
       const file = files.get(value);
       if (file?.bytes) {
-        list.push({ ...entry, image: { uuid: value, file: { bytes: file.bytes, contentType: file.contentType } } });
+        list.push({
+          ...entry,
+          image: { uuid: value, file: { bytes: file.bytes, contentType: file.contentType } },
+          ...(file.typedText ? { typed: file.typedText } : {}),
+        });
         continue;
       }
       list.push({ ...entry, text: file?.filename ?? value });

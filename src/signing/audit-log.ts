@@ -160,7 +160,7 @@ const RULE = rgb(0.8, 0.8, 0.8);
  * role, name, email, phone, IP, user agent, completion time, its values (as DocuSeal's audit log,
  * lib/submissions/generate_audit_trail.rb: each field's name in small capitals, then its value;
  * signatures, initials, images and stamps as images 200 pt wide, initials 50, at most 100 pt
- * high, each stored image embedded once; a typed signature in DejaVu Serif Italic) and every event
+ * high, each stored image embedded once; a typed signature's image followed by "Typed: <text>") and every event
  * (UTC time in ISO 8601 with Z to the second, what happened — for an email or SMS whether it was
  * kept, sent through which provider, or failed and retried (deliverySentence) — its IP and user
  * agent). Long values wrap (at spaces, else anywhere) and keep their line breaks; pages break
@@ -218,20 +218,9 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
     }
     return embedded;
   };
-  let signatureFont: PDFFont | undefined;
-  const typedSignatureFont = async () => {
-    if (!signatureFont) {
-      const embeddedFont = await embedDejaVu(doc, await loadDejaVu(SIGNATURE_FONT), {
-        customName: `${tag}+${SIGNATURE_FONT}`,
-      });
-      widths.set(embeddedFont.pdfFont, embeddedFont.width);
-      signatureFont = embeddedFont.pdfFont;
-    }
-    return signatureFont;
-  };
   /**
-   * One answer (DocuSeal's layout): the field's name in small capitals, then the value, image or
-   * typed signature below it.
+   * One answer (DocuSeal's layout): the field's name in small capitals, then the value or image
+   * below it; a typed signature's image is followed by "Typed: <its text>".
    */
   const drawValue = async (value: AuditLogValue) => {
     const name = {
@@ -239,25 +228,20 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
       style: { font: fonts.bold, size: 7, color: MUTED, indent: 12, gapAfter: 1 },
     };
     const nameHeight = layout.height(name.text, name.style);
+    const typed = value.typed === undefined ? undefined : `Typed: ${value.typed}`;
     if (value.image) {
       const image = await embedImage(value.image);
       if (image) {
         const size = imageSize(image, value.type);
-        layout.keepTogether(nameHeight + size.height + 10);
+        const typedStyle = { size: 9, color: MUTED, indent: 12, gapAfter: 6 };
+        layout.keepTogether(nameHeight + size.height + 10 + (typed ? layout.height(typed, typedStyle) : 0));
         layout.text(name.text, name.style);
-        layout.image(image, { ...size, indent: 12, gapBefore: 3, gapAfter: 8 });
+        layout.image(image, { ...size, indent: 12, gapBefore: 3, gapAfter: typed ? 2 : 8 });
+        if (typed) layout.text(typed, typedStyle);
         return;
       }
     }
-    if (value.typed !== undefined) {
-      const font = await typedSignatureFont();
-      const style = { font, size: 18, indent: 12, gapAfter: 6 };
-      layout.keepTogether(nameHeight + layout.height(value.typed, style));
-      layout.text(name.text, name.style);
-      layout.text(value.typed, style);
-      return;
-    }
-    const text = value.text ?? (value.image ? 'Image not readable' : '');
+    const text = value.text ?? typed ?? (value.image ? 'Image not readable' : '');
     const style = { size: 10, indent: 12, gapAfter: 6 };
     // The name and the first line of its value stay on one page; a long value then runs on over pages.
     layout.keepTogether(nameHeight + lineHeight(10));
@@ -489,8 +473,6 @@ function eventSentence(event: AuditLogEvent): string {
 }
 
 const FAIL_COMPLETION = 'fail_completion';
-/** Typed signatures, as the documents draw them (src/signing/draw-values.ts). */
-const SIGNATURE_FONT = 'DejaVuSerif-Italic';
 /** DocuSeal's audit log: images 200 pt wide (initials 50), at most 100 pt high (MAX_IMAGE_HEIGHT). */
 const IMAGE_WIDTH = 200;
 const INITIALS_WIDTH = 50;

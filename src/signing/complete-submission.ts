@@ -52,6 +52,7 @@ import type { DomainEvent, SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
 import type { JobFailure, JobLogger, JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
+import { typedTextOf } from '../submissions/status.ts';
 import { type Field, parseFields, parseRoles } from '../templates/fields.ts';
 // Pure and small (no PDF libraries): loaded with this module.
 import {
@@ -592,7 +593,8 @@ const submissionCompleted = (accountId: number, submissionId: number, at: Date):
 
 /**
  * The stored files the parties' values refer to, for the audit log, by uuid: names of every
- * file, and the bytes of signature, initials, image and stamp values (read once per file).
+ * file, the bytes of signature, initials, image and stamp values (read once per file), and a typed
+ * signature's text.
  */
 async function loadAuditLogFiles(
   db: Db,
@@ -618,12 +620,18 @@ async function loadAuditLogFiles(
   if (uuids.size === 0) return files;
   const rows = await db.storedFile.findMany({
     where: { uuid: { in: [...uuids] } },
-    select: { uuid: true, filename: true, contentType: true, storageKey: true },
+    select: { uuid: true, filename: true, contentType: true, storageKey: true, metadata: true },
   });
   await Promise.all(
     rows.map(async (row) => {
       const bytes = imageUuids.has(row.uuid) ? await storage.read(row.storageKey) : undefined;
-      files.set(row.uuid, { filename: row.filename, contentType: row.contentType, ...(bytes ? { bytes } : {}) });
+      const typedText = typedTextOf(row.metadata);
+      files.set(row.uuid, {
+        filename: row.filename,
+        contentType: row.contentType,
+        ...(bytes ? { bytes } : {}),
+        ...(typedText ? { typedText } : {}),
+      });
     }),
   );
   return files;

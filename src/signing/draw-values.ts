@@ -47,7 +47,7 @@ export interface DrawValuesInput {
   fields: Field[];
   /** The party's values by field uuid, stored as reference §11 describes. */
   values: Record<string, unknown>;
-  /** Attachment uuid → file, for signature/initials/image/stamp values that are not `text:`. */
+  /** Attachment uuid → file, for signature/initials/image/stamp values (a typed signature is an image too). */
   images: Map<string, ImageFile>;
   /** IANA zone for date-times and `{{date}}` (the account's); default UTC. */
   timeZone?: string;
@@ -71,7 +71,7 @@ const LINE_SPACING = 1.2;
 /** Gap between the area's edge and text (DocuSeal's TEXT_LEFT_MARGIN / TEXT_TOP_MARGIN, points). */
 const TEXT_PADDING = 1;
 
-/** Field types whose value is an image file (or `text:<typed signature>`). */
+/** Field types whose value is an image file (a typed signature's too: src/documents/typed-signature.ts). */
 const IMAGE_TYPES = new Set(['signature', 'initials', 'image', 'stamp', 'kba']);
 /** Field types drawn as nothing (DocuSeal draws a paperclip and the file name; not done here). */
 const SKIPPED_TYPES = new Set(['file', 'payment']);
@@ -97,8 +97,6 @@ const FONT_FILES: Record<string, Record<string, string>> = {
     bold_italic: 'DejaVuSansMono-BoldOblique',
   },
 };
-/** Typed signatures (`text:<name>`): an italic serif, the nearest to handwriting among the bundled faces. */
-const SIGNATURE_FONT = 'DejaVuSerif-Italic';
 
 /** A few CSS names DocuSeal's builder offers for `color`/`background`; anything else must be hex. */
 const NAMED_COLORS: Record<string, string> = {
@@ -155,8 +153,8 @@ interface Box {
  *   left (from the right with `align: right`); without `cell_w` the area is split evenly by the
  *   number of characters. Each character is centred in its cell.
  * - signature, initials, image, stamp: the image scaled to fit the area keeping its aspect ratio,
- *   centred; `text:<name>` (a typed signature) is drawn on one line in DejaVu Serif Italic, as large
- *   as fits the area less 5 % of its width on each side and 10 % of its height above and below.
+ *   centred (a typed signature is such an image, rendered when it was given: src/documents/
+ *   typed-signature.ts).
  * - checkbox (`true`), and radio/multiple areas with `option_uuid` whose option is chosen (an
  *   option without a value is "Option N", 1-based, §11): a check mark of two stroked lines in
  *   the largest centred square of the area, in `color`.
@@ -336,11 +334,6 @@ async function drawJob(context: DrawContext, page: PDFPage, box: Box, job: DrawJ
   if (IMAGE_TYPES.has(field.type)) {
     if (typeof value !== 'string') return;
     if (background) page.drawRectangle({ ...rect(box), color: background });
-    if (value.startsWith('text:')) {
-      const font = await context.fonts.get(SIGNATURE_FONT);
-      drawTypedSignature(page, box, font, value.slice(5), parseColor(preferences.color) ?? rgb(0, 0, 0));
-      return;
-    }
     const image = await embedImage(context, value, field);
     const scale = Math.min(box.w / image.width, box.h / image.height);
     const width = image.width * scale;
@@ -573,22 +566,6 @@ function drawCells(
       color: style.color,
     });
   });
-}
-
-/** A typed signature: one line, as large as fits the area less 5 % each side and 10 % above and below, centred. */
-function drawTypedSignature(page: PDFPage, box: Box, font: MeasuredFont, name: string, color: Color): void {
-  const text = name.replace(/\s+/g, ' ').trim();
-  if (text === '') return;
-  // Some air around the name, and room for the italic's overhang past its advance widths.
-  const [padX, padY] = [box.w * 0.05, box.h * 0.1];
-  const lineHeight = font.ascent + font.descent;
-  const size = Math.max(
-    FLOOR_FONT_SIZE,
-    Math.min((box.h - 2 * padY) / lineHeight, (box.w - 2 * padX) / Math.max(font.width(text), 1e-9)),
-  );
-  const width = font.width(text) * size;
-  const baseline = box.y + box.h / 2 - (lineHeight * size) / 2 + font.descent * size;
-  page.drawText(text, { x: box.x + (box.w - width) / 2, y: baseline, size, font: font.pdfFont, color });
 }
 
 // --- marks and images ------------------------------------------------------------------------

@@ -29,10 +29,11 @@ import { perClient } from '../db/turn-batch.ts';
 import { loadFileInput } from '../documents/load-file-input.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
+import { isTypedSignatureLength, renderTypedSignature, typedSignatureText } from '../documents/typed-signature.ts';
 import { AppError } from '../errors.ts';
 import { effectJobs, noEffects, type Effects, type SideEffects } from '../events/events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
-import { checkValuesSize, valueSizeMessage } from '../limits.ts';
+import { checkValuesSize, MAX_ITEMS, valueSizeMessage } from '../limits.ts';
 import { outboxRows } from '../jobs/outbox.ts';
 import { completionJob } from '../signing/complete-submission.ts';
 import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../documents/drawable-image.ts';
@@ -835,6 +836,8 @@ export interface StagedFile {
   bytes: Buffer;
   filename: string;
   contentType: string;
+  /** The stored file's metadata: `typed_text` for a typed signature (src/documents/typed-signature.ts). */
+  metadata?: { typed_text: string; type: string };
 }
 
 /** Placeholder values stand for staged files until the transaction stores them. */
@@ -846,11 +849,19 @@ const DRAWN_IMAGE_TYPES = new Set(['signature', 'initials', 'image', 'stamp']);
 /**
  * A signature/image/… value given as base64, a data URL or an http(s) URL: loaded now (errors are
  * 422s before anything is written), stored later by storeStagedFiles inside the transaction.
- * Short text for a signature or initials is kept as typed text (§7.5). A value the completion
- * draws must be an image within IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS; it is kept as it will be
- * drawn (readDrawableImage: JPEG as sent, anything else as PNG). `file` values are any file.
+ * Short text for a signature or initials (under 60 characters, not a URL: DocuSeal's
+ * normalize_values.rb `find_or_create_blob_from_text`) is a typed signature: rendered to a PNG in
+ * the signing page's script font (renderTypedSignature) and stored as `signature.png` /
+ * `initials.png` with the text in `metadata.typed_text`. The same text for the same type is
+ * rendered and stored once per request (both fields then name one file, as DocuSeal reuses the
+ * blob), and at most MAX_ITEMS.typedSignatures different ones are rendered per request. A value
+ * the completion draws must be an image within IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS; it is kept
+ * as it will be drawn (readDrawableImage: JPEG as sent, anything else as PNG). `file` values are
+ * any file.
  * @throws AppError VALIDATION "<where> is not an image (PNG or JPEG)." and the other reasons of
- *   readDrawableImage ("… is 9000 × 9000 pixels, over 25 megapixels (IMAGE_MAX_MEGAPIXELS).")
+ *   readDrawableImage ("… is 9000 × 9000 pixels, over 25 megapixels (IMAGE_MAX_MEGAPIXELS)."),
+ *   "Invalid signature value" for text with nothing visible, "<where>: too many typed signatures in
+ *   one request (maximum is 100)."
  */
 async function attachmentValue(
   staged: StagedFile[],
@@ -867,12 +878,11 @@ async function attachmentValue(
   if (typeof raw !== 'string' || raw === '') throw new AppError('VALIDATION', `Invalid ${field.type} value`);
   if (
     (field.type === 'signature' || field.type === 'initials') &&
-    raw.length < 60 &&
+    isTypedSignatureLength(raw) &&
     !/^https?:\/\//i.test(raw) &&
     !raw.startsWith('data:')
   ) {
-    // Short text: a typed signature, drawn in a script font when the documents are produced.
-    return `text:${raw}`;
+    return typedSignatureValue(staged, raw, field, where);
   }
   const loaded = await loadFileInput(raw, { field: where, ...options.download });
   let file = {
@@ -900,6 +910,34 @@ async function attachmentValue(
 }
 
 /**
+ * A typed signature's staged PNG (see attachmentValue): the token of the same text's file when
+ * this request rendered it already for the same field type, else a new one.
+ * @throws AppError VALIDATION "Invalid signature value" (nothing visible), "<where>: too many typed
+ *   signatures in one request (maximum is 100)."
+ */
+async function typedSignatureValue(staged: StagedFile[], raw: string, field: Field, where: string): Promise<string> {
+  const text = typedSignatureText(raw);
+  if (text === '') throw new AppError('VALIDATION', `Invalid ${field.type} value`);
+  const same = staged.find((f) => f.metadata?.typed_text === text && f.metadata.type === field.type);
+  if (same) return same.token;
+  if (staged.filter((f) => f.metadata).length >= MAX_ITEMS.typedSignatures)
+    throw new AppError(
+      'VALIDATION',
+      `${where}: too many typed signatures in one request (maximum is ${MAX_ITEMS.typedSignatures}).`,
+    );
+  const image = await renderTypedSignature(text);
+  const token = `${STAGED_PREFIX}${staged.length}:${randomUUID()}`;
+  staged.push({
+    token,
+    bytes: Buffer.from(image.png),
+    filename: `${field.type}.png`,
+    contentType: 'image/png',
+    metadata: { typed_text: image.text, type: field.type },
+  });
+  return token;
+}
+
+/**
  * Stores staged files as StoredFile rows in the caller's transaction and puts their uuids in
  * place of the placeholders in `values` (by field uuid; single values or lists).
  */
@@ -916,7 +954,13 @@ export async function storeStagedFiles(
     if (!JSON.stringify(values).includes(file.token)) continue;
     const stored = await storeFile(
       { db: tx, storage },
-      { accountId, bytes: file.bytes, filename: file.filename, contentType: file.contentType },
+      {
+        accountId,
+        bytes: file.bytes,
+        filename: file.filename,
+        contentType: file.contentType,
+        ...(file.metadata ? { metadata: file.metadata } : {}),
+      },
     );
     uuids.set(file.token, stored.uuid);
   }

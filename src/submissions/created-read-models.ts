@@ -9,18 +9,20 @@
  * submitter) was most of a create request's CPU time (bench/submissions.ts, issue 4). The answer
  * is made from the rows the service's statement stored and returned (CreatedSubmission), with no
  * read-back. The rules of the derived keys are the GraphQL fields' own functions:
- * submitterStatus, roleName, buildValues (attachments as signed URLs).
+ * submitterStatus, roleName, buildValues (attachments as signed URLs, typed signatures' text).
  * test/submissions-create-sql.test.ts checks the answer against the fragment, key for key. The
  * shape itself is src/docuseal-shapes/submitter.ts's serializeCreatedSubmitter.
  */
 import type { CreatedSubmitterData } from '../docuseal-shapes/submitter.ts';
 import type { CreatedSubmission } from './create-submissions.ts';
-import { buildValues, roleName, submitterStatus } from './status.ts';
+import { buildValues, roleName, submitterStatus, typedTextOf } from './status.ts';
 
 /** What the answer needs besides the rows: stored files and their signed URLs, the service's URL. */
 export interface CreatedSubmittersDeps {
   /** The stored files of these uuids, in order (an Error or null for one that is unknown). */
-  filesByUuid(uuids: string[]): Promise<readonly ({ uuid: string; filename: string } | Error | null)[]>;
+  filesByUuid(
+    uuids: string[],
+  ): Promise<readonly ({ uuid: string; filename: string; metadata: unknown } | Error | null)[]>;
   /** A stored file's signed URL (src/documents/file-urls.ts). */
   fileUrl(file: { uuid: string; filename: string }): string;
   /** APP_URL, for `embed_src` (`{appUrl}/s/{slug}`). */
@@ -56,9 +58,9 @@ export async function createdSubmittersAnswer(
   }
   const files = uuids.size > 0 ? await deps.filesByUuid([...uuids]) : [];
   const fileByUuid = new Map([...uuids].map((uuid, i) => [uuid, files[i]]));
-  const fileUrl = (uuid: string) => {
+  const fileOf = (uuid: string) => {
     const file = fileByUuid.get(uuid);
-    return file && !(file instanceof Error) ? deps.fileUrl(file) : null;
+    return file && !(file instanceof Error) ? { url: deps.fileUrl(file), typedText: typedTextOf(file.metadata) } : null;
   };
 
   const submitters: CreatedSubmitterData[] = [];
@@ -89,7 +91,7 @@ export async function createdSubmittersAnswer(
         values: buildValues(
           submission.fields,
           { roleUuid: s.roleUuid, values: s.values, completedAt: at(s.completedAt) },
-          fileUrl,
+          fileOf,
         ),
         preferences: s.preferences,
         role: roleName(submission.roles, s.roleUuid),

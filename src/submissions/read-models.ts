@@ -30,7 +30,15 @@ import { AppError } from '../errors.ts';
 import { parseFields, parseRoles } from '../templates/fields.ts';
 import { loadFolderNames, templateFieldData, templateFolderName } from '../templates/read-models.ts';
 import { findSubmissionForAccount } from './find.ts';
-import { buildFieldValues, buildValues, roleName, submissionStatus, submitterStatus } from './status.ts';
+import {
+  buildFieldValues,
+  buildValues,
+  roleName,
+  submissionStatus,
+  submitterStatus,
+  typedTextOf,
+  VALUE_FILE_SELECT,
+} from './status.ts';
 
 /** What the loaders need besides the database. */
 export interface ReadModelDeps {
@@ -103,8 +111,11 @@ const isoOrNull = (date: Date | null) => (date === null ? null : date.toISOStrin
 /** Stored file uuids are UUIDs; other strings in values (text, dates) are not looked up. */
 const UUID = /^[0-9a-f-]{36}$/i;
 
-/** The stored files (uuid, filename) named by string values, in one query. */
-async function storedFilesNamedBy(db: Db, valueSets: readonly unknown[]): Promise<Map<string, StoredFileRef>> {
+/** The stored files (uuid, filename, metadata) named by string values, in one query. */
+async function storedFilesNamedBy(
+  db: Db,
+  valueSets: readonly unknown[],
+): Promise<Map<string, StoredFileRef & { metadata: unknown }>> {
   const uuids = new Set<string>();
   for (const values of valueSets) {
     for (const value of Object.values((values ?? {}) as Record<string, unknown>)) {
@@ -115,7 +126,7 @@ async function storedFilesNamedBy(db: Db, valueSets: readonly unknown[]): Promis
   if (uuids.size === 0) return new Map();
   const rows = await db.storedFile.findMany({
     where: { uuid: { in: [...uuids] } },
-    select: { uuid: true, filename: true },
+    select: VALUE_FILE_SELECT,
   });
   return new Map(rows.map((r) => [r.uuid, r]));
 }
@@ -370,9 +381,9 @@ export async function loadSubmissionGetReadModels(
       rows.flatMap((r) => r.submitters.map((x) => x.values)),
     ),
   ]);
-  const fileUrl = (uuid: string) => {
+  const fileOf = (uuid: string) => {
     const file = files.get(uuid);
-    return file ? deps.files.url(file) : null;
+    return file ? { url: deps.files.url(file), typedText: typedTextOf(file.metadata) } : null;
   };
   const link = (d: OutputRow) => ({ name: d.name, url: deps.files.url(d.file) });
   const now = new Date();
@@ -388,7 +399,7 @@ export async function loadSubmissionGetReadModels(
         values: buildValues(
           fields,
           { roleUuid: x.roleUuid, values: (x.values ?? {}) as Record<string, unknown>, completedAt: x.completedAt },
-          fileUrl,
+          fileOf,
         ),
         documents: documents.filter((d) => d.submitterId === x.id).map(link),
       })),
@@ -470,9 +481,9 @@ export async function loadFormSubmitterReadModels(
       rows.map((r) => r.values),
     ),
   ]);
-  const fileUrl = (uuid: string) => {
+  const fileOf = (uuid: string) => {
     const file = files.get(uuid);
-    return file ? deps.files.url(file) : null;
+    return file ? { url: deps.files.url(file), typedText: typedTextOf(file.metadata) } : null;
   };
   const now = new Date();
   return inRequestOrder(request, rows, (x) => {
@@ -482,7 +493,7 @@ export async function loadFormSubmitterReadModels(
       values: buildValues(
         parseFields(submission.templateFields),
         { roleUuid: x.roleUuid, values: (x.values ?? {}) as Record<string, unknown>, completedAt: x.completedAt },
-        fileUrl,
+        fileOf,
       ),
       documents: x.completedDocuments.map((d) => ({ name: d.name, url: deps.files.url(d.file) })),
       submission: {
@@ -525,9 +536,9 @@ export async function loadSubmissionFieldsReadModels(
     deps.db,
     rows.flatMap((r) => r.submitters.map((x) => x.values)),
   );
-  const fileUrl = (uuid: string) => {
+  const fileOf = (uuid: string) => {
     const file = files.get(uuid);
-    return file ? deps.files.url(file) : null;
+    return file ? { url: deps.files.url(file), typedText: typedTextOf(file.metadata) } : null;
   };
   return inRequestOrder(request, rows, (s) => {
     const fields = parseFields(s.templateFields);
@@ -539,7 +550,7 @@ export async function loadSubmissionFieldsReadModels(
         fields: buildFieldValues(
           fields,
           { roleUuid: x.roleUuid, values: (x.values ?? {}) as Record<string, unknown>, completedAt: x.completedAt },
-          fileUrl,
+          fileOf,
         ),
       })),
     };

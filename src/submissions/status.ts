@@ -102,14 +102,30 @@ export function submissionStatus(
 const TITLES: Record<string, string> = {};
 const titleize = (type: string) => (TITLES[type] ??= type.charAt(0).toUpperCase() + type.slice(1));
 
-/** A party's own fields that DocuSeal lists, with their names and presented values (buildValues). */
+/** What `values` shows of a stored file a value names: its signed URL, and a typed signature's text. */
+export interface ValueFile {
+  url: string;
+  /** `metadata.typed_text` of a typed signature's image (src/documents/typed-signature.ts), else null. */
+  typedText: string | null;
+}
+
+/** The columns of a stored file ValueFile is made of (with the signed URL's uuid and filename). */
+export const VALUE_FILE_SELECT = { uuid: true, filename: true, metadata: true } as const;
+
+/** `metadata.typed_text` of a stored file (a typed signature's image), else null. */
+export function typedTextOf(metadata: unknown): string | null {
+  const text = (metadata as { typed_text?: unknown } | null)?.typed_text;
+  return typeof text === 'string' ? text : null;
+}
+
+/** A party's own fields that DocuSeal lists, with their names, raw and presented values (buildValues). */
 function ownFieldValues(
   fields: Field[],
   submitter: { roleUuid: string; values: Record<string, unknown>; completedAt: Date | null },
-  fileUrl: (uuid: string) => string | null,
-): { field: Field; name: string; value: unknown }[] {
+  fileOf: (uuid: string) => ValueFile | null,
+): { field: Field; name: string; raw: unknown; value: unknown }[] {
   const counters = new Map<string, number>();
-  const out: { field: Field; name: string; value: unknown }[] = [];
+  const out: { field: Field; name: string; raw: unknown; value: unknown }[] = [];
   for (const field of fields) {
     const n = (counters.get(field.type) ?? 0) + 1;
     counters.set(field.type, n);
@@ -117,7 +133,7 @@ function ownFieldValues(
     const raw = submitter.values[field.uuid];
     if ((raw === undefined || raw === null || raw === '') && !submitter.completedAt) continue;
     const name = field.name || `${titleize(field.type)} Field ${n}`;
-    out.push({ field, name, value: presentValue(field.type, raw, fileUrl) });
+    out.push({ field, name, raw, value: presentValue(field.type, raw, fileOf) });
   }
   return out;
 }
@@ -126,29 +142,40 @@ function ownFieldValues(
  * `values` as DocuSeal returns them (§5.2): walk the submission's fields in order with a per-type
  * counter across all parties; skip other parties' fields and heading fields; skip fields without a
  * value unless the submitter completed (then every own field appears, missing ones as null). An
- * unnamed field is called "<Type> Field <n>". Attachment values become URLs.
- * @param fileUrl signed URL of a stored file uuid (null when unknown)
+ * unnamed field is called "<Type> Field <n>". Attachment values become URLs. A typed signature or
+ * initials (an image rendered from text) appears twice, its image URL and then its text, as the
+ * interface spec's `values` says ("signature fields may appear twice (an image URL and a typed
+ * text)"; DocuSeal's own serializer lists the URL only; docs/compatibility.md).
+ * @param fileOf the signed URL and typed text of a stored file uuid (null when unknown)
  */
 export function buildValues(
   fields: Field[],
   submitter: { roleUuid: string; values: Record<string, unknown>; completedAt: Date | null },
-  fileUrl: (uuid: string) => string | null,
+  fileOf: (uuid: string) => ValueFile | null,
 ): { field: string; value: unknown }[] {
-  return ownFieldValues(fields, submitter, fileUrl).map(({ name, value }) => ({ field: name, value }));
+  const out: { field: string; value: unknown }[] = [];
+  for (const { field, name, raw, value } of ownFieldValues(fields, submitter, fileOf)) {
+    out.push({ field: name, value });
+    if ((field.type === 'signature' || field.type === 'initials') && typeof raw === 'string') {
+      const typed = fileOf(raw)?.typedText;
+      if (typed) out.push({ field: name, value: typed });
+    }
+  }
+  return out;
 }
 
 /**
  * A submitter's `fields` under `include=fields` (§5.2; DocuSeal's SerializeForWebhook.build_fields_array):
- * the fields buildValues lists, chosen and named the same way, as `{name, uuid, value, readonly}`
- * (`readonly`: the field is read-only in the submission's copy).
- * @param fileUrl signed URL of a stored file uuid (null when unknown)
+ * the fields buildValues lists, chosen and named the same way (a typed signature once, by its image URL),
+ * as `{name, uuid, value, readonly}` (`readonly`: the field is read-only in the submission's copy).
+ * @param fileOf the signed URL and typed text of a stored file uuid (null when unknown)
  */
 export function buildFieldValues(
   fields: Field[],
   submitter: { roleUuid: string; values: Record<string, unknown>; completedAt: Date | null },
-  fileUrl: (uuid: string) => string | null,
+  fileOf: (uuid: string) => ValueFile | null,
 ): { name: string; uuid: string; value: unknown; readonly: boolean }[] {
-  return ownFieldValues(fields, submitter, fileUrl).map(({ field, name, value }) => ({
+  return ownFieldValues(fields, submitter, fileOf).map(({ field, name, value }) => ({
     name,
     uuid: field.uuid,
     value,
@@ -156,13 +183,12 @@ export function buildFieldValues(
   }));
 }
 
-function presentValue(type: string, raw: unknown, fileUrl: (uuid: string) => string | null): unknown {
+function presentValue(type: string, raw: unknown, fileOf: (uuid: string) => ValueFile | null): unknown {
   if (raw === undefined) return null;
   if (['image', 'signature', 'initials', 'stamp', 'payment', 'kba'].includes(type)) {
-    if (typeof raw !== 'string') return null;
-    return raw.startsWith('text:') ? raw.slice(5) : fileUrl(raw);
+    return typeof raw === 'string' ? (fileOf(raw)?.url ?? null) : null;
   }
-  if (type === 'file') return (Array.isArray(raw) ? raw : [raw]).map((uuid) => fileUrl(String(uuid)));
+  if (type === 'file') return (Array.isArray(raw) ? raw : [raw]).map((uuid) => fileOf(String(uuid))?.url ?? null);
   return raw;
 }
 

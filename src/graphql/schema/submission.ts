@@ -10,6 +10,7 @@ import {
   roleName,
   submissionStatus,
   submitterStatus,
+  typedTextOf,
 } from '../../submissions/status.ts';
 import {
   CreateSubmissionsRequest,
@@ -34,7 +35,7 @@ const VALUES_SELECT = {
 
 /**
  * The arguments of buildValues / buildFieldValues for a submitter: the submission's fields, the
- * party's values, and the signed URL of each stored file they name (one DataLoader batch).
+ * party's values, and the signed URL (and typed text) of each stored file they name (one DataLoader batch).
  */
 async function valuesInput(
   s: {
@@ -56,7 +57,9 @@ async function valuesInput(
     { roleUuid: s.roleUuid, values, completedAt: s.completedAt },
     (uuid) => {
       const file = byUuid.get(uuid);
-      return file && !(file instanceof Error) ? ctx.files.url(file) : null;
+      return file && !(file instanceof Error)
+        ? { url: ctx.files.url(file), typedText: typedTextOf(file.metadata) }
+        : null;
     },
   ];
 }
@@ -106,7 +109,8 @@ export const SubmitterRef = builder.prismaObject('Submitter', {
     }),
     values: t.field({
       type: 'JSON',
-      description: 'DocuSeal values: [{field, value}] (attachments as signed URLs).',
+      description:
+        'DocuSeal values: [{field, value}] (attachments as signed URLs; a typed signature twice: image URL, text).',
       select: VALUES_SELECT,
       resolve: async (s, _args, ctx) => buildValues(...(await valuesInput(s, ctx))),
     }),

@@ -152,6 +152,27 @@ export async function uploadAttachment(
   form.append('submitter_slug', slug);
   form.append('type', type);
   form.append('file', file, filename);
+  return postAttachment(form);
+}
+
+/**
+ * Sends a typed signature or initials as its text (POST /api/attachments with `typed_text`): the
+ * server renders it in the script font and answers as for an uploaded image.
+ * @throws ApiError with the server's message ("signature is empty", …)
+ */
+export function uploadTypedSignature(
+  slug: string,
+  text: string,
+  type: 'signature' | 'initials',
+): Promise<UploadedAttachment> {
+  const form = new FormData();
+  form.append('submitter_slug', slug);
+  form.append('type', type);
+  form.append('typed_text', text);
+  return postAttachment(form);
+}
+
+async function postAttachment(form: FormData): Promise<UploadedAttachment> {
   let response: Response;
   try {
     response = await fetch('/api/attachments', { method: 'POST', body: form });

@@ -8,7 +8,7 @@
  * (clicking one moves to the input); radio and multiple fields with an area per option get a
  * radio button or checkbox in each. Fields without an area are listed below the documents.
  */
-import { sameOriginUrl, uploadAttachment } from './api.ts';
+import { sameOriginUrl, uploadAttachment, uploadTypedSignature } from './api.ts';
 import { h, uniqueId } from './dom.ts';
 import { openSignatureDialog } from './signature-dialog.ts';
 import type { FieldArea, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
@@ -442,7 +442,10 @@ function mountMultipleChooser(
   return button;
 }
 
-/** Signature and initials: a button opening the signature dialog; the PNG is uploaded and its uuid saved. */
+/**
+ * Signature and initials: a button opening the signature dialog; the PNG (or the typed text, which
+ * the server renders) is uploaded and its uuid saved.
+ */
 function mountSignature(
   host: FieldHost,
   field: SigningFormField,
@@ -456,11 +459,8 @@ function mountSignature(
   const show = () => {
     button.replaceChildren();
     const attachment = host.attachment(String(host.valueOf(field.uuid) ?? ''));
-    const typed = typedSignature(host.valueOf(field.uuid));
     if (attachment) {
       button.append(h('img', { src: sameOriginUrl(attachment.url), alt: `${label} (signed)` }));
-    } else if (typed) {
-      button.append(h('span', { className: 'typed-signature' }, typed));
     } else {
       button.append(h('span', {}, kind === 'initials' ? 'Initials' : 'Sign here'));
     }
@@ -473,14 +473,17 @@ function mountSignature(
     if (busy) return;
     const name = host.form.submitter.name ?? '';
     const suggestedText = kind === 'initials' ? initialsOf(name) : name;
-    const png = await openSignatureDialog({ kind, format: field.preferences.format, label, suggestedText });
+    const made = await openSignatureDialog({ kind, format: field.preferences.format, label, suggestedText });
     button.focus();
-    if (!png) return;
+    if (!made) return;
     busy = true;
     button.setAttribute('aria-busy', 'true');
     host.announce(`Saving your ${kind}…`);
     try {
-      const uploaded = await uploadAttachment(host.form.slug, png, `${kind}.png`, kind);
+      const uploaded =
+        'typedText' in made
+          ? await uploadTypedSignature(host.form.slug, made.typedText, kind)
+          : await uploadAttachment(host.form.slug, made.png, `${kind}.png`, kind);
       host.addAttachment({
         uuid: uploaded.uuid,
         url: uploaded.url,
@@ -603,8 +606,6 @@ function fillDisplay(host: FieldHost, field: SigningFormField, element: HTMLElem
       element.append(h('img', { src: sameOriginUrl(attachment.url), alt: label }));
     } else if (field.type === 'stamp') {
       element.append(h('span', { className: 'placeholder' }, 'Stamp (added on completion)'));
-    } else if (typedSignature(value)) {
-      element.append(h('span', { className: 'typed-signature' }, typedSignature(value)!));
     }
     return;
   }
@@ -629,14 +630,6 @@ function fillDisplay(host: FieldHost, field: SigningFormField, element: HTMLElem
   if (!text && field.type !== 'checkbox') span.classList.add('empty');
   // Screen readers hear the field's name before its value.
   element.append(h('span', { className: 'sr-only' }, `${label}: ${text ? '' : 'empty'}`), span);
-}
-
-/**
- * A signature given as text through the API: stored as `text:<name>` and drawn in a script font
- * at completion (src/signing/draw-values.ts); null for anything else.
- */
-function typedSignature(value: unknown): string | null {
-  return typeof value === 'string' && value.startsWith('text:') ? value.slice(5) : null;
 }
 
 /** "Ada Lovelace" → "AL". */

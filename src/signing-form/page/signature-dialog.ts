@@ -1,7 +1,9 @@
 /**
  * The signature (or initials) dialog: draw with a mouse, finger or pen (signature_pad), type in
- * the bundled script font (rendered on a canvas), or upload an image. Whatever the way, the result
- * is a PNG image trimmed to its ink, which the caller uploads (docs/signing-form.md "Uploads").
+ * the bundled script font, or upload an image. A drawing or an upload becomes a PNG image (a
+ * drawing trimmed to its ink); a typed name stays text, which the server renders in the same font
+ * (src/documents/typed-signature.ts) and keeps. The caller uploads either (docs/signing-form.md
+ * "Uploads").
  *
  * `preferences.format` of the field limits the ways (docuseal-behaviour.md §11): `drawn`,
  * `typed`, `drawn_or_typed`, `upload`; none given offers all three.
@@ -12,8 +14,6 @@ import { h, uniqueId } from './dom.ts';
 type Way = 'draw' | 'type' | 'upload';
 
 const INK = '#14245c';
-/** The script font of typed signatures (declared in styles.css, served by Signet). */
-const SCRIPT_FONT = '"Dancing Script"';
 /** Longest side of an uploaded signature image after scaling down, in pixels. */
 const MAX_UPLOAD_SIDE = 1600;
 
@@ -44,10 +44,16 @@ function waysFor(format: unknown): Way[] {
 
 const WAY_LABELS: Record<Way, string> = { draw: 'Draw', type: 'Type', upload: 'Upload' };
 
+/** What the signer made: a PNG (drawn or uploaded), or typed text. */
+export type SignatureResult = { png: Blob } | { typedText: string };
+
+/** Longest typed signature, in characters (src/limits.ts MAX_LENGTH.typedSignature, checked by the server). */
+const TYPED_MAX_LENGTH = 59;
+
 /**
- * Shows the dialog; resolves to the PNG, or null when the signer cancels.
+ * Shows the dialog; resolves to the result, or null when the signer cancels.
  */
-export function openSignatureDialog(options: SignatureDialogOptions): Promise<Blob | null> {
+export function openSignatureDialog(options: SignatureDialogOptions): Promise<SignatureResult | null> {
   const ways = waysFor(options.format);
   const titleId = uniqueId('signature-title');
   const dialog = h('dialog', { className: 'dialog signature-dialog' });
@@ -80,8 +86,9 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Bl
     type: 'text',
     id: typeInputId,
     className: 'typed-input',
-    value: options.suggestedText,
+    value: options.suggestedText.slice(0, TYPED_MAX_LENGTH),
     autocomplete: 'name',
+    maxLength: TYPED_MAX_LENGTH,
   });
   const typePreview = h('p', { className: 'typed-preview' }, options.suggestedText);
   typePreview.setAttribute('aria-hidden', 'true');
@@ -183,7 +190,7 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Bl
   }
 
   return new Promise((resolve) => {
-    let result: Blob | null = null;
+    let result: SignatureResult | null = null;
     dialog.addEventListener('close', () => {
       pad?.off();
       if (uploadPreview.src) URL.revokeObjectURL(uploadPreview.src);
@@ -197,9 +204,9 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Bl
         error.textContent = '';
         apply.disabled = true;
         try {
-          const png = await exportPng();
-          if (!png) return;
-          result = png;
+          const made = await exportResult();
+          if (!made) return;
+          result = made;
           dialog.close();
         } catch (e) {
           error.textContent = e instanceof Error ? e.message : String(e);
@@ -212,13 +219,13 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Bl
     select(active);
   });
 
-  async function exportPng(): Promise<Blob | null> {
+  async function exportResult(): Promise<SignatureResult | null> {
     if (active === 'draw') {
       if (!pad || pad.isEmpty()) {
         error.textContent = `Draw your ${options.kind} first.`;
         return null;
       }
-      return canvasToPng(trimToInk(drawCanvas));
+      return { png: await canvasToPng(trimToInk(drawCanvas)) };
     }
     if (active === 'type') {
       const text = typeInput.value.trim();
@@ -227,7 +234,7 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Bl
         typeInput.focus();
         return null;
       }
-      return canvasToPng(await renderTyped(text));
+      return { typedText: text };
     }
     const file = uploadInput.files?.[0];
     if (!file) {
@@ -246,32 +253,8 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Bl
     canvas.height = Math.max(1, Math.round(bitmap.height * scale));
     canvas.getContext('2d')!.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
     bitmap.close();
-    return canvasToPng(canvas);
+    return { png: await canvasToPng(canvas) };
   }
-}
-
-/** Text in the script font on a canvas just large enough for it (transparent background). */
-async function renderTyped(text: string): Promise<HTMLCanvasElement> {
-  const size = 96;
-  const font = `${size}px ${SCRIPT_FONT}, cursive`;
-  await document.fonts.load(font, text);
-  const measure = h('canvas').getContext('2d')!;
-  measure.font = font;
-  const metrics = measure.measureText(text);
-  const padding = Math.round(size * 0.15);
-  const ascent = Math.ceil(metrics.actualBoundingBoxAscent || size * 0.8);
-  const descent = Math.ceil(metrics.actualBoundingBoxDescent || size * 0.3);
-  const left = Math.ceil(metrics.actualBoundingBoxLeft || 0);
-  const width = Math.ceil((metrics.actualBoundingBoxRight || metrics.width) + left);
-  const canvas = h('canvas');
-  canvas.width = width + padding * 2;
-  canvas.height = ascent + descent + padding * 2;
-  const context = canvas.getContext('2d')!;
-  context.font = font;
-  context.fillStyle = INK;
-  context.textBaseline = 'alphabetic';
-  context.fillText(text, padding + left, padding + ascent);
-  return canvas;
 }
 
 /** A copy of the canvas cropped to its painted pixels plus a small margin (whole canvas if blank). */
