@@ -86,7 +86,7 @@ export const MAX_ITEMS = {
   folderLevels: 10,
   /**
    * Different typed signatures one create or update request renders to images (src/documents/
-   * typed-signature.ts: a few milliseconds each, on the event loop); the same text again is free.
+   * typed-signature.ts: up to ~10 ms each on an idle core, on the event loop); the same text again is free.
    */
   typedSignatures: 100,
 } as const;
