@@ -137,7 +137,9 @@ describe('GET /submissions/{id}/documents', () => {
     expect(documents.map((d) => d.name)).toEqual(['contract', 'annex']);
     const contract = await download(documents[0]!.url);
     expect(text(contract)).toContain('Zephyrine Quillfeather');
-    expect(text(contract)).toContain('Z. Quill');
+    // The typed signature is drawn as its image (src/documents/typed-signature.ts), not as text.
+    expect(text(contract)).not.toContain('Z. Quill');
+    expect(execFileSync('pdfimages', ['-list', contract]).toString()).toMatch(/\bimage\b/);
     expect(pages(contract)).toBe(2);
     expect(pdfsig(contract)).toContain('does not contain any signatures');
     const annex = await download(documents[1]!.url);
