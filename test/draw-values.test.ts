@@ -16,7 +16,7 @@ import { inspectPdf, type PdfPageInfo } from '../src/documents/pdf.ts';
 import { renderTypedSignature } from '../src/documents/typed-signature.ts';
 import { AppError } from '../src/errors.ts';
 import { drawValues, MIN_FONT_SIZE, type DrawValuesInput, type ImageFile } from '../src/signing/draw-values.ts';
-import { embedDejaVu, loadDejaVu, registerFontkit } from '../src/signing/fonts.ts';
+import { embedDejaVu, loadDejaVu, registerFontkit } from '../src/documents/fonts.ts';
 import { formatDate, formatNumber, maskText } from '../src/signing/format-values.ts';
 import type { Area, Field } from '../src/templates/fields.ts';
 import { fixturePdf } from './helpers/pdfs.ts';

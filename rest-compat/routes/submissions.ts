@@ -38,7 +38,7 @@ import {
 } from '../../src/docuseal-shapes/submitter.ts';
 import { renderSubmissionList } from '../serializers/submission-list.ts';
 import { includedFields, withSubmissionFields, withSubmitterFields } from '../include-fields.ts';
-import { createdSubmittersAnswer } from '../../src/submissions/created-read-models.ts';
+import { createdSubmittersAnswer, oneOffSubmissionReadModel } from '../../src/submissions/created-read-models.ts';
 import { requireViewer } from '../../src/graphql/context.ts';
 import { fromGraphQLInput } from '../../src/graphql/zod-input.ts';
 import type { CreatedSubmission } from '../../src/submissions/create-submissions.ts';
@@ -282,7 +282,9 @@ function oneOffRoute(kind: OneOffKind): RestRoute<CreatedOneOffSubmission> {
       return createOneOffSubmission(context, { accountId: account.id, userId: user.id }, request);
     },
     serialize: async (created, request) =>
-      serializeOneOffSubmission(created, (await answer([created.submission], request)).submitters),
+      serializeOneOffSubmission(
+        oneOffSubmissionReadModel(created, (await answer([created.submission], request)).submitters),
+      ),
   };
 }
 

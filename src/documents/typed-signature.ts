@@ -22,7 +22,7 @@ import { createRequire } from 'node:module';
 import fontkit from '@pdf-lib/fontkit';
 import { AppError } from '../errors.ts';
 import { MAX_LENGTH } from '../limits.ts';
-import { loadDejaVu } from '../signing/fonts.ts';
+import { loadDejaVu } from './fonts.ts';
 import { loadMupdf } from './pdf.ts';
 
 type Face = ReturnType<typeof fontkit.create>;
@@ -270,4 +270,10 @@ function pngChunk(type: string, data: Buffer): Buffer {
   data.copy(chunk, 8);
   chunk.writeUInt32BE(zlib.crc32(chunk.subarray(4, 8 + data.length)), 8 + data.length);
   return chunk;
+}
+
+/** `metadata.typed_text` of a stored file (a typed signature's image), else null. */
+export function typedTextOf(metadata: unknown): string | null {
+  const text = (metadata as { typed_text?: unknown } | null)?.typed_text;
+  return typeof text === 'string' ? text : null;
 }

@@ -7,35 +7,37 @@
  * the page, `page` 0-based, as every stored field), and `documents` (the signed documents: none
  * yet, as DocuSeal's submission JSON before completion).
  */
-import type { CreatedOneOffSubmission } from '../submissions/create-one-off-submission.ts';
-import { submissionStatus } from '../submissions/status.ts';
 import { type CreatedSubmitterData, serializeCreatedSubmitter } from './submitter.ts';
 
-const at = (value: string | null) => (value === null ? null : new Date(value));
+/** The read model of a one-off answer (src/submissions/created-read-models.ts oneOffSubmissionReadModel). */
+export interface OneOffSubmissionData {
+  id: number;
+  name: string;
+  source: string;
+  submittersOrder: string;
+  status: string;
+  /** Its submitters in the create shape, in id order. */
+  submitters: CreatedSubmitterData[];
+  schema: { attachment_uuid: string; name: string }[];
+  /** Its fields as the submission keeps them. */
+  fields: unknown[];
+  expireAt: string | null;
+  createdAt: string;
+}
 
-/**
- * @param created what createOneOffSubmission made
- * @param submitters its submitters in the create shape (createdSubmittersAnswer), in id order
- */
-export function serializeOneOffSubmission(created: CreatedOneOffSubmission, submitters: CreatedSubmitterData[]) {
-  const { submission } = created;
+/** The one-off answer (module comment). */
+export function serializeOneOffSubmission(s: OneOffSubmissionData) {
   return {
-    id: submission.id,
-    name: created.name,
-    submitters: submitters.map(serializeCreatedSubmitter),
-    source: created.source,
-    submitters_order: created.submittersOrder,
-    status: submissionStatus(
-      {
-        completedAt: submitters.length > 0 && submitters.every((s) => s.completedAt) ? new Date() : null,
-        expireAt: at(submission.expireAt),
-      },
-      [],
-    ),
-    schema: created.schema.map((d) => ({ attachment_uuid: d.attachment_uuid, name: d.name })),
-    fields: submission.fields,
+    id: s.id,
+    name: s.name,
+    submitters: s.submitters.map(serializeCreatedSubmitter),
+    source: s.source,
+    submitters_order: s.submittersOrder,
+    status: s.status,
+    schema: s.schema.map((d) => ({ attachment_uuid: d.attachment_uuid, name: d.name })),
+    fields: s.fields,
     documents: [],
-    expire_at: submission.expireAt,
-    created_at: submission.createdAt,
+    expire_at: s.expireAt,
+    created_at: s.createdAt,
   };
 }

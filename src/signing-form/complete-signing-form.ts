@@ -13,13 +13,14 @@
  * Conditions (src/templates/field-conditions.ts): a field whose conditions are not met is not
  * required and its value is not kept (DocuSeal's maybe_remove_condition_values).
  */
+import { otherPartiesValues } from '../templates/field-conditions.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { completionJob } from '../signing/complete-submission.ts';
 import { replaceTodayPlaceholders } from '../signing/format-values.ts';
 import { nextPartyJobs } from '../submissions/send-requests.ts';
 import { parseFields } from '../templates/fields.ts';
-import { checkAttachments, checkSentValues, completionValues, otherPartiesValues } from './field-values.ts';
+import { checkAttachments, checkSentValues, completionValues } from './field-values.ts';
 import {
   formStarted,
   mergeValues,

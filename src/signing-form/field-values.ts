@@ -18,7 +18,7 @@ import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { checkValuesSize, valueSizeMessage } from '../limits.ts';
 import type { Field } from '../templates/fields.ts';
-import { hiddenFieldUuids } from '../templates/field-conditions.ts';
+import { hiddenOwnFields } from '../templates/field-conditions.ts';
 import { compileFieldPattern } from '../templates/field-pattern.ts';
 import { parseFieldValue, UnparsableValue } from '../signing/format-values.ts';
 
@@ -196,53 +196,11 @@ export async function checkAttachments(
 }
 
 /**
- * A party's values without those of its fields whose conditions are not met (DocuSeal's
- * maybe_remove_condition_values, lib/submitters/submit_values.rb; the rule:
- * src/templates/field-conditions.ts), judged over the other parties' values with this party's on top.
- * @param fields the submission's fields (every role: conditions may name another party's field)
- * @param values this party's values by field uuid; `otherValues` the other parties' values merged
- * @returns a new object; `values` is not changed
- */
-export function dropHiddenValues(
-  fields: Field[],
-  roleUuid: string,
-  values: Record<string, unknown>,
-  otherValues: Record<string, unknown> = {},
-): Record<string, unknown> {
-  const kept = { ...values };
-  for (const uuid of hiddenOwnFields(fields, roleUuid, values, otherValues)) delete kept[uuid];
-  return kept;
-}
-
-/** The uuids of this party's fields whose conditions are not met (as dropHiddenValues judges them). */
-function hiddenOwnFields(
-  fields: Field[],
-  roleUuid: string,
-  values: Record<string, unknown>,
-  otherValues: Record<string, unknown>,
-): Set<string> {
-  const hidden = hiddenFieldUuids(fields, { ...otherValues, ...values });
-  for (const field of fields) if (field.submitter_uuid !== roleUuid) hidden.delete(field.uuid);
-  return hidden;
-}
-
-/** The values of every party of a submission but one, merged in id order (DocuSeal's merge_submitters_values). */
-export function otherPartiesValues(
-  submitters: readonly { id: number; values: unknown }[],
-  exceptId: number,
-): Record<string, unknown> {
-  const merged: Record<string, unknown> = {};
-  for (const party of submitters)
-    if (party.id !== exceptId) Object.assign(merged, (party.values ?? {}) as Record<string, unknown>);
-  return merged;
-}
-
-/**
  * The values a signer completes with: its saved values, plus the default of each own field left
  * empty (the form shows defaults as values, so they are what the signer agreed to; `{{date}}`
  * becomes the completion date when drawn), with numbers as numbers and phones in E.164; then,
  * as DocuSeal's completion, without the values of fields whose conditions are not met
- * (dropHiddenValues: such a field is neither required nor kept).
+ * (dropHiddenValues, src/templates/field-conditions.ts: such a field is neither required nor kept).
  * Every other own field is checked: required ones filled, text matching `validation.pattern` (the
  * whole value, as the HTML `pattern` attribute DocuSeal's form uses, run on RE2: field-pattern.ts),
  * values sensible for the type and within their size (checkValueSize; src/limits.ts checkValuesSize).

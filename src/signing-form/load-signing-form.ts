@@ -4,6 +4,7 @@
  * their current values, other parties' completed values (read-only), and signed URLs for every
  * file it names. Reading a form records nothing. Fields' conditions: pageConditions.
  */
+import { otherPartiesValues } from '../templates/field-conditions.ts';
 import type { Db } from '../db/client.ts';
 import type { FileUrlSigner } from '../documents/file-urls.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
@@ -16,7 +17,7 @@ import {
   type ConditionEvaluator,
   type FieldCondition,
 } from '../templates/field-conditions.ts';
-import { hasValue, otherPartiesValues, SINGLE_ATTACHMENT_TYPES } from './field-values.ts';
+import { hasValue, SINGLE_ATTACHMENT_TYPES } from './field-values.ts';
 import type { SigningFormFieldOf, SigningFormViewOf } from './view-types.ts';
 
 export type { SigningFormAttachment, SigningFormDocument } from './view-types.ts';

@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { PDFDocument, type PDFFont, type PDFImage, type PDFPage, rgb } from 'pdf-lib';
 import type { AuditLogValue } from './audit-log-values.ts';
 import { embedImageFile } from './embed-image.ts';
-import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
+import { embedDejaVu, loadDejaVu, registerFontkit } from '../documents/fonts.ts';
 
 export interface AuditLogEvent {
   /** Submission event type (`view_form`, `complete_form`, ...; §5.4). */
@@ -306,7 +306,7 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   return doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY });
 }
 
-/** Width in points of `text` in `font` at `size` (pdf-lib's widthOfTextAtSize, faster: src/signing/fonts.ts). */
+/** Width in points of `text` in `font` at `size` (pdf-lib's widthOfTextAtSize, faster: src/documents/fonts.ts). */
 type Measure = (font: PDFFont, text: string, size: number) => number;
 
 interface Fonts {

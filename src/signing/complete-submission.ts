@@ -40,6 +40,7 @@
  * neither lose them nor send them twice. Tests stop a run at each step's boundaries through
  * CompletionDeps.hooks (test/completion-restart.test.ts kills the service there with SIGKILL).
  */
+import { typedTextOf } from '../documents/typed-signature.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { lockSubmissionForStep, withCompletionLock } from '../db/queries/completion.ts';
@@ -52,7 +53,6 @@ import type { DomainEvent, SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
 import type { JobFailure, JobLogger, JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
-import { typedTextOf } from '../submissions/status.ts';
 import { type Field, parseFields, parseRoles } from '../templates/fields.ts';
 // Pure and small (no PDF libraries): loaded with this module.
 import {
@@ -63,7 +63,7 @@ import {
 } from './audit-log-values.ts';
 import { completedEmailsJob } from './completed-emails.ts';
 import { parseAccountPreferences } from '../accounts/account-preferences.ts';
-import type { ImageFile } from './draw-values.ts';
+import { loadImages, stepFileName } from './completion-files.ts';
 
 export const COMPLETE_SUBMISSION_JOB = 'complete-submission';
 
@@ -185,15 +185,6 @@ export interface CompletionBoundary {
 export interface CompletionHooks {
   /** Awaited at each step boundary. */
   atBoundary?(boundary: CompletionBoundary): Promise<void>;
-}
-
-/**
- * The storage name of one output file of a step (FileStorage.putNamed): under the submission's
- * slug, random and unique, so that neither another submission nor a submission of another database
- * on the same DATA_DIR can have it. `file`: `documents-<submitterId>-<position>` or `audit-log`.
- */
-export function stepFileName(submissionSlug: string, file: string): string {
-  return `completions/${submissionSlug}/${file}.pdf`;
 }
 
 /** How long a step's transaction may take: a few inserts and an update, no file or PDF work. */
@@ -635,24 +626,4 @@ async function loadAuditLogFiles(
     }),
   );
   return files;
-}
-
-/**
- * The image files of a party's attachment values (uuids of stored files), by uuid (also read for the
- * documents as filled so far, src/signing/submission-outputs.ts).
- */
-export async function loadImages(
-  db: Db,
-  storage: FileStorage,
-  values: Record<string, unknown>,
-): Promise<Map<string, ImageFile>> {
-  const uuids = Object.values(values)
-    .flatMap((v) => (Array.isArray(v) ? v : [v]))
-    .filter((v): v is string => typeof v === 'string' && /^[0-9a-f-]{36}$/i.test(v));
-  const images = new Map<string, ImageFile>();
-  if (uuids.length === 0) return images;
-  const files = await db.storedFile.findMany({ where: { uuid: { in: uuids } } });
-  for (const file of files)
-    images.set(file.uuid, { bytes: await storage.read(file.storageKey), contentType: file.contentType });
-  return images;
 }

@@ -28,7 +28,7 @@ import { AppError } from '../errors.ts';
 import { hiddenByOwnValues } from '../templates/field-conditions.ts';
 import type { Area, Field } from '../templates/fields.ts';
 import { embedImageFile, type ImageFile } from './embed-image.ts';
-import { embedDejaVu, loadDejaVu, registerFontkit } from './fonts.ts';
+import { embedDejaVu, loadDejaVu, registerFontkit } from '../documents/fonts.ts';
 import { formatFieldValue, maskText } from './format-values.ts';
 
 export type { ImageFile } from './embed-image.ts';
@@ -650,7 +650,7 @@ interface MeasuredFont {
 
 /**
  * The faces embedded in one document (each once, subset to the glyphs drawn; parsed once per
- * process, src/signing/fonts.ts).
+ * process, src/documents/fonts.ts).
  */
 class FontSet {
   private readonly faces = new Map<string, Promise<MeasuredFont>>();

@@ -39,7 +39,7 @@ import type { SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
 import { parseFields } from '../templates/fields.ts';
 import { loadSigningIdentity } from './certificates.ts';
-import { loadImages, stepFileName } from './complete-submission.ts';
+import { loadImages, stepFileName } from './completion-files.ts';
 import { drawValuesOn, loadPdfForDrawing, saveDrawnPdf } from './draw-values.ts';
 import { signPdf } from './sign-pdf.ts';
 

@@ -46,7 +46,7 @@ import {
   UnparsableValue,
 } from '../signing/format-values.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
-import { dropHiddenValues } from '../signing-form/field-values.ts';
+import { dropHiddenValues } from '../templates/field-conditions.ts';
 import { mergeRoles } from './merge-roles.ts';
 import { expiryJobs, requestJobs } from './send-requests.ts';
 import {

@@ -13,9 +13,12 @@
  * test/submissions-create-sql.test.ts checks the answer against the fragment, key for key. The
  * shape itself is src/docuseal-shapes/submitter.ts's serializeCreatedSubmitter.
  */
+import { typedTextOf } from '../documents/typed-signature.ts';
+import type { OneOffSubmissionData } from '../docuseal-shapes/one-off-submission.ts';
 import type { CreatedSubmitterData } from '../docuseal-shapes/submitter.ts';
+import type { CreatedOneOffSubmission } from './create-one-off-submission.ts';
 import type { CreatedSubmission } from './create-submissions.ts';
-import { buildValues, roleName, submitterStatus, typedTextOf } from './status.ts';
+import { buildValues, roleName, submissionStatus, submitterStatus } from './status.ts';
 
 /** What the answer needs besides the rows: stored files and their signed URLs, the service's URL. */
 export interface CreatedSubmittersDeps {
@@ -101,4 +104,33 @@ export async function createdSubmittersAnswer(
   }
   const submissions = created.map((c) => ({ id: c.id, expireAt: c.expireAt, createdAt: c.createdAt }));
   return { submissions, submitters };
+}
+
+/**
+ * The read model of a one-off answer (POST /submissions/pdf|docx|html): what createOneOffSubmission
+ * made, with its submitters in the create shape (createdSubmittersAnswer) and its status as of now.
+ */
+export function oneOffSubmissionReadModel(
+  created: CreatedOneOffSubmission,
+  submitters: CreatedSubmitterData[],
+): OneOffSubmissionData {
+  const { submission } = created;
+  return {
+    id: submission.id,
+    name: created.name,
+    source: created.source,
+    submittersOrder: created.submittersOrder,
+    status: submissionStatus(
+      {
+        completedAt: submitters.length > 0 && submitters.every((s) => s.completedAt) ? new Date() : null,
+        expireAt: at(submission.expireAt),
+      },
+      [],
+    ),
+    submitters,
+    schema: created.schema,
+    fields: submission.fields,
+    expireAt: submission.expireAt,
+    createdAt: submission.createdAt,
+  };
 }

@@ -17,6 +17,7 @@
  * src/templates/read-models.ts's. Timestamps are written as the GraphQL DateTime scalar writes
  * them (src/graphql/builder.ts): Date.toISOString(), UTC with milliseconds.
  */
+import { typedTextOf } from '../documents/typed-signature.ts';
 import type { Db, Prisma } from '../db/client.ts';
 import type {
   SubmissionFieldsData,
@@ -36,7 +37,6 @@ import {
   roleName,
   submissionStatus,
   submitterStatus,
-  typedTextOf,
   VALUE_FILE_SELECT,
 } from './status.ts';
 

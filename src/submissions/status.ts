@@ -112,12 +112,6 @@ export interface ValueFile {
 /** The columns of a stored file ValueFile is made of (with the signed URL's uuid and filename). */
 export const VALUE_FILE_SELECT = { uuid: true, filename: true, metadata: true } as const;
 
-/** `metadata.typed_text` of a stored file (a typed signature's image), else null. */
-export function typedTextOf(metadata: unknown): string | null {
-  const text = (metadata as { typed_text?: unknown } | null)?.typed_text;
-  return typeof text === 'string' ? text : null;
-}
-
 /** A party's own fields that DocuSeal lists, with their names, raw and presented values (buildValues). */
 function ownFieldValues(
   fields: Field[],

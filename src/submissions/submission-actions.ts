@@ -13,7 +13,7 @@ import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { replaceTodayPlaceholders } from '../signing/format-values.ts';
 import { parseFields, type Field } from '../templates/fields.ts';
-import { dropHiddenValues, otherPartiesValues } from '../signing-form/field-values.ts';
+import { dropHiddenValues, otherPartiesValues } from '../templates/field-conditions.ts';
 import {
   applyPrefill,
   storeStagedFiles,

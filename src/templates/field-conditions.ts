@@ -244,3 +244,45 @@ function toF(value: unknown): number {
   const number = Number.parseFloat((match?.[0] ?? '').replace(/_/g, ''));
   return Number.isNaN(number) ? 0 : number;
 }
+
+/**
+ * A party's values without those of its fields whose conditions are not met (DocuSeal's
+ * maybe_remove_condition_values, lib/submitters/submit_values.rb; the rule: hiddenFieldUuids
+ * above), judged over the other parties' values with this party's on top.
+ * @param fields the submission's fields (every role: conditions may name another party's field)
+ * @param values this party's values by field uuid; `otherValues` the other parties' values merged
+ * @returns a new object; `values` is not changed
+ */
+export function dropHiddenValues(
+  fields: readonly (ConditionalField & { submitter_uuid: string })[],
+  roleUuid: string,
+  values: Record<string, unknown>,
+  otherValues: Record<string, unknown> = {},
+): Record<string, unknown> {
+  const kept = { ...values };
+  for (const uuid of hiddenOwnFields(fields, roleUuid, values, otherValues)) delete kept[uuid];
+  return kept;
+}
+
+/** The uuids of this party's fields whose conditions are not met (as dropHiddenValues judges them). */
+export function hiddenOwnFields(
+  fields: readonly (ConditionalField & { submitter_uuid: string })[],
+  roleUuid: string,
+  values: Record<string, unknown>,
+  otherValues: Record<string, unknown>,
+): Set<string> {
+  const hidden = hiddenFieldUuids(fields, { ...otherValues, ...values });
+  for (const field of fields) if (field.submitter_uuid !== roleUuid) hidden.delete(field.uuid);
+  return hidden;
+}
+
+/** The values of every party of a submission but one, merged in id order (DocuSeal's merge_submitters_values). */
+export function otherPartiesValues(
+  submitters: readonly { id: number; values: unknown }[],
+  exceptId: number,
+): Record<string, unknown> {
+  const merged: Record<string, unknown> = {};
+  for (const party of submitters)
+    if (party.id !== exceptId) Object.assign(merged, (party.values ?? {}) as Record<string, unknown>);
+  return merged;
+}

@@ -3,6 +3,7 @@
  * request is carried out by createSubmissionsForRequest, which the DocuSeal create routes call
  * directly: docs/architecture.md).
  */
+import { typedTextOf } from '../../documents/typed-signature.ts';
 import { createSubmissionsForRequest } from '../../submissions/create-submissions-request.ts';
 import {
   buildFieldValues,
@@ -10,7 +11,6 @@ import {
   roleName,
   submissionStatus,
   submitterStatus,
-  typedTextOf,
 } from '../../submissions/status.ts';
 import {
   CreateSubmissionsRequest,
