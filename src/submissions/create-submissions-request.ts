@@ -17,14 +17,21 @@ import {
   createSubmissions,
   type SubmissionRequest,
 } from './create-submissions.ts';
-import { type CreateSubmissionsRequest, SubmissionSettingsInput, SubmitterInput } from './submitter-input.ts';
+import {
+  type CreateSubmissionsRequest,
+  refuseTwoFactor,
+  SubmissionSettingsInput,
+  SubmitterInput,
+} from './submitter-input.ts';
 
 /**
  * One submitter of the request, parsed with its definition.
  * @param at where it is in the request, for messages ("submitters[0]")
  */
 function toSubmitterInput(raw: z.input<typeof SubmitterInput>, at: string): SubmitterInput {
-  return parseInput(SubmitterInput, raw, { at });
+  const submitter = parseInput(SubmitterInput, raw, { at });
+  refuseTwoFactor(submitter, at);
+  return submitter;
 }
 
 export interface CreateSubmissionsForRequestDeps extends CreateDeps {
@@ -38,7 +45,8 @@ export interface CreateSubmissionsForRequestDeps extends CreateDeps {
  * requests from a template and the one-off ones (src/submissions/create-one-off-submission.ts).
  * @param input the request in DocuSeal's keys (CreateSubmissionsRequest), not yet parsed
  * @returns createSubmissions' options but the account, user and template
- * @throws AppError VALIDATION (sizes, order, a message without body, a submitter's shape)
+ * @throws AppError VALIDATION (sizes, order, a message without body, a submitter's shape,
+ *   `require_email_2fa`/`require_phone_2fa` true: refuseTwoFactor)
  */
 export function readSubmissionsRequest(
   deps: Pick<CreateSubmissionsForRequestDeps, 'config'>,
@@ -54,6 +62,7 @@ export function readSubmissionsRequest(
   const settings = parseInput(SubmissionSettingsInput, input);
   if (settings.message && !settings.message.body && settings.message.subject)
     throw new AppError('VALIDATION', 'body is required in `message`.');
+  refuseTwoFactor(settings);
   const submitters = input.submitters.map((s, i) =>
     toSubmitterInput(s, `${input.emails_mode ? 'emails' : 'submitters'}[${i}]`),
   );
@@ -84,6 +93,9 @@ export function readSubmissionsRequest(
       expireAt: input.expire_at,
       name: settings.name,
       variables: settings.variables,
+      goToLast: settings.go_to_last,
+      requireEmail2fa: settings.require_email_2fa,
+      requirePhone2fa: settings.require_phone_2fa,
     },
     submissions,
     download: {

@@ -71,6 +71,11 @@ export interface SubmissionSettings {
   expireAt?: Date | null | undefined;
   name?: string | undefined;
   variables?: Record<string, unknown> | undefined;
+  /** Every party's `go_to_last` preference unless its own entry has one (Submitters.normalize_preferences). */
+  goToLast?: boolean | undefined;
+  /** Stored as given; only false reaches here (true is refused: refuseTwoFactor). */
+  requireEmail2fa?: boolean | undefined;
+  requirePhone2fa?: boolean | undefined;
 }
 
 export interface SubmissionRequest {
@@ -655,6 +660,10 @@ async function planSubmission(
           ? { completed_redirect_url: input.completed_redirect_url ?? settings.completedRedirectUrl }
           : {}),
         ...((input.message ?? settings.message) ? { message: input.message ?? settings.message } : {}),
+        // DocuSeal: the request's preferences merged with the submitter's (create_from_submitters.rb).
+        ...optionalPreference('go_to_last', input.go_to_last ?? settings.goToLast),
+        ...optionalPreference('require_email_2fa', input.require_email_2fa ?? settings.requireEmail2fa),
+        ...optionalPreference('require_phone_2fa', input.require_phone_2fa ?? settings.requirePhone2fa),
       },
       group: 0,
       sendNow: false,
@@ -774,6 +783,11 @@ export async function applyPrefill(
   // All of the party's values together, as they will be stored (files as placeholders, then uuids).
   checkValuesSize(values, `${path}.values`);
   return { values, phone };
+}
+
+/** `{[key]: value}` when the value is given, else nothing (a preference DocuSeal stores only when sent). */
+function optionalPreference(key: string, value: boolean | undefined): Record<string, boolean> {
+  return value === undefined ? {} : { [key]: value };
 }
 
 /** Field overrides of `fields[]` (§7.5). */

@@ -28,6 +28,7 @@ import type { z } from 'zod';
 import {
   checkEmailAndPhone,
   isValidEmailList,
+  refuseTwoFactor,
   SubmitterChanges,
   type UpdateSubmitterRequest,
 } from './submitter-input.ts';
@@ -156,9 +157,7 @@ export async function updateSubmitter(
     throw new AppError('VALIDATION', 'Submitter has already completed the submission.');
   if (submitter.declinedAt) throw new AppError('VALIDATION', 'Submitter has already declined the submission.');
   checkEmailAndPhone(changes, 'submitter');
-  for (const key of ['require_email_2fa', 'require_phone_2fa'] as const)
-    if (input[key] === true)
-      throw new AppError('VALIDATION', `${key} is not supported: the signing form has no one-time codes`);
+  refuseTwoFactor(input);
   if (changes.reply_to && !isValidEmailList(changes.reply_to))
     throw new AppError('VALIDATION', 'reply_to email is invalid');
 

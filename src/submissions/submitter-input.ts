@@ -14,8 +14,9 @@ import { jsonObject, list, MAX_ITEMS, MAX_JSON, MAX_LENGTH, record, text } from 
 
 /**
  * A submitter's setting for one field of its role (`submitters[].fields[]`). `value` (DocuSeal's
- * other name for `default_value`) and `validation` come with PUT /submitters/{id}'s `fields` JSON;
- * the create request does not take them (internal: not in GraphQL's `SubmitterFieldInput`).
+ * other name for `default_value`) comes with PUT /submitters/{id}'s `fields` JSON (internal: not in
+ * GraphQL's `SubmitterFieldInput`). `validation` is merged into the field's, as DocuSeal's
+ * assign_field_attrs does (lib/submissions/create_from_submitters.rb), `validation_pattern` on top.
  */
 export const FieldConfig = z.object({
   name: text(MAX_LENGTH.name).optional(),
@@ -28,7 +29,9 @@ export const FieldConfig = z.object({
   description: text(MAX_LENGTH.text).optional(),
   validation_pattern: text(MAX_LENGTH.pattern).optional(),
   invalid_message: text(MAX_LENGTH.label).optional(),
-  validation: jsonObject(MAX_JSON.preferences).optional().meta({ internal: true }),
+  validation: jsonObject(MAX_JSON.preferences)
+    .optional()
+    .meta({ description: '{pattern, message, min, max, step}: merged into the field’s validation.' }),
   preferences: jsonObject(MAX_JSON.preferences).optional(),
 });
 export type FieldConfig = z.infer<typeof FieldConfig>;
@@ -80,6 +83,12 @@ export const SubmitterInput = z.object({
     .int()
     .optional()
     .meta({ description: 'Signing group: parties with the same number are sent together.' }),
+  go_to_last: z
+    .boolean()
+    .optional()
+    .meta({ description: 'The form opens at the first field still to fill (default: once opened before).' }),
+  require_phone_2fa: z.boolean().optional().meta({ description: 'true is refused: no one-time codes.' }),
+  require_email_2fa: z.boolean().optional().meta({ description: 'true is refused: no one-time codes.' }),
   /** The template role's position to use (when not by uuid or name); no request sets it (internal). */
   index: z.number().int().optional().meta({ internal: true }),
 });
@@ -107,6 +116,9 @@ export const CreateSubmissionsRequest = z.object({
   expire_at: z.date().optional(),
   name: text(MAX_LENGTH.name).optional(),
   variables: jsonObject(MAX_JSON.metadata).optional(),
+  go_to_last: SubmitterInput.shape.go_to_last.meta({ description: 'Every submitter’s go_to_last, unless it has one.' }),
+  require_phone_2fa: SubmitterInput.shape.require_phone_2fa,
+  require_email_2fa: SubmitterInput.shape.require_email_2fa,
   emails_mode: z
     .boolean()
     .optional()
@@ -124,6 +136,9 @@ export const SubmissionSettingsInput = CreateSubmissionsRequest.pick({
   message: true,
   name: true,
   variables: true,
+  go_to_last: true,
+  require_email_2fa: true,
+  require_phone_2fa: true,
 });
 
 /** What PUT /submitters/{id} (GraphQL `updateSubmitter`) may change, in DocuSeal's keys. */
@@ -161,12 +176,9 @@ export const UpdateSubmitterRequest = z.object({
   reply_to: SubmitterInput.shape.reply_to,
   completed_redirect_url: SubmitterInput.shape.completed_redirect_url,
   completed: z.boolean().optional().meta({ description: 'Complete now (an api_complete_form event).' }),
-  go_to_last: z
-    .boolean()
-    .optional()
-    .meta({ description: 'The form opens at the first field still to fill (default: once opened before).' }),
-  require_phone_2fa: z.boolean().optional().meta({ description: 'true is refused: no one-time codes.' }),
-  require_email_2fa: z.boolean().optional().meta({ description: 'true is refused: no one-time codes.' }),
+  go_to_last: SubmitterInput.shape.go_to_last,
+  require_phone_2fa: SubmitterInput.shape.require_phone_2fa,
+  require_email_2fa: SubmitterInput.shape.require_email_2fa,
   message: z.record(z.string(), z.unknown()).optional().meta({ description: '{subject, body}' }),
   fields: z.unknown().optional().meta({ description: 'Field settings as in createSubmissions (DocuSeal keys).' }),
   readonly_fields: SubmitterInput.shape.readonly_fields.meta({
@@ -218,6 +230,26 @@ export function checkEmailAndPhone(submitter: Pick<SubmitterInput, 'email' | 'ph
   if (submitter.phone && !PHONE.test(submitter.phone.replace(/[\s()-]/g, ''))) {
     throw new AppError('VALIDATION', `phone should start with +<country code> and contain only digits in \`${path}\`.`);
   }
+}
+
+/**
+ * Refuses `require_email_2fa` / `require_phone_2fa` set to true (false is stored, as DocuSeal's
+ * Submitters.normalize_preferences stores it). DocuSeal's form then asks for a one-time code
+ * (Submitters::AuthorizedForForm); Signet's form has none, so such a party could either never open
+ * its form or open it unverified: refused instead (docs/compatibility.md, PUT /submitters and POST /submissions).
+ * @param path where the flags are, for messages ("submitters[0]"), or none (PUT /submitters' top level)
+ * @throws AppError VALIDATION "require_email_2fa is not supported: the signing form has no one-time codes"
+ */
+export function refuseTwoFactor(
+  input: { require_email_2fa?: boolean | undefined; require_phone_2fa?: boolean | undefined },
+  path?: string,
+): void {
+  for (const key of ['require_email_2fa', 'require_phone_2fa'] as const)
+    if (input[key] === true)
+      throw new AppError(
+        'VALIDATION',
+        `${key} is not supported: the signing form has no one-time codes${path ? ` in \`${path}\`.` : ''}`,
+      );
 }
 
 /** "role must be unique in `submitters`." — only non-blank roles count (§7.1). */
