@@ -217,6 +217,36 @@ export async function rewritePdf(bytes: Uint8Array, label: string): Promise<Uint
 }
 
 /**
+ * Flattens a PDF's form (`flatten: true` of POST /templates/pdf and /submissions/pdf; OpenAPI:
+ * "Remove PDF form fields from the documents."): every widget's appearance becomes page content and
+ * the form fields and the AcroForm go (mupdf `bake`, widgets only; other annotations stay), as
+ * DocuSeal's HexaPDF `acro_form.flatten` does (lib/templates/process_document.rb maybe_flatten_form).
+ * A PDF without an AcroForm is returned unchanged (the same bytes).
+ * @param label names the document in messages ("documents[0]")
+ * @throws AppError VALIDATION as `openPdf`, and `<label> is not a valid PDF: …` when mupdf fails on it
+ */
+export async function flattenPdfForm(bytes: Uint8Array, label: string): Promise<Uint8Array> {
+  const mupdf = await loadMupdf();
+  const doc = openPdf(mupdf, bytes, label);
+  try {
+    if (doc.getTrailer().get('Root').get('AcroForm').isNull()) return bytes;
+    doc.bake(false, true);
+    // bake draws the widgets and drops them; the form dictionary itself is left: remove it.
+    doc.getTrailer().get('Root').delete('AcroForm');
+    const buffer = doc.saveToBuffer('encrypt=none,garbage,compress');
+    try {
+      return buffer.asUint8Array().slice();
+    } finally {
+      buffer.destroy();
+    }
+  } catch (error) {
+    throw invalidPdf(label, error);
+  } finally {
+    doc.destroy();
+  }
+}
+
+/**
  * A PDF upload as it will be stored, checked the way every later step reads it (issue 12, "Broken
  * inputs → 4xx"): mupdf must open it and load every page (`inspectPdf`); a file mupdf had to
  * repair, or that is encrypted with an owner password only, is rewritten (`rewritePdf`) and the

@@ -267,15 +267,20 @@ export interface TextTagsResult {
  * - The tags are removed from the content (not visible, not in the text layer); images and line
  *   art under them are kept. The returned PDF is rewritten by mupdf (unreferenced objects dropped,
  *   encryption without a user password removed). Redaction annotations already in the document are
- *   applied too on pages that carry tags.
+ *   applied too on pages that carry tags. With `options.removeTags: false` (DocuSeal's `remove_tags: false`,
+ *   for tags printed invisibly) the tags stay and the input bytes are returned.
  *
  * Throws `AppError('VALIDATION')` naming `options.label` for an unreadable, encrypted or empty
  * PDF (as `inspectPdf`) or a page mupdf cannot load (`<label> is not a valid PDF: …`), and
  * naming the tag and page for a tag `parseTextTag` refuses or a repeated
  * name with another type.
  */
-export async function extractTextTags(bytes: Uint8Array, options: { label: string }): Promise<TextTagsResult> {
+export async function extractTextTags(
+  bytes: Uint8Array,
+  options: { label: string; removeTags?: boolean | undefined },
+): Promise<TextTagsResult> {
   const { label } = options;
+  const removeTags = options.removeTags !== false;
   const mupdf = await loadMupdf();
   const doc = openPdf(mupdf, bytes, label);
   try {
@@ -294,12 +299,14 @@ export async function extractTextTags(bytes: Uint8Array, options: { label: strin
         for (const { text, box, bands } of located) {
           const tag = parseTextTag(text, where);
           found.push({ tag, area: toArea(tag, box, originX, originY, geometry, pageIndex), where });
+          if (!removeTags) continue;
           for (const band of bands) {
             const annotation = page.createAnnotation('Redact');
             annotation.setRect(quadBounds(band));
             annotation.setQuadPoints([band]);
           }
         }
+        if (!removeTags) continue;
         // No black boxes, images and line art untouched, only the glyphs the bands touch removed.
         page.applyRedactions(
           false,
@@ -314,6 +321,7 @@ export async function extractTextTags(bytes: Uint8Array, options: { label: strin
     if (found.length === 0) return { pdf: bytes, roles: [], fields: [], tagCount: 0 };
 
     const { fields, roles } = groupFields(found);
+    if (!removeTags) return { pdf: bytes, roles, fields, tagCount: found.length };
     const buffer = doc.saveToBuffer('encrypt=none,garbage,compress');
     try {
       return { pdf: buffer.asUint8Array().slice(), roles, fields, tagCount: found.length };

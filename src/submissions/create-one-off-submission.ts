@@ -22,7 +22,12 @@ import { parseInput } from '../accounts/api-keys.ts';
 import { AppError } from '../errors.ts';
 import { DEFAULT_PAPER_SIZE, type Renderer } from '../rendering/renderer.ts';
 import type { SchemaDocument } from '../templates/fields.ts';
-import { prepareDocxDocuments, prepareHtmlDocuments, preparePdfDocuments } from '../templates/prepare-documents.ts';
+import {
+  inDocumentOrder,
+  prepareDocxDocuments,
+  prepareHtmlDocuments,
+  preparePdfDocuments,
+} from '../templates/prepare-documents.ts';
 import type { Db } from '../db/client.ts';
 import { checkItems, MAX_ITEMS } from '../limits.ts';
 import { checkTemplateFieldsSize } from '../templates/build-fields.ts';
@@ -104,23 +109,37 @@ export async function createOneOffSubmission(
     // prepareHtmlDocuments reads no `documents` as "the top-level html": this request has none.
     if (input.documents.length === 0) throw new AppError('VALIDATION', 'documents must not be empty.');
     const name = input.name?.trim() || crypto.randomUUID();
-    const documents = await prepareHtmlDocuments(prepareDeps, {
-      documents: input.documents,
-      size: DEFAULT_PAPER_SIZE,
-      name,
-    });
+    const { documents } = inDocumentOrder(
+      await prepareHtmlDocuments(prepareDeps, { documents: input.documents, size: DEFAULT_PAPER_SIZE, name }),
+      input.documents,
+    );
     template = { ...base, name: input.name?.trim() || documents[0]?.name, documents, requestFields: [] };
   } else {
-    const input = parseInput(CreateTemplateFromFileRequest.pick({ documents: true, fields: true, name: true }), {
-      documents: request.input.documents,
-      fields: request.input.fields,
-      name: request.input.name,
-    });
+    const input = parseInput(
+      CreateTemplateFromFileRequest.pick({
+        documents: true,
+        fields: true,
+        name: true,
+        remove_tags: true,
+        flatten: true,
+      }),
+      {
+        documents: request.input.documents,
+        fields: request.input.fields,
+        name: request.input.name,
+        remove_tags: request.input.remove_tags,
+        flatten: request.input.flatten,
+      },
+    );
     const prepare = request.kind === 'pdf' ? preparePdfDocuments : prepareDocxDocuments;
-    const documents = await prepare(prepareDeps, input.documents);
-    template = { ...base, name: input.name, documents, requestFields: requestFieldGroups(input) };
+    const prepared = await prepare(prepareDeps, input.documents, {
+      removeTags: input.remove_tags,
+      flatten: input.flatten,
+    });
+    const { documents, requestFields } = inDocumentOrder(prepared, input.documents, requestFieldGroups(input));
+    template = { ...base, name: input.name, documents, requestFields };
   }
-  const planned = await planTemplate(deps, template);
+  const planned = await planTemplate(deps, { ...template, mergeDocuments: request.input.merge_documents });
   if (included.length > 0) includeTemplates(planned, included);
   if (planned.fields.length === 0) {
     throw new AppError(

@@ -30,12 +30,17 @@ export const OneOffSubmissionPart = CreateSubmissionsRequest.omit({
     description:
       "Templates whose documents, roles (merged by name) and fields follow the given documents' in the submission.",
   }),
+  merge_documents: z.boolean().optional().meta({
+    description: 'true: the given documents become one PDF (named as the submission), their fields on its pages.',
+  }),
 });
 
 /** POST /submissions/pdf and /submissions/docx (GraphQL `CreateSubmissionFromFileInput`). */
 export const CreateSubmissionFromFileRequest = CreateTemplateFromFileRequest.pick({
   documents: true,
   fields: true,
+  remove_tags: true,
+  flatten: true,
 }).extend(OneOffSubmissionPart.shape);
 
 /** A document of POST /submissions/html (GraphQL `SubmissionHtmlDocumentInput`). */

@@ -6,12 +6,23 @@
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { loadFileInput } from '../documents/load-file-input.ts';
-import { assertPdfEditable, readUploadedPdf } from '../documents/pdf.ts';
+import { assertPdfEditable, flattenPdfForm, readUploadedPdf } from '../documents/pdf.ts';
 import { extractTextTags } from '../documents/text-tags.ts';
 import { AppError } from '../errors.ts';
 import { type HtmlFieldTag, type PaperSize, parsePaperSize, type Renderer } from '../rendering/renderer.ts';
-import type { TaggedField } from './build-fields.ts';
+import type { RequestFieldGroup, TaggedField } from './build-fields.ts';
 import type { PreparedDocument } from './save-template.ts';
+import { documentOrder } from './template-requests.ts';
+
+/**
+ * A create request's options for its PDFs (POST /templates/pdf, /templates/docx, /submissions/pdf,
+ * /submissions/docx; OpenAPI): `removeTags` false keeps the text tags printed (`remove_tags`,
+ * default true), `flatten` true draws the PDF form fields into the pages and removes them (`flatten`).
+ */
+export interface PdfOptions {
+  removeTags?: boolean | undefined;
+  flatten?: boolean | undefined;
+}
 
 export interface PrepareDeps {
   config: Pick<Config, 'downloadAllowPrivate' | 'downloadMaxBytes' | 'downloadTimeout'>;
@@ -60,7 +71,8 @@ function htmlTagged(fields: HtmlFieldTag[]): TaggedField[] {
 
 /**
  * A PDF's bytes to a PreparedDocument: read and checked (readUploadedPdf: a repaired or
- * owner-password file is kept as a clean rewrite), text tags found and removed, and the bytes
+ * owner-password file is kept as a clean rewrite), its form flattened when asked (PdfOptions), text
+ * tags found and removed (unless `removeTags` is false), and the bytes
  * kept checked with pdf-lib, which draws on them at completion (assertPdfEditable, on a worker).
  */
 async function fromPdf(
@@ -68,14 +80,17 @@ async function fromPdf(
   name: string,
   label: string,
   extraTagged: TaggedField[] = [],
+  options: PdfOptions = {},
 ): Promise<PreparedDocument> {
-  const { pdf, info } = await readUploadedPdf(original, label);
-  const { pages } = info;
+  const read = await readUploadedPdf(original, label);
+  const { pages } = read.info;
+  // Flattening keeps the pages as they are (their content gains the widgets' appearances).
+  const pdf = options.flatten ? await flattenPdfForm(read.pdf, label) : read.pdf;
   // pdf-lib reads the file on its worker while mupdf scans it for text tags here.
   const editable = assertPdfEditable(pdf, label, pages.length);
   let tags: Awaited<ReturnType<typeof extractTextTags>>;
   try {
-    tags = await extractTextTags(pdf, { label });
+    tags = await extractTextTags(pdf, { label, removeTags: options.removeTags });
   } catch (error) {
     editable.catch(() => {});
     throw error;
@@ -94,7 +109,7 @@ async function fromPdf(
     preferences: f.preferences,
     areas: f.areas,
   }));
-  return { name, pdf: tags.pdf, pages, tagged: [...extraTagged, ...tagged] };
+  return { name, label, pdf: tags.pdf, pages, tagged: [...extraTagged, ...tagged] };
 }
 
 async function loadFile(deps: PrepareDeps, doc: Record<string, unknown>, index: number) {
@@ -107,15 +122,19 @@ async function loadFile(deps: PrepareDeps, doc: Record<string, unknown>, index: 
 }
 
 /**
- * `POST /templates/pdf` documents: `[{name, file: base64 | URL, fields?}]`.
+ * `POST /templates/pdf` documents: `[{name, file: base64 | URL, fields?}]`, in request order (see inDocumentOrder).
  * @throws AppError VALIDATION (missing/invalid documents, not a PDF, corrupt or encrypted, bad tags)
  */
-export async function preparePdfDocuments(deps: PrepareDeps, documents: unknown): Promise<PreparedDocument[]> {
+export async function preparePdfDocuments(
+  deps: PrepareDeps,
+  documents: unknown,
+  options: PdfOptions = {},
+): Promise<PreparedDocument[]> {
   const list = documentList(documents);
   const prepared: PreparedDocument[] = [];
   for (const [i, doc] of list.entries()) {
     const { bytes } = await loadFile(deps, doc, i);
-    prepared.push(await fromPdf(bytes, documentName(doc, i, `Document ${i + 1}`), `documents[${i}]`));
+    prepared.push(await fromPdf(bytes, documentName(doc, i, `Document ${i + 1}`), `documents[${i}]`, [], options));
   }
   return prepared;
 }
@@ -124,7 +143,11 @@ export async function preparePdfDocuments(deps: PrepareDeps, documents: unknown)
  * `POST /templates/docx` documents: DOCX converted to PDF by the renderer, then as PDF.
  * @throws AppError VALIDATION (not a DOCX), UNAVAILABLE (no DOCX renderer)
  */
-export async function prepareDocxDocuments(deps: PrepareDeps, documents: unknown): Promise<PreparedDocument[]> {
+export async function prepareDocxDocuments(
+  deps: PrepareDeps,
+  documents: unknown,
+  options: PdfOptions = {},
+): Promise<PreparedDocument[]> {
   const list = documentList(documents);
   const prepared: PreparedDocument[] = [];
   for (const [i, doc] of list.entries()) {
@@ -135,7 +158,7 @@ export async function prepareDocxDocuments(deps: PrepareDeps, documents: unknown
     }
     const name = documentName(doc, i, `Document ${i + 1}`);
     const pdf = await deps.renderer.docxToPdf({ docx: bytes, filename: filename ?? `${name}.docx` });
-    prepared.push(await fromPdf(pdf, name, `documents[${i}]`));
+    prepared.push(await fromPdf(pdf, name, `documents[${i}]`, [], options));
   }
   return prepared;
 }
@@ -209,6 +232,28 @@ export async function prepareHtmlDocuments(
     prepared.push(await fromPdf(pdf, source.name, source.label, htmlTagged(fields)));
   }
   return prepared;
+}
+
+/**
+ * Prepared documents (in request order) and the request's fields put in the documents' order
+ * (`documents[].position`, documentOrder): a document's own fields (`documents[i].fields`) go with
+ * it; top-level `fields` count pages across the documents in their new order, as they are stored.
+ * Messages keep naming the request's places (`documents[i]`).
+ */
+export function inDocumentOrder(
+  prepared: PreparedDocument[],
+  requested: readonly { position?: number | undefined }[],
+  requestFields: RequestFieldGroup[] = [],
+): { documents: PreparedDocument[]; requestFields: RequestFieldGroup[] } {
+  // The top-level `html` of POST /templates/html is one document without an entry in `documents`.
+  const order = documentOrder(prepared.map((_doc, i) => requested[i] ?? {}));
+  const moved = new Map(order.map((from, to) => [from, to]));
+  return {
+    documents: order.map((from) => prepared[from]!),
+    requestFields: requestFields.map((group) =>
+      group.documentIndex === undefined ? group : { ...group, documentIndex: moved.get(group.documentIndex)! },
+    ),
+  };
 }
 
 /**

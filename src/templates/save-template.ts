@@ -13,7 +13,8 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { parseInput } from '../accounts/api-keys.ts';
 import type { Db } from '../db/client.ts';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
-import { renderPagePng, type PdfPage } from '../documents/pdf.ts';
+import { mergePdfs } from '../documents/merge-pdfs.ts';
+import { assertPdfEditable, renderPagePng, type PdfPage } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
@@ -30,6 +31,8 @@ import {
 export interface PreparedDocument {
   /** Document name (DocuSeal `schema[].name`); the file is `<name>.pdf`. */
   name: string;
+  /** Where it is in the request, for messages ("documents[0]"); default its place in `documents`. */
+  label?: string | undefined;
   pdf: Uint8Array;
   pages: PdfPage[];
   tagged: TaggedField[];
@@ -47,6 +50,11 @@ export interface SaveTemplateInput {
   sharedLink?: boolean | undefined;
   documents: PreparedDocument[];
   requestFields: RequestFieldGroup[];
+  /**
+   * One document of them all (`merge_documents: true` of POST /submissions/pdf|docx|html; OpenAPI:
+   * "Set `true` to merge the documents into a single PDF file."): see mergePlannedDocuments.
+   */
+  mergeDocuments?: boolean | undefined;
 }
 
 /**
@@ -106,13 +114,53 @@ export async function planTemplate(deps: { db: Db }, input: SaveTemplateInput): 
   const { roles, fields } = buildFields({
     documents: layouts,
     tagged: input.documents.map((doc) => doc.tagged),
+    taggedLabels: input.documents.map((doc, i) => doc.label ?? `documents[${i}]`),
     requestFields: input.requestFields,
   });
   if (input.folderName) folderPath(input.folderName);
+  const merged =
+    input.mergeDocuments && input.documents.length > 1
+      ? await mergePlannedDocuments(input.documents, layouts, fields, input.name || input.documents[0]!.name)
+      : { documents: input.documents, layouts };
   const staged: StagedDocument[] = [];
-  for (const doc of input.documents) staged.push(await stageDocument(deps.db, input.accountId, doc));
-  const schema = input.documents.map((doc, i) => ({ attachment_uuid: layouts[i]!.uuid, name: doc.name }));
-  return { layouts, roles, fields, staged, linked: [], schema };
+  for (const doc of merged.documents) staged.push(await stageDocument(deps.db, input.accountId, doc));
+  const schema = merged.documents.map((doc, i) => ({ attachment_uuid: merged.layouts[i]!.uuid, name: doc.name }));
+  return { layouts: merged.layouts, roles, fields, staged, linked: [], schema };
+}
+
+/**
+ * The documents of a planned template as one (`merge_documents`): their PDFs merged in order
+ * (mergePdfs: mupdf page grafting, at most MAX_MERGED_PAGES pages), named `name` (the template's,
+ * as PUT /templates/{id}/documents `merge` names the merged document), with the first document's
+ * uuid; every field's areas moved onto it (`page` shifted by the pages before their document).
+ * @param fields changed in place
+ * @throws AppError VALIDATION over the merge's limits (merge-pdfs.ts)
+ */
+async function mergePlannedDocuments(
+  documents: PreparedDocument[],
+  layouts: { uuid: string; pages: PdfPage[] }[],
+  fields: Field[],
+  name: string,
+): Promise<{ documents: PreparedDocument[]; layouts: { uuid: string; pages: PdfPage[] }[] }> {
+  const pages = layouts.flatMap((layout) => layout.pages);
+  const pdf = new Uint8Array(await mergePdfs(documents.map((doc) => doc.pdf)));
+  // pdf-lib draws on it at completion: checked as every stored document is.
+  await assertPdfEditable(pdf, 'documents', pages.length);
+  const offsets = new Map<string, number>();
+  let before = 0;
+  for (const layout of layouts) {
+    offsets.set(layout.uuid, before);
+    before += layout.pages.length;
+  }
+  const uuid = layouts[0]!.uuid;
+  for (const field of fields)
+    for (const area of field.areas ?? []) {
+      const offset = offsets.get(area.attachment_uuid);
+      if (offset === undefined) continue;
+      area.page += offset;
+      area.attachment_uuid = uuid;
+    }
+  return { documents: [{ name, pdf, pages, tagged: [] }], layouts: [{ uuid, pages }] };
 }
 
 /**
@@ -200,7 +248,8 @@ export async function writeTemplate(
   }
   await tx.templateDocument.createMany({
     data: [
-      ...input.documents.map((doc, i) => ({ uuid: layouts[i]!.uuid, fileId: files[i]!.id, name: doc.name })),
+      // The planned documents (one when merged), not necessarily the input's.
+      ...staged.map(({ doc }, i) => ({ uuid: layouts[i]!.uuid, fileId: files[i]!.id, name: doc.name })),
       ...planned.linked,
     ].map((doc, position) => ({ ...doc, templateId, position })),
   });

@@ -22,6 +22,31 @@ const roleNames = () =>
 const externalId = () => text(MAX_LENGTH.externalId);
 const folderName = () => text(MAX_LENGTH.folderName);
 
+/**
+ * A document's 0-based position (PUT /templates/{id}/documents; create requests' `documents[].position`):
+ * where it goes among the documents placed before it (documentOrder).
+ */
+const documentPosition = () =>
+  z.number().int('position must be an integer').min(0, 'position must be 0 or more').optional();
+
+/**
+ * The order of a create request's documents (`documents[].position`, OpenAPI POST /submissions/pdf:
+ * "Document position in the submission. If not specified, the document will be added in the order it
+ * appears in the documents array."): each document in turn is inserted at its `position` among those
+ * placed before it (past the end: last), else appended; the rule of PUT /templates/{id}/documents
+ * (src/templates/update-documents.ts), so `position` means the same on every route.
+ * @returns the request indexes in the final order ([0, 1, …] when no document has a position)
+ */
+export function documentOrder(documents: readonly { position?: number | undefined }[]): number[] {
+  const order: number[] = [];
+  documents.forEach((doc, i) => {
+    order.splice(Math.min(doc.position ?? order.length, order.length), 0, i);
+  });
+  return order;
+}
+
+const POSITION_DESCRIPTION = '0-based place among the documents before it in the list (default: after them).';
+
 /** A document of a create-from-file request (GraphQL `TemplateFileDocumentInput`). */
 export const TemplateFileDocument = z.object({
   name: text(MAX_LENGTH.name).optional(),
@@ -29,6 +54,7 @@ export const TemplateFileDocument = z.object({
   fields: list(RequestField, MAX_ITEMS.fields)
     .optional()
     .meta({ description: 'Fields on this document (areas on its pages).' }),
+  position: documentPosition().meta({ description: POSITION_DESCRIPTION }),
 });
 
 /**
@@ -48,6 +74,14 @@ export const CreateTemplateFromFileRequest = z.object({
   fields: list(RequestField, MAX_ITEMS.fields)
     .optional()
     .meta({ description: 'Fields whose area pages count across all documents in order.' }),
+  remove_tags: z
+    .boolean()
+    .optional()
+    .meta({ description: 'Default true; false keeps the {{text tags}} printed in the PDF (fields are still made).' }),
+  flatten: z
+    .boolean()
+    .optional()
+    .meta({ description: 'true: the PDF form fields are drawn into the pages and removed. Default false.' }),
 });
 
 /**
@@ -71,6 +105,7 @@ export function requestFieldGroups(request: {
 export const TemplateHtmlDocument = z.object({
   html: z.string(),
   name: text(MAX_LENGTH.name).optional(),
+  position: documentPosition().meta({ description: POSITION_DESCRIPTION }),
 });
 
 /** POST /templates/html (GraphQL `CreateTemplateFromHtmlInput`). */
@@ -181,12 +216,7 @@ export const DocumentOperation = z
     /** Base64 or URL of a PDF or DOCX; loaded by the caller into `prepared`. */
     file: z.string().optional().meta({ description: 'Base64 or URL of a PDF or DOCX.' }),
     html: z.string().optional().meta({ description: 'HTML with field tags, instead of `file`.' }),
-    position: z
-      .number()
-      .int('position must be an integer')
-      .min(0, 'position must be 0 or more')
-      .optional()
-      .meta({ description: '0-based.' }),
+    position: documentPosition().meta({ description: '0-based.' }),
     replace: z.boolean().optional(),
     remove: z.boolean().optional(),
   })

@@ -10,6 +10,7 @@ import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { mergeTemplates } from '../../templates/merge-templates.ts';
 import {
   prepareChangedDocument,
+  inDocumentOrder,
   prepareDocxDocuments,
   prepareHtmlDocuments,
   preparePdfDocuments,
@@ -112,8 +113,12 @@ builder.mutationField('createTemplateFromPdf', (t) =>
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
       const request = fileRequest(input);
-      const documents = await preparePdfDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents);
-      return save(ctx, documents, request, requestFieldGroups(request));
+      const prepared = await preparePdfDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents, {
+        removeTags: request.remove_tags,
+        flatten: request.flatten,
+      });
+      const { documents, requestFields } = inDocumentOrder(prepared, request.documents, requestFieldGroups(request));
+      return save(ctx, documents, request, requestFields);
     },
   }),
 );
@@ -126,8 +131,12 @@ builder.mutationField('createTemplateFromDocx', (t) =>
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
       const request = fileRequest(input);
-      const documents = await prepareDocxDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents);
-      return save(ctx, documents, request, requestFieldGroups(request));
+      const prepared = await prepareDocxDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents, {
+        removeTags: request.remove_tags,
+        flatten: request.flatten,
+      });
+      const { documents, requestFields } = inDocumentOrder(prepared, request.documents, requestFieldGroups(request));
+      return save(ctx, documents, request, requestFields);
     },
   }),
 );
@@ -142,7 +151,7 @@ builder.mutationField('createTemplateFromHtml', (t) =>
       const request = fromGraphQLInput(CreateTemplateFromHtmlRequest, input);
       checkTemplateRequest(CreateTemplateFromHtmlRequest, request);
       const name = request.name?.trim() || crypto.randomUUID();
-      const documents = await prepareHtmlDocuments(
+      const prepared = await prepareHtmlDocuments(
         { config: ctx.config, renderer: ctx.renderer },
         {
           html: request.html,
@@ -153,6 +162,7 @@ builder.mutationField('createTemplateFromHtml', (t) =>
           name,
         },
       );
+      const { documents } = inDocumentOrder(prepared, request.documents ?? []);
       return save(ctx, documents, { ...request, name }, []);
     },
   }),
