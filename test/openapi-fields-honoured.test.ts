@@ -454,3 +454,39 @@ describe('merge_documents', () => {
     expect(body.data.createSubmissionFromPdf.submissions[0].template.schema).toEqual([{ name: 'GraphQL merged' }]);
   });
 });
+
+describe('refused rather than ignored', () => {
+  it('submitters[].invite_by (one-off routes): 422, nothing stored', async () => {
+    const before = await t.db.submission.count({ where: { accountId: alice.accountId } });
+    const { status, json } = await api('POST', '/submissions/pdf', {
+      send_email: false,
+      documents: [{ name: 'A', file: await namedPdf('A'), fields: [{ name: 'On A', role: 'Second', areas: [area] }] }],
+      submitters: [
+        { role: 'First', email: 'first@honoured.test' },
+        { role: 'Second', invite_by: 'First' },
+      ],
+    });
+    expect(status).toBe(422);
+    expect(json.error).toBe(
+      'invite_by is not supported in `submitters[1]`: a party cannot invite another from the signing form; ' +
+        'give this party its email or phone.',
+    );
+    expect(await t.db.submission.count({ where: { accountId: alice.accountId } })).toBe(before);
+  });
+
+  it('documents[].dynamic true (POST /templates/docx): 422; false is accepted', async () => {
+    const before = await t.db.template.count({ where: { accountId: alice.accountId } });
+    const refused = await api('POST', '/templates/docx', {
+      documents: [{ name: 'dyn', file: base64(Buffer.from('PK\x03\x04 not read')), dynamic: true }],
+    });
+    expect(refused.status).toBe(422);
+    expect(refused.json.error).toBe(
+      'dynamic is not supported in `documents[0]`: documents are kept as PDF (no editable content, no [[variables]]).',
+    );
+    expect(await t.db.template.count({ where: { accountId: alice.accountId } })).toBe(before);
+    const accepted = await api('POST', '/templates/pdf', {
+      documents: [{ name: 'static', file: await namedPdf('S'), dynamic: false }],
+    });
+    expect(accepted.status, JSON.stringify(accepted.json)).toBe(200);
+  });
+});

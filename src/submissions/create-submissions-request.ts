@@ -31,6 +31,15 @@ import {
 function toSubmitterInput(raw: z.input<typeof SubmitterInput>, at: string): SubmitterInput {
   const submitter = parseInput(SubmitterInput, raw, { at });
   refuseTwoFactor(submitter, at);
+  // DocuSeal (one-off routes, OpenAPI): "the role name of the previous party that should invite this
+  // party via email"; its form then asks that party for this one's email. Signet's form has no such
+  // step, so the party would wait for an invitation that never comes: refused.
+  if (submitter.invite_by?.trim())
+    throw new AppError(
+      'VALIDATION',
+      `invite_by is not supported in \`${at}\`: a party cannot invite another from the signing form; ` +
+        'give this party its email or phone.',
+    );
   return submitter;
 }
 
@@ -46,7 +55,7 @@ export interface CreateSubmissionsForRequestDeps extends CreateDeps {
  * @param input the request in DocuSeal's keys (CreateSubmissionsRequest), not yet parsed
  * @returns createSubmissions' options but the account, user and template
  * @throws AppError VALIDATION (sizes, order, a message without body, a submitter's shape,
- *   `require_email_2fa`/`require_phone_2fa` true: refuseTwoFactor)
+ *   `require_email_2fa`/`require_phone_2fa` true: refuseTwoFactor; a submitter's `invite_by`)
  */
 export function readSubmissionsRequest(
   deps: Pick<CreateSubmissionsForRequestDeps, 'config'>,

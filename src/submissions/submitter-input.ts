@@ -89,6 +89,9 @@ export const SubmitterInput = z.object({
     .meta({ description: 'The form opens at the first field still to fill (default: once opened before).' }),
   require_phone_2fa: z.boolean().optional().meta({ description: 'true is refused: no one-time codes.' }),
   require_email_2fa: z.boolean().optional().meta({ description: 'true is refused: no one-time codes.' }),
+  invite_by: text(MAX_LENGTH.name)
+    .optional()
+    .meta({ description: 'Refused when given: a party cannot invite another from the signing form.' }),
   /** The template role's position to use (when not by uuid or name); no request sets it (internal). */
   index: z.number().int().optional().meta({ internal: true }),
 });

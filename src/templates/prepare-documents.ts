@@ -29,7 +29,11 @@ export interface PrepareDeps {
   renderer: Renderer;
 }
 
-/** The `documents` array of a request: present, non-empty, objects. */
+/**
+ * The `documents` array of a request: present, non-empty, objects. `dynamic: true` (OpenAPI POST
+ * /templates/docx: the DOCX stays editable in DocuSeal's editor, with [[variables]]) is refused:
+ * Signet keeps every document as a PDF, so it could only be ignored.
+ */
 function documentList(documents: unknown): Record<string, unknown>[] {
   if (documents === undefined || documents === null) throw new AppError('VALIDATION', 'documents is required.');
   if (!Array.isArray(documents)) throw new AppError('VALIDATION', 'documents must be an array.');
@@ -37,6 +41,12 @@ function documentList(documents: unknown): Record<string, unknown>[] {
   return documents.map((doc, i) => {
     if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
       throw new AppError('VALIDATION', `\`documents[${i}]\` must be an object.`);
+    if ((doc as { dynamic?: unknown }).dynamic === true)
+      throw new AppError(
+        'VALIDATION',
+        `dynamic is not supported in \`documents[${i}]\`: documents are kept as PDF (no editable content, ` +
+          'no [[variables]]).',
+      );
     return doc as Record<string, unknown>;
   });
 }

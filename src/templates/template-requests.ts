@@ -55,6 +55,10 @@ export const TemplateFileDocument = z.object({
     .optional()
     .meta({ description: 'Fields on this document (areas on its pages).' }),
   position: documentPosition().meta({ description: POSITION_DESCRIPTION }),
+  dynamic: z
+    .boolean()
+    .optional()
+    .meta({ description: 'true is refused: a DOCX is converted to PDF (no editable content, no [[variables]]).' }),
 });
 
 /**
