@@ -102,8 +102,9 @@ describe('one definition per input', () => {
         const described = shape.kind === 'object' ? shape.fields.find((f) => f.key === key)?.description : undefined;
         expect(field.description ?? undefined, `${name}.${field.name}`).toBe(described);
       }
-      // Keys the domain takes from elsewhere only (PUT /submitters' JSON, the service) stay out.
-      if (name === 'SubmitterFieldInput') expect(fields.map((f) => f.name)).not.toContain('validation');
+      // Keys the domain takes from elsewhere only (the service) stay out; a field's `validation`
+      // object is a request key (DocuSeal's fields[].validation, read on create and PUT /submitters).
+      if (name === 'SubmitterFieldInput') expect(fields.map((f) => f.name)).toContain('validation');
       if (name === 'SubmitterInput') expect(fields.map((f) => f.name)).not.toContain('index');
     },
   );
@@ -114,7 +115,11 @@ describe('one definition per input', () => {
     const every = Object.fromEntries(
       requestKeys(FieldConfig).map((key) => [
         key,
-        key === 'preferences' ? { a: 1 } : key === 'readonly' || key === 'required' ? true : 'x',
+        key === 'preferences' || key === 'validation'
+          ? { a: 1 }
+          : key === 'readonly' || key === 'required'
+            ? true
+            : 'x',
       ]),
     );
     const read = restInput(SubmitterInput, {
