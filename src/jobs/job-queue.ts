@@ -513,7 +513,7 @@ function outboxTableOf(connectionString: string): string {
 
 /** A small pool for the outbox when the jobs live outside PostgreSQL (MongoDB). */
 function ownOutboxPool(connectionString: string, logger: JobLogger): pg.Pool {
-  const pool = new pg.Pool({ connectionString, max: 2, connectionTimeoutMillis: 5000 });
+  const pool = new pg.Pool({ connectionString, max: 2, connectionTimeoutMillis: 5000, query_timeout: 10_000 });
   pool.on('error', (error) => logger.warn({ err: error }, 'jobs: idle PostgreSQL connection of the outbox lost'));
   return pool;
 }

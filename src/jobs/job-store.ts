@@ -92,6 +92,9 @@ export interface NewJob {
 
 /** The PostgreSQL schema Agenda's table lives in: outside `public`, which Prisma's schema describes alone. */
 export const DEFAULT_JOBS_SCHEMA = 'agenda';
+
+/** Longest a job-store statement may wait for its answer, in milliseconds (the pool's `query_timeout`). */
+const JOB_STORE_QUERY_TIMEOUT_MS = 10_000;
 /**
  * Opens Agenda's PostgreSQL store: a pg pool whose connections use `search_path = <schema>`,
  * so that the backend's unqualified table (`jobs`), its indexes and its trigger function land
@@ -115,6 +118,10 @@ export async function openPostgresJobStore(options: {
     ...withSearchPath(options.connectionString, schema),
     max: options.poolSize ?? 10,
     connectionTimeoutMillis: 5000,
+    // The job store's statements are short (claims, saves, a page of due jobs); one that has no answer
+    // for this long was sent into a dead or black-holed connection, and would otherwise hold its client
+    // for ever: a stop then waits on pool.end() (test/database-outage.test.ts, the black hole).
+    query_timeout: JOB_STORE_QUERY_TIMEOUT_MS,
   });
   // An idle connection dropped by the server is replaced on next use; it must not crash the process.
   pool.on('error', (error) => options.logger.warn({ err: error }, 'jobs: idle PostgreSQL connection lost'));
