@@ -5,7 +5,7 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import { freePort as closedPort } from './helpers/processes.ts';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { RestRoute } from '../rest-compat/gateway.ts';
 import { AppError } from '../src/errors.ts';
 import { createMaskError } from '../src/graphql/errors.ts';
@@ -13,9 +13,11 @@ import { PROJECT_ROOT } from '../src/paths.ts';
 import { GraphQLError } from 'graphql';
 import { graphql, startTestApp, type TestApp } from './helpers/app.ts';
 
+// Each test's servers are closed when it ends: eleven idle servers held open to the end of the file
+// kept their pools' connections, and with another file's services took PostgreSQL past max_connections.
 const apps: TestApp[] = [];
-afterAll(async () => {
-  await Promise.all(apps.map((a) => a.close()));
+afterEach(async () => {
+  await Promise.all(apps.splice(0).map((a) => a.close()));
 });
 
 describe('GraphiQL', () => {
