@@ -19,10 +19,9 @@
 import fs from 'node:fs/promises';
 import zlib from 'node:zlib';
 import { createRequire } from 'node:module';
-import fontkit from '@pdf-lib/fontkit';
+import type fontkit from '@pdf-lib/fontkit';
 import { AppError } from '../errors.ts';
 import { MAX_LENGTH } from '../limits.ts';
-import { loadDejaVu } from './fonts.ts';
 import { loadMupdf } from './pdf.ts';
 
 type Face = ReturnType<typeof fontkit.create>;
@@ -53,6 +52,12 @@ let faces: Promise<Face[]> | undefined;
 /** The script font's faces and the fallback, read and parsed once per process (retried after a failure). */
 function loadFaces(): Promise<Face[]> {
   faces ??= (async () => {
+    // fontkit and the fonts module on first use: this module's text rules are read on every create and
+    // read path, and fontkit costs ~25 MB of a process that never renders (bench: idle RSS).
+    const [{ default: fontkit }, { loadDejaVu }] = await Promise.all([
+      import('@pdf-lib/fontkit'),
+      import('./fonts.ts'),
+    ]);
     const dir = `${require.resolve('@fontsource/dancing-script/package.json').replace(/package\.json$/, '')}files/`;
     const script = await Promise.all(
       SCRIPT_FONT_FILES.map(async (file) => fontkit.create(new Uint8Array(await fs.readFile(dir + file)))),

@@ -11,7 +11,6 @@ import type {
   SignerCertificate,
   VerificationMessage,
 } from '../../signing/verify-pdf.ts';
-import { verifyDocument } from '../../signing/verify-pdf.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
 
@@ -78,8 +77,10 @@ builder.queryFields((t) => ({
     type: PdfVerificationRef,
     description: 'The signatures of a PDF and whether each holds (REST: POST /tools/verify). 422 `Malformed PDF`.',
     args: { file: t.arg.string({ required: true, description: 'The PDF, base64.' }) },
-    resolve: (_root, args, ctx) => {
+    resolve: async (_root, args, ctx) => {
       const { account } = requireViewer(ctx);
+      // Loaded on first use: pkijs and node-forge cost ~25 MB of a process that never verifies.
+      const { verifyDocument } = await import('../../signing/verify-pdf.ts');
       return verifyDocument({ db: ctx.db, config: ctx.config }, account.id, fromBase64(args.file));
     },
   }),
