@@ -9,7 +9,7 @@
  * and garbage-collected (objects of a source not used by any page are left out).
  */
 import { AppError } from '../errors.ts';
-import { loadMupdf, openPdf } from './pdf.ts';
+import { loadMupdf, openPdf, savePdf } from './pdf.ts';
 
 /** Files one merge takes. */
 export const MAX_MERGED_FILES = 50;
@@ -50,12 +50,8 @@ export async function mergePdfs(files: readonly Uint8Array[]): Promise<Buffer> {
         source.destroy();
       }
     }
-    const buffer = merged.saveToBuffer('compress,garbage');
-    try {
-      return Buffer.from(buffer.asUint8Array());
-    } finally {
-      buffer.destroy();
-    }
+    const bytes = savePdf(merged, 'compress,garbage');
+    return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
   } finally {
     merged.destroy();
   }

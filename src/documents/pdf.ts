@@ -203,12 +203,7 @@ export async function rewritePdf(bytes: Uint8Array, label: string): Promise<Uint
   const mupdf = await loadMupdf();
   const doc = openPdf(mupdf, bytes, label);
   try {
-    const buffer = doc.saveToBuffer('encrypt=none,garbage');
-    try {
-      return buffer.asUint8Array().slice();
-    } finally {
-      buffer.destroy();
-    }
+    return savePdf(doc, 'encrypt=none,garbage');
   } catch (error) {
     throw invalidPdf(label, error);
   } finally {
@@ -233,12 +228,7 @@ export async function flattenPdfForm(bytes: Uint8Array, label: string): Promise<
     doc.bake(false, true);
     // bake draws the widgets and drops them; the form dictionary itself is left: remove it.
     doc.getTrailer().get('Root').delete('AcroForm');
-    const buffer = doc.saveToBuffer('encrypt=none,garbage,compress');
-    try {
-      return buffer.asUint8Array().slice();
-    } finally {
-      buffer.destroy();
-    }
+    return savePdf(doc, 'encrypt=none,garbage,compress');
   } catch (error) {
     throw invalidPdf(label, error);
   } finally {
@@ -434,6 +424,19 @@ function round2(value: number): number {
 }
 
 // --- mupdf helpers shared with text-tags.ts -------------------------------------------------
+
+/**
+ * A mupdf document written out as bytes of its own (copied out of mupdf's WASM heap, its buffer freed).
+ * @param options mupdf's write options ("encrypt=none,garbage,compress")
+ */
+export function savePdf(doc: PDFDocument, options: string): Uint8Array {
+  const buffer = doc.saveToBuffer(options);
+  try {
+    return buffer.asUint8Array().slice();
+  } finally {
+    buffer.destroy();
+  }
+}
 
 /**
  * Opens PDF bytes with mupdf, or throws `AppError('VALIDATION')` naming `label` for empty input,

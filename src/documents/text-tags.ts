@@ -11,7 +11,7 @@
 import type { PDFPage, Quad, Rect } from 'mupdf';
 import { AppError } from '../errors.ts';
 import { TAG_FIELD_TYPES } from '../field-types.ts';
-import { invalidPdf, loadMupdf, openPdf, readPageGeometry, type PdfPageInfo } from './pdf.ts';
+import { invalidPdf, loadMupdf, openPdf, readPageGeometry, savePdf, type PdfPageInfo } from './pdf.ts';
 
 /** Field types a tag may name: the template field types plus `datenow` (src/field-types.ts). */
 export const TEXT_TAG_TYPES = TAG_FIELD_TYPES;
@@ -322,12 +322,7 @@ export async function extractTextTags(
 
     const { fields, roles } = groupFields(found);
     if (!removeTags) return { pdf: bytes, roles, fields, tagCount: found.length };
-    const buffer = doc.saveToBuffer('encrypt=none,garbage,compress');
-    try {
-      return { pdf: buffer.asUint8Array().slice(), roles, fields, tagCount: found.length };
-    } finally {
-      buffer.destroy();
-    }
+    return { pdf: savePdf(doc, 'encrypt=none,garbage,compress'), roles, fields, tagCount: found.length };
   } catch (error) {
     // mupdf's own errors (a page it cannot load: "cycle in page tree") are the document's fault.
     throw invalidPdf(label, error);
