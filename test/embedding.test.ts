@@ -7,8 +7,9 @@
  *   the frame, and the partner's page receives `init`, `load`, `completed`, `declined` as
  *   CustomEvents on the element, whose `detail` is the submitter in the form.* webhooks' shape (the
  *   keys the real webhook delivers), and as `postMessage`s from Signet's origin;
- * - a signer's link (`/s/`) with data-values and data-readonly-fields (prefilled and locked by the
- *   page); a template link (`/d/`) with data-email, data-external-id, data-values,
+ * - a signer's link (`/s/`) with data-values, data-readonly-fields (prefilled and locked by the
+ *   page) and data-go-to-last; `<docuseal-form>` with data-with-decline, data-with-title and
+ *   data-logo; a template link (`/d/`) with data-email, data-external-id, data-values,
  *   data-readonly-fields and data-send-copy-email="false" (stored by the server: the submission
  *   is `link`, the field read-only, no request and no copy email); a template link without
  *   data-email (the page asks for it);
@@ -72,6 +73,11 @@ ${element}
 </script>
 </body></html>`;
 }
+
+/** A 1×1 PNG, inline (no request leaves loopback). */
+const LOGO =
+  'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJ' +
+  'RU5ErkJggg==';
 
 const escapeAttribute = (value: string) => value.replace(/&/g, '&amp;').replace(/"/g, '&quot;');
 
@@ -242,7 +248,7 @@ describe('a signer’s link (/s/{slug}) on a partner’s page', () => {
       allowedOrigin,
       '/sign',
       `<signet-form data-src="${submitter.embed_src}" data-values="${values}" ` +
-        'data-readonly-fields="Company"></signet-form>',
+        'data-readonly-fields="Company" data-go-to-last="true"></signet-form>',
     );
     const frame = formIn(page);
     await frame.locator('.page[data-rendered="true"]').first().waitFor();
@@ -268,6 +274,9 @@ describe('a signer’s link (/s/{slug}) on a partner’s page', () => {
     await expectInPage(frame.locator('.field.readonly[data-field-name="Company"]')).toContainText('Acme Corp');
     // The embedded form has no Decline button unless data-with-decline asks for one (DocuSeal's default).
     await expectInPage(frame.locator('#decline-button')).toBeHidden();
+    // data-go-to-last: the form opens at the first field still to fill (the name is prefilled).
+    await expectInPage(frame.getByRole('button', { name: 'Signature (required)' })).toBeFocused();
+    await expectInPage(frame.locator('.form-header h1')).toHaveText('Partner NDA');
 
     await frame.getByRole('textbox', { name: 'Name (required)' }).fill('Sam Signer');
     await typeSignature(frame, 'Sam Signer');
@@ -313,11 +322,15 @@ describe('a signer’s link (/s/{slug}) on a partner’s page', () => {
     const { page } = await openPartnerPage(
       allowedOrigin,
       '/decline',
-      `<docuseal-form data-src="${submitter.embed_src}" data-with-decline="true" ` +
-        'data-go-to-last="false"></docuseal-form>',
+      `<docuseal-form data-src="${submitter.embed_src}" data-with-decline="true" data-with-title="false" ` +
+        `data-logo="${LOGO}"></docuseal-form>`,
     );
     const frame = formIn(page);
     await waitForEvents(page, ['init', 'load']);
+    // data-logo is drawn by the partner's page above the frame; data-with-title="false" hides the title.
+    await expectInPage(page.locator('docuseal-form img.logo')).toHaveAttribute('src', LOGO);
+    await expectInPage(frame.locator('.form-header')).toContainText('You sign as Signer');
+    await expectInPage(frame.locator('.form-header h1')).toHaveCount(0);
     await frame.locator('#decline-button').click();
     const dialog = frame.locator('dialog.decline-dialog');
     await dialog.getByLabel('Reason').fill('Wrong company name');
