@@ -12,7 +12,8 @@
  *   data-logo; a template link (`/d/`) with data-email, data-external-id, data-values,
  *   data-readonly-fields and data-send-copy-email="false" (stored by the server: the submission
  *   is `link`, the field read-only, no request and no copy email); a template link without
- *   data-email (the page asks for it);
+ *   data-email (the page asks for it) and with data-completed-redirect-url (the partner's whole
+ *   page goes there after completing);
  * - the same page served from `http://127.0.0.1:<port>`, an origin not in EMBED_ORIGINS: Chromium
  *   refuses to show the frame (frame-ancestors) and no event arrives;
  * - every test: no request leaves loopback (the two origins), no page error.
@@ -468,12 +469,14 @@ describe('a template link (/d/{slug}) on a partner’s page', () => {
     expect(await t.db.submission.count()).toBe(before);
   });
 
-  it('without data-email the page asks for it, then opens the signer’s form', async () => {
+  it('without data-email the page asks for it; after completing, the whole page goes to the redirect', async () => {
     const template = await createTemplate('Partner Waiver');
+    partnerPages.set('/thanks', '<!doctype html><title>Thanks</title><h1>Back at the partner</h1>');
     const { page } = await openPartnerPage(
       allowedOrigin,
       '/waiver',
-      `<docuseal-form data-src="${t.url}/d/${template.slug}"></docuseal-form>`,
+      `<docuseal-form data-src="${t.url}/d/${template.slug}" ` +
+        `data-completed-redirect-url="${allowedOrigin}/thanks"></docuseal-form>`,
     );
     const frame = formIn(page);
     await waitForEvents(page, ['init']);
@@ -486,5 +489,14 @@ describe('a template link (/d/{slug}) on a partner’s page', () => {
     await frame.locator('.page[data-rendered="true"]').first().waitFor();
     const [, load] = await waitForEvents(page, ['init', 'load']);
     expect(load!.detail).toMatchObject({ email: 'walk-in@partner.test', template: { id: template.id } });
+    // data-completed-redirect-url: DocuSeal's embedded form takes the page there; so does the element.
+    await frame.getByRole('textbox', { name: 'Name (required)' }).fill('Walk In');
+    await frame.getByRole('textbox', { name: 'Company (required)' }).fill('Walk In Ltd');
+    await typeSignature(frame, 'Walk In');
+    await frame.locator('#complete-button').click();
+    await page.waitForURL(`${allowedOrigin}/thanks`);
+    await page.getByRole('heading', { name: 'Back at the partner' }).waitFor();
+    const stored = await t.db.submitter.findUniqueOrThrow({ where: { id: load!.detail.id } });
+    expect(stored.completedAt).not.toBeNull();
   });
 });

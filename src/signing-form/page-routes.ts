@@ -8,7 +8,6 @@
  * - `GET /s-assets/pdfjs-<version>/<dir>/<file>` — pdf.js (`pdfjs-dist`): its build and worker and
  *   the data it fetches (standard fonts, CMaps, WASM decoders, ICC profiles).
  * - `GET /s-assets/fonts/<file>` — the script font for typed signatures (`@fontsource/dancing-script`).
- *
  * - `GET /d/:slug` — a shared template's link (docs/embedding.md "Template links"): the same page,
  *   which asks for the signer's email (or takes the embedded form's) and starts the signer's
  *   submission (src/signing-form/start-template-form.ts); the 404 page unless the template is
@@ -132,6 +131,7 @@ export function registerSigningPageRoutes(
       .header('x-content-type-options', 'nosniff')
       .header('x-robots-tag', 'noindex, nofollow')
       .header('cache-control', 'no-store');
+  const embedTargets = options.embedOrigins.join(' ');
   const shell = (reply: FastifyReply, log: FastifyBaseLogger, data: Record<string, string | number>) => {
     // Start bundling while the browser parses the shell: its script request finds it ready.
     loadBundle().catch((error: unknown) => log.error({ err: error }, 'signing page: bundling failed'));
@@ -139,7 +139,6 @@ export function registerSigningPageRoutes(
       .type('text/html; charset=utf-8')
       .send(shellPage({ ...data, 'max-upload-bytes': options.maxUploadBytes, 'embed-origins': embedTargets }));
   };
-  const embedTargets = options.embedOrigins.join(' ');
 
   fastify.get<{ Params: { slug: string } }>('/s/:slug', async (request, reply) => {
     const { slug } = request.params;

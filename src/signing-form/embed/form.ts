@@ -127,7 +127,12 @@ export class SignetFormElement extends HTMLElement {
   readonly #onMessage = (event: MessageEvent): void => {
     if (!this.#frame || event.source !== this.#frame.contentWindow || event.origin !== this.#origin) return;
     if (!isEmbedMessage(event.data)) return;
-    this.dispatchEvent(new CustomEvent(event.data.type, { detail: event.data.detail ?? null }));
+    const { type, detail, redirect_url: redirect } = event.data;
+    const proceed = this.dispatchEvent(new CustomEvent(type, { detail: detail ?? null, cancelable: true }));
+    // completed_redirect_url: the whole page goes, as with DocuSeal's embedded form, unless a listener
+    // called preventDefault(). Only http(s) addresses.
+    if (type === 'completed' && proceed && typeof redirect === 'string' && /^https?:\/\//i.test(redirect))
+      window.location.assign(redirect);
   };
 
   connectedCallback(): void {

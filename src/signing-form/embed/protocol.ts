@@ -29,6 +29,12 @@ export interface EmbedMessage {
   source: typeof MESSAGE_SOURCE;
   type: EmbedEventType;
   detail: unknown;
+  /**
+   * `completed` in a `<signet-form>`: where the signer goes next (completed_redirect_url, http or
+   * https). The element takes the whole page there, as DocuSeal's embedded form does, unless a
+   * listener cancels the event; the page in the frame stays.
+   */
+  redirect_url?: string;
 }
 
 /** The element's attributes the page and the template link act on, in DocuSeal's keys. */

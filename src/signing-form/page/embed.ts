@@ -44,12 +44,21 @@ function hostTargets(root: HTMLElement): string[] {
   return any ? ['*'] : allowed;
 }
 
+/** Whether a `<signet-form>` frames the page (it names its origin); a plain iframe does not. */
+export const inEmbeddedForm = framed && asOrigin(embedOptions.origin) !== undefined;
+
 /**
  * Posts an event to the page that frames this one (nothing when not framed).
  * @param detail null for `init`; the form's `eventDetail` (the submitter, webhook `data` shape) otherwise
+ * @param redirectUrl `completed` in a `<signet-form>`: where the element takes the page (../embed/protocol.ts)
  */
-export function postToHost(root: HTMLElement, type: EmbedEventType, detail: unknown): void {
+export function postToHost(root: HTMLElement, type: EmbedEventType, detail: unknown, redirectUrl?: string): void {
   if (!framed) return;
-  const message: EmbedMessage = { source: MESSAGE_SOURCE, type, detail };
+  const message: EmbedMessage = {
+    source: MESSAGE_SOURCE,
+    type,
+    detail,
+    ...(redirectUrl ? { redirect_url: redirectUrl } : {}),
+  };
   for (const target of hostTargets(root)) window.parent.postMessage(message, target);
 }

@@ -23,7 +23,7 @@ import {
   sameOriginUrl,
 } from './api.ts';
 import { h, uniqueId } from './dom.ts';
-import { embedOptions, postToHost } from './embed.ts';
+import { embedOptions, inEmbeddedForm, postToHost } from './embed.ts';
 import { mountFields, type FieldControl, type FieldHost } from './fields.ts';
 import { SaveQueue } from './save-queue.ts';
 import { hiddenFieldUuids } from '../../templates/field-conditions.ts';
@@ -332,9 +332,11 @@ function renderOpen(form: SigningForm): void {
       await queue.drain();
       const completed = await completeSigningForm(slug, payload);
       status.textContent = 'Completed.';
-      postToHost(root, 'completed', completed.eventDetail ?? null);
       const redirect = safeRedirect(completed.completedRedirectUrl);
-      if (redirect) window.location.assign(redirect);
+      // In a <signet-form> the element takes the whole page there (as DocuSeal's embedded form goes);
+      // elsewhere (a tab, a plain iframe) this page goes.
+      postToHost(root, 'completed', completed.eventDetail ?? null, redirect ?? undefined);
+      if (redirect && !inEmbeddedForm) window.location.assign(redirect);
       else show(completed, { justCompleted: true });
     } catch (error) {
       status.textContent = '';
