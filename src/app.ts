@@ -206,7 +206,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   registerHealthRoute(fastify, db);
   registerServiceIndexRoute(fastify, { graphiql: config.graphiql });
   registerFileRoutes(fastify, { db, storage, signer });
-  registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize });
+  registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize, embedOrigins: config.embedOrigins });
   for (const api of options.apis ?? []) await api(fastify, { config, db, schema, contextFactory, storage, signer });
 
   let stopping: Promise<void> | undefined;

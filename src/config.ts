@@ -140,33 +140,45 @@ const EnvSchema = z.object({
    * Comma-separated origins (`https://app.example.com`) allowed to call /api, /graphql and /file from a browser; `*`
    * for any. Unset: none.
    */
-  CORS_ORIGINS: z
-    .string()
-    .transform((value, ctx) => {
-      const origins: string[] = [];
-      for (const entry of value
-        .split(',')
-        .map((o) => o.trim())
-        .filter(Boolean)) {
-        const origin = parseOrigin(entry);
-        if (origin === undefined)
-          ctx.addIssue({
-            code: 'custom',
-            message: `"${entry}" is not an origin (scheme://host[:port], http or https, no path) or *`,
-          });
-        else origins.push(origin);
-      }
-      return [...new Set(origins)];
-    })
-    .optional(),
+  CORS_ORIGINS: z.string().transform(parseOriginList).optional(),
   /**
    * Seconds between checks that the API keys of open subscriptions (WebSocket, SSE) are still valid; a revocation
    * through Signet closes them at once.
    */
   CREDENTIALS_RECHECK_SECONDS: z.coerce.number().positive().max(3600).default(10),
+  /**
+   * Comma-separated origins (`https://app.example.com`) whose pages may embed the signing form (`/s/…`, `/d/…`) in a
+   * frame: its CSP `frame-ancestors`. `*` or unset: any site, as before (docs/embedding.md).
+   */
+  EMBED_ORIGINS: z.string().transform(parseOriginList).optional(),
+  /** New submissions one client address may start through templates' shared links (/d/…) per hour. */
+  TEMPLATE_LINK_STARTS_PER_IP: intFromEnv(1, 1_000_000).default(20),
+  /** New submissions one template's shared link (/d/…) may start per hour, from all addresses together. */
+  TEMPLATE_LINK_STARTS_PER_TEMPLATE: intFromEnv(1, 1_000_000).default(1000),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
+
+/**
+ * A comma-separated list of origins (CORS_ORIGINS, EMBED_ORIGINS): each as browsers send it (parseOrigin), or `*`;
+ * without repeats. An entry that is neither is an issue naming it.
+ */
+function parseOriginList(value: string, ctx: z.RefinementCtx): string[] {
+  const origins: string[] = [];
+  for (const entry of value
+    .split(',')
+    .map((o) => o.trim())
+    .filter(Boolean)) {
+    const origin = parseOrigin(entry);
+    if (origin === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        message: `"${entry}" is not an origin (scheme://host[:port], http or https, no path) or *`,
+      });
+    else origins.push(origin);
+  }
+  return [...new Set(origins)];
+}
 
 /**
  * A browser origin as browsers send it (`https://app.example.com`, default port left out), `*`, or undefined when
@@ -265,6 +277,13 @@ export interface Config {
   corsOrigins: string[];
   /** Milliseconds between checks of the API keys behind open subscriptions (CREDENTIALS_RECHECK_SECONDS). */
   credentialsRecheck: number;
+  /**
+   * Origins whose pages may frame the signing form (EMBED_ORIGINS), as browsers send them; `['*']`: any (the
+   * default: no `frame-ancestors`).
+   */
+  embedOrigins: string[];
+  /** Per hour: new submissions through templates' shared links, per client address and per template. */
+  templateLinkStarts: { perIp: number; perTemplate: number };
 }
 
 /** Limits of one GraphQL operation, checked by src/graphql/limits.ts (GraphQL Armor's units). */
@@ -373,6 +392,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     corsOrigins: e.CORS_ORIGINS ?? [],
     credentialsRecheck: Math.round(e.CREDENTIALS_RECHECK_SECONDS * 1000),
+    // `*` among others is still any origin.
+    embedOrigins: !e.EMBED_ORIGINS?.length || e.EMBED_ORIGINS.includes('*') ? ['*'] : e.EMBED_ORIGINS,
+    templateLinkStarts: { perIp: e.TEMPLATE_LINK_STARTS_PER_IP, perTemplate: e.TEMPLATE_LINK_STARTS_PER_TEMPLATE },
   };
 }
 

@@ -37,3 +37,6 @@ export type TagFieldType = (typeof TAG_FIELD_TYPES)[number];
 
 /** Types whose value is chosen from `options`. */
 export const OPTION_FIELD_TYPES: ReadonlySet<string> = new Set(['select', 'radio', 'multiple']);
+
+/** Types whose value is a file: an upload's uuid (a list of them for `file`), or a URL or data given over the API. */
+export const ATTACHMENT_FIELD_TYPES: ReadonlySet<string> = new Set(['signature', 'initials', 'image', 'stamp', 'file']);

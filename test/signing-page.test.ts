@@ -1012,7 +1012,7 @@ describe('what the page loads', () => {
     watched.problems.length = 0;
   });
 
-  it('the bundled service (npm start) serves the page, its script, pdf.js and the font', async () => {
+  it('the bundled service (npm start) serves the page, its script, pdf.js, the font and /js/form.js', async () => {
     const port = await freePort();
     const service = await startService(
       testServiceEnv({ databaseUrl: t.database.url, dataDir: t.config.dataDir, port }),
@@ -1046,6 +1046,10 @@ describe('what the page loads', () => {
       expect(font.headers.get('content-type')).toBe('font/woff2');
       expect((await fetch(`${service.url}/s-assets/fonts/..%2f..%2fpackage.json`)).status).toBe(404);
       expect((await fetch(`${service.url}/s-assets/pdfjs-0/build/pdf.min.mjs`)).status).toBe(404);
+      // The embedded form's script (docs/embedding.md) is bundled by the running service too.
+      const embedScript = await fetch(`${service.url}/js/form.js`);
+      expect(embedScript.status).toBe(200);
+      expect(await embedScript.text()).toContain('customElements');
     } finally {
       await service.stop();
     }

@@ -8,19 +8,26 @@
  * - `GET /s-assets/pdfjs-<version>/<dir>/<file>` — pdf.js (`pdfjs-dist`): its build and worker and
  *   the data it fetches (standard fonts, CMaps, WASM decoders, ICC profiles).
  * - `GET /s-assets/fonts/<file>` — the script font for typed signatures (`@fontsource/dancing-script`).
+ * - `GET /d/:slug` — a shared template's link (docs/embedding.md "Template links"): the same page,
+ *   which asks for the signer's email (or takes the embedded form's) and starts the signer's
+ *   submission (src/signing-form/start-template-form.ts); the 404 page unless the template is
+ *   shared (`shared_link`) and neither it nor its account is archived.
+ * - `GET /js/form.js` — the embedded signing form, `<signet-form>` (also `<docuseal-form>`), a
+ *   classic script other sites include (DocuSeal's embed script path; src/signing-form/embed/),
+ *   bundled by esbuild on first request like the page.
  *
  * Everything the page loads comes from here: no external requests. The HTML carries a
  * Content-Security-Policy allowing only this origin (plus data:/blob: where pdf.js and canvases
- * need them) and no frame-ancestors restriction, so the form can be embedded in an iframe (the
- * `embed_src` of the API). `Referrer-Policy: no-referrer` keeps the slug (a capability) out of
- * other sites' logs.
+ * need them) and, when EMBED_ORIGINS lists origins, `frame-ancestors 'self'` and those: only
+ * their pages may embed the form (signingPageCsp). `Referrer-Policy: no-referrer` keeps the slug
+ * (a capability) out of other sites' logs.
  */
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply } from 'fastify';
 import type { Db } from '../db/client.ts';
 import { PROJECT_ROOT } from '../paths.ts';
 
@@ -59,20 +66,26 @@ const CONTENT_TYPES: Record<string, string> = {
 
 /**
  * The page's policy: this origin only; data:/blob: for canvases, images and pdf.js' worker and
- * fonts; WebAssembly for pdf.js' image decoders. No `frame-ancestors`: embedding is allowed.
+ * fonts; WebAssembly for pdf.js' image decoders. Who may frame it: with EMBED_ORIGINS `*` (the
+ * default) no `frame-ancestors`, so any site may, as before; with a list, `frame-ancestors 'self'`
+ * and those origins (CSP Level 2; browsers then refuse to show the page in any other site's frame).
+ * @param embedOrigins config.embedOrigins: `['*']` or origins as browsers send them
  */
-export const SIGNING_PAGE_CSP = [
-  "default-src 'self'",
-  "script-src 'self' 'wasm-unsafe-eval'",
-  "style-src 'self'",
-  "img-src 'self' data: blob:",
-  "font-src 'self' data:",
-  "connect-src 'self' data: blob:",
-  "worker-src 'self' blob:",
-  "object-src 'none'",
-  "base-uri 'none'",
-  "form-action 'self'",
-].join('; ');
+export function signingPageCsp(embedOrigins: readonly string[]): string {
+  return [
+    "default-src 'self'",
+    "script-src 'self' 'wasm-unsafe-eval'",
+    "style-src 'self'",
+    "img-src 'self' data: blob:",
+    "font-src 'self' data:",
+    "connect-src 'self' data: blob:",
+    "worker-src 'self' blob:",
+    "object-src 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    ...(embedOrigins.includes('*') ? [] : [`frame-ancestors 'self' ${embedOrigins.join(' ')}`]),
+  ].join('; ');
+}
 
 /** Slugs as Signet makes them; anything else cannot be a form (answered with the 404 page). */
 const SLUG_PATTERN = /^[A-Za-z0-9_-]{1,100}$/;
@@ -83,21 +96,48 @@ interface Bundle {
   etag: string;
 }
 
+/** Built on first use and kept; a failed build is tried again on the next request. */
+function lazily<T>(build: () => Promise<T>): () => Promise<T> {
+  let built: Promise<T> | undefined;
+  return () => {
+    built ??= build().catch((error: unknown) => {
+      built = undefined;
+      throw error;
+    });
+    return built;
+  };
+}
+
 /**
  * Registers the page's routes on the app.
  * @param options.db to tell a known slug (the shell) from an unknown one (404 page)
  * @param options.maxUploadBytes the upload limit of POST /api/attachments, which the page checks
  *   before sending a file (config.maxBodySize)
+ * @param options.embedOrigins config.embedOrigins (EMBED_ORIGINS): the pages' `frame-ancestors`,
+ *   and where the page posts its events when framed (docs/embedding.md)
  */
-export function registerSigningPageRoutes(fastify: FastifyInstance, options: { db: Db; maxUploadBytes: number }): void {
+export function registerSigningPageRoutes(
+  fastify: FastifyInstance,
+  options: { db: Db; maxUploadBytes: number; embedOrigins: readonly string[] },
+): void {
   const { db } = options;
-  let bundle: Promise<Bundle> | undefined;
-  const loadBundle = (): Promise<Bundle> => {
-    bundle ??= bundlePage().catch((error: unknown) => {
-      bundle = undefined; // try again on the next request
-      throw error;
-    });
-    return bundle;
+  const loadBundle = lazily(bundlePage);
+  const loadEmbedScript = lazily(bundleEmbedScript);
+  const csp = signingPageCsp(options.embedOrigins);
+  const pageHeaders = (reply: FastifyReply) =>
+    reply
+      .header('content-security-policy', csp)
+      .header('referrer-policy', 'no-referrer')
+      .header('x-content-type-options', 'nosniff')
+      .header('x-robots-tag', 'noindex, nofollow')
+      .header('cache-control', 'no-store');
+  const embedTargets = options.embedOrigins.join(' ');
+  const shell = (reply: FastifyReply, log: FastifyBaseLogger, data: Record<string, string | number>) => {
+    // Start bundling while the browser parses the shell: its script request finds it ready.
+    loadBundle().catch((error: unknown) => log.error({ err: error }, 'signing page: bundling failed'));
+    return reply
+      .type('text/html; charset=utf-8')
+      .send(shellPage({ ...data, 'max-upload-bytes': options.maxUploadBytes, 'embed-origins': embedTargets }));
   };
 
   fastify.get<{ Params: { slug: string } }>('/s/:slug', async (request, reply) => {
@@ -107,9 +147,22 @@ export function registerSigningPageRoutes(fastify: FastifyInstance, options: { d
       : null;
     pageHeaders(reply);
     if (!submitter) return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
-    // Start bundling while the browser parses the shell: its script request finds it ready.
-    loadBundle().catch((error: unknown) => request.log.error({ err: error }, 'signing page: bundling failed'));
-    return reply.type('text/html; charset=utf-8').send(shellPage(slug, options.maxUploadBytes));
+    return shell(reply, request.log, { slug });
+  });
+
+  fastify.get<{ Params: { slug: string } }>('/d/:slug', async (request, reply) => {
+    const { slug } = request.params;
+    // Shared, and neither it nor its account archived: src/signing-form/start-template-form.ts, which
+    // judges the start itself again.
+    const template = SLUG_PATTERN.test(slug)
+      ? await db.template.findFirst({
+          where: { slug, sharedLink: true, archivedAt: null, account: { archivedAt: null } },
+          select: { name: true },
+        })
+      : null;
+    pageHeaders(reply);
+    if (!template) return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
+    return shell(reply, request.log, { 'template-slug': slug, 'template-name': template.name });
   });
 
   for (const [name, kind] of [
@@ -123,6 +176,19 @@ export function registerSigningPageRoutes(fastify: FastifyInstance, options: { d
       return reply.type(kind === 'js' ? CONTENT_TYPES['.js']! : CONTENT_TYPES['.css']!).send(built[kind]);
     });
   }
+
+  // Other sites include it (`<script src>`, or as a module, which needs CORS): public code, no credentials.
+  fastify.get('/js/form.js', async (request, reply) => {
+    const built = await loadEmbedScript();
+    reply
+      .header('x-content-type-options', 'nosniff')
+      .header('access-control-allow-origin', '*')
+      .header('cross-origin-resource-policy', 'cross-origin')
+      .header('cache-control', 'no-cache')
+      .header('etag', built.etag);
+    if (request.headers['if-none-match'] === built.etag) return reply.code(304).send();
+    return reply.type(CONTENT_TYPES['.js']!).send(built.js);
+  });
 
   fastify.get<{ Params: { dir: string; file: string } }>(`${PDFJS_BASE}/:dir/:file`, async (request, reply) => {
     const { dir, file } = request.params;
@@ -149,15 +215,6 @@ async function sendPackageFile(reply: FastifyReply, file: string | undefined): P
     .send(createReadStream(file));
 }
 
-function pageHeaders(reply: FastifyReply): void {
-  reply
-    .header('content-security-policy', SIGNING_PAGE_CSP)
-    .header('referrer-policy', 'no-referrer')
-    .header('x-content-type-options', 'nosniff')
-    .header('x-robots-tag', 'noindex, nofollow')
-    .header('cache-control', 'no-store');
-}
-
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
@@ -180,12 +237,19 @@ ${body}
 `;
 }
 
-function shellPage(slug: string, maxUploadBytes: number): string {
+/**
+ * The page's shell: its script reads the `data-*` attributes of #signing-form (`slug` of a signer's
+ * form, or `template-slug` and `template-name` of a template link; `max-upload-bytes`;
+ * `embed-origins`, EMBED_ORIGINS joined by spaces).
+ */
+function shellPage(data: Record<string, string | number>): string {
+  const attributes = Object.entries(data)
+    .map(([name, value]) => ` data-${name}="${escapeHtml(String(value))}"`)
+    .join('');
   return htmlPage(
     'Sign documents',
     `<script type="module" src="/s-assets/form.js"></script>\n`,
-    `<main id="signing-form" class="signing-form" data-slug="${escapeHtml(slug)}" ` +
-      `data-max-upload-bytes="${maxUploadBytes}">
+    `<main id="signing-form" class="signing-form"${attributes}>
 <p class="loading" role="status">Loading the form…</p>
 <noscript><p class="state-message">This form needs JavaScript to be filled and signed.</p></noscript>
 </main>`,
@@ -241,4 +305,31 @@ async function bundlePage(): Promise<Bundle> {
   if (!js || !css) throw new Error('signing page bundle: esbuild produced no script or no styles');
   const hash = createHash('sha256').update(js.contents).update(css.contents).digest('base64url').slice(0, 22);
   return { js: Buffer.from(js.contents), css: Buffer.from(css.contents), etag: `"${hash}"` };
+}
+
+/** Where the embedded form's client code lives (bundled at run time, as the page's). */
+const EMBED_DIR = path.join(PROJECT_ROOT, 'src', 'signing-form', 'embed');
+
+/**
+ * Bundles the embedded form's script (esbuild, loaded on first use): a classic script (IIFE), as
+ * sites include DocuSeal's `<script src=".../js/form.js">`, for the browsers the page supports.
+ */
+async function bundleEmbedScript(): Promise<{ js: Buffer; etag: string }> {
+  const { build } = await import('esbuild');
+  const result = await build({
+    absWorkingDir: PROJECT_ROOT,
+    entryPoints: [path.join(EMBED_DIR, 'form.ts')],
+    write: false,
+    bundle: true,
+    format: 'iife',
+    platform: 'browser',
+    target: ['chrome109', 'firefox115', 'safari16'],
+    minify: true,
+    legalComments: 'eof',
+    logLevel: 'silent',
+  });
+  const js = result.outputFiles[0];
+  if (!js) throw new Error('embedded form bundle: esbuild produced no script');
+  const hash = createHash('sha256').update(js.contents).digest('base64url').slice(0, 22);
+  return { js: Buffer.from(js.contents), etag: `"${hash}"` };
 }

@@ -121,6 +121,8 @@ export function readSubmissionsRequest(
  * SMS), expiry, completions and `submission.created` are written with them (createSubmissions).
  * The request is read by readSubmissionsRequest.
  * @param input the request in DocuSeal's keys (CreateSubmissionsRequest), not yet parsed
+ * @param options.source the submissions' `source` (default "api"; "link" for a template's shared
+ *   link, src/signing-form/start-template-form.ts, which sends no request)
  * @returns the submissions made, in request order, with their submitters as stored
  * @throws AppError VALIDATION (sizes, order, a message without body, each submitter's rules with
  *   DocuSeal's messages), and what createSubmissions throws (NOT_FOUND / FORBIDDEN template, …)
@@ -129,11 +131,14 @@ export async function createSubmissionsForRequest(
   deps: CreateSubmissionsForRequestDeps,
   viewer: { accountId: number; userId: number },
   input: z.input<typeof CreateSubmissionsRequest>,
+  options: { source?: 'api' | 'link' } = {},
 ): Promise<CreatedSubmission[]> {
+  const request = readSubmissionsRequest(deps, input);
   return createSubmissions(deps, {
     accountId: viewer.accountId,
     userId: viewer.userId,
     templateId: input.template_id,
-    ...readSubmissionsRequest(deps, input),
+    ...request,
+    source: options.source ?? request.source,
   });
 }

@@ -31,6 +31,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
 import { isTypedSignatureLength, renderTypedSignature, typedSignatureText } from '../documents/typed-signature.ts';
 import { AppError } from '../errors.ts';
+import { ATTACHMENT_FIELD_TYPES } from '../field-types.ts';
 import { effectJobs, noEffects, type Effects, type SideEffects } from '../events/events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { checkValuesSize, MAX_ITEMS, valueSizeMessage } from '../limits.ts';
@@ -47,6 +48,7 @@ import {
 } from '../signing/format-values.ts';
 import { parseFields, parseRoles, type Field, type Role } from '../templates/fields.ts';
 import { dropHiddenValues } from '../templates/field-conditions.ts';
+import { matchesField } from '../templates/field-keys.ts';
 import { mergeRoles } from './merge-roles.ts';
 import { expiryJobs, requestJobs } from './send-requests.ts';
 import {
@@ -88,7 +90,7 @@ export interface CreateSubmissionsOptions {
   accountId: number;
   userId: number;
   templateId: number;
-  /** "api" for API requests (§5.1). */
+  /** "api" for API requests (§5.1); "link" for a template's shared link (no request is sent). */
   source: string;
   settings: SubmissionSettings;
   submissions: SubmissionRequest[];
@@ -133,7 +135,6 @@ export interface CreatedSubmitter {
   updatedAt: string;
 }
 
-const ATTACHMENT_TYPES = new Set(['signature', 'initials', 'image', 'stamp', 'file']);
 const SLUG_ALPHABET = 'ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz123456789';
 
 /** Random bytes drawn in blocks (one call to the system's generator per 4 KB, not per slug). */
@@ -150,25 +151,6 @@ export function generateSubmissionSlug(length = 14): string {
   for (let i = 0; i < length; i += 1) slug += SLUG_ALPHABET[randomPool[randomOffset + i]! % SLUG_ALPHABET.length];
   randomOffset += length;
   return slug;
-}
-
-/** DocuSeal's parameterized form of a field name: "First Name" → "first_name". */
-export function parameterize(name: string): string {
-  return name
-    .normalize('NFKD')
-    .replace(/[\u0300-\u036f]/g, '')
-    .toLowerCase()
-    .replace(/[^a-z0-9]+/g, '_')
-    .replace(/^_+|_+$/g, '');
-}
-
-function matchesField(field: Field, key: string): boolean {
-  return (
-    field.uuid === key ||
-    field.name === key ||
-    field.name.toLowerCase() === key.toLowerCase() ||
-    parameterize(field.name) === key
-  );
 }
 
 /** A template as last read: its version (xmin), owner, and roles and fields parsed. */
@@ -702,7 +684,9 @@ async function planSubmission(
     const reachable =
       (party.preferences.send_email === true && Boolean(party.input.email)) ||
       (party.preferences.send_sms === true && Boolean(party.phone));
-    party.sendNow = !party.input.completed && reachable && party.group === firstPending;
+    // A submission started from a template's shared link (/d/{slug}) sends no request: its signer is
+    // on the form already (DocuSeal's StartFormController redirects to it and enqueues no email).
+    party.sendNow = !party.input.completed && reachable && party.group === firstPending && options.source !== 'link';
   }
 
   return { roles: mapped.map((m) => m.role), fields, parties, order, staged };
@@ -733,7 +717,7 @@ export async function applyPrefill(
   // `at`: the value's path for size messages ("submitters[0].values.Comment").
   const prefill = async (field: Field, raw: unknown, where: string, at: string) => {
     if (raw === undefined || raw === null) return;
-    if (ATTACHMENT_TYPES.has(field.type)) {
+    if (ATTACHMENT_FIELD_TYPES.has(field.type)) {
       values[field.uuid] = await attachmentValue(context.staged, context, raw, field, where);
       return;
     }

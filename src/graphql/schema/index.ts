@@ -14,6 +14,7 @@ import './submission-completion.ts';
 import './subscriptions.ts';
 import './template.ts';
 import './template-mutations.ts';
+import './template-form.ts';
 import './one-off-submissions.ts';
 import './tools.ts';
 import './viewer.ts';

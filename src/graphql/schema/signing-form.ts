@@ -16,6 +16,7 @@ import {
   type SigningFormView,
 } from '../../signing-form/load-signing-form.ts';
 import { recordEmailClick } from '../../signing-form/email-clicks.ts';
+import { loadFormEventDetail } from '../../signing-form/form-event-detail.ts';
 import { openSigningForm } from '../../signing-form/open-signing-form.ts';
 import { saveSigningFormValues } from '../../signing-form/save-signing-form-values.ts';
 import { builder } from '../builder.ts';
@@ -165,6 +166,14 @@ const SigningFormRef = builder.objectRef<SigningFormView>('SigningForm').impleme
       description:
         'Open the form at the first field still to fill: the submitter’s go_to_last, else whether it had opened ' +
         'the form before.',
+    }),
+    eventDetail: t.field({
+      type: 'JSON',
+      description:
+        'The submitter as the form.* webhooks’ `data` shows it now (DocuSeal’s keys): the `detail` of the embedded ' +
+        'form’s load, completed and declined events (docs/embedding.md).',
+      resolve: (f, _args, ctx) =>
+        loadFormEventDetail({ db: ctx.db, files: ctx.files, appUrl: ctx.config.appUrl }, f.slug),
     }),
   }),
 });

@@ -3,6 +3,7 @@
  * docs/signing-form.md. Same origin only: URLs the server hands out are reduced to path + query,
  * so the page never talks to another origin even when APP_URL names another host.
  */
+import { framed } from './embed.ts';
 import type { FieldValues, SigningForm, UploadedAttachment } from './types.ts';
 
 const FORM_SELECTION = `
@@ -21,6 +22,16 @@ const FORM_SELECTION = `
   completedDocuments { name url }
   completedRedirectUrl goToLast
 `;
+
+/**
+ * The form, and in a frame also `eventDetail`: the submitter as the page's `load`, `completed` and
+ * `declined` events carry it to the host (./embed.ts; docs/embedding.md). Outside a frame it is not
+ * asked for: it costs the server a few reads.
+ */
+const EVENT_SELECTION = framed ? `${FORM_SELECTION} eventDetail` : FORM_SELECTION;
+
+/** A form with the event detail when it was asked for (EVENT_SELECTION). */
+export type SigningFormAnswer = SigningForm & { eventDetail?: unknown };
 
 /** A refusal from the server: its message, code and, for a field's problem, the field's uuid. */
 export class ApiError extends Error {
@@ -77,9 +88,9 @@ async function callGraphQL<T>(
 }
 
 /** Loads the form and records the view (`view_form`). */
-export async function openSigningForm(slug: string): Promise<SigningForm> {
-  const data = await callGraphQL<{ openSigningForm: SigningForm }>(
-    `mutation OpenSigningForm($slug: String!) { openSigningForm(slug: $slug) { ${FORM_SELECTION} } }`,
+export async function openSigningForm(slug: string): Promise<SigningFormAnswer> {
+  const data = await callGraphQL<{ openSigningForm: SigningFormAnswer }>(
+    `mutation OpenSigningForm($slug: String!) { openSigningForm(slug: $slug) { ${EVENT_SELECTION} } }`,
     { slug },
   );
   return data.openSigningForm;
@@ -118,23 +129,39 @@ export async function saveSigningFormValues(
 }
 
 /** Saves the values and completes the form. */
-export async function completeSigningForm(slug: string, values: FieldValues): Promise<SigningForm> {
-  const data = await callGraphQL<{ completeSigningForm: SigningForm }>(
+export async function completeSigningForm(slug: string, values: FieldValues): Promise<SigningFormAnswer> {
+  const data = await callGraphQL<{ completeSigningForm: SigningFormAnswer }>(
     'mutation CompleteSigningForm($slug: String!, $values: JSON) { ' +
-      `completeSigningForm(slug: $slug, values: $values) { ${FORM_SELECTION} } }`,
+      `completeSigningForm(slug: $slug, values: $values) { ${EVENT_SELECTION} } }`,
     { slug, values },
   );
   return data.completeSigningForm;
 }
 
 /** Declines with a reason. */
-export async function declineSigningForm(slug: string, reason: string): Promise<SigningForm> {
-  const data = await callGraphQL<{ declineSigningForm: SigningForm }>(
+export async function declineSigningForm(slug: string, reason: string): Promise<SigningFormAnswer> {
+  const data = await callGraphQL<{ declineSigningForm: SigningFormAnswer }>(
     'mutation DeclineSigningForm($slug: String!, $reason: String!) { ' +
-      `declineSigningForm(slug: $slug, reason: $reason) { ${FORM_SELECTION} } }`,
+      `declineSigningForm(slug: $slug, reason: $reason) { ${EVENT_SELECTION} } }`,
     { slug, reason },
   );
   return data.declineSigningForm;
+}
+
+/**
+ * Starts signing a shared template (`/d/{slug}`) as the given signer: the signer's own form's slug
+ * (a new submission, or the one this signer started before).
+ * @param input StartTemplateFormInput: email, name, role, externalId, values, readonlyFields,
+ *   metadata, sendCopyEmail, completedRedirectUrl
+ * @throws ApiError with the server's message ("email is invalid", "Too many attempts.", …)
+ */
+export async function startTemplateForm(templateSlug: string, input: Record<string, unknown>): Promise<string> {
+  const data = await callGraphQL<{ startTemplateForm: { slug: string } }>(
+    'mutation StartTemplateForm($slug: String!, $input: StartTemplateFormInput!) { ' +
+      'startTemplateForm(slug: $slug, input: $input) { slug } }',
+    { slug: templateSlug, input },
+  );
+  return data.startTemplateForm.slug;
 }
 
 /**

@@ -6,6 +6,11 @@
  * values it depends on meet them (the shared rule, src/templates/field-conditions.ts).
  * Decline asks for a reason. A form that is not open shows DocuSeal's message and no inputs. With
  * `goToLast` (the submitter's go_to_last, else a returning signer) it opens at the field to resume.
+ *
+ * In a frame (the embedded form, docs/embedding.md) it posts `init`, `load`, `completed` and
+ * `declined` to the page around it (./embed.ts) and acts on the embedded form's options: values
+ * to prefill, fields to lock, go_to_last, the Decline button and the title. The same script shows
+ * a shared template's link (`/d/{slug}`, ./template-link.ts).
  */
 import './styles.css';
 import {
@@ -18,9 +23,13 @@ import {
   sameOriginUrl,
 } from './api.ts';
 import { h, uniqueId } from './dom.ts';
+import { embedOptions, inEmbeddedForm, postToHost } from './embed.ts';
 import { mountFields, type FieldControl, type FieldHost } from './fields.ts';
 import { SaveQueue } from './save-queue.ts';
 import { hiddenFieldUuids } from '../../templates/field-conditions.ts';
+import { ATTACHMENT_FIELD_TYPES } from '../../field-types.ts';
+import { matchesField } from '../../templates/field-keys.ts';
+import { showTemplateLink } from './template-link.ts';
 import type { FieldValues, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
 import { checkValue, isEditable, isFilled, today } from './values.ts';
 import { renderDocuments } from './viewer.ts';
@@ -34,11 +43,19 @@ const CLOSED_MESSAGE = /^Form (has been|is view only)/;
 void boot();
 
 async function boot(): Promise<void> {
+  // A template link's page goes on to the signer's form: there, `init` was posted already.
+  if (!embedOptions.started) postToHost(root, 'init', null);
+  if (root.dataset.templateSlug !== undefined) {
+    showTemplateLink(root);
+    return;
+  }
   // Opened from a request email: DocuSeal's page posts the link's `t` (submitter_email_clicks).
   const clickTag = new URLSearchParams(window.location.search).get('t');
   if (clickTag) void recordEmailClick(slug, clickTag).catch(() => undefined);
   try {
-    show(await openSigningForm(slug));
+    const form = await openSigningForm(slug);
+    show(form);
+    postToHost(root, 'load', form.eventDetail ?? null);
   } catch (error) {
     const message =
       error instanceof ApiError && error.code === 'NOT_FOUND'
@@ -89,6 +106,7 @@ function stateSection(title: string, ...paragraphs: (string | null | undefined)[
 function renderOpen(form: SigningForm): void {
   const values = new Map<string, unknown>();
   const attachments = new Map<string, SigningFormAttachment>();
+  const locked = applyEmbedOptions(form);
   for (const field of form.fields) {
     let value = field.value ?? null;
     // `{{date}}` means today (docuseal-behaviour.md §11); the signer may change it.
@@ -115,6 +133,8 @@ function renderOpen(form: SigningForm): void {
     'Complete',
   );
   const declineButton = h('button', { type: 'button', className: 'button', id: 'decline-button' }, 'Decline');
+  // The embedded form shows it only with data-with-decline (DocuSeal's default); a plain link always does.
+  declineButton.hidden = embedOptions.with_decline === false;
   const waitingBanner = h('p', { className: 'notice waiting', id: uniqueId('waiting') });
   waitingBanner.setAttribute('role', 'status');
 
@@ -217,7 +237,7 @@ function renderOpen(form: SigningForm): void {
     h(
       'header',
       { className: 'form-header' },
-      h('h1', {}, formTitle(form)),
+      embedOptions.with_title === false ? null : h('h1', {}, formTitle(form)),
       h('p', { className: 'subtitle' }, subtitle),
     ),
     waitingBanner,
@@ -235,7 +255,7 @@ function renderOpen(form: SigningForm): void {
   for (const control of mountFields(host, pages, unplaced)) controls.set(control.field.uuid, control);
   applyConditions();
   updateProgress();
-  if (form.goToLast) {
+  if (embedOptions.go_to_last ?? form.goToLast) {
     // A field hidden by its conditions is no place to resume at.
     const resume = resumeField(
       form.fields.filter((f) => isShown(f.uuid)),
@@ -296,7 +316,7 @@ function renderOpen(form: SigningForm): void {
     for (const field of form.fields) {
       const value = values.get(field.uuid);
       if (
-        isEditable(field) &&
+        (isEditable(field) || locked.has(field.uuid)) &&
         isShown(field.uuid) &&
         field.type !== 'payment' &&
         value !== null &&
@@ -313,7 +333,10 @@ function renderOpen(form: SigningForm): void {
       const completed = await completeSigningForm(slug, payload);
       status.textContent = 'Completed.';
       const redirect = safeRedirect(completed.completedRedirectUrl);
-      if (redirect) window.location.assign(redirect);
+      // In a <signet-form> the element takes the whole page there (as DocuSeal's embedded form goes);
+      // elsewhere (a tab, a plain iframe) this page goes.
+      postToHost(root, 'completed', completed.eventDetail ?? null, redirect ?? undefined);
+      if (redirect && !inEmbeddedForm) window.location.assign(redirect);
       else show(completed, { justCompleted: true });
     } catch (error) {
       status.textContent = '';
@@ -328,7 +351,9 @@ function renderOpen(form: SigningForm): void {
       if (reason === null) return;
       try {
         await queue.drain();
-        show(await declineSigningForm(slug, reason));
+        const declined = await declineSigningForm(slug, reason);
+        show(declined);
+        postToHost(root, 'declined', declined.eventDetail ?? null);
       } catch (error) {
         await handleError(error instanceof ApiError ? error : new ApiError((error as Error).message));
       }
@@ -339,6 +364,34 @@ function renderOpen(form: SigningForm): void {
   document.addEventListener('visibilitychange', () => {
     if (document.visibilityState === 'hidden' && queue.dirty) void queue.flush({ keepalive: true });
   });
+}
+
+/**
+ * The embedded form's `data-values` and `data-readonly-fields` on a signer's link (on a template
+ * link the server stored them: ./template-link.ts). Each names the signer's fields as the API's
+ * keys do (uuid, name, either case, parameterized: templates/field-keys.ts). A value fills an
+ * editable field the signer has not saved a value for (it is sent when they complete, or save);
+ * a named field is shown read-only with its value, which is sent on completion. Both are this
+ * page's doing: the signer's browser is theirs, so the server does not hold them to it — fields
+ * that must not change are made read-only when the submitter is created (`readonly_fields`).
+ * @returns the uuids of the fields it locked
+ */
+function applyEmbedOptions(form: SigningForm): Set<string> {
+  const locked = new Set<string>();
+  const prefill = Object.entries(embedOptions.values ?? {});
+  const lockNames = embedOptions.readonly_fields ?? [];
+  if (prefill.length === 0 && lockNames.length === 0) return locked;
+  for (const field of form.fields) {
+    if (!isEditable(field) || field.type === 'payment') continue;
+    const given = prefill.find(([key]) => matchesField(field, key));
+    const unsaved = field.value === null || field.value === undefined || field.value === field.defaultValue;
+    if (given && unsaved && !ATTACHMENT_FIELD_TYPES.has(field.type)) field.value = given[1];
+    if (lockNames.some((name) => matchesField(field, name))) {
+      field.readonly = true;
+      locked.add(field.uuid);
+    }
+  }
+  return locked;
 }
 
 /** waitingFor is a message ("Waiting for Manager to complete the form.") or a role name. */
