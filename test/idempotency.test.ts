@@ -199,6 +199,23 @@ describe('REST: POST /api/submissions with an Idempotency-Key', () => {
     });
     expect([mine.status, mine.replayed, theirs.status, theirs.replayed]).toEqual([200, null, 200, null]);
     expect(theirs.json[0].id).not.toBe(mine.json[0].id);
+    // Each account's key still replays its own first answer.
+    const mineAgain = await send('POST', '/api/submissions', {
+      apiKey: alice.apiKey,
+      key,
+      body: submissionBody(aliceTemplate, 'scoped@example.test'),
+    });
+    const theirsAgain = await send('POST', '/api/submissions', {
+      apiKey: bob.apiKey,
+      key,
+      body: submissionBody(bobTemplate, 'scoped@example.test'),
+    });
+    expect([mineAgain.replayed, mineAgain.text, theirsAgain.replayed, theirsAgain.text]).toEqual([
+      'true',
+      mine.text,
+      'true',
+      theirs.text,
+    ]);
     expect(await submissionsTo('scoped@example.test')).toBe(2);
   });
 
@@ -329,39 +346,58 @@ describe('REST: POST /api/submissions with an Idempotency-Key', () => {
     }
   });
 
-  it('GET and DELETE ignore the header; so do the signing form routes without an API key', async () => {
-    const key = newKey();
-    const user = await send('GET', '/api/user', { apiKey: alice.apiKey, key });
-    expect([user.status, user.replayed]).toEqual([200, null]);
+  it('GET and DELETE ignore the header, and so do the signing form routes without an API key', async () => {
     const created = await send('POST', '/api/submissions', {
       apiKey: alice.apiKey,
       body: submissionBody(aliceTemplate, 'public@example.test'),
     });
     const slug = created.json[0].slug;
+    const ignoredKey = newKey();
+    // A GET, and the form's routes without an API key: each runs, and the key is not taken.
+    const user = await send('GET', '/api/user', { apiKey: alice.apiKey, key: ignoredKey });
+    expect([user.status, user.replayed]).toEqual([200, null]);
     for (let i = 0; i < 2; i += 1) {
-      const viewed = await send('POST', '/api/submitter_form_views', { key, body: { submitter_slug: slug } });
-      expect([viewed.status, viewed.replayed]).toEqual([200, null]);
-    }
-    const upload = new FormData();
-    upload.set('submitter_slug', slug);
-    upload.set('type', 'signature');
-    upload.set('typed_text', 'Ada');
-    for (let i = 0; i < 2; i += 1) {
-      const response = await fetch(`${t.url}/api/attachments`, {
-        method: 'POST',
-        headers: { 'idempotency-key': key },
-        body: upload,
+      const viewed = await send('POST', '/api/submitter_form_views', {
+        key: ignoredKey,
+        body: { submitter_slug: slug },
       });
-      expect([response.status, response.headers.get('idempotent-replayed')]).toEqual([200, null]);
+      expect([viewed.status, viewed.replayed]).toEqual([200, null]);
+      const form = new FormData();
+      form.set('submitter_slug', slug);
+      form.set('type', 'signature');
+      form.set('typed_text', 'Ada');
+      const uploaded = await fetch(`${t.url}/api/attachments`, {
+        method: 'POST',
+        headers: { 'idempotency-key': ignoredKey },
+        body: form,
+      });
+      expect([uploaded.status, uploaded.headers.get('idempotent-replayed')]).toEqual([200, null]);
     }
+    expect(await t.db.idempotencyKey.count({ where: { key: ignoredKey } })).toBe(0);
+    // So the key is free for a POST, whose answer it then replays.
+    const body = submissionBody(aliceTemplate, 'after-get@example.test');
+    const first = await send('POST', '/api/submissions', { apiKey: alice.apiKey, key: ignoredKey, body });
+    const again = await send('POST', '/api/submissions', { apiKey: alice.apiKey, key: ignoredKey, body });
+    expect([first.replayed, again.replayed, again.text]).toEqual([null, 'true', first.text]);
+
+    // A public route with an API key honours the key (scoped to the key's account).
+    const viewedKey = newKey();
+    const view = () =>
+      send('POST', '/api/submitter_form_views', {
+        apiKey: alice.apiKey,
+        key: viewedKey,
+        body: { submitter_slug: slug },
+      });
+    expect([(await view()).replayed, (await view()).replayed]).toEqual([null, 'true']);
+
+    // DELETE: runs each time (archiving again is harmless), no replay.
     for (let i = 0; i < 2; i += 1) {
       const archived = await send('DELETE', `/api/submissions/${created.json[0].submission_id}`, {
         apiKey: alice.apiKey,
-        key,
+        key: ignoredKey,
       });
       expect([archived.status, archived.replayed]).toEqual([200, null]);
     }
-    expect(await t.db.idempotencyKey.count({ where: { key } })).toBe(0);
   });
 
   it('POST /api/attachments with an API key replays the first upload', async () => {
@@ -463,8 +499,11 @@ describe('GraphQL mutations with an Idempotency-Key', () => {
   it('a key expires after 24 h (the clock seam)', async () => {
     const key = newKey();
     const variables = createInput(aliceTemplate, 'gql-expiry@example.test');
-    await gql(alice.apiKey, key, CREATE, variables);
+    const first = await gql(alice.apiKey, key, CREATE, variables);
     try {
+      clockAheadMs = ONE_DAY_MS - 1000;
+      const within = await gql(alice.apiKey, key, CREATE, variables);
+      expect([within.replayed, within.text]).toEqual(['true', first.text]);
       clockAheadMs = ONE_DAY_MS + 1000;
       const after = await gql(alice.apiKey, key, CREATE, variables);
       expect([after.replayed, after.json.errors]).toEqual([null, undefined]);
