@@ -8,13 +8,17 @@
  * whose holder stopped renewing it passes; GETs, queries and callers without an API key ignore
  * the header; graphql-ws refuses it; createApiKey refuses it.
  */
+import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { createIdempotencyKeys, requestFingerprint } from '../src/accounts/idempotency-keys.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { freePort, startService, testServiceEnv } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { wsClient } from './helpers/subscriptions.ts';
 
@@ -429,6 +433,65 @@ describe('REST: POST /api/submissions with an Idempotency-Key', () => {
     const again = await post();
     expect([first.status, first.replayed]).toEqual([200, null]);
     expect([again.status, again.replayed, again.text]).toEqual([200, 'true', first.text]);
+  });
+});
+
+describe('a request killed mid-flight (SIGKILL of a real service process)', () => {
+  it('keeps its key locked for the lock lifetime only; then a retry on another instance runs', async () => {
+    // The service downloads a document from here; the first download is never answered.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let requested!: () => void;
+    const downloading = new Promise<void>((resolve) => (requested = resolve));
+    const pdf = fixturePdf('documenso-letter-size.pdf');
+    const files = http.createServer((_req, res) => {
+      requested();
+      released.then(() => res.writeHead(200, { 'content-type': 'application/pdf' }).end(pdf));
+    });
+    await new Promise<void>((resolve) => files.listen(0, '127.0.0.1', resolve));
+    const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-idempotency-'));
+    const service = await startService({
+      ...testServiceEnv({ databaseUrl: t.database.url, dataDir, port: await freePort() }),
+      DOWNLOAD_ALLOW_PRIVATE: 'true',
+    });
+    try {
+      const key = newKey();
+      const body = {
+        name: 'Killed mid-flight',
+        documents: [{ name: 'doc', file: `http://127.0.0.1:${(files.address() as AddressInfo).port}/doc.pdf` }],
+      };
+      const cut = fetch(`${service.url}/api/templates/pdf`, {
+        method: 'POST',
+        headers: { 'x-auth-token': alice.apiKey, 'idempotency-key': key, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      }).then(
+        () => 'answered',
+        () => 'cut',
+      );
+      await downloading;
+      const exited = new Promise((resolve) => service.child.once('exit', resolve));
+      service.child.kill('SIGKILL');
+      await exited;
+      expect(await cut).toBe('cut');
+
+      // This test's service is another instance on the same database: the key is held...
+      release();
+      const locked = await send('POST', '/api/templates/pdf', { apiKey: alice.apiKey, key, body });
+      expect(locked.status).toBe(409);
+      // ...until the dead holder's lock has passed (its lifetime on the clock seam, no waiting).
+      clockAheadMs = t.config.idempotencyLockLifetime + 1000;
+      const retried = await send('POST', '/api/templates/pdf', { apiKey: alice.apiKey, key, body });
+      expect([retried.status, retried.replayed]).toEqual([200, null]);
+      const replayed = await send('POST', '/api/templates/pdf', { apiKey: alice.apiKey, key, body });
+      expect([replayed.replayed, replayed.text]).toEqual(['true', retried.text]);
+      expect(await t.db.template.count({ where: { name: 'Killed mid-flight' } })).toBe(1);
+    } finally {
+      clockAheadMs = 0;
+      release();
+      if (service.child.exitCode === null && service.child.signalCode === null) service.child.kill('SIGKILL');
+      files.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
 
