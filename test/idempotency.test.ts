@@ -111,6 +111,23 @@ afterAll(async () => {
 });
 
 describe('REST: POST /api/submissions with an Idempotency-Key', () => {
+  it('costs no statement without the header, nor on a GET with it; two with it (claim, answer)', async () => {
+    const statements = async (request: () => Promise<Answer>) => {
+      await t.resetQueries();
+      expect((await request()).status).toBe(200);
+      await t.settleQueries();
+      return t.queries.filter((sql) => /idempotency_keys/.test(sql)).length;
+    };
+    const body = submissionBody(aliceTemplate, 'statements@example.test');
+    expect(await statements(() => send('POST', '/api/submissions', { apiKey: alice.apiKey, body }))).toBe(0);
+    expect(await statements(() => send('GET', '/api/user', { apiKey: alice.apiKey, key: newKey() }))).toBe(0);
+    expect(
+      await statements(() => send('POST', '/api/submissions', { apiKey: alice.apiKey, key: newKey(), body })),
+    ).toBe(2);
+    const query = () => gql(alice.apiKey, undefined, CREATE, createInput(aliceTemplate, 'statements@example.test'));
+    expect(await statements(query)).toBe(0);
+  });
+
   it('concurrent duplicates make one submission and send one email; the others are 409 or replays', async () => {
     const key = newKey();
     const body = submissionBody(aliceTemplate, 'concurrent@example.test');
