@@ -118,7 +118,15 @@ export const keepIdempotentAnswer: onSendHookHandler = (request, reply, payload,
   const keyed = keyedRequests.get(request);
   if (!keyed) return done(null, payload);
   keyedRequests.delete(request);
-  const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
+  // Routes send JSON text or its bytes (RawJson); nothing at all is an empty body; a stream is not kept.
+  const body =
+    typeof payload === 'string'
+      ? payload
+      : Buffer.isBuffer(payload)
+        ? payload.toString('utf8')
+        : payload === null || payload === undefined
+          ? ''
+          : undefined;
   const contentType = reply.getHeader('content-type');
   const settled =
     keyed.began && body !== undefined && isKeptStatus(reply.statusCode)

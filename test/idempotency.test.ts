@@ -576,6 +576,33 @@ describe('GraphQL mutations with an Idempotency-Key', () => {
     expect([replay.replayed, replay.text]).toEqual(['true', failed.text]);
   });
 
+  it('a mutation answered as an event stream (Accept: text/event-stream) is kept and replayed as sent', async () => {
+    const key = newKey();
+    const post = async () => {
+      const response = await fetch(`${t.url}/graphql`, {
+        method: 'POST',
+        headers: {
+          accept: 'text/event-stream',
+          'content-type': 'application/json',
+          'x-auth-token': alice.apiKey,
+          'idempotency-key': key,
+        },
+        body: JSON.stringify({ query: CREATE, variables: createInput(aliceTemplate, 'gql-sse@example.test') }),
+      });
+      return {
+        contentType: response.headers.get('content-type'),
+        replayed: response.headers.get('idempotent-replayed'),
+        text: await response.text(),
+      };
+    };
+    const first = await post();
+    expect(first.contentType).toMatch(/text\/event-stream/);
+    expect(first.text).toMatch(/event: next/);
+    const again = await post();
+    expect([again.replayed, again.contentType, again.text]).toEqual(['true', first.contentType, first.text]);
+    expect(await submissionsTo('gql-sse@example.test')).toBe(1);
+  });
+
   it('a key expires after 24 h (the clock seam)', async () => {
     const key = newKey();
     const variables = createInput(aliceTemplate, 'gql-expiry@example.test');

@@ -6,7 +6,8 @@
  *   account, keyed by the document (printed), the operation name and the variables (canonical
  *   JSON); or it is answered with the kept answer, or refused with `extensions.code`
  *   IDEMPOTENCY_KEY_IN_USE, IDEMPOTENCY_KEY_REUSED or VALIDATION (an empty or too long key);
- * - onResponse: the HTTP answer (status, Content-Type, body as sent) is kept when execution began
+ * - onResponse: the HTTP answer (status, Content-Type, body as sent: JSON, or the event stream of a
+ *   mutation sent with `Accept: text/event-stream`, which ends after its one result) is kept when execution began
  *   (the result has `data`, null included: GraphQL's own "request errors" such as refused variables
  *   come without it and give the key back, as Stripe keeps nothing of a request that failed
  *   validation), and a replay's answer is the kept one with `Idempotent-Replayed: true`.
