@@ -11,6 +11,17 @@ declare module 'autocannon' {
     pipelining?: number;
     /** Seconds. */
     timeout?: number;
+    /** Requests sent in turn on each connection (bench/idempotency.ts: a new header per request). */
+    requests?: RequestOptions[];
+  }
+
+  interface RequestOptions {
+    method?: Options['method'];
+    path?: string;
+    headers?: Record<string, string>;
+    body?: string;
+    /** Called before each request is sent; returns the request to send. */
+    setupRequest?: (request: RequestOptions) => RequestOptions;
   }
 
   /** Percentiles and moments of one histogram (latency in ms, requests per second, bytes per second). */

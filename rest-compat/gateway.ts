@@ -16,6 +16,7 @@
  * - database down → 503 `{"error":"Service unavailable, please try again later"}` with
  *   `Retry-After` (src/db/unavailable.ts), cause logged
  * - unexpected errors → 500 `{"status":500}`, cause logged
+ * - POST/PUT with `Idempotency-Key`: the first answer replayed (./idempotency.ts, docs/idempotency.md)
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
@@ -34,6 +35,8 @@ import { AppError } from '../src/errors.ts';
 import type { ContextFactory, GraphQLContext } from '../src/graphql/context.ts';
 import { findAppError, isGraphQLOwnError } from '../src/graphql/errors.ts';
 import { INTERNAL_ERROR, restErrorFor, ROUTE_NOT_FOUND, sendRestError } from './errors.ts';
+import type { IdempotencyKeys } from '../src/accounts/idempotency-keys.ts';
+import { idempotencyRouteHooks, idempotentExecutionBegins } from './idempotency.ts';
 
 export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
 
@@ -95,6 +98,8 @@ export interface RestGatewayOptions {
   /** Largest accepted body in bytes. */
   bodyLimit: number;
   prefix?: string;
+  /** `Idempotency-Key` on POST and PUT routes (./idempotency.ts); without it the header is ignored. */
+  idempotencyKeys?: IdempotencyKeys;
 }
 
 /**
@@ -177,6 +182,11 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
               return payload;
             },
             handler: (request, reply) => handle(entry, request, reply, options),
+            ...idempotencyRouteHooks(
+              entry.route.method,
+              options.idempotencyKeys,
+              (request) => contexts.get(request)?.viewer?.account.id,
+            ),
           });
         }
     },
@@ -199,6 +209,7 @@ async function handle(entry: PreparedRoute, request: FastifyRequest, reply: Fast
   if (route.run) {
     const coerced = getVariableValues(options.schema, entry.operation.variableDefinitions ?? [], variableValues);
     if (coerced.errors) return refuseVariables(request, reply, entry, coerced.errors[0]!);
+    idempotentExecutionBegins(request);
     data = await route.run(coerced.coerced, restRequest);
   } else {
     const result = (await execute({
@@ -208,6 +219,8 @@ async function handle(entry: PreparedRoute, request: FastifyRequest, reply: Fast
       variableValues,
       contextValue: context,
     })) as ExecutionResult;
+    // Without data GraphQL refused the variables before executing: no answer is kept for an Idempotency-Key.
+    if (result.data !== undefined) idempotentExecutionBegins(request);
 
     if (result.errors?.length) {
       const appError = result.errors.map(findAppError).find((e) => e !== undefined);

@@ -32,7 +32,7 @@ export { registerRestGateway, type RestRoute } from './gateway.ts';
  * @param options.extraRoutes more gateway routes (tests use this to exercise the gateway's error paths)
  */
 export function docusealRestApi(options: { extraRoutes?: RestRoute[] } = {}): HttpApi {
-  return async (fastify, { config, db, schema, contextFactory, storage, signer }) => {
+  return async (fastify, { config, db, schema, contextFactory, storage, signer, idempotencyKeys }) => {
     // The signing form's multipart uploads (no API key), beside the JSON gateway.
     await registerAttachmentUploadRoute(fastify, {
       db,
@@ -40,12 +40,14 @@ export function docusealRestApi(options: { extraRoutes?: RestRoute[] } = {}): Ht
       files: signer,
       maxFileBytes: config.maxBodySize,
       images: config.images,
+      idempotencyKeys,
     });
     await registerRestGateway(fastify, {
       schema,
       routes: [...restRoutes, ...(options.extraRoutes ?? [])],
       contextFactory,
       bodyLimit: config.maxBodySize,
+      idempotencyKeys,
     });
   };
 }

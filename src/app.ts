@@ -27,6 +27,7 @@ import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
 import { createSideEffects, type SideEffects } from './events/events.ts';
 import { createLiveEvents, type LiveEvents } from './events/pubsub.ts';
 import { createCredentialSessions } from './accounts/credential-sessions.ts';
+import { createIdempotencyKeys, type IdempotencyKeys } from './accounts/idempotency-keys.ts';
 import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
@@ -59,6 +60,11 @@ export interface AppOptions {
   jobs?: JobQueue;
   /** Tests only: seams in the completion job (src/signing/complete-submission.ts CompletionHooks). */
   completionHooks?: CompletionHooks;
+  /**
+   * Tests only: the clock of Idempotency-Key locks and expiry (src/accounts/idempotency-keys.ts);
+   * default: the system's.
+   */
+  idempotencyClock?: () => Date;
 }
 
 /**
@@ -72,6 +78,8 @@ export interface AppServices {
   contextFactory: ContextFactory;
   storage: FileStorage;
   signer: FileUrlSigner;
+  /** Idempotency-Key state (src/accounts/idempotency-keys.ts), for POST and PUT routes. */
+  idempotencyKeys: IdempotencyKeys;
 }
 
 /** An HTTP API: registers its routes on the service's Fastify instance. */
@@ -87,6 +95,8 @@ export interface App {
   live: LiveEvents;
   /** Changes with side effects (the outbox; what services get as ctx.effects). */
   effects: SideEffects;
+  /** Idempotency-Key state: deleteExpired() is what the hourly sweep runs. */
+  idempotencyKeys: IdempotencyKeys;
   /** Starts the job queue, then listens on config.host:config.port (0 = any free port); resolves to the base URL. */
   start(options?: { port?: number; host?: string }): Promise<string>;
   /**
@@ -158,6 +168,13 @@ export async function buildApp(options: AppOptions): Promise<App> {
     effects,
     live,
   });
+  // Idempotency-Key on POST/PUT under /api and GraphQL mutations, kept in PostgreSQL (docs/idempotency.md).
+  const idempotencyKeys = createIdempotencyKeys({
+    db,
+    logger: fastify.log,
+    lockLifetimeMs: config.idempotencyLockLifetime,
+    now: options.idempotencyClock,
+  });
   // Webhooks: each event's deliveries (dispatch-event), each delivery's attempts (deliver-webhook).
   defineWebhookJobs(jobs, { db, config, logger: fastify.log, files: signer });
   const graphql = createGraphQLServer({
@@ -168,6 +185,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     introspection: config.graphql.introspection,
     limits: config.graphql.limits,
     sessions,
+    idempotencyKeys,
   });
 
   fastify.route({
@@ -207,7 +225,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   registerServiceIndexRoute(fastify, { graphiql: config.graphiql });
   registerFileRoutes(fastify, { db, storage, signer });
   registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize, embedOrigins: config.embedOrigins });
-  for (const api of options.apis ?? []) await api(fastify, { config, db, schema, contextFactory, storage, signer });
+  for (const api of options.apis ?? [])
+    await api(fastify, { config, db, schema, contextFactory, storage, signer, idempotencyKeys });
 
   let stopping: Promise<void> | undefined;
   return {
@@ -216,8 +235,10 @@ export async function buildApp(options: AppOptions): Promise<App> {
     jobs,
     live,
     effects,
+    idempotencyKeys,
     async start(listen = {}) {
       await jobs.start();
+      idempotencyKeys.startSweeping();
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
     },
     stop() {
@@ -246,6 +267,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
           config.shutdownTimeout + STOP_STEP_MS,
         );
         sessions.close();
+        idempotencyKeys.close();
         await step('live events', () => live.close(), STOP_STEP_MS);
         await step('renderer', () => renderer.close(), STOP_STEP_MS);
         await step('database', () => db.$disconnect(), STOP_STEP_MS);

@@ -100,6 +100,11 @@ const EnvSchema = z.object({
    * kill) runs on another (running jobs renew their lock).
    */
   JOBS_LOCK_LIFETIME_SECONDS: z.coerce.number().positive().max(86_400).default(30),
+  /**
+   * Seconds an Idempotency-Key stays locked after its request's instance stopped renewing it (a
+   * crash, kill): a retry with the key runs after this (docs/idempotency.md).
+   */
+  IDEMPOTENCY_LOCK_SECONDS: z.coerce.number().positive().max(3_600).default(30),
   /** Sender of every email ("Signet <no-reply@example.com>"). */
   MAIL_FROM: z.string().min(3).default('Signet <no-reply@signet.local>'),
   /** Send email through SendGrid with this API key. */
@@ -250,6 +255,8 @@ export interface Config {
   jobsMongodbUrl: string | undefined;
   /** Milliseconds. */
   jobsLockLifetime: number;
+  /** Milliseconds (IDEMPOTENCY_LOCK_SECONDS). */
+  idempotencyLockLifetime: number;
   mailFrom: string;
   sendgridApiKey: string | undefined;
   sendgridApiUrl: string;
@@ -367,6 +374,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     jobsMongodbUrl: e.JOBS_MONGODB_URL,
     jobsLockLifetime: Math.round(e.JOBS_LOCK_LIFETIME_SECONDS * 1000),
+    idempotencyLockLifetime: Math.round(e.IDEMPOTENCY_LOCK_SECONDS * 1000),
     mailFrom: e.MAIL_FROM,
     sendgridApiKey: e.SENDGRID_API_KEY,
     sendgridApiUrl: e.SENDGRID_API_URL.replace(/\/+$/, ''),

@@ -12,6 +12,10 @@ export const ERROR_CODES = {
   BAD_REQUEST: 400,
   PAYLOAD_TOO_LARGE: 413,
   VALIDATION: 422,
+  /** An Idempotency-Key sent with a request other than the one it was first used with (docs/idempotency.md). */
+  IDEMPOTENCY_KEY_REUSED: 422,
+  /** An Idempotency-Key whose first request is still running (docs/idempotency.md). */
+  IDEMPOTENCY_KEY_IN_USE: 409,
   RATE_LIMITED: 429,
   /** A dependency the request needs (a renderer, a remote service) is missing or down. */
   UNAVAILABLE: 503,
@@ -27,6 +31,8 @@ const DEFAULT_MESSAGES: Record<ErrorCode, string> = {
   BAD_REQUEST: 'Bad request',
   PAYLOAD_TOO_LARGE: 'Request body is too large',
   VALIDATION: 'Validation failed',
+  IDEMPOTENCY_KEY_REUSED: 'This Idempotency-Key was used with a different request',
+  IDEMPOTENCY_KEY_IN_USE: 'A request with this Idempotency-Key is in progress',
   RATE_LIMITED: 'Too many requests',
   UNAVAILABLE: 'Service unavailable',
 };

@@ -50,6 +50,8 @@ export const MAX_LENGTH = {
   pattern: 1_000,
   /** Filters of list queries (q, slug, external_id, folder, event type). */
   filter: 255,
+  /** An `Idempotency-Key` header (Stripe's maximum; docs/idempotency.md). */
+  idempotencyKey: 255,
   /** A webhook endpoint's custom header: name and value (RFC 9110 field). */
   headerName: 256,
   headerValue: 4_096,

@@ -117,7 +117,7 @@ describe('with CORS_ORIGINS', () => {
         const headers = corsHeaders(response);
         expect(headers['access-control-allow-origin'], url).toBe(ALLOWED);
         expect(headers['access-control-allow-headers']?.toLowerCase().split(/,\s*/)).toEqual(
-          expect.arrayContaining(['x-auth-token', 'authorization', 'content-type']),
+          expect.arrayContaining(['x-auth-token', 'authorization', 'content-type', 'idempotency-key']),
         );
         expect(headers['access-control-allow-methods']?.split(/,\s*/)).toEqual(
           expect.arrayContaining(['GET', 'POST', 'PUT', 'DELETE']),
@@ -133,6 +133,8 @@ describe('with CORS_ORIGINS', () => {
     expect(api.status).toBe(200);
     expect(api.headers.get('access-control-allow-origin')).toBe(ALLOWED);
     expect(api.headers.get('access-control-allow-credentials')).toBeNull();
+    // A replay says so in a header the caller's script may read (docs/idempotency.md).
+    expect(api.headers.get('access-control-expose-headers')).toMatch(/idempotent-replayed/i);
     const gql = await fetch(`${t.url}/graphql`, {
       method: 'POST',
       headers: { origin: 'http://localhost:5173', 'content-type': 'application/json', 'x-auth-token': key },

@@ -5,7 +5,9 @@
  * parsers read every body as JSON: multipart parsing is scoped to this route, and errors get the
  * gateway's DocuSeal bodies (`{"error": ...}`). Besides DocuSeal's `file`, a signature or
  * initials may come as its text, `typed_text` (Signet's page; rendered on the server).
+ * `Idempotency-Key` is honoured when the request also carries a valid API key (../idempotency.ts).
  */
+import { createHash } from 'node:crypto';
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { INTERNAL_ERROR, restErrorFor, sendRestError as send } from '../errors.ts';
@@ -20,6 +22,9 @@ import {
   findUploadingSigner,
 } from '../../src/signing-form/attachments.ts';
 import type { ImageLimits } from '../../src/documents/drawable-image.ts';
+import { apiKeyFromHeaders, authenticate } from '../../src/accounts/authenticate.ts';
+import { IDEMPOTENCY_KEY_HEADER, type IdempotencyKeys } from '../../src/accounts/idempotency-keys.ts';
+import { beginIdempotentRequest, idempotentExecutionBegins, keepIdempotentAnswer } from '../idempotency.ts';
 
 export const ATTACHMENTS_PATH = '/api/attachments';
 
@@ -31,6 +36,11 @@ export interface UploadRouteDeps {
   maxFileBytes: number;
   /** IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS, for signature, initials and image uploads (drawable-image.ts). */
   images: ImageLimits;
+  /**
+   * `Idempotency-Key` (../idempotency.ts): honoured for a caller with a valid API key, ignored for the
+   * signing form's own uploads (no key: no account to scope it to).
+   */
+  idempotencyKeys?: IdempotencyKeys;
 }
 
 /** Text fields DocuSeal's form sends (submitter_slug, type, remember_signature, t …, typed_text); more is refused. */
@@ -86,9 +96,42 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
       return send(reply, INTERNAL_ERROR);
     });
 
+    scope.addHook('onSend', keepIdempotentAnswer);
+
     // Also with DocuSeal's `.json` suffix, as every API path (rest-compat/gateway.ts).
     scope.post(`${ATTACHMENTS_PATH}.json`, (request, reply) => upload(request, reply));
     scope.post(ATTACHMENTS_PATH, (request, reply) => upload(request, reply));
+    /**
+     * With an Idempotency-Key and a valid API key: claims the key (the request is the form's fields
+     * and the file's name, type and SHA-256), or answers with the kept answer (true). The service
+     * runs next either way, so execution begins here.
+     */
+    async function answeredIdempotently(
+      request: FastifyRequest,
+      reply: FastifyReply,
+      fields: Record<string, string>,
+      file: { bytes: Buffer; filename: string; contentType: string } | undefined,
+    ): Promise<boolean> {
+      if (!deps.idempotencyKeys || request.headers[IDEMPOTENCY_KEY_HEADER] === undefined) return false;
+      const viewer = await authenticate(
+        deps.db,
+        apiKeyFromHeaders((name) => headerValue(request, name)),
+      );
+      if (!viewer) return false;
+      const body = {
+        fields,
+        file: file && {
+          filename: file.filename,
+          content_type: file.contentType,
+          sha256: createHash('sha256').update(file.bytes).digest('hex'),
+        },
+      };
+      if (await beginIdempotentRequest(deps.idempotencyKeys, request, reply, { accountId: viewer.account.id, body }))
+        return true;
+      idempotentExecutionBegins(request);
+      return false;
+    }
+
     async function upload(request: FastifyRequest, reply: FastifyReply) {
       if (!request.isMultipart()) throw new AppError('VALIDATION', 'file is required (multipart/form-data)');
       const fields: Record<string, string> = {};
@@ -101,6 +144,7 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
           fields[part.fieldname] = part.value;
         }
       }
+      if (await answeredIdempotently(request, reply, fields, file)) return reply;
       // Unknown or missing slug: 404 as DocuSeal (find_by!), before anything about the file.
       const slug = fields.submitter_slug ?? '';
       if (!file && fields.typed_text !== undefined) {
@@ -125,4 +169,9 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
       return reply.code(200).header('content-type', 'application/json; charset=utf-8').send(JSON.stringify(created));
     }
   });
+}
+
+function headerValue(request: FastifyRequest, name: string): string | undefined {
+  const value = request.headers[name];
+  return Array.isArray(value) ? value[0] : value;
 }

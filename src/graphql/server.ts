@@ -20,6 +20,8 @@ import type { CredentialSessions } from '../accounts/credential-sessions.ts';
 import { trackWebSocket, useCredentialRevocation } from './connections.ts';
 import { useGraphQLLimits } from './limits.ts';
 import { renderOfflineGraphiQL } from './graphiql.ts';
+import type { IdempotencyKeys } from '../accounts/idempotency-keys.ts';
+import { useIdempotencyKeys } from './idempotency.ts';
 
 export interface GraphQLServer {
   yoga: YogaServerInstance<YogaServerContext, GraphQLContext>;
@@ -47,6 +49,7 @@ export interface YogaServerContext {
  * @param options.graphiql serve GraphiQL on GET /graphql from a browser
  * @param options.introspection answer `__schema` / `__type` (config.graphql.introspection)
  * @param options.limits limits of one operation, with a valid API key and without (config.graphql.limits)
+ * @param options.idempotencyKeys Idempotency-Key on mutations (src/graphql/idempotency.ts)
  */
 export function createGraphQLServer(options: {
   schema: GraphQLSchema;
@@ -59,6 +62,8 @@ export function createGraphQLServer(options: {
   sessions?: CredentialSessions;
   introspection: boolean;
   limits: Config['graphql']['limits'];
+  /** `Idempotency-Key` on mutations over HTTP (src/graphql/idempotency.ts); without it the header is ignored. */
+  idempotencyKeys?: IdempotencyKeys;
 }): GraphQLServer {
   const { logger } = options;
   const loggedErrors = new WeakSet<Error>();
@@ -118,6 +123,7 @@ export function createGraphQLServer(options: {
         callerKey: (ctx) => (ctx.viewer ? `${ctx.viewer.account.id}:${ctx.viewer.user.id}` : undefined),
       }),
       ...(options.sessions ? [useCredentialRevocation(options.sessions)] : []),
+      ...(options.idempotencyKeys ? [useIdempotencyKeys(options.idempotencyKeys)] : []),
     ],
     context: (initial) => initial.graphqlContext ?? buildContext(initial),
   });

@@ -14,7 +14,7 @@
  * - never `Access-Control-Allow-Credentials`: API keys travel in headers (`X-Auth-Token`,
  *   `Authorization`), Signet sets no cookies, so a browser never needs to send credentials;
  * - a preflight from an allowed origin answers 204 with the methods and the headers a client
- *   sends (X-Auth-Token, Authorization, Content-Type, Range for files); from any other origin, or
+ *   sends (X-Auth-Token, Authorization, Content-Type, Idempotency-Key, Range for files); from any other origin, or
  *   for another path, no CORS header at all (the browser then refuses the call).
  */
 import cors from '@fastify/cors';
@@ -24,9 +24,23 @@ import type { FastifyInstance } from 'fastify';
 const CORS_PATHS = /^\/(?:api|graphql|file)(?:[/?#]|$)/;
 
 /** Request headers an allowed origin may send. */
-export const CORS_ALLOWED_HEADERS = ['X-Auth-Token', 'Authorization', 'Content-Type', 'Range', 'If-Range'];
+export const CORS_ALLOWED_HEADERS = [
+  'X-Auth-Token',
+  'Authorization',
+  'Content-Type',
+  'Range',
+  'If-Range',
+  'Idempotency-Key',
+];
 /** Response headers an allowed origin's script may read besides the CORS-safelisted ones. */
-const CORS_EXPOSED_HEADERS = ['Content-Disposition', 'Content-Range', 'Content-Length', 'ETag', 'Retry-After'];
+const CORS_EXPOSED_HEADERS = [
+  'Content-Disposition',
+  'Content-Range',
+  'Content-Length',
+  'ETag',
+  'Retry-After',
+  'Idempotent-Replayed',
+];
 const CORS_METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE'];
 /** Seconds a browser may keep a preflight's answer (Chromium caps it at 7,200). */
 const PREFLIGHT_MAX_AGE_SECONDS = 7200;

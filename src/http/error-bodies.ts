@@ -25,6 +25,8 @@ const BODIES: Record<ErrorCode, (error: AppError) => RestErrorResponse> = {
   BAD_REQUEST: (e) => ({ status: 400, body: { status: 400, error: e.message } }),
   PAYLOAD_TOO_LARGE: (e) => ({ status: 413, body: { error: e.message } }),
   VALIDATION: (e) => ({ status: 422, body: { error: e.message } }),
+  IDEMPOTENCY_KEY_REUSED: (e) => ({ status: 422, body: { error: e.message } }),
+  IDEMPOTENCY_KEY_IN_USE: (e) => ({ status: 409, body: { error: e.message } }),
   RATE_LIMITED: () => ({ status: 429, body: { error: 'Too many requests' } }),
   UNAVAILABLE: (e) => ({ status: 503, body: { error: e.message } }),
 };

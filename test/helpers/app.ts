@@ -58,6 +58,7 @@ let sequence = 0;
  * @param options.viaDatabaseUrl the URL the service (its db and job queue) uses for the test database's URL,
  *   e.g. the same database through a TCP proxy (test/helpers/tcp-proxy.ts); the returned `db` connects directly
  * @param options.storage, options.signer passed to buildApp (default: built from config)
+ * @param options.idempotencyClock the clock of Idempotency-Key locks and expiry (buildApp's; default the system's)
  * DATA_DIR is a new temporary directory, removed by close(), unless options.env sets it.
  * The job queue runs on the test database with fast polling; close() stops it with the app.
  */
@@ -69,6 +70,7 @@ export async function startTestApp(
     viaDatabaseUrl?: (testDatabaseUrl: string) => string;
     storage?: FileStorage;
     signer?: FileUrlSigner;
+    idempotencyClock?: () => Date;
   } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
@@ -105,6 +107,7 @@ export async function startTestApp(
     apis: [docusealRestApi({ extraRoutes: options.extraRestRoutes })],
     storage: options.storage,
     signer: options.signer,
+    idempotencyClock: options.idempotencyClock,
   });
   const url = await app.start({ port, host: '127.0.0.1' });
   const setupDb = options.databaseUrl || serviceDatabaseUrl ? createDb(database.url) : db;
