@@ -33,6 +33,8 @@ import { type CompletionHooks, defineCompletionJob } from './signing/complete-su
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { createEmailClickTags } from './submissions/signing-links.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
+import { createReminderScanner, defineReminderJobs } from './submissions/reminders.ts';
+import { type Clock, systemClock } from './util/clock.ts';
 import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
 
 export interface AppOptions {
@@ -59,6 +61,11 @@ export interface AppOptions {
   jobs?: JobQueue;
   /** Tests only: seams in the completion job (src/signing/complete-submission.ts CompletionHooks). */
   completionHooks?: CompletionHooks;
+  /**
+   * The time reminders are judged by (src/submissions/reminders.ts); default: the machine's clock.
+   * Tests pass one they move forward instead of waiting hours.
+   */
+  clock?: Clock;
 }
 
 /**
@@ -87,6 +94,11 @@ export interface App {
   live: LiveEvents;
   /** Changes with side effects (the outbox; what services get as ctx.effects). */
   effects: SideEffects;
+  /**
+   * The reminder scan of this instance (every REMINDER_SCAN_SECONDS once started): `scan()` runs
+   * one now and resolves to the reminders it recorded.
+   */
+  reminders: { scan(): Promise<number> };
   /** Starts the job queue, then listens on config.host:config.port (0 = any free port); resolves to the base URL. */
   start(options?: { port?: number; host?: string }): Promise<string>;
   /**
@@ -137,7 +149,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   defineCompletedEmailsJob(jobs, { db, storage, mailer, config, logger: fastify.log });
   // The bytes of stored files a permanent delete left without a row (src/documents/unused-files.ts).
   defineUnusedFilesJob(jobs, { db, storage });
-  defineSubmissionJobs(jobs, {
+  const clock = options.clock ?? systemClock;
+  const sendDeps = {
     db,
     mailer,
     smsSender: createSmsSender(config, fastify.log),
@@ -145,6 +158,17 @@ export async function buildApp(options: AppOptions): Promise<App> {
     logger: fastify.log,
     effects,
     emailClicks,
+    clock,
+  };
+  defineSubmissionJobs(jobs, sendDeps);
+  // Reminders: the scan records them in the outbox, the send-reminder job sends each.
+  defineReminderJobs(jobs, sendDeps);
+  const reminderScanner = createReminderScanner({
+    db,
+    effects,
+    clock,
+    intervalMs: config.reminderScanInterval,
+    logger: fastify.log,
   });
   const contextFactory = createContextFactory({
     db,
@@ -216,8 +240,10 @@ export async function buildApp(options: AppOptions): Promise<App> {
     jobs,
     live,
     effects,
+    reminders: { scan: () => reminderScanner.scan() },
     async start(listen = {}) {
       await jobs.start();
+      reminderScanner.start();
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
     },
     stop() {
@@ -239,6 +265,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
           clearInterval(sweep);
           clearTimeout(timer);
         }
+        await step('reminder scan', () => reminderScanner.stop(), STOP_STEP_MS);
         // After the HTTP server (requests in flight may enqueue), before the database (jobs use it).
         await step(
           'jobs',
