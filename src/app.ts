@@ -181,6 +181,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     jobs,
     effects,
     live,
+    clock,
   });
   // Webhooks: each event's deliveries (dispatch-event), each delivery's attempts (deliver-webhook).
   defineWebhookJobs(jobs, { db, config, logger: fastify.log, files: signer });

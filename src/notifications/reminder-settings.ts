@@ -40,7 +40,8 @@ export const ReminderSettings = z
       .int()
       .min(0, 'must be at least 0')
       .max(MAX_REMINDER.count, `must be at most ${MAX_REMINDER.count}`)
-      .meta({ description: `Reminders per party and address, at most ${MAX_REMINDER.count}; 0: none.` }),
+      .optional()
+      .meta({ description: `Reminders per party and address, at most ${MAX_REMINDER.count}; 0: none. Required.` }),
     send_email: z.boolean().optional().meta({ description: 'Remind by email, parties with an email (default true).' }),
     send_sms: z.boolean().optional().meta({ description: 'Remind by SMS, parties with a phone (default false).' }),
   })
@@ -64,11 +65,14 @@ export interface Reminders {
  * across keys that the schema alone does not state.
  * @param settings parsed with ReminderSettings
  * @param path where they are in the request, for messages (`reminders`)
- * @throws AppError VALIDATION "first_after_hours is required when max_count is over 0 in `reminders`.",
+ * @throws AppError VALIDATION "max_count is required in `reminders`." (checked here rather than by the
+ *   schema, so that REST and GraphQL both give this message), "first_after_hours is required when
+ *   max_count is over 0 in `reminders`.",
  *   "every_hours is required when max_count is over 1 in `reminders`.", "send_email or send_sms must be
  *   true when max_count is over 0 in `reminders`."
  */
 export function checkReminderSettings(settings: z.output<typeof ReminderSettings>, path = 'reminders'): Reminders {
+  if (settings.max_count === undefined) throw new AppError('VALIDATION', `max_count is required in \`${path}\`.`);
   const reminders: Reminders = {
     ...(settings.first_after_hours !== undefined ? { first_after_hours: settings.first_after_hours } : {}),
     ...(settings.every_hours !== undefined ? { every_hours: settings.every_hours } : {}),

@@ -281,8 +281,9 @@ export async function startReminders(
 
 /**
  * In the transaction of a change of a party's email or phone: its reminders start again, from
- * reminder 1 counted from the next scan (a reminder number already sent to an address that did not
- * change is not sent to it again: the keys name the address).
+ * reminder 1 counted from `now` (a reminder number already sent to an address that did not change
+ * is not sent to it again: the keys name the address). Nothing for a party without reminders under way.
+ * @param now the change's time by the reminders' clock
  */
 export async function restartReminders(
   tx: Pick<Prisma.TransactionClient, 'reminderSchedule'>,
@@ -291,7 +292,7 @@ export async function restartReminders(
 ): Promise<void> {
   await tx.reminderSchedule.updateMany({
     where: { submitterId },
-    data: { startedAt: null, sentCount: 0, lastSentAt: null, nextAt: now },
+    data: { startedAt: now, sentCount: 0, lastSentAt: null, nextAt: now },
   });
 }
 

@@ -10,6 +10,7 @@ import { completionJob } from '../signing/complete-submission.ts';
 import { expiryJobs, nextPartyJobs, requestJobs } from './send-requests.ts';
 import { armSubmissionReminders, restartReminders } from './reminders.ts';
 import type { Reminders } from '../notifications/reminder-settings.ts';
+import type { Clock } from '../util/clock.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
@@ -40,10 +41,14 @@ interface Actor {
   userId: number;
 }
 
-/** What the changes below need: the database and the transaction that records their effects. */
+/**
+ * What the changes below need: the database, the transaction that records their effects, and the
+ * clock reminders are judged by (src/util/clock.ts).
+ */
 export interface ChangeDeps {
   db: Db;
   effects: Pick<SideEffects, 'transaction'>;
+  clock: Clock;
 }
 
 /**
@@ -81,7 +86,7 @@ export async function updateSubmission(
     await tx.submission.update({ where: { id }, data, select: { id: true } });
     effects.jobs.push(...expiryJobs(id, changes.expireAt));
     if (changes.reminders || changes.expireAt !== undefined || changes.archived === false)
-      await armSubmissionReminders(tx, { accountId: actor.accountId, id }, now);
+      await armSubmissionReminders(tx, { accountId: actor.accountId, id }, deps.clock.now());
     if (archived)
       effects.events.push({ type: 'submission.archived', accountId: actor.accountId, recordId: id, at: now });
   });
@@ -242,7 +247,8 @@ export async function updateSubmitter(
       select: { id: true, email: true, phone: true },
     });
     // A new address starts the party's reminders again (src/submissions/reminders.ts).
-    if (updated.email !== submitter.email || updated.phone !== submitter.phone) await restartReminders(tx, id, now);
+    if (updated.email !== submitter.email || updated.phone !== submitter.phone)
+      await restartReminders(tx, id, deps.clock.now());
     if (input.completed) {
       await tx.submissionEvent.create({
         data: {

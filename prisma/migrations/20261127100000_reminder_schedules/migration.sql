@@ -2,7 +2,7 @@
 -- way, made when its signature request is sent (or when reminder settings are given later). The
 -- reminder scan reads the rows whose next_at has come, records the keyed reminder jobs in the
 -- outbox and moves the row on, in one transaction: a restart neither loses nor doubles a reminder.
--- A change of the party's email or phone starts the sequence again (started_at NULL, sent_count 0).
+-- A change of the party's email or phone starts the sequence again (started_at then, sent_count 0).
 
 -- CreateTable
 CREATE TABLE "reminder_schedules" (
