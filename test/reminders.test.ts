@@ -56,7 +56,7 @@ const eventsOf = async (submitterId: number) =>
  * Moves the clock forward, runs a reminder scan (as the timer would) and waits for the jobs it
  * recorded to run; resolves to the reminders the scan recorded.
  */
-async function after(hours: number): Promise<number> {
+async function later(hours: number): Promise<number> {
   clock.advanceHours(hours);
   const recorded = await t.app.reminders.scan();
   await t.jobs.waitForIdle();
@@ -124,9 +124,9 @@ describe('reminders by email', () => {
     });
     expect(idsTo('ada@reminders.test')).toEqual([requestId(ada.id)]);
 
-    expect(await after(23)).toBe(0);
+    expect(await later(23)).toBe(0);
     expect(idsTo('ada@reminders.test')).toHaveLength(1);
-    expect(await after(2)).toBe(1); // 25 h
+    expect(await later(2)).toBe(1); // 25 h
     const mails = mailsTo('ada@reminders.test');
     expect(mails.map((m) => m.parsed.messageId)).toEqual([
       requestId(ada.id),
@@ -136,10 +136,10 @@ describe('reminders by email', () => {
     expect(mails[1]!.parsed.subject).toBe(mails[0]!.parsed.subject);
     expect(linkIn(mails[1]!.parsed.text)).toBe(ada.embed_src);
 
-    expect(await after(47)).toBe(0); // 72 h: the second is due 48 h after the first, at 73 h
+    expect(await later(47)).toBe(0); // 72 h: the second is due 48 h after the first, at 73 h
     expect(idsTo('ada@reminders.test')).toHaveLength(2);
-    expect(await after(2)).toBe(1); // 74 h
-    expect(await after(24 * 30)).toBe(0); // max_count reached
+    expect(await later(2)).toBe(1); // 74 h
+    expect(await later(24 * 30)).toBe(0); // max_count reached
     expect(idsTo('ada@reminders.test')).toEqual([
       requestId(ada.id),
       reminderId(ada.id, 1, 'ada@reminders.test'),
@@ -167,7 +167,8 @@ describe('reminders by email', () => {
     ]);
     // GraphQL: the settings that apply.
     const read = await gql(
-      `query { submission(id: ${ada.submission_id}) { reminders { firstAfterHours everyHours maxCount sendEmail sendSms } } }`,
+      `query { submission(id: ${ada.submission_id}) {
+         reminders { firstAfterHours everyHours maxCount sendEmail sendSms } } }`,
     );
     expect(read.body.data.submission.reminders).toEqual({
       firstAfterHours: 24,
@@ -236,7 +237,7 @@ describe('reminders by email', () => {
     });
     // Reminder 1 is recorded, and its first send fails: its job waits 1.5 s for a retry.
     smtp.rejectNext(451);
-    expect(await after(2.5)).toBe(1);
+    expect(await later(2.5)).toBe(1);
     expect((await eventsOf(party.id)).at(-1)).toMatchObject({ type: 'fail_email', data: { retrying: true } });
 
     if (what === 'completes')
@@ -257,20 +258,20 @@ describe('reminders by email', () => {
       data: { retrying: false, reason },
     });
     // Later scans record nothing more for the party.
-    await after(48);
+    await later(48);
     const reminders = [1, 2, 3, 4, 5].map((n) => reminderId(party.id, n, email));
     expect(idsTo(email).filter((id) => reminders.includes(id!))).toEqual([]);
     expect((await eventsOf(party.id)).filter((e) => e.type === 'send_reminder_email')).toEqual([]);
     expect((await t.db.reminderSchedule.findUniqueOrThrow({ where: { submitterId: party.id } })).nextAt).toBeNull();
   });
 
-  it('a new email (PUT /submitters) starts them again; a reminder recorded for the old address does nothing', async () => {
+  it('a new email (PUT /submitters) starts them again; a reminder due to the old address does nothing', async () => {
     const [party] = await create({
       reminders: { first_after_hours: 24, every_hours: 24, max_count: 2 },
       submitters: [{ role: 'Signer', email: 'old@reminders.test' }],
     });
     smtp.rejectNext(451);
-    expect(await after(25)).toBe(1); // reminder 1 to the old address fails and waits for a retry
+    expect(await later(25)).toBe(1); // reminder 1 to the old address fails and waits for a retry
     expect((await api('PUT', `/submitters/${party.id}`, { email: 'new@reminders.test' })).status).toBe(200);
     await t.jobs.waitForIdle({ withinMs: 5000, timeoutMs: 30_000 });
     expect((await eventsOf(party.id)).at(-1)).toMatchObject({
@@ -279,10 +280,10 @@ describe('reminders by email', () => {
     });
 
     // Counted again from the change (25 h): the first to the new address at 49 h, the second at 73 h.
-    expect(await after(23)).toBe(0);
-    expect(await after(2)).toBe(1);
-    expect(await after(24)).toBe(1);
-    expect(await after(100)).toBe(0);
+    expect(await later(23)).toBe(0);
+    expect(await later(2)).toBe(1);
+    expect(await later(24)).toBe(1);
+    expect(await later(100)).toBe(0);
     expect(idsTo('old@reminders.test')).toEqual([requestId(party.id)]);
     expect(idsTo('new@reminders.test')).toEqual([
       reminderId(party.id, 1, 'new@reminders.test'),
@@ -293,15 +294,15 @@ describe('reminders by email', () => {
 
   it('PUT /submissions/{id} sets reminders for parties already sent, counted from their request', async () => {
     const [party] = await create({ submitters: [{ role: 'Signer', email: 'later@reminders.test' }] });
-    expect(await after(30)).toBe(0); // none asked for
+    expect(await later(30)).toBe(0); // none asked for
     const { status, json } = await api('PUT', `/submissions/${party.submission_id}`, {
       reminders: { first_after_hours: 24, every_hours: 24, max_count: 2 },
     });
     expect(status, JSON.stringify(json)).toBe(200);
     // The request went out 30 h ago: the first is due at once, the second 24 h after it.
-    expect(await after(0)).toBe(1);
-    expect(await after(23)).toBe(0);
-    expect(await after(2)).toBe(1);
+    expect(await later(0)).toBe(1);
+    expect(await later(23)).toBe(0);
+    expect(await later(2)).toBe(1);
     expect(idsTo('later@reminders.test')).toEqual([
       requestId(party.id),
       reminderId(party.id, 1, 'later@reminders.test'),
@@ -312,13 +313,13 @@ describe('reminders by email', () => {
       reminders: { first_after_hours: 1, every_hours: 1, max_count: 5 },
       submitters: [{ role: 'Signer', email: 'stopped@reminders.test' }],
     });
-    expect(await after(1.5)).toBe(1);
+    expect(await later(1.5)).toBe(1);
     const off = await gql(
       `mutation { updateSubmission(input: { id: ${other.submission_id}, reminders: { maxCount: 0 } }) {
          submission { reminders { maxCount } } } }`,
     );
     expect(off.body.data.updateSubmission.submission.reminders).toEqual({ maxCount: 0 });
-    expect(await after(10)).toBe(0);
+    expect(await later(10)).toBe(0);
     expect(idsTo('stopped@reminders.test')).toHaveLength(2);
   });
 
@@ -327,7 +328,7 @@ describe('reminders by email', () => {
       reminders: { first_after_hours: 1, max_count: 1 },
       submitters: [{ role: 'Signer', email: 'audit@reminders.test', name: 'Audrey' }],
     });
-    expect(await after(2)).toBe(1);
+    expect(await later(2)).toBe(1);
     const done = await api('PUT', `/submitters/${party.id}`, { completed: true, values: { Signature: 'Audrey' } });
     expect(done.status).toBe(200);
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
@@ -346,7 +347,7 @@ describe('reminders by email', () => {
 });
 
 describe('the other create routes', () => {
-  it('POST /submissions/init, /templates/{id}/submissions, /submissions/emails and /submissions/pdf take them', async () => {
+  it('POST /submissions/init, /templates/{id}/submissions, /submissions/emails, /submissions/pdf', async () => {
     const reminders = { first_after_hours: 5, every_hours: 7, max_count: 3, send_sms: true };
     const expected = { firstAfterHours: 5, everyHours: 7, maxCount: 3, sendEmail: true, sendSms: true };
     const submitters = [{ role: 'Signer', email: 'routes@reminders.test' }];
@@ -403,7 +404,7 @@ describe('reminders by SMS', () => {
     });
     const toFirst = () => sms.filter((m) => m.to === '+15551230001');
     expect(toFirst()).toHaveLength(1); // the request
-    expect(await after(7)).toBe(1);
+    expect(await later(7)).toBe(1);
     expect(toFirst()).toHaveLength(2);
     expect(toFirst()[1]!.body).toContain(party.embed_src);
     expect(mailsTo('sms@reminders.test')).toEqual([]); // not by email: send_email false
@@ -411,10 +412,10 @@ describe('reminders by SMS', () => {
       `mutation { updateSubmitter(input: { id: ${party.id}, phone: "+15551230002" }) { submitter { phone } } }`,
     );
     expect(changed.body.data.updateSubmitter.submitter.phone).toBe('+15551230002');
-    expect(await after(5)).toBe(0); // 6 h after the change
-    expect(await after(2)).toBe(1);
-    expect(await after(6)).toBe(1);
-    expect(await after(50)).toBe(0);
+    expect(await later(5)).toBe(0); // 6 h after the change
+    expect(await later(2)).toBe(1);
+    expect(await later(6)).toBe(1);
+    expect(await later(50)).toBe(0);
     expect(toFirst()).toHaveLength(2);
     expect(sms.filter((m) => m.to === '+15551230002')).toHaveLength(2);
     const events = await eventsOf(party.id);
@@ -483,18 +484,18 @@ describe("the account's default", () => {
     );
     expect(read.body.data).toEqual({ a: { reminders: { maxCount: 2 } }, b: { reminders: { maxCount: 0 } } });
 
-    await after(3); // early: 13 h after its request
+    await later(3); // early: 13 h after its request
     expect(idsTo('early@reminders.test')).toEqual([
       requestId(early.id),
       reminderId(early.id, 1, 'early@reminders.test'),
     ]);
     expect(idsTo('plain@reminders.test')).toHaveLength(1);
-    await after(10); // plain: 13 h
+    await later(10); // plain: 13 h
     expect(idsTo('plain@reminders.test')).toEqual([
       requestId(plain.id),
       reminderId(plain.id, 1, 'plain@reminders.test'),
     ]);
-    await after(100);
+    await later(100);
     expect(idsTo('early@reminders.test')).toHaveLength(3);
     expect(idsTo('plain@reminders.test')).toHaveLength(3);
     expect(idsTo('none@reminders.test')).toEqual([requestId(none.id)]);
