@@ -105,7 +105,7 @@ const reminderEvents = (submitterId: number) =>
   db.submissionEvent.count({ where: { submitterId, eventType: 'send_reminder_email' } });
 
 describe('reminders across SIGKILL and restart', () => {
-  it('each reminder arrives exactly once, whether the kill came mid-send, during a retry or after the send', async () => {
+  it('each reminder arrives exactly once, killed mid-send, during a retry or after the send', async () => {
     let service = await startSignet();
     const api = (method: string, route: string, body?: unknown) =>
       rest(service.url, account.apiKey, method, route, body);
