@@ -222,14 +222,19 @@ export function createReminderScanner(
   deps: ReminderScanDeps & { intervalMs: number; logger: NotificationLogger },
 ): ReminderScanner {
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<number> | undefined;
+  // The scan in progress (or waiting for the one before), settled either way.
+  let running: Promise<void> | undefined;
   const logError = logOutageOnce((object, message) => deps.logger.error(object, message));
   const scan = (): Promise<number> => {
-    const next = (running ?? Promise.resolve(0)).catch(() => 0).then(() => scanReminders(deps));
-    const tracked = next.finally(() => {
-      if (running === tracked) running = undefined;
+    const next = (running ?? Promise.resolve()).then(() => scanReminders(deps));
+    const settled = next.then(
+      () => undefined,
+      () => undefined,
+    );
+    running = settled;
+    void settled.then(() => {
+      if (running === settled) running = undefined;
     });
-    running = tracked;
     return next;
   };
   return {
@@ -244,7 +249,7 @@ export function createReminderScanner(
     async stop() {
       clearInterval(timer);
       timer = undefined;
-      await running?.catch(() => undefined);
+      await running;
     },
   };
 }
