@@ -9,8 +9,9 @@
  *
  * The start-up is one exported function, startSignet, run here when this file is the program
  * (`node dist/main.mjs`, scripts/build.mjs bundles this file). A test-only entry imports it and
- * adds what the service never sets (test/helpers/paused-service.ts: completion hooks), so tests
- * start the service exactly as `npm start` does.
+ * adds what the service never sets (test/helpers/paused-service.ts: completion hooks;
+ * test/helpers/clock-service.ts: a clock the test moves), so tests start the service exactly as
+ * `npm start` does.
  */
 import { realpathSync } from 'node:fs';
 import { pathToFileURL } from 'node:url';
@@ -27,6 +28,7 @@ import { openDatabase } from './src/db/database.ts';
 import { applyMigrations } from './src/db/migrate.ts';
 import { createJobQueue } from './src/jobs/job-queue.ts';
 import type { CompletionHooks } from './src/signing/complete-submission.ts';
+import type { Clock } from './src/util/clock.ts';
 import { docusealRestApi } from './rest-compat/index.ts';
 
 type Cleanup = { name: string; run: () => Promise<void> };
@@ -38,6 +40,11 @@ export interface StartSignetOptions {
    * a step boundary so that a test can kill the process there); passed to buildApp.
    */
   completionHooks?: CompletionHooks;
+  /**
+   * The time reminders are judged by, for tests that move it (test/helpers/clock-service.ts);
+   * passed to buildApp. Default: the machine's clock.
+   */
+  clock?: Clock;
 }
 
 async function start(
@@ -73,6 +80,7 @@ async function start(
     jobs,
     apis: [docusealRestApi()],
     ...(options.completionHooks ? { completionHooks: options.completionHooks } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
   });
   // app.stop() also stops the job queue and disconnects the database client.
   cleanups.push({ name: 'HTTP server', run: () => app.stop() });

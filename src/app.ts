@@ -34,6 +34,8 @@ import { type CompletionHooks, defineCompletionJob } from './signing/complete-su
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { createEmailClickTags } from './submissions/signing-links.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
+import { createReminderScanner, defineReminderJobs } from './submissions/reminders.ts';
+import { type Clock, systemClock } from './util/clock.ts';
 import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
 
 export interface AppOptions {
@@ -61,10 +63,11 @@ export interface AppOptions {
   /** Tests only: seams in the completion job (src/signing/complete-submission.ts CompletionHooks). */
   completionHooks?: CompletionHooks;
   /**
-   * Tests only: the clock of Idempotency-Key locks and expiry (src/accounts/idempotency-keys.ts);
-   * default: the system's.
+   * The time reminders (src/submissions/reminders.ts) and Idempotency-Key locks and expiries
+   * (src/accounts/idempotency-keys.ts) are judged by; default: the machine's clock. Tests pass one
+   * they move forward instead of waiting hours.
    */
-  idempotencyClock?: () => Date;
+  clock?: Clock;
 }
 
 /**
@@ -97,6 +100,11 @@ export interface App {
   effects: SideEffects;
   /** Idempotency-Key state: deleteExpired() is what the hourly sweep runs. */
   idempotencyKeys: IdempotencyKeys;
+  /**
+   * The reminder scan of this instance (every REMINDER_SCAN_SECONDS once started): `scan()` runs
+   * one now and resolves to the reminders it recorded.
+   */
+  reminders: { scan(): Promise<number> };
   /** Starts the job queue, then listens on config.host:config.port (0 = any free port); resolves to the base URL. */
   start(options?: { port?: number; host?: string }): Promise<string>;
   /**
@@ -147,7 +155,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   defineCompletedEmailsJob(jobs, { db, storage, mailer, config, logger: fastify.log });
   // The bytes of stored files a permanent delete left without a row (src/documents/unused-files.ts).
   defineUnusedFilesJob(jobs, { db, storage });
-  defineSubmissionJobs(jobs, {
+  const clock = options.clock ?? systemClock;
+  const sendDeps = {
     db,
     mailer,
     smsSender: createSmsSender(config, fastify.log),
@@ -155,6 +164,17 @@ export async function buildApp(options: AppOptions): Promise<App> {
     logger: fastify.log,
     effects,
     emailClicks,
+    clock,
+  };
+  defineSubmissionJobs(jobs, sendDeps);
+  // Reminders: the scan records them in the outbox, the send-reminder job sends each.
+  defineReminderJobs(jobs, sendDeps);
+  const reminderScanner = createReminderScanner({
+    db,
+    effects,
+    clock,
+    intervalMs: config.reminderScanInterval,
+    logger: fastify.log,
   });
   const contextFactory = createContextFactory({
     db,
@@ -167,13 +187,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
     jobs,
     effects,
     live,
+    clock,
   });
   // Idempotency-Key on POST/PUT under /api and GraphQL mutations, kept in PostgreSQL (docs/idempotency.md).
   const idempotencyKeys = createIdempotencyKeys({
     db,
     logger: fastify.log,
     lockLifetimeMs: config.idempotencyLockLifetime,
-    now: options.idempotencyClock,
+    clock,
   });
   // Webhooks: each event's deliveries (dispatch-event), each delivery's attempts (deliver-webhook).
   defineWebhookJobs(jobs, { db, config, logger: fastify.log, files: signer });
@@ -236,9 +257,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
     live,
     effects,
     idempotencyKeys,
+    reminders: { scan: () => reminderScanner.scan() },
     async start(listen = {}) {
       await jobs.start();
       idempotencyKeys.startSweeping();
+      reminderScanner.start();
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
     },
     stop() {
@@ -260,6 +283,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
           clearInterval(sweep);
           clearTimeout(timer);
         }
+        await step('reminder scan', () => reminderScanner.stop(), STOP_STEP_MS);
         // After the HTTP server (requests in flight may enqueue), before the database (jobs use it).
         await step(
           'jobs',

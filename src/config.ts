@@ -121,6 +121,8 @@ const EnvSchema = z.object({
   TWILIO_API_URL: z.string().url().default('https://api.twilio.com'),
   /** First retry delay of a failed email/SMS send, in milliseconds; doubles per attempt (capped at an hour). */
   SEND_RETRY_BASE_MS: z.coerce.number().int().positive().default(30_000),
+  /** Seconds between two scans for reminders that are due (src/submissions/reminders.ts); fractions allowed. */
+  REMINDER_SCAN_SECONDS: z.coerce.number().min(0.01).max(3600).default(60),
   /** PKCS#12 file whose certificate signs completed PDFs; unset: one generated once and stored in the database. */
   SIGNING_P12_PATH: z.string().min(1).optional(),
   /** Passphrase of SIGNING_P12_PATH. */
@@ -265,6 +267,8 @@ export interface Config {
   twilioApiUrl: string;
   /** Milliseconds. */
   sendRetryBase: number;
+  /** Milliseconds between reminder scans (REMINDER_SCAN_SECONDS). */
+  reminderScanInterval: number;
   signingP12Path: string | undefined;
   signingP12Password: string;
   /** redis:// URL: live events cross instances through Redis; undefined: in-process. */
@@ -385,6 +389,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
         : undefined,
     twilioApiUrl: e.TWILIO_API_URL.replace(/\/+$/, ''),
     sendRetryBase: e.SEND_RETRY_BASE_MS,
+    reminderScanInterval: Math.round(e.REMINDER_SCAN_SECONDS * 1000),
     signingP12Path: e.SIGNING_P12_PATH,
     signingP12Password: e.SIGNING_P12_PASSWORD ?? '',
     redisUrl: e.REDIS_URL,

@@ -94,6 +94,13 @@ export const MAX_ITEMS = {
 } as const;
 
 /**
+ * Reminders (src/notifications/reminder-settings.ts): at most `count` reminders per party and
+ * address (DocuSeal Pro offers three), and no wait longer than `hours` (a year; DocuSeal's longest
+ * is 30 days) before the first or between two.
+ */
+export const MAX_REMINDER = { count: 10, hours: 8_760 } as const;
+
+/**
  * Combined PDFs (final documents + audit log, signed) one request may make on demand
  * (`include=combined_document_url`, GraphQL `combinedDocumentUrl(ensure: true)`): each merges and
  * signs a whole submission's documents. Items beyond it keep a null URL until a later request.

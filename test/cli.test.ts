@@ -186,10 +186,10 @@ describe('signet account settings', () => {
     const id = String(created.accountId);
     const read = await runSignet(['account', 'settings', '--account-id', id], env);
     expect(read.code, read.stderr).toBe(0);
-    expect(jsonLine(read.stdout)).toEqual({ accountId: created.accountId, combinePdfResult: false });
+    expect(jsonLine(read.stdout)).toEqual({ accountId: created.accountId, combinePdfResult: false, reminders: null });
     const set = await runSignet(['account', 'settings', '--account-id', id, '--combine-pdf-result', 'true'], env);
     expect(set.code, set.stderr).toBe(0);
-    expect(jsonLine(set.stdout)).toEqual({ accountId: created.accountId, combinePdfResult: true });
+    expect(jsonLine(set.stdout)).toEqual({ accountId: created.accountId, combinePdfResult: true, reminders: null });
     const stored = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
     expect(stored.preferences).toEqual({ combine_pdf_result: true });
 
@@ -199,6 +199,37 @@ describe('signet account settings', () => {
     const unknown = await runSignet(['account', 'settings', '--account-id', '99999999'], env);
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toContain('Account 99999999 not found');
+  });
+
+  it('sets the default reminders from --reminders JSON (docs/reminders.md), exits 2 on nonsense', async () => {
+    const created = jsonLine(
+      (await runSignet(['account', 'create', '--name', 'Delta', '--email', 'owner@delta.test'], env)).stdout,
+    );
+    const id = String(created.accountId);
+    const reminders = '{"first_after_hours":24,"every_hours":48,"max_count":3}';
+    const set = await runSignet(['account', 'settings', '--account-id', id, '--reminders', reminders], env);
+    expect(set.code, set.stderr).toBe(0);
+    const expected = { first_after_hours: 24, every_hours: 48, max_count: 3, send_email: true, send_sms: false };
+    expect(jsonLine(set.stdout)).toEqual({
+      accountId: created.accountId,
+      combinePdfResult: false,
+      reminders: expected,
+    });
+    const stored = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
+    expect(stored.preferences).toEqual({ reminders: expected });
+
+    for (const [value, message] of [
+      ['{"max_count":2,"first_after_hours":1}', 'every_hours is required when max_count is over 1 in `reminders`.'],
+      ['{"max_count":99}', 'must be at most 10 in `reminders.max_count`.'],
+      ['daily', '--reminders must be JSON'],
+    ]) {
+      const bad = await runSignet(['account', 'settings', '--account-id', id, '--reminders', value!], env);
+      expect(bad.code, bad.stderr).toBe(2);
+      expect(bad.stderr).toContain(message);
+    }
+    expect((await db.account.findUniqueOrThrow({ where: { id: created.accountId } })).preferences).toEqual({
+      reminders: expected,
+    });
   });
 });
 

@@ -28,7 +28,7 @@ let alice: CreatedAccount;
 let bob: CreatedAccount;
 let aliceTemplate: number;
 let bobTemplate: number;
-/** The service's clock (idempotencyClock) runs this far ahead of the system's. */
+/** The service's clock (buildApp's `clock`) runs this far ahead of the system's. */
 let clockAheadMs = 0;
 let keySequence = 0;
 /** A new key per call: tests do not share keys unless they mean to. */
@@ -98,7 +98,7 @@ beforeAll(async () => {
   smtp = await startSmtpServer();
   t = await startTestApp({
     env: { SMTP_URL: smtp.url, DOWNLOAD_ALLOW_PRIVATE: 'true' },
-    idempotencyClock: () => new Date(Date.now() + clockAheadMs),
+    clock: { now: () => new Date(Date.now() + clockAheadMs) },
   });
   alice = await t.createAccount({ email: 'alice@idempotency.test' });
   bob = await t.createAccount({ email: 'bob@idempotency.test' });
@@ -350,7 +350,7 @@ describe('REST: POST /api/submissions with an Idempotency-Key', () => {
       db: t.db,
       logger: { warn: () => undefined },
       lockLifetimeMs: t.config.idempotencyLockLifetime,
-      now: () => new Date(Date.now() + clockAheadMs),
+      clock: { now: () => new Date(Date.now() + clockAheadMs) },
     });
     const fingerprint = requestFingerprint(['rest', 'POST', '/api/submissions', body]);
     expect((await dead.begin({ accountId: alice.accountId, key, fingerprint })).run).toBeDefined();

@@ -19,7 +19,9 @@ import type { RestRequest, RestRoute } from '../rest-compat/gateway.ts';
 import { restInput, restValue } from '../rest-compat/params.ts';
 import { submissionReadRoutes } from '../rest-compat/routes/submissions.ts';
 import { templateWriteRoutes } from '../rest-compat/routes/templates.ts';
+import { AccountPreferencesChange } from '../src/accounts/account-preferences.ts';
 import { parseInput } from '../src/accounts/api-keys.ts';
+import { ReminderSettings } from '../src/notifications/reminder-settings.ts';
 import { AppError } from '../src/errors.ts';
 import { fromGraphQLInput } from '../src/graphql/zod-input.ts';
 import { schema } from '../src/graphql/schema/index.ts';
@@ -85,6 +87,8 @@ describe('one definition per input', () => {
     ['UpdateSubmissionInput', UpdateSubmissionRequest],
     ['TemplateDocumentChangeInput', DocumentOperation],
     ['UpdateTemplateDocumentsInput', UpdateTemplateDocumentsRequest],
+    ['ReminderSettingsInput', ReminderSettings],
+    ['UpdateAccountPreferencesInput', AccountPreferencesChange],
   ];
 
   it.each(derived)(

@@ -117,7 +117,10 @@ function createVariables(request: RestRequest) {
 /** Keys of the create input the routes read themselves (the path id and the earlier shapes), or not at all. */
 const ROUTE_KEYS = ['template_id', 'submitters', 'emails_mode', 'more_submissions'];
 
-/** POST /submissions/emails: `emails` (or `email`) comma-separated; one submission per address (§7.6). */
+/**
+ * POST /submissions/emails: `emails` (or `email`) comma-separated; one submission per address (§7.6),
+ * with `send_email`, `message` and Signet's `reminders`.
+ */
 function emailsVariables(request: RestRequest) {
   const body = bodyObject(request);
   const templateId = templateIdOf(request, body);
@@ -133,7 +136,7 @@ function emailsVariables(request: RestRequest) {
       templateId,
       emailsMode: true,
       submitters: emails.map((email) => ({ email })),
-      ...restInput(CreateSubmissionsRequest, body, { only: ['send_email', 'message'] }),
+      ...restInput(CreateSubmissionsRequest, body, { only: ['send_email', 'message', 'reminders'] }),
     },
   };
 }

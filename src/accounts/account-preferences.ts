@@ -6,6 +6,9 @@
  *   settings): when the submission completes, the completion also makes one signed PDF of the
  *   final documents followed by the audit log, whose URL is `combined_document_url`
  *   (app/jobs/process_submitter_completion_job.rb, lib/submissions/generate_combined_attachment.rb).
+ * - `reminders` (DocuSeal Pro's SUBMITTER_REMINDERS account config, app/models/account_config.rb):
+ *   the reminder settings of the account's submissions that have none of their own
+ *   (src/notifications/reminder-settings.ts; src/submissions/reminders.ts sends them).
  *
  * One definition: the stored column is parsed through AccountPreferences; the GraphQL input of
  * `updateAccountPreferences` and the CLI's `account settings` options are derived from
@@ -13,11 +16,20 @@
  */
 import { z } from 'zod';
 import type { Db } from '../db/client.ts';
+import { armReminders } from '../db/queries/reminders.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
+import {
+  checkReminderSettings,
+  ReminderSettings,
+  type Reminders,
+  readReminders,
+} from '../notifications/reminder-settings.ts';
 
 /** The stored settings; keys Signet does not know are kept as they are. */
 export const AccountPreferences = z.looseObject({
   combine_pdf_result: z.boolean().optional(),
+  /** As stored (checked when set); read with accountReminders. */
+  reminders: z.unknown().optional(),
 });
 export type AccountPreferences = z.infer<typeof AccountPreferences>;
 
@@ -31,6 +43,11 @@ export const AccountPreferencesChange = z.object({
         'Completion also makes one signed PDF of the final documents and the audit log ' +
         '(`combinedDocumentUrl`; DocuSeal "combine PDF result").',
     }),
+  reminders: ReminderSettings.optional().meta({
+    description:
+      'Reminder settings of the submissions that have none of their own (`{maxCount: 0}`: none); the reminders ' +
+      'still to come follow a change.',
+  }),
 });
 export type AccountPreferencesChange = z.infer<typeof AccountPreferencesChange>;
 
@@ -45,14 +62,23 @@ export function parseAccountPreferences(stored: unknown): AccountPreferences {
   return { ...loose, combine_pdf_result: undefined };
 }
 
+/** The account's default reminder settings, or null when it has none. */
+export function accountReminders(preferences: AccountPreferences): Reminders | null {
+  return readReminders(preferences.reminders);
+}
+
 /**
  * Sets the given settings of an account (the others are kept), read and written in one transaction.
+ * New default reminder settings have the next reminder scan judge the parties of the submissions
+ * without settings of their own again (armReminders), in the same transaction.
  * @returns the account's settings after the change
+ * @throws AppError VALIDATION for reminder settings that make no sense (checkReminderSettings)
  */
 export async function updateAccountPreferences(
   db: Db,
   options: { accountId: number; change: AccountPreferencesChange },
 ): Promise<AccountPreferences> {
+  const reminders = options.change.reminders && checkReminderSettings(options.change.reminders);
   return db.$transaction(async (tx) => {
     const account = await tx.account.findUniqueOrThrow({
       where: { id: options.accountId },
@@ -60,10 +86,17 @@ export async function updateAccountPreferences(
     });
     const next = { ...parseAccountPreferences(account.preferences) };
     for (const [key, value] of Object.entries(options.change)) if (value !== undefined) next[key] = value;
+    if (reminders) next.reminders = reminders;
     await tx.account.update({
       where: { id: options.accountId },
       data: { preferences: next as Prisma.InputJsonValue },
     });
+    if (reminders)
+      await armReminders(
+        tx,
+        { accountId: options.accountId, submissionId: null, withoutOwnSettings: true },
+        new Date(),
+      );
     return next;
   });
 }

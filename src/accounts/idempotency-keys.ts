@@ -36,6 +36,7 @@ import {
 } from '../db/queries/idempotency-keys.ts';
 import { AppError } from '../errors.ts';
 import { MAX_LENGTH, tooLongMessage } from '../limits.ts';
+import { type Clock, systemClock } from '../util/clock.ts';
 
 /** The request header (lower case, as Node and the Fetch API read it). */
 export const IDEMPOTENCY_KEY_HEADER = 'idempotency-key';
@@ -95,8 +96,8 @@ export interface IdempotencyKeysOptions {
   logger: Pick<FastifyBaseLogger, 'warn'>;
   /** Milliseconds a lock lasts without renewal (config.idempotencyLockLifetime). */
   lockLifetimeMs: number;
-  /** The clock of the locks and expiries (default: the system's); tests drive time through it. */
-  now?: () => Date;
+  /** The clock of the locks and expiries (default: the machine's); tests drive time through it. */
+  clock?: Clock;
 }
 
 /**
@@ -172,7 +173,8 @@ export function isKeptStatus(status: number): boolean {
 /** Creates the idempotency keys of a database (one per service; docs in the module comment). */
 export function createIdempotencyKeys(options: IdempotencyKeysOptions): IdempotencyKeys {
   const { db, logger, lockLifetimeMs } = options;
-  const now = options.now ?? (() => new Date());
+  const clock = options.clock ?? systemClock;
+  const now = () => clock.now();
   // The renewal timers of the keys this instance holds (close() ends them).
   const renewing = new Set<NodeJS.Timeout>();
   let sweeper: NodeJS.Timeout | undefined;

@@ -8,8 +8,13 @@
  */
 import { parseArgs } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
-import { parseAccountPreferences, updateAccountPreferences } from '../accounts/account-preferences.ts';
-import { createApiKey, listApiKeys, revokeApiKey } from '../accounts/api-keys.ts';
+import {
+  AccountPreferencesChange,
+  accountReminders,
+  parseAccountPreferences,
+  updateAccountPreferences,
+} from '../accounts/account-preferences.ts';
+import { createApiKey, listApiKeys, parseInput, revokeApiKey } from '../accounts/api-keys.ts';
 import { createAccount } from '../accounts/create-account.ts';
 import { listAccounts, listUsers } from '../accounts/list-accounts.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
@@ -77,25 +82,39 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'account settings': {
-    synopsis: 'account settings --account-id N [--combine-pdf-result true|false]',
+    synopsis: 'account settings --account-id N [--combine-pdf-result true|false] [--reminders JSON]',
     description:
       "Sets the account's settings given (the others are kept), then prints them:\n" +
-      '{"accountId":1,"combinePdfResult":false}. --combine-pdf-result: completion also makes one signed PDF\n' +
-      'of the final documents and the audit log (combined_document_url; DocuSeal "combine PDF result").',
-    options: { 'account-id': { type: 'string' }, 'combine-pdf-result': { type: 'string' } },
+      '{"accountId":1,"combinePdfResult":false,"reminders":null}. --combine-pdf-result: completion also makes one\n' +
+      'signed PDF of the final documents and the audit log (combined_document_url; DocuSeal "combine PDF result").\n' +
+      "--reminders: the default reminders of submissions without their own, as JSON in the API's keys\n" +
+      '(\'{"first_after_hours":24,"every_hours":48,"max_count":3}\'; \'{"max_count":0}\': none; docs/reminders.md).',
+    options: {
+      'account-id': { type: 'string' },
+      'combine-pdf-result': { type: 'string' },
+      reminders: { type: 'string' },
+    },
     required: ['account-id'],
     async run(db, flags) {
       const accountId = positiveInt(flags, 'account-id');
       const combine = flags['combine-pdf-result'];
       if (combine !== undefined && combine !== 'true' && combine !== 'false')
         throw new AppError('VALIDATION', `--combine-pdf-result must be true or false, got "${String(combine)}"`);
+      const change = parseInput(AccountPreferencesChange, {
+        ...(combine !== undefined ? { combine_pdf_result: combine === 'true' } : {}),
+        ...(flags.reminders !== undefined ? { reminders: jsonFlag(flags, 'reminders') } : {}),
+      });
       const account = await db.account.findUnique({ where: { id: accountId }, select: { preferences: true } });
       if (!account) throw new AppError('NOT_FOUND', `Account ${accountId} not found`);
       const preferences =
-        combine === undefined
+        Object.keys(change).length === 0
           ? parseAccountPreferences(account.preferences)
-          : await updateAccountPreferences(db, { accountId, change: { combine_pdf_result: combine === 'true' } });
-      return { accountId, combinePdfResult: preferences.combine_pdf_result === true };
+          : await updateAccountPreferences(db, { accountId, change });
+      return {
+        accountId,
+        combinePdfResult: preferences.combine_pdf_result === true,
+        reminders: accountReminders(preferences),
+      };
     },
   },
   'user list': {
@@ -278,6 +297,18 @@ function positiveInt(flags: Flags, name: string): number {
   if (!/^[1-9]\d{0,9}$/.test(raw) || Number(raw) > 2_147_483_647)
     throw new UsageError(`--${name} must be a positive integer, got "${raw}"`);
   return Number(raw);
+}
+
+/**
+ * A flag whose value is JSON (`--reminders '{"max_count":0}'`).
+ * @throws AppError VALIDATION (exit code 2) when it does not parse
+ */
+function jsonFlag(flags: Flags, name: string): unknown {
+  try {
+    return JSON.parse(String(flags[name]));
+  } catch {
+    throw new AppError('VALIDATION', `--${name} must be JSON, got "${String(flags[name])}"`);
+  }
 }
 
 /**

@@ -14,6 +14,7 @@ import { createLoaders, type Loaders } from './loaders.ts';
 import type { SideEffects } from '../events/events.ts';
 import type { LiveEvents } from '../events/pubsub.ts';
 import type { EmailClickTags } from '../submissions/signing-links.ts';
+import type { Clock } from '../util/clock.ts';
 
 /** Signed URLs for stored files (`/file/<token>/<filename>`, expiring). */
 export interface FileUrls {
@@ -37,6 +38,8 @@ export interface GraphQLContext {
   loaders: Loaders;
   config: Config;
   logger: FastifyBaseLogger;
+  /** The time reminders are judged by (buildApp's `clock`; src/submissions/reminders.ts). */
+  clock: Clock;
   /** The authenticated caller, or null. Resolvers needing one call requireViewer(ctx). */
   viewer: Viewer | null;
   /** Caller's IP address and user agent, recorded on events. */
@@ -69,6 +72,7 @@ export function createContextFactory(deps: {
   jobs: JobQueue;
   effects: SideEffects;
   live: LiveEvents;
+  clock: Clock;
 }): ContextFactory {
   return async (request) => {
     const params = request.connectionParams ?? {};
@@ -93,6 +97,7 @@ export function createContextFactory(deps: {
       loaders: createLoaders(deps.db),
       config: deps.config,
       logger: deps.logger,
+      clock: deps.clock,
       viewer: await authenticate(deps.db, token),
       ip: request.ip,
       userAgent: request.header('user-agent') ?? undefined,

@@ -10,6 +10,7 @@ import { parseInput } from '../accounts/api-keys.ts';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { checkItems, MAX_ITEMS } from '../limits.ts';
+import { checkReminderSettings } from '../notifications/reminder-settings.ts';
 import {
   type CreateDeps,
   type CreatedSubmission,
@@ -55,7 +56,8 @@ export interface CreateSubmissionsForRequestDeps extends CreateDeps {
  * @param input the request in DocuSeal's keys (CreateSubmissionsRequest), not yet parsed
  * @returns createSubmissions' options but the account, user and template
  * @throws AppError VALIDATION (sizes, order, a message without body, a submitter's shape,
- *   `require_email_2fa`/`require_phone_2fa` true: refuseTwoFactor; a submitter's `invite_by`)
+ *   `require_email_2fa`/`require_phone_2fa` true: refuseTwoFactor; a submitter's `invite_by`;
+ *   `reminders` that make no sense: checkReminderSettings)
  */
 export function readSubmissionsRequest(
   deps: Pick<CreateSubmissionsForRequestDeps, 'config'>,
@@ -105,6 +107,7 @@ export function readSubmissionsRequest(
       goToLast: settings.go_to_last,
       requireEmail2fa: settings.require_email_2fa,
       requirePhone2fa: settings.require_phone_2fa,
+      reminders: settings.reminders ? checkReminderSettings(settings.reminders) : undefined,
     },
     submissions,
     download: {

@@ -36,6 +36,7 @@ import { effectJobs, noEffects, type Effects, type SideEffects } from '../events
 import type { Prisma } from '../generated/prisma/client.ts';
 import { checkValuesSize, MAX_ITEMS, valueSizeMessage } from '../limits.ts';
 import { outboxRows } from '../jobs/outbox.ts';
+import type { Reminders } from '../notifications/reminder-settings.ts';
 import { completionJob } from '../signing/complete-submission.ts';
 import { readDrawableImage, UnreadableImageError, type ImageLimits } from '../documents/drawable-image.ts';
 import { checkFieldPattern } from '../templates/field-pattern.ts';
@@ -78,6 +79,8 @@ export interface SubmissionSettings {
   /** Stored as given; only false reaches here (true is refused: refuseTwoFactor). */
   requireEmail2fa?: boolean | undefined;
   requirePhone2fa?: boolean | undefined;
+  /** Reminder settings of the submission's own (checked), kept as its `preferences.reminders`; none: the account's. */
+  reminders?: Reminders | undefined;
 }
 
 export interface SubmissionRequest {
@@ -508,6 +511,8 @@ function submissionRow(
       send_email: settings.sendEmail,
       ...(settings.bccCompleted ? { bcc_completed: settings.bccCompleted } : {}),
       ...(settings.message ? { message: settings.message } : {}),
+      // Read when each reminder comes due (src/submissions/reminders.ts).
+      ...(settings.reminders ? { reminders: settings.reminders } : {}),
     },
     variables: settings.variables ?? {},
     expireAt: settings.expireAt?.toISOString() ?? null,

@@ -35,6 +35,8 @@ export async function findSubmitterForAccount(
       roleUuid: true,
       values: true,
       preferences: true,
+      email: true,
+      phone: true,
     },
   });
   if (!submitter) throw new AppError('NOT_FOUND', `Submitter ${options.id} not found`);

@@ -7,26 +7,19 @@
  *   send, and `fail_email` / `fail_sms` with each failed attempt (src/db/queries/notification-events.ts).
  *   Provider failures are retried by the job; they never fail the API call.
  * - When a party completes, the next group in order is sent its requests.
+ * - Once a party has been sent its request, its reminders start when the submission (or its
+ *   account's default) asks for them (src/submissions/reminders.ts startReminders).
  * - `expire-submission` jobs at `expire_at`.
  */
-import type { Config } from '../config.ts';
-import type { Db, Prisma } from '../db/client.ts';
-import { abandonMessage } from '../db/queries/notification-events.ts';
+import type { Prisma } from '../db/client.ts';
 import { readSignatureRequest } from '../db/queries/signature-requests.ts';
-import type { SideEffects } from '../events/events.ts';
-import type { EmailClickTags } from './signing-links.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
-import { deliverSms, queueAndDeliverEmail, queueSms } from '../notifications/deliver.ts';
-import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
-import type { Mailer } from '../notifications/mailer.ts';
-import {
-  buildSignatureRequestEmail,
-  buildSignatureRequestSms,
-  type MessageVariables,
-} from '../notifications/message-templates.ts';
-import type { SmsSender } from '../notifications/sms.ts';
+import { startReminders } from './reminders.ts';
+import { abandonRequestMessage, deliverRequestMessage, type SendDeps, sendRetry } from './request-messages.ts';
 import { SUBMISSION_FACTS } from './status.ts';
+
+export type { SendDeps };
 
 export const SEND_REQUEST_JOB = 'send-signature-request';
 export const EXPIRE_SUBMISSION_JOB = 'expire-submission';
@@ -37,30 +30,6 @@ export interface SendRequestJob {
   /** Which sending of this submitter it is (0 = the first; re-sends count up). */
   sending: number;
 }
-
-export interface SendDeps {
-  db: Db;
-  mailer: Mailer;
-  smsSender: SmsSender;
-  config: Pick<Config, 'appUrl' | 'mailFrom' | 'sendRetryBase'>;
-  logger: NotificationLogger;
-  /** Raises submission.expired (the expiry job). */
-  effects: Pick<SideEffects, 'emit'>;
-  /** Tags the email's signing link (`?t=`), so the page can record "Email link clicked". */
-  emailClicks: Pick<EmailClickTags, 'tag'>;
-}
-
-/**
- * Runs of a request job in all. Delivery gives a message up after as many attempts, so the last
- * failed attempt is recorded as given up (`fail_email` with `retrying: false`), not as retried.
- */
-const SEND_MAX_ATTEMPTS = 10;
-
-/** Retry after base (SEND_RETRY_BASE_MS, 30 s), then twice as long each time, capped at an hour; 10 runs in all. */
-const sendRetry = (baseMs: number) => ({
-  maxAttempts: SEND_MAX_ATTEMPTS,
-  delayMs: (attempt: number) => Math.min(2 ** attempt * baseMs, 3_600_000),
-});
 
 /** What a request's delivery records on the submission (src/db/queries/notification-events.ts). */
 const EMAIL_EVENTS = { submissionEvent: 'send_email', failureEvent: 'fail_email' } as const;
@@ -199,6 +168,8 @@ export function expiryJobs(submissionId: number, expireAt: Date | null | undefin
 
 /**
  * One request to one submitter on one channel; idempotent (outbox dedupe key + delivery claim).
+ * Once the party has been sent it (now or by an earlier run), its reminders start when the
+ * submission or its account asks for them (src/submissions/reminders.ts).
  * @param runId the job's id: the delivery's claimant (a later run of this job takes back a
  *   message its dead earlier run left 'sending')
  * @throws DeliveryError (retryable) when the provider failed, or another worker holds the message
@@ -207,6 +178,13 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
   const { db } = deps;
   const submitter = await readSignatureRequest(db, job.submitterId);
   if (!submitter) return;
+  const message = {
+    channel: job.channel,
+    dedupeKey: requestDedupeKey(job),
+    kind: 'signature_request',
+    events: job.channel === 'email' ? EMAIL_EVENTS : SMS_EVENTS,
+    runId,
+  };
   // Nothing to ask of a party that is done, or of an archived or completed submission. A retry
   // of a request that failed before ends here: its message is given up, and the submission's
   // events say so (they said "will be retried").
@@ -214,100 +192,9 @@ async function sendRequest(deps: SendDeps, job: SendRequestJob, runId: string): 
     const reason = submitter.done
       ? 'the party had completed or declined the form'
       : 'the submission was completed or archived';
-    await abandonMessage(db, job.channel, {
-      dedupeKey: requestDedupeKey(job),
-      eventType: job.channel === 'email' ? EMAIL_EVENTS.failureEvent : SMS_EVENTS.failureEvent,
-      now: new Date().toISOString(),
-      reason,
-      maxAttempts: SEND_MAX_ATTEMPTS,
-    });
+    await abandonRequestMessage(db, message, reason, new Date());
     return;
   }
-
-  const prefs = submitter.preferences ?? {};
-  const submissionPrefs = submitter.submissionPreferences ?? {};
-  const link = `${deps.config.appUrl}/s/${submitter.slug}`;
-  // Email links carry the click tag (DocuSeal's `t`); SMS links stay short.
-  const emailLink = `${link}?t=${deps.emailClicks.tag(submitter.slug)}`;
-  const sender = submitter.hasSender
-    ? { firstName: submitter.senderFirstName, lastName: submitter.senderLastName, email: submitter.senderEmail }
-    : null;
-  const variables: MessageVariables = {
-    account: { name: submitter.accountName },
-    template: { id: submitter.templateId, name: submitter.templateName },
-    submission: {
-      id: submitter.submissionId,
-      name: submitter.submissionName,
-      expireAt: submitter.expireAt,
-      submitters: submitter.parties,
-    },
-    submitter: {
-      id: submitter.id,
-      slug: submitter.slug,
-      email: submitter.email,
-      name: submitter.name,
-      phone: submitter.phone,
-      link,
-    },
-    sender,
-    timeZone: submitter.timezone,
-  };
-
-  if (job.channel === 'email') {
-    if (!submitter.email) return;
-    const ownTypes = new Set(submitter.ownTypes);
-    const purpose =
-      ownTypes.size === 0 ? 'view' : ownTypes.has('signature') || ownTypes.has('initials') ? 'sign' : 'submit';
-    const rendered = buildSignatureRequestEmail({
-      variables: { ...variables, submitter: { ...variables.submitter, link: emailLink } },
-      message: prefs.message ?? submissionPrefs.message ?? null,
-      purpose,
-    });
-    const { outcome } = await queueAndDeliverEmail(
-      { db, mailer: deps.mailer, logger: deps.logger, claimant: runId, maxAttempts: SEND_MAX_ATTEMPTS },
-      {
-        accountId: submitter.accountId,
-        submissionId: submitter.submissionId,
-        submitterId: submitter.id,
-        kind: 'signature_request',
-        dedupeKey: requestDedupeKey(job),
-        from: deps.config.mailFrom,
-        to: [submitter.email],
-        replyTo: prefs.reply_to ?? sender?.email ?? null,
-        subject: rendered.subject,
-        textBody: rendered.text,
-        htmlBody: rendered.html,
-        provider: deps.mailer.name,
-      },
-      // Recorded with each outcome: the send_email event and the first sent_at, or fail_email.
-      EMAIL_EVENTS,
-    );
-    if (outcome === 'in-progress') throw inProgress('email');
-    return;
-  }
-  if (!submitter.phone) return;
-  const row = await queueSms(db, {
-    accountId: submitter.accountId,
-    submissionId: submitter.submissionId,
-    submitterId: submitter.id,
-    kind: 'signature_request',
-    dedupeKey: requestDedupeKey(job),
-    to: submitter.phone,
-    body: buildSignatureRequestSms({ variables }),
-    provider: deps.smsSender.name,
-  });
-  const result = await deliverSms(
-    { db, smsSender: deps.smsSender, logger: deps.logger, claimant: runId, maxAttempts: SEND_MAX_ATTEMPTS },
-    row.id,
-    SMS_EVENTS,
-  );
-  if (result === 'in-progress') throw inProgress('sms');
-}
-
-/**
- * Another worker holds the message (claimed within its lease): the job runs again later rather
- * than end with the message unsent, should that worker have died.
- */
-function inProgress(provider: string): DeliveryError {
-  return new DeliveryError('another worker is sending this message; retrying later', { retryable: true, provider });
+  const outcome = await deliverRequestMessage(deps, submitter, message);
+  if (outcome === 'sent' || outcome === 'already-sent') await startReminders(deps, submitter);
 }

@@ -8,6 +8,9 @@ import type { Db } from '../db/client.ts';
 import type { SideEffects } from '../events/events.ts';
 import { completionJob } from '../signing/complete-submission.ts';
 import { expiryJobs, nextPartyJobs, requestJobs } from './send-requests.ts';
+import { armSubmissionReminders, restartReminders } from './reminders.ts';
+import type { Reminders } from '../notifications/reminder-settings.ts';
+import type { Clock } from '../util/clock.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
@@ -38,16 +41,23 @@ interface Actor {
   userId: number;
 }
 
-/** What the changes below need: the database and the transaction that records their effects. */
+/**
+ * What the changes below need: the database, the transaction that records their effects, and the
+ * clock reminders are judged by (src/util/clock.ts).
+ */
 export interface ChangeDeps {
   db: Db;
   effects: Pick<SideEffects, 'transaction'>;
+  clock: Clock;
 }
 
 /**
- * Updates a submission's name, expiry or archive state; a new expiry schedules its job, and
- * submission.archived is raised when this call archived it (reference §7.7: when newly archived).
- * @param changes `expireAt: null` clears the expiry; `archived` true archives (keeping an earlier time), false restores
+ * Updates a submission's name, expiry, archive state or reminder settings; a new expiry schedules
+ * its job, and submission.archived is raised when this call archived it (reference §7.7: when
+ * newly archived). New reminder settings, a new expiry or a restore have the next reminder scan
+ * judge its parties' reminders again (src/submissions/reminders.ts).
+ * @param changes `expireAt: null` clears the expiry; `archived` true archives (keeping an earlier time), false
+ *   restores; `reminders` (checked) replace the submission's own settings
  * @returns `archived`: whether this call archived it (it was not archived before)
  * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION "name is too long (maximum is 255 characters)."
  */
@@ -55,7 +65,7 @@ export async function updateSubmission(
   deps: ChangeDeps,
   actor: Actor,
   id: number,
-  changes: { name?: string | null; expireAt?: Date | null; archived?: boolean },
+  changes: { name?: string | null; expireAt?: Date | null; archived?: boolean; reminders?: Reminders },
 ): Promise<{ archived: boolean }> {
   checkText(changes.name, MAX_LENGTH.name, 'name');
   const submission = await findSubmissionForAccount(deps.db, { id, accountId: actor.accountId });
@@ -67,8 +77,16 @@ export async function updateSubmission(
   if (changes.archived === false) data.archivedAt = null;
   const archived = data.archivedAt instanceof Date;
   await deps.effects.transaction(async (tx, effects) => {
+    if (changes.reminders) {
+      // Beside the other stored preferences (set at creation only, so no change of theirs is lost).
+      const { preferences } = await tx.submission.findUniqueOrThrow({ where: { id }, select: { preferences: true } });
+      const stored = (preferences ?? {}) as Record<string, unknown>;
+      data.preferences = { ...stored, reminders: changes.reminders } as unknown as Prisma.InputJsonValue;
+    }
     await tx.submission.update({ where: { id }, data, select: { id: true } });
     effects.jobs.push(...expiryJobs(id, changes.expireAt));
+    if (changes.reminders || changes.expireAt !== undefined || changes.archived === false)
+      await armSubmissionReminders(tx, { accountId: actor.accountId, id }, deps.clock.now());
     if (archived)
       effects.events.push({ type: 'submission.archived', accountId: actor.accountId, recordId: id, at: now });
   });
@@ -128,7 +146,8 @@ export type UpdateSubmitterInput = Omit<z.input<typeof UpdateSubmitterRequest>, 
  * subject and body). `completed: true` completes it (api_complete_form; the values of fields whose
  * conditions are not met are dropped, required fields are not enforced, as DocuSeal), with the completion
  * pipeline's job and the next parties' requests; otherwise `send_email`/`send_sms` true sends the
- * request again (a new sending, not deduplicated away). Nothing is written when a check fails.
+ * request again (a new sending, not deduplicated away). A changed email or phone starts the party's
+ * reminders again (restartReminders). Nothing is written when a check fails.
  * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION "Submitter has already completed the submission."
  *   or "... declined ...", DocuSeal's messages for bad email/phone, "require_email_2fa is not
  *   supported: the signing form has no one-time codes" (Signet's form cannot verify a code; docs/compatibility.md),
@@ -227,6 +246,9 @@ export async function updateSubmitter(
       },
       select: { id: true, email: true, phone: true },
     });
+    // A new address starts the party's reminders again (src/submissions/reminders.ts).
+    if (updated.email !== submitter.email || updated.phone !== submitter.phone)
+      await restartReminders(tx, id, deps.clock.now());
     if (input.completed) {
       await tx.submissionEvent.create({
         data: {

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { jsonObject, list, MAX_ITEMS, MAX_JSON, MAX_LENGTH, record, text } from '../limits.ts';
+import { ReminderSettings } from '../notifications/reminder-settings.ts';
 
 // Sizes: src/limits.ts (docs/security.md "Input limits"). Values (`values`, `default_value`) are
 // measured once matched to their field (create-submissions.ts applyPrefill): an attachment's
@@ -129,6 +130,11 @@ export const CreateSubmissionsRequest = z.object({
   more_submissions: z.array(SubmissionGroupInput).optional().meta({
     description: 'Further submissions of the same template in one call (the earlier shape `submissions: [...]`).',
   }),
+  reminders: ReminderSettings.optional().meta({
+    description:
+      'Reminders to the parties who were sent a request and have not completed (a Signet extension); ' +
+      "without them, the account's default.",
+  }),
 });
 
 /** A create request's settings for all its submitters (part of CreateSubmissionsRequest). */
@@ -142,6 +148,7 @@ export const SubmissionSettingsInput = CreateSubmissionsRequest.pick({
   go_to_last: true,
   require_email_2fa: true,
   require_phone_2fa: true,
+  reminders: true,
 });
 
 /** What PUT /submitters/{id} (GraphQL `updateSubmitter`) may change, in DocuSeal's keys. */

@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { MAX_LENGTH, text } from '../limits.ts';
+import { checkReminderSettings, ReminderSettings, type Reminders } from '../notifications/reminder-settings.ts';
 
 export const UpdateSubmissionRequest = z.object({
   id: z.number().int(),
@@ -14,20 +15,28 @@ export const UpdateSubmissionRequest = z.object({
   /** DocuSeal clears the expiry with `expire_at: null` (or ""); GraphQL, where null means absent, says it so. */
   clear_expire_at: z.boolean().optional().meta({ description: 'Remove the expiry.' }),
   archived: z.boolean().optional(),
+  reminders: ReminderSettings.optional().meta({
+    description:
+      "The submission's reminder settings from now on (a Signet extension): the reminders still to come follow them.",
+  }),
 });
 
 /**
  * A parsed request's changes as updateSubmission (submission-actions.ts) takes them:
- * `clear_expire_at: true` wins over `expire_at` and gives `expireAt: null`.
+ * `clear_expire_at: true` wins over `expire_at` and gives `expireAt: null`; `reminders` are checked
+ * (checkReminderSettings).
+ * @throws AppError VALIDATION for reminder settings that make no sense
  */
 export function submissionChanges(request: Omit<z.output<typeof UpdateSubmissionRequest>, 'id'>): {
   name?: string;
   expireAt?: Date | null;
   archived?: boolean;
+  reminders?: Reminders;
 } {
   return {
     ...(request.name !== undefined ? { name: request.name } : {}),
     ...(request.clear_expire_at ? { expireAt: null } : request.expire_at ? { expireAt: request.expire_at } : {}),
     ...(request.archived !== undefined ? { archived: request.archived } : {}),
+    ...(request.reminders !== undefined ? { reminders: checkReminderSettings(request.reminders) } : {}),
   };
 }

@@ -16,6 +16,7 @@ import { docusealRestApi } from '../../rest-compat/index.ts';
 import type { FileUrlSigner } from '../../src/documents/file-urls.ts';
 import type { FileStorage } from '../../src/documents/storage.ts';
 import { createJobQueue, type JobQueue } from '../../src/jobs/job-queue.ts';
+import type { Clock } from '../../src/util/clock.ts';
 import { createTestDatabase, type TestDatabase } from './database.ts';
 
 export interface TestApp {
@@ -58,7 +59,7 @@ let sequence = 0;
  * @param options.viaDatabaseUrl the URL the service (its db and job queue) uses for the test database's URL,
  *   e.g. the same database through a TCP proxy (test/helpers/tcp-proxy.ts); the returned `db` connects directly
  * @param options.storage, options.signer passed to buildApp (default: built from config)
- * @param options.idempotencyClock the clock of Idempotency-Key locks and expiry (buildApp's; default the system's)
+ * @param options.clock passed to buildApp: the time reminders are judged by (test/helpers/clock.ts)
  * DATA_DIR is a new temporary directory, removed by close(), unless options.env sets it.
  * The job queue runs on the test database with fast polling; close() stops it with the app.
  */
@@ -70,7 +71,7 @@ export async function startTestApp(
     viaDatabaseUrl?: (testDatabaseUrl: string) => string;
     storage?: FileStorage;
     signer?: FileUrlSigner;
-    idempotencyClock?: () => Date;
+    clock?: Clock;
   } = {},
 ): Promise<TestApp> {
   const database = await createTestDatabase();
@@ -107,7 +108,7 @@ export async function startTestApp(
     apis: [docusealRestApi({ extraRoutes: options.extraRestRoutes })],
     storage: options.storage,
     signer: options.signer,
-    idempotencyClock: options.idempotencyClock,
+    clock: options.clock,
   });
   const url = await app.start({ port, host: '127.0.0.1' });
   const setupDb = options.databaseUrl || serviceDatabaseUrl ? createDb(database.url) : db;

@@ -24,6 +24,11 @@ export interface TestSmtpServer {
   waitForMessages(count: number, timeoutMs?: number): Promise<ReceivedMail[]>;
   /** The next message's DATA is answered with this SMTP reply instead of 250 (e.g. 451 or 550). */
   rejectNext(responseCode: number, message?: string): void;
+  /**
+   * The next message's DATA is never answered (nor kept): the sender waits in the middle of the
+   * send, e.g. to be killed there. Resolves once that message's DATA has arrived.
+   */
+  holdNext(): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -37,6 +42,7 @@ export async function startSmtpServer(
   const messages: ReceivedMail[] = [];
   const waiters: Array<() => void> = [];
   const rejections: Array<{ responseCode: number; message: string }> = [];
+  const holds: Array<() => void> = [];
   const auth = options.auth;
 
   const server = new SMTPServer({
@@ -57,6 +63,11 @@ export async function startSmtpServer(
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('error', callback);
       stream.on('end', () => {
+        const hold = holds.shift();
+        if (hold) {
+          hold();
+          return;
+        }
         const rejection = rejections.shift();
         if (rejection) {
           callback(Object.assign(new Error(rejection.message), { responseCode: rejection.responseCode }));
@@ -112,6 +123,9 @@ export async function startSmtpServer(
     },
     rejectNext(responseCode, message = responseCode >= 500 ? 'Rejected' : 'Try again later') {
       rejections.push({ responseCode, message });
+    },
+    holdNext() {
+      return new Promise<void>((resolve) => holds.push(resolve));
     },
     close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -6,7 +6,8 @@ import { sqlPool, type Db } from '../client.ts';
 
 /**
  * What a request needs, in one statement: the submitter, its submission (and the field types of
- * the submitter's role, which choose the default message), the template's name, the account, the
+ * the submitter's role, which choose the default message), the template's name, the account (and
+ * its default reminder settings, for the reminders that start once the request is sent), the
  * sender and every party. Plain SQL: this runs once per request sent, and through Prisma the
  * include tree cost several times more CPU than the rest of the job (bench/submissions.ts).
  * Timestamps are read AT TIME ZONE 'UTC' (timestamp(3) columns hold UTC).
@@ -23,6 +24,7 @@ const READ_REQUEST = {
            (SELECT COALESCE(json_agg(DISTINCT f->>'type'), '[]') FROM jsonb_array_elements(s.template_fields) f
              WHERE f->>'submitter_uuid' = x.role_uuid::text) AS "ownTypes",
            t.id AS "templateId", t.name AS "templateName", a.name AS "accountName", a.timezone,
+           a.preferences->'reminders' AS "accountReminders",
            u.first_name AS "senderFirstName", u.last_name AS "senderLastName", u.email AS "senderEmail",
            u.id IS NOT NULL AS "hasSender",
            (SELECT json_agg(json_build_object('id', p.id, 'slug', p.slug, 'email', p.email, 'name', p.name,
@@ -51,13 +53,15 @@ export interface SignatureRequestRow {
   done: boolean;
   submissionName: string | null;
   expireAt: Date | null;
-  submissionPreferences: { message?: { subject?: string; body?: string } } | null;
+  submissionPreferences: { message?: { subject?: string; body?: string }; reminders?: unknown } | null;
   closed: boolean;
   ownTypes: string[];
   templateId: number;
   templateName: string;
   accountName: string;
   timezone: string;
+  /** The account's default reminder settings (`preferences.reminders`), JSON as stored. */
+  accountReminders: unknown;
   senderFirstName: string | null;
   senderLastName: string | null;
   senderEmail: string | null;

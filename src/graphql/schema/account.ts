@@ -4,6 +4,7 @@
  */
 import {
   AccountPreferencesChange,
+  accountReminders,
   parseAccountPreferences,
   updateAccountPreferences,
 } from '../../accounts/account-preferences.ts';
@@ -11,6 +12,8 @@ import { parseInput } from '../../accounts/api-keys.ts';
 import { builder } from '../builder.ts';
 import { requireViewer } from '../context.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
+// Registered first: the settings input is part of UpdateAccountPreferencesInput.
+import { ReminderSettingsRef } from './reminders.ts';
 
 export const AccountRef = builder.prismaObject('Account', {
   description: 'A tenant: the owner of templates, submissions, users and API keys.',
@@ -29,6 +32,14 @@ export const AccountRef = builder.prismaObject('Account', {
         '(`Submission.combinedDocumentUrl`; DocuSeal "combine PDF result"). Default false.',
       select: { preferences: true },
       resolve: (a) => parseAccountPreferences(a.preferences).combine_pdf_result === true,
+    }),
+    reminders: t.field({
+      type: ReminderSettingsRef,
+      nullable: true,
+      description:
+        'Default reminder settings of the submissions without their own (docs/reminders.md); null when none.',
+      select: { preferences: true },
+      resolve: (a) => accountReminders(parseAccountPreferences(a.preferences)),
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),

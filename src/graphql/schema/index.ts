@@ -6,6 +6,7 @@ import { lexicographicSortSchema, printSchema } from 'graphql';
 import { builder } from '../builder.ts';
 import './account.ts';
 import './api-key.ts';
+import './reminders.ts';
 import './event-feed.ts';
 import './submission.ts';
 import './signing-form.ts';

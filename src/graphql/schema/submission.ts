@@ -24,6 +24,9 @@ import { builder } from '../builder.ts';
 import { type GraphQLContext, requireViewer } from '../context.ts';
 import { FieldRef } from './template.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
+import { effectiveReminders } from '../../notifications/reminder-settings.ts';
+// Registered first: the settings input is part of CreateSubmissionsInput.
+import { ReminderSettingsRef } from './reminders.ts';
 
 /** The columns a submitter's `values` and `fields` are made of. */
 const VALUES_SELECT = {
@@ -136,6 +139,10 @@ export const SubmitterRef = builder.prismaObject('Submitter', {
   }),
 });
 
+/** An account's stored default reminder settings (`preferences.reminders`). */
+const accountDefault = (account: { preferences: unknown }) =>
+  (account.preferences as { reminders?: unknown } | null)?.reminders;
+
 export const SubmissionRef = builder.prismaObject('Submission', {
   description: 'One signing request made from a template, with its own copy of the roles, fields and documents.',
   // Only the columns the query asks for: the copies of the template's fields and documents are large.
@@ -160,6 +167,16 @@ export const SubmissionRef = builder.prismaObject('Submission', {
     template: t.relation('template'),
     createdByUser: t.relation('createdByUser', { nullable: true }),
     submitters: t.relation('submitters', { query: { orderBy: { id: 'asc' } } }),
+    reminders: t.field({
+      type: ReminderSettingsRef,
+      nullable: true,
+      description:
+        "The reminder settings that apply (docs/reminders.md): the submission's own, else its account's default; " +
+        'null when none.',
+      select: { preferences: true, account: { select: { preferences: true } } },
+      resolve: (s) =>
+        effectiveReminders((s.preferences as { reminders?: unknown } | null)?.reminders, accountDefault(s.account)),
+    }),
     fields: t.field({
       type: [FieldRef],
       description:
