@@ -33,6 +33,7 @@ import { type CompletionHooks, defineCompletionJob } from './signing/complete-su
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { createEmailClickTags } from './submissions/signing-links.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
+import { defineBulkSendJobs } from './submissions/bulk-send-job.ts';
 import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
 
 export interface AppOptions {
@@ -146,6 +147,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     effects,
     emailClicks,
   });
+  // Bulk sends: their rows made into submissions, a batch at a time (src/submissions/bulk-send-job.ts).
+  defineBulkSendJobs(jobs, { db, storage, effects, live, config, logger: fastify.log });
   const contextFactory = createContextFactory({
     db,
     config,

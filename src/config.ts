@@ -164,6 +164,12 @@ const EnvSchema = z.object({
    * through Signet closes them at once.
    */
   CREDENTIALS_RECHECK_SECONDS: z.coerce.number().positive().max(3600).default(10),
+  /**
+   * Invitations (signature request emails and SMS) a bulk send releases per minute, unless the bulk send gives its
+   * own `rate_per_minute` (src/submissions/bulk-send-job.ts). 1 to 60,000: src/limits.ts BULK_SEND_RATE_PER_MINUTE
+   * (this file sits below it and cannot import it).
+   */
+  BULK_SEND_RATE_PER_MINUTE: intFromEnv(1, 60_000).default(300),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -265,6 +271,8 @@ export interface Config {
   corsOrigins: string[];
   /** Milliseconds between checks of the API keys behind open subscriptions (CREDENTIALS_RECHECK_SECONDS). */
   credentialsRecheck: number;
+  /** Invitations per minute of a bulk send that gives no `rate_per_minute` (BULK_SEND_RATE_PER_MINUTE). */
+  bulkSendRatePerMinute: number;
 }
 
 /** Limits of one GraphQL operation, checked by src/graphql/limits.ts (GraphQL Armor's units). */
@@ -373,6 +381,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     },
     corsOrigins: e.CORS_ORIGINS ?? [],
     credentialsRecheck: Math.round(e.CREDENTIALS_RECHECK_SECONDS * 1000),
+    bulkSendRatePerMinute: e.BULK_SEND_RATE_PER_MINUTE,
   };
 }
 

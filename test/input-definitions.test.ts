@@ -25,6 +25,7 @@ import { fromGraphQLInput } from '../src/graphql/zod-input.ts';
 import { schema } from '../src/graphql/schema/index.ts';
 import { camelKey, inputShape } from '../src/input-shape.ts';
 import { text } from '../src/limits.ts';
+import { BulkSendColumn, CreateBulkSendRequest } from '../src/submissions/bulk-send-input.ts';
 import {
   CreateSubmissionsRequest,
   FieldConfig,
@@ -85,6 +86,8 @@ describe('one definition per input', () => {
     ['UpdateSubmissionInput', UpdateSubmissionRequest],
     ['TemplateDocumentChangeInput', DocumentOperation],
     ['UpdateTemplateDocumentsInput', UpdateTemplateDocumentsRequest],
+    ['BulkSendColumnInput', BulkSendColumn],
+    ['CreateBulkSendInput', CreateBulkSendRequest],
   ];
 
   it.each(derived)(

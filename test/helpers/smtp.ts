@@ -13,6 +13,8 @@ export interface ReceivedMail {
   user: string | undefined;
   parsed: ParsedMail;
   raw: Buffer;
+  /** When its DATA ended (Date.now()): when the message arrived. */
+  receivedAt: number;
 }
 
 export interface TestSmtpServer {
@@ -57,6 +59,7 @@ export async function startSmtpServer(
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('error', callback);
       stream.on('end', () => {
+        const receivedAt = Date.now();
         const rejection = rejections.shift();
         if (rejection) {
           callback(Object.assign(new Error(rejection.message), { responseCode: rejection.responseCode }));
@@ -74,6 +77,7 @@ export async function startSmtpServer(
               user: typeof session.user === 'string' ? session.user : undefined,
               parsed,
               raw,
+              receivedAt,
             });
             for (const wake of waiters.splice(0)) wake();
             callback();

@@ -8,6 +8,7 @@ import './account.ts';
 import './api-key.ts';
 import './event-feed.ts';
 import './submission.ts';
+import './bulk-send.ts';
 import './signing-form.ts';
 import './submission-queries.ts';
 import './submission-completion.ts';
