@@ -9,7 +9,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
+import { insertBulkSendRows } from '../src/db/queries/bulk-sends.ts';
 import { MAX_BULK_SEND_BYTES, MAX_ITEMS } from '../src/limits.ts';
+import { runBulkSendBatch } from '../src/submissions/bulk-send-job.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
@@ -374,6 +376,53 @@ describe('invitations at the rate asked', () => {
     await t.jobs.waitForIdle();
     expect(mine()).toHaveLength(8);
   }, 60_000);
+});
+
+describe('a batch run again (a job retried, or taken back from a dead instance while it ran)', () => {
+  it('makes each row once: every batch run twice side by side, and once more after it committed', async () => {
+    // A bulk send of 150 rows (two batches) whose batches this test runs itself, twice each at once;
+    // the batch-1 job the first batch records runs on the app's queue beside them.
+    const bulk = await t.db.bulkSend.create({
+      data: {
+        accountId: alice.accountId,
+        templateId: single,
+        createdByUserId: alice.userId,
+        settings: { send_email: false },
+        ratePerMinute: 60_000,
+        totalRows: 150,
+      },
+    });
+    await insertBulkSendRows(
+      t.db,
+      bulk.id,
+      Array.from({ length: 150 }, (_, i) => [{ role: 'Signer', email: `twice${i + 1}@bulk.test` }]),
+    );
+    const deps = {
+      db: t.db,
+      storage: t.app.files.storage,
+      effects: t.app.effects,
+      live: t.app.live,
+      config: t.config,
+      logger: { warn: () => undefined },
+    };
+    const run = (batch: number) => runBulkSendBatch(deps, { bulkSendId: bulk.id, batch });
+    await Promise.all([run(0), run(0)]);
+    await run(0);
+    await Promise.all([run(1), run(1)]);
+    await run(0);
+    const done = await t.db.bulkSend.findUniqueOrThrow({ where: { id: bulk.id } });
+    expect(done).toMatchObject({ status: 'completed', createdCount: 150, rejectedCount: 0 });
+    const rows = await t.db.bulkSendRow.findMany({ where: { bulkSendId: bulk.id } });
+    const submissionIds = rows.map((r) => r.submissionId);
+    expect(new Set(submissionIds).size).toBe(150);
+    const emails = await t.db.submitter.findMany({
+      where: { email: { startsWith: 'twice' } },
+      select: { email: true },
+    });
+    expect(emails).toHaveLength(150);
+    await t.jobs.waitForIdle();
+    expect(await t.db.submitter.count({ where: { email: { startsWith: 'twice' } } })).toBe(150);
+  });
 });
 
 describe('another account', () => {
