@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { insertBulkSendRows } from '../src/db/queries/bulk-sends.ts';
 import { MAX_BULK_SEND_BYTES, MAX_ITEMS } from '../src/limits.ts';
-import { runBulkSendBatch } from '../src/submissions/bulk-send-job.ts';
+import { BULK_SEND_BATCH_ROWS, runBulkSendBatch } from '../src/submissions/bulk-send-job.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
@@ -318,7 +318,7 @@ describe('GraphQL: createBulkSend, bulkSend and the bulkSendProgress subscriptio
         if (message.data.bulkSendProgress.status === 'completed') break;
       }
       feed.close();
-      // Now first, then a message per batch (100 rows), the last one completed with every row done.
+      // Now first, then a message per batch (200 rows), the last one completed with every row done.
       const processed = seen.map((s) => s.processedRows);
       expect(processed).toEqual([...processed].sort((a, b) => a - b));
       expect(seen.at(-1)).toEqual({ status: 'completed', processedRows: 250, createdCount: 249, rejectedCount: 1 });
@@ -380,7 +380,8 @@ describe('invitations at the rate asked', () => {
 
 describe('a batch run again (a job retried, or taken back from a dead instance while it ran)', () => {
   it('makes each row once: every batch run twice side by side, and once more after it committed', async () => {
-    // A bulk send of 150 rows (two batches) whose batches this test runs itself, twice each at once;
+    const TOTAL = BULK_SEND_BATCH_ROWS + 50;
+    // A bulk send of two batches whose batches this test runs itself, twice each at once;
     // the batch-1 job the first batch records runs on the app's queue beside them.
     const bulk = await t.db.bulkSend.create({
       data: {
@@ -389,13 +390,13 @@ describe('a batch run again (a job retried, or taken back from a dead instance w
         createdByUserId: alice.userId,
         settings: { send_email: false },
         ratePerMinute: 60_000,
-        totalRows: 150,
+        totalRows: TOTAL,
       },
     });
     await insertBulkSendRows(
       t.db,
       bulk.id,
-      Array.from({ length: 150 }, (_, i) => [{ role: 'Signer', email: `twice${i + 1}@bulk.test` }]),
+      Array.from({ length: TOTAL }, (_, i) => [{ role: 'Signer', email: `twice${i + 1}@bulk.test` }]),
     );
     const deps = {
       db: t.db,
@@ -411,17 +412,17 @@ describe('a batch run again (a job retried, or taken back from a dead instance w
     await Promise.all([run(1), run(1)]);
     await run(0);
     const done = await t.db.bulkSend.findUniqueOrThrow({ where: { id: bulk.id } });
-    expect(done).toMatchObject({ status: 'completed', createdCount: 150, rejectedCount: 0 });
+    expect(done).toMatchObject({ status: 'completed', createdCount: TOTAL, rejectedCount: 0 });
     const rows = await t.db.bulkSendRow.findMany({ where: { bulkSendId: bulk.id } });
     const submissionIds = rows.map((r) => r.submissionId);
-    expect(new Set(submissionIds).size).toBe(150);
+    expect(new Set(submissionIds).size).toBe(TOTAL);
     const emails = await t.db.submitter.findMany({
       where: { email: { startsWith: 'twice' } },
       select: { email: true },
     });
-    expect(emails).toHaveLength(150);
+    expect(emails).toHaveLength(TOTAL);
     await t.jobs.waitForIdle();
-    expect(await t.db.submitter.count({ where: { email: { startsWith: 'twice' } } })).toBe(150);
+    expect(await t.db.submitter.count({ where: { email: { startsWith: 'twice' } } })).toBe(TOTAL);
   });
 });
 
