@@ -272,8 +272,8 @@ async function measureBulk(
   const seconds = (performance.now() - startedAt) / 1000;
   const cpu = (await cpuMs(child.pid)) - cpuBefore;
   const { rows } = await sql.query(
-    'SELECT count(DISTINCT r.submission_id)::int AS n FROM bulk_send_rows r JOIN submissions s ON s.id = r.submission_id ' +
-      'WHERE r.bulk_send_id = $1',
+    'SELECT count(DISTINCT r.submission_id)::int AS n FROM bulk_send_rows r ' +
+      'JOIN submissions s ON s.id = r.submission_id WHERE r.bulk_send_id = $1',
     [id],
   );
   if (rows[0].n !== ROWS) throw new Error(`bulk send ${id}: ${rows[0].n} submissions for ${ROWS} rows`);
