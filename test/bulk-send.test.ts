@@ -158,7 +158,13 @@ describe('REST: POST /api/templates/{id}/submissions/bulk with a CSV', () => {
       'Buyer - Email,Buyer - Name,Buyer - Company,Seller - Email,Seller - Name\n' +
       'b1@bulk.test,Bea,Bea Co,s1@bulk.test,Sam\n' +
       'b2@bulk.test,Ben,,,\n';
-    const started = await api('POST', '/submissions/bulk', { template_id: pair, csv, rate_per_minute: 60_000 });
+    const started = await api('POST', '/submissions/bulk', {
+      template_id: pair,
+      csv,
+      rate_per_minute: 60_000,
+      expire_at: '2030-01-02 03:04:05',
+      name: 'Spring sale',
+    });
     expect(started.status, JSON.stringify(started.json)).toBe(202);
     const report = await finished(started.json.id);
     expect(report).toMatchObject({ created_count: 2, rejected_count: 0, rejected_rows: [] });
@@ -171,6 +177,11 @@ describe('REST: POST /api/templates/{id}/submissions/bulk with a CSV', () => {
       ],
       // A role with no cell filled is not in the row, as a POST without it.
       [['Buyer', 'b2@bulk.test', 'Ben']],
+    ]);
+    // The request's settings are every row's.
+    expect(submissions.map((s) => [s.json.name, s.json.expire_at])).toEqual([
+      ['Spring sale', '2030-01-02T03:04:05.000Z'],
+      ['Spring sale', '2030-01-02T03:04:05.000Z'],
     ]);
     // Preserved order: the buyer is invited; the seller once the buyer completes.
     await until(() => mailsTo('b1@bulk.test').length === 1 && mailsTo('b2@bulk.test').length === 1, 15_000);
@@ -246,6 +257,37 @@ describe('limits', () => {
     // Not carried out here (bench/bulk-send.ts makes 10,000): removed, its next batch then finds nothing to do.
     await t.db.bulkSend.delete({ where: { id: most.json.id } });
   }, 120_000);
+
+  it(`${MAX_ITEMS.activeBulkSends} bulk sends of the account in progress → 422 for another`, async () => {
+    const running = await Promise.all(
+      Array.from({ length: MAX_ITEMS.activeBulkSends }, () =>
+        t.db.bulkSend.create({
+          data: {
+            accountId: alice.accountId,
+            templateId: single,
+            ratePerMinute: 60,
+            totalRows: 1,
+            status: 'processing',
+          },
+        }),
+      ),
+    );
+    try {
+      const refused = await api('POST', `/templates/${single}/submissions/bulk`, { csv: 'Email\na@bulk.test\n' });
+      expect(refused).toEqual({
+        status: 422,
+        json: { error: 'too many bulk sends in progress (maximum is 10); wait for one to complete' },
+      });
+    } finally {
+      await t.db.bulkSend.deleteMany({ where: { id: { in: running.map((b) => b.id) } } });
+    }
+    const other = await api('POST', `/templates/${single}/submissions/bulk`, {
+      csv: 'Email\na@bulk.test\n',
+      send_email: false,
+    });
+    expect(other.status, JSON.stringify(other.json)).toBe(202);
+    await finished(other.json.id);
+  });
 
   it('a CSV over the byte limit → 422 before any row is read; a body over MAX_BODY_SIZE_MB → 413, fast', async () => {
     const before = await t.db.bulkSend.count();
