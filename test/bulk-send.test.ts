@@ -319,7 +319,9 @@ describe('GraphQL: createBulkSend, bulkSend and the bulkSendProgress subscriptio
     rows { row status error submissionId }`;
 
   it('JSON rows with explicit columns; progress over graphql-ws until completed, and the same by query', async () => {
-    const rows = Array.from({ length: 250 }, (_, i) => ({
+    // Five batches: the subscription starts well before the last.
+    const ROWS = 1000;
+    const rows = Array.from({ length: ROWS }, (_, i) => ({
       'E-mail': i === 7 ? 'broken@' : `g${i}@bulk.test`,
       Who: `Guest ${i}`,
       Firm: `Firm ${i}`,
@@ -343,7 +345,7 @@ describe('GraphQL: createBulkSend, bulkSend and the bulkSendProgress subscriptio
     );
     expect(created.body.errors).toBeUndefined();
     const bulk = created.body.data.createBulkSend.bulkSend;
-    expect(bulk).toMatchObject({ totalRows: 250, processedRows: 0 });
+    expect(bulk).toMatchObject({ totalRows: ROWS, processedRows: 0 });
 
     const client = wsClient(t.url, alice.apiKey);
     try {
@@ -359,11 +361,25 @@ describe('GraphQL: createBulkSend, bulkSend and the bulkSendProgress subscriptio
         seen.push(message.data.bulkSendProgress);
         if (message.data.bulkSendProgress.status === 'completed') break;
       }
-      feed.close();
+      // It ends with the completed message.
+      await until(() => feed.done, 5000, 'the subscription to end');
+      // Subscribed once it is over: that state, and the end.
+      const late = subscribeWs(
+        client,
+        'subscription ($id: Int!) { bulkSendProgress(id: $id) { status processedRows } }',
+        { id: bulk.id },
+      );
+      expect((await late.next()).data.bulkSendProgress).toEqual({ status: 'completed', processedRows: ROWS });
+      await until(() => late.done, 5000, 'the late subscription to end');
       // Now first, then a message per batch (200 rows), the last one completed with every row done.
       const processed = seen.map((s) => s.processedRows);
       expect(processed).toEqual([...processed].sort((a, b) => a - b));
-      expect(seen.at(-1)).toEqual({ status: 'completed', processedRows: 250, createdCount: 249, rejectedCount: 1 });
+      expect(seen.at(-1)).toEqual({
+        status: 'completed',
+        processedRows: ROWS,
+        createdCount: ROWS - 1,
+        rejectedCount: 1,
+      });
       expect(seen.length).toBeGreaterThanOrEqual(2);
     } finally {
       await client.dispose();
@@ -376,7 +392,7 @@ describe('GraphQL: createBulkSend, bulkSend and the bulkSendProgress subscriptio
     expect(read.body.errors).toBeUndefined();
     expect(read.body.data.bulkSend).toMatchObject({
       status: 'completed',
-      createdCount: 249,
+      createdCount: ROWS - 1,
       rejectedCount: 1,
       invitationsScheduled: 0,
       rejected: [{ row: 8, error: 'email is invalid in `submitters[0]`.' }],
@@ -389,7 +405,7 @@ describe('GraphQL: createBulkSend, bulkSend and the bulkSendProgress subscriptio
       await t.db.submission.count({
         where: { id: { in: read.body.data.bulkSend.rows.map((r: any) => r.submissionId).filter(Boolean) } },
       }),
-    ).toBe(249);
+    ).toBe(ROWS - 1);
   }, 60_000);
 });
 

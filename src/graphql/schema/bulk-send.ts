@@ -152,18 +152,29 @@ builder.subscriptionField('bulkSendProgress', (t) =>
   t.prismaField({
     type: BulkSendRef,
     description:
-      'The bulk send as it is now, then again after each batch of rows and when it completes or fails ' +
-      '(its last message has status completed or failed).',
+      'The bulk send as it is now, then again after each batch of rows; the subscription ends with the ' +
+      'message whose status is completed or failed.',
     args: { id: t.arg.int({ required: true }) },
     subscribe: async (_root, { id }, ctx) => {
       const { account } = requireViewer(ctx);
       await findBulkSendForAccount(ctx.db, { id, accountId: account.id });
       const events = ctx.live.subscribe(account.id, (e) => e.type === BULK_SEND_PROGRESS && e.bulkSendId === id);
+      // Over once completed or failed; judged before each message, so that the message (loaded after)
+      // shows that state: a state only moves forward, and the batch that ends it publishes after.
+      const over = async () => {
+        const bulkSend = await ctx.db.bulkSend.findUnique({ where: { id }, select: { status: true } });
+        return !bulkSend || bulkSend.status === 'completed' || bulkSend.status === 'failed';
+      };
       // A Repeater, so that the subscriber's return() ends it at once (see src/events/pubsub.ts).
       return new Repeater<{ id: number }>(async (push, stop) => {
         void stop.then(() => events.return());
+        let last = await over();
         await push({ id });
-        for await (const _event of events) await push({ id });
+        for await (const _event of last ? [] : events) {
+          last = await over();
+          await push({ id });
+          if (last) break;
+        }
         stop();
       });
     },
