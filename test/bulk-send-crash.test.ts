@@ -1,7 +1,7 @@
 /**
  * A bulk send survives SIGKILL (issue 16: "a crash mid-way neither loses nor doubles a row"): the
  * service runs as a real child process (dist/main.mjs) on a real PostgreSQL with a real SMTP server;
- * a bulk send of 500 rows is started and the service is killed with SIGKILL three times while its
+ * a bulk send of 700 rows is started and the service is killed with SIGKILL three times while its
  * batches run, and restarted on the same database each time. Then:
  * - the bulk send completes: every row is created or rejected, once (created + rejected = rows);
  * - each created row has exactly one submission, the one its row names, with the row's submitter
@@ -25,11 +25,15 @@ import { freePort, startService, testServiceEnv, type ServiceProcess } from './h
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 
 const MAIL_FROM = 'Signet <no-reply@bulk-crash.test>';
-const ROWS = 500;
+const ROWS = 700;
 /** Every 37th row has an address POST /submissions refuses. */
 const isBad = (row: number) => row % 37 === 0;
-/** Kills while the batches run, once this many rows are done. */
-const KILL_AT = [100, 250, 400];
+/**
+ * Kills once this many rows are done: right after the first, second and third batches (200 rows
+ * each, BULK_SEND_BATCH_ROWS) have committed, while the next one runs; each needs progress after
+ * the restart before it.
+ */
+const KILL_AT = [1, 201, 401];
 
 let database: TestDatabase;
 let db: Db;
