@@ -211,7 +211,7 @@ async function writeBatch(
     );
     effects.jobs.push(...written.effects.jobs);
     effects.events.push(...written.effects.events);
-    accepted.forEach((entry, i) => createdIds.set(entry.row, written.created[i]!.id));
+    for (const [i, entry] of accepted.entries()) createdIds.set(entry.row, written.created[i]!.id);
   }
   const outcomes: BulkSendRowOutcome[] = judged.map((entry) =>
     'error' in entry

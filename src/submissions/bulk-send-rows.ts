@@ -16,9 +16,9 @@
 import { CsvError, parse } from 'csv-parse/sync';
 import { AppError } from '../errors.ts';
 import { MAX_BULK_SEND_BYTES, MAX_ITEMS } from '../limits.ts';
+import { matchesField } from '../templates/field-keys.ts';
 import type { Field, Role } from '../templates/fields.ts';
 import type { BulkSendColumn } from './bulk-send-input.ts';
-import { parameterize } from './create-submissions.ts';
 
 /** The data as a table: the column names, then each row's cells (strings, numbers, booleans, or absent). */
 export interface BulkSendTable {
@@ -216,20 +216,17 @@ function readTarget(
   const field = explicit ? (lower.startsWith('values.') ? what.slice('values.'.length) : undefined) : what;
   if (field === undefined || field === '') return undefined;
   const owner =
-    role ?? template.roles.find((r) => template.fields.some((f) => f.submitter_uuid === r.uuid && isField(f, field)));
+    role ??
+    template.roles.find((r) => template.fields.some((f) => f.submitter_uuid === r.uuid && matchesField(f, field)));
   const target: ColumnTarget = { index, role: owner ?? first, kind: 'values', key: field };
   if (!owner || !fieldOf(template, target))
     return explicit || role ? `role ${(owner ?? first).name} has no field "${field}"` : undefined;
   return target;
 }
 
-/** A field of the target's role that `key` names: by uuid, name (any case) or parameterized name (as values). */
+/** A field of the target's role that `key` names, as a create request's `values` name it (matchesField). */
 function fieldOf(template: { fields: Field[] }, target: ColumnTarget): Field | undefined {
-  return template.fields.find((f) => f.submitter_uuid === target.role.uuid && isField(f, target.key ?? ''));
-}
-
-function isField(field: Field, key: string): boolean {
-  return field.uuid === key || field.name.toLowerCase() === key.toLowerCase() || parameterize(field.name) === key;
+  return template.fields.find((f) => f.submitter_uuid === target.role.uuid && matchesField(f, target.key ?? ''));
 }
 
 function findRole(roles: Role[], name: string): Role | undefined {
