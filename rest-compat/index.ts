@@ -7,6 +7,7 @@
 import type { HttpApi } from '../src/app.ts';
 import { registerRestGateway, type RestRoute } from './gateway.ts';
 import { registerAttachmentUploadRoute } from './routes/attachments.ts';
+import { bulkSendRoutes } from './routes/bulk-sends.ts';
 import { eventFeedRoutes } from './routes/events.ts';
 import { signingFormRoutes } from './routes/signing-form.ts';
 import { submissionReadRoutes, submissionRoutes } from './routes/submissions.ts';
@@ -24,6 +25,7 @@ export const restRoutes: RestRoute[] = [
   ...signingFormRoutes,
   ...toolRoutes,
   ...eventFeedRoutes,
+  ...bulkSendRoutes,
 ];
 export { registerRestGateway, type RestRoute } from './gateway.ts';
 

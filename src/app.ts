@@ -36,6 +36,7 @@ import { createEmailClickTags } from './submissions/signing-links.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 import { createReminderScanner, defineReminderJobs } from './submissions/reminders.ts';
 import { type Clock, systemClock } from './util/clock.ts';
+import { defineBulkSendJobs } from './submissions/bulk-send-job.ts';
 import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
 
 export interface AppOptions {
@@ -176,6 +177,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     intervalMs: config.reminderScanInterval,
     logger: fastify.log,
   });
+  // Bulk sends: their rows made into submissions, a batch at a time (src/submissions/bulk-send-job.ts).
+  defineBulkSendJobs(jobs, { db, storage, effects, live, config, logger: fastify.log });
   const contextFactory = createContextFactory({
     db,
     config,

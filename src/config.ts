@@ -162,6 +162,12 @@ const EnvSchema = z.object({
   TEMPLATE_LINK_STARTS_PER_IP: intFromEnv(1, 1_000_000).default(20),
   /** New submissions one template's shared link (/d/…) may start per hour, from all addresses together. */
   TEMPLATE_LINK_STARTS_PER_TEMPLATE: intFromEnv(1, 1_000_000).default(1000),
+  /**
+   * Invitations (signature request emails and SMS) a bulk send releases per minute, unless the bulk send gives its
+   * own `rate_per_minute` (src/submissions/bulk-send-job.ts). 1 to 60,000: src/limits.ts BULK_SEND_RATE_PER_MINUTE
+   * (this file sits below it and cannot import it).
+   */
+  BULK_SEND_RATE_PER_MINUTE: intFromEnv(1, 60_000).default(300),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -295,6 +301,8 @@ export interface Config {
   embedOrigins: string[];
   /** Per hour: new submissions through templates' shared links, per client address and per template. */
   templateLinkStarts: { perIp: number; perTemplate: number };
+  /** Invitations per minute of a bulk send that gives no `rate_per_minute` (BULK_SEND_RATE_PER_MINUTE). */
+  bulkSendRatePerMinute: number;
 }
 
 /** Limits of one GraphQL operation, checked by src/graphql/limits.ts (GraphQL Armor's units). */
@@ -408,6 +416,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // `*` among others is still any origin.
     embedOrigins: !e.EMBED_ORIGINS?.length || e.EMBED_ORIGINS.includes('*') ? ['*'] : e.EMBED_ORIGINS,
     templateLinkStarts: { perIp: e.TEMPLATE_LINK_STARTS_PER_IP, perTemplate: e.TEMPLATE_LINK_STARTS_PER_TEMPLATE },
+    bulkSendRatePerMinute: e.BULK_SEND_RATE_PER_MINUTE,
   };
 }
 

@@ -91,6 +91,12 @@ export const MAX_ITEMS = {
    * typed-signature.ts: up to ~10 ms each on an idle core, on the event loop); the same text again is free.
    */
   typedSignatures: 100,
+  /** Rows of one bulk send (CSV data rows after the header, or JSON `rows`): issue 16. */
+  bulkSendRows: 10_000,
+  /** Columns of a bulk send's CSV (or keys of one JSON row), and entries of its `columns` mapping. */
+  bulkSendColumns: 200,
+  /** Bulk sends of one account not yet completed: a new one is refused while this many run. */
+  activeBulkSends: 10,
 } as const;
 
 /**
@@ -99,6 +105,16 @@ export const MAX_ITEMS = {
  * is 30 days) before the first or between two.
  */
 export const MAX_REMINDER = { count: 10, hours: 8_760 } as const;
+
+/**
+ * Largest bulk-send data (src/submissions/bulk-send-rows.ts), in bytes: the CSV text as UTF-8, or
+ * the JSON `rows` as JSON. 10,000 rows of ~1 KB each; checked before any row is read, so a larger
+ * file costs nothing but its upload (and MAX_BODY_SIZE_MB refuses larger bodies with 413 first).
+ */
+export const MAX_BULK_SEND_BYTES = 10 * 1024 * 1024;
+
+/** Invitations per minute a bulk send may ask for (`rate_per_minute`, BULK_SEND_RATE_PER_MINUTE). */
+export const BULK_SEND_RATE_PER_MINUTE = { min: 1, max: 60_000 } as const;
 
 /**
  * Combined PDFs (final documents + audit log, signed) one request may make on demand

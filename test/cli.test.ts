@@ -201,7 +201,10 @@ describe('signet account settings', () => {
     expect(unknown.stderr).toContain('Account 99999999 not found');
   });
 
-  it('sets the default reminders from --reminders JSON (docs/reminders.md), exits 2 on nonsense', async () => {
+  // Five CLI processes, each opening the database: ~30 s on a busy two-core machine.
+  it('sets the default reminders from --reminders JSON (docs/reminders.md), exits 2 on nonsense', {
+    timeout: 90_000,
+  }, async () => {
     const created = jsonLine(
       (await runSignet(['account', 'create', '--name', 'Delta', '--email', 'owner@delta.test'], env)).stdout,
     );
@@ -218,15 +221,18 @@ describe('signet account settings', () => {
     const stored = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
     expect(stored.preferences).toEqual({ reminders: expected });
 
-    for (const [value, message] of [
+    const refusals = [
       ['{"max_count":2,"first_after_hours":1}', 'every_hours is required when max_count is over 1 in `reminders`.'],
       ['{"max_count":99}', 'must be at most 10 in `reminders.max_count`.'],
       ['daily', '--reminders must be JSON'],
-    ]) {
-      const bad = await runSignet(['account', 'settings', '--account-id', id, '--reminders', value!], env);
+    ] as const;
+    const answers = await Promise.all(
+      refusals.map(([value]) => runSignet(['account', 'settings', '--account-id', id, '--reminders', value], env)),
+    );
+    answers.forEach((bad, i) => {
       expect(bad.code, bad.stderr).toBe(2);
-      expect(bad.stderr).toContain(message);
-    }
+      expect(bad.stderr).toContain(refusals[i]![1]);
+    });
     expect((await db.account.findUniqueOrThrow({ where: { id: created.accountId } })).preferences).toEqual({
       reminders: expected,
     });

@@ -38,6 +38,7 @@ let mine: {
   endpoint: number;
   delivery: number;
   apiKey: number;
+  bulkSend: number;
 };
 let bobTemplate: number;
 
@@ -81,6 +82,11 @@ beforeAll(async () => {
       payload: {},
     },
   });
+  const bulk = await rest(t.url, alice.apiKey, 'POST', `/templates/${template}/submissions/bulk`, {
+    csv: 'Email\nbulk@alice.test\n',
+    send_email: false,
+  });
+  expect(bulk.status, JSON.stringify(bulk.json)).toBe(202);
   mine = {
     template,
     submission: created.json[0].submission_id,
@@ -88,6 +94,7 @@ beforeAll(async () => {
     endpoint: endpointId,
     delivery: delivery.id,
     apiKey: alice.apiKeyId,
+    bulkSend: bulk.json.id,
   };
 }, 120_000);
 
@@ -103,6 +110,7 @@ const unknownIds = (): Ids => ({
   endpoint: UNKNOWN,
   delivery: UNKNOWN,
   apiKey: UNKNOWN,
+  bulkSend: UNKNOWN,
 });
 
 interface RestCase {
@@ -170,6 +178,19 @@ const REST_CASES: RestCase[] = [
     path: () => '/submissions/emails',
     body: (i) => ({ template_id: i.template, send_email: false, emails: 'probe@bob.test' }),
   },
+  {
+    method: 'POST',
+    route: '/submissions/bulk',
+    path: () => '/submissions/bulk',
+    body: (i) => ({ template_id: i.template, send_email: false, csv: 'Email\nprobe@bob.test\n' }),
+  },
+  {
+    method: 'POST',
+    route: '/templates/:id/submissions/bulk',
+    path: (i) => `/templates/${i.template}/submissions/bulk`,
+    body: () => ({ send_email: false, csv: 'Email\nprobe@bob.test\n' }),
+  },
+  { method: 'GET', route: '/submissions/bulk/:id', path: (i) => `/submissions/bulk/${i.bulkSend}` },
   { method: 'GET', route: '/submissions', path: (i) => `/submissions?template_id=${i.template}` },
   { method: 'GET', route: '/submissions/:id', path: (i) => `/submissions/${i.submission}` },
   { method: 'GET', route: '/submissions/:id/documents', path: (i) => `/submissions/${i.submission}/documents` },
@@ -322,6 +343,24 @@ const GRAPHQL_CASES: GraphQLCase[] = [
       'mutation ($id: Int!) { createSubmissions(input: {templateId: $id, sendEmail: false, submitters: [{role: ' +
       '"Client", email: "probe@bob.test"}]}) { submissionIds } }',
     variables: (i) => ({ id: i.template }),
+  },
+  {
+    field: 'createBulkSend',
+    query:
+      'mutation ($id: Int!) { createBulkSend(input: {templateId: $id, sendEmail: false, ' +
+      'csv: "Email\\nprobe@bob.test"}) { bulkSend { id } } }',
+    variables: (i) => ({ id: i.template }),
+  },
+  {
+    field: 'bulkSend',
+    query: 'query ($id: Int!) { bulkSend(id: $id) { id } }',
+    variables: (i) => ({ id: i.bulkSend }),
+  },
+  {
+    field: 'bulkSendProgress',
+    query: 'subscription ($id: Int!) { bulkSendProgress(id: $id) { id } }',
+    variables: (i) => ({ id: i.bulkSend }),
+    subscription: true,
   },
   ...(['Pdf', 'Docx', 'Html'] as const).map((kind) => ({
     field: `createSubmissionFrom${kind}`,
@@ -508,6 +547,7 @@ describe("another account's id → 403, an unknown id → 404, everywhere", () =
     expect(await t.db.apiKey.findUniqueOrThrow({ where: { id: mine.apiKey } })).toMatchObject({ revokedAt: null });
     expect(await t.db.template.count({ where: { accountId: bob.accountId } })).toBe(1);
     expect(await t.db.submission.count({ where: { accountId: bob.accountId } })).toBe(0);
+    expect(await t.db.bulkSend.count({ where: { accountId: bob.accountId } })).toBe(0);
     expect(await t.db.webhookDelivery.count({ where: { accountId: bob.accountId } })).toBe(0);
     // Alice's key still answers.
     expect((await rest(t.url, alice.apiKey, 'GET', '/user')).status).toBe(200);

@@ -27,6 +27,7 @@ import { fromGraphQLInput } from '../src/graphql/zod-input.ts';
 import { schema } from '../src/graphql/schema/index.ts';
 import { camelKey, inputShape } from '../src/input-shape.ts';
 import { text } from '../src/limits.ts';
+import { BulkSendColumn, CreateBulkSendRequest } from '../src/submissions/bulk-send-input.ts';
 import {
   CreateSubmissionsRequest,
   FieldConfig,
@@ -89,6 +90,8 @@ describe('one definition per input', () => {
     ['UpdateTemplateDocumentsInput', UpdateTemplateDocumentsRequest],
     ['ReminderSettingsInput', ReminderSettings],
     ['UpdateAccountPreferencesInput', AccountPreferencesChange],
+    ['BulkSendColumnInput', BulkSendColumn],
+    ['CreateBulkSendInput', CreateBulkSendRequest],
   ];
 
   it.each(derived)(

@@ -36,7 +36,8 @@ import { recordTypeOf, type DomainEvent, type EventType } from './events.ts';
  * it, scoped to the subscriber's account, so a message holds nothing a subscriber may not see).
  */
 export interface LiveEvent {
-  type: EventType;
+  /** A domain event's type, or BULK_SEND_PROGRESS. */
+  type: EventType | typeof BULK_SEND_PROGRESS;
   accountId: number;
   /** When it happened, ISO 8601 UTC. */
   at: string;
@@ -46,7 +47,16 @@ export interface LiveEvent {
   submissionId: number | null;
   /** The template the event is about (for form.* and submission.*: the submission's template). */
   templateId: number | null;
+  /** The bulk send of a BULK_SEND_PROGRESS message; absent otherwise. */
+  bulkSendId?: number;
 }
+
+/**
+ * The live message of a bulk send's progress (src/submissions/bulk-send-job.ts: after each batch,
+ * and when it completes or fails), for the `bulkSendProgress` subscription. Not a domain event: no
+ * webhook, no submission_events row.
+ */
+export const BULK_SEND_PROGRESS = 'bulk_send.progress';
 
 /**
  * The topic of an account's events. With Redis the channel is
@@ -118,6 +128,11 @@ export interface LiveEvents {
    */
   publish(events: DomainEvent[]): Promise<void>;
   /**
+   * Publishes that a bulk send of the account moved on (a BULK_SEND_PROGRESS message). Never
+   * throws: a failure is logged (the progress is read from the database anyway).
+   */
+  publishBulkSendProgress(bulkSend: { id: number; accountId: number; templateId: number }): Promise<void>;
+  /**
    * The events of one account that `keep` accepts (default: all), as they are published, until
    * the consumer stops (return()) or endSubscriptions() is called. Listening starts at the first
    * next(); with Redis, the channel is subscribed in the background (once per account and
@@ -187,6 +202,23 @@ export async function createLiveEvents(options: {
         for (const message of await toLiveEvents(db, wanted)) await send(message);
       } catch (error) {
         logger.error({ err: error, events: wanted.map((e) => `${e.type}:${e.recordId}`) }, 'live events not published');
+      }
+    },
+
+    async publishBulkSendProgress(bulkSend) {
+      if (closed || (!redis && (active.get(bulkSend.accountId)?.size ?? 0) === 0)) return;
+      try {
+        await send({
+          type: BULK_SEND_PROGRESS,
+          accountId: bulkSend.accountId,
+          at: new Date().toISOString(),
+          submitterId: null,
+          submissionId: null,
+          templateId: bulkSend.templateId,
+          bulkSendId: bulkSend.id,
+        });
+      } catch (error) {
+        logger.error({ err: error, bulkSendId: bulkSend.id }, 'bulk send progress not published');
       }
     },
 

@@ -101,6 +101,12 @@ export interface CreateSubmissionsOptions {
   download: { allowPrivate: boolean; maxBytes: number; timeoutMs: number };
   /** Limits of image values (signature, initials, image, stamp): IMAGE_MAX_MB, IMAGE_MAX_MEGAPIXELS. */
   images: ImageLimits;
+  /**
+   * When each signature request (email or SMS job) the creation sends becomes due, called once per
+   * request in the order they are written; default: now. A bulk send paces its invitations with it
+   * (src/submissions/bulk-send-job.ts).
+   */
+  requestsDueAt?: (() => Date) | undefined;
 }
 
 export interface CreatedSubmission {
@@ -249,16 +255,7 @@ export async function createSubmissions(
     }
   }
 
-  // One read for the tenant check and the copy (findTemplateForAccount's rule: 404, then 403).
-  const template = await readTemplate(db, options.templateId);
-  if (!template) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
-  if (template.accountId !== options.accountId) throw new AppError('FORBIDDEN');
-  if (template.archived) throw new AppError('VALIDATION', 'Template has been archived');
-  if (template.fields.length === 0) {
-    // The name only for the message: the usual path does not read it.
-    const { name } = await db.template.findUniqueOrThrow({ where: { id: template.id }, select: { name: true } });
-    throw noFieldsError({ id: template.id, name });
-  }
+  const template = await readTemplateForCreate(db, { id: options.templateId, accountId: options.accountId });
   checkSettings(options.settings);
 
   // Validate and plan everything before writing anything.
@@ -277,6 +274,29 @@ export async function createSubmissions(
   const { created, effects } = await db.$transaction((tx) => insertPlannedSubmissions(tx, deps, options, planned, now));
   await deps.effects.committed(effects);
   return created;
+}
+
+/**
+ * The template submissions are made from, checked as a create request checks it: one read for the
+ * tenant check and the copy (findTemplateForAccount's rule: 404, then 403), then archived and
+ * without fields. Its roles and fields are shared with later reads: copy before changing.
+ * @throws AppError NOT_FOUND "Template <id> not found", FORBIDDEN, VALIDATION "Template has been
+ *   archived", VALIDATION noFieldsError (src/templates/template-warnings.ts)
+ */
+export async function readTemplateForCreate(
+  db: Db,
+  options: { id: number; accountId: number },
+): Promise<{ id: number; version: string; roles: Role[]; fields: Field[] }> {
+  const template = await readTemplate(db, options.id);
+  if (!template) throw new AppError('NOT_FOUND', `Template ${options.id} not found`);
+  if (template.accountId !== options.accountId) throw new AppError('FORBIDDEN');
+  if (template.archived) throw new AppError('VALIDATION', 'Template has been archived');
+  if (template.fields.length === 0) {
+    // The name only for the message: the usual path does not read it.
+    const { name } = await db.template.findUniqueOrThrow({ where: { id: template.id }, select: { name: true } });
+    throw noFieldsError({ id: template.id, name });
+  }
+  return template;
 }
 
 /** Submissions planned and their ids drawn, not yet written (planSubmissions). */
@@ -323,18 +343,23 @@ export async function insertPlannedSubmissions(
   now: Date,
 ): Promise<{ created: CreatedSubmission[]; effects: Effects }> {
   const effects = noEffects();
-  const created: CreatedSubmission[] = [];
+  const rows: string[] = [];
   for (const [i, plan] of planned.plans.entries()) {
     const values: Record<string, unknown>[] = [];
     for (const party of plan.parties)
       values.push(await storeStagedFiles(tx, deps.storage, options.accountId, plan.staged, party.values));
     const row = submissionRow(options, plan, values, now, planned.ids[i]!);
-    const rows = await insertSubmissionIn(tx, row.json);
-    if (rows.length === 0) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
-    created.push(createdFrom(plan, rows));
+    rows.push(row.json);
     effects.jobs.push(...row.effects.jobs);
     effects.events.push(...row.effects.events);
   }
+  // All of them in one statement (a bulk send's batch writes a hundred).
+  const inserted = await insertSubmissionIn(tx, rows.length === 1 ? rows[0]! : `[${rows.join(',')}]`);
+  const created = planned.plans.map((plan, i) => {
+    const own = inserted.filter((r) => Number(r.submission_id) === planned.ids[i]!.submissionId);
+    if (own.length === 0) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
+    return createdFrom(plan, own);
+  });
   return { created, effects };
 }
 
@@ -412,15 +437,17 @@ function creationEffects(
   parties: { sendNow: boolean; completed: boolean; preferences: unknown; email: string | null; phone: string | null }[],
   expireAt: Date | null | undefined,
   now: Date,
+  requestsDueAt?: () => Date,
 ): Effects {
   const submissionId = ids.submissionId;
+  const requests = requestJobs(
+    parties.flatMap((p, i) =>
+      p.sendNow ? [{ id: ids.submitterIds[i]!, preferences: p.preferences, email: p.email, phone: p.phone }] : [],
+    ),
+  );
   return {
     jobs: [
-      ...requestJobs(
-        parties.flatMap((p, i) =>
-          p.sendNow ? [{ id: ids.submitterIds[i]!, preferences: p.preferences, email: p.email, phone: p.phone }] : [],
-        ),
-      ),
+      ...(requestsDueAt ? requests.map((job) => ({ ...job, at: requestsDueAt() })) : requests),
       ...expiryJobs(submissionId, expireAt),
       ...parties.flatMap((p, i) => (p.completed ? [completionJob(submissionId, ids.submitterIds[i]!)] : [])),
     ],
@@ -437,7 +464,7 @@ function creationEffects(
 }
 
 /** The request-wide settings' checks (§7.1). @throws AppError VALIDATION */
-function checkSettings(settings: SubmissionSettings): void {
+export function checkSettings(settings: SubmissionSettings): void {
   if (settings.replyTo && !isValidEmailList(settings.replyTo))
     throw new AppError('VALIDATION', 'reply_to email is invalid');
   if (settings.bccCompleted && !isValidEmailList(settings.bccCompleted))
@@ -492,7 +519,7 @@ function submissionRow(
     sendNow: party.sendNow,
     completed: party.input.completed === true,
   }));
-  const effects = creationEffects(options.accountId, ids, parties, settings.expireAt, now);
+  const effects = creationEffects(options.accountId, ids, parties, settings.expireAt, now, options.requestsDueAt);
   const row = {
     id: ids.submissionId,
     accountId: options.accountId,

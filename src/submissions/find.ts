@@ -1,5 +1,5 @@
 /**
- * Tenant checks for submissions and submitters: an unknown id is NOT_FOUND (404), another
+ * Tenant checks for submissions, submitters and bulk sends: an unknown id is NOT_FOUND (404), another
  * account's is FORBIDDEN (403 `{"error":"Not authorized"}`), as DocuSeal (reference §2).
  */
 import type { Prisma } from '../generated/prisma/client.ts';
@@ -42,4 +42,18 @@ export async function findSubmitterForAccount(
   if (!submitter) throw new AppError('NOT_FOUND', `Submitter ${options.id} not found`);
   if (submitter.accountId !== options.accountId) throw new AppError('FORBIDDEN');
   return submitter;
+}
+
+/** @throws AppError NOT_FOUND ("Bulk send <id> not found") or FORBIDDEN */
+export async function findBulkSendForAccount(
+  db: Pick<Prisma.TransactionClient, 'bulkSend'>,
+  options: { id: number; accountId: number },
+) {
+  const bulkSend = await db.bulkSend.findUnique({
+    where: { id: options.id },
+    select: { id: true, accountId: true, templateId: true, status: true },
+  });
+  if (!bulkSend) throw new AppError('NOT_FOUND', `Bulk send ${options.id} not found`);
+  if (bulkSend.accountId !== options.accountId) throw new AppError('FORBIDDEN');
+  return bulkSend;
 }

@@ -13,6 +13,8 @@ export interface ReceivedMail {
   user: string | undefined;
   parsed: ParsedMail;
   raw: Buffer;
+  /** When its DATA ended (Date.now()): when the message arrived. */
+  receivedAt: number;
 }
 
 export interface TestSmtpServer {
@@ -63,6 +65,7 @@ export async function startSmtpServer(
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('error', callback);
       stream.on('end', () => {
+        const receivedAt = Date.now();
         const hold = holds.shift();
         if (hold) {
           hold();
@@ -85,6 +88,7 @@ export async function startSmtpServer(
               user: typeof session.user === 'string' ? session.user : undefined,
               parsed,
               raw,
+              receivedAt,
             });
             for (const wake of waiters.splice(0)) wake();
             callback();

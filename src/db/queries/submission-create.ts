@@ -116,19 +116,26 @@ export interface InsertedRow {
 const iso = (column: string) => `to_char(${column}, 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')`;
 
 /**
- * One submission with its submitters, the api_complete_form event of each party created
- * completed, and completed_at when every party is (reference §7.5 `completed`), in one statement
- * (plain SQL: through Prisma these were four statements in a transaction, ~0.3 ms of CPU each).
- * $1 is the JSON of submissionRow(); timestamps in it are ISO instants, stored as UTC like
- * Prisma's. The submission's copy of the documents (template_schema: attachment_uuid, name,
- * file_id, in order) is taken from the template here. With a `templateVersion`, nothing is
- * written unless the template is still that version, the caller's and not archived. Rows: one
- * per submitter, as stored (the create answer is made from them); none when nothing was written.
+ * Submissions with their submitters, the api_complete_form event of each party created completed,
+ * and completed_at when every party is (reference §7.5 `completed`), in one statement (plain SQL:
+ * through Prisma these were four statements in a transaction, ~0.3 ms of CPU each). $1 is the JSON
+ * of submissionRow() — one submission — or a JSON array of them (a bulk send's batch writes its
+ * submissions in one statement); timestamps in it are ISO instants, stored as UTC like Prisma's.
+ * Each submission's copy of the documents (template_schema: attachment_uuid, name, file_id, in
+ * order) is taken from its template here. With a `templateVersion`, a submission is written only if
+ * the template is still that version, the caller's and not archived. Its outbox rows are written
+ * only with it. Rows: one per submitter, as stored, in id order (the create answer is made from
+ * them); none for a submission not written.
  */
 const INSERT_SUBMISSION = {
   name: 'signet_create_submission',
   text: `
-    WITH input AS (SELECT $1::jsonb AS j),
+    WITH input AS (
+      SELECT x.j, x.n
+        FROM jsonb_array_elements(CASE jsonb_typeof($1::jsonb) WHEN 'array' THEN $1::jsonb
+                                                                ELSE jsonb_build_array($1::jsonb) END)
+             WITH ORDINALITY AS x(j, n)
+    ),
     submission AS (
       INSERT INTO submissions (id, account_id, template_id, created_by_user_id, slug, name, source, submitters_order,
                                template_submitters, template_fields, template_schema, preferences, variables,
@@ -147,6 +154,7 @@ const INSERT_SUBMISSION = {
        -- Planned on the template as last read: only if it is still that version, the caller's, not archived.
        WHERE j->>'templateVersion' IS NULL
           OR (t.xmin::text = j->>'templateVersion' AND t.account_id = (j->>'accountId')::int AND t.archived_at IS NULL)
+       ORDER BY input.n
       RETURNING id, expire_at, created_at
     ),
     party AS (
@@ -158,30 +166,34 @@ const INSERT_SUBMISSION = {
              CASE WHEN (p->>'sendNow')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
              CASE WHEN (p->>'completed')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
              (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
-        FROM input i, submission s, jsonb_array_elements(i.j->'parties') WITH ORDINALITY AS x(p, n)
-       ORDER BY x.n
+        FROM input i JOIN submission s ON s.id = (i.j->>'id')::int,
+             jsonb_array_elements(i.j->'parties') WITH ORDINALITY AS x(p, n)
+       ORDER BY i.n, x.n
       RETURNING *
     ),
     completed_event AS (
       INSERT INTO submission_events (account_id, submission_id, submitter_id, event_type, event_timestamp, created_at)
-      SELECT (i.j->>'accountId')::int, s.id, p.id, 'api_complete_form',
+      SELECT (i.j->>'accountId')::int, p.submission_id, p.id, 'api_complete_form',
              (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
-        FROM input i, submission s, party p
+        FROM party p JOIN input i ON (i.j->>'id')::int = p.submission_id
        WHERE p.completed_at IS NOT NULL
        ORDER BY p.id
     ),
     outbox AS (
-      -- What the creation causes (the outbox), written only with the submission.
+      -- What each creation causes (the outbox), written only with its submission.
       INSERT INTO outbox (name, data, unique_key, run_at)
-      SELECT * FROM (${selectOutboxRows("(SELECT j->'outbox' FROM input)")}) effect
-       WHERE EXISTS (SELECT 1 FROM submission)
+      SELECT * FROM (${selectOutboxRows(
+        `(SELECT COALESCE(jsonb_agg(e.o ORDER BY i.n, e.k), '[]'::jsonb)
+            FROM input i JOIN submission s ON s.id = (i.j->>'id')::int,
+                 jsonb_array_elements(i.j->'outbox') WITH ORDINALITY AS e(o, k))`,
+      )}) effect
     )
     SELECT s.id AS submission_id, ${iso('s.expire_at')} AS expire_at, ${iso('s.created_at')} AS submission_created_at,
            p.id, p.uuid::text AS uuid, p.slug, p.email, p.name, p.phone, p.external_id, p.role_uuid::text AS role_uuid,
            p.metadata::text AS metadata, p.preferences::text AS preferences, p.values::text AS values,
            ${iso('p.sent_at')} AS sent_at, ${iso('p.completed_at')} AS completed_at,
            ${iso('p.created_at')} AS created_at, ${iso('p.updated_at')} AS updated_at
-      FROM submission s, party p
+      FROM submission s JOIN party p ON p.submission_id = s.id
      ORDER BY p.id`,
 };
 
@@ -194,7 +206,10 @@ export async function insertSubmission(db: Db, json: string): Promise<InsertedRo
   return rows;
 }
 
-/** INSERT_SUBMISSION inside a transaction (`tx`), for requests that store files with it. */
+/**
+ * INSERT_SUBMISSION inside a transaction (`tx`), for requests that store files with it.
+ * @param json one planned submission's JSON, or a JSON array of several (one statement for all)
+ */
 export function insertSubmissionIn(tx: Prisma.TransactionClient, json: string): Promise<InsertedRow[]> {
   return tx.$queryRawUnsafe<InsertedRow[]>(INSERT_SUBMISSION.text, json);
 }

@@ -9,6 +9,7 @@ import './api-key.ts';
 import './reminders.ts';
 import './event-feed.ts';
 import './submission.ts';
+import './bulk-send.ts';
 import './signing-form.ts';
 import './submission-queries.ts';
 import './submission-completion.ts';
