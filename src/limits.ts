@@ -89,6 +89,8 @@ export const MAX_ITEMS = {
    * typed-signature.ts: up to ~10 ms each on an idle core, on the event loop); the same text again is free.
    */
   typedSignatures: 100,
+  /** Template folders one API key is limited to (`--folders`, `createApiKey` `folders`; src/accounts/key-scopes.ts). */
+  apiKeyFolders: 50,
 } as const;
 
 /**

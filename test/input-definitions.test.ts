@@ -35,6 +35,7 @@ import {
 } from '../src/submissions/submitter-input.ts';
 import { UpdateSubmissionRequest } from '../src/submissions/update-submission-input.ts';
 import { RequestArea, RequestField } from '../src/templates/build-fields.ts';
+import { CreateApiKeyRequest } from '../src/templates/key-folders.ts';
 import {
   CloneTemplateRequest,
   CreateTemplateFromFileRequest,
@@ -85,6 +86,7 @@ describe('one definition per input', () => {
     ['UpdateSubmissionInput', UpdateSubmissionRequest],
     ['TemplateDocumentChangeInput', DocumentOperation],
     ['UpdateTemplateDocumentsInput', UpdateTemplateDocumentsRequest],
+    ['CreateApiKeyInput', CreateApiKeyRequest],
   ];
 
   it.each(derived)(

@@ -15,6 +15,7 @@
  * (src/submissions/create-one-off-submission.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { inKeyFolders, type KeyFolders, outsideFoldersError } from '../accounts/key-scopes.ts';
 import type { Db } from '../db/client.ts';
 import {
   drawSubmissionIds,
@@ -87,6 +88,13 @@ export interface SubmissionRequest {
 export interface CreateSubmissionsOptions {
   accountId: number;
   userId: number;
+  /**
+   * The folders the caller's key is limited to (src/accounts/key-scopes.ts); null or absent: every
+   * folder. The template must be in them (else FORBIDDEN, as another account's). On the usual path
+   * the folder judged is the one of the template version the write requires, so a template moved
+   * meanwhile is judged again.
+   */
+  folders?: KeyFolders | null | undefined;
   templateId: number;
   /** "api" for API requests (§5.1). */
   source: string;
@@ -175,6 +183,7 @@ function matchesField(field: Field, key: string): boolean {
 interface KnownTemplate {
   version: string;
   accountId: number;
+  folderId: number | null;
   fields: Field[];
   roles: Role[];
 }
@@ -211,6 +220,7 @@ async function readTemplate(
     parsed = {
       version: row.version,
       accountId: row.accountId,
+      folderId: row.folderId,
       fields: parseFields(row.fields),
       roles: parseRoles(row.submitters),
     };
@@ -220,6 +230,7 @@ async function readTemplate(
   return {
     id: row.id,
     accountId: row.accountId,
+    folderId: row.folderId,
     archived: row.archived,
     version: row.version,
     fields: parsed.fields,
@@ -249,7 +260,13 @@ export async function createSubmissions(
   // template is still that version, the caller's and not archived. Anything else (a refusal, a
   // changed template, files to store) takes the path below, which reads the template first.
   const known = knownTemplate(db, options.templateId);
-  if (known && known.accountId === options.accountId && known.fields.length > 0 && options.submissions.length === 1) {
+  if (
+    known &&
+    known.accountId === options.accountId &&
+    inKeyFolders(known.folderId, options.folders ?? null) &&
+    known.fields.length > 0 &&
+    options.submissions.length === 1
+  ) {
     let plan: SubmissionPlan | undefined;
     try {
       checkSettings(options.settings);
@@ -268,6 +285,7 @@ export async function createSubmissions(
   const template = await readTemplate(db, options.templateId);
   if (!template) throw new AppError('NOT_FOUND', `Template ${options.templateId} not found`);
   if (template.accountId !== options.accountId) throw new AppError('FORBIDDEN');
+  if (!inKeyFolders(template.folderId, options.folders ?? null)) throw outsideFoldersError();
   if (template.archived) throw new AppError('VALIDATION', 'Template has been archived');
   if (template.fields.length === 0) {
     // The name only for the message: the usual path does not read it.

@@ -79,8 +79,8 @@ builder.queryFields((t) => ({
     description: 'The signatures of a PDF and whether each holds (REST: POST /tools/verify). 422 `Malformed PDF`.',
     args: { file: t.arg.string({ required: true, description: 'The PDF, base64.' }) },
     resolve: (_root, args, ctx) => {
-      const { account } = requireViewer(ctx);
-      return verifyDocument({ db: ctx.db, config: ctx.config }, account.id, fromBase64(args.file));
+      const { account, folders } = requireViewer(ctx);
+      return verifyDocument({ db: ctx.db, config: ctx.config }, account.id, fromBase64(args.file), folders);
     },
   }),
   mergePdfs: t.string({
