@@ -22,7 +22,7 @@ import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { schema } from '../src/graphql/schema/index.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
-import { subscribeSse } from './helpers/subscriptions.ts';
+import { type Feed, subscribeSse, subscribeWs, wsClient } from './helpers/subscriptions.ts';
 import { makeDocx } from './fixtures/rendering/make-docx.ts';
 
 const WRITE_ERROR = 'Not authorized: this API key lacks the "write" scope';
@@ -1213,6 +1213,64 @@ describe('subscriptions of a key limited to folders', () => {
       expect(first.formEvents).toEqual({ eventType: 'form.viewed', submitter: { id: own.submitter } });
     } finally {
       feed.close();
+    }
+  });
+});
+
+describe('POST /tools/verify', () => {
+  it('checksum_status: a key limited to folders verifies only the completed documents of its folders', async () => {
+    /** A completed submission's signed document, from a template in `folder`. */
+    const completedDocument = async (folder: string) => {
+      const template = (await recordSet(folder)).template;
+      const created = await rest(t.url, alice.apiKey, 'POST', '/submissions', {
+        template_id: template,
+        send_email: false,
+        submitters: [{ role: 'Client', email: 'done@alice.test', completed: true, values: { Name: 'Ada' } }],
+      });
+      expect(created.status, show(created.json)).toBe(200);
+      await t.jobs.waitForIdle({ timeoutMs: 60_000 });
+      const submission = (await rest(t.url, alice.apiKey, 'GET', `/submissions/${created.json[0].submission_id}`)).json;
+      expect(submission.status).toBe('completed');
+      return Buffer.from(await (await fetch(submission.documents[0].url)).arrayBuffer()).toString('base64');
+    };
+    const hrDocument = await completedDocument('HR');
+    const salesDocument = await completedDocument('Sales / EMEA');
+    const status = async (key: string, file: string) =>
+      (await rest(t.url, key, 'POST', '/tools/verify', { file })).json.checksum_status;
+    expect(await status(alice.apiKey, hrDocument)).toBe('verified');
+    expect(await status(reader, hrDocument)).toBe('verified');
+    expect(await status(sales, hrDocument)).toBe('not_found');
+    expect(await status(sales, salesDocument)).toBe('verified');
+  }, 120_000);
+});
+
+describe('over graphql-ws', () => {
+  it('the same answers: a read key’s mutation FORBIDDEN "write", a Sales key’s subscription to HR FORBIDDEN "folders"', async () => {
+    const readerWs = wsClient(t.url, reader);
+    const salesWs = wsClient(t.url, sales);
+    const first = (feed: Feed) => feed.next(8000).catch((error: unknown) => ({ errors: error as Errors }));
+    try {
+      const mutation = subscribeWs(
+        readerWs,
+        'mutation { updateAccountPreferences(input: {combinePdfResult: true}) { id } }',
+      );
+      const refused = await first(mutation);
+      expect(refusal(refused.errors as Errors, 'write'), show(refused)).toBe(true);
+      expect((await subscribeWs(readerWs, '{ viewer { user { id } } }').nextData()).viewer.user.id).toBe(alice.userId);
+
+      const hrSet = await recordSet('HR');
+      const own = await recordSet('Sales / EMEA');
+      const query = 'subscription ($id: Int!) { submissionUpdated(id: $id) { eventType } }';
+      const outside = await first(subscribeWs(salesWs, query, { id: hrSet.submission }));
+      expect(refusal(outside.errors as Errors, 'folders'), show(outside)).toBe(true);
+      const served = subscribeWs(salesWs, query, { id: own.submission });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await rest(t.url, alice.apiKey, 'POST', '/submitter_form_views', { submitter_slug: own.slug });
+      expect((await served.nextData()).submissionUpdated.eventType).toBe('form.viewed');
+      served.close();
+    } finally {
+      await readerWs.dispose();
+      await salesWs.dispose();
     }
   });
 });
