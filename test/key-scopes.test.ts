@@ -1245,7 +1245,7 @@ describe('POST /tools/verify', () => {
 });
 
 describe('over graphql-ws', () => {
-  it('the same answers: a read key’s mutation FORBIDDEN "write", a Sales key’s subscription to HR FORBIDDEN "folders"', async () => {
+  it('a read key’s mutation FORBIDDEN "write"; a Sales key’s subscription to HR FORBIDDEN "folders"', async () => {
     const readerWs = wsClient(t.url, reader);
     const salesWs = wsClient(t.url, sales);
     const first = (feed: Feed) => feed.next(8000).catch((error: unknown) => ({ errors: error as Errors }));

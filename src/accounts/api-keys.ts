@@ -153,21 +153,9 @@ export async function revokeApiKey(
   return revoked;
 }
 
-/**
- * Every key of an account, oldest first, revoked ones included; with `options.within` (the asking
- * key), only the keys within it (keyWithin): a key limited to folders sees keys of its folders.
- */
-export async function listApiKeys(
-  db: Pick<Db, 'apiKey'>,
-  options: { accountId: number; within?: { scopes: readonly string[]; folders: KeyFolders | null } },
-): Promise<ApiKeySummary[]> {
-  const keys = await db.apiKey.findMany({
-    where: { accountId: options.accountId },
-    orderBy: { id: 'asc' },
-    select: summarySelect,
-  });
-  const { within } = options;
-  return within ? keys.filter((key) => keyWithin({ scopes: [], folderIds: key.folderIds }, within)) : keys;
+/** Every key of an account, oldest first, revoked ones included. */
+export function listApiKeys(db: Pick<Db, 'apiKey'>, options: { accountId: number }): Promise<ApiKeySummary[]> {
+  return db.apiKey.findMany({ where: { accountId: options.accountId }, orderBy: { id: 'asc' }, select: summarySelect });
 }
 
 /**
