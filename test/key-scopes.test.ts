@@ -1200,6 +1200,22 @@ describe('API keys: a key makes, sees and revokes no key broader than itself', (
   });
 });
 
+describe('folders as they change', () => {
+  it('a subfolder made after the key is within it; a template moved out of its folders is out at once', async () => {
+    const later = await recordSet('Sales / Made later');
+    expect((await rest(t.url, sales, 'GET', `/templates/${later.template}`)).status).toBe(200);
+    expect((await rest(t.url, sales, 'GET', `/submitters/${later.submitter}`)).status).toBe(200);
+    const moved = await rest(t.url, alice.apiKey, 'PUT', `/templates/${later.template}`, { folder_name: 'HR / Moved' });
+    expect(moved.status).toBe(200);
+    expect((await rest(t.url, sales, 'GET', `/templates/${later.template}`)).json).toEqual({ error: FOLDER_ERROR });
+    expect((await rest(t.url, sales, 'GET', `/submissions/${later.submission}`)).status).toBe(403);
+    const listed = (await rest(t.url, sales, 'GET', '/submitters?limit=100')).json.data.map(
+      (s: { id: number }) => s.id,
+    );
+    expect(listed).not.toContain(later.submitter);
+  });
+});
+
 describe('subscriptions of a key limited to folders', () => {
   it('formEvents without a filter gets the events of its folders only (over SSE)', async () => {
     const hrSet = await recordSet('HR');

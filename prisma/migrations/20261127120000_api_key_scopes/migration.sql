@@ -15,3 +15,22 @@ ADD COLUMN "folder_ids" INTEGER[] NOT NULL DEFAULT ARRAY[]::INTEGER[];
 
 ALTER TABLE "api_keys" ADD CONSTRAINT "api_keys_scopes_check"
   CHECK (cardinality("scopes") > 0 AND "scopes" <@ ARRAY['read', 'write']::TEXT[]);
+
+-- A key's folders and every subfolder of them (ids), for AUTHENTICATE, which calls it only for a
+-- key limited to folders. A function rather than the same recursive query inline: PostgreSQL sets
+-- up an inline subquery's plan on every execution of the statement, even when the CASE around it
+-- never runs it, which cost every request ~15 µs of database time (measured with EXPLAIN ANALYZE:
+-- 33 → 49 µs for a key of every folder; with the function, 35 µs). plpgsql keeps its plan per
+-- connection. Only the account's own folders count.
+CREATE FUNCTION "api_key_folder_tree"("roots" INTEGER[], "account" INTEGER) RETURNS INTEGER[]
+  LANGUAGE plpgsql STABLE AS $$
+BEGIN
+  RETURN (
+    WITH RECURSIVE "tree"("id") AS (
+      SELECT f."id" FROM "folders" f WHERE f."id" = ANY ("roots") AND f."account_id" = "account"
+      UNION
+      SELECT f."id" FROM "folders" f JOIN "tree" t ON f."parent_folder_id" = t."id"
+    )
+    SELECT coalesce(array_agg("tree"."id"), '{}') FROM "tree"
+  );
+END $$;
