@@ -1156,6 +1156,21 @@ describe('API keys: a key makes, sees and revokes no key broader than itself', (
     }
   });
 
+  it('refuses scopes that say nothing or are unknown (422 VALIDATION), making no key', async () => {
+    const before = await t.db.apiKey.count();
+    for (const [input, message] of [
+      ['{scopes: []}', 'scopes must name read and/or write'],
+      ['{scopes: ["admin"]}', 'scopes must be read or write'],
+    ] as const) {
+      const { body } = await graphql(t.url, `mutation { createApiKey(input: ${input}) { token } }`, {
+        key: alice.apiKey,
+      });
+      expect(body.errors?.[0]?.extensions?.code, input).toBe('VALIDATION');
+      expect(body.errors?.[0]?.message, input).toContain(message);
+    }
+    expect(await t.db.apiKey.count()).toBe(before);
+  });
+
   it('a Sales key sees the keys of its folders, makes keys only within them, revokes only those', async () => {
     const listed = await graphql(t.url, '{ apiKeys { id name folders } }', { key: sales });
     expect(listed.body.errors).toBeUndefined();

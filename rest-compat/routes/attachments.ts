@@ -4,7 +4,9 @@
  * "Uploads"). Registered on its own, outside the JSON gateway (../gateway.ts), whose
  * parsers read every body as JSON: multipart parsing is scoped to this route, and errors get the
  * gateway's DocuSeal bodies (`{"error": ...}`). Besides DocuSeal's `file`, a signature or
- * initials may come as its text, `typed_text` (Signet's page; rendered on the server).
+ * initials may come as its text, `typed_text` (Signet's page; rendered on the server). No API key
+ * is read here, so a key's scopes and folders (src/accounts/key-scopes.ts) play no part: a
+ * read-only key sent along gets what no key gets (docs/security.md "Scoped API keys").
  */
 import multipart from '@fastify/multipart';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

@@ -55,9 +55,13 @@ export function generateApiKey(): { token: string; tokenHash: string; prefix: st
   return { token, tokenHash: hashApiKey(token), prefix: token.slice(0, VISIBLE_CHARS) };
 }
 
-/** `scopes` of a create request: `read` and/or `write`; none given means both (src/accounts/key-scopes.ts). */
+/**
+ * `scopes` of a create request: `read` and/or `write` (src/accounts/key-scopes.ts); absent means
+ * both, an empty list is refused (it would not say which).
+ */
 export const ApiKeyScopes = z
   .array(z.enum(API_KEY_SCOPES, { error: `scopes must be ${API_KEY_SCOPES.join(' or ')}` }))
+  .min(1, { error: `scopes must name ${API_KEY_SCOPES.join(' and/or ')}` })
   .max(API_KEY_SCOPES.length * 2);
 
 export const CreateApiKeyInput = z.object({

@@ -144,7 +144,7 @@ const COMMANDS: Record<string, Command> = {
       const { apiKey, token } = await createApiKeyInFolders(db, {
         userId: positiveInt(flags, 'user-id'),
         name: flags.name as string | undefined,
-        scopes: scopes as ApiKeyScope[],
+        scopes: flags.scope === undefined ? undefined : (scopes as ApiKeyScope[]),
         folders: flags.folders as string[] | undefined,
       });
       const [shown] = await withFolderNames(db, [apiKey]);
