@@ -10,7 +10,8 @@
  *
  * Wire behaviour shared by every route (reference/docuseal-behaviour.md §2–3):
  * - bodies are parsed as JSON whatever the Content-Type; malformed JSON → 422 `{"error":"JSON parse error: ..."}`
- * - missing/bad key → 401 `{"error":"Not authenticated"}`
+ * - missing/bad key → 401 `{"error":"Not authenticated"}`; a key without the scope the route's
+ *   operation needs (a mutation: `write`; a query: `read`) → 403 naming it (checkKeyScope)
  * - every path also answers with DocuSeal's `.json` suffix (`/templates.json`, `/submissions/1.json`)
  * - unknown route → 404 `{"status":404}`; body over the limit → 413 `{"error": ...}`
  * - database down → 503 `{"error":"Service unavailable, please try again later"}` with
@@ -31,6 +32,7 @@ import {
   parse,
   validate,
 } from 'graphql';
+import { type ApiKeyScope, missingScope, scopeOfOperation } from '../src/accounts/key-scopes.ts';
 import { AppError } from '../src/errors.ts';
 import type { ContextFactory, GraphQLContext } from '../src/graphql/context.ts';
 import { findAppError, isGraphQLOwnError } from '../src/graphql/errors.ts';
@@ -89,6 +91,8 @@ interface PreparedRoute {
   document: DocumentNode;
   operationName: string;
   operation: OperationDefinitionNode;
+  /** The scope a key needs for the route: its operation's (checkKeyScope). */
+  scope: ApiKeyScope;
 }
 
 export interface RestGatewayOptions {
@@ -104,7 +108,7 @@ export interface RestGatewayOptions {
 
 /**
  * Parses and validates every route's operation against the schema.
- * @throws Error at start naming the route when an operation is invalid or unnamed
+ * @throws Error at start naming the route when an operation is invalid or unnamed, or a GET route's is a mutation
  */
 export function prepareRoutes(schema: GraphQLSchema, routes: RestRoute[]): PreparedRoute[] {
   return routes.map((route) => {
@@ -119,7 +123,11 @@ export function prepareRoutes(schema: GraphQLSchema, routes: RestRoute[]): Prepa
         `REST route ${label}: invalid operation ${operationName}: ${errors.map((e) => e.message).join('; ')}`,
       );
     }
-    return { route, document, operationName, operation: operations[0] as OperationDefinitionNode };
+    const operation = operations[0] as OperationDefinitionNode;
+    // A read-only key may GET anything: a GET that changes something would need `write` unseen.
+    if ([route.method].flat().includes('GET') && operation.operation !== 'query')
+      throw new Error(`REST route ${label}: a GET route's operation must be a query`);
+    return { route, document, operationName, operation, scope: scopeOfOperation(operation.operation) };
   });
 }
 
@@ -178,15 +186,17 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
               contexts.set(request, context);
               if (!entry.route.public && !context.viewer) {
                 await sendRestError(reply, restErrorFor(new AppError('UNAUTHENTICATED')));
+              } else {
+                const refusal = checkKeyScope(entry, context);
+                if (refusal) await sendRestError(reply, restErrorFor(refusal));
               }
               return payload;
             },
             handler: (request, reply) => handle(entry, request, reply, options),
-            ...idempotencyRouteHooks(
-              entry.route.method,
-              options.idempotencyKeys,
-              (request) => contexts.get(request)?.viewer?.account.id,
-            ),
+            ...idempotencyRouteHooks(entry.route.method, options.idempotencyKeys, (request) => {
+              const viewer = contexts.get(request)?.viewer;
+              return viewer ? { accountId: viewer.account.id, apiKeyId: viewer.apiKeyId } : undefined;
+            }),
           });
         }
     },
@@ -238,6 +248,19 @@ async function handle(entry: PreparedRoute, request: FastifyRequest, reply: Fast
   const body = await route.serialize(data, restRequest);
   reply.code(route.status ?? 200).header('content-type', 'application/json; charset=utf-8');
   return reply.send(body instanceof RawJson ? body.text : JSON.stringify(body));
+}
+
+/**
+ * The API key scope of a route (src/accounts/key-scopes.ts), before its body is read: the scope
+ * of its operation — `write` for a mutation, `read` for a query (every GET, and the tools' POSTs,
+ * which change nothing) — noted on the context for requireViewer, and the refusal of a key without
+ * it (403 `{"error":"Not authorized: this API key lacks the \"write\" scope"}`). A public route
+ * (the signing form's, whose capability is the slug) checks no key.
+ */
+function checkKeyScope(entry: PreparedRoute, context: GraphQLContext): AppError | undefined {
+  if (entry.route.public) return undefined;
+  context.operationScope = entry.scope;
+  return context.viewer ? missingScope(context.viewer, entry.scope) : undefined;
 }
 
 /**

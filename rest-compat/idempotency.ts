@@ -46,19 +46,19 @@ export interface IdempotencyRouteHooks {
 /**
  * The hooks of a gateway route: none for a route that takes no POST, PUT or PATCH, or when the
  * service has no idempotency keys (a gateway built without them).
- * @param accountOf the caller's account id, undefined without a valid API key
+ * @param callerOf the caller's account and API key, undefined without a valid API key
  */
 export function idempotencyRouteHooks(
   methods: string | readonly string[],
   keys: IdempotencyKeys | undefined,
-  accountOf: (request: FastifyRequest) => number | undefined,
+  callerOf: (request: FastifyRequest) => { accountId: number; apiKeyId: number } | undefined,
 ): IdempotencyRouteHooks {
   if (!keys || ![methods].flat().some((method) => KEYED_METHODS.has(method))) return {};
   return {
     preHandler(request, reply, done) {
-      const accountId = request.headers[IDEMPOTENCY_KEY_HEADER] === undefined ? undefined : accountOf(request);
-      if (accountId === undefined) return done();
-      beginIdempotentRequest(keys, request, reply, { accountId, body: request.body }).then(
+      const caller = request.headers[IDEMPOTENCY_KEY_HEADER] === undefined ? undefined : callerOf(request);
+      if (caller === undefined) return done();
+      beginIdempotentRequest(keys, request, reply, { ...caller, body: request.body }).then(
         // Answered (a replay): the handler does not run, so `done` is not called (Fastify's hooks).
         (answered) => (answered ? undefined : done()),
         done,
@@ -69,7 +69,7 @@ export function idempotencyRouteHooks(
 }
 
 /**
- * Claims the request's key for `accountId`, or answers the request with the kept answer.
+ * Claims the request's key for `accountId` and the caller's `apiKeyId`, or answers the request with the kept answer.
  * Does nothing for a method other than POST, PUT or PATCH, or without the header.
  * @param options.body what makes the request the same request besides its method and path: the
  *   parsed JSON body (the gateway), or the form's fields and the file's digest (the upload route)
@@ -81,14 +81,14 @@ export async function beginIdempotentRequest(
   keys: IdempotencyKeys,
   request: FastifyRequest,
   reply: FastifyReply,
-  options: { accountId: number; body: unknown },
+  options: { accountId: number; apiKeyId: number; body: unknown },
 ): Promise<boolean> {
   if (!KEYED_METHODS.has(request.method)) return false;
   const header = request.headers[IDEMPOTENCY_KEY_HEADER];
   const key = readIdempotencyKey(Array.isArray(header) ? header.join(', ') : header);
   if (key === undefined) return false;
   const fingerprint = requestFingerprint(['rest', request.method, canonicalPath(request.url), options.body ?? null]);
-  const start = await keys.begin({ accountId: options.accountId, key, fingerprint });
+  const start = await keys.begin({ accountId: options.accountId, apiKeyId: options.apiKeyId, key, fingerprint });
   if (start.run) {
     keyedRequests.set(request, { claim: start.run, began: false });
     return false;

@@ -97,6 +97,8 @@ export const MAX_ITEMS = {
   bulkSendColumns: 200,
   /** Bulk sends of one account not yet completed: a new one is refused while this many run. */
   activeBulkSends: 10,
+  /** Template folders one API key is limited to (`--folders`, `createApiKey` `folders`; src/accounts/key-scopes.ts). */
+  apiKeyFolders: 50,
 } as const;
 
 /**

@@ -28,7 +28,7 @@ describe('authenticate', () => {
         const viewer = await authenticate(db, created.apiKey);
         const user = await db.user.findUniqueOrThrow({ where: { id: created.userId } });
         const account = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
-        expect(viewer).toEqual({ user, account, apiKeyId: created.apiKeyId });
+        expect(viewer).toEqual({ user, account, apiKeyId: created.apiKeyId, scopes: ['read', 'write'], folders: null });
         expect(viewer!.user.createdAt.toISOString()).toBe(user.createdAt.toISOString());
       } finally {
         if (previousTz === undefined) delete process.env.TZ;

@@ -176,6 +176,63 @@ describe('signet api-key', () => {
     expect(missingKey.code).toBe(2);
     expect(missingKey.stderr).toContain('API key 99999 not found');
   });
+
+  it('makes keys with scopes (repeated or comma-separated), folders; lists them; read keys cannot write', async () => {
+    const owner = await db.user.findUniqueOrThrow({ where: { email: 'owner@acme.test' } });
+    const user = ['--user-id', String(owner.id)];
+    const read = await runSignet(
+      [
+        'api-key',
+        'create',
+        ...user,
+        '--name',
+        'reader',
+        '--scope',
+        'read',
+        '--folders',
+        'Sales',
+        '--folders',
+        'HR / 2026',
+      ],
+      env,
+    );
+    expect(read.code, read.stderr).toBe(0);
+    const reader = jsonLine(read.stdout);
+    expect(reader).toMatchObject({ name: 'reader', scopes: ['read'], folders: ['Sales', 'HR / 2026'] });
+    const both = jsonLine((await runSignet(['api-key', 'create', ...user, '--scope', 'read,write'], env)).stdout);
+    expect(both).toMatchObject({ scopes: ['read', 'write'], folders: [] });
+    // write brings read.
+    const writer = jsonLine((await runSignet(['api-key', 'create', ...user, '--scope', 'write'], env)).stdout);
+    expect(writer.scopes).toEqual(['read', 'write']);
+
+    const listed = jsonLine(
+      (await runSignet(['api-key', 'list', '--account-id', String(owner.accountId)], env)).stdout,
+    );
+    expect(listed.find((k: { id: number }) => k.id === reader.id)).toMatchObject({
+      scopes: ['read'],
+      folders: ['Sales', 'HR / 2026'],
+    });
+    expect(listed.find((k: { name: string }) => k.name === 'default')).toMatchObject({
+      scopes: ['read', 'write'],
+      folders: [],
+    });
+
+    const get = await fetch(`${service.url}/api/templates`, { headers: { 'X-Auth-Token': reader.apiKey } });
+    expect(get.status).toBe(200);
+    const put = await fetch(`${service.url}/api/templates/1`, {
+      method: 'PUT',
+      headers: { 'X-Auth-Token': reader.apiKey, 'content-type': 'application/json' },
+      body: '{"name":"x"}',
+    });
+    expect(put.status).toBe(403);
+    expect(await put.json()).toEqual({ error: 'Not authorized: this API key lacks the "write" scope' });
+
+    const before = await db.apiKey.count();
+    const bad = await runSignet(['api-key', 'create', ...user, '--scope', 'admin'], env);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('scopes must be read or write');
+    expect(await db.apiKey.count()).toBe(before);
+  });
 });
 
 describe('signet account settings', () => {
@@ -337,17 +394,17 @@ describe('signet help', () => {
       [['help', 'api-key'], 'Usage: signet api-key <create|revoke|list> [options]', ['api-key revoke --key-id N']],
       [
         ['api-key', 'create', '--help'],
-        'Usage: signet api-key create --user-id N [--name LABEL]',
+        'Usage: signet api-key create --user-id N [--name LABEL] [--scope read|write]... [--folders FOLDER]...',
         ['Creates an API key for a user'],
       ],
       [
         ['api-key', 'create', '--user-id', 'abc', '-h'],
-        'Usage: signet api-key create --user-id N [--name LABEL]',
+        'Usage: signet api-key create --user-id N [--name LABEL] [--scope read|write]... [--folders FOLDER]...',
         ['shown only this once'],
       ],
       [
         ['help', 'api-key', 'create'],
-        'Usage: signet api-key create --user-id N [--name LABEL]',
+        'Usage: signet api-key create --user-id N [--name LABEL] [--scope read|write]... [--folders FOLDER]...',
         ['Creates an API key for a user'],
       ],
       [

@@ -21,6 +21,7 @@ import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { freePort, startService, testServiceEnv } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { wsClient } from './helpers/subscriptions.ts';
+import { createApiKey } from '../src/accounts/api-keys.ts';
 
 let t: TestApp;
 let smtp: TestSmtpServer;
@@ -206,6 +207,23 @@ describe('REST: POST /api/submissions with an Idempotency-Key', () => {
     expect([replay.status, replay.replayed, replay.text]).toEqual([200, 'true', first.text]);
   });
 
+  it('another API key of the same account never gets a kept answer: the same request is a different one', async () => {
+    // A read-only key (src/accounts/key-scopes.ts) must not read what a write key's request answered.
+    const { token: readOnly } = await createApiKey(t.db, { userId: alice.userId, scopes: ['read'] });
+    const { token: second } = await createApiKey(t.db, { userId: alice.userId });
+    const key = newKey();
+    const body = submissionBody(aliceTemplate, 'per-key@example.test');
+    const first = await send('POST', '/api/submissions', { apiKey: alice.apiKey, key, body });
+    expect([first.status, first.replayed]).toEqual([200, null]);
+    const fromReadOnly = await send('POST', '/api/submissions', { apiKey: readOnly, key, body });
+    expect([fromReadOnly.status, fromReadOnly.replayed]).toEqual([403, null]);
+    expect(fromReadOnly.text).not.toBe(first.text);
+    const fromSecond = await send('POST', '/api/submissions', { apiKey: second, key, body });
+    expect([fromSecond.status, fromSecond.replayed]).toEqual([422, null]);
+    expect(fromSecond.json.error).toMatch(/Idempotency-Key/);
+    expect(await t.db.submitter.count({ where: { email: 'per-key@example.test' } })).toBe(1);
+  });
+
   it('keys are per account: another account with the same key runs its own request', async () => {
     const key = newKey();
     const mine = await send('POST', '/api/submissions', {
@@ -353,7 +371,9 @@ describe('REST: POST /api/submissions with an Idempotency-Key', () => {
       clock: { now: () => new Date(Date.now() + clockAheadMs) },
     });
     const fingerprint = requestFingerprint(['rest', 'POST', '/api/submissions', body]);
-    expect((await dead.begin({ accountId: alice.accountId, key, fingerprint })).run).toBeDefined();
+    expect(
+      (await dead.begin({ accountId: alice.accountId, apiKeyId: alice.apiKeyId, key, fingerprint })).run,
+    ).toBeDefined();
     dead.close();
     try {
       const locked = await send('POST', '/api/submissions', { apiKey: alice.apiKey, key, body });

@@ -38,6 +38,7 @@ import {
 } from '../src/submissions/submitter-input.ts';
 import { UpdateSubmissionRequest } from '../src/submissions/update-submission-input.ts';
 import { RequestArea, RequestField } from '../src/templates/build-fields.ts';
+import { CreateApiKeyRequest } from '../src/templates/key-folders.ts';
 import {
   CloneTemplateRequest,
   CreateTemplateFromFileRequest,
@@ -92,6 +93,7 @@ describe('one definition per input', () => {
     ['UpdateAccountPreferencesInput', AccountPreferencesChange],
     ['BulkSendColumnInput', BulkSendColumn],
     ['CreateBulkSendInput', CreateBulkSendRequest],
+    ['CreateApiKeyInput', CreateApiKeyRequest],
   ];
 
   it.each(derived)(

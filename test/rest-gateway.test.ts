@@ -36,7 +36,7 @@ function throwingRoute(name: string, error: Error): RestRoute {
 const coercedRoute: RestRoute = {
   method: 'GET',
   path: '/test/coerce/:id',
-  operation: 'mutation RestTestCoerce($id: Int!) { revokeApiKey(input: {id: $id}) { apiKey { id } } }',
+  operation: 'query RestTestCoerce($id: Int!) { template(id: $id) { id } }',
   variables: (request) => ({ id: request.params.id }),
   serialize: (data) => data,
 };

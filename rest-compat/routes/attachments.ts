@@ -6,6 +6,8 @@
  * gateway's DocuSeal bodies (`{"error": ...}`). Besides DocuSeal's `file`, a signature or
  * initials may come as its text, `typed_text` (Signet's page; rendered on the server).
  * `Idempotency-Key` is honoured when the request also carries a valid API key (../idempotency.ts).
+ * A key's scopes and folders (src/accounts/key-scopes.ts) play no part: a read-only key sent along
+ * gets what no key gets (docs/security.md "Scoped API keys").
  */
 import { createHash } from 'node:crypto';
 import multipart from '@fastify/multipart';
@@ -126,7 +128,13 @@ export async function registerAttachmentUploadRoute(app: FastifyInstance, deps: 
           sha256: createHash('sha256').update(file.bytes).digest('hex'),
         },
       };
-      if (await beginIdempotentRequest(deps.idempotencyKeys, request, reply, { accountId: viewer.account.id, body }))
+      if (
+        await beginIdempotentRequest(deps.idempotencyKeys, request, reply, {
+          accountId: viewer.account.id,
+          apiKeyId: viewer.apiKeyId,
+          body,
+        })
+      )
         return true;
       idempotentExecutionBegins(request);
       return false;

@@ -39,7 +39,7 @@ import {
 import { renderSubmissionList } from '../serializers/submission-list.ts';
 import { includedFields, withSubmissionFields, withSubmitterFields } from '../include-fields.ts';
 import { createdSubmittersAnswer, oneOffSubmissionReadModel } from '../../src/submissions/created-read-models.ts';
-import { requireViewer } from '../../src/graphql/context.ts';
+import { requireActor } from '../../src/graphql/context.ts';
 import { fromGraphQLInput } from '../../src/graphql/zod-input.ts';
 import type { CreatedSubmission } from '../../src/submissions/create-submissions.ts';
 import { createSubmissionsForRequest } from '../../src/submissions/create-submissions-request.ts';
@@ -156,10 +156,9 @@ const OPERATION = /* GraphQL */ `
 
 /** Carries out the create request as the mutation would, acting for the caller's key. */
 const create = (variables: Record<string, unknown>, { context }: RestRequest) => {
-  const { account, user } = requireViewer(context);
   return createSubmissionsForRequest(
     context,
-    { accountId: account.id, userId: user.id },
+    requireActor(context),
     fromGraphQLInput(CreateSubmissionsRequest, variables.input),
   );
 };
@@ -277,12 +276,12 @@ function oneOffRoute(kind: OneOffKind): RestRoute<CreatedOneOffSubmission> {
     `,
     variables: oneOffVariables(kind),
     run: (variables, { context }) => {
-      const { account, user } = requireViewer(context);
+      const actor = requireActor(context);
       const request: OneOffRequest =
         kind === 'html'
           ? { kind, input: fromGraphQLInput(CreateSubmissionFromHtmlRequest, variables.input) }
           : { kind, input: fromGraphQLInput(CreateSubmissionFromFileRequest, variables.input) };
-      return createOneOffSubmission(context, { accountId: account.id, userId: user.id }, request);
+      return createOneOffSubmission(context, actor, request);
     },
     serialize: async (created, request) =>
       serializeOneOffSubmission(
@@ -422,7 +421,8 @@ export const submissionReadRoutes: RestRoute[] = [
     // their `data` is this answer by construction; the operation only coerces the id.
     run: async (variables, request) => {
       const { context } = request;
-      const options = { id: variables.id as number, accountId: requireViewer(context).account.id };
+      const { accountId, folders } = requireActor(context);
+      const options = { id: variables.id as number, accountId, folders };
       const submission = await readSubmissionForAccount(context, options);
       if (submission.completedAt === null || submission.combinedDocumentUrl !== null) return submission;
       if (!includesCombinedDocument(request)) return submission;

@@ -13,7 +13,7 @@ import {
 } from '../../src/templates/template-requests.ts';
 import { bodyObject, isTruthy, pathId, permanentlyParam, queryInt, queryString, restInput } from '../params.ts';
 import { serializeTemplate, TEMPLATE_FRAGMENT, type TemplateData } from '../../src/docuseal-shapes/template.ts';
-import { requireViewer } from '../../src/graphql/context.ts';
+import { requireActor } from '../../src/graphql/context.ts';
 import { readTemplateForAccount } from '../../src/templates/read-models.ts';
 
 const listTemplates: RestRoute<{
@@ -62,8 +62,10 @@ const getTemplate: RestRoute<TemplateData> = {
   variables: (request) => ({ id: pathId(request, 'Template') }),
   // The read model the template.* webhooks are made of (src/templates/read-models.ts), so their
   // `data` is this answer by construction; the operation only coerces the id.
-  run: (variables, { context }) =>
-    readTemplateForAccount(context, { id: variables.id as number, accountId: requireViewer(context).account.id }),
+  run: (variables, { context }) => {
+    const { accountId, folders } = requireActor(context);
+    return readTemplateForAccount(context, { id: variables.id as number, accountId, folders });
+  },
   serialize: (template) => serializeTemplate(template),
 };
 

@@ -6,11 +6,16 @@ import type { Db } from '../db/client.ts';
 import { findApiKeyByHash, touchApiKey } from '../db/queries/api-keys.ts';
 import type { Account, User } from '../generated/prisma/client.ts';
 import { hashApiKey } from './api-keys.ts';
+import type { ApiKeyScope, KeyFolders } from './key-scopes.ts';
 
 export interface Viewer {
   user: User;
   account: Account;
   apiKeyId: number;
+  /** The key's scopes (src/accounts/key-scopes.ts): `read`, or `read` and `write`. */
+  scopes: readonly ApiKeyScope[];
+  /** The template folders the key is limited to, their subfolders included; null: every folder. */
+  folders: KeyFolders | null;
 }
 
 /** `last_used_at` is written at most this often per key (milliseconds), to keep reads read-only. */
@@ -39,7 +44,12 @@ export async function authenticate(db: Db, token: string | undefined): Promise<V
     // Fire and forget: bookkeeping must not slow or fail the request.
     touchApiKey(db, row.key_id);
   }
-  return { ...accountAndUserFromRow(row), apiKeyId: row.key_id };
+  return {
+    ...accountAndUserFromRow(row),
+    apiKeyId: row.key_id,
+    scopes: row.key_scopes,
+    folders: row.key_folder_tree === null ? null : { rootIds: row.key_folder_ids, ids: row.key_folder_tree },
+  };
 }
 
 /**

@@ -78,11 +78,14 @@ export type IdempotentStart =
 export interface IdempotencyKeys {
   /**
    * Claims `key` for the account's request, or finds its kept answer.
+   * @param request.apiKeyId the API key the request came with: part of what makes it the same request,
+   *   so that another key of the account (narrower scopes or folders: src/accounts/key-scopes.ts)
+   *   reusing the idempotency key is refused as a different request, never given a kept answer
    * @param request.fingerprint requestFingerprint() of what makes the request the same request
    * @throws AppError IDEMPOTENCY_KEY_REUSED (422) when the key was used with another request,
    *   IDEMPOTENCY_KEY_IN_USE (409) while its first request runs; the database's errors
    */
-  begin(request: { accountId: number; key: string; fingerprint: string }): Promise<IdempotentStart>;
+  begin(request: { accountId: number; apiKeyId: number; key: string; fingerprint: string }): Promise<IdempotentStart>;
   /** Deletes the keys expired by now, in bounded batches. @returns how many */
   deleteExpired(): Promise<number>;
   /** Deletes expired keys every hour from now on (the service's start). */
@@ -239,12 +242,14 @@ export function createIdempotencyKeys(options: IdempotencyKeysOptions): Idempote
   };
 
   return {
-    async begin({ accountId, key, fingerprint }) {
+    async begin({ accountId, apiKeyId, key, fingerprint }) {
       const ref = { accountId, key, lockToken: randomUUID() };
+      // The caller's API key is part of the request: another key's request is a different one.
+      const requestHash = requestFingerprint([apiKeyId, fingerprint]);
       const at = now();
       const outcome = await claimIdempotencyKey(
         db,
-        { ...ref, requestHash: fingerprint },
+        { ...ref, requestHash },
         {
           now: at,
           lockedUntil: new Date(at.getTime() + lockLifetimeMs),
@@ -253,7 +258,7 @@ export function createIdempotencyKeys(options: IdempotencyKeysOptions): Idempote
       );
       if (outcome.claimed) return { run: hold(ref) };
       const { row } = outcome;
-      if (row.requestHash !== fingerprint)
+      if (row.requestHash !== requestHash)
         throw new AppError(
           'IDEMPOTENCY_KEY_REUSED',
           'This Idempotency-Key was already used with a different request (method, path or body); ' +

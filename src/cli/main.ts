@@ -14,7 +14,8 @@ import {
   parseAccountPreferences,
   updateAccountPreferences,
 } from '../accounts/account-preferences.ts';
-import { createApiKey, listApiKeys, parseInput, revokeApiKey } from '../accounts/api-keys.ts';
+import { type ApiKeySummary, listApiKeys, parseInput, revokeApiKey } from '../accounts/api-keys.ts';
+import type { ApiKeyScope } from '../accounts/key-scopes.ts';
 import { createAccount } from '../accounts/create-account.ts';
 import { listAccounts, listUsers } from '../accounts/list-accounts.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
@@ -22,6 +23,8 @@ import { createDb, type Db } from '../db/client.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { AppError, isAppError } from '../errors.ts';
+import { folderFullNames } from '../templates/folders.ts';
+import { createApiKeyInFolders } from '../templates/key-folders.ts';
 import {
   createWebhookEndpoint,
   listWebhookEndpoints,
@@ -32,14 +35,15 @@ import {
 /** Bad command line: usage on stderr, exit code 2. */
 class UsageError extends Error {}
 
-type Flags = Record<string, string | boolean | undefined>;
+type Flags = Record<string, string | boolean | string[] | undefined>;
 
 interface Command {
   /** The command line after `signet`, options included (`api-key create --user-id N [--name LABEL]`). */
   synopsis: string;
   /** What it does and prints, one or more lines. */
   description: string;
-  options: Record<string, { type: 'string' }>;
+  /** `multiple`: the option may be given several times (its value is then a list). */
+  options: Record<string, { type: 'string'; multiple?: true }>;
   required: string[];
   /** Only applies migrations (they are applied before every other command too). */
   migrateOnly?: true;
@@ -133,18 +137,45 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'api-key create': {
-    synopsis: 'api-key create --user-id N [--name LABEL]',
+    synopsis: 'api-key create --user-id N [--name LABEL] [--scope read|write]... [--folders FOLDER]...',
     description:
       'Creates an API key for a user (`signet user list` shows the ids).\n' +
-      'Prints {"id":..,"accountId":..,"userId":..,"name":"..","apiKey":"..."}; the key is shown only this once.',
-    options: { 'user-id': { type: 'string' }, name: { type: 'string' } },
+      '--scope read: queries and subscriptions only (REST GET); write: everything (a write key also reads);\n' +
+      'repeat it or separate with commas (--scope read,write); default both.\n' +
+      '--folders "Sales": only templates in that folder and its subfolders, and their submissions; repeat it\n' +
+      'for more folders (one full name each, "Clients / 2026"; made when missing); default every folder.\n' +
+      'Prints {"id":..,"accountId":..,"userId":..,"name":"..","scopes":[..],"folders":[..],"apiKey":"..."};\n' +
+      'the key is shown only this once.',
+    options: {
+      'user-id': { type: 'string' },
+      name: { type: 'string' },
+      scope: { type: 'string', multiple: true },
+      folders: { type: 'string', multiple: true },
+    },
     required: ['user-id'],
     async run(db, flags) {
-      const { apiKey, token } = await createApiKey(db, {
+      const scopes = ((flags.scope ?? []) as string[]).flatMap((value) =>
+        value
+          .split(',')
+          .map((scope) => scope.trim())
+          .filter(Boolean),
+      );
+      const { apiKey, token } = await createApiKeyInFolders(db, {
         userId: positiveInt(flags, 'user-id'),
         name: flags.name as string | undefined,
+        scopes: flags.scope === undefined ? undefined : (scopes as ApiKeyScope[]),
+        folders: flags.folders as string[] | undefined,
       });
-      return { id: apiKey.id, accountId: apiKey.accountId, userId: apiKey.userId, name: apiKey.name, apiKey: token };
+      const [shown] = await withFolderNames(db, [apiKey]);
+      return {
+        id: apiKey.id,
+        accountId: apiKey.accountId,
+        userId: apiKey.userId,
+        name: apiKey.name,
+        scopes: shown!.scopes,
+        folders: shown!.folders,
+        apiKey: token,
+      };
     },
   },
   'api-key revoke': {
@@ -169,11 +200,13 @@ const COMMANDS: Record<string, Command> = {
   },
   'api-key list': {
     synopsis: 'api-key list --account-id N',
-    description: "Prints the account's keys (never the tokens) as a JSON array.",
+    description:
+      "Prints the account's keys (never the tokens) as a JSON array, each with its scopes and the full names of\n" +
+      'the folders it is limited to ([]: every folder).',
     options: { 'account-id': { type: 'string' } },
     required: ['account-id'],
     async run(db, flags) {
-      return listApiKeys(db, { accountId: positiveInt(flags, 'account-id') });
+      return withFolderNames(db, await listApiKeys(db, { accountId: positiveInt(flags, 'account-id') }));
     },
   },
   'webhook add': {
@@ -297,6 +330,12 @@ function positiveInt(flags: Flags, name: string): number {
   if (!/^[1-9]\d{0,9}$/.test(raw) || Number(raw) > 2_147_483_647)
     throw new UsageError(`--${name} must be a positive integer, got "${raw}"`);
   return Number(raw);
+}
+
+/** Keys as the CLI prints them: `folderIds` replaced by the folders' full names (`folders`). */
+async function withFolderNames(db: Db, keys: ApiKeySummary[]) {
+  const names = await folderFullNames(db, [...new Set(keys.flatMap((key) => key.folderIds))]);
+  return keys.map(({ folderIds, ...key }) => ({ ...key, folders: folderIds.map((id) => names.get(id) ?? '') }));
 }
 
 /**

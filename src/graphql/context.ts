@@ -4,6 +4,7 @@
  */
 import type { FastifyBaseLogger } from 'fastify';
 import { apiKeyFromHeaders, authenticate, type Viewer } from '../accounts/authenticate.ts';
+import { type ApiKeyScope, type FolderScope, missingScope } from '../accounts/key-scopes.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
@@ -42,6 +43,12 @@ export interface GraphQLContext {
   clock: Clock;
   /** The authenticated caller, or null. Resolvers needing one call requireViewer(ctx). */
   viewer: Viewer | null;
+  /**
+   * The scope the operation needs of the caller's key (`read` for a query or subscription, `write`
+   * for a mutation: src/accounts/key-scopes.ts), set once the operation is known (useKeyScopes,
+   * src/graphql/key-scopes.ts; the REST gateway for its routes); requireViewer checks it.
+   */
+  operationScope?: ApiKeyScope | undefined;
   /** Caller's IP address and user agent, recorded on events. */
   ip: string | undefined;
   userAgent: string | undefined;
@@ -106,10 +113,24 @@ export function createContextFactory(deps: {
 }
 
 /**
- * The caller, or an UNAUTHENTICATED error (REST: 401 `{"error":"Not authenticated"}`).
- * @throws AppError UNAUTHENTICATED
+ * The caller, or an UNAUTHENTICATED error (REST: 401 `{"error":"Not authenticated"}`); FORBIDDEN
+ * when its key lacks the scope the operation needs (`ctx.operationScope`). Every field that acts
+ * for a key calls this (the signing form's, whose capability is the slug, do not), so the scope
+ * is checked on each of them and on nothing else.
+ * @throws AppError UNAUTHENTICATED; FORBIDDEN `Not authorized: this API key lacks the "write" scope`
  */
-export function requireViewer(ctx: Pick<GraphQLContext, 'viewer'>): Viewer {
+export function requireViewer(ctx: Pick<GraphQLContext, 'viewer' | 'operationScope'>): Viewer {
   if (!ctx.viewer) throw new AppError('UNAUTHENTICATED');
+  const refusal = ctx.operationScope && missingScope(ctx.viewer, ctx.operationScope);
+  if (refusal) throw refusal;
   return ctx.viewer;
+}
+
+/**
+ * The caller as services take it: its account, user and the folders its key is limited to.
+ * @throws AppError UNAUTHENTICATED or FORBIDDEN (requireViewer)
+ */
+export function requireActor(ctx: Pick<GraphQLContext, 'viewer' | 'operationScope'>): FolderScope & { userId: number } {
+  const viewer = requireViewer(ctx);
+  return { accountId: viewer.account.id, userId: viewer.user.id, folders: viewer.folders };
 }

@@ -95,7 +95,7 @@ export function useIdempotencyKeys(keys: IdempotencyKeys): Plugin {
             args.operationName ?? null,
             args.variableValues ?? null,
           ]);
-          const start = await keys.begin({ accountId: viewer.account.id, key, fingerprint });
+          const start = await keys.begin({ accountId: viewer.account.id, apiKeyId: viewer.apiKeyId, key, fingerprint });
           if (start.replay) {
             // onResponse sends the kept answer instead of this placeholder.
             keyedRequests.set(request, { replay: start.replay });

@@ -19,6 +19,7 @@ import { useSharedSubscriptionResults } from './shared-subscription-results.ts';
 import type { CredentialSessions } from '../accounts/credential-sessions.ts';
 import { trackWebSocket, useCredentialRevocation } from './connections.ts';
 import { useGraphQLLimits } from './limits.ts';
+import { useKeyScopes } from './key-scopes.ts';
 import { renderOfflineGraphiQL } from './graphiql.ts';
 import type { IdempotencyKeys } from '../accounts/idempotency-keys.ts';
 import { useIdempotencyKeys } from './idempotency.ts';
@@ -120,10 +121,16 @@ export function createGraphQLServer(options: {
       // One execution per live event and operation for all of a caller's identical subscriptions.
       useSharedSubscriptionResults<GraphQLContext>({
         isShared: isLiveEvent,
-        callerKey: (ctx) => (ctx.viewer ? `${ctx.viewer.account.id}:${ctx.viewer.user.id}` : undefined),
+        // Keys of one user limited to other folders see other events: the folders are part of the caller.
+        callerKey: (ctx) =>
+          ctx.viewer
+            ? `${ctx.viewer.account.id}:${ctx.viewer.user.id}:${ctx.viewer.folders?.ids.join(',') ?? '*'}`
+            : undefined,
       }),
       ...(options.sessions ? [useCredentialRevocation(options.sessions)] : []),
       ...(options.idempotencyKeys ? [useIdempotencyKeys(options.idempotencyKeys)] : []),
+      // The scope each operation needs of the caller's key (requireViewer checks it).
+      useKeyScopes(),
     ],
     context: (initial) => initial.graphqlContext ?? buildContext(initial),
   });

@@ -19,6 +19,7 @@
 import { createHash, webcrypto } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import type { PDFDocument, PDFObject } from 'mupdf';
+import { type KeyFolders, submissionsInFolders } from '../accounts/key-scopes.ts';
 import * as pkijs from 'pkijs';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
@@ -329,19 +330,27 @@ export interface DocumentVerification {
  * one of the account's completed documents, signed documents, combined PDFs and audit logs alike (not
  * the documents as filled so far). DocuSeal looks
  * the checksum up among every account's documents; here only the caller's, so a key cannot learn
- * whether another account produced a given file.
+ * whether another account produced a given file; for a key limited to folders, only the documents
+ * of its folders' templates (src/accounts/key-scopes.ts), likewise.
+ * @param folders the folders the caller's key is limited to; null or absent: every folder
  * @throws AppError VALIDATION `Malformed PDF`
  */
 export async function verifyDocument(
   deps: { db: Db; config: Pick<Config, 'signingP12Path' | 'signingP12Password'> },
   accountId: number,
   bytes: Uint8Array,
+  folders: KeyFolders | null = null,
 ): Promise<DocumentVerification> {
   const [signatures, produced] = await Promise.all([
     trustedCertificates(deps, accountId).then((trusted) => verifyPdfSignatures(bytes, trusted)),
     // Not the documents as filled so far (unsigned drafts; src/signing/submission-outputs.ts PREVIEW_KINDS).
     deps.db.completedDocument.findFirst({
-      where: { accountId, sha256: sha256Hex(bytes), kind: { notIn: ['preview', 'preview_merged'] } },
+      where: {
+        accountId,
+        sha256: sha256Hex(bytes),
+        kind: { notIn: ['preview', 'preview_merged'] },
+        ...(folders ? { submission: submissionsInFolders(folders) } : {}),
+      },
       select: { id: true },
     }),
   ]);

@@ -19,6 +19,7 @@ import { BulkSendSettings, CreateBulkSendRequest } from './bulk-send-input.ts';
 import { mapColumns, readBulkSendTable, rowSubmitters } from './bulk-send-rows.ts';
 import { readSubmissionsRequest } from './create-submissions-request.ts';
 import { checkSettings, readTemplateForCreate } from './create-submissions.ts';
+import type { KeyFolders } from '../accounts/key-scopes.ts';
 
 export interface CreateBulkSendDeps {
   db: Db;
@@ -33,19 +34,25 @@ export interface CreateBulkSendDeps {
  * Starts a bulk send for `viewer`: checks the request, stores its rows, and records its first
  * batch (nothing is stored when it is refused).
  * @param input the request in DocuSeal's keys (CreateBulkSendRequest), not yet parsed
+ * @param viewer.folders the folders the caller's key is limited to (null or absent: every folder)
  * @returns the bulk send's id and its number of rows
- * @throws AppError NOT_FOUND / FORBIDDEN (the template; readTemplateForCreate), VALIDATION: the
- *   template archived or without fields, a setting POST /submissions would refuse (with its
- *   message), the data (readBulkSendTable: size, rows, columns, CSV syntax), a column that maps
- *   nowhere (mapColumns), more than MAX_ITEMS.activeBulkSends bulk sends of the account running
+ * @throws AppError NOT_FOUND / FORBIDDEN (the template, also outside the key's folders;
+ *   readTemplateForCreate), VALIDATION: the template archived or without fields, a setting
+ *   POST /submissions would refuse (with its message), the data (readBulkSendTable: size, rows,
+ *   columns, CSV syntax), a column that maps nowhere (mapColumns), more than
+ *   MAX_ITEMS.activeBulkSends bulk sends of the account running
  */
 export async function createBulkSend(
   deps: CreateBulkSendDeps,
-  viewer: { accountId: number; userId: number },
+  viewer: { accountId: number; userId: number; folders?: KeyFolders | null | undefined },
   input: z.input<typeof CreateBulkSendRequest>,
 ): Promise<{ id: number; totalRows: number }> {
   const request = parseInput(CreateBulkSendRequest, input);
-  const template = await readTemplateForCreate(deps.db, { id: request.template_id, accountId: viewer.accountId });
+  const template = await readTemplateForCreate(deps.db, {
+    id: request.template_id,
+    accountId: viewer.accountId,
+    folders: viewer.folders ?? null,
+  });
   const settings = parseInput(BulkSendSettings, input);
   // The settings as each row's request will carry them: refused now rather than on every row.
   checkSettings(readSubmissionsRequest(deps, { ...settings, submitters: [] }).settings);

@@ -19,6 +19,7 @@
  */
 import type { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
+import type { KeyFolders } from '../accounts/key-scopes.ts';
 import { AppError } from '../errors.ts';
 import { DEFAULT_PAPER_SIZE, type Renderer } from '../rendering/renderer.ts';
 import type { SchemaDocument } from '../templates/fields.ts';
@@ -90,17 +91,20 @@ export interface CreatedOneOffSubmission {
  */
 export async function createOneOffSubmission(
   deps: OneOffDeps,
-  viewer: { accountId: number; userId: number },
+  viewer: { accountId: number; userId: number; folders?: KeyFolders | null | undefined },
   request: OneOffRequest,
 ): Promise<CreatedOneOffSubmission> {
   const read = readSubmissionsRequest(deps, request.input);
-  const included = await readIncludedTemplates(deps.db, viewer.accountId, request.input.template_ids ?? []);
+  const folders = viewer.folders ?? null;
+  const included = await readIncludedTemplates(deps.db, { ...viewer, folders }, request.input.template_ids ?? []);
   const prepareDeps = { config: deps.config, renderer: deps.renderer };
   let template: SaveTemplateInput;
-  // Not shared: nobody but its submitters is meant to fill it in.
+  // Not shared: nobody but its submitters is meant to fill it in. A key limited to folders puts
+  // it in its first folder, so that the submission is one it sees.
   const base = {
     accountId: viewer.accountId,
     userId: viewer.userId,
+    folders,
     source: ONE_OFF_TEMPLATE_SOURCE,
     sharedLink: false,
   };
@@ -174,13 +178,18 @@ type IncludedTemplate = Parameters<typeof appendTemplateContent>[1];
 
 /**
  * The templates of `template_ids`, in that order, each the caller's (the tenant check of
- * findTemplateForAccount: 404, then 403): their roles, fields and documents.
+ * findTemplateForAccount: 404, then 403; within its key's folders): their roles, fields and documents.
  * @throws AppError VALIDATION (sizes), NOT_FOUND, FORBIDDEN
  */
-async function readIncludedTemplates(db: Db, accountId: number, ids: number[]): Promise<IncludedTemplate[]> {
+async function readIncludedTemplates(
+  db: Db,
+  caller: { accountId: number; folders: KeyFolders | null },
+  ids: number[],
+): Promise<IncludedTemplate[]> {
   if (ids.length === 0) return [];
+  const { accountId, folders } = caller;
   parseInput(OneOffSubmissionPart.pick({ template_ids: true }), { template_ids: ids });
-  for (const id of ids) await findTemplateForAccount(db, { id, accountId });
+  for (const id of ids) await findTemplateForAccount(db, { id, accountId, folders });
   const rows = await db.template.findMany({
     where: { id: { in: ids }, accountId },
     select: {

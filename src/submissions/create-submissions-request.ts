@@ -7,6 +7,7 @@
  */
 import type { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
+import type { KeyFolders } from '../accounts/key-scopes.ts';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
 import { checkItems, MAX_ITEMS } from '../limits.ts';
@@ -132,7 +133,7 @@ export function readSubmissionsRequest(
  */
 export async function createSubmissionsForRequest(
   deps: CreateSubmissionsForRequestDeps,
-  viewer: { accountId: number; userId: number },
+  viewer: { accountId: number; userId: number; folders?: KeyFolders | null | undefined },
   input: z.input<typeof CreateSubmissionsRequest>,
   options: { source?: 'api' | 'link' } = {},
 ): Promise<CreatedSubmission[]> {
@@ -140,6 +141,7 @@ export async function createSubmissionsForRequest(
   return createSubmissions(deps, {
     accountId: viewer.accountId,
     userId: viewer.userId,
+    folders: viewer.folders,
     templateId: input.template_id,
     ...request,
     source: options.source ?? request.source,

@@ -15,6 +15,7 @@
  * (src/submissions/create-one-off-submission.ts).
  */
 import { randomBytes, randomUUID } from 'node:crypto';
+import { inKeyFolders, type KeyFolders, outsideFoldersError } from '../accounts/key-scopes.ts';
 import type { Db } from '../db/client.ts';
 import {
   drawSubmissionIds,
@@ -92,6 +93,13 @@ export interface SubmissionRequest {
 export interface CreateSubmissionsOptions {
   accountId: number;
   userId: number;
+  /**
+   * The folders the caller's key is limited to (src/accounts/key-scopes.ts); null or absent: every
+   * folder. The template must be in them (else FORBIDDEN, as another account's). On the usual path
+   * the folder judged is the one of the template version the write requires, so a template moved
+   * meanwhile is judged again.
+   */
+  folders?: KeyFolders | null | undefined;
   templateId: number;
   /** "api" for API requests (§5.1); "link" for a template's shared link (no request is sent). */
   source: string;
@@ -166,6 +174,7 @@ export function generateSubmissionSlug(length = 14): string {
 interface KnownTemplate {
   version: string;
   accountId: number;
+  folderId: number | null;
   fields: Field[];
   roles: Role[];
 }
@@ -202,6 +211,7 @@ async function readTemplate(
     parsed = {
       version: row.version,
       accountId: row.accountId,
+      folderId: row.folderId,
       fields: parseFields(row.fields),
       roles: parseRoles(row.submitters),
     };
@@ -211,6 +221,7 @@ async function readTemplate(
   return {
     id: row.id,
     accountId: row.accountId,
+    folderId: row.folderId,
     archived: row.archived,
     version: row.version,
     fields: parsed.fields,
@@ -240,7 +251,13 @@ export async function createSubmissions(
   // template is still that version, the caller's and not archived. Anything else (a refusal, a
   // changed template, files to store) takes the path below, which reads the template first.
   const known = knownTemplate(db, options.templateId);
-  if (known && known.accountId === options.accountId && known.fields.length > 0 && options.submissions.length === 1) {
+  if (
+    known &&
+    known.accountId === options.accountId &&
+    inKeyFolders(known.folderId, options.folders ?? null) &&
+    known.fields.length > 0 &&
+    options.submissions.length === 1
+  ) {
     let plan: SubmissionPlan | undefined;
     try {
       checkSettings(options.settings);
@@ -255,7 +272,11 @@ export async function createSubmissions(
     }
   }
 
-  const template = await readTemplateForCreate(db, { id: options.templateId, accountId: options.accountId });
+  const template = await readTemplateForCreate(db, {
+    id: options.templateId,
+    accountId: options.accountId,
+    folders: options.folders ?? null,
+  });
   checkSettings(options.settings);
 
   // Validate and plan everything before writing anything.
@@ -278,18 +299,21 @@ export async function createSubmissions(
 
 /**
  * The template submissions are made from, checked as a create request checks it: one read for the
- * tenant check and the copy (findTemplateForAccount's rule: 404, then 403), then archived and
- * without fields. Its roles and fields are shared with later reads: copy before changing.
- * @throws AppError NOT_FOUND "Template <id> not found", FORBIDDEN, VALIDATION "Template has been
- *   archived", VALIDATION noFieldsError (src/templates/template-warnings.ts)
+ * tenant check and the copy (findTemplateForAccount's rule: 404, then 403; for an API key limited to
+ * folders, a template outside them is 403 too), then archived and without fields. Its roles and
+ * fields are shared with later reads: copy before changing.
+ * @param options.folders the caller's key's folders (null: every folder; src/accounts/key-scopes.ts)
+ * @throws AppError NOT_FOUND "Template <id> not found", FORBIDDEN (outsideFoldersError for a folder),
+ *   VALIDATION "Template has been archived", VALIDATION noFieldsError (src/templates/template-warnings.ts)
  */
 export async function readTemplateForCreate(
   db: Db,
-  options: { id: number; accountId: number },
+  options: { id: number; accountId: number; folders?: KeyFolders | null },
 ): Promise<{ id: number; version: string; roles: Role[]; fields: Field[] }> {
   const template = await readTemplate(db, options.id);
   if (!template) throw new AppError('NOT_FOUND', `Template ${options.id} not found`);
   if (template.accountId !== options.accountId) throw new AppError('FORBIDDEN');
+  if (!inKeyFolders(template.folderId, options.folders ?? null)) throw outsideFoldersError();
   if (template.archived) throw new AppError('VALIDATION', 'Template has been archived');
   if (template.fields.length === 0) {
     // The name only for the message: the usual path does not read it.

@@ -17,6 +17,7 @@
  * src/templates/read-models.ts's. Timestamps are written as the GraphQL DateTime scalar writes
  * them (src/graphql/builder.ts): Date.toISOString(), UTC with milliseconds.
  */
+import type { KeyFolders } from '../accounts/key-scopes.ts';
 import { typedTextOf } from '../documents/typed-signature.ts';
 import type { Db, Prisma } from '../db/client.ts';
 import type {
@@ -419,12 +420,14 @@ export async function loadSubmissionGetReadModels(
 /**
  * One submission of the account as GET /submissions/{id} shows it (loadSubmissionGetReadModels).
  * @throws AppError NOT_FOUND ("Submission <id> not found") or FORBIDDEN for another account's
- *   (findSubmissionForAccount, the one tenant check; asked only when the load found nothing)
+ *   (findSubmissionForAccount, the one tenant check; asked only when the load found nothing, or
+ *   first for a key limited to folders, `options.folders`: FORBIDDEN outside them)
  */
 export async function readSubmissionForAccount(
   deps: ReadModelDeps,
-  options: { id: number; accountId: number },
+  options: { id: number; accountId: number; folders?: KeyFolders | null | undefined },
 ): Promise<SubmissionGetData> {
+  if (options.folders) await findSubmissionForAccount(deps.db, options);
   const [submission] = await loadSubmissionGetReadModels(deps, { accountId: options.accountId, ids: [options.id] });
   if (submission) return submission;
   await findSubmissionForAccount(deps.db, options);

@@ -4,6 +4,7 @@
  * transaction with what it causes (an expiry job, submission.archived, a completion, requests):
  * the outbox, src/jobs/outbox.ts.
  */
+import type { KeyFolders } from '../accounts/key-scopes.ts';
 import type { Db } from '../db/client.ts';
 import type { SideEffects } from '../events/events.ts';
 import { completionJob } from '../signing/complete-submission.ts';
@@ -39,6 +40,8 @@ import {
 interface Actor {
   accountId: number;
   userId: number;
+  /** The folders the caller's key is limited to (src/accounts/key-scopes.ts); null or absent: every folder. */
+  folders?: KeyFolders | null | undefined;
 }
 
 /**
@@ -68,7 +71,11 @@ export async function updateSubmission(
   changes: { name?: string | null; expireAt?: Date | null; archived?: boolean; reminders?: Reminders },
 ): Promise<{ archived: boolean }> {
   checkText(changes.name, MAX_LENGTH.name, 'name');
-  const submission = await findSubmissionForAccount(deps.db, { id, accountId: actor.accountId });
+  const submission = await findSubmissionForAccount(deps.db, {
+    id,
+    accountId: actor.accountId,
+    folders: actor.folders,
+  });
   const now = new Date();
   const data: Prisma.SubmissionUpdateInput = { updatedAt: now };
   if (changes.name !== undefined) data.name = changes.name;
@@ -103,7 +110,7 @@ export async function archiveSubmission(
   actor: Actor,
   id: number,
 ): Promise<{ id: number; archivedAt: Date }> {
-  await findSubmissionForAccount(deps.db, { id, accountId: actor.accountId });
+  await findSubmissionForAccount(deps.db, { id, accountId: actor.accountId, folders: actor.folders });
   const now = new Date();
   await deps.effects.transaction(async (tx, effects) => {
     await tx.submission.update({ where: { id }, data: { archivedAt: now }, select: { id: true } });
@@ -126,7 +133,7 @@ export async function deleteSubmission(
   id: number,
 ): Promise<{ id: number; archivedAt: Date | null }> {
   return deps.effects.transaction(async (tx, effects) => {
-    const submission = await findSubmissionForAccount(tx, { id, accountId: actor.accountId });
+    const submission = await findSubmissionForAccount(tx, { id, accountId: actor.accountId, folders: actor.folders });
     await deleteRecordsPermanently(tx, effects, { accountId: actor.accountId, templateId: null, submissionIds: [id] });
     return { id, archivedAt: submission.archivedAt };
   }, DELETE_TRANSACTION);
@@ -167,7 +174,7 @@ export async function updateSubmitter(
   // As on create (§7.1): a subject needs a body.
   if (changes.message?.subject && !changes.message.body)
     throw new AppError('VALIDATION', 'body is required in `message`.');
-  const submitter = await findSubmitterForAccount(db, { id, accountId: actor.accountId });
+  const submitter = await findSubmitterForAccount(db, { id, accountId: actor.accountId, folders: actor.folders });
   const submission = await db.submission.findUniqueOrThrow({
     where: { id: submitter.submissionId },
     select: { completedAt: true, templateFields: true },

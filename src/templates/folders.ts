@@ -3,6 +3,7 @@
  * ("Clients / 2026"), as DocuSeal does (reference/docuseal-behaviour.md §4, §5.1); templates
  * without one live in "Default".
  */
+import { type KeyFolders, outsideFoldersError, pathInKeyFolders } from '../accounts/key-scopes.ts';
 import { lockAccountFolders } from '../db/queries/advisory-locks.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { AppError } from '../errors.ts';
@@ -36,17 +37,31 @@ export function folderPath(fullName: string): string[] {
 /**
  * The folder with this full name in the account, created (with its parents) when missing.
  * Serialised per account with a transaction-scoped advisory lock, so concurrent requests for
- * the same new folder create it once.
- * @param fullName e.g. "Clients / 2026"; undefined or blank → "Default"
- * @throws AppError VALIDATION for an empty path segment
+ * the same new folder create it once. For a key limited to folders (`options.folders`,
+ * src/accounts/key-scopes.ts) the folder must be one of them or inside one (a new subfolder of
+ * one is), and a blank name means the key's first folder instead of "Default"; the caller's
+ * transaction then rolls back what a refusal created.
+ * @param fullName e.g. "Clients / 2026"; undefined or blank → "Default" (a limited key: its first folder)
+ * @throws AppError VALIDATION for an empty path segment; FORBIDDEN outside the key's folders
  */
 export async function findOrCreateFolder(
   tx: Tx,
-  options: { accountId: number; authorId: number | null; fullName: string | undefined | null },
+  options: {
+    accountId: number;
+    authorId: number | null;
+    fullName: string | undefined | null;
+    folders?: KeyFolders | null | undefined;
+  },
 ): Promise<{ id: number; fullName: string }> {
+  const folders = options.folders ?? null;
+  if (folders !== null && !options.fullName?.trim()) {
+    const id = folders.rootIds[0]!;
+    return { id, fullName: (await folderFullNames(tx, [id])).get(id) ?? '' };
+  }
   const fullName = options.fullName?.trim() ? options.fullName.trim() : DEFAULT_FOLDER_NAME;
   const parts = folderPath(fullName);
   await lockAccountFolders(tx, options.accountId);
+  const pathIds: number[] = [];
   let parentFolderId: number | null = null;
   for (const name of parts) {
     const existing: { id: number } | null = await tx.folder.findFirst({
@@ -61,8 +76,59 @@ export async function findOrCreateFolder(
         select: { id: true },
       }));
     parentFolderId = folder.id;
+    pathIds.push(folder.id);
   }
+  if (!pathInKeyFolders(pathIds, folders)) throw outsideFoldersError();
   return { id: parentFolderId!, fullName: parts.join(SEPARATOR) };
+}
+
+/**
+ * Refuses, before anything is read, converted or written, a folder name that findOrCreateFolder
+ * would refuse for a key limited to folders: the name's folders that exist already (a new
+ * subfolder of one of the key's folders is within it). Nothing is created.
+ * @throws AppError FORBIDDEN outside the key's folders; VALIDATION for a bad name (folderPath)
+ */
+export async function checkFolderNameInKeyFolders(
+  db: Pick<Tx, 'folder'>,
+  options: { accountId: number; folders: KeyFolders | null; fullName: string | undefined | null },
+): Promise<void> {
+  if (options.folders === null || !options.fullName?.trim()) return;
+  const pathIds: number[] = [];
+  let parentFolderId: number | null = null;
+  for (const name of folderPath(options.fullName.trim())) {
+    const existing: { id: number } | null = await db.folder.findFirst({
+      where: { accountId: options.accountId, parentFolderId, name, archivedAt: null },
+      select: { id: true },
+      orderBy: { id: 'asc' },
+    });
+    if (!existing) break;
+    pathIds.push(existing.id);
+    parentFolderId = existing.id;
+  }
+  if (!pathInKeyFolders(pathIds, options.folders)) throw outsideFoldersError();
+}
+
+/**
+ * The folders of these full names, found or created (findOrCreateFolder), in the order given
+ * without repeats: the folders an API key is limited to (src/templates/key-folders.ts). With
+ * `options.folders` (the creating key's limit) each must be within it.
+ * @throws AppError VALIDATION for a bad name; FORBIDDEN outside `options.folders`
+ */
+export async function findOrCreateFolders(
+  tx: Tx,
+  options: {
+    accountId: number;
+    authorId: number | null;
+    fullNames: readonly string[];
+    folders: KeyFolders | null;
+  },
+): Promise<{ id: number; fullName: string }[]> {
+  const found: { id: number; fullName: string }[] = [];
+  for (const fullName of options.fullNames) {
+    const folder = await findOrCreateFolder(tx, { ...options, fullName });
+    if (!found.some((f) => f.id === folder.id)) found.push(folder);
+  }
+  return found;
 }
 
 /**

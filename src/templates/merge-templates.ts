@@ -11,6 +11,7 @@ import { checkTemplateFieldsSize } from './build-fields.ts';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { parseFields, parseRoles, remapConditions, type Field, type Role } from './fields.ts';
+import type { KeyFolders } from '../accounts/key-scopes.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
 import { generateSlug } from './save-template.ts';
@@ -22,13 +23,14 @@ import { MergeTemplatesRequest } from './template-requests.ts';
  */
 export async function mergeTemplates(
   deps: TemplateChangeDeps,
-  actor: { accountId: number; userId: number },
+  actor: { accountId: number; userId: number; folders?: KeyFolders | null | undefined },
   input: z.input<typeof MergeTemplatesRequest>,
 ): Promise<number> {
   // Sizes: src/limits.ts; the merged template's fields and documents too (at most what one template may hold).
   const options = parseInput(MergeTemplatesRequest, input);
   return deps.effects.transaction(async (tx, effects) => {
-    for (const id of options.template_ids) await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    for (const id of options.template_ids)
+      await findTemplateForAccount(tx, { id, accountId: actor.accountId, folders: actor.folders });
     const sources = await tx.template.findMany({
       where: { id: { in: options.template_ids } },
       include: { documents: { orderBy: { position: 'asc' } } },
@@ -50,6 +52,7 @@ export async function mergeTemplates(
               accountId: actor.accountId,
               authorId: actor.userId,
               fullName: options.folder_name,
+              folders: actor.folders,
             })
           ).id
         : ordered[0]!.folderId;

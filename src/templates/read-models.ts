@@ -12,6 +12,7 @@
  * templateFolderName (a template's full folder name, "Default" without a folder). Timestamps are
  * written as the GraphQL DateTime scalar writes them (src/graphql/builder.ts): toISOString().
  */
+import type { KeyFolders } from '../accounts/key-scopes.ts';
 import type { Db } from '../db/client.ts';
 import type { TemplateData, TemplateFieldData } from '../docuseal-shapes/template.ts';
 import { AppError } from '../errors.ts';
@@ -179,12 +180,14 @@ export async function loadTemplateReadModels(
  * One template of the account (archived ones too) as GET /templates/{id} shows it
  * (loadTemplateReadModels).
  * @throws AppError NOT_FOUND ("Template <id> not found") or FORBIDDEN for another account's
- *   (findTemplateForAccount, the one tenant check; asked only when the load found nothing)
+ *   (findTemplateForAccount, the one tenant check; asked only when the load found nothing, or
+ *   first for a key limited to folders, `options.folders`: FORBIDDEN outside them)
  */
 export async function readTemplateForAccount(
   deps: TemplateReadModelDeps,
-  options: { id: number; accountId: number },
+  options: { id: number; accountId: number; folders?: KeyFolders | null | undefined },
 ): Promise<TemplateData> {
+  if (options.folders) await findTemplateForAccount(deps.db, options);
   const [template] = await loadTemplateReadModels(deps, { accountId: options.accountId, ids: [options.id] });
   if (template) return template;
   await findTemplateForAccount(deps.db, options);

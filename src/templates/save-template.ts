@@ -20,6 +20,7 @@ import { storeFile } from '../documents/store-file.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { buildFields, type RequestFieldGroup, type TaggedField } from './build-fields.ts';
 import type { Field, Role, SchemaDocument } from './fields.ts';
+import { type KeyFolders, templatesInFolders } from '../accounts/key-scopes.ts';
 import { findOrCreateFolder, folderPath } from './folders.ts';
 import {
   type CreateTemplateFromFileRequest,
@@ -45,6 +46,12 @@ export interface SaveTemplateInput {
   name?: string | undefined;
   externalId?: string | undefined;
   folderName?: string | undefined;
+  /**
+   * The folders the caller's key is limited to (src/accounts/key-scopes.ts; null or absent: every
+   * folder): the template goes into one of them (the first when no folder is named), and
+   * `externalId` finds only a template in them.
+   */
+  folders?: KeyFolders | null | undefined;
   /** "api" for templates created through the API; ONE_OFF_TEMPLATE_SOURCE for a one-off submission's. */
   source: string;
   sharedLink?: boolean | undefined;
@@ -201,7 +208,12 @@ export async function writeTemplate(
   for (const doc of staged) files.push(await storeStagedDocument(tx, storage, input.accountId, doc));
   const existing = input.externalId
     ? await tx.template.findFirst({
-        where: { accountId: input.accountId, externalId: input.externalId, archivedAt: null },
+        where: {
+          accountId: input.accountId,
+          externalId: input.externalId,
+          archivedAt: null,
+          ...templatesInFolders(input.folders ?? null),
+        },
         orderBy: { id: 'desc' },
         select: { id: true },
       })
@@ -212,6 +224,7 @@ export async function writeTemplate(
           accountId: input.accountId,
           authorId: input.userId,
           fullName: input.folderName,
+          folders: input.folders,
         })
       : undefined;
   const data = {

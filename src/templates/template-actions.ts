@@ -13,6 +13,7 @@ import type { Prisma } from '../generated/prisma/client.ts';
 import { buildFields, checkTemplateFieldsSize } from './build-fields.ts';
 import { DELETE_TRANSACTION, deleteRecordsPermanently } from './delete-records.ts';
 import { parseFields, parseRoles, parseSchema, remapConditions, type Field, type Role } from './fields.ts';
+import type { KeyFolders } from '../accounts/key-scopes.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { findOrCreateFolder } from './folders.ts';
 import { generateSlug } from './save-template.ts';
@@ -22,6 +23,8 @@ import { CloneOptions, TemplateChanges } from './template-requests.ts';
 interface Actor {
   accountId: number;
   userId: number;
+  /** The folders the caller's key is limited to (src/accounts/key-scopes.ts); null or absent: every folder. */
+  folders?: KeyFolders | null | undefined;
 }
 
 /**
@@ -53,7 +56,7 @@ export async function updateTemplate(
   if (changes.roles !== undefined && changes.submitters !== undefined)
     throw new AppError('VALIDATION', 'give roles (renames by position) or submitters (the whole list), not both.');
   return deps.effects.transaction(async (tx, effects) => {
-    await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    await findTemplateForAccount(tx, { id, accountId: actor.accountId, folders: actor.folders });
     const template = await tx.template.findUniqueOrThrow({
       where: { id },
       select: {
@@ -72,6 +75,7 @@ export async function updateTemplate(
         accountId: actor.accountId,
         authorId: actor.userId,
         fullName: changes.folder_name,
+        folders: actor.folders,
       });
       data.folder = { connect: { id: folder.id } };
     }
@@ -163,7 +167,7 @@ export async function archiveTemplate(
   id: number,
 ): Promise<{ id: number; archivedAt: Date }> {
   return deps.effects.transaction(async (tx, effects) => {
-    const template = await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    const template = await findTemplateForAccount(tx, { id, accountId: actor.accountId, folders: actor.folders });
     effects.events.push(...templateEvents(actor.accountId, id, ['template.archived']));
     if (template.archivedAt) return { id, archivedAt: template.archivedAt };
     const archived = await tx.template.update({
@@ -194,7 +198,7 @@ export async function deleteTemplate(
   id: number,
 ): Promise<{ id: number; archivedAt: Date | null }> {
   return deps.effects.transaction(async (tx, effects) => {
-    const template = await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    const template = await findTemplateForAccount(tx, { id, accountId: actor.accountId, folders: actor.folders });
     await deleteRecordsPermanently(tx, effects, { accountId: actor.accountId, templateId: id, submissionIds: [] });
     return { id, archivedAt: template.archivedAt };
   }, DELETE_TRANSACTION);
@@ -214,7 +218,7 @@ export async function cloneTemplate(
 ): Promise<number> {
   const options = parseInput(CloneOptions, input);
   return deps.effects.transaction(async (tx, effects) => {
-    await findTemplateForAccount(tx, { id, accountId: actor.accountId });
+    await findTemplateForAccount(tx, { id, accountId: actor.accountId, folders: actor.folders });
     const source = await tx.template.findUniqueOrThrow({
       where: { id },
       include: { documents: { orderBy: { position: 'asc' } } },
@@ -257,6 +261,7 @@ export async function cloneTemplate(
               accountId: actor.accountId,
               authorId: actor.userId,
               fullName: options.folder_name,
+              folders: actor.folders,
             })
           ).id
         : source.folderId;

@@ -13,6 +13,7 @@ import type { Prisma } from '../generated/prisma/client.ts';
 import { checkItems, MAX_ITEMS } from '../limits.ts';
 import { buildFields, checkTemplateFieldsSize } from './build-fields.ts';
 import { parseFields, parseRoles, type Field } from './fields.ts';
+import type { KeyFolders } from '../accounts/key-scopes.ts';
 import { findTemplateForAccount } from './find-template.ts';
 import { stageDocument, storeStagedDocument, type PreparedDocument, type StagedDocument } from './save-template.ts';
 import type { DocumentOperation } from './template-requests.ts';
@@ -40,12 +41,12 @@ interface WorkingDocument {
  */
 export async function updateTemplateDocuments(
   deps: TemplateChangeDeps & { storage: FileStorage },
-  actor: { accountId: number; userId: number },
+  actor: { accountId: number; userId: number; folders?: KeyFolders | null | undefined },
   id: number,
   operations: PreparedOperation[],
   options: { merge?: boolean } = {},
 ): Promise<void> {
-  await findTemplateForAccount(deps.db, { id, accountId: actor.accountId });
+  await findTemplateForAccount(deps.db, { id, accountId: actor.accountId, folders: actor.folders });
   const template = await deps.db.template.findUniqueOrThrow({
     where: { id },
     include: {

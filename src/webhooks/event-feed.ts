@@ -20,6 +20,7 @@
  * page's last one are not reached by `after=next` — page with a larger `limit` when many events
  * share a second, or use webhooks.
  */
+import { type KeyFolders, submissionsInFolders, submittersInFolders } from '../accounts/key-scopes.ts';
 import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
 import type { EventType } from '../events/events.ts';
@@ -40,6 +41,11 @@ export const FEED_MAX_LIMIT = 100;
 
 export interface FeedRequest {
   accountId: number;
+  /**
+   * The folders the caller's key is limited to (src/accounts/key-scopes.ts): only the events of
+   * templates in them are listed; null or absent: every folder.
+   */
+  folders?: KeyFolders | null | undefined;
   kind: FeedKind;
   /** `completed` or `form.completed` (for the form feed), … */
   type: string;
@@ -76,7 +82,7 @@ export async function eventFeedPage(
   const range: { lt?: Date; gte?: Date } = {};
   if (request.after !== undefined) range.lt = new Date(Math.trunc(request.after) * 1000);
   if (request.before !== undefined) range.gte = new Date((Math.trunc(request.before) + 1) * 1000);
-  const events = await feedRecords(deps.db, type, request.accountId, range, limit);
+  const events = await feedRecords(deps.db, type, request.accountId, request.folders ?? null, range, limit);
   const built = await Promise.all(
     events.map((e) => deps.payloads.build({ type, accountId: request.accountId, recordId: e.id, at: e.at })),
   );
@@ -104,12 +110,13 @@ async function feedRecords(
   db: Db,
   type: EventType,
   accountId: number,
+  folders: KeyFolders | null,
   range: Range,
   limit: number,
 ): Promise<{ id: number; at: Date }[]> {
   const submitters = async (column: 'openedAt' | 'startedAt' | 'completedAt' | 'declinedAt') => {
     const rows = await db.submitter.findMany({
-      where: { accountId, [column]: { not: null, ...range } },
+      where: { accountId, ...submittersInFolders(folders), [column]: { not: null, ...range } },
       orderBy: [{ [column]: 'desc' }, { id: 'desc' }],
       take: limit,
       select: { id: true, openedAt: true, startedAt: true, completedAt: true, declinedAt: true },
@@ -125,6 +132,7 @@ async function feedRecords(
       // created_at is never null (Prisma refuses `not: null` on it).
       where: {
         accountId,
+        ...submissionsInFolders(folders),
         ...where,
         [column]: { ...(column === 'createdAt' ? {} : { not: null }), ...range, ...bound },
       },

@@ -13,7 +13,12 @@ import { perClient, turnBatch } from '../turn-batch.ts';
  * under load a statement per request was a large part of a request's cost, bench/README.md
  * issue 4). Row `n` answers the n-th hash. Plain SQL (a named, server-prepared statement) rather
  * than Prisma: it runs on every request, and Prisma's per-query overhead was most of the REST
- * gateway's CPU time (bench/README.md). Timestamps are `timestamp(3)` holding
+ * gateway's CPU time (bench/README.md). The key's scopes and folders come with it
+ * (src/accounts/key-scopes.ts): `key_folder_tree` is its folders with all their subfolders, made
+ * only for a key limited to folders (null otherwise) by the database function api_key_folder_tree
+ * (migration 20261127120000_api_key_scopes: a recursive query inline here cost every request, limited
+ * or not, ~15 µs of database time), so scoped keys cost no statement of their own and a subfolder
+ * made later is in at once. Timestamps are `timestamp(3)` holding
  * UTC, so they are read `AT TIME ZONE 'UTC'` to come back as exact instants whatever the
  * process time zone.
  */
@@ -27,7 +32,10 @@ const AUTHENTICATE = {
            a.id AS a_id, a.uuid AS a_uuid, a.name AS a_name, a.timezone AS a_timezone, a.locale AS a_locale,
            a.testing AS a_testing, a.preferences AS a_preferences,
            a.created_at AT TIME ZONE 'UTC' AS a_created_at, a.updated_at AT TIME ZONE 'UTC' AS a_updated_at,
-           a.submission_list_epoch AS a_submission_list_epoch
+           a.submission_list_epoch AS a_submission_list_epoch,
+           k.scopes AS key_scopes, k.folder_ids AS key_folder_ids,
+           CASE WHEN cardinality(k.folder_ids) > 0 THEN api_key_folder_tree(k.folder_ids, k.account_id)
+           END AS key_folder_tree
       FROM unnest($1::text[]) WITH ORDINALITY AS i(token_hash, n)
       JOIN api_keys k ON k.token_hash = i.token_hash
       JOIN users u ON u.id = k.user_id
@@ -42,7 +50,10 @@ const TOUCH_KEY = {
   text: `UPDATE api_keys SET last_used_at = now() AT TIME ZONE 'UTC' WHERE id = $1`,
 };
 
-/** A row of AUTHENTICATE: the key (`key_*`), its user (`u_*`) and account (`a_*`). */
+/**
+ * A row of AUTHENTICATE: the key (`key_*`: id, last_used_at, scopes, folder_ids, folder_tree), its
+ * user (`u_*`) and account (`a_*`).
+ */
 export type ApiKeyRow = Record<string, any>;
 /**
  * The pool's batched key look-up: token hash → its row, or null. Batched, never cached (turnBatch

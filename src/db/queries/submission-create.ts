@@ -13,6 +13,8 @@ import { perClient, turnBatch } from '../turn-batch.ts';
 export interface TemplateRow {
   id: number;
   accountId: number;
+  /** Its folder (for API keys limited to folders: src/accounts/key-scopes.ts). */
+  folderId: number | null;
   archived: boolean;
   /** The row's version (xmin): any update of the row changes it. */
   version: string;
@@ -29,7 +31,8 @@ export interface TemplateRow {
 const READ_TEMPLATE = {
   name: 'signet_create_submission_template',
   text: `
-    SELECT t.id, t.account_id AS "accountId", t.archived_at IS NOT NULL AS archived, t.xmin::text AS version,
+    SELECT t.id, t.account_id AS "accountId", t.folder_id AS "folderId", t.archived_at IS NOT NULL AS archived,
+           t.xmin::text AS version,
            CASE WHEN t.xmin::text = $2 THEN NULL ELSE t.fields END AS fields,
            CASE WHEN t.xmin::text = $2 THEN NULL ELSE t.submitters END AS submitters
       FROM templates t

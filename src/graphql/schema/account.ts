@@ -10,6 +10,7 @@ import {
 } from '../../accounts/account-preferences.ts';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { builder } from '../builder.ts';
+import { requireEveryFolder } from '../../accounts/key-scopes.ts';
 import { requireViewer } from '../context.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 // Registered first: the settings input is part of UpdateAccountPreferencesInput.
@@ -69,7 +70,9 @@ builder.mutationField('updateAccountPreferences', (t) =>
     description: "Sets the caller's account settings given (the others are kept); returns the account.",
     args: { input: t.arg({ type: UpdateAccountPreferencesInput, required: true }) },
     resolve: async (query, _root, { input }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account, folders } = requireViewer(ctx);
+      // The account's settings apply to every folder's templates.
+      requireEveryFolder(folders, "the account's settings");
       const change = parseInput(AccountPreferencesChange, fromGraphQLInput(AccountPreferencesChange, input));
       await updateAccountPreferences(ctx.db, { accountId: account.id, change });
       return ctx.db.account.findUniqueOrThrow({ ...query, where: { id: account.id } });

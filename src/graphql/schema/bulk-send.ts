@@ -126,10 +126,10 @@ builder.mutationField('createBulkSend', (t) =>
       'at `ratePerMinute`. Refused at once (nothing stored): the template, the settings, the data over its limits.',
     args: { input: t.arg({ type: CreateBulkSendInputRef, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
+      const { account, user, folders } = requireViewer(ctx);
       return createBulkSend(
         ctx,
-        { accountId: account.id, userId: user.id },
+        { accountId: account.id, userId: user.id, folders },
         fromGraphQLInput(CreateBulkSendRequest, input),
       );
     },
@@ -141,8 +141,8 @@ builder.queryField('bulkSend', (t) =>
     type: BulkSendRef,
     args: { id: t.arg.int({ required: true }) },
     resolve: async (query, _root, { id }, ctx) => {
-      const { account } = requireViewer(ctx);
-      await findBulkSendForAccount(ctx.db, { id, accountId: account.id });
+      const { account, folders } = requireViewer(ctx);
+      await findBulkSendForAccount(ctx.db, { id, accountId: account.id, folders });
       return ctx.db.bulkSend.findUniqueOrThrow({ ...query, where: { id } });
     },
   }),
@@ -156,8 +156,8 @@ builder.subscriptionField('bulkSendProgress', (t) =>
       'message whose status is completed or failed.',
     args: { id: t.arg.int({ required: true }) },
     subscribe: async (_root, { id }, ctx) => {
-      const { account } = requireViewer(ctx);
-      await findBulkSendForAccount(ctx.db, { id, accountId: account.id });
+      const { account, folders } = requireViewer(ctx);
+      await findBulkSendForAccount(ctx.db, { id, accountId: account.id, folders });
       const events = ctx.live.subscribe(account.id, (e) => e.type === BULK_SEND_PROGRESS && e.bulkSendId === id);
       // Over once completed or failed; judged before each message, so that the message (loaded after)
       // shows that state: a state only moves forward, and the batch that ends it publishes after.

@@ -63,11 +63,12 @@ builder.queryField('eventFeed', (t) =>
       limit: t.arg.int({ description: 'Default 10, at most 100.' }),
     },
     resolve: (_root, args, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account, folders } = requireViewer(ctx);
       return eventFeedPage(
         { db: ctx.db, payloads: createPayloadBuilder({ db: ctx.db, files: ctx.files, appUrl: ctx.config.appUrl }) },
         {
           accountId: account.id,
+          folders,
           kind: args.kind,
           type: args.type,
           after: args.after ?? undefined,

@@ -16,7 +16,7 @@ import {
   SubmissionHtmlDocument,
 } from '../../submissions/one-off-requests.ts';
 import { builder } from '../builder.ts';
-import { requireViewer } from '../context.ts';
+import { requireActor } from '../context.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 import { CreateSubmissionsPayload } from './submission.ts';
 // The nested input types (TemplateFileDocumentInput, SubmitterInput, …) are registered there first.
@@ -42,12 +42,12 @@ for (const kind of ['pdf', 'docx', 'html'] as const) {
         "templates) and one submission of it, with createSubmissions' options; nothing is kept when it is refused.",
       args: { input: t.arg({ type: kind === 'html' ? FromHtmlInput : FromFileInput, required: true }) },
       resolve: async (_root, { input }, ctx) => {
-        const { account, user } = requireViewer(ctx);
+        const actor = requireActor(ctx);
         const request: OneOffRequest =
           kind === 'html'
             ? { kind, input: fromGraphQLInput(CreateSubmissionFromHtmlRequest, input) }
             : { kind, input: fromGraphQLInput(CreateSubmissionFromFileRequest, input) };
-        const created = await createOneOffSubmission(ctx, { accountId: account.id, userId: user.id }, request);
+        const created = await createOneOffSubmission(ctx, actor, request);
         return { submissionIds: [created.submission.id] };
       },
     }),

@@ -7,6 +7,7 @@ import { parseInput } from '../../accounts/api-keys.ts';
 import type { Db } from '../../db/client.ts';
 import { MAX_LENGTH, text } from '../../limits.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
+import { submittersInFolders } from '../../accounts/key-scopes.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { submissionPageIds } from '../../db/queries/submission-page.ts';
@@ -22,7 +23,7 @@ import { UpdateSubmitterRequest } from '../../submissions/submitter-input.ts';
 import { submissionChanges, UpdateSubmissionRequest } from '../../submissions/update-submission-input.ts';
 import { idCursorWhere, PageArgs, pageSize, paginationOf } from '../../util/pagination.ts';
 import { builder } from '../builder.ts';
-import { type GraphQLContext, requireViewer } from '../context.ts';
+import { type GraphQLContext, requireActor, requireViewer } from '../context.ts';
 import { COMBINED_DOCUMENTS_PER_REQUEST } from '../../limits.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 import { SubmissionRef, SubmitterRef } from './submission.ts';
@@ -166,8 +167,8 @@ builder.queryField('submissionDocuments', (t) =>
       '`merge: true` (with more than one document): one PDF of them all (signed once completed).',
     args: { id: t.arg.int({ required: true }), merge: t.arg.boolean({ defaultValue: false }) },
     resolve: async (_root, { id, merge }, ctx) => {
-      const { account } = requireViewer(ctx);
-      await findSubmissionForAccount(ctx.db, { id, accountId: account.id });
+      const { account, folders } = requireViewer(ctx);
+      await findSubmissionForAccount(ctx.db, { id, accountId: account.id, folders });
       const { submissionDocumentsAsFilled } = await import('../../signing/submission-outputs.ts');
       const documents = await submissionDocumentsAsFilled(outputDeps(ctx), {
         accountId: account.id,
@@ -282,22 +283,24 @@ builder.queryField('submissions', (t) =>
       }),
     },
     resolve: async (_root, { ensureCombinedDocuments: ensure, ...raw }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account, folders } = requireViewer(ctx);
       const args = parseInput(SubmissionsArgs, withoutNulls(raw));
       // A filter id names a record like any other: another account's is FORBIDDEN, an unknown one
       // NOT_FOUND (docs/security.md).
       if (args.templateId !== undefined)
-        await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id });
+        await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id, folders });
+      const named =
+        args.templateFolder !== undefined
+          ? await folderIdsNamed(ctx.db, ctx.loaders, account.id, args.templateFolder)
+          : undefined;
       const ids = await submissionPageIds(ctx.db, {
         accountId: account.id,
         templateId: args.templateId,
         slug: args.slug,
         q: args.q || undefined,
         archived: args.archived,
-        folderIds:
-          args.templateFolder !== undefined
-            ? await folderIdsNamed(ctx.db, ctx.loaders, account.id, args.templateFolder)
-            : undefined,
+        // A key limited to folders lists the submissions of templates in them only (src/accounts/key-scopes.ts).
+        folderIds: folders ? (named ?? folders.ids).filter((id) => folders.ids.includes(id)) : named,
         facts: args.status ? SUBMISSION_STATUS_FILTERS[args.status] : undefined,
         after: args.after,
         before: args.before,
@@ -315,8 +318,8 @@ builder.queryField('submission', (t) =>
     type: SubmissionRef,
     args: { id: t.arg.int({ required: true }) },
     resolve: async (query, _root, { id }, ctx) => {
-      const { account } = requireViewer(ctx);
-      await findSubmissionForAccount(ctx.db, { id, accountId: account.id });
+      const { account, folders } = requireViewer(ctx);
+      await findSubmissionForAccount(ctx.db, { id, accountId: account.id, folders });
       return ctx.db.submission.findUniqueOrThrow({ ...query, where: { id } });
     },
   }),
@@ -349,14 +352,15 @@ builder.queryField('submitters', (t) =>
       before: t.arg.int(),
     },
     resolve: async (_root, raw, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account, folders } = requireViewer(ctx);
       const args = parseInput(SubmittersArgs, withoutNulls(raw));
       // Filter ids are checked as in `submissions`.
       if (args.submissionId !== undefined)
-        await findSubmissionForAccount(ctx.db, { id: args.submissionId, accountId: account.id });
+        await findSubmissionForAccount(ctx.db, { id: args.submissionId, accountId: account.id, folders });
       if (args.templateId !== undefined)
-        await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id });
-      const and: Prisma.SubmitterWhereInput[] = [{ accountId: account.id }];
+        await findTemplateForAccount(ctx.db, { id: args.templateId, accountId: account.id, folders });
+      // A key limited to folders lists the submitters of templates in them only.
+      const and: Prisma.SubmitterWhereInput[] = [{ accountId: account.id }, submittersInFolders(folders)];
       if (args.submissionId !== undefined) and.push({ submissionId: args.submissionId });
       if (args.templateId !== undefined) and.push({ submission: { templateId: args.templateId } });
       if (args.q) and.push(submitterMatches(args.q));
@@ -383,8 +387,8 @@ builder.queryField('submitter', (t) =>
     type: SubmitterRef,
     args: { id: t.arg.int({ required: true }) },
     resolve: async (query, _root, { id }, ctx) => {
-      const { account } = requireViewer(ctx);
-      await findSubmitterForAccount(ctx.db, { id, accountId: account.id });
+      const { account, folders } = requireViewer(ctx);
+      await findSubmitterForAccount(ctx.db, { id, accountId: account.id, folders });
       return ctx.db.submitter.findUniqueOrThrow({ ...query, where: { id } });
     },
   }),
@@ -407,9 +411,9 @@ builder.mutationField('updateSubmission', (t) =>
     type: SubmissionPayload,
     args: { input: t.arg({ type: UpdateSubmissionInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
+      const actor = requireActor(ctx);
       const { id, ...request } = parseInput(UpdateSubmissionRequest, fromGraphQLInput(UpdateSubmissionRequest, input));
-      await updateSubmission(ctx, { accountId: account.id, userId: user.id }, id, submissionChanges(request));
+      await updateSubmission(ctx, actor, id, submissionChanges(request));
       return { id };
     },
   }),
@@ -425,8 +429,7 @@ builder.mutationField('archiveSubmission', (t) =>
       }),
     },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
-      await archiveSubmission(ctx, { accountId: account.id, userId: user.id }, input.id);
+      await archiveSubmission(ctx, requireActor(ctx), input.id);
       return { id: input.id };
     },
   }),
@@ -456,8 +459,7 @@ builder.mutationField('deleteSubmission', (t) =>
       }),
     },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
-      return deleteSubmission(ctx, { accountId: account.id, userId: user.id }, input.id);
+      return deleteSubmission(ctx, requireActor(ctx), input.id);
     },
   }),
 );
@@ -479,11 +481,11 @@ builder.mutationField('updateSubmitter', (t) =>
     type: SubmitterPayload,
     args: { input: t.arg({ type: UpdateSubmitterInputRef, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
+      const actor = requireActor(ctx);
       const { id, ...changes } = fromGraphQLInput(UpdateSubmitterRequest, input);
       await updateSubmitter(
         ctx,
-        { accountId: account.id, userId: user.id },
+        actor,
         id,
         changes,
         {

@@ -21,7 +21,7 @@ import {
 } from '../../submissions/submitter-input.ts';
 import { parseFields, parseRoles } from '../../templates/fields.ts';
 import { builder } from '../builder.ts';
-import { type GraphQLContext, requireViewer } from '../context.ts';
+import { type GraphQLContext, requireActor } from '../context.ts';
 import { FieldRef } from './template.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 import { effectiveReminders } from '../../notifications/reminder-settings.ts';
@@ -232,11 +232,10 @@ builder.mutationField('createSubmissions', (t) =>
       '`emailsMode`, one submission per submitter.',
     args: { input: t.arg({ type: CreateSubmissionsInputRef, required: true }) },
     resolve: async (_root, { input: raw }, ctx) => {
-      const { account, user } = requireViewer(ctx);
       // The requests, expiry, completions and submission.created are written with the submissions.
       const created = await createSubmissionsForRequest(
         ctx,
-        { accountId: account.id, userId: user.id },
+        requireActor(ctx),
         fromGraphQLInput(CreateSubmissionsRequest, raw),
       );
       return { submissionIds: created.map((c) => c.id) };

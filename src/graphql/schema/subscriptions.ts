@@ -14,6 +14,8 @@
  * events (that party's form.completed, then submission.completed) that load the same submission,
  * so without them a `submissionUpdated` subscriber saw two identical messages.
  */
+import { filter } from 'graphql-yoga';
+import type { KeyFolders } from '../../accounts/key-scopes.ts';
 import { AppError } from '../../errors.ts';
 import { EVENT_TYPES, recordTypeOf } from '../../events/events.ts';
 import type { LiveEvent } from '../../events/pubsub.ts';
@@ -76,6 +78,28 @@ function loadSubmitter(ctx: GraphQLContext, event: LiveEvent, submitterId: numbe
   });
 }
 
+/**
+ * The events of templates within the folders the caller's key is limited to (all without a limit):
+ * the template's folder is looked up as each event arrives (it may have moved), once per event and
+ * folder set however many subscribers hold such a key (loadOnce).
+ */
+function withinKeyFolders(
+  ctx: GraphQLContext,
+  source: AsyncIterable<LiveEvent>,
+  folders: KeyFolders | null,
+): AsyncIterable<LiveEvent> {
+  if (!folders) return source;
+  const ids = [...folders.ids];
+  return filter((event: LiveEvent) => {
+    const templateId = event.templateId;
+    if (templateId === null) return false;
+    return loadOnce(event, `folders:${templateId}:${ids.join(',')}`, async () => {
+      const found = await ctx.db.template.count({ where: { id: templateId, folderId: { in: ids } } });
+      return found > 0;
+    });
+  })(source);
+}
+
 /** Events about a submitter (form.*), and those about a submission or one of its submitters (form.*, submission.*). */
 const FORM_EVENT_TYPES: readonly string[] = EVENT_TYPES.filter((type) => recordTypeOf(type) === 'Submitter');
 const SUBMISSION_EVENT_TYPES: readonly string[] = EVENT_TYPES.filter((type) => recordTypeOf(type) !== 'Template');
@@ -136,18 +160,21 @@ builder.subscriptionField('formEvents', (t) =>
       submissionId: t.arg.int({ description: "Only events of this submission's submitters." }),
     },
     subscribe: async (_root, args, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account, folders } = requireViewer(ctx);
       const { templateId, submissionId } = args;
-      // Another account's id is refused as in queries (FORBIDDEN), not silently empty.
-      if (templateId != null) await findTemplateForAccount(ctx.db, { id: templateId, accountId: account.id });
-      if (submissionId != null) await findSubmissionForAccount(ctx.db, { id: submissionId, accountId: account.id });
-      return ctx.live.subscribe(
+      // Another account's id is refused as in queries (FORBIDDEN), not silently empty; so is one
+      // outside the folders of the caller's key.
+      if (templateId != null) await findTemplateForAccount(ctx.db, { id: templateId, accountId: account.id, folders });
+      if (submissionId != null)
+        await findSubmissionForAccount(ctx.db, { id: submissionId, accountId: account.id, folders });
+      const events = ctx.live.subscribe(
         account.id,
         (event) =>
           FORM_EVENT_TYPES.includes(event.type) &&
           (templateId == null || event.templateId === templateId) &&
           (submissionId == null || event.submissionId === submissionId),
       );
+      return withinKeyFolders(ctx, events, folders);
     },
     resolve: (event, _args, ctx) => {
       freshLoaders(ctx);
@@ -164,9 +191,13 @@ builder.subscriptionField('submissionUpdated', (t) =>
       'type, time and submitter, and the submission as it is after it.',
     args: { id: t.arg.int({ required: true }) },
     subscribe: async (_root, { id }, ctx) => {
-      const { account } = requireViewer(ctx);
-      await findSubmissionForAccount(ctx.db, { id, accountId: account.id });
-      return ctx.live.subscribe(account.id, (event) => event.submissionId === id);
+      const { account, folders } = requireViewer(ctx);
+      await findSubmissionForAccount(ctx.db, { id, accountId: account.id, folders });
+      return withinKeyFolders(
+        ctx,
+        ctx.live.subscribe(account.id, (event) => event.submissionId === id),
+        folders,
+      );
     },
     resolve: (event, _args, ctx) => {
       freshLoaders(ctx);

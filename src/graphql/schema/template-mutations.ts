@@ -7,6 +7,7 @@ import { parsePaperSize } from '../../rendering/renderer.ts';
 import { RequestArea, RequestCondition, RequestField, type RequestFieldGroup } from '../../templates/build-fields.ts';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
+import { checkFolderNameInKeyFolders } from '../../templates/folders.ts';
 import { mergeTemplates } from '../../templates/merge-templates.ts';
 import {
   prepareChangedDocument,
@@ -33,7 +34,7 @@ import {
   UpdateTemplateRequest,
 } from '../../templates/template-requests.ts';
 import { builder } from '../builder.ts';
-import { requireViewer, type GraphQLContext } from '../context.ts';
+import { requireActor, requireViewer, type GraphQLContext } from '../context.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
 import { TemplateRef } from './template.ts';
 
@@ -82,10 +83,11 @@ async function save(
   request: { name?: string; external_id?: string; folder_name?: string; shared_link?: boolean },
   requestFields: RequestFieldGroup[],
 ) {
-  const { account, user } = requireViewer(ctx);
+  const { accountId, userId, folders } = requireActor(ctx);
   const { templateId } = await saveTemplate(ctx, {
-    accountId: account.id,
-    userId: user.id,
+    accountId,
+    userId,
+    folders,
     name: request.name,
     externalId: request.external_id,
     folderName: request.folder_name,
@@ -95,6 +97,15 @@ async function save(
     requestFields,
   });
   return { id: templateId };
+}
+
+/**
+ * Refuses a folder outside the folders of the caller's key before the documents are read or
+ * converted (saveTemplate checks again where it finds or creates the folder).
+ */
+async function checkFolder(ctx: GraphQLContext, folderName: string | undefined): Promise<void> {
+  const { accountId, folders } = requireActor(ctx);
+  await checkFolderNameInKeyFolders(ctx.db, { accountId, folders, fullName: folderName });
 }
 
 /** A create-from-file input in the definition's keys, its sizes and fields checked. */
@@ -113,6 +124,7 @@ builder.mutationField('createTemplateFromPdf', (t) =>
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
       const request = fileRequest(input);
+      await checkFolder(ctx, request.folder_name);
       const prepared = await preparePdfDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents, {
         removeTags: request.remove_tags,
         flatten: request.flatten,
@@ -131,6 +143,7 @@ builder.mutationField('createTemplateFromDocx', (t) =>
     resolve: async (_root, { input }, ctx) => {
       requireViewer(ctx);
       const request = fileRequest(input);
+      await checkFolder(ctx, request.folder_name);
       const prepared = await prepareDocxDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents, {
         removeTags: request.remove_tags,
         flatten: request.flatten,
@@ -150,6 +163,7 @@ builder.mutationField('createTemplateFromHtml', (t) =>
       requireViewer(ctx);
       const request = fromGraphQLInput(CreateTemplateFromHtmlRequest, input);
       checkTemplateRequest(CreateTemplateFromHtmlRequest, request);
+      await checkFolder(ctx, request.folder_name);
       const name = request.name?.trim() || crypto.randomUUID();
       const prepared = await prepareHtmlDocuments(
         { config: ctx.config, renderer: ctx.renderer },
@@ -176,11 +190,11 @@ builder.mutationField('updateTemplate', (t) =>
     type: TemplatePayload,
     args: { input: t.arg({ type: UpdateTemplateInputRef, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
+      const actor = requireActor(ctx);
       const { id, ...changes } = fromGraphQLInput(UpdateTemplateRequest, input);
       // template.updated on every call, even without a change; template.archived when this archived it.
       // `fields` and `submitters` replace the template's lists (template-actions.ts updateTemplate).
-      await updateTemplate(ctx, { accountId: account.id, userId: user.id }, id, changes);
+      await updateTemplate(ctx, actor, id, changes);
       return { id };
     },
   }),
@@ -196,8 +210,7 @@ builder.mutationField('archiveTemplate', (t) =>
     description: 'Archives a template (it stays readable; it can no longer be used for new submissions).',
     args: { input: t.arg({ type: ArchiveTemplateInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
-      await archiveTemplate(ctx, { accountId: account.id, userId: user.id }, input.id);
+      await archiveTemplate(ctx, requireActor(ctx), input.id);
       // On every call, as DocuSeal's DELETE /templates/{id} (reference §6, §8.2).
       return { id: input.id };
     },
@@ -227,8 +240,7 @@ builder.mutationField('deleteTemplate', (t) =>
       'clone still uses stays. No event is raised. REST: DELETE /templates/{id}?permanently=true.',
     args: { input: t.arg({ type: DeleteTemplateInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
-      return deleteTemplate(ctx, { accountId: account.id, userId: user.id }, input.id);
+      return deleteTemplate(ctx, requireActor(ctx), input.id);
     },
   }),
 );
@@ -240,9 +252,9 @@ builder.mutationField('cloneTemplate', (t) =>
     type: TemplatePayload,
     args: { input: t.arg({ type: CloneTemplateInputRef, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
+      const actor = requireActor(ctx);
       const { id, ...options } = fromGraphQLInput(CloneTemplateRequest, input);
-      const cloneId = await cloneTemplate(ctx, { accountId: account.id, userId: user.id }, id, options);
+      const cloneId = await cloneTemplate(ctx, actor, id, options);
       return { id: cloneId };
     },
   }),
@@ -259,12 +271,12 @@ builder.mutationField('updateTemplateDocuments', (t) =>
       'when it brings none.',
     args: { input: t.arg({ type: UpdateDocumentsInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
+      const actor = requireActor(ctx);
       const request = parseInput(
         UpdateTemplateDocumentsRequest,
         fromGraphQLInput(UpdateTemplateDocumentsRequest, input),
       );
-      await findTemplateForAccount(ctx.db, { id: request.id, accountId: account.id });
+      await findTemplateForAccount(ctx.db, { id: request.id, ...actor });
       const operations: PreparedOperation[] = [];
       for (const [i, op] of request.documents.entries()) {
         operations.push(
@@ -273,7 +285,7 @@ builder.mutationField('updateTemplateDocuments', (t) =>
             : { ...op, prepared: await prepareChangedDocument({ config: ctx.config, renderer: ctx.renderer }, op, i) },
         );
       }
-      await updateTemplateDocuments(ctx, { accountId: account.id, userId: user.id }, request.id, operations, {
+      await updateTemplateDocuments(ctx, actor, request.id, operations, {
         merge: request.merge ?? false,
       });
       return { id: request.id };
@@ -289,12 +301,7 @@ builder.mutationField('mergeTemplates', (t) =>
     description: 'A new template with the documents, roles (merged by name) and fields of several templates.',
     args: { input: t.arg({ type: MergeInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account, user } = requireViewer(ctx);
-      const id = await mergeTemplates(
-        ctx,
-        { accountId: account.id, userId: user.id },
-        fromGraphQLInput(MergeTemplatesRequest, input),
-      );
+      const id = await mergeTemplates(ctx, requireActor(ctx), fromGraphQLInput(MergeTemplatesRequest, input));
       return { id };
     },
   }),

@@ -16,6 +16,7 @@ import {
   type SchemaDocument,
 } from '../../templates/fields.ts';
 import { CONDITION_ACTIONS, type FieldCondition } from '../../templates/field-conditions.ts';
+import { templatesInFolders } from '../../accounts/key-scopes.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { templateFolderName } from '../../templates/read-models.ts';
 import { ONE_OFF_TEMPLATE_SOURCE } from '../../templates/save-template.ts';
@@ -222,11 +223,13 @@ builder.queryField('templates', (t) =>
       before: t.arg.int({ description: 'Only ids less than this.' }),
     },
     resolve: async (_root, rawArgs, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account, folders } = requireViewer(ctx);
       const args = parseInput(TemplatesArgs, withoutNulls(rawArgs));
       if (args.shared) return { nodes: [], pagination: paginationOf([]) };
       const where: Prisma.TemplateWhereInput = {
         accountId: account.id,
+        // A key limited to folders lists the templates in them only (src/accounts/key-scopes.ts).
+        AND: [templatesInFolders(folders)],
         archivedAt: args.archived ? { not: null } : null,
         // A one-off submission's template is its own, not one of the account's to use again.
         source: { not: ONE_OFF_TEMPLATE_SOURCE },
@@ -254,8 +257,8 @@ builder.queryField('template', (t) =>
       "account's.",
     args: { id: t.arg.int({ required: true }) },
     resolve: async (query, _root, { id }, ctx) => {
-      const { account } = requireViewer(ctx);
-      await findTemplateForAccount(ctx.db, { id, accountId: account.id });
+      const { account, folders } = requireViewer(ctx);
+      await findTemplateForAccount(ctx.db, { id, accountId: account.id, folders });
       return ctx.db.template.findUniqueOrThrow({ ...query, where: { id } });
     },
   }),

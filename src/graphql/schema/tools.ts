@@ -78,10 +78,10 @@ builder.queryFields((t) => ({
     description: 'The signatures of a PDF and whether each holds (REST: POST /tools/verify). 422 `Malformed PDF`.',
     args: { file: t.arg.string({ required: true, description: 'The PDF, base64.' }) },
     resolve: async (_root, args, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account, folders } = requireViewer(ctx);
       // Loaded on first use: pkijs and node-forge cost ~25 MB of a process that never verifies.
       const { verifyDocument } = await import('../../signing/verify-pdf.ts');
-      return verifyDocument({ db: ctx.db, config: ctx.config }, account.id, fromBase64(args.file));
+      return verifyDocument({ db: ctx.db, config: ctx.config }, account.id, fromBase64(args.file), folders);
     },
   }),
   mergePdfs: t.string({

@@ -24,7 +24,19 @@ import type { Db } from '../../db/client.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from '../../submissions/find.ts';
 import { findTemplateForAccount } from '../../templates/find-template.ts';
 import { builder } from '../builder.ts';
+import { requireEveryFolder } from '../../accounts/key-scopes.ts';
 import { requireViewer, type GraphQLContext } from '../context.ts';
+
+/**
+ * The caller of a webhook field: webhook endpoints receive, and deliveries carry, the events of
+ * every template of the account, so a key limited to folders gets FORBIDDEN (src/accounts/key-scopes.ts).
+ * @throws AppError UNAUTHENTICATED or FORBIDDEN
+ */
+function requireWebhookViewer(ctx: GraphQLContext) {
+  const viewer = requireViewer(ctx);
+  requireEveryFolder(viewer.folders, 'webhooks');
+  return viewer;
+}
 import { withoutNulls } from './template.ts';
 
 const DELIVERY_STATUSES = ['pending', 'succeeded', 'failed'] as const;
@@ -181,7 +193,7 @@ builder.queryField('webhookEndpoints', (t) =>
     type: [WebhookEndpointRef],
     description: "The account's webhook endpoints, oldest first.",
     resolve: (query, _root, _args, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       return ctx.db.webhookEndpoint.findMany({ ...query, where: { accountId: account.id }, orderBy: { id: 'asc' } });
     },
   }),
@@ -192,7 +204,7 @@ builder.queryField('webhookEndpoint', (t) =>
     type: WebhookEndpointRef,
     args: { id: t.arg.int({ required: true }) },
     resolve: async (query, _root, { id }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       await findWebhookEndpoint(ctx.db, { id, accountId: account.id });
       return ctx.db.webhookEndpoint.findUniqueOrThrow({ ...query, where: { id } });
     },
@@ -217,7 +229,7 @@ builder.queryField('webhookDeliveries', (t) =>
       before: t.arg.int(),
     },
     resolve: async (query, _root, raw, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       const { endpointId, ...rest } = withoutNulls(raw);
       const filter = parseInput(DeliveryFilter, rest);
       if (endpointId !== undefined) await findWebhookEndpoint(ctx.db, { id: endpointId, accountId: account.id });
@@ -242,7 +254,7 @@ builder.queryField('webhookDelivery', (t) =>
     type: WebhookDeliveryRef,
     args: { id: t.arg.int({ required: true }) },
     resolve: async (query, _root, { id }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       await findDeliveryForAccount(ctx.db, { id, accountId: account.id });
       return ctx.db.webhookDelivery.findUniqueOrThrow({ ...query, where: { id } });
     },
@@ -304,7 +316,7 @@ builder.mutationField('createWebhookEndpoint', (t) =>
     description: 'Adds a webhook endpoint; the payload carries its signing secret, shown this once.',
     args: { input: t.arg({ type: CreateWebhookEndpointInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       const { endpoint, secret } = await createWebhookEndpoint(ctx.db, {
         accountId: account.id,
         ...input,
@@ -331,7 +343,7 @@ builder.mutationField('updateWebhookEndpoint', (t) =>
     type: EndpointPayloadRef,
     args: { input: t.arg({ type: UpdateWebhookEndpointInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       const { id, ...changes } = input;
       const endpoint = await updateWebhookEndpoint(ctx.db, {
         id,
@@ -354,7 +366,7 @@ builder.mutationField('deleteWebhookEndpoint', (t) =>
     description: 'Removes an endpoint with its deliveries; retries still waiting send nothing.',
     args: { input: t.arg({ type: WebhookEndpointIdInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       return removeWebhookEndpoint(ctx.db, { id: input.id, accountId: account.id });
     },
   }),
@@ -368,7 +380,7 @@ builder.mutationField('rotateWebhookSecret', (t) =>
       'each).',
     args: { input: t.arg({ type: WebhookEndpointIdInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       const { endpoint, secret } = await rotateWebhookSecret(ctx.db, { id: input.id, accountId: account.id });
       return { id: endpoint.id, secret };
     },
@@ -387,7 +399,7 @@ builder.mutationField('sendTestWebhook', (t) =>
       'one endpoint now, once, signed, without retries, and answers with the delivery and its attempt.',
     args: { input: t.arg({ type: SendTestWebhookInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       const delivery = await sendTestWebhook(deliveryDeps(ctx), {
         endpointId: input.endpointId,
         accountId: account.id,
@@ -409,7 +421,7 @@ builder.mutationField('redeliverWebhook', (t) =>
       'its own retries); the original keeps its history.',
     args: { input: t.arg({ type: RedeliverWebhookInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      const { account } = requireViewer(ctx);
+      const { account } = requireWebhookViewer(ctx);
       const delivery = await redeliverWebhook(ctx, { deliveryId: input.deliveryId, accountId: account.id });
       return { id: delivery.id };
     },
