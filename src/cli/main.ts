@@ -244,8 +244,8 @@ const COMMANDS: Record<string, Command> = {
     description:
       'Copies the stored files from DATA_DIR/files to the S3 storage of STORAGE_URL (--to s3), or back\n' +
       '(--to local), under the same keys; files already there are skipped, so a stopped run resumes when run\n' +
-      'again. Nothing is deleted. Prints {"from":"local","to":"s3","files":N,"copied":N,"skipped":N,"missing":N,"damaged":N,\n' +
-      '"bytes":N,"missingKeys":[..]} (docs/deploy.md).',
+      'again. Nothing is deleted. Prints {"from":"local","to":"s3","files":N,"copied":N,"skipped":N,\n' +
+      '"missing":N,"damaged":N,"bytes":N,"missingKeys":[..]} (docs/deploy.md).',
     options: { to: { type: 'string' } },
     required: ['to'],
     async run(db, flags, config) {
