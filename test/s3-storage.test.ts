@@ -48,6 +48,49 @@ function storageOn(prefix: string): ReturnType<typeof createS3Storage> {
   return createS3Storage(loadConfig(s3.env({ prefix })).storage!);
 }
 
+describe('STORAGE_URL and the AWS variables', () => {
+  it('reads s3://bucket/prefix, the endpoint, path style and the credentials', () => {
+    expect(loadConfig({}).storage).toBeUndefined();
+    expect(loadConfig({ STORAGE_URL: 's3://my-bucket' }).storage).toMatchObject({
+      bucket: 'my-bucket',
+      prefix: '',
+      endpoint: undefined,
+      region: 'us-east-1',
+      forcePathStyle: false,
+      credentials: undefined,
+    });
+    const minio = loadConfig({
+      STORAGE_URL: 's3://signet/a/b/',
+      AWS_ENDPOINT_URL: 'http://minio:9000/',
+      AWS_REGION: 'eu-central-1',
+      AWS_ACCESS_KEY_ID: 'id',
+      AWS_SECRET_ACCESS_KEY: 'secret',
+      STORAGE_TIMEOUT_SECONDS: '2.5',
+    }).storage;
+    expect(minio).toEqual({
+      bucket: 'signet',
+      prefix: 'a/b/',
+      endpoint: 'http://minio:9000',
+      publicEndpoint: undefined,
+      region: 'eu-central-1',
+      forcePathStyle: true,
+      credentials: { accessKeyId: 'id', secretAccessKey: 'secret' },
+      timeout: 2500,
+    });
+    expect(loadConfig({ STORAGE_URL: 's3://b-1', S3_FORCE_PATH_STYLE: 'true' }).storage!.forcePathStyle).toBe(true);
+    expect(loadConfig({ STORAGE_URL: 's3://b-1', FILE_URLS_PRESIGNED: 'true' }).fileUrlsPresigned).toBe(true);
+  });
+
+  it('refuses a bad URL or bucket name, half a key pair, and S3-only settings without STORAGE_URL', () => {
+    for (const url of ['http://bucket/x', 's3://', 's3://Upper', 's3://a', 's3://bucket/../x'])
+      expect(() => loadConfig({ STORAGE_URL: url }), url).toThrow(/STORAGE_URL/);
+    expect(() => loadConfig({ STORAGE_URL: 's3://bucket', AWS_ACCESS_KEY_ID: 'id' })).toThrow(
+      'set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither',
+    );
+    expect(() => loadConfig({ FILE_URLS_PRESIGNED: 'true' })).toThrow('FILE_URLS_PRESIGNED: needs STORAGE_URL=s3://…');
+  });
+});
+
 describe('the S3 storage', () => {
   it('stores content-addressed bytes under <prefix>/sha256/…, once, and reads them whole and by range', async () => {
     const storage = storageOn('put');
