@@ -4,7 +4,6 @@
  * composition root passes in (`apis`: the DocuSeal REST API of rest-compat, which depends on
  * src/ and not the other way round). Returns `{ fastify, start, stop }`; main.ts only starts it.
  */
-import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
@@ -20,7 +19,7 @@ import { registerFileRoutes } from './documents/file-routes.ts';
 import { registerSigningPageRoutes } from './signing-form/page-routes.ts';
 import { createFileUrlSigner, type FileUrlSigner } from './documents/file-urls.ts';
 import { resolveSecretKeyBase } from './documents/secret-key.ts';
-import { createLocalStorage, type FileStorage } from './documents/storage.ts';
+import { type FileStorage, openFileStorage } from './documents/storage.ts';
 import { defineUnusedFilesJob } from './documents/unused-files.ts';
 import { createRenderer, type Renderer } from './rendering/renderer.ts';
 import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
@@ -49,7 +48,10 @@ export interface AppOptions {
    * service's parts (e.g. rest-compat's `docusealRestApi()`, mounted at /api).
    */
   apis?: HttpApi[];
-  /** File storage; default: local disk under config.dataDir/files. */
+  /**
+   * File storage; default: openFileStorage(config) — S3 with STORAGE_URL (its bucket checked: a
+   * missing one rejects buildApp with an Error naming it), else local disk under config.dataDir/files.
+   */
   storage?: FileStorage;
   /** Signs and verifies file URLs; default: from config (appUrl, fileUrlTtl, resolveSecretKeyBase). */
   signer?: FileUrlSigner;
@@ -118,7 +120,7 @@ export interface App {
 
 export async function buildApp(options: AppOptions): Promise<App> {
   const { config, db } = options;
-  const storage = options.storage ?? createLocalStorage(path.join(config.dataDir, 'files'));
+  const storage = options.storage ?? (await openFileStorage(config));
   const secretKeyBase = await resolveSecretKeyBase(config);
   const signer =
     options.signer ??
@@ -247,7 +249,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   registerErrorHandler(fastify);
   registerHealthRoute(fastify, db);
   registerServiceIndexRoute(fastify, { graphiql: config.graphiql });
-  registerFileRoutes(fastify, { db, storage, signer });
+  registerFileRoutes(fastify, { db, storage, signer, presigned: config.fileUrlsPresigned });
   registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize, embedOrigins: config.embedOrigins });
   for (const api of options.apis ?? [])
     await api(fastify, { config, db, schema, contextFactory, storage, signer, idempotencyKeys });
@@ -298,6 +300,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
         await step('live events', () => live.close(), STOP_STEP_MS);
         await step('renderer', () => renderer.close(), STOP_STEP_MS);
         await step('database', () => db.$disconnect(), STOP_STEP_MS);
+        if (!options.storage) storage.close?.();
       })();
       return stopping;
     },

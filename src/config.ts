@@ -168,9 +168,49 @@ const EnvSchema = z.object({
    * (this file sits below it and cannot import it).
    */
   BULK_SEND_RATE_PER_MINUTE: intFromEnv(1, 60_000).default(300),
+  /**
+   * `s3://bucket/prefix`: every file in S3-compatible object storage (src/documents/s3-storage.ts), the bucket
+   * checked at start; unset: local disk under DATA_DIR/files (docs/deploy.md "Object storage").
+   */
+  STORAGE_URL: z.string().transform(parseStorageUrl).optional(),
+  /** With STORAGE_URL: file URLs answer with a redirect to a presigned URL of the storage instead of the bytes. */
+  FILE_URLS_PRESIGNED: boolFromEnv.optional(),
+  /** With FILE_URLS_PRESIGNED: the storage's address as clients reach it, when it differs from AWS_ENDPOINT_URL. */
+  STORAGE_PUBLIC_ENDPOINT_URL: z.string().url().optional(),
+  /** Time allowed for one storage request (connect and answer), in seconds. */
+  STORAGE_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(30),
+  /** The S3 endpoint (MinIO, R2, …); unset: AWS S3 in AWS_REGION. */
+  AWS_ENDPOINT_URL: z.string().url().optional(),
+  /** The bucket's region (us-east-1 by default, which MinIO also uses). */
+  AWS_REGION: z.string().min(1).default('us-east-1'),
+  /** Credentials; unset: the AWS SDK's default chain (instance or task role, web identity, ~/.aws). */
+  AWS_ACCESS_KEY_ID: z.string().min(1).optional(),
+  AWS_SECRET_ACCESS_KEY: z.string().min(1).optional(),
+  AWS_SESSION_TOKEN: z.string().min(1).optional(),
+  /** Path-style addresses (`endpoint/bucket/key`); default: on with AWS_ENDPOINT_URL, off for AWS S3. */
+  S3_FORCE_PATH_STYLE: boolFromEnv.optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
+
+/**
+ * STORAGE_URL `s3://bucket[/prefix]` → the bucket (S3's naming rules: 3–63 lower-case letters, digits, dots and
+ * hyphens, starting and ending with a letter or digit) and the prefix of every key ('' or ending in `/`).
+ */
+function parseStorageUrl(value: string, ctx: z.RefinementCtx): { bucket: string; prefix: string } {
+  const match = /^s3:\/\/([^/]*)(?:\/(.*))?$/.exec(value);
+  const bucket = match?.[1] ?? '';
+  const prefix = (match?.[2] ?? '').replace(/^\/+|\/+$/g, '');
+  if (!match || !/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(bucket))
+    ctx.addIssue({ code: 'custom', message: 'must be s3://<bucket>[/<prefix>] with a valid bucket name' });
+  // Control characters and `.`/`..` segments make keys that S3 clients and consoles do not round-trip.
+  else if (
+    [...prefix].some((c) => c.charCodeAt(0) < 0x20 || c === '\x7f' || c === '\\') ||
+    prefix.split('/').some((s) => s === '.' || s === '..')
+  )
+    ctx.addIssue({ code: 'custom', message: 'the prefix must not contain control characters, `\\`, `.` or `..`' });
+  return { bucket, prefix: prefix ? `${prefix}/` : '' };
+}
 
 /**
  * A comma-separated list of origins (CORS_ORIGINS, EMBED_ORIGINS): each as browsers send it (parseOrigin), or `*`;
@@ -303,6 +343,27 @@ export interface Config {
   templateLinkStarts: { perIp: number; perTemplate: number };
   /** Invitations per minute of a bulk send that gives no `rate_per_minute` (BULK_SEND_RATE_PER_MINUTE). */
   bulkSendRatePerMinute: number;
+  /** S3-compatible file storage (STORAGE_URL and the AWS_* variables); undefined: local disk under DATA_DIR/files. */
+  storage: S3StorageConfig | undefined;
+  /** GET /file/… redirects to a presigned URL of the storage (FILE_URLS_PRESIGNED; S3 only) instead of proxying. */
+  fileUrlsPresigned: boolean;
+}
+
+/** Where and how files are kept in S3-compatible storage (src/documents/s3-storage.ts). */
+export interface S3StorageConfig {
+  bucket: string;
+  /** Put before every key: '' or ending in `/`. */
+  prefix: string;
+  /** The S3 API's base URL (AWS_ENDPOINT_URL); undefined: AWS S3 in `region`. */
+  endpoint: string | undefined;
+  /** The base URL presigned URLs use (STORAGE_PUBLIC_ENDPOINT_URL); undefined: `endpoint`. */
+  publicEndpoint: string | undefined;
+  region: string;
+  forcePathStyle: boolean;
+  /** Undefined: the AWS SDK's default credential chain. */
+  credentials: { accessKeyId: string; secretAccessKey: string; sessionToken?: string } | undefined;
+  /** Milliseconds allowed for one request. */
+  timeout: number;
 }
 
 /** Limits of one GraphQL operation, checked by src/graphql/limits.ts (GraphQL Armor's units). */
@@ -417,6 +478,40 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     embedOrigins: !e.EMBED_ORIGINS?.length || e.EMBED_ORIGINS.includes('*') ? ['*'] : e.EMBED_ORIGINS,
     templateLinkStarts: { perIp: e.TEMPLATE_LINK_STARTS_PER_IP, perTemplate: e.TEMPLATE_LINK_STARTS_PER_TEMPLATE },
     bulkSendRatePerMinute: e.BULK_SEND_RATE_PER_MINUTE,
+    storage: storageFromEnv(e),
+    fileUrlsPresigned: e.FILE_URLS_PRESIGNED ?? false,
+  };
+}
+
+/**
+ * The S3 storage settings, or undefined without STORAGE_URL.
+ * @throws ConfigError for half a key pair, or FILE_URLS_PRESIGNED / STORAGE_PUBLIC_ENDPOINT_URL without STORAGE_URL
+ */
+function storageFromEnv(e: Env): S3StorageConfig | undefined {
+  if (!e.STORAGE_URL) {
+    const s3Only = (['FILE_URLS_PRESIGNED', 'STORAGE_PUBLIC_ENDPOINT_URL'] as const).filter((k) => e[k]);
+    if (s3Only.length > 0)
+      throw new ConfigError(`Invalid configuration: ${s3Only.map((k) => `${k}: needs STORAGE_URL=s3://…`).join('; ')}`);
+    return undefined;
+  }
+  if (Boolean(e.AWS_ACCESS_KEY_ID) !== Boolean(e.AWS_SECRET_ACCESS_KEY))
+    throw new ConfigError('Invalid configuration: set both AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or neither');
+  const endpoint = e.AWS_ENDPOINT_URL?.replace(/\/+$/, '');
+  return {
+    ...e.STORAGE_URL,
+    endpoint,
+    publicEndpoint: e.STORAGE_PUBLIC_ENDPOINT_URL?.replace(/\/+$/, ''),
+    region: e.AWS_REGION,
+    forcePathStyle: e.S3_FORCE_PATH_STYLE ?? endpoint !== undefined,
+    credentials:
+      e.AWS_ACCESS_KEY_ID && e.AWS_SECRET_ACCESS_KEY
+        ? {
+            accessKeyId: e.AWS_ACCESS_KEY_ID,
+            secretAccessKey: e.AWS_SECRET_ACCESS_KEY,
+            ...(e.AWS_SESSION_TOKEN ? { sessionToken: e.AWS_SESSION_TOKEN } : {}),
+          }
+        : undefined,
+    timeout: Math.round(e.STORAGE_TIMEOUT_SECONDS * 1000),
   };
 }
 

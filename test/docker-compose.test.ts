@@ -2,8 +2,12 @@
  * docker-compose.yml cannot run on our machines (no Docker engine), so its configuration is
  * checked here: the signet service's environment is one src/config.ts accepts, it reaches the
  * postgres service, publishes its PORT and waits for PostgreSQL to be healthy; the image runs
- * the same command as `npm start`.
+ * the same command as `npm start`. The profiles (issue 18: mongo, mailpit, minio, scale): each
+ * service's healthcheck, ports, volumes and dependencies, and the settings of each deploy/*.env
+ * against src/config.ts and the services they name; the Dockerfile's stages. Where a Docker
+ * engine exists, `docker compose config` checks the file too.
  */
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,27 +24,33 @@ interface Service {
   environment?: Record<string, string | number | boolean | null> | string[];
   ports?: (string | number | { target: number; published?: number | string })[];
   volumes?: (string | { type?: string; source?: string; target: string })[];
-  depends_on?: string[] | Record<string, { condition?: string }>;
+  depends_on?: string[] | Record<string, { condition?: string; required?: boolean }>;
   healthcheck?: { test?: string | string[] };
+  profiles?: string[];
+  command?: string[];
+  entrypoint?: string[];
 }
 
-/** Compose interpolation of `${NAME:-default}` / `${NAME-default}` / `${NAME}` with an empty host environment. */
-function interpolate(value: string): string {
+/**
+ * Compose interpolation of `${NAME:-default}` / `${NAME-default}` / `${NAME}` with the variables
+ * given (an env file's), empty otherwise.
+ */
+function interpolate(value: string, vars: Record<string, string> = {}): string {
   return value.replace(
     /\$\{([A-Z_][A-Z0-9_]*)(?::?-([^}]*))?\}/gi,
-    (_match, _name: string, fallback?: string) => fallback ?? '',
+    (_match, name: string, fallback?: string) => vars[name] || fallback || '',
   );
 }
 
 /** A service's environment as a plain map (compose allows a map or a list of NAME=value). */
-function environmentOf(service: Service): Record<string, string> {
+function environmentOf(service: Service, vars: Record<string, string> = {}): Record<string, string> {
   const entries = Array.isArray(service.environment)
     ? service.environment.map((line) => {
         const at = line.indexOf('=');
         return at === -1 ? [line, ''] : [line.slice(0, at), line.slice(at + 1)];
       })
     : Object.entries(service.environment ?? {}).map(([key, value]) => [key, value == null ? '' : String(value)]);
-  return Object.fromEntries(entries.map(([key, value]) => [key, interpolate(value!)]));
+  return Object.fromEntries(entries.map(([key, value]) => [key, interpolate(value!, vars)]));
 }
 
 /** The variable names src/config.ts reads: the keys of its `EnvSchema = z.object({...})`. */
@@ -59,7 +69,8 @@ function containerPort(entry: NonNullable<Service['ports']>[number]): number {
   return Number(last.replace(/\/(tcp|udp)$/, ''));
 }
 
-const compose = parse(read('docker-compose.yml')) as {
+// `<<: *signet` merges the shared service definition, as Compose does (YAML 1.1 merge keys).
+const compose = parse(read('docker-compose.yml'), { merge: true }) as {
   services: Record<string, Service>;
   volumes?: Record<string, unknown>;
 };
@@ -135,9 +146,44 @@ describe('docker-compose.yml', () => {
 describe('Dockerfile', () => {
   const dockerfile = read('Dockerfile');
 
-  it('installs with npm ci on node:20-bookworm-slim', () => {
-    expect(dockerfile).toMatch(/^FROM node:20-bookworm-slim\b/m);
-    expect(dockerfile).toMatch(/^RUN npm ci\b/m);
+  /** The stages in order: name → their lines. */
+  const stages = dockerfile
+    .split(/^(?=FROM )/m)
+    .filter((part) => part.startsWith('FROM '))
+    .map((part) => ({
+      from: /^FROM (\S+) AS (\S+)/.exec(part)?.[1],
+      name: /^FROM \S+ AS (\S+)/.exec(part)?.[1],
+      part,
+    }));
+  const stage = (name: string) => stages.find((s) => s.name === name)!.part;
+
+  it('builds in stages on one pinned Node version: build, runtime, full, and slim last (the default target)', () => {
+    expect(stages.map((s) => s.name)).toEqual(['build', 'runtime', 'full', 'slim']);
+    expect(dockerfile).toMatch(/^ARG NODE_VERSION=\d+\.\d+\.\d+$/m);
+    // The Dockerfile's own ${NODE_VERSION}, as written there (not a template string).
+    const base = 'node:$' + '{NODE_VERSION}-bookworm-slim';
+    expect(stages.map((s) => s.from)).toEqual([base, base, 'runtime', 'runtime']);
+    expect(stage('build')).toMatch(/^RUN npm ci$/m);
+    // Only production dependencies reach the image.
+    expect(stage('build')).toMatch(/^RUN npm prune --omit=dev\b/m);
+    expect(stage('runtime')).toMatch(/^COPY --from=build \/app \/app$/m);
+  });
+
+  it('runs as the unprivileged node user with a healthcheck on /health', () => {
+    expect(stage('runtime')).toMatch(/^USER node$/m);
+    expect(stage('runtime')).not.toMatch(/^RUN npm\b/m);
+    // full installs as root, then drops back to node.
+    expect([...stage('full').matchAll(/^USER (\S+)$/gm)].map((m) => m[1])).toEqual(['root', 'node']);
+    const healthcheck = /^HEALTHCHECK (.*\\\n)*.*$/m.exec(stage('runtime'))?.[0];
+    expect(healthcheck).toMatch(/CMD \["node", "-e", ".*\/health`?\)/);
+    expect(stage('runtime')).toMatch(/^ENV .*\bHOST=0\.0\.0\.0\b/m);
+    expect(stage('runtime')).toMatch(/^ENV .*\bDATA_DIR=\/data\b/m);
+  });
+
+  it('has Chromium and LibreOffice in the full target only', () => {
+    expect(stage('full')).toMatch(/chromium libreoffice-writer-nogui fonts-dejavu-core/);
+    expect(stage('runtime')).not.toMatch(/chromium|libreoffice/);
+    expect(stage('slim').trim()).toBe('FROM runtime AS slim');
   });
 
   it('builds and runs what `npm start` does', () => {
@@ -153,4 +199,164 @@ describe('Dockerfile', () => {
     expect(cmd, 'Dockerfile has no exec-form CMD').toBeDefined();
     expect(`exec ${(JSON.parse(cmd!) as string[]).join(' ')}`).toBe(exec);
   });
+});
+
+/** A deploy/<profile>.env file's variables (NAME=value lines; # comments). */
+function envFile(name: string): Record<string, string> {
+  return Object.fromEntries(
+    read(`deploy/${name}.env`)
+      .split('\n')
+      .filter((line) => line.trim() && !line.trimStart().startsWith('#'))
+      .map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]),
+  );
+}
+
+const services = compose.services as Record<string, Service & { image?: string; ports?: Service['ports'] }>;
+const PROFILES = {
+  mongo: ['mongo'],
+  mailpit: ['mailpit'],
+  minio: ['minio', 'minio-bucket'],
+  scale: ['signet-2', 'proxy'],
+};
+
+describe('docker-compose.yml profiles', () => {
+  it('keeps the default small: only signet, postgres, gotenberg and redis run without a profile', () => {
+    const always = Object.entries(services).filter(([, s]) => !s.profiles?.length);
+    expect(always.map(([name]) => name).sort()).toEqual(['gotenberg', 'postgres', 'redis', 'signet']);
+    for (const [profile, names] of Object.entries(PROFILES))
+      for (const name of names) expect(services[name]?.profiles, name).toEqual([profile]);
+    expect(Object.keys(services).sort()).toEqual(
+      ['gotenberg', 'postgres', 'redis', 'signet', ...Object.values(PROFILES).flat()].sort(),
+    );
+  });
+
+  it('pins every image and gives every long-running service a healthcheck', () => {
+    for (const [name, service] of Object.entries(services)) {
+      if (service.build) continue;
+      expect(service.image, name).toMatch(/^[a-z0-9./-]+:[\w.-]+$/);
+      expect(service.image, name).not.toMatch(/:latest$/);
+    }
+    for (const [name, service] of Object.entries(services)) {
+      if (name === 'minio-bucket') continue; // a one-shot job: Signet waits for it to complete
+      expect([service.healthcheck?.test].flat().length, `${name} has no healthcheck`).toBeGreaterThan(1);
+    }
+  });
+
+  it('publishes each host port once, so that profiles combine', () => {
+    const hostPorts = Object.values(services).flatMap((s) =>
+      (s.ports ?? []).map((p) => (typeof p === 'object' ? Number(p.published) : Number(String(p).split(':').at(-2)))),
+    );
+    expect(hostPorts.sort()).toEqual([...new Set(hostPorts)].sort());
+    expect(hostPorts.sort()).toEqual([3000, 8025, 8080, 9000, 9001]);
+  });
+
+  it('declares every named volume it mounts, and mounts every one it declares', () => {
+    const named = Object.values(services).flatMap((s) =>
+      (s.volumes ?? [])
+        .map((v) => (typeof v === 'string' ? v.split(':')[0]! : v.source!))
+        .filter((source) => !source.startsWith('.') && !source.startsWith('/')),
+    );
+    expect([...new Set(named)].sort()).toEqual(Object.keys(compose.volumes ?? {}).sort());
+    // Bind mounts are files of this repository.
+    for (const s of Object.values(services))
+      for (const v of s.volumes ?? [])
+        if (typeof v === 'string' && v.startsWith('./'))
+          expect(fs.existsSync(path.join(ROOT, v.split(':')[0]!))).toBe(true);
+  });
+
+  it('makes signet depend on known services, and on the profiles’ services only when they run', () => {
+    for (const [name, service] of Object.entries(services)) {
+      const dependsOn = Array.isArray(service.depends_on) ? {} : (service.depends_on ?? {});
+      for (const [target, { required }] of Object.entries(dependsOn)) {
+        expect(services[target], `${name} depends on ${target}`).toBeDefined();
+        const optional = (services[target]!.profiles ?? []).some((p) => !(service.profiles ?? []).includes(p));
+        expect(required === false, `${name} → ${target} required: false`).toBe(optional);
+      }
+    }
+    expect(Object.keys(signet!.depends_on as object).sort()).toEqual(
+      ['gotenberg', 'mailpit', 'minio-bucket', 'mongo', 'postgres', 'redis'].sort(),
+    );
+  });
+
+  it.each(Object.keys(PROFILES))('deploy/%s.env gives signet settings src/config.ts accepts', (profile) => {
+    const vars = envFile(profile);
+    const env = environmentOf(signet!, vars);
+    const known = configVariables();
+    expect(Object.keys(env).filter((key) => !known.includes(key))).toEqual([]);
+    for (const key of Object.keys(vars))
+      expect(known.includes(key) || key === 'MINIO_BUCKET', `${key} is read by src/config.ts`).toBe(true);
+    expect(() => loadConfig(env)).not.toThrow();
+    // Every variable of the file reaches the service (none is forgotten in docker-compose.yml).
+    for (const [key, value] of Object.entries(vars)) if (known.includes(key)) expect(env[key], key).toBe(value);
+  });
+
+  it('mongo: JOBS_MONGODB_URL names the mongo service on its port', () => {
+    const config = loadConfig(environmentOf(signet!, envFile('mongo')));
+    const url = new URL(config.jobsMongodbUrl!);
+    expect([url.protocol, url.hostname, url.port]).toEqual(['mongodb:', 'mongo', '27017']);
+    expect(services.mongo!.image).toMatch(/^mongo:\d+$/);
+  });
+
+  it('mailpit: SMTP_URL names the mailpit service on its SMTP port; its web UI is published', () => {
+    const config = loadConfig(environmentOf(signet!, envFile('mailpit')));
+    const url = new URL(config.smtpUrl!);
+    expect([url.protocol, url.hostname, url.port]).toEqual(['smtp:', 'mailpit', '1025']);
+    expect(services.mailpit!.ports?.map(containerPort)).toEqual([8025]);
+  });
+
+  it('minio: STORAGE_URL names the bucket minio-bucket creates, on the minio service, with its credentials', () => {
+    const vars = envFile('minio');
+    const storage = loadConfig(environmentOf(signet!, vars)).storage!;
+    expect(new URL(storage.endpoint!).host).toBe('minio:9000');
+    expect(storage.forcePathStyle).toBe(true);
+    const minio = environmentOf(services.minio!, vars);
+    expect(storage.credentials).toEqual({
+      accessKeyId: minio.MINIO_ROOT_USER,
+      secretAccessKey: minio.MINIO_ROOT_PASSWORD,
+    });
+    const bucketJob = environmentOf(services['minio-bucket']!, vars);
+    expect(bucketJob.BUCKET).toBe(storage.bucket);
+    expect(bucketJob.AWS_ACCESS_KEY_ID).toBe(minio.MINIO_ROOT_USER);
+    expect(services['minio-bucket']!.entrypoint!.join(' ')).toContain('mc mb --ignore-existing "minio/$$BUCKET"');
+    expect((services['minio-bucket']!.depends_on as Record<string, { condition: string }>).minio!.condition).toBe(
+      'service_healthy',
+    );
+    expect(services.minio!.ports?.map(containerPort)).toEqual([9000, 9001]);
+  });
+
+  it('scale: a second replica like the first, behind the proxy that APP_URL names', () => {
+    const { ports: _ports, profiles: _profiles, ...first } = signet!;
+    const { ports: secondPorts, profiles: _secondProfiles, ...second } = services['signet-2']!;
+    expect(second).toEqual(first);
+    expect(secondPorts).toBeUndefined();
+
+    const config = loadConfig(environmentOf(signet!, envFile('scale')));
+    const caddyfile = read('deploy/Caddyfile');
+    const listen = /^:(\d+) \{/m.exec(caddyfile)?.[1];
+    expect(services.proxy!.ports).toEqual([`${listen}:${listen}`]);
+    expect(config.appUrl).toBe(`http://localhost:${listen}`);
+    const upstreams = /reverse_proxy ([^{]+)\{/.exec(caddyfile)![1]!.trim().split(/\s+/);
+    expect(upstreams).toEqual([`signet:${config.port}`, `signet-2:${config.port}`]);
+    expect(caddyfile).toMatch(/^\s*health_uri \/health$/m);
+    expect(caddyfile).toMatch(/^\s*lb_try_duration \d+s$/m);
+    expect(services.proxy!.volumes).toContain('./deploy/Caddyfile:/etc/caddy/Caddyfile:ro');
+    // The replicas share DATA_DIR (the generated SECRET_KEY_BASE, local files) unless S3 holds the files.
+    expect(services['signet-2']!.volumes).toEqual(signet!.volumes);
+  });
+
+  const docker = (() => {
+    try {
+      execFileSync('docker', ['compose', 'version'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  it.runIf(docker).each([[], ...Object.keys(PROFILES).map((p) => [p])])(
+    'docker compose config accepts the file (profile %s)',
+    (profile?: string) => {
+      const args = profile ? ['--profile', profile, '--env-file', `deploy/${profile}.env`] : [];
+      execFileSync('docker', ['compose', ...args, 'config', '--quiet'], { cwd: ROOT });
+    },
+  );
 });

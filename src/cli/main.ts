@@ -6,6 +6,7 @@
  * `signet help <command>`; a group such as `api-key` lists its commands) prints that usage on
  * stdout and exits 0 without opening the database. Arguments are parsed by node:util parseArgs.
  */
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import type { FastifyBaseLogger } from 'fastify';
 import {
@@ -269,6 +270,37 @@ const COMMANDS: Record<string, Command> = {
     required: ['id'],
     async run(db, flags) {
       return removeWebhookEndpoint(db, { id: positiveInt(flags, 'id') });
+    },
+  },
+  'storage migrate': {
+    synopsis: 'storage migrate --to s3|local',
+    description:
+      'Copies the stored files from DATA_DIR/files to the S3 storage of STORAGE_URL (--to s3), or back\n' +
+      '(--to local), under the same keys; files already there are skipped, so a stopped run resumes when run\n' +
+      'again. Nothing is deleted. Prints {"from":"local","to":"s3","files":N,"copied":N,"skipped":N,\n' +
+      '"missing":N,"damaged":N,"bytes":N,"missingKeys":[..]} (docs/deploy.md).',
+    options: { to: { type: 'string' } },
+    required: ['to'],
+    async run(db, flags, config) {
+      const to = flags.to;
+      if (to !== 's3' && to !== 'local')
+        throw new AppError('VALIDATION', `--to must be s3 or local, got "${String(to)}"`);
+      if (!config.storage) throw new AppError('VALIDATION', 'storage migrate needs STORAGE_URL=s3://bucket/prefix');
+      const [{ createLocalStorage }, { openS3Storage }, { migrateStorage }] = await Promise.all([
+        import('../documents/storage.ts'),
+        import('../documents/s3-storage.ts'),
+        import('../documents/migrate-storage.ts'),
+      ]);
+      const local = createLocalStorage(path.join(config.dataDir, 'files'));
+      const s3 = await openS3Storage(config.storage);
+      try {
+        return await migrateStorage(
+          { db, source: to === 's3' ? local : s3, target: to === 's3' ? s3 : local },
+          { from: to === 's3' ? 'local' : 's3', to },
+        );
+      } finally {
+        s3.close();
+      }
     },
   },
   migrate: {

@@ -19,6 +19,13 @@
  * served inline (others as attachments), types a browser would run (HTML, SVG, XML, JavaScript)
  * go out as application/octet-stream, and every response has `X-Content-Type-Options: nosniff`
  * (the same lists Rails' ActiveStorage applies to the proxy DocuSeal uses).
+ *
+ * With S3 storage and FILE_URLS_PRESIGNED, a valid `GET` is answered `307` with `Location:` a
+ * presigned URL of the object, valid for what is left of the token's lifetime (at most 7 days,
+ * SigV4's limit), carrying the same Content-Type, Content-Disposition and Cache-Control through S3's
+ * response overrides; S3 then serves the bytes and the ranges. The checks above (token, expiry, row,
+ * extension) stay Signet's; `HEAD` is answered here as before (a presigned GET URL is not valid for
+ * HEAD). Proxied (the default) streams the bytes through Signet, ranges included (docs/deploy.md).
  */
 import type { FastifyInstance } from 'fastify';
 import type { Db } from '../db/client.ts';
@@ -107,11 +114,15 @@ export function parseRange(
 /**
  * Registers `GET` and `HEAD /file/<token>/<filename>`.
  * @param deps.signer verifies tokens (createFileUrlSigner)
+ * @param deps.presigned GET redirects to a presigned URL of the storage (config.fileUrlsPresigned;
+ *   the storage must have presignedUrl)
  */
 export function registerFileRoutes(
   app: FastifyInstance,
-  deps: { db: Db; storage: FileStorage; signer: FileUrlSigner },
+  deps: { db: Db; storage: FileStorage; signer: FileUrlSigner; presigned?: boolean },
 ): void {
+  const presign = deps.presigned ? deps.storage.presignedUrl?.bind(deps.storage) : undefined;
+  if (deps.presigned && !presign) throw new Error('FILE_URLS_PRESIGNED needs a storage with presigned URLs (S3)');
   app.route<{ Params: { '*': string }; Querystring: { disposition?: unknown } }>({
     method: ['GET', 'HEAD'],
     // A wildcard, not `:token`: tokens are longer than Fastify's parameter limit (100 characters).
@@ -136,6 +147,20 @@ export function registerFileRoutes(
       if (!file) return reply.code(404).send();
       if (dangerousExtensionOf(file.filename)) return reply.code(422).send();
 
+      const mediaType = file.contentType.split(';')[0].trim().toLowerCase();
+      const inline = request.query.disposition !== 'attachment' && INLINE_TYPES.has(mediaType);
+      const contentType = BINARY_TYPES.has(mediaType) ? 'application/octet-stream' : file.contentType;
+      const disposition = contentDisposition(inline ? 'inline' : 'attachment', file.filename);
+      if (presign && request.method === 'GET') {
+        const location = await presign(file.storageKey, {
+          expiresInSeconds: (verified.expiresAt - Date.now()) / 1000,
+          contentType,
+          contentDisposition: disposition,
+          cacheControl: fileCacheControl(verified.expiresAt),
+        });
+        return reply.code(307).header('location', location).send();
+      }
+
       let size: number;
       try {
         size = await deps.storage.size(file.storageKey);
@@ -145,12 +170,10 @@ export function registerFileRoutes(
         return reply.code(404).send();
       }
 
-      const mediaType = file.contentType.split(';')[0].trim().toLowerCase();
-      const inline = request.query.disposition !== 'attachment' && INLINE_TYPES.has(mediaType);
       const etag = `"${file.sha256}"`;
       reply.headers({
-        'content-type': BINARY_TYPES.has(mediaType) ? 'application/octet-stream' : file.contentType,
-        'content-disposition': contentDisposition(inline ? 'inline' : 'attachment', file.filename),
+        'content-type': contentType,
+        'content-disposition': disposition,
         'cache-control': fileCacheControl(verified.expiresAt),
         'x-robots-tag': 'noindex',
         'accept-ranges': 'bytes',

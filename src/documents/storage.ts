@@ -12,14 +12,17 @@
  * Bytes no StoredFile row uses any more are removed with delete(), by the `delete-unused-files` job
  * only (src/documents/unused-files.ts), which checks under a lock that no row uses them.
  *
- * One implementation today: local disk under `<DATA_DIR>/files`. An S3-compatible one comes later
- * behind the same interface (DESIGN.md, "Components").
+ * Two implementations: local disk under `<DATA_DIR>/files` (the default, createLocalStorage) and
+ * S3-compatible object storage with `STORAGE_URL=s3://bucket/prefix` (src/documents/s3-storage.ts);
+ * openFileStorage picks one from the configuration. Both use the same keys, so `signet storage
+ * migrate` (src/documents/migrate-storage.ts) copies files from one to the other unchanged.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
+import type { Config } from '../config.ts';
 
 export interface PutResult {
   /** Storage key, `sha256/<aa>/<bb>/<hex>`. */
@@ -59,6 +62,23 @@ export interface FileStorage {
    * @throws MissingFileError for a key this storage does not make; the file system's errors
    */
   delete(key: string): Promise<void>;
+  /**
+   * S3 storage only (src/documents/s3-storage.ts): a URL at which the storage itself serves the
+   * file for `expiresInSeconds` (at most 7 days, SigV4's limit), answering with the headers given
+   * (S3's response-content-type, -content-disposition and -cache-control overrides). Signing is
+   * local: no request is made.
+   */
+  presignedUrl?(key: string, options: PresignedUrlOptions): Promise<string>;
+  /** Closes connections the storage keeps (S3's client); nothing to close on local disk. */
+  close?(): void;
+}
+
+/** The response headers and lifetime of a presigned URL (FileStorage.presignedUrl). */
+export interface PresignedUrlOptions {
+  expiresInSeconds: number;
+  contentType: string;
+  contentDisposition: string;
+  cacheControl: string;
 }
 
 /** The key names no stored file (or is not a key this storage makes). */
@@ -73,6 +93,22 @@ export class MissingFileError extends Error {
 const KEY_PATTERN = /^sha256\/([0-9a-f]{2})\/([0-9a-f]{2})\/([0-9a-f]{64})$/;
 /** Keys of putNamed: no segment can be `.` or `..`, so a key never names a path outside the root. */
 const NAMED_KEY_PATTERN = /^named\/(?:[A-Za-z0-9_-]{1,100}\/){0,3}[A-Za-z0-9_-]{1,100}(?:\.[a-z0-9]{1,10})?$/;
+
+/**
+ * Whether `key` is one this storage makes: `sha256/<aa>/<bb>/<hex>` (the prefixes matching the
+ * hex) or `named/…` of putNamed. Every implementation refuses other keys (MissingFileError), so a
+ * key can never name a path outside the root (local) or outside the prefix (S3).
+ */
+export function isStorageKey(key: string): boolean {
+  if (NAMED_KEY_PATTERN.test(key)) return true;
+  const match = KEY_PATTERN.exec(key);
+  return match !== null && match[3].slice(0, 2) === match[1] && match[3].slice(2, 4) === match[2];
+}
+
+/** Whether `name` is one putNamed takes (its key is `named/<name>`). */
+export function isStorageName(name: string): boolean {
+  return NAMED_KEY_PATTERN.test(`named/${name}`);
+}
 
 /** The storage key for a lower-case hex SHA-256: `sha256/<first 2>/<next 2>/<hex>`. */
 export function storageKeyFor(sha256: string): string {
@@ -91,10 +127,7 @@ export function createLocalStorage(root: string): FileStorage {
   const resolvedRoot = path.resolve(root);
 
   const pathOf = (key: string): string => {
-    if (NAMED_KEY_PATTERN.test(key)) return path.join(resolvedRoot, key);
-    const match = KEY_PATTERN.exec(key);
-    if (!match || match[3].slice(0, 2) !== match[1] || match[3].slice(2, 4) !== match[2])
-      throw new MissingFileError(key);
+    if (!isStorageKey(key)) throw new MissingFileError(key);
     return path.join(resolvedRoot, key);
   };
 
@@ -140,7 +173,7 @@ export function createLocalStorage(root: string): FileStorage {
 
     async putNamed(name, make) {
       const key = `named/${name}`;
-      if (!NAMED_KEY_PATTERN.test(key)) throw new Error(`Not a name putNamed takes: ${JSON.stringify(name)}`);
+      if (!isStorageName(name)) throw new Error(`Not a name putNamed takes: ${JSON.stringify(name)}`);
       const target = pathOf(key);
       const describe = (bytes: Uint8Array): PutResult => ({
         key,
@@ -219,4 +252,16 @@ export function createLocalStorage(root: string): FileStorage {
       await fs.rm(pathOf(key), { force: true });
     },
   };
+}
+
+/**
+ * The file storage the configuration names: S3-compatible storage with STORAGE_URL (its bucket
+ * checked first: openS3Storage throws an Error naming the bucket when it is missing or refuses
+ * the credentials, so the service does not start), else local disk under `<DATA_DIR>/files`. The
+ * S3 client is loaded only then, so a service on local disk never loads the AWS SDK.
+ */
+export async function openFileStorage(config: Pick<Config, 'dataDir' | 'storage'>): Promise<FileStorage> {
+  if (!config.storage) return createLocalStorage(path.join(config.dataDir, 'files'));
+  const { openS3Storage } = await import('./s3-storage.ts');
+  return openS3Storage(config.storage);
 }
