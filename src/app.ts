@@ -250,14 +250,15 @@ export async function buildApp(options: AppOptions): Promise<App> {
     }
     gauges.oldestDueJob.set(Math.max(0, ...stats.jobs.map((job) => job.oldestDueSeconds)));
     gauges.outboxRows.set(stats.outboxRows);
-    const pools = { service: sqlPool(db), ...(stats.pool ? { jobs: stats.pool } : {}) };
-    for (const [name, pool] of Object.entries(pools)) {
-      const total = 'total' in pool ? pool.total : pool.totalCount;
-      const idle = 'idle' in pool ? pool.idle : pool.idleCount;
-      const waiting = 'waiting' in pool ? pool.waiting : pool.waitingCount;
-      gauges.poolConnections.set({ pool: name, state: 'in_use' }, total - idle);
-      gauges.poolConnections.set({ pool: name, state: 'idle' }, idle);
-      gauges.poolConnections.set({ pool: name, state: 'waiting' }, waiting);
+    const service = sqlPool(db);
+    const pools = [
+      { name: 'service', total: service.totalCount, idle: service.idleCount, waiting: service.waitingCount },
+      ...(stats.pool ? [{ name: 'jobs', ...stats.pool }] : []),
+    ];
+    for (const pool of pools) {
+      gauges.poolConnections.set({ pool: pool.name, state: 'in_use' }, pool.total - pool.idle);
+      gauges.poolConnections.set({ pool: pool.name, state: 'idle' }, pool.idle);
+      gauges.poolConnections.set({ pool: pool.name, state: 'waiting' }, pool.waiting);
     }
   });
   const graphql = createGraphQLServer({

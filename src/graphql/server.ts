@@ -212,8 +212,8 @@ function useOperationObservation(options: {
       context.span,
     );
     const startedAt = performance.now();
-    return (errors: readonly GraphQLError[] | undefined) => {
-      const failed = Boolean(errors?.length);
+    return (errors: readonly GraphQLError[] | undefined, thrown = false) => {
+      const failed = thrown || Boolean(errors?.length);
       options.metrics?.graphqlOperation(type, name, (performance.now() - startedAt) / 1000, failed);
       span?.end(failed);
       for (const error of errors ?? []) {
@@ -239,8 +239,9 @@ function useOperationObservation(options: {
         onSubscribeResult({ result }) {
           end(Symbol.asyncIterator in result ? undefined : result.errors);
         },
+        // Counted as failed; the error itself is Yoga's to mask and log.
         onSubscribeError() {
-          end(undefined);
+          end(undefined, true);
         },
       };
     },
