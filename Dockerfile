@@ -20,8 +20,9 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 
 # NODE_ENV=production as `npm start` sets it: GraphiQL and GraphQL introspection off
-# (docs/security.md "GraphQL limits").
-ENV PORT=3000 DATA_DIR=/data NODE_ENV=production
+# (docs/security.md "GraphQL limits"). HOST=0.0.0.0: the published port reaches the process even
+# when the development account is on (it would listen on loopback only: docs/operations.md).
+ENV PORT=3000 DATA_DIR=/data NODE_ENV=production HOST=0.0.0.0
 EXPOSE 3000
 
 # The command `npm start` ends with, without npm in between, so `docker stop`'s SIGTERM goes

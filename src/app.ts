@@ -9,7 +9,7 @@ import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
-import type { Db } from './db/client.ts';
+import { type Db, poolUsage } from './db/client.ts';
 import { type ContextFactory, createContextFactory } from './graphql/context.ts';
 import { schema } from './graphql/schema/index.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './graphql/server.ts';
@@ -32,7 +32,6 @@ import { createIdempotencyKeys, type IdempotencyKeys } from './accounts/idempote
 import { createMailer } from './notifications/mailer.ts';
 import { observeSends } from './notifications/observed-sender.ts';
 import { createSmsSender } from './notifications/sms.ts';
-import { sqlPool } from './db/client.ts';
 import { registerObservability, requestSpanOf } from './http/observability.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { requestIdFor, REQUEST_ID_HEADER } from './observability/request-ids.ts';
@@ -250,11 +249,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     }
     gauges.oldestDueJob.set(Math.max(0, ...stats.jobs.map((job) => job.oldestDueSeconds)));
     gauges.outboxRows.set(stats.outboxRows);
-    const service = sqlPool(db);
-    const pools = [
-      { name: 'service', total: service.totalCount, idle: service.idleCount, waiting: service.waitingCount },
-      ...(stats.pool ? [{ name: 'jobs', ...stats.pool }] : []),
-    ];
+    const pools = [{ name: 'service', ...poolUsage(db) }, ...(stats.pool ? [{ name: 'jobs', ...stats.pool }] : [])];
     for (const pool of pools) {
       gauges.poolConnections.set({ pool: pool.name, state: 'in_use' }, pool.total - pool.idle);
       gauges.poolConnections.set({ pool: pool.name, state: 'idle' }, pool.idle);
