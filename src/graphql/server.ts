@@ -78,6 +78,16 @@ export function createGraphQLServer(options: {
 }): GraphQLServer {
   const { logger } = options;
   const loggedErrors = new WeakSet<Error>();
+  // One logger (one request id) per WebSocket connection, for all its operations.
+  const connectionLoggers = new WeakMap<IncomingMessage, FastifyBaseLogger>();
+  const connectionLogger = (upgrade: IncomingMessage): FastifyBaseLogger => {
+    let child = connectionLoggers.get(upgrade);
+    if (!child) {
+      child = logger.child({ reqId: requestIdFor(upgrade.headers[REQUEST_ID_HEADER]) });
+      connectionLoggers.set(upgrade, child);
+    }
+    return child;
+  };
   const buildContext = (initial: YogaServerContext, request = initial.request): Promise<GraphQLContext> => {
     const upgrade = initial.upgradeRequest;
     const info: RequestInfo = {
@@ -85,9 +95,7 @@ export function createGraphQLServer(options: {
       ip: initial.ip ?? upgrade?.socket.remoteAddress,
       connectionParams: initial.connectionParams,
       // A WebSocket's operations log with the id of the request that opened it (its X-Request-Id, or a new one).
-      logger:
-        initial.log ??
-        (upgrade ? logger.child({ reqId: requestIdFor(upgrade.headers[REQUEST_ID_HEADER]) }) : undefined),
+      logger: initial.log ?? (upgrade ? connectionLogger(upgrade) : undefined),
     };
     return options.contextFactory(info);
   };
