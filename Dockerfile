@@ -38,8 +38,9 @@ RUN mkdir -p /data && chown node:node /data
 USER node
 
 # NODE_ENV=production as `npm start` sets it: GraphiQL and GraphQL introspection off
-# (docs/security.md "GraphQL limits"). HOST: every interface of the container, which publishes
-# only PORT.
+# (docs/security.md "GraphQL limits"). HOST=0.0.0.0: every interface of the container, which
+# publishes only PORT; the published port reaches the process even when the development account is
+# on (it would listen on loopback only: docs/operations.md).
 ENV PORT=3000 HOST=0.0.0.0 DATA_DIR=/data NODE_ENV=production
 EXPOSE 3000
 

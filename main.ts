@@ -14,6 +14,7 @@
  * `npm start` does.
  */
 import { realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 import pino from 'pino';
 import {
@@ -60,7 +61,7 @@ async function start(
   const { applied } = await applyMigrations({ connectionString: database.url, log: (line) => logger.info(line) });
   if (applied.length > 0) logger.info({ applied }, 'migrations applied');
 
-  const db = createDb(database.url);
+  const db = createDb(database.url, { poolSize: config.databasePoolSize });
   cleanups.push({ name: 'database client', run: () => db.$disconnect() });
   // Before listening, so that the key printed below works from the first request.
   const dev = config.createDevAccount ? await ensureDevelopmentAccount(db) : null;
@@ -72,6 +73,7 @@ async function start(
     mongodbUrl: config.jobsMongodbUrl,
     logger,
     lockLifetimeMs: config.jobsLockLifetime,
+    poolSize: config.databasePoolSize,
   });
   const app = await buildApp({
     config,
@@ -89,6 +91,11 @@ async function start(
 
   const publicUrl = config.appUrl;
   const lines = [`Signet is running at ${publicUrl}  (GraphQL: ${publicUrl}/graphql, REST: ${publicUrl}/api)`];
+  if (isLoopback(config.host))
+    lines.push(
+      `Listening on ${config.host} only: other machines cannot reach this service. ` +
+        'Set HOST=0.0.0.0 to listen on every interface.',
+    );
   if (dev) {
     lines.push(
       '',
@@ -116,6 +123,11 @@ async function start(
   process.stdout.write(`${lines.join('\n')}\n`);
 }
 
+/** Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost). */
+function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^127\./.test(host);
+}
+
 /** The exact command that makes a new API key for `userId` (the CLI, as README "API keys" runs it). */
 function lostKeyCommand(userId: number): string {
   return `npx signet api-key create --user-id ${userId}`;
@@ -140,7 +152,7 @@ export function startSignet(options: StartSignetOptions = {}): Promise<void> {
     process.stderr.write(`${(error as Error).message}\n`);
     process.exit(error instanceof ConfigError ? 2 : 1);
   }
-  const logger = pino({ level: config.logLevel });
+  const logger = createLogger(config);
   const cleanups: Cleanup[] = [];
   const closeAll = async () => {
     for (const cleanup of cleanups.splice(0).reverse()) {
@@ -171,6 +183,23 @@ export function startSignet(options: StartSignetOptions = {}): Promise<void> {
     await closeAll();
     process.exit(1);
   });
+}
+
+/**
+ * The service's logger: JSON lines (pino), or pino-pretty's coloured lines for a person at a
+ * terminal (config.logFormat: LOG_FORMAT, default pretty when stdout is a TTY outside production).
+ * pino-pretty runs in this thread as pino's destination (no worker thread), and is loaded only
+ * when used.
+ */
+function createLogger(config: ReturnType<typeof loadConfig>): pino.Logger {
+  if (config.logFormat === 'json') return pino({ level: config.logLevel });
+  const pretty = prettyStream();
+  return pino({ level: config.logLevel }, pretty({ colorize: process.stdout.isTTY === true, sync: true }));
+}
+
+/** pino-pretty's stream factory, loaded on first use (createRequire: main.ts starts synchronously). */
+function prettyStream(): typeof import('pino-pretty') {
+  return createRequire(import.meta.url)('pino-pretty') as typeof import('pino-pretty');
 }
 
 /** Whether this module is the program node runs (not imported by another entry). */

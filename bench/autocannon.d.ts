@@ -1,7 +1,8 @@
 /** The part of autocannon 9's API bench/run.ts uses (the package ships no types). */
 declare module 'autocannon' {
   interface Options {
-    url: string;
+    /** Several URLs: connection i goes to url[i mod n] (bench/scale.ts: round-robin over instances). */
+    url: string | string[];
     method?: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
     headers?: Record<string, string>;
     body?: string;

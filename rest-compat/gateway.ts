@@ -182,6 +182,7 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
               const context = await options.contextFactory({
                 header: (name) => headerValue(request, name),
                 ip: request.ip,
+                logger: request.log,
               });
               contexts.set(request, context);
               if (!entry.route.public && !context.viewer) {

@@ -4,10 +4,12 @@
  * composition root passes in (`apis`: the DocuSeal REST API of rest-compat, which depends on
  * src/ and not the other way round). Returns `{ fastify, start, stop }`; main.ts only starts it.
  */
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
-import type { Db } from './db/client.ts';
+import { type Db, poolUsage } from './db/client.ts';
 import { type ContextFactory, createContextFactory } from './graphql/context.ts';
 import { schema } from './graphql/schema/index.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './graphql/server.ts';
@@ -22,13 +24,19 @@ import { resolveSecretKeyBase } from './documents/secret-key.ts';
 import { type FileStorage, openFileStorage } from './documents/storage.ts';
 import { defineUnusedFilesJob } from './documents/unused-files.ts';
 import { createRenderer, type Renderer } from './rendering/renderer.ts';
-import { createJobQueue, type JobQueue } from './jobs/job-queue.ts';
+import { createJobQueue, type JobQueue, observeJobRuns } from './jobs/job-queue.ts';
 import { createSideEffects, type SideEffects } from './events/events.ts';
 import { createLiveEvents, type LiveEvents } from './events/pubsub.ts';
 import { createCredentialSessions } from './accounts/credential-sessions.ts';
 import { createIdempotencyKeys, type IdempotencyKeys } from './accounts/idempotency-keys.ts';
 import { createMailer } from './notifications/mailer.ts';
+import { observeSends } from './notifications/observed-sender.ts';
 import { createSmsSender } from './notifications/sms.ts';
+import { registerObservability, requestSpanOf } from './http/observability.ts';
+import { createMetrics, type Metrics } from './observability/metrics.ts';
+import { requestIdFor, REQUEST_ID_HEADER } from './observability/request-ids.ts';
+import { startTracing } from './observability/tracing.ts';
+import { PROJECT_ROOT } from './paths.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { createEmailClickTags } from './submissions/signing-links.ts';
@@ -71,6 +79,8 @@ export interface AppOptions {
    * they move forward instead of waiting hours.
    */
   clock?: Clock;
+  /** This instance's metrics (GET /metrics); default: new ones (src/observability/metrics.ts). */
+  metrics?: Metrics;
 }
 
 /**
@@ -103,6 +113,8 @@ export interface App {
   effects: SideEffects;
   /** Idempotency-Key state: deleteExpired() is what the hourly sweep runs. */
   idempotencyKeys: IdempotencyKeys;
+  /** This instance's metrics, as GET /metrics writes them. */
+  metrics: Metrics;
   /**
    * The reminder scan of this instance (every REMINDER_SCAN_SECONDS once started): `scan()` runs
    * one now and resolves to the reminders it recorded.
@@ -136,13 +148,34 @@ export async function buildApp(options: AppOptions): Promise<App> {
     bodyLimit: config.maxBodySize,
     forceCloseConnections: 'idle',
     return503OnClosing: true,
+    // The request id on every log line of the request (`reqId`) and in X-Request-Id (src/http/observability.ts).
+    genReqId: (request) => requestIdFor(request.headers[REQUEST_ID_HEADER]),
   });
 
   // Before any route: CORS for /api, /graphql and /file, from CORS_ORIGINS only (src/http/cors.ts).
   await registerCors(fastify, { origins: config.corsOrigins });
+  // Metrics, request ids and (OTEL_EXPORTER_OTLP_ENDPOINT) traces of every route below; GET /metrics.
+  const metrics =
+    options.metrics ??
+    createMetrics({
+      onRefreshError: (error) => fastify.log.warn({ err: error }, 'metrics: a gauge could not be read'),
+    });
+  const tracing = config.tracing
+    ? await startTracing({ ...config.tracing, serviceVersion: packageVersion() })
+    : undefined;
+  registerObservability(fastify, { metrics, metricsToken: config.metricsToken, tracing });
 
   const renderer = options.renderer ?? createRenderer(config, fastify.log);
-  const jobs = options.jobs ?? defaultJobQueue(config, fastify.log);
+  const queue = options.jobs ?? defaultJobQueue(config, fastify.log);
+  // The jobs defined here: each run timed (metrics) and, with tracing, a span.
+  const jobs = observeJobRuns(queue, (name) => {
+    const span = tracing?.startSpan(`job ${name}`, { 'signet.job.name': name });
+    const startedAt = performance.now();
+    return (outcome) => {
+      metrics.jobRun(name, outcome, (performance.now() - startedAt) / 1000);
+      span?.end(outcome === 'error');
+    };
+  });
   const live = await createLiveEvents({
     db,
     logger: fastify.log,
@@ -153,7 +186,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // WebSockets and SSE streams end when the credential they opened with is revoked, on every instance.
   const sessions = createCredentialSessions({ db, live, logger: fastify.log, recheckMs: config.credentialsRecheck });
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
-  const mailer = createMailer(config, fastify.log);
+  const mailer = observeSends(createMailer(config, fastify.log), (provider, outcome) =>
+    metrics.message('email', provider, outcome),
+  );
   defineCompletionJob(jobs, { db, storage, config, effects, logger: fastify.log, hooks: options.completionHooks });
   defineCompletedEmailsJob(jobs, { db, storage, mailer, config, logger: fastify.log });
   // The bytes of stored files a permanent delete left without a row (src/documents/unused-files.ts).
@@ -162,7 +197,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const sendDeps = {
     db,
     mailer,
-    smsSender: createSmsSender(config, fastify.log),
+    smsSender: observeSends(createSmsSender(config, fastify.log), (provider, outcome) =>
+      metrics.message('sms', provider, outcome),
+    ),
     config,
     logger: fastify.log,
     effects,
@@ -202,7 +239,29 @@ export async function buildApp(options: AppOptions): Promise<App> {
     clock,
   });
   // Webhooks: each event's deliveries (dispatch-event), each delivery's attempts (deliver-webhook).
-  defineWebhookJobs(jobs, { db, config, logger: fastify.log, files: signer });
+  defineWebhookJobs(jobs, {
+    db,
+    config,
+    logger: fastify.log,
+    files: signer,
+    onAttempt: (outcome) => metrics.webhookAttempt(outcome),
+  });
+  // Read at each scrape: the shared job store and the pools of this instance.
+  metrics.onScrape(async (gauges) => {
+    const stats = await jobs.stats();
+    for (const job of stats.jobs) {
+      gauges.jobs.set({ job: job.name, state: 'due' }, job.due);
+      gauges.jobs.set({ job: job.name, state: 'running' }, job.running);
+    }
+    gauges.oldestDueJob.set(Math.max(0, ...stats.jobs.map((job) => job.oldestDueSeconds)));
+    gauges.outboxRows.set(stats.outboxRows);
+    const pools = [{ name: 'service', ...poolUsage(db) }, ...(stats.pool ? [{ name: 'jobs', ...stats.pool }] : [])];
+    for (const pool of pools) {
+      gauges.poolConnections.set({ pool: pool.name, state: 'in_use' }, pool.total - pool.idle);
+      gauges.poolConnections.set({ pool: pool.name, state: 'idle' }, pool.idle);
+      gauges.poolConnections.set({ pool: pool.name, state: 'waiting' }, pool.waiting);
+    }
+  });
   const graphql = createGraphQLServer({
     schema,
     contextFactory,
@@ -212,6 +271,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
     limits: config.graphql.limits,
     sessions,
     idempotencyKeys,
+    metrics,
+    tracing,
   });
 
   fastify.route({
@@ -219,7 +280,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
     // OPTIONS (CORS preflights) is answered by src/http/cors.ts.
     method: ['GET', 'POST'],
     handler: async (request, reply) => {
-      const response = await graphql.yoga.handleNodeRequestAndResponse(request, reply, { ip: request.ip });
+      const response = await graphql.yoga.handleNodeRequestAndResponse(request, reply, {
+        ip: request.ip,
+        log: request.log,
+        span: requestSpanOf(request),
+      });
       response.headers.forEach((value, key) => {
         reply.header(key, value);
       });
@@ -258,10 +323,11 @@ export async function buildApp(options: AppOptions): Promise<App> {
   return {
     fastify,
     files: { storage, signer },
-    jobs,
+    jobs: queue,
     live,
     effects,
     idempotencyKeys,
+    metrics,
     reminders: { scan: () => reminderScanner.scan() },
     async start(listen = {}) {
       await jobs.start();
@@ -301,6 +367,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
         await step('renderer', () => renderer.close(), STOP_STEP_MS);
         await step('database', () => db.$disconnect(), STOP_STEP_MS);
         if (!options.storage) storage.close?.();
+        // The spans of the last requests and jobs are sent before the process ends.
+        if (tracing) await step('tracing', () => tracing.shutdown(), STOP_STEP_MS);
+        metrics.close();
       })();
       return stopping;
     },
@@ -339,5 +408,15 @@ async function boundedStep(
 function defaultJobQueue(config: Config, logger: FastifyBaseLogger): JobQueue {
   if (!config.databaseUrl)
     throw new Error('buildApp: pass `jobs` when config.databaseUrl is unset (embedded PostgreSQL)');
-  return createJobQueue({ connectionString: config.databaseUrl, mongodbUrl: config.jobsMongodbUrl, logger });
+  return createJobQueue({
+    connectionString: config.databaseUrl,
+    mongodbUrl: config.jobsMongodbUrl,
+    logger,
+    poolSize: config.databasePoolSize,
+  });
+}
+
+/** package.json's version (the traces' service.version). */
+function packageVersion(): string {
+  return (JSON.parse(readFileSync(path.join(PROJECT_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 }

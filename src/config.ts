@@ -22,7 +22,8 @@ const GRAPHQL_TOKENS_CEILING = 1000;
 const EnvSchema = z.object({
   NODE_ENV: z.enum(['development', 'production', 'test']).default('development'),
   PORT: intFromEnv(0, 65535).default(3000),
-  HOST: z.string().min(1).default('0.0.0.0'),
+  /** Address to listen on; default: hostDefault (loopback while a development account's key may be printed). */
+  HOST: z.string().min(1).optional(),
   /** Public base URL used in links (embed_src, file URLs). Defaults to http://localhost:PORT. */
   APP_URL: z.string().url().optional(),
   DATA_DIR: z.string().min(1).default('./data'),
@@ -189,6 +190,19 @@ const EnvSchema = z.object({
   AWS_SESSION_TOKEN: z.string().min(1).optional(),
   /** Path-style addresses (`endpoint/bucket/key`); default: on with AWS_ENDPOINT_URL, off for AWS S3. */
   S3_FORCE_PATH_STYLE: boolFromEnv.optional(),
+  /**
+   * Connections of each of the service's PostgreSQL pools (Prisma's, and the job store's): with N instances on one
+   * database, N × 2 × this (plus a few) must stay under the server's max_connections (docs/operations.md).
+   */
+  DATABASE_POOL_SIZE: intFromEnv(2, 1000).default(10),
+  /** `Authorization: Bearer <this>` required by GET /metrics; unset: /metrics is open (docs/operations.md). */
+  METRICS_TOKEN: z.string().min(16).optional(),
+  /** OTLP/HTTP endpoint (`http://collector:4318`): traces are sent to `<this>/v1/traces`; unset: no tracing. */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  /** The `service.name` of the traces. */
+  OTEL_SERVICE_NAME: z.string().min(1).max(200).default('signet'),
+  /** `pretty` (coloured, one line per entry) or `json` (one JSON object per line); default: logFormatDefault. */
+  LOG_FORMAT: z.enum(['pretty', 'json']).optional(),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -347,6 +361,14 @@ export interface Config {
   storage: S3StorageConfig | undefined;
   /** GET /file/… redirects to a presigned URL of the storage (FILE_URLS_PRESIGNED; S3 only) instead of proxying. */
   fileUrlsPresigned: boolean;
+  /** Connections of each PostgreSQL pool of the service (DATABASE_POOL_SIZE). */
+  databasePoolSize: number;
+  /** The Bearer token GET /metrics requires (METRICS_TOKEN); undefined: none required. */
+  metricsToken: string | undefined;
+  /** OpenTelemetry tracing (OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_SERVICE_NAME); undefined: off. */
+  tracing: { endpoint: string; serviceName: string } | undefined;
+  /** How log lines are written (LOG_FORMAT, else logFormatDefault). */
+  logFormat: 'pretty' | 'json';
 }
 
 /** Where and how files are kept in S3-compatible storage (src/documents/s3-storage.ts). */
@@ -393,6 +415,25 @@ function devAccountByDefault(e: Pick<Env, 'NODE_ENV' | 'DATABASE_URL'>): boolean
   return e.NODE_ENV !== 'production' || e.DATABASE_URL === undefined;
 }
 
+/**
+ * The address to listen on when HOST is unset: loopback (127.0.0.1) when the development account
+ * may be created (its key is printed on the first start and works from any machine that reaches
+ * the port), every interface otherwise (a deploy behind a load balancer or in a container).
+ */
+function hostDefault(createDevAccount: boolean): string {
+  return createDevAccount ? '127.0.0.1' : '0.0.0.0';
+}
+
+/**
+ * The log format when LOG_FORMAT is unset: pino-pretty's lines for a person at a terminal
+ * (stdout is a TTY) outside production; JSON lines otherwise, for log collectors. `npm start`
+ * judges this before it sets NODE_ENV=production (package.json), so a terminal gets pretty lines
+ * unless NODE_ENV=production was asked for.
+ */
+function logFormatDefault(nodeEnv: Env['NODE_ENV'], stdoutIsTty: boolean): 'pretty' | 'json' {
+  return stdoutIsTty && nodeEnv !== 'production' ? 'pretty' : 'json';
+}
+
 /** Thrown when an environment variable has a value the service cannot use. */
 export class ConfigError extends Error {
   override name = 'ConfigError';
@@ -403,7 +444,10 @@ export class ConfigError extends Error {
  * @param env the environment (defaults to process.env); empty strings count as unset.
  * @throws ConfigError naming every invalid variable.
  */
-export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+export function loadConfig(
+  env: NodeJS.ProcessEnv = process.env,
+  stdoutIsTty: boolean = process.stdout.isTTY === true,
+): Config {
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = EnvSchema.safeParse(cleaned);
   if (!parsed.success) {
@@ -412,10 +456,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   }
   const e = parsed.data;
   const graphqlLimits = graphqlLimitsFromEnv(e);
+  const createDevAccount = e.CREATE_DEV_ACCOUNT ?? devAccountByDefault(e);
   return {
     nodeEnv: e.NODE_ENV,
     port: e.PORT,
-    host: e.HOST,
+    host: e.HOST ?? hostDefault(createDevAccount),
     appUrl: (e.APP_URL ?? `http://localhost:${e.PORT}`).replace(/\/+$/, ''),
     dataDir: path.resolve(e.DATA_DIR),
     databaseUrl: e.DATABASE_URL,
@@ -425,7 +470,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     graphiql: e.GRAPHIQL ?? e.NODE_ENV !== 'production',
     graphql: { introspection: e.GRAPHQL_INTROSPECTION ?? e.NODE_ENV !== 'production', limits: graphqlLimits },
     shutdownTimeout: e.SHUTDOWN_TIMEOUT_SECONDS * 1000,
-    createDevAccount: e.CREATE_DEV_ACCOUNT ?? devAccountByDefault(e),
+    createDevAccount,
     secretKeyBase: e.SECRET_KEY_BASE,
     fileUrlTtl: e.FILE_URLS_EXPIRE_MINUTES * 60_000,
     downloadAllowPrivate: e.DOWNLOAD_ALLOW_PRIVATE ?? false,
@@ -480,6 +525,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     bulkSendRatePerMinute: e.BULK_SEND_RATE_PER_MINUTE,
     storage: storageFromEnv(e),
     fileUrlsPresigned: e.FILE_URLS_PRESIGNED ?? false,
+    databasePoolSize: e.DATABASE_POOL_SIZE,
+    metricsToken: e.METRICS_TOKEN,
+    tracing: e.OTEL_EXPORTER_OTLP_ENDPOINT
+      ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, ''), serviceName: e.OTEL_SERVICE_NAME }
+      : undefined,
+    logFormat: e.LOG_FORMAT ?? logFormatDefault(e.NODE_ENV, stdoutIsTty),
   };
 }
 

@@ -8,7 +8,8 @@ describe('loadConfig', () => {
     const config = loadConfig({});
     expect(config).toMatchObject({
       port: 3000,
-      host: '0.0.0.0',
+      // The development account's key is printed: loopback unless HOST says otherwise.
+      host: '127.0.0.1',
       appUrl: 'http://localhost:3000',
       dataDir: path.resolve('./data'),
       databaseUrl: undefined,
@@ -55,5 +56,42 @@ describe('loadConfig', () => {
   it('names every invalid variable', () => {
     expect(() => loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud' })).toThrow(ConfigError);
     expect(() => loadConfig({ PORT: 'eighty', LOG_LEVEL: 'loud' })).toThrow(/PORT.*LOG_LEVEL|LOG_LEVEL.*PORT/);
+  });
+
+  it('listens on loopback while the development account may be created, on every interface otherwise', () => {
+    expect(loadConfig({ NODE_ENV: 'production' }).host).toBe('127.0.0.1');
+    expect(loadConfig({ CREATE_DEV_ACCOUNT: 'false' }).host).toBe('0.0.0.0');
+    expect(loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgresql://db/signet' }).host).toBe('0.0.0.0');
+    expect(loadConfig({ HOST: '0.0.0.0' }).host).toBe('0.0.0.0');
+    expect(loadConfig({ NODE_ENV: 'production', DATABASE_URL: 'postgresql://db/signet', HOST: '::1' }).host).toBe(
+      '::1',
+    );
+  });
+
+  it('writes pretty log lines to a terminal outside production, JSON otherwise', () => {
+    expect(loadConfig({}, true).logFormat).toBe('pretty');
+    expect(loadConfig({ NODE_ENV: 'test' }, true).logFormat).toBe('pretty');
+    expect(loadConfig({ NODE_ENV: 'production' }, true).logFormat).toBe('json');
+    expect(loadConfig({}, false).logFormat).toBe('json');
+    expect(loadConfig({ LOG_FORMAT: 'json' }, true).logFormat).toBe('json');
+    expect(loadConfig({ LOG_FORMAT: 'pretty', NODE_ENV: 'production' }, false).logFormat).toBe('pretty');
+    expect(() => loadConfig({ LOG_FORMAT: 'xml' })).toThrow(/LOG_FORMAT/);
+  });
+
+  it('reads the pool size, the metrics token and the tracing endpoint', () => {
+    expect(loadConfig({})).toMatchObject({ databasePoolSize: 10, metricsToken: undefined, tracing: undefined });
+    expect(
+      loadConfig({
+        DATABASE_POOL_SIZE: '25',
+        METRICS_TOKEN: 'a-long-enough-token',
+        OTEL_EXPORTER_OTLP_ENDPOINT: 'http://127.0.0.1:4318/',
+      }),
+    ).toMatchObject({
+      databasePoolSize: 25,
+      metricsToken: 'a-long-enough-token',
+      tracing: { endpoint: 'http://127.0.0.1:4318', serviceName: 'signet' },
+    });
+    expect(() => loadConfig({ DATABASE_POOL_SIZE: '1' })).toThrow(/DATABASE_POOL_SIZE/);
+    expect(() => loadConfig({ METRICS_TOKEN: 'short' })).toThrow(/METRICS_TOKEN/);
   });
 });

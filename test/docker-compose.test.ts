@@ -191,7 +191,9 @@ describe('Dockerfile', () => {
     // the image builds at build time, sets the same NODE_ENV and runs the exec'd command
     // directly, so SIGTERM reaches node.
     const start = (JSON.parse(read('package.json')) as { scripts: { start: string } }).scripts.start;
-    const [build, run] = start.split(' && ');
+    // (The step between them picks LOG_FORMAT for a terminal: the image's logs are JSON lines.)
+    const steps = start.split(' && ');
+    const [build, run] = [steps[0], steps.at(-1)!];
     expect(dockerfile).toContain(`RUN ${build}`);
     const [, nodeEnv, exec] = /^NODE_ENV=\$\{NODE_ENV:-(\w+)\} (exec .*)$/.exec(run) ?? [];
     expect(dockerfile).toMatch(new RegExp(`^ENV .*\\bNODE_ENV=${nodeEnv}\\b`, 'm'));

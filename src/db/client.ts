@@ -54,3 +54,16 @@ export function sqlPool(db: Db): pg.Pool {
   if (!pool) throw new Error('sqlPool: this Prisma client was not made by createDb');
   return pool;
 }
+
+/** Connections of a pool: open, idle, and requests waiting for one. */
+export interface PoolUsage {
+  total: number;
+  idle: number;
+  waiting: number;
+}
+
+/** The usage of the pg pool under a client made by createDb (the metrics' `service` pool). */
+export function poolUsage(db: Db): PoolUsage {
+  const pool = sqlPool(db);
+  return { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount };
+}

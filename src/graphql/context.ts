@@ -63,6 +63,11 @@ export interface RequestInfo {
    * `{"Authorization": "Bearer key"}`.
    */
   connectionParams?: Record<string, unknown> | undefined;
+  /**
+   * The request's logger (Fastify's request.log: every line carries the request id); the
+   * context's `logger`. Default: the service's.
+   */
+  logger?: FastifyBaseLogger | undefined;
 }
 
 export type ContextFactory = (request: RequestInfo) => Promise<GraphQLContext>;
@@ -103,7 +108,7 @@ export function createContextFactory(deps: {
       live: deps.live,
       loaders: createLoaders(deps.db),
       config: deps.config,
-      logger: deps.logger,
+      logger: request.logger ?? deps.logger,
       clock: deps.clock,
       viewer: await authenticate(deps.db, token),
       ip: request.ip,

@@ -7,12 +7,15 @@
 import type { IncomingMessage } from 'node:http';
 import type { FastifyBaseLogger } from 'fastify';
 import { useServer } from 'graphql-ws/use/ws';
-import { type DocumentNode, GraphQLError, type GraphQLSchema } from 'graphql';
-import { createYoga, type YogaServerInstance } from 'graphql-yoga';
+import { type DocumentNode, getOperationAST, GraphQLError, type GraphQLSchema } from 'graphql';
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.ts';
 import type { ContextFactory, GraphQLContext, RequestInfo } from './context.ts';
-import { createMaskError } from './errors.ts';
+import { createMaskError, findAppError, isGraphQLOwnError } from './errors.ts';
+import type { Metrics } from '../observability/metrics.ts';
+import { REQUEST_ID_HEADER, requestIdFor } from '../observability/request-ids.ts';
+import type { RequestSpan, Tracing } from '../observability/tracing.ts';
 import { isDatabaseUnavailable } from '../db/unavailable.ts';
 import { isLiveEvent } from '../events/pubsub.ts';
 import { useSharedSubscriptionResults } from './shared-subscription-results.ts';
@@ -43,6 +46,10 @@ export interface YogaServerContext {
   connectionParams?: Record<string, unknown>;
   /** The caller's context, built before parsing (the limits depend on the caller); Yoga's context. */
   graphqlContext?: GraphQLContext;
+  /** HTTP: the request's logger (its lines carry the request id), the context's logger. */
+  log?: FastifyBaseLogger;
+  /** HTTP with tracing on: the request's span, parent of the operation's. */
+  span?: RequestSpan | undefined;
 }
 
 /**
@@ -65,15 +72,31 @@ export function createGraphQLServer(options: {
   limits: Config['graphql']['limits'];
   /** `Idempotency-Key` on mutations over HTTP (src/graphql/idempotency.ts); without it the header is ignored. */
   idempotencyKeys?: IdempotencyKeys;
+  /** Counts each operation by type and name, with its duration (src/observability/metrics.ts). */
+  metrics?: Metrics;
+  /** With tracing on: a span per operation, a child of its request's. */
+  tracing?: Tracing | undefined;
 }): GraphQLServer {
   const { logger } = options;
   const loggedErrors = new WeakSet<Error>();
+  // One logger (one request id) per WebSocket connection, for all its operations.
+  const connectionLoggers = new WeakMap<IncomingMessage, FastifyBaseLogger>();
+  const connectionLogger = (upgrade: IncomingMessage): FastifyBaseLogger => {
+    let child = connectionLoggers.get(upgrade);
+    if (!child) {
+      child = logger.child({ reqId: requestIdFor(upgrade.headers[REQUEST_ID_HEADER]) });
+      connectionLoggers.set(upgrade, child);
+    }
+    return child;
+  };
   const buildContext = (initial: YogaServerContext, request = initial.request): Promise<GraphQLContext> => {
     const upgrade = initial.upgradeRequest;
     const info: RequestInfo = {
       header: (name) => (request ? request.headers.get(name) : (upgrade?.headers[name] as string | undefined)),
       ip: initial.ip ?? upgrade?.socket.remoteAddress,
       connectionParams: initial.connectionParams,
+      // A WebSocket's operations log with the id of the request that opened it (its X-Request-Id, or a new one).
+      logger: initial.log ?? (upgrade ? connectionLogger(upgrade) : undefined),
     };
     return options.contextFactory(info);
   };
@@ -128,6 +151,7 @@ export function createGraphQLServer(options: {
             : undefined,
       }),
       ...(options.sessions ? [useCredentialRevocation(options.sessions)] : []),
+      useOperationObservation({ metrics: options.metrics, tracing: options.tracing, loggedErrors }),
       ...(options.idempotencyKeys ? [useIdempotencyKeys(options.idempotencyKeys)] : []),
       // The scope each operation needs of the caller's key (requireViewer checks it).
       useKeyScopes(),
@@ -177,6 +201,64 @@ export function createGraphQLServer(options: {
     async close() {
       await wsHandle.dispose();
       await new Promise<void>((resolve) => webSocketServer.close(() => resolve()));
+    },
+  };
+}
+
+/**
+ * Observes each executed operation (HTTP and WebSocket; subscriptions as they start): its type,
+ * name and duration in the metrics, a span with tracing on, and the unexpected errors it ended with
+ * logged through the operation's context logger (so the line carries the request id; Yoga's own
+ * log of those errors then skips them: `loggedErrors`). Runs before Yoga masks the errors.
+ */
+function useOperationObservation(options: {
+  metrics: Metrics | undefined;
+  tracing: Tracing | undefined;
+  loggedErrors: WeakSet<Error>;
+}): Plugin {
+  const begin = (args: { document: DocumentNode; operationName?: string | null; contextValue: unknown }) => {
+    const operation = getOperationAST(args.document, args.operationName);
+    const type = operation?.operation ?? 'unknown';
+    const name = operation?.name?.value;
+    const context = args.contextValue as Partial<GraphQLContext & YogaServerContext>;
+    const span = options.tracing?.startSpan(
+      name ? `${type} ${name}` : type,
+      { 'graphql.operation.type': type, ...(name ? { 'graphql.operation.name': name } : {}) },
+      context.span,
+    );
+    const startedAt = performance.now();
+    return (errors: readonly GraphQLError[] | undefined, thrown = false) => {
+      const failed = thrown || Boolean(errors?.length);
+      options.metrics?.graphqlOperation(type, name, (performance.now() - startedAt) / 1000, failed);
+      span?.end(failed);
+      for (const error of errors ?? []) {
+        if (findAppError(error) || isGraphQLOwnError(error) || options.loggedErrors.has(error)) continue;
+        options.loggedErrors.add(error);
+        if (error.originalError) options.loggedErrors.add(error.originalError);
+        context.logger?.error({ err: error.originalError ?? error }, 'unexpected error in a GraphQL operation');
+      }
+    };
+  };
+  return {
+    onExecute({ args }) {
+      const end = begin(args);
+      return {
+        onExecuteDone({ result }) {
+          end(Symbol.asyncIterator in result ? undefined : result.errors);
+        },
+      };
+    },
+    onSubscribe({ args }) {
+      const end = begin(args);
+      return {
+        onSubscribeResult({ result }) {
+          end(Symbol.asyncIterator in result ? undefined : result.errors);
+        },
+        // Counted as failed; the error itself is Yoga's to mask and log.
+        onSubscribeError() {
+          end(undefined, true);
+        },
+      };
     },
   };
 }

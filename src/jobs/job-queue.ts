@@ -29,6 +29,7 @@ import { randomBytes } from 'node:crypto';
 import os from 'node:os';
 import { Agenda, type Job } from 'agenda';
 import pg from 'pg';
+import type { JobNameStats } from '../db/queries/jobs.ts';
 import { countOutboxRows, moveOutboxRowsThrough } from '../db/queries/outbox.ts';
 import { AppError } from '../errors.ts';
 import { logOutageOnce } from '../db/unavailable.ts';
@@ -146,6 +147,21 @@ export interface JobQueue {
    * @throws Error after `timeoutMs`, naming the jobs still pending (and those of them this queue does not define)
    */
   waitForIdle(options?: WaitForIdleOptions): Promise<void>;
+  /**
+   * The queue as every instance sees it (the store is shared), for /metrics: by job name the jobs
+   * due and waiting, running, and the oldest due one's wait; the outbox rows not moved yet; and
+   * the job store's PostgreSQL pool (absent on MongoDB). Connects if not connected.
+   */
+  stats(): Promise<JobQueueStats>;
+}
+
+/** What JobQueue.stats() reports. */
+export interface JobQueueStats {
+  jobs: JobNameStats[];
+  /** Outbox rows committed and not yet moved into the store. */
+  outboxRows: number;
+  /** The job store's pool (connections open, idle, and requests waiting for one); absent on MongoDB. */
+  pool?: { total: number; idle: number; waiting: number };
 }
 
 export interface JobQueueOptions {
@@ -175,6 +191,8 @@ export interface JobQueueOptions {
   stopTimeoutMs?: number;
   /** PostgreSQL schema of Agenda's table (default `agenda`). */
   schema?: string;
+  /** Connections of the job store's pool (PostgreSQL; default 10, DATABASE_POOL_SIZE). */
+  poolSize?: number;
 }
 
 /** Stored in Agenda's `data`: the caller's data and the idempotency key beside it. */
@@ -241,7 +259,12 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
     connection ??= (async () => {
       const store = options.mongodbUrl
         ? await openMongoJobStore({ url: options.mongodbUrl })
-        : await openPostgresJobStore({ connectionString: options.connectionString, schema: options.schema, logger });
+        : await openPostgresJobStore({
+            connectionString: options.connectionString,
+            schema: options.schema,
+            logger,
+            poolSize: options.poolSize,
+          });
       const agenda = new Agenda({
         backend: store.backend,
         name: instanceName,
@@ -469,6 +492,17 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
       });
     },
 
+    async stats() {
+      const { store, outboxPool } = await connect();
+      const [jobs, outboxRows] = await Promise.all([store.stats(), countOutboxRows(outboxPool, outboxTable)]);
+      const pool = store.pool;
+      return {
+        jobs,
+        outboxRows,
+        ...(pool ? { pool: { total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount } } : {}),
+      };
+    },
+
     async waitForIdle(waitOptions = {}) {
       const timeoutMs = waitOptions.timeoutMs ?? 10_000;
       const withinMs = waitOptions.withinMs ?? 0;
@@ -578,4 +612,32 @@ function startKeepAlive(
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/**
+ * The queue with every run of the handlers defined on it observed: `begin(name)` is called as a
+ * run starts and returns what is called once as it ends, with `error` when the handler threw
+ * (whatever the retry policy then does) and `ok` otherwise (buildApp: the job-run metrics and
+ * spans, src/observability/). Everything else is the queue's own.
+ */
+export function observeJobRuns(queue: JobQueue, begin: (name: string) => (outcome: 'ok' | 'error') => void): JobQueue {
+  return {
+    ...queue,
+    define(name, handler, defineOptions) {
+      queue.define(
+        name,
+        async (data, run) => {
+          const end = begin(name);
+          let outcome: 'ok' | 'error' = 'error';
+          try {
+            await handler(data, run);
+            outcome = 'ok';
+          } finally {
+            end(outcome);
+          }
+        },
+        defineOptions,
+      );
+    },
+  };
 }

@@ -11,6 +11,8 @@ import type { BaseLogger } from 'pino';
 import {
   countPendingJobs,
   ensureJobsSchema,
+  jobQueueStats,
+  type JobNameStats,
   findJobsByKey,
   insertJobRows,
   JOBS_TABLE,
@@ -42,6 +44,8 @@ export interface JobStore {
    * not counted.
    */
   countPending(withinMs: number): Promise<Map<string, number>>;
+  /** By name: jobs due and waiting, running, and the oldest due one's wait (for /metrics). */
+  stats(): Promise<JobNameStats[]>;
   /**
    * PostgreSQL: stores new jobs in one statement and announces each on Agenda's channel (the
    * NOTIFY that makes a listening instance take it at once), without Agenda's look-up of the
@@ -108,7 +112,7 @@ export async function openPostgresJobStore(options: {
   connectionString: string;
   schema?: string;
   logger: JobLogger;
-  /** Pool size (default 10; one connection is held for LISTEN). */
+  /** Pool size (default 10, DATABASE_POOL_SIZE; one connection is held for LISTEN). */
   poolSize?: number;
 }): Promise<JobStore> {
   const schema = options.schema ?? DEFAULT_JOBS_SCHEMA;
@@ -179,6 +183,7 @@ export async function openPostgresJobStore(options: {
     },
     releaseLockedAhead: () => repository.releaseLockedAhead(),
     countPending: (withinMs) => countPendingJobs(pool, withinMs),
+    stats: () => jobQueueStats(pool),
     close: async () => {
       await repository.flushStateSaves();
       // Before the pool's end(), which waits for the LISTEN connection, however late it came.
@@ -228,6 +233,26 @@ export async function openMongoJobStore(options: { url: string }): Promise<JobSt
         }
       }
       return counts;
+    },
+    // Agenda's query of every job, as countPending: MongoDB deployments are the small ones here
+    // (no index of our own for this); the same rules as jobQueueStats.
+    async stats() {
+      const now = Date.now();
+      const { jobs } = await repository.queryJobs({ includeDisabled: false });
+      const byName = new Map<string, JobNameStats>();
+      for (const job of jobs) {
+        const nextRunAt = job.nextRunAt ? new Date(job.nextRunAt).getTime() : undefined;
+        const due = !job.lockedAt && nextRunAt !== undefined && nextRunAt <= now;
+        if (!job.lockedAt && !due) continue;
+        const stats = byName.get(job.name) ?? { name: job.name, due: 0, running: 0, oldestDueSeconds: 0 };
+        if (job.lockedAt) stats.running += 1;
+        else {
+          stats.due += 1;
+          stats.oldestDueSeconds = Math.max(stats.oldestDueSeconds, (now - nextRunAt!) / 1000);
+        }
+        byName.set(job.name, stats);
+      }
+      return [...byName.values()];
     },
     close: () => inner.disconnect(),
   };

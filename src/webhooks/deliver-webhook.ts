@@ -60,6 +60,11 @@ export interface DeliveryDeps {
   logger: JobLogger;
   /** Tests: a resolver for host names (default: the system's). */
   resolve?: SendWebhookRequestOptions['resolve'];
+  /**
+   * Told each recorded attempt's outcome: `succeeded`, `retrying` (failed, next attempt scheduled) or
+   * `failed` (given up); buildApp counts them (src/observability/metrics.ts).
+   */
+  onAttempt?: (outcome: 'succeeded' | 'retrying' | 'failed') => void;
 }
 
 /** Milliseconds to wait after failed attempt `attempt` (0-based): 2^attempt × base. */
@@ -245,6 +250,7 @@ async function recordAttempt(
   });
   // Recorded already by another run of this attempt: its record stands.
   if (!recorded) return;
+  deps.onAttempt?.(status === 'pending' ? 'retrying' : status);
   if (status === 'pending' && nextAttemptAt)
     await enqueueAttempt(
       deps.jobs,

@@ -107,11 +107,20 @@ export function defineWebhookJobs(
     config: Pick<Config, 'appUrl' | 'webhooks'>;
     logger: JobLogger;
     files: Pick<FileUrlSigner, 'url'>;
+    /** Told each recorded delivery attempt's outcome (DeliveryDeps.onAttempt). */
+    onAttempt?: DeliveryDeps['onAttempt'];
   },
 ): void {
   const { db, logger } = options;
   const payloads = createPayloadBuilder({ db, files: options.files, appUrl: options.config.appUrl });
-  const deliveryDeps: DeliveryDeps = { db, jobs, payloads, config: options.config.webhooks, logger };
+  const deliveryDeps: DeliveryDeps = {
+    db,
+    jobs,
+    payloads,
+    config: options.config.webhooks,
+    logger,
+    ...(options.onAttempt ? { onAttempt: options.onAttempt } : {}),
+  };
   // 10 at once: a dispatch waits for its payload and two statements; at 5 a burst of events queued
   // here (bench:webhooks).
   jobs.define<DispatchEventData>(

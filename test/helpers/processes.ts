@@ -105,7 +105,8 @@ export async function startService(
   const args = entry ?? [path.join(root, 'dist', 'main.mjs')];
   const child = spawn(process.execPath, ['--enable-source-maps', ...args], {
     cwd: root,
-    env: childEnv({ LOG_LEVEL: 'warn', ...env, PORT: String(port), HOST: '127.0.0.1' }),
+    // Loopback unless the test asks for another HOST (`HOST: undefined`: the service's default).
+    env: childEnv({ LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env, PORT: String(port) }),
   });
   let output = '';
   child.stdout?.on('data', (chunk) => (output += chunk));
