@@ -31,6 +31,7 @@ import { createMailer } from './notifications/mailer.ts';
 import { createSmsSender } from './notifications/sms.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
+import { registerPkiRoutes } from './signing/pki-routes.ts';
 import { createEmailClickTags } from './submissions/signing-links.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 import { defineWebhookJobs } from './webhooks/dispatch-event.ts';
@@ -207,6 +208,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   registerServiceIndexRoute(fastify, { graphiql: config.graphiql });
   registerFileRoutes(fastify, { db, storage, signer });
   registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize, embedOrigins: config.embedOrigins });
+  // The own CA's CRL (issue 17; public, cacheable).
+  registerPkiRoutes(fastify, { db, config });
   for (const api of options.apis ?? []) await api(fastify, { config, db, schema, contextFactory, storage, signer });
 
   let stopping: Promise<void> | undefined;

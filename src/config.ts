@@ -155,6 +155,19 @@ const EnvSchema = z.object({
   TEMPLATE_LINK_STARTS_PER_IP: intFromEnv(1, 1_000_000).default(20),
   /** New submissions one template's shared link (/d/…) may start per hour, from all addresses together. */
   TEMPLATE_LINK_STARTS_PER_TEMPLATE: intFromEnv(1, 1_000_000).default(1000),
+  /**
+   * RFC 3161 timestamp authority (http or https) that timestamps every signature and adds a document timestamp
+   * (PAdES B-LTA); unset: Signet's own timestamp authority timestamps the signatures (B-LT). docs/signatures.md.
+   */
+  TSA_URL: z
+    .string()
+    .url()
+    .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL')
+    .optional(),
+  /** Time allowed for one answer of TSA_URL, in seconds. */
+  TSA_TIMEOUT_SECONDS: z.coerce.number().positive().max(120).default(10),
+  /** Days before an account's own signing certificate expires from which it is announced (log, GraphQL). */
+  SIGNING_CERTIFICATE_WARNING_DAYS: intFromEnv(1, 365).default(30),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -284,6 +297,11 @@ export interface Config {
   embedOrigins: string[];
   /** Per hour: new submissions through templates' shared links, per client address and per template. */
   templateLinkStarts: { perIp: number; perTemplate: number };
+  /** TSA_URL: the timestamp authority of signatures and document timestamps; undefined: Signet's own. */
+  tsaUrl: string | undefined;
+  /** Milliseconds. */
+  tsaTimeout: number;
+  signingCertificateWarningDays: number;
 }
 
 /** Limits of one GraphQL operation, checked by src/graphql/limits.ts (GraphQL Armor's units). */
@@ -395,6 +413,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     // `*` among others is still any origin.
     embedOrigins: !e.EMBED_ORIGINS?.length || e.EMBED_ORIGINS.includes('*') ? ['*'] : e.EMBED_ORIGINS,
     templateLinkStarts: { perIp: e.TEMPLATE_LINK_STARTS_PER_IP, perTemplate: e.TEMPLATE_LINK_STARTS_PER_TEMPLATE },
+    tsaUrl: e.TSA_URL,
+    tsaTimeout: Math.round(e.TSA_TIMEOUT_SECONDS * 1000),
+    signingCertificateWarningDays: e.SIGNING_CERTIFICATE_WARNING_DAYS,
   };
 }
 
