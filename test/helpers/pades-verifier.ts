@@ -107,3 +107,29 @@ export async function verifyIndependently(pdfs: Uint8Array[], anchors: Uint8Arra
     .filter((line) => line.startsWith('{'))
     .map((line) => JSON.parse(line) as IndependentReport);
 }
+
+/**
+ * The file as its first signature signed it: up to the end of that signature's /ByteRange. A PAdES
+ * B-LT document appends its DSS (and B-LTA its document timestamp) after the signature, so pdfsig
+ * reports the whole file as "Not total document signed"; on this revision it reports "Total
+ * document signed" when the signature covered all of it.
+ */
+export function signedRevision(bytes: Uint8Array): Buffer {
+  const match = /\/ByteRange\s*\[\s*0\s+\d+\s+(\d+)\s+(\d+)\s*\]/.exec(Buffer.from(bytes).toString('latin1'));
+  if (!match) throw new Error('no signature');
+  return Buffer.from(bytes.subarray(0, Number(match[1]) + Number(match[2])));
+}
+
+/**
+ * pdfsig finds the first signature valid and PAdES (ETSI.CAdES.detached) in the whole file, and
+ * covering the whole of the revision it signed (signedRevision).
+ */
+export function pdfsigValidPades(bytes: Uint8Array): boolean {
+  const report = pdfsig(bytes);
+  const first = pdfsigSignatures(report)[0] ?? '';
+  return (
+    first.includes('Signature is Valid.') &&
+    first.includes('Signature Type: ETSI.CAdES.detached') &&
+    pdfsig(signedRevision(bytes)).includes('Total document signed')
+  );
+}
