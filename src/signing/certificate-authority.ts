@@ -20,7 +20,7 @@
  * Creation runs under the generated-certificate advisory lock (src/db/queries/advisory-locks.ts), so
  * instances starting together make one CA and one TSA.
  */
-import { generateKeyPair as generateKeyPairCallback, randomBytes, type KeyObject } from 'node:crypto';
+import { createHash, generateKeyPair as generateKeyPairCallback, randomBytes, type KeyObject } from 'node:crypto';
 import { promisify } from 'node:util';
 import forge from 'node-forge';
 import type * as pkijs from 'pkijs';
@@ -102,8 +102,11 @@ export function secretKeyOf(config: Pick<Config, 'secretKeyBase' | 'dataDir'>): 
   return secret;
 }
 
-/** Opened rows by id (rows never change; a bundle costs a key derivation to open). */
-const openedRows = new Map<number, StoredKey>();
+/**
+ * Opened rows by id and the SHA-256 of their stored bundle (rows never change; a bundle costs a
+ * key derivation to open). The digest keeps rows of two databases with the same id apart.
+ */
+const openedRows = new Map<string, StoredKey>();
 
 interface KeyRow {
   id: number;
@@ -117,7 +120,8 @@ interface KeyRow {
  * @throws AppError UNAVAILABLE when it does not unseal or open
  */
 export async function openKeyRow(config: Pick<Config, 'secretKeyBase' | 'dataDir'>, row: KeyRow): Promise<StoredKey> {
-  const cached = openedRows.get(row.id);
+  const cacheKey = `${row.id}:${createHash('sha256').update(row.p12).digest('hex')}`;
+  const cached = openedRows.get(cacheKey);
   if (cached) return cached;
   const what = `signing certificate #${row.id}`;
   let p12: Buffer = Buffer.from(row.p12);
@@ -136,7 +140,7 @@ export async function openKeyRow(config: Pick<Config, 'secretKeyBase' | 'dataDir
     chain: [opened.certificate, ...opened.certificates.filter((c) => !c.equals(opened.certificate))],
   };
   if (openedRows.size >= 64) openedRows.clear();
-  openedRows.set(row.id, stored);
+  openedRows.set(cacheKey, stored);
   return stored;
 }
 

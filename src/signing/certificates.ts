@@ -17,7 +17,13 @@
  * one that expires within SIGNING_CERTIFICATE_WARNING_DAYS is announced in the log once a day
  * (expiry_warned_at), as the GraphQL type `SigningCertificate.expiryWarning` shows it.
  */
-import { createPrivateKey, generateKeyPair as generateKeyPairCallback, randomBytes, type KeyObject } from 'node:crypto';
+import {
+  createHash,
+  createPrivateKey,
+  generateKeyPair as generateKeyPairCallback,
+  type KeyObject,
+  randomBytes,
+} from 'node:crypto';
 import fs from 'node:fs/promises';
 import { promisify } from 'node:util';
 import forge from 'node-forge';
@@ -288,8 +294,12 @@ export async function generateSelfSignedPkcs12(
   return { p12: Buffer.from(forge.asn1.toDer(asn1).getBytes(), 'binary'), certificate };
 }
 
-/** DER of each stored certificate row, by id: rows never change, and opening a bundle costs a key derivation. */
-const storedCertificateDer = new Map<number, Buffer>();
+/**
+ * DER of each stored certificate row without a `certificate` column value (before issue 17), by id
+ * and the SHA-256 of its bundle: rows never change, opening a bundle costs a key derivation, and
+ * the digest keeps rows of two databases apart.
+ */
+const storedCertificateDer = new Map<string, Buffer>();
 
 /**
  * Every certificate this service has signed an account's documents with, as DER: the configured
@@ -325,14 +335,15 @@ export async function trustedCertificates(
       certificates.push(Buffer.from(row.certificate));
       continue;
     }
-    let der = storedCertificateDer.get(row.id);
+    const cacheKey = `${row.id}:${createHash('sha256').update(row.p12).digest('hex')}`;
+    let der = storedCertificateDer.get(cacheKey);
     if (!der) {
       try {
         der = derOf(openPkcs12(Buffer.from(row.p12), row.password, `signing certificate #${row.id}`).certificate);
       } catch {
         continue;
       }
-      storedCertificateDer.set(row.id, der);
+      storedCertificateDer.set(cacheKey, der);
     }
     certificates.push(der);
   }

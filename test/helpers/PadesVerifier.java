@@ -67,9 +67,16 @@ public class PadesVerifier {
       Set<String> vriKeys = new HashSet<>();
       int ocsps = 0;
       boolean crlsValid = true;
+      boolean certsValid = true;
       COSDictionary dss = doc.getDocumentCatalog().getCOSObject().getCOSDictionary(COSName.getPDFName("DSS"));
       if (dss != null) {
-        for (byte[] bytes : streams(dss, "Certs")) dssCerts.add((X509Certificate) X509.generateCertificate(new ByteArrayInputStream(bytes)));
+        for (byte[] bytes : streams(dss, "Certs")) {
+          try {
+            dssCerts.add((X509Certificate) X509.generateCertificate(new ByteArrayInputStream(bytes)));
+          } catch (Exception e) {
+            certsValid = false;
+          }
+        }
         for (byte[] bytes : streams(dss, "CRLs")) {
           try {
             dssCrls.add((X509CRL) X509.generateCRL(new ByteArrayInputStream(bytes)));
@@ -97,7 +104,7 @@ public class PadesVerifier {
           crlsValid &= signed;
         }
       }
-      out.append(",\"dss\":").append(dss == null ? "null" : "{\"certs\":" + dssCerts.size() + ",\"crls\":" + dssCrls.size() + ",\"ocsps\":" + ocsps + ",\"vri\":" + vriKeys.size() + ",\"crlsValid\":" + crlsValid + "}");
+      out.append(",\"dss\":").append(dss == null ? "null" : "{\"certs\":" + dssCerts.size() + ",\"crls\":" + dssCrls.size() + ",\"ocsps\":" + ocsps + ",\"vri\":" + vriKeys.size() + ",\"crlsValid\":" + crlsValid + ",\"certsValid\":" + certsValid + "}");
       out.append(",\"signatures\":[");
       boolean first = true;
       for (PDSignature signature : doc.getSignatureDictionaries()) {
@@ -159,20 +166,18 @@ public class PadesVerifier {
     out.append(",\"signer\":").append(q(certificate.getSubjectX500Principal().getName()));
     out.append(",\"signingCertificateV2\":").append(signedAttributes.get(PKCSObjectIdentifiers.id_aa_signingCertificateV2) != null);
     out.append(",\"signingTimeAttribute\":").append(signedAttributes.get(PKCSObjectIdentifiers.pkcs_9_at_signingTime) != null);
-    Date at = new Date();
     AttributeTable unsigned = signer.getUnsignedAttributes();
     Attribute stamp = unsigned == null ? null : unsigned.get(PKCSObjectIdentifiers.id_aa_signatureTimeStampToken);
     if (stamp != null) {
       ASN1Encodable value = stamp.getAttrValues().getObjectAt(0);
       TimeStampToken token = new TimeStampToken(new CMSSignedData(value.toASN1Primitive().getEncoded()));
       out.append(",\"timestamp\":").append(token(token, MessageDigest.getInstance("SHA-256").digest(signer.getSignature()), anchors, dssCerts, dssCrls));
-      at = token.getTimeStampInfo().getGenTime();
     } else {
       out.append(",\"timestamp\":null");
     }
     List<X509Certificate> pool = new ArrayList<>(dssCerts);
     for (X509CertificateHolder h : (Collection<X509CertificateHolder>) cms.getCertificates().getMatches(null)) pool.add(new JcaX509CertificateConverter().setProvider("BC").getCertificate(h));
-    out.append(",\"chain\":").append(path(certificate, pool, anchors, dssCrls, at));
+    out.append(",\"chain\":").append(path(certificate, pool, anchors, dssCrls));
     return out.append('}').toString();
   }
 
@@ -203,13 +208,16 @@ public class PadesVerifier {
     if (tsa != null) {
       List<X509Certificate> pool = new ArrayList<>(dssCerts);
       for (X509CertificateHolder h : store.getMatches(null)) pool.add(new JcaX509CertificateConverter().setProvider("BC").getCertificate(h));
-      out.append(",\"chain\":").append(path(tsa, pool, anchors, dssCrls, token.getTimeStampInfo().getGenTime()));
+      out.append(",\"chain\":").append(path(tsa, pool, anchors, dssCrls));
     }
     return out.append('}').toString();
   }
 
-  /** A PKIX path from the certificate to one of the anchors, at `at`, revocation checked with the DSS's CRLs only. */
-  static String path(X509Certificate target, List<X509Certificate> pool, List<X509Certificate> anchors, List<X509CRL> crls, Date at) {
+  /**
+   * A PKIX path from the certificate to one of the anchors, now, its revocation checked with the DSS's CRLs only
+   * (issued after the timestamp, a CRL that does not list a certificate shows it was not revoked when it signed).
+   */
+  static String path(X509Certificate target, List<X509Certificate> pool, List<X509Certificate> anchors, List<X509CRL> crls) {
     try {
       Set<TrustAnchor> trust = new HashSet<>();
       for (X509Certificate anchor : anchors) trust.add(new TrustAnchor(anchor, null));
@@ -220,7 +228,6 @@ public class PadesVerifier {
       selector.setCertificate(target);
       PKIXBuilderParameters parameters = new PKIXBuilderParameters(trust, selector);
       parameters.addCertStore(store);
-      parameters.setDate(at);
       parameters.setRevocationEnabled(true);
       CertPathBuilderResult built = CertPathBuilder.getInstance("PKIX").build(parameters);
       return "{\"valid\":true,\"length\":" + built.getCertPath().getCertificates().size() + "}";

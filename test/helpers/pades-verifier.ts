@@ -67,7 +67,7 @@ const VERIFIER = path.join(import.meta.dirname, 'PadesVerifier.java');
 export interface IndependentReport {
   file: string;
   error?: string;
-  dss: { certs: number; crls: number; ocsps: number; vri: number; crlsValid: boolean } | null;
+  dss: { certs: number; crls: number; ocsps: number; vri: number; crlsValid: boolean; certsValid: boolean } | null;
   signatures: {
     name: string;
     subFilter: string;

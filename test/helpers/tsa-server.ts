@@ -65,8 +65,15 @@ export interface TestTsa {
   root: Buffer;
   tsaCertificate: Buffer;
   requests: TsaRequestSeen[];
-  /** Knobs: delay each answer (ms); answer this status; answer so many bytes of padding; stamp another digest. */
-  behaviour: { delayMs?: number; httpStatus?: number; oversizeBytes?: number; wrongImprint?: boolean };
+  /** Knobs: delay each answer (ms); answer this HTTP status; answer so many bytes; stamp another digest; refuse. */
+  behaviour: {
+    delayMs?: number;
+    httpStatus?: number;
+    oversizeBytes?: number;
+    wrongImprint?: boolean;
+    /** Refuse every request with this failure. */
+    refuse?: keyof typeof FAILURE;
+  };
   /** The genTime of every granted token, in order. */
   genTimes: Date[];
   close(): Promise<void>;
@@ -301,6 +308,7 @@ export async function startTestTsa(): Promise<TestTsa> {
     if (request.messageImprint.hashedMessage.valueBlock.valueHexView.length !== hash[1]) return fail('badDataFormat');
     if (request.reqPolicy && request.reqPolicy !== TEST_TSA_POLICY) return fail('unacceptedPolicy');
     if (request.extensions?.length) return fail('unacceptedExtension');
+    if (state.behaviour.refuse) return fail(state.behaviour.refuse);
     return token(request.messageImprint, request.nonce, request.certReq === true);
   };
 
