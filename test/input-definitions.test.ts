@@ -33,6 +33,7 @@ import {
   SubmitterInput,
   UpdateSubmitterRequest,
 } from '../src/submissions/submitter-input.ts';
+import { UploadSigningCertificateRequest } from '../src/signing/signing-certificate-input.ts';
 import { UpdateSubmissionRequest } from '../src/submissions/update-submission-input.ts';
 import { RequestArea, RequestField } from '../src/templates/build-fields.ts';
 import {
@@ -85,6 +86,7 @@ describe('one definition per input', () => {
     ['UpdateSubmissionInput', UpdateSubmissionRequest],
     ['TemplateDocumentChangeInput', DocumentOperation],
     ['UpdateTemplateDocumentsInput', UpdateTemplateDocumentsRequest],
+    ['UploadSigningCertificateInput', UploadSigningCertificateRequest],
   ];
 
   it.each(derived)(
