@@ -419,16 +419,3 @@ async function loadOwnTimestampAuthority(deps: AuthorityDeps): Promise<Timestamp
     { timeout: 30_000, maxWait: 30_000 },
   );
 }
-
-/**
- * The deployment's CA certificates (every `ca` row, DER), for verifiers: the trust anchors of the
- * generated certificates and the own TSA.
- */
-export async function serviceCaCertificates(db: Pick<Db, 'signingCertificate'>): Promise<Buffer[]> {
-  const rows = await db.signingCertificate.findMany({
-    where: { kind: 'ca', accountId: null, certificate: { not: null } },
-    select: { certificate: true },
-    orderBy: { id: 'asc' },
-  });
-  return rows.map((r) => Buffer.from(r.certificate!));
-}

@@ -32,7 +32,16 @@ import {
 import * as pkijs from 'pkijs';
 import { createHash } from 'node:crypto';
 import { appendIncrementalUpdate } from './incremental-update.ts';
-import { derOf, isIssuedBy, nameText, OID, parseAsn1, parseCertificate, sha256 } from './pki.ts';
+import {
+  DOCUMENT_TIMESTAMP_SUBFILTER,
+  derOf,
+  isIssuedBy,
+  nameText,
+  OID,
+  parseAsn1,
+  parseCertificate,
+  sha256,
+} from './pki.ts';
 import type { Timestamper } from './timestamps.ts';
 
 /** Where CRLs for certificates come from (revocation.ts). */
@@ -230,7 +239,7 @@ export async function addDocumentTimestamp(pdf: Buffer, doc: PDFDocument, timest
   // Written as raw bytes: /ByteRange before /Contents, in the placeholder form SignPdf fills in.
   const sigDict = PDFInvalidObject.of(
     Buffer.from(
-      '<<\n/Type /DocTimeStamp\n/Filter /Adobe.PPKLite\n/SubFilter /ETSI.RFC3161\n' +
+      `<<\n/Type /DocTimeStamp\n/Filter /Adobe.PPKLite\n/SubFilter /${DOCUMENT_TIMESTAMP_SUBFILTER}\n` +
         `/ByteRange [0 /********** /********** /**********]\n/Contents <${placeholder}>\n/V 0\n>>`,
       'latin1',
     ),

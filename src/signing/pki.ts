@@ -54,6 +54,10 @@ export const OID = {
   extKeyUsage: '2.5.29.37',
 } as const;
 
+/** The /SubFilter of a PAdES signature (ETSI EN 319 142-1 §5.1) and of a document timestamp (§5.5). */
+export const PADES_SUBFILTER = 'ETSI.CAdES.detached';
+export const DOCUMENT_TIMESTAMP_SUBFILTER = 'ETSI.RFC3161';
+
 /** Hash names of node:crypto by digest algorithm OID. */
 export const HASH_BY_OID: Record<string, string> = {
   [OID.sha1]: 'sha1',

@@ -25,6 +25,7 @@ import {
   derOf,
   derSetOrder,
   OID,
+  PADES_SUBFILTER,
   parseAsn1,
   parseCertificate,
   SHA256_ALGORITHM,
@@ -34,9 +35,6 @@ import {
   toArrayBuffer,
 } from './pki.ts';
 import type { Timestamper } from './timestamps.ts';
-
-/** The PAdES sub-filter (ETSI EN 319 142-1 §5.1). */
-export const PADES_SUBFILTER = 'ETSI.CAdES.detached';
 
 /** What makes a signature B-T, B-LT and B-LTA (see the module comment). */
 export interface PadesServices {

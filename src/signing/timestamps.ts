@@ -16,14 +16,13 @@
  * Built with PKI.js (TimeStampReq, TimeStampResp, TSTInfo, SignedData); RSA and digests by
  * node:crypto (pki.ts).
  */
-import { createHash, randomBytes, type KeyObject } from 'node:crypto';
+import { randomBytes, type KeyObject } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { AppError } from '../errors.ts';
 import {
   derOf,
   derSetOrder,
-  HASH_BY_OID,
   hasExtendedKeyUsage,
   OID,
   parseAsn1,
@@ -380,14 +379,4 @@ export function createOwnTimestamper(load: () => Promise<TimestampAuthorityKey>)
       return issueTimeStampToken(await load(), { digest });
     },
   };
-}
-
-/** The digest algorithm name node:crypto knows for an OID, or undefined. */
-export function hashName(oid: string): string | undefined {
-  return HASH_BY_OID[oid];
-}
-
-/** SHA-256 of bytes (the imprint of a signature value or of a document's signed ranges). */
-export function imprintOf(bytes: Uint8Array): Buffer {
-  return createHash('sha256').update(bytes).digest();
 }

@@ -40,6 +40,8 @@ import { type ChangesAfterSigning, changesAfterSigning } from './pdf-revisions.t
 import {
   commonNameOf,
   cryptoEngine as sharedCryptoEngine,
+  DOCUMENT_TIMESTAMP_SUBFILTER as DOCUMENT_TIMESTAMP,
+  PADES_SUBFILTER,
   nameText,
   OID,
   parseAsn1,
@@ -183,7 +185,10 @@ export async function verifyPdfSignatures(
     const end = rangeEnd(dictionary);
     const covered = dictionaries.some(
       (other, j) =>
-        other.subFilter === 'ETSI.RFC3161' && reports[j]!.valid && rangeEnd(other) > end && other.byteRange?.[0] === 0,
+        other.subFilter === DOCUMENT_TIMESTAMP &&
+        reports[j]!.valid &&
+        rangeEnd(other) > end &&
+        other.byteRange?.[0] === 0,
     );
     if (covered) report.padesLevel = 'B-LTA';
   });
@@ -423,10 +428,6 @@ async function verifySignature(
     report.padesLevel = padesLevelOf(signerInfo, report, messages);
   return finish(verified);
 }
-
-/** The document timestamp sub-filter (ETSI EN 319 142-1 §5.5). */
-const DOCUMENT_TIMESTAMP = 'ETSI.RFC3161';
-const PADES_SUBFILTER = 'ETSI.CAdES.detached';
 
 /**
  * B-B when the signed attributes are PAdES's (ESS signing-certificate-v2 or v1, no signingTime);
