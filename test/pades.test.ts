@@ -11,6 +11,7 @@
  * - Tampering with the document, a timestamp or the DSS is detected; a revoked certificate is refused.
  */
 import { createHash } from 'node:crypto';
+import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
@@ -371,6 +372,49 @@ describe('TSA_URL: a configured timestamp authority on loopback (PAdES B-LTA)', 
     const signature = firstSignature(done.document);
     const imprint = createHash('sha256').update(signature.signatureValue).digest('hex');
     expect(tsa.requests.map((r) => r.imprint)).toContain(imprint);
+  });
+
+  it('the test TSA checks requests: bad version, algorithm, imprint length, policy, extension refused', async () => {
+    const request = (change: (r: pkijs.TimeStampReq) => void, contentType = 'application/timestamp-query') => {
+      const r = new pkijs.TimeStampReq({
+        version: 1,
+        messageImprint: new pkijs.MessageImprint({
+          hashAlgorithm: new pkijs.AlgorithmIdentifier({ algorithmId: OID.sha256 }),
+          hashedMessage: new asn1js.OctetString({ valueHex: new Uint8Array(32).buffer }),
+        }),
+        certReq: true,
+      });
+      change(r);
+      return fetch(tsa.url, {
+        method: 'POST',
+        headers: { 'content-type': contentType },
+        body: new Uint8Array(r.toSchema().toBER(false)),
+      });
+    };
+    const before = tsa.requests.length;
+    const answers = [
+      await request((r) => (r.version = 2)),
+      await request((r) => (r.messageImprint.hashAlgorithm = new pkijs.AlgorithmIdentifier({ algorithmId: OID.sha1 }))),
+      await request(
+        (r) => (r.messageImprint.hashedMessage = new asn1js.OctetString({ valueHex: new ArrayBuffer(20) })),
+      ),
+      await request((r) => (r.reqPolicy = '1.2.3.4')),
+      await request((r) => {
+        r.extensions = [new pkijs.Extension({ extnID: '1.2.3.5', critical: false, extnValue: new ArrayBuffer(2) })];
+      }),
+      await request(() => undefined, 'application/octet-stream'),
+    ];
+    for (const answer of answers) expect(answer.status).toBe(200);
+    expect(tsa.requests.slice(before).map((r) => r.failure)).toEqual([
+      'badRequest',
+      'badAlg',
+      'badDataFormat',
+      'unacceptedPolicy',
+      'unacceptedExtension',
+      'badRequest',
+    ]);
+    // What the service sent was never refused (the test above).
+    expect(tsa.requests.slice(0, before).every((r) => r.failure === undefined)).toBe(true);
   });
 
   it(
