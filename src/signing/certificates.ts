@@ -133,8 +133,25 @@ type CertificateRow = {
 
 const ROW = { id: true, p12: true, password: true, sealed: true, notAfter: true, expiryWarnedAt: true } as const;
 
+/**
+ * Opened rows by id and the SHA-256 of their stored bundle: opening is a PBKDF2 in node-forge (tens
+ * of milliseconds) on every completion otherwise; rows never change, and the digest keeps rows of two
+ * databases apart.
+ */
+const openedRows = new Map<string, UsableCertificate>();
+
 /** A row's bundle and password in the clear (unsealed with the secret key when sealed). */
 async function openRow(config: SigningConfig, row: CertificateRow): Promise<UsableCertificate> {
+  const cacheKey = `${row.id}:${createHash('sha256').update(row.p12).update(row.password).digest('hex')}`;
+  const cached = openedRows.get(cacheKey);
+  if (cached) return cached;
+  const opened = await openRowUncached(config, row);
+  if (openedRows.size >= 64) openedRows.clear();
+  openedRows.set(cacheKey, opened);
+  return opened;
+}
+
+async function openRowUncached(config: SigningConfig, row: CertificateRow): Promise<UsableCertificate> {
   let p12: Buffer = Buffer.from(row.p12);
   let password = row.password;
   if (row.sealed) {

@@ -29,19 +29,10 @@ import {
   PDFRef,
   PDFString,
 } from 'pdf-lib';
-import * as pkijs from 'pkijs';
+import type * as pkijs from 'pkijs';
 import { createHash } from 'node:crypto';
 import { appendIncrementalUpdate } from './incremental-update.ts';
-import {
-  DOCUMENT_TIMESTAMP_SUBFILTER,
-  derOf,
-  isIssuedBy,
-  nameText,
-  OID,
-  parseAsn1,
-  parseCertificate,
-  sha256,
-} from './pki.ts';
+import { certificateOf, DOCUMENT_TIMESTAMP_SUBFILTER, isIssuedBy, nameText, sha256 } from './pki.ts';
 import type { Timestamper } from './timestamps.ts';
 
 /** Where CRLs for certificates come from (revocation.ts). */
@@ -61,28 +52,6 @@ export interface ValidationData {
   crls: Buffer[];
   /** Certificates that are neither anchors nor have an issuer among the certificates (names). */
   unanchored: string[];
-}
-
-/** The certificates a CMS SignedData carries, and those of its signature timestamp tokens. */
-export function certificatesOfSignature(cms: Uint8Array): Buffer[] {
-  const signedData = new pkijs.SignedData({ schema: new pkijs.ContentInfo({ schema: parseAsn1(cms) }).content });
-  const found = (signedData.certificates ?? [])
-    .filter((c): c is pkijs.Certificate => c instanceof pkijs.Certificate)
-    .map((c) => derOf(c));
-  for (const info of signedData.signerInfos) {
-    for (const attribute of info.unsignedAttrs?.attributes ?? []) {
-      if (attribute.type !== OID.signatureTimeStampToken) continue;
-      for (const value of attribute.values) {
-        try {
-          const token = new pkijs.SignedData({ schema: new pkijs.ContentInfo({ schema: value }).content });
-          for (const c of token.certificates ?? []) if (c instanceof pkijs.Certificate) found.push(derOf(c));
-        } catch {
-          // A token that does not parse brings no certificates; the verifier reports it.
-        }
-      }
-    }
-  }
-  return found;
 }
 
 const fingerprint = (der: Uint8Array) => createHash('sha256').update(der).digest('hex');
@@ -118,7 +87,7 @@ export async function collectValidationData(
   const unique = new Map<string, { key: string; der: Buffer; parsed: pkijs.Certificate }>();
   for (const der of certificates) {
     const key = fingerprint(der);
-    if (!unique.has(key)) unique.set(key, { key, der, parsed: parseCertificate(der) });
+    if (!unique.has(key)) unique.set(key, { key, der, parsed: certificateOf(der) });
   }
   const pool = [...unique.values()];
   const crls = new Map<string, Buffer>();
@@ -160,17 +129,18 @@ export function vriKey(contents: Uint8Array): string {
  * Adds the DSS for the signature `cms` of `pdf` (B-LT; see the module comment) as an incremental
  * update.
  * @param doc the pdf-lib document `pdf` was saved from (its catalog is written again with /DSS)
- * @param cms the signature's CMS (PadesSigner.lastSignature)
+ * @param signature the signature's CMS and the certificates it and its timestamp carry
+ *   (PadesSigner.lastSignature, lastCertificates)
  * @returns the file with the update appended
  */
 export async function addValidationData(
   pdf: Buffer,
   doc: PDFDocument,
-  cms: Buffer,
+  signature: { cms: Buffer; certificates: Buffer[] },
   revocation: RevocationSource,
 ): Promise<Buffer> {
-  const contents = contentsOf(pdf, cms);
-  const data = await collectValidationData(certificatesOfSignature(cms), revocation);
+  const contents = contentsOf(pdf, signature.cms);
+  const data = await collectValidationData(signature.certificates, revocation);
   const { context } = doc;
   const streamRefs = (items: Buffer[]) =>
     items.map((der) => {
@@ -217,7 +187,7 @@ class DocumentTimestampSigner extends Signer {
   }
 
   override async sign(signedRanges: Buffer): Promise<Buffer> {
-    return this.timestamper.stamp(sha256(signedRanges));
+    return (await this.timestamper.stamp(sha256(signedRanges))).token;
   }
 }
 

@@ -85,6 +85,24 @@ export function parseCertificate(der: Uint8Array): pkijs.Certificate {
   return new pkijs.Certificate({ schema: parseAsn1(der) });
 }
 
+/** Parsed certificates by SHA-256 of their DER: the same few certificates are in every signature. */
+const parsedCertificates = new Map<string, pkijs.Certificate>();
+
+/**
+ * parseCertificate, parsed once per process for the same DER (asn1js parsing is most of what a
+ * signature's validation data costs otherwise). The object is shared: callers read it, never change it.
+ */
+export function certificateOf(der: Uint8Array): pkijs.Certificate {
+  const key = createHash('sha256').update(der).digest('hex');
+  let certificate = parsedCertificates.get(key);
+  if (!certificate) {
+    certificate = parseCertificate(der);
+    if (parsedCertificates.size >= 256) parsedCertificates.clear();
+    parsedCertificates.set(key, certificate);
+  }
+  return certificate;
+}
+
 export function toArrayBuffer(bytes: Uint8Array): ArrayBuffer {
   return bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength) as ArrayBuffer;
 }

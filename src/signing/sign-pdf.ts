@@ -24,10 +24,10 @@ import { addDocumentTimestamp, addValidationData, type RevocationSource } from '
 import {
   derOf,
   derSetOrder,
+  certificateOf,
   OID,
   PADES_SUBFILTER,
   parseAsn1,
-  parseCertificate,
   SHA256_ALGORITHM,
   sha256,
   signingCertificateV2,
@@ -147,7 +147,12 @@ export async function signPdfDocument(
     signingTime,
   );
   if (!options.pades) return signed;
-  const withValidationData = await addValidationData(signed, doc, signer.lastSignature!, options.pades.revocation);
+  const withValidationData = await addValidationData(
+    signed,
+    doc,
+    { cms: signer.lastSignature!, certificates: signer.lastCertificates },
+    options.pades.revocation,
+  );
   if (!options.pades.documentTimestamps) return withValidationData;
   return addDocumentTimestamp(withValidationData, doc, options.pades.documentTimestamps);
 }
@@ -188,6 +193,8 @@ function openP12(p12: Buffer, password: string): OpenedBundle {
  */
 export class PadesSigner extends Signer {
   lastSignature: Buffer | undefined;
+  /** The certificates of the last signature and of its timestamp token, DER (its validation data needs them). */
+  lastCertificates: Buffer[] = [];
 
   constructor(
     private readonly identity: Pick<SigningIdentity, 'p12' | 'password'>,
@@ -198,7 +205,7 @@ export class PadesSigner extends Signer {
 
   override async sign(pdfBuffer: Buffer): Promise<Buffer> {
     const { key, certificate, certificates } = openP12(this.identity.p12, this.identity.password);
-    const signer = parseCertificate(certificate);
+    const signer = certificateOf(certificate);
     const signerInfo = new pkijs.SignerInfo({
       version: 1,
       sid: new pkijs.IssuerAndSerialNumber({ issuer: signer.issuer, serialNumber: signer.serialNumber }),
@@ -216,19 +223,23 @@ export class PadesSigner extends Signer {
       }),
     });
     signSignerInfo(signerInfo, key);
+    const ordered = [certificate, ...certificates.filter((c) => !c.equals(certificate))];
+    this.lastCertificates = [...ordered];
     if (this.timestamper) {
-      const token = await this.timestamper.stamp(sha256(signerInfo.signature.valueBlock.valueHexView));
+      const { token, certificates: tokenCertificates } = await this.timestamper.stamp(
+        sha256(signerInfo.signature.valueBlock.valueHexView),
+      );
+      this.lastCertificates.push(...tokenCertificates);
       signerInfo.unsignedAttrs = new pkijs.SignedAndUnsignedAttributes({
         type: 1,
         attributes: [new pkijs.Attribute({ type: OID.signatureTimeStampToken, values: [parseAsn1(token)] })],
       });
     }
-    const ordered = [certificate, ...certificates.filter((c) => !c.equals(certificate))];
     const signedData = new pkijs.SignedData({
       version: 1,
       digestAlgorithms: [SHA256_ALGORITHM()],
       encapContentInfo: new pkijs.EncapsulatedContentInfo({ eContentType: OID.data }),
-      certificates: ordered.map((der) => parseCertificate(der)),
+      certificates: ordered.map((der) => certificateOf(der)),
       signerInfos: [signerInfo],
     });
     this.lastSignature = derOf(

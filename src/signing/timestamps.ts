@@ -21,12 +21,12 @@ import * as asn1js from 'asn1js';
 import * as pkijs from 'pkijs';
 import { AppError } from '../errors.ts';
 import {
+  certificateOf,
   derOf,
   derSetOrder,
   hasExtendedKeyUsage,
   OID,
   parseAsn1,
-  parseCertificate,
   SHA256_ALGORITHM,
   sha256,
   signerInfoProblem,
@@ -42,10 +42,17 @@ export interface Timestamper {
   /** The largest token it answers, in bytes (the signature's /Contents reservation counts on it). */
   readonly maxTokenBytes: number;
   /**
-   * A TimeStampToken (RFC 3161 §2.4.2: a CMS ContentInfo, DER) whose TSTInfo imprints `digest`.
+   * A TimeStampToken (RFC 3161 §2.4.2: a CMS ContentInfo, DER) whose TSTInfo imprints `digest`,
+   * and the certificates it carries (DER, the authority's first).
    * @throws TimestampError when the authority cannot be reached or answers something unusable
    */
-  stamp(digest: Buffer): Promise<Buffer>;
+  stamp(digest: Buffer): Promise<StampedToken>;
+}
+
+/** A timestamp token and the certificates it carries (the validation data of B-LT needs them). */
+export interface StampedToken {
+  token: Buffer;
+  certificates: Buffer[];
 }
 
 /** A timestamp authority failed (unreachable, slow, refused, or an answer that does not check). Retried by jobs. */
@@ -213,12 +220,13 @@ export function createRemoteTimestamper(options: RemoteTimestamperOptions): Time
       }
       if (token.length > options.maxTokenBytes)
         throw fail(`answered a token of ${token.length} bytes; Signet reserves ${options.maxTokenBytes}`);
+      let checked: CheckedTimestamp;
       try {
-        await checkTimeStampToken(token, { digest, nonce });
+        checked = await checkTimeStampToken(token, { digest, nonce });
       } catch (error) {
         throw fail(`answered a token that does not check: ${(error as Error).message}`, error);
       }
-      return token;
+      return { token, certificates: checked.certificates.map((c) => derOf(c)) };
     },
   };
 }
@@ -320,7 +328,7 @@ export interface TimeStampTokenRequest {
  * (RFC 5816: the v2 attribute identifies the TSA's certificate), carrying the TSA's chain.
  */
 export function issueTimeStampToken(authority: TimestampAuthorityKey, request: TimeStampTokenRequest): Buffer {
-  const certificate = parseCertificate(authority.certificate);
+  const certificate = certificateOf(authority.certificate);
   const serial = randomBytes(16);
   serial[0] = (serial[0]! & 0x7f) | 0x01;
   const tstInfo = new pkijs.TSTInfo({
@@ -363,7 +371,7 @@ export function issueTimeStampToken(authority: TimestampAuthorityKey, request: T
       eContentType: OID.tstInfo,
       eContent: new asn1js.OctetString({ valueHex: toArrayBuffer(tstDer) }),
     }),
-    ...(request.certificates === false ? {} : { certificates: authority.chain.map((der) => parseCertificate(der)) }),
+    ...(request.certificates === false ? {} : { certificates: authority.chain.map((der) => certificateOf(der)) }),
     signerInfos: [signerInfo],
   });
   return derOf(new pkijs.ContentInfo({ contentType: OID.signedData, content: signedData.toSchema(true) }));
@@ -376,7 +384,8 @@ export function createOwnTimestamper(load: () => Promise<TimestampAuthorityKey>)
     // Its tokens carry two certificates and one RSA-3072 signature: about 3.5 KB.
     maxTokenBytes: 8 * 1024,
     async stamp(digest) {
-      return issueTimeStampToken(await load(), { digest });
+      const authority = await load();
+      return { token: issueTimeStampToken(authority, { digest }), certificates: authority.chain };
     },
   };
 }
