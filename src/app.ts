@@ -39,6 +39,7 @@ import { startTracing } from './observability/tracing.ts';
 import { PROJECT_ROOT } from './paths.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
+import { registerPkiRoutes } from './signing/pki-routes.ts';
 import { createEmailClickTags } from './submissions/signing-links.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 import { createReminderScanner, defineReminderJobs } from './submissions/reminders.ts';
@@ -316,6 +317,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   registerServiceIndexRoute(fastify, { graphiql: config.graphiql });
   registerFileRoutes(fastify, { db, storage, signer, presigned: config.fileUrlsPresigned });
   registerSigningPageRoutes(fastify, { db, maxUploadBytes: config.maxBodySize, embedOrigins: config.embedOrigins });
+  // The own CA's CRL (issue 17; public, cacheable).
+  registerPkiRoutes(fastify, { db, config });
   for (const api of options.apis ?? [])
     await api(fastify, { config, db, schema, contextFactory, storage, signer, idempotencyKeys });
 

@@ -203,6 +203,19 @@ const EnvSchema = z.object({
   OTEL_SERVICE_NAME: z.string().min(1).max(200).default('signet'),
   /** `pretty` (coloured, one line per entry) or `json` (one JSON object per line); default: logFormatDefault. */
   LOG_FORMAT: z.enum(['pretty', 'json']).optional(),
+  /**
+   * RFC 3161 timestamp authority (http or https) that timestamps every signature and adds a document timestamp
+   * (PAdES B-LTA); unset: Signet's own timestamp authority timestamps the signatures (B-LT). docs/signatures.md.
+   */
+  TSA_URL: z
+    .string()
+    .url()
+    .refine((v) => /^https?:\/\//i.test(v), 'must be an http:// or https:// URL')
+    .optional(),
+  /** Time allowed for one answer of TSA_URL, in seconds. */
+  TSA_TIMEOUT_SECONDS: z.coerce.number().positive().max(120).default(10),
+  /** Days before an account's own signing certificate expires from which it is announced (log, GraphQL). */
+  SIGNING_CERTIFICATE_WARNING_DAYS: intFromEnv(1, 365).default(30),
 });
 
 export type Env = z.infer<typeof EnvSchema>;
@@ -369,6 +382,11 @@ export interface Config {
   tracing: { endpoint: string; serviceName: string } | undefined;
   /** How log lines are written (LOG_FORMAT, else logFormatDefault). */
   logFormat: 'pretty' | 'json';
+  /** TSA_URL: the timestamp authority of signatures and document timestamps; undefined: Signet's own. */
+  tsaUrl: string | undefined;
+  /** Milliseconds. */
+  tsaTimeout: number;
+  signingCertificateWarningDays: number;
 }
 
 /** Where and how files are kept in S3-compatible storage (src/documents/s3-storage.ts). */
@@ -531,6 +549,9 @@ export function loadConfig(
       ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, ''), serviceName: e.OTEL_SERVICE_NAME }
       : undefined,
     logFormat: e.LOG_FORMAT ?? logFormatDefault(e.NODE_ENV, stdoutIsTty),
+    tsaUrl: e.TSA_URL,
+    tsaTimeout: Math.round(e.TSA_TIMEOUT_SECONDS * 1000),
+    signingCertificateWarningDays: e.SIGNING_CERTIFICATE_WARNING_DAYS,
   };
 }
 

@@ -125,6 +125,26 @@ export const BULK_SEND_RATE_PER_MINUTE = { min: 1, max: 60_000 } as const;
  */
 export const COMBINED_DOCUMENTS_PER_REQUEST = 10;
 
+/** Signatures and timestamps (issue 17; docs/signatures.md). */
+export const PKI_LIMITS = {
+  /** Largest timestamp token embedded, in bytes: the space a signature reserves for it. */
+  timestampTokenBytes: 16 * 1024,
+  /** Largest answer read from TSA_URL, in bytes. */
+  timestampResponseBytes: 64 * 1024,
+  /** Largest CRL downloaded for a certificate of a signature, in bytes. */
+  crlBytes: 4 * 1024 * 1024,
+  /** Largest PKCS#12 an account uploads, in bytes. */
+  pkcs12Bytes: 64 * 1024,
+  /** Longest PKCS#12 password and certificate name, in characters. */
+  pkcs12Password: 1024,
+  certificateName: 200,
+  /** Signing certificates one account keeps (revoked ones included). */
+  certificatesPerAccount: 50,
+} as const;
+
+/** Largest CRL downloaded (PKI_LIMITS.crlBytes). */
+export const CRL_MAX_BYTES = PKI_LIMITS.crlBytes;
+
 /** A JSON object's limits: its length as JSON text (characters) and its nesting depth (an object = 1). */
 export interface JsonLimit {
   characters: number;

@@ -16,6 +16,7 @@ import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { strokePng } from './helpers/images.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { pdfsigValidPades } from './helpers/pades-verifier.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-audit-completion-'));
@@ -203,7 +204,8 @@ describe('the audit log of a completed submission', () => {
       expect(imagesOf(log).sort()).toEqual(['120x60', '300x100']);
       const signed = pdfsig(log);
       expect(signed).toContain('Signature is Valid');
-      expect(signed).toContain('Total document signed');
+      // PAdES B-LT (issue 17): covering the whole revision it signed (the DSS follows it).
+      expect(pdfsigValidPades(fs.readFileSync(log))).toBe(true);
     },
   );
 

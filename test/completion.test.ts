@@ -21,6 +21,7 @@ import { completeSubmission, type CompletionDeps } from '../src/signing/complete
 import { sendCompletedEmails } from '../src/signing/completed-emails.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { pdfsigValidPades } from './helpers/pades-verifier.ts';
 import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from './helpers/smtp.ts';
 import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
@@ -146,7 +147,9 @@ describe('completion through the API', () => {
     expect(pdftotext(final.file, 2)).toContain('Анна Иванова');
     const signature = pdfsig(final.file);
     expect(signature).toContain('Signature is Valid');
-    expect(signature).toContain('Total document signed');
+    // PAdES B-LT (issue 17): the DSS revision follows the signature, which covers the whole file before it.
+    expect(signature).toContain('Signature Type: ETSI.CAdES.detached');
+    expect(pdfsigValidPades(final.bytes)).toBe(true);
 
     // One byte changed inside the signed range: the signature no longer verifies.
     const tampered = Buffer.from(final.bytes);

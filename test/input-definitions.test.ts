@@ -36,6 +36,7 @@ import {
   SubmitterInput,
   UpdateSubmitterRequest,
 } from '../src/submissions/submitter-input.ts';
+import { UploadSigningCertificateRequest } from '../src/signing/signing-certificate-input.ts';
 import { UpdateSubmissionRequest } from '../src/submissions/update-submission-input.ts';
 import { RequestArea, RequestField } from '../src/templates/build-fields.ts';
 import { CreateApiKeyRequest } from '../src/templates/key-folders.ts';
@@ -94,6 +95,7 @@ describe('one definition per input', () => {
     ['BulkSendColumnInput', BulkSendColumn],
     ['CreateBulkSendInput', CreateBulkSendRequest],
     ['CreateApiKeyInput', CreateApiKeyRequest],
+    ['UploadSigningCertificateInput', UploadSigningCertificateRequest],
   ];
 
   it.each(derived)(

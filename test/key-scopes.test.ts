@@ -900,6 +900,18 @@ const GRAPHQL_CASES: GraphQLCase[] = [
     kind: 'account',
     query: 'mutation { updateAccountPreferences(input: {combinePdfResult: true}) { id } }',
   },
+  // The account's own signing certificates (docs/signatures.md): account-wide.
+  { field: 'signingCertificates', kind: 'account', query: '{ signingCertificates { id } }' },
+  {
+    field: 'uploadSigningCertificate',
+    kind: 'account',
+    query: 'mutation { uploadSigningCertificate(input: {file: "AAAA", password: "x"}) { id } }',
+  },
+  {
+    field: 'revokeSigningCertificate',
+    kind: 'account',
+    query: 'mutation { revokeSigningCertificate(id: 1) { id } }',
+  },
   {
     field: 'createTemplateFromPdf',
     kind: 'create',

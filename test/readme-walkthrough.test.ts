@@ -12,6 +12,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeSamplePdf, SAMPLE_PDF } from '../scripts/make-sample-pdf.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+import { pdfsigValidPades } from './helpers/pades-verifier.ts';
 import { fencedBlocks } from './helpers/markdown.ts';
 import { ROOT } from './helpers/processes.ts';
 
@@ -67,7 +68,10 @@ describe('README walkthrough', () => {
     // What the walkthrough prints: the signer's link, then pdfsig's report.
     expect(output).toMatch(new RegExp(`^${t.url.replace(/[.]/g, '\\.')}/s/\\w+$`, 'm'));
     expect(output).toContain('Signature is Valid.');
-    expect(output).toContain('Total document signed');
+    // PAdES B-LT (issue 17): the DSS revision follows the signature (README's comment says so).
+    expect(output).toContain('Signature Type: ETSI.CAdES.detached');
+    expect(output).toContain('Not total document signed');
+    expect(pdfsigValidPades(fs.readFileSync(path.join(dir, 'signed.pdf')))).toBe(true);
     // The signed copy is the sample with its values: the name typed in, the tags gone.
     const text = execFileSync('pdftotext', [path.join(dir, 'signed.pdf'), '-']).toString();
     expect(text).toContain('Non-Disclosure Agreement');

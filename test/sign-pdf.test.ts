@@ -1,9 +1,10 @@
 /**
- * The signing identity (configured PKCS#12 or the generated certificate stored once) and digital
- * signatures on real PDFs, checked with poppler's `pdfsig`.
+ * The signing identity (configured PKCS#12, or the generated certificate issued by the deployment's
+ * own CA and stored sealed) and digital signatures on real PDFs, checked with poppler's `pdfsig` and
+ * OpenSSL. PAdES B-B here (no timestamp services passed); B-T/B-LT/B-LTA: test/pades.test.ts.
  */
 import { spawnSync } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,12 +14,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount } from '../src/accounts/create-account.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { generateSelfSignedPkcs12, loadSigningIdentity, type SigningIdentity } from '../src/signing/certificates.ts';
-import { P12Signer } from '@signpdf/signer-p12';
-import { NativeP12Signer, signatureReason, signPdf } from '../src/signing/sign-pdf.ts';
+import type * as asn1js from 'asn1js';
+import * as pkijs from 'pkijs';
+import { OID, parseAsn1 } from '../src/signing/pki.ts';
+import { unseal, unsealText } from '../src/signing/sealed-secrets.ts';
+import { PadesSigner, signatureReason, signPdf } from '../src/signing/sign-pdf.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
+import { openssl, scratchFile, signingConfig } from './helpers/pades-verifier.ts';
 import { drawPdf, fixturePdf } from './helpers/pdfs.ts';
 
-const NO_P12 = { signingP12Path: undefined, signingP12Password: '' };
+const NO_P12 = signingConfig();
 const SIGNER = 'Ελένη Παπαδοπούλου (Acme) Иван';
 
 let database: TestDatabase;
@@ -84,7 +89,7 @@ function text(dict: PDFDict, key: string): string {
 
 describe('loadSigningIdentity', () => {
   it(
-    'generates one certificate on concurrent first uses, stores it, ' +
+    'generates one certificate (and the CA that issues it) on concurrent first uses, stores them sealed, ' +
       'and returns it on later calls and after a restart',
     async () => {
       const identities = await Promise.all(
@@ -92,23 +97,41 @@ describe('loadSigningIdentity', () => {
       );
 
       expect(new Set(identities.map((i) => i.certificatePem)).size).toBe(1);
-      const rows = await db.signingCertificate.findMany();
-      expect(rows).toHaveLength(1);
-      expect(rows[0]).toMatchObject({ accountId: null, isDefault: true, revokedAt: null });
-      expect(rows[0].password.length).toBeGreaterThanOrEqual(32);
-      expect(identities[0]).toMatchObject({ name: SIGNER, password: rows[0].password });
-      expect(identities[0].p12.equals(Buffer.from(rows[0].p12))).toBe(true);
+      const rows = await db.signingCertificate.findMany({ orderBy: { id: 'asc' } });
+      const leaves = rows.filter((r) => r.kind === 'signing');
+      const cas = rows.filter((r) => r.kind === 'ca');
+      expect(leaves).toHaveLength(1);
+      expect(cas).toHaveLength(1);
+      expect(leaves[0]).toMatchObject({ accountId: null, isDefault: true, revokedAt: null, sealed: true });
+      expect(leaves[0].issuerId).toBe(cas[0].id);
+      expect(identities[0]).toMatchObject({ name: SIGNER });
+      // Sealed with the secret key: the stored bytes are neither the bundle nor its password.
+      expect(Buffer.from(leaves[0].p12).equals(identities[0].p12)).toBe(false);
+      expect(leaves[0].password).not.toBe(identities[0].password);
+      const secret = NO_P12.secretKeyBase!;
+      expect(unseal(secret, leaves[0].p12, 'leaf').equals(identities[0].p12)).toBe(true);
+      expect(unsealText(secret, leaves[0].password, 'leaf')).toBe(identities[0].password);
+      expect(identities[0].password.length).toBeGreaterThanOrEqual(32);
+      expect(() => unseal('another-secret-key-base'.padEnd(64, 'y'), leaves[0].p12, 'leaf')).toThrow(
+        /does not open with this deployment's SECRET_KEY_BASE/,
+      );
 
       const cert = certificateOf(identities[0]);
+      const ca = forge.pki.certificateFromAsn1(
+        forge.asn1.fromDer(forge.util.createBuffer(Buffer.from(cas[0].certificate!).toString('binary'))),
+      );
       expect(cert.subject.getField('CN').value).toBe('Signet');
-      expect(cert.issuer.getField('CN').value).toBe('Signet');
-      expect(cert.verify(cert)).toBe(true);
+      expect(cert.issuer.getField('CN').value).toBe('Signet CA');
+      expect(ca.verify(cert)).toBe(true);
+      expect(ca.verify(ca)).toBe(true);
+      expect(ca.getExtension('basicConstraints')).toMatchObject({ cA: true });
       expect(cert.getExtension('keyUsage')).toMatchObject({
         digitalSignature: true,
         nonRepudiation: true,
         critical: true,
       });
       expect(cert.getExtension('basicConstraints')).toMatchObject({ cA: false });
+      expect(cert.getExtension('cRLDistributionPoints')).toBeDefined();
       expect((cert.publicKey as forge.pki.rsa.PublicKey).n.bitLength()).toBe(2048);
       const years = (cert.validity.notAfter.getTime() - cert.validity.notBefore.getTime()) / (365.25 * 86_400_000);
       expect(years).toBeGreaterThan(9.99);
@@ -128,7 +151,7 @@ describe('loadSigningIdentity', () => {
       } finally {
         await restarted.$disconnect();
       }
-      expect(await db.signingCertificate.count()).toBe(1);
+      expect(await db.signingCertificate.count()).toBe(2);
     },
   );
 
@@ -148,35 +171,51 @@ describe('loadSigningIdentity', () => {
     await db.signingCertificate.deleteMany({ where: { accountId } });
   });
 
-  it('replaces an expired generated certificate, keeping the old row revoked', async () => {
-    const fresh = await createTestDatabase();
-    const freshDb = createDb(fresh.url);
-    try {
-      const expired = await generateSelfSignedPkcs12('old-password', new Date('2000-01-01T00:00:00Z'));
-      const old = await freshDb.signingCertificate.create({
-        data: {
-          accountId: null,
-          name: 'Old',
-          p12: new Uint8Array(expired.p12),
-          password: 'old-password',
-          isDefault: true,
-        },
-      });
+  it(
+    'replaces an expired generated certificate, keeping the old row revoked, and retires a self-signed one ' +
+      'of before issue 17 without revoking it',
+    async () => {
+      for (const [issued, revoked] of [
+        ['2000-01-01T00:00:00Z', true],
+        [new Date().toISOString(), false],
+      ] as const) {
+        const fresh = await createTestDatabase();
+        const freshDb = createDb(fresh.url);
+        try {
+          const old = await generateSelfSignedPkcs12('old-password', new Date(issued));
+          const row = await freshDb.signingCertificate.create({
+            data: {
+              accountId: null,
+              name: 'Old',
+              p12: new Uint8Array(old.p12),
+              password: 'old-password',
+              isDefault: true,
+            },
+          });
 
-      const identity = await loadSigningIdentity({ db: freshDb, config: NO_P12 }, { accountId: 1, signerName: 'x' });
+          const identity = await loadSigningIdentity(
+            { db: freshDb, config: NO_P12 },
+            { accountId: 1, signerName: 'x' },
+          );
 
-      expect(identity.certificatePem).not.toBe(forge.pki.certificateToPem(expired.certificate));
-      expect(certificateOf(identity).validity.notAfter.getTime()).toBeGreaterThan(Date.now());
-      const rows = await freshDb.signingCertificate.findMany({ orderBy: { id: 'asc' } });
-      expect(rows).toHaveLength(2);
-      expect(rows[0]).toMatchObject({ id: old.id, isDefault: false });
-      expect(rows[0].revokedAt).toBeInstanceOf(Date);
-      expect(rows[1]).toMatchObject({ isDefault: true, revokedAt: null });
-    } finally {
-      await freshDb.$disconnect();
-      await fresh.drop();
-    }
-  });
+          expect(identity.certificatePem).not.toBe(forge.pki.certificateToPem(old.certificate));
+          expect(certificateOf(identity).issuer.getField('CN').value).toBe('Signet CA');
+          expect(certificateOf(identity).validity.notAfter.getTime()).toBeGreaterThan(Date.now());
+          const rows = await freshDb.signingCertificate.findMany({
+            where: { kind: 'signing' },
+            orderBy: { id: 'asc' },
+          });
+          expect(rows).toHaveLength(2);
+          expect(rows[0]).toMatchObject({ id: row.id, isDefault: false });
+          expect(rows[0].revokedAt instanceof Date).toBe(revoked);
+          expect(rows[1]).toMatchObject({ isDefault: true, revokedAt: null });
+        } finally {
+          await freshDb.$disconnect();
+          await fresh.drop();
+        }
+      }
+    },
+  );
 
   it('uses the PKCS#12 file from the configuration instead of the database', async () => {
     const file = path.join(tmp, 'configured.p12');
@@ -184,7 +223,7 @@ describe('loadSigningIdentity', () => {
     const before = await db.signingCertificate.count();
 
     const identity = await loadSigningIdentity(
-      { db, config: { signingP12Path: file, signingP12Password: 'file-password' } },
+      { db, config: signingConfig({ signingP12Path: file, signingP12Password: 'file-password' }) },
       { accountId: 1, signerName: 'Acme' },
     );
 
@@ -206,7 +245,10 @@ describe('loadSigningIdentity', () => {
       const file = path.join(tmp, 'locked.p12');
       await fs.writeFile(file, makeP12('Locked', 'right'));
       const load = (signingP12Path: string, signingP12Password: string) =>
-        loadSigningIdentity({ db, config: { signingP12Path, signingP12Password } }, { accountId: 1, signerName: 'x' });
+        loadSigningIdentity(
+          { db, config: signingConfig({ signingP12Path, signingP12Password }) },
+          { accountId: 1, signerName: 'x' },
+        );
 
       await expect(load(file, 'wrong')).rejects.toMatchObject({
         code: 'UNAVAILABLE',
@@ -252,7 +294,7 @@ describe('signPdf', () => {
 
     expect(report).toContain('Signature is Valid.');
     expect(report).toContain('Total document signed');
-    expect(report).toContain('Signature Type: adbe.pkcs7.detached');
+    expect(report).toContain('Signature Type: ETSI.CAdES.detached');
     expect(report).toContain('Signing Hash Algorithm: SHA-256');
     expect(report).toContain('Signer Certificate Common Name: Signet');
     expect(report).toContain('Signature Field Name: Signet signature');
@@ -260,20 +302,63 @@ describe('signPdf', () => {
   });
 
   it(
-    'makes the same CMS as @signpdf/signer-p12 (node-forge), byte for byte, ' +
-      'with node:crypto doing the digest and RSA',
+    'makes a PAdES B-B CMS (ETSI EN 319 142-1): signing-certificate-v2 of the signer, no signingTime, ' +
+      'attributes in DER order; OpenSSL verifies it over the signed ranges',
     async () => {
-      const content = Buffer.concat([fixturePdf('documenso-letter-size.pdf'), randomBytes(1000)]);
-      const signingTime = new Date('2026-03-04T05:06:07Z');
       for (const [p12, password] of [
         [identity.p12, identity.password],
         [makeP12('Other signer', 'secret'), 'secret'],
       ] as const) {
-        const native = await new NativeP12Signer(p12, password).sign(content, signingTime);
-        const reference = await new P12Signer(p12, { passphrase: password }).sign(content, signingTime);
-        expect(native.toString('hex')).toBe(reference.toString('hex'));
+        const signed = await signPdf(fixturePdf('documenso-letter-size.pdf'), { p12, password }, { name: 'Acme' });
+        const [first, second, secondLength] = /\/ByteRange \[0 (\d+) (\d+) (\d+)\]/
+          .exec(signed.toString('latin1'))!
+          .slice(1)
+          .map(Number);
+        const contents = Buffer.from(signed.subarray(first! + 1, second! - 1).toString('latin1'), 'hex');
+        const signedData = new pkijs.SignedData({
+          schema: new pkijs.ContentInfo({ schema: parseAsn1(contents) }).content,
+        });
+        const info = signedData.signerInfos[0]!;
+        const types = info.signedAttrs!.attributes.map((a) => a.type);
+        expect(types.sort()).toEqual([OID.contentType, OID.messageDigest, OID.signingCertificateV2].sort());
+        expect(types).not.toContain(OID.signingTime);
+        expect(info.unsignedAttrs).toBeUndefined();
+        // The DER SET OF order: ascending encodings.
+        const encoded = info.signedAttrs!.attributes.map((a) => Buffer.from(a.toSchema().toBER(false)));
+        expect([...encoded].sort(Buffer.compare)).toEqual(encoded);
+        // ESS signing-certificate-v2 names the signer: the SHA-256 of its DER.
+        const signer = signedData.certificates![0] as pkijs.Certificate;
+        const essCertId = info.signedAttrs!.attributes.find((a) => a.type === OID.signingCertificateV2)!.values[0]!;
+        const certs = (essCertId as asn1js.Sequence).valueBlock.value[0] as asn1js.Sequence;
+        const essCertIdV2 = certs.valueBlock.value[0] as asn1js.Sequence;
+        const certHash = (essCertIdV2.valueBlock.value[0] as asn1js.OctetString).valueBlock.valueHexView;
+        expect(Buffer.from(certHash).toString('hex')).toBe(
+          createHash('sha256')
+            .update(Buffer.from(signer.toSchema().toBER(false)))
+            .digest('hex'),
+        );
+        // An independent check: OpenSSL's CMS verification (signature only; the chain is test/pades.test.ts's).
+        const content = Buffer.concat([signed.subarray(0, first), signed.subarray(second, second! + secondLength!)]);
+        const result = openssl([
+          'cms',
+          '-verify',
+          '-inform',
+          'DER',
+          '-in',
+          scratchFile(contents, 'p7s'),
+          '-binary',
+          '-content',
+          scratchFile(content, 'bin'),
+          '-noverify',
+          '-out',
+          '/dev/null',
+        ]);
+        expect(result.output).toContain('Verification successful');
+        expect(result.code).toBe(0);
       }
-      await expect(new NativeP12Signer(identity.p12, 'wrong password').sign(content)).rejects.toThrow(/does not open/);
+      await expect(
+        new PadesSigner({ p12: identity.p12, password: 'wrong password' }).sign(Buffer.from('x')),
+      ).rejects.toThrow(/does not open/);
     },
   );
 
@@ -304,7 +389,7 @@ describe('signPdf', () => {
     expect(text(dict, 'Location')).toBe('Zürich (HQ)');
     expect(text(dict, 'ContactInfo')).toBe('legal@example.test');
     expect(text(dict, 'M')).toBe('D:20260304050607Z');
-    expect(dict.get(PDFName.of('SubFilter'))).toBe(PDFName.of('adbe.pkcs7.detached'));
+    expect(dict.get(PDFName.of('SubFilter'))).toBe(PDFName.of('ETSI.CAdES.detached'));
     const report = await pdfsig(signed);
     expect(report).toContain('Signing Time: Mar 04 2026 05:06:07');
     expect(report).toContain('Signature is Valid.');

@@ -18,6 +18,7 @@ import { createLocalStorage } from '../src/documents/storage.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
+import { pdfsigValidPades } from './helpers/pades-verifier.ts';
 import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
 let t: TestApp;
@@ -49,10 +50,8 @@ const pdfsig = (file: string) => {
     return `${e.stdout ?? ''}${e.stderr ?? ''}`;
   }
 };
-const isSigned = (file: string) => {
-  const report = pdfsig(file);
-  return report.includes('Signature is Valid') && report.includes('Total document signed');
-};
+/** Signed (PAdES B-LT since issue 17: valid, and covering the whole revision it signed). */
+const isSigned = (file: string) => pdfsigValidPades(fs.readFileSync(file));
 
 /** A submission of the two-document template; the client completes through the API with its values. */
 async function createSubmission(options: { managerCompleted?: boolean } = {}) {

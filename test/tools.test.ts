@@ -21,6 +21,9 @@ let bob: CreatedAccount;
 let completed: Buffer;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-tools-'));
 
+/** How Signet's own timestamp authority names itself (src/signing/certificate-authority.ts). */
+const OWN_TSA_UNIT = "Signet's own timestamp authority, not a qualified trust service";
+
 const api = (account: CreatedAccount, method: string, p: string, body?: unknown) =>
   rest(t.url, account.apiKey, method, p, body);
 
@@ -51,32 +54,57 @@ afterAll(async () => {
 });
 
 describe('POST /tools/verify', () => {
-  it('reports a completed document as verified, valid, whole and signed by this service', async () => {
-    const { status, json } = await api(alice, 'POST', '/tools/verify', { file: completed.toString('base64') });
-    expect(status, JSON.stringify(json)).toBe(200);
-    expect(json.checksum_status).toBe('verified');
-    expect(json.signatures).toHaveLength(1);
-    const [signature] = json.signatures;
-    expect(signature).toMatchObject({
-      verification_result: [{ type: 'info', content: 'Signature valid' }],
-      signer_name: 'Signet',
-      signing_reason: 'Signed by Alice Ltd with Signet',
-      signature_type: 'adbe.pkcs7.detached',
-      valid: true,
-      covers_whole_document: true,
-      trusted: true,
-      certificate: { subject: 'CN=Signet, O=Signet', issuer: 'CN=Signet, O=Signet' },
-    });
-    expect(Date.parse(signature.signing_time)).toBeGreaterThan(Date.now() - 5 * 60_000);
-    expect(signature.certificate.sha256_fingerprint).toMatch(/^[0-9a-f]{64}$/);
-    expect(Object.keys(signature).slice(0, 5)).toEqual([
-      'verification_result',
-      'signer_name',
-      'signing_reason',
-      'signing_time',
-      'signature_type',
-    ]);
-  });
+  it(
+    'reports a completed document as verified, valid, PAdES B-LT (timestamped by Signet’s own TSA, its DSS ' +
+      'adding only validation data) and signed by this service, with its audit chain intact',
+    async () => {
+      const { status, json } = await api(alice, 'POST', '/tools/verify', { file: completed.toString('base64') });
+      expect(status, JSON.stringify(json)).toBe(200);
+      expect(json.checksum_status).toBe('verified');
+      expect(json.signatures).toHaveLength(1);
+      const [signature] = json.signatures;
+      // Issue 17: ETSI.CAdES.detached, issued by the deployment's CA; the DSS revision comes after the
+      // signature, so it no longer covers the file to its end (covers_whole_document false) but nothing
+      // else was changed (changes_after_signing).
+      expect(signature).toMatchObject({
+        verification_result: [
+          { type: 'info', content: 'Signature valid' },
+          { type: 'info', content: 'Revisions after the signature add only validation data and document timestamps' },
+        ],
+        signer_name: 'Signet',
+        signing_reason: 'Signed by Alice Ltd with Signet',
+        signature_type: 'ETSI.CAdES.detached',
+        valid: true,
+        covers_whole_document: false,
+        trusted: true,
+        certificate: {
+          subject: 'CN=Signet, O=Signet',
+          issuer: "CN=Signet CA, O=Signet, OU=This deployment's own certificate authority",
+        },
+        pades_level: 'B-LT',
+        timestamp: {
+          authority: `CN=Signet Timestamp Authority, O=Signet, OU=${OWN_TSA_UNIT}`,
+          valid: true,
+        },
+        revocation_data_embedded: true,
+        changes_after_signing: 'validation_data',
+      });
+      expect(Date.parse(signature.signing_time)).toBeGreaterThan(Date.now() - 5 * 60_000);
+      expect(Date.parse(signature.timestamp.time)).toBeGreaterThanOrEqual(Date.parse(signature.signing_time));
+      expect(Date.parse(signature.certificates_valid_until)).toBeGreaterThan(Date.now() + 9 * 365 * 86_400_000);
+      expect(signature.certificate.sha256_fingerprint).toMatch(/^[0-9a-f]{64}$/);
+      expect(Object.keys(signature).slice(0, 5)).toEqual([
+        'verification_result',
+        'signer_name',
+        'signing_reason',
+        'signing_time',
+        'signature_type',
+      ]);
+      expect(json.audit_trail).toMatchObject({ intact: true, problems: [], sealed: { in_chain: true } });
+      expect(json.audit_trail.events).toBeGreaterThanOrEqual(json.audit_trail.sealed.events);
+      expect(json.audit_trail.head).toMatch(/^[0-9a-f]{64}$/);
+    },
+  );
 
   it('another account: the checksum is not its document, the certificate not its trusted one', async () => {
     const { json } = await api(bob, 'POST', '/tools/verify', { file: completed.toString('base64') });
@@ -103,7 +131,13 @@ describe('POST /tools/verify', () => {
   it('says when bytes were appended after the signature', async () => {
     const appended = Buffer.concat([completed, Buffer.from('\n%%appended\n')]);
     const { json } = await api(alice, 'POST', '/tools/verify', { file: appended.toString('base64') });
-    expect(json.signatures[0]).toMatchObject({ valid: true, covers_whole_document: false });
+    expect(json.signatures[0]).toMatchObject({
+      valid: true,
+      covers_whole_document: false,
+      changes_after_signing: 'other',
+      // Anything but validation data after it: no longer B-LT.
+      pades_level: 'B-T',
+    });
     expect(json.signatures[0].verification_result).toContainEqual({
       type: 'warning',
       content: 'The signature does not cover the whole document',
@@ -114,7 +148,7 @@ describe('POST /tools/verify', () => {
     const file = fixturePdf('pdfjs-tracemonkey.pdf');
     const { status, json } = await api(alice, 'POST', '/tools/verify', { file: base64(file) });
     expect(status).toBe(200);
-    expect(json).toEqual({ checksum_status: 'not_found', signatures: [] });
+    expect(json).toEqual({ checksum_status: 'not_found', signatures: [], audit_trail: null });
   });
 
   it('a PDF signed with another key: valid, but self-signed and not trusted', async () => {
@@ -210,7 +244,7 @@ describe('GraphQL', () => {
     expect(body.errors).toBeUndefined();
     expect(body.data.verifyPdf).toEqual({
       checksumStatus: 'verified',
-      signatures: [{ valid: true, trusted: true, coversWholeDocument: true, signerName: 'Signet' }],
+      signatures: [{ valid: true, trusted: true, coversWholeDocument: false, signerName: 'Signet' }],
     });
     expect(Buffer.from(body.data.mergePdfs, 'base64').subarray(0, 5).toString()).toBe('%PDF-');
   });

@@ -303,6 +303,79 @@ const COMMANDS: Record<string, Command> = {
       }
     },
   },
+  'certificate upload': {
+    synopsis:
+      'certificate upload --account-id N --file BUNDLE.p12 [--password-file FILE | --password PASSWORD] [--name LABEL]',
+    description:
+      "Stores a PKCS#12 (key and certificate) as the account's own signing certificate, sealed with\n" +
+      "SECRET_KEY_BASE; it signs the account's documents from the next completion on (docs/signatures.md).\n" +
+      'The password comes from --password-file (its first line) or --password (visible to other users of the\n' +
+      'machine in the process list). Refused (exit 2) when it does not open, has expired or cannot sign.\n' +
+      'Prints {"id":..,"name":"..","subject":"..","notAfter":"..","expiryWarning":null,...}.',
+    options: {
+      'account-id': { type: 'string' },
+      file: { type: 'string' },
+      'password-file': { type: 'string' },
+      password: { type: 'string' },
+      name: { type: 'string' },
+    },
+    required: ['account-id', 'file'],
+    async run(db, flags, config) {
+      const fs = await import('node:fs/promises');
+      const read = async (option: string) => {
+        try {
+          return await fs.readFile(String(flags[option]));
+        } catch (error) {
+          throw new AppError(
+            'VALIDATION',
+            `--${option}: cannot read ${String(flags[option])}: ${(error as Error).message}`,
+          );
+        }
+      };
+      const password =
+        flags['password-file'] !== undefined
+          ? (await read('password-file')).toString('utf8').split(/\r?\n/)[0]!
+          : ((flags.password as string | undefined) ?? '');
+      const accountId = positiveInt(flags, 'account-id');
+      if (!(await db.account.findUnique({ where: { id: accountId }, select: { id: true } })))
+        throw new AppError('NOT_FOUND', `Account ${accountId} not found`);
+      const { uploadSigningCertificate } = await import('../signing/account-certificates.ts');
+      return uploadSigningCertificate(
+        { db, config },
+        {
+          accountId,
+          request: { file: (await read('file')).toString('base64'), password, name: flags.name as string | undefined },
+        },
+      );
+    },
+  },
+  'certificate list': {
+    synopsis: 'certificate list --account-id N',
+    description:
+      "Prints the account's own signing certificates (never a key or password) as a JSON array, newest first,\n" +
+      'each with inUse and expiryWarning (set from SIGNING_CERTIFICATE_WARNING_DAYS before it expires).',
+    options: { 'account-id': { type: 'string' } },
+    required: ['account-id'],
+    async run(db, flags, config) {
+      const { listSigningCertificates } = await import('../signing/account-certificates.ts');
+      return listSigningCertificates({ db, config }, { accountId: positiveInt(flags, 'account-id') });
+    },
+  },
+  'certificate revoke': {
+    synopsis: 'certificate revoke --account-id N --id N',
+    description:
+      "Revokes one of the account's certificates: it signs nothing more (the newest other valid one, else the\n" +
+      "service's, signs instead). Prints the certificate.",
+    options: { 'account-id': { type: 'string' }, id: { type: 'string' } },
+    required: ['account-id', 'id'],
+    async run(db, flags, config) {
+      const { revokeSigningCertificate } = await import('../signing/account-certificates.ts');
+      return revokeSigningCertificate(
+        { db, config },
+        { accountId: positiveInt(flags, 'account-id'), id: positiveInt(flags, 'id') },
+      );
+    },
+  },
   migrate: {
     synopsis: 'migrate',
     description: 'Applies pending database migrations. Prints {"applied":[...]}.',

@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { PDFDocument, type PDFFont, type PDFImage, type PDFPage, rgb } from 'pdf-lib';
 import type { AuditLogValue } from './audit-log-values.ts';
+import { chainHeadLine } from './audit-chain.ts';
 import { embedImageFile } from './embed-image.ts';
 import { embedDejaVu, loadDejaVu, registerFontkit } from '../documents/fonts.ts';
 
@@ -53,6 +54,12 @@ export interface BuildAuditLogInput {
   /** In role order. */
   parties: AuditLogParty[];
   generatedAt: Date;
+  /**
+   * The head of the submission's audit chain when the log is made (src/signing/audit-chain.ts):
+   * printed as "Audit trail: N events, chain head <SHA-256 hex>", the record a later check of the
+   * chain compares with.
+   */
+  auditChain?: { events: number; head: string } | null;
   /**
    * IANA zone (the account's). Times are always printed in UTC; a zone other than UTC is named in
    * the header and adds the local time with its offset next to each, and a US zone makes the
@@ -255,6 +262,11 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   layout.field('Account', input.accountName);
   layout.field('Generated at', time(input.generatedAt));
   if (timeZone) layout.field('Time zone', timeZone);
+  if (input.auditChain)
+    layout.field('Audit trail', chainHeadLine(input.auditChain.events, input.auditChain.head), {
+      font: fonts.mono,
+      size: 8,
+    });
 
   layout.heading('Documents');
   if (input.documents.length === 0) layout.text('None', { color: MUTED });

@@ -41,7 +41,6 @@
  * CompletionDeps.hooks (test/completion-restart.test.ts kills the service there with SIGKILL).
  */
 import { typedTextOf } from '../documents/typed-signature.ts';
-import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { lockSubmissionForStep, withCompletionLock } from '../db/queries/completion.ts';
 import type { FreedKey } from '../db/queries/permanent-delete.ts';
@@ -61,16 +60,18 @@ import {
   type AuditLogFile,
   listAuditLogValues,
 } from './audit-log-values.ts';
+import { headOf } from './audit-chain.ts';
 import { completedEmailsJob } from './completed-emails.ts';
 import { parseAccountPreferences } from '../accounts/account-preferences.ts';
 import { loadImages, stepFileName } from './completion-files.ts';
+import type { SigningConfig } from './certificates.ts';
 
 export const COMPLETE_SUBMISSION_JOB = 'complete-submission';
 
 export interface CompletionDeps {
   db: Db;
   storage: FileStorage;
-  config: Pick<Config, 'signingP12Path' | 'signingP12Password'>;
+  config: SigningConfig;
   /** Each step's transaction, with form.completed, submission.completed and the completed emails' job in it. */
   effects: Pick<SideEffects, 'transaction'>;
   logger?: Pick<JobLogger, 'warn'>;
@@ -195,19 +196,27 @@ type CompletionLibraries = Awaited<ReturnType<typeof loadCompletionLibraries>>;
 // Loaded on the first completion only: fonts, PDF and crypto libraries are tens of MB of memory
 // that an idle service need not hold (bench/README.md, idle RSS).
 async function loadCompletionLibraries() {
-  const [{ buildAuditLog }, { loadSigningIdentity }, { drawValues, drawValuesOn, loadPdfForDrawing }, sign, outputs] =
-    await Promise.all([
-      import('./audit-log.ts'),
-      import('./certificates.ts'),
-      import('./draw-values.ts'),
-      import('./sign-pdf.ts'),
-      import('./submission-outputs.ts'),
-    ]);
+  const [
+    { buildAuditLog },
+    { loadSigningIdentity },
+    { drawValues, drawValuesOn, loadPdfForDrawing },
+    sign,
+    outputs,
+    { padesServices },
+  ] = await Promise.all([
+    import('./audit-log.ts'),
+    import('./certificates.ts'),
+    import('./draw-values.ts'),
+    import('./sign-pdf.ts'),
+    import('./submission-outputs.ts'),
+    import('./pades-services.ts'),
+  ]);
   const { signPdf, signPdfDocument } = sign;
   const { buildCombinedPdf } = outputs;
   return {
     buildAuditLog,
     loadSigningIdentity,
+    padesServices,
     drawValues,
     drawValuesOn,
     loadPdfForDrawing,
@@ -257,6 +266,8 @@ interface CompletionRun {
   state: CompletionState;
   /** The account's signing identity, loaded (or generated once) on first need. */
   identity(): ReturnType<CompletionLibraries['loadSigningIdentity']>;
+  /** The signatures' timestamps and validation data (PAdES B-T/B-LT/B-LTA). */
+  pades: ReturnType<CompletionLibraries['padesServices']>;
   boundary(step: CompletionStep, phase: CompletionBoundary['phase'], submitterId?: number): Promise<void>;
 }
 
@@ -281,9 +292,10 @@ export async function completeSubmission(deps: CompletionDeps, submissionId: num
       state,
       identity: () =>
         (identity ??= libs.loadSigningIdentity(
-          { db: deps.db, config: deps.config },
+          { db: deps.db, config: deps.config, logger: deps.logger },
           { accountId: account.id, signerName: account.name },
         )),
+      pades: libs.padesServices({ db: deps.db, config: deps.config, logger: deps.logger }),
       boundary: async (step, phase, submitterId) =>
         deps.hooks?.atBoundary?.({ submissionId, step, phase, ...(submitterId ? { submitterId } : {}) }),
     };
@@ -354,7 +366,7 @@ async function ensurePartyDocuments(run: CompletionRun, party: Party): Promise<v
       if (!identity) return libs.drawValues(drawing);
       const loaded = await libs.loadPdfForDrawing(drawing.pdf, drawing.attachmentUuid);
       await libs.drawValuesOn(loaded, drawing);
-      return libs.signPdfDocument(loaded, identity, { name: identity.name });
+      return libs.signPdfDocument(loaded, identity, { name: identity.name, pades: run.pades });
     });
     made.push({ position, doc, pages: original.pages, put });
   }
@@ -458,9 +470,10 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
       })),
       generatedAt: new Date(),
       timeZone: submission.account.timezone,
+      auditChain: headOf(events),
     });
     const identity = await run.identity();
-    return libs.signPdf(log, identity, { name: identity.name });
+    return libs.signPdf(log, identity, { name: identity.name, pades: run.pades });
   });
   const combined = await ensureCombinedPut(run, finals, put);
   await run.boundary('audit-log', 'stored');
@@ -548,7 +561,7 @@ async function ensureCombinedPut(
     );
     parts.push(await deps.storage.read(auditLog.key));
     return libs.buildCombinedPdf(
-      { db: deps.db, config: deps.config },
+      { db: deps.db, config: deps.config, logger: deps.logger },
       { accountId: submission.account.id, accountName: submission.account.name, parts },
     );
   });

@@ -1,13 +1,50 @@
 /**
- * Digital signature of a finished PDF: an invisible signature field whose CMS signature covers the
- * whole file (issue 5; DocuSeal does the same with HexaPDF, reference/docuseal-behaviour.md §10.3).
+ * Digital signature of a finished PDF (issue 5; PAdES since issue 17): an invisible signature field
+ * whose CMS signature covers the whole file (DocuSeal does the same with HexaPDF,
+ * reference/docuseal-behaviour.md §10.3), made as ETSI EN 319 142-1 describes PAdES baseline
+ * signatures:
+ * - B-B: SubFilter ETSI.CAdES.detached, ESS signing-certificate-v2, no signing time among the
+ *   signed attributes (PadesSigner);
+ * - B-T: an RFC 3161 signature timestamp (options.pades.signatureTimestamps: TSA_URL's authority
+ *   or Signet's own, timestamps.ts);
+ * - B-LT: a Document Security Store added in an incremental update, with the certificates of the
+ *   signature's and its timestamp's chains and CRLs for them (long-term-validation.ts);
+ * - B-LTA: a document timestamp (ETSI.RFC3161) over all of it, in a further incremental update,
+ *   when a document timestamper is given (a TSA_URL is configured).
+ * Without `options.pades` the signature is B-B (tests, foreign keys).
  */
-import { createHash, createPrivateKey, sign as rsaSign, type KeyObject } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { pdflibAddPlaceholder } from '@signpdf/placeholder-pdf-lib';
 import { SignPdf, SignPdfError, Signer } from '@signpdf/signpdf';
-import forge from 'node-forge';
+import * as asn1js from 'asn1js';
 import { ParseSpeeds, PDFArray, PDFDict, PDFDocument, PDFName, PDFRef, PDFString } from 'pdf-lib';
-import { keyAndCertificateOf, type SigningIdentity } from './certificates.ts';
+import * as pkijs from 'pkijs';
+import { type OpenedBundle, openPkcs12Bundle, type SigningIdentity } from './certificates.ts';
+import { addDocumentTimestamp, addValidationData, type RevocationSource } from './long-term-validation.ts';
+import {
+  derOf,
+  derSetOrder,
+  certificateOf,
+  OID,
+  PADES_SUBFILTER,
+  parseAsn1,
+  SHA256_ALGORITHM,
+  sha256,
+  signingCertificateV2,
+  signSignerInfo,
+  toArrayBuffer,
+} from './pki.ts';
+import type { Timestamper } from './timestamps.ts';
+
+/** What makes a signature B-T, B-LT and B-LTA (see the module comment). */
+export interface PadesServices {
+  /** The signature timestamp's authority (B-T). */
+  signatureTimestamps: Timestamper;
+  /** Revocation data for the certificates of the signature and its timestamp (B-LT). */
+  revocation: RevocationSource;
+  /** The document timestamp's authority (B-LTA); undefined: none. */
+  documentTimestamps?: Timestamper;
+}
 
 export interface SignPdfOptions {
   /** The signature dictionary's /Name: who signs (the account name). */
@@ -18,14 +55,18 @@ export interface SignPdfOptions {
   location?: string;
   /** /ContactInfo; default empty. */
   contactInfo?: string;
-  /** /M and the CMS signingTime attribute; default now. */
+  /** /M, the claimed signing time (PAdES keeps it out of the signed attributes); default now. */
   signingTime?: Date;
+  /** Timestamps and validation data; without: a B-B signature. */
+  pades?: PadesServices;
 }
 
 /** Name of the signature field added; a number is appended when the document already has one. */
 const SIGNATURE_FIELD_NAME = 'Signet signature';
 /** Smallest /Contents reservation, in bytes of CMS (the hex string in the file is twice as long). */
 const MIN_SIGNATURE_BYTES = 8192;
+
+const evenUp = (n: number) => n + (n % 2);
 
 /** The default /Reason: "Signed by <name> with Signet" (DocuSeal's is "Signed with DocuSeal.com"). */
 export function signatureReason(name: string): string {
@@ -39,7 +80,8 @@ export function signatureReason(name: string): string {
  * @param identity from loadSigningIdentity (only `p12` and `password` are used)
  * @returns the signed PDF
  * @throws pdf-lib's errors for bytes it cannot parse or an encrypted PDF; SignPdfError when the
- *   PKCS#12 does not open or holds no RSA key with its certificate
+ *   PKCS#12 does not open or holds no RSA key with its certificate; TimestampError when a
+ *   timestamp authority fails
  */
 export async function signPdf(
   pdf: Uint8Array,
@@ -55,15 +97,14 @@ export async function signPdf(
  * spares parsing it again): adds an invisible signature widget on the first page with
  * @signpdf/placeholder-pdf-lib, saves the whole document (not an incremental update, so any
  * signature already in the input stops verifying; no object streams, as drawValues saves), and
- * fills /Contents with a CMS SignedData (see NativeP12Signer): SubFilter adbe.pkcs7.detached,
- * SHA-256, RSA, signed attributes contentType + signingTime + messageDigest, and every
- * certificate in the bundle embedded. Not ETSI.CAdES.detached (PAdES B-B): that needs the ESS
- * signing-certificate-v2 signed attribute (ETSI EN 319 122-1 §5.2.2.3).
- * /ByteRange covers the whole file except the /Contents hex string, so `pdfsig` reports
- * "Total document signed". Text entries (/Name, /Reason, ...) are written as PDF text strings, so
- * any script survives (UTF-16BE when not plain ASCII). The document is changed (the widget).
+ * fills /Contents with PadesSigner's CMS (SubFilter ETSI.CAdES.detached). /ByteRange covers the
+ * whole file except the /Contents hex string, so `pdfsig` reports "Total document signed" for a B-B
+ * or B-T signature; B-LT and B-LTA then append their incremental updates (see the module comment).
+ * Text entries (/Name, /Reason, ...) are written as PDF text strings, so any script survives
+ * (UTF-16BE when not plain ASCII). The document is changed (the widget, and the DSS).
  * @returns the signed PDF
- * @throws SignPdfError when the PKCS#12 does not open or holds no RSA key with its certificate
+ * @throws SignPdfError when the PKCS#12 does not open or holds no RSA key with its certificate;
+ *   TimestampError when a timestamp authority fails
  */
 export async function signPdfDocument(
   doc: PDFDocument,
@@ -72,6 +113,7 @@ export async function signPdfDocument(
 ): Promise<Buffer> {
   const signingTime = options.signingTime ?? new Date();
   const fieldName = unusedFieldName(doc);
+  const timestamper = options.pades?.signatureTimestamps;
   pdflibAddPlaceholder({
     pdfDoc: doc,
     // The placeholder library writes these with PDFString.of, which neither escapes nor encodes:
@@ -81,9 +123,14 @@ export async function signPdfDocument(
     location: literalTextBody(options.location ?? ''),
     contactInfo: literalTextBody(options.contactInfo ?? ''),
     signingTime,
+    subFilter: PADES_SUBFILTER,
     // The CMS holds the bundle's certificates, so the bundle's size bounds it (plus the RSA
-    // signature and signed attributes, well under 4 KiB).
-    signatureLength: Math.max(MIN_SIGNATURE_BYTES, identity.p12.length + 4096),
+    // signature and signed attributes, well under 4 KiB), and the timestamp token.
+    // Even: SignPdf pads the hex signature with half the reservation's length in zero bytes, and
+    // an odd one would leave the string a character short (shifting every offset after it).
+    signatureLength: evenUp(
+      Math.max(MIN_SIGNATURE_BYTES, identity.p12.length + 4096 + (timestamper?.maxTokenBytes ?? 0)),
+    ),
     appName: 'Signet',
   });
   renameNewSignatureField(doc, fieldName);
@@ -93,135 +140,112 @@ export async function signPdfDocument(
     objectsPerTick: Number.POSITIVE_INFINITY,
     updateFieldAppearances: false,
   });
-  const signer = new NativeP12Signer(identity.p12, identity.password);
-  return new SignPdf().sign(
+  const signer = new PadesSigner(identity, timestamper);
+  const signed = await new SignPdf().sign(
     Buffer.from(prepared.buffer, prepared.byteOffset, prepared.byteLength),
     signer,
     signingTime,
   );
-}
-
-/** A PKCS#12 bundle opened once per process: the key for node:crypto and the certificates' DER. */
-interface OpenedP12 {
-  key: KeyObject;
-  /** The certificate matching the key: its issuer and serial number name the signer (RFC 5652 §5.3). */
-  certificate: forge.pki.Certificate;
-  /** Every certificate of the bundle, in bag order (the signing certificate among them). */
-  certificates: forge.pki.Certificate[];
+  if (!options.pades) return signed;
+  const withValidationData = await addValidationData(
+    signed,
+    doc,
+    { cms: signer.lastSignature!, certificates: signer.lastCertificates },
+    options.pades.revocation,
+  );
+  if (!options.pades.documentTimestamps) return withValidationData;
+  return addDocumentTimestamp(withValidationData, doc, options.pades.documentTimestamps);
 }
 
 /** Opened bundles by SHA-256 of bundle and password; a handful at most (one per configured or stored certificate). */
-const openedBundles = new Map<string, OpenedP12>();
+const openedBundles = new Map<string, OpenedBundle>();
 const MAX_OPENED_BUNDLES = 16;
 
 /**
- * Opens a PKCS#12 bundle as @signpdf/signer-p12 does (node-forge; the first pkcs8ShroudedKeyBag's
- * RSA key and the certificate whose public key matches it), once per process: decrypting the
- * bundle is a PBKDF2 in pure JavaScript, tens to hundreds of milliseconds.
+ * Opens a PKCS#12 bundle (node-forge: the first pkcs8ShroudedKeyBag's RSA key and the certificate
+ * whose public key matches it, as @signpdf/signer-p12 takes them), once per process: decrypting
+ * the bundle is a PBKDF2 in pure JavaScript, tens to hundreds of milliseconds.
  */
-function openP12(p12: Buffer, password: string): OpenedP12 {
+function openP12(p12: Buffer, password: string): OpenedBundle {
   const id = createHash('sha256').update(p12).update('\0').update(password).digest('hex');
   const cached = openedBundles.get(id);
   if (cached) return cached;
-  let bundle: forge.pkcs12.Pkcs12Pfx;
+  let opened: OpenedBundle;
   try {
-    bundle = forge.pkcs12.pkcs12FromAsn1(
-      forge.asn1.fromDer(forge.util.createBuffer(p12.toString('binary'))),
-      false,
-      password,
-    );
+    opened = openPkcs12Bundle(p12, password, 'the PKCS#12 bundle');
   } catch (error) {
     throw new SignPdfError(`The PKCS#12 bundle does not open: ${(error as Error).message}`, SignPdfError.TYPE_INPUT);
   }
-  const { key, certificate, certificates } = keyAndCertificateOf(bundle);
-  if (!key) throw new SignPdfError('The PKCS#12 bundle holds no RSA private key.', SignPdfError.TYPE_INPUT);
-  if (!certificate)
-    throw new SignPdfError('Failed to find a certificate that matches the private key.', SignPdfError.TYPE_INPUT);
-  const opened = { key: createPrivateKey(forge.pki.privateKeyToPem(key)), certificate, certificates };
   if (openedBundles.size >= MAX_OPENED_BUNDLES) openedBundles.clear();
   openedBundles.set(id, opened);
   return opened;
 }
 
-const { asn1 } = forge;
-const der = (node: forge.asn1.Asn1) => Buffer.from(asn1.toDer(node).getBytes(), 'binary');
-const oid = (id: string) => asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OID, false, asn1.oidToDer(id).getBytes());
-const algorithm = (id: string) =>
-  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
-    oid(id),
-    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.NULL, false, ''),
-  ]);
-const attribute = (type: string, value: forge.asn1.Asn1) =>
-  asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
-    oid(type),
-    asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, [value]),
-  ]);
-
 /**
- * The CMS SignedData (RFC 5652) that @signpdf/signer-p12 makes with node-forge, byte for byte
- * (test/sign-pdf.test.ts compares them), with the heavy parts in node:crypto: the SHA-256 of the
- * document and the RSA signature (PKCS#1 v1.5) run natively, and the bundle is opened once
- * (openP12). signer-p12 does all three in pure JavaScript on every signature, most of the
- * completion pipeline's time (bench/README.md, Completion). Structure: version 1, digest
- * algorithm SHA-256, detached id-data content, the bundle's certificates, one SignerInfo
- * (issuer and serial number; signed attributes contentType, signingTime as UTCTime (1950–2049)
- * or GeneralizedTime, messageDigest, in that order; rsaEncryption).
+ * The CMS SignedData of a PAdES baseline signature (ETSI EN 319 142-1 §5.3 B-B, with CAdES'
+ * EN 319 122-1 §5.2 attributes), made with PKI.js structures and node:crypto's SHA-256 and RSA:
+ * version 1, digest algorithm SHA-256, detached id-data content, every certificate of the bundle
+ * (the signer's first), one SignerInfo (issuer and serial number; signed attributes contentType,
+ * messageDigest and ESS signing-certificate-v2, in DER order, and no signingTime: the time comes
+ * from the timestamp, and the claimed one is the dictionary's /M; sha256WithRSAEncryption). With
+ * a timestamper, the unsigned attribute id-aa-signatureTimeStampToken holds an RFC 3161 token over
+ * the SHA-256 of the signature value (B-T). `lastSignature` keeps the last CMS made.
  */
-export class NativeP12Signer extends Signer {
+export class PadesSigner extends Signer {
+  lastSignature: Buffer | undefined;
+  /** The certificates of the last signature and of its timestamp token, DER (its validation data needs them). */
+  lastCertificates: Buffer[] = [];
+
   constructor(
-    private readonly p12: Buffer,
-    private readonly password: string,
+    private readonly identity: Pick<SigningIdentity, 'p12' | 'password'>,
+    private readonly timestamper?: Timestamper,
   ) {
     super();
   }
 
-  override async sign(pdfBuffer: Buffer, signingTime: Date = new Date()): Promise<Buffer> {
-    const { key, certificate, certificates } = openP12(this.p12, this.password);
-    const { oids } = forge.pki;
-    const time =
-      signingTime >= new Date('1950-01-01T00:00:00Z') && signingTime < new Date('2050-01-01T00:00:00Z')
-        ? asn1.create(asn1.Class.UNIVERSAL, asn1.Type.UTCTIME, false, asn1.dateToUtcTime(signingTime))
-        : asn1.create(asn1.Class.UNIVERSAL, asn1.Type.GENERALIZEDTIME, false, asn1.dateToGeneralizedTime(signingTime));
-    const digest = createHash('sha256').update(pdfBuffer).digest();
-    const attributes = () => [
-      attribute(oids.contentType!, oid(oids.data!)),
-      attribute(oids.signingTime!, time),
-      attribute(
-        oids.messageDigest!,
-        asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OCTETSTRING, false, digest.toString('binary')),
-      ),
-    ];
-    // The signature covers the attributes as a SET OF (RFC 5652 §5.4), stored as [0] IMPLICIT.
-    const signature = rsaSign('sha256', der(asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, attributes())), key);
-    const signerInfo = asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
-      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, asn1.integerToDer(1).getBytes()),
-      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
-        forge.pki.distinguishedNameToAsn1(certificate.issuer),
-        asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, forge.util.hexToBytes(certificate.serialNumber)),
-      ]),
-      algorithm(oids.sha256!),
-      asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, attributes()),
-      algorithm(oids.rsaEncryption!),
-      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.OCTETSTRING, false, signature.toString('binary')),
-    ]);
-    const signedData = asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
-      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.INTEGER, false, asn1.integerToDer(1).getBytes()),
-      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, [algorithm(oids.sha256!)]),
-      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [oid(oids.data!)]),
-      asn1.create(
-        asn1.Class.CONTEXT_SPECIFIC,
-        0,
-        true,
-        certificates.map((cert) => forge.pki.certificateToAsn1(cert)),
-      ),
-      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SET, true, [signerInfo]),
-    ]);
-    return der(
-      asn1.create(asn1.Class.UNIVERSAL, asn1.Type.SEQUENCE, true, [
-        oid(oids.signedData!),
-        asn1.create(asn1.Class.CONTEXT_SPECIFIC, 0, true, [signedData]),
-      ]),
+  override async sign(pdfBuffer: Buffer): Promise<Buffer> {
+    const { key, certificate, certificates } = openP12(this.identity.p12, this.identity.password);
+    const signer = certificateOf(certificate);
+    const signerInfo = new pkijs.SignerInfo({
+      version: 1,
+      sid: new pkijs.IssuerAndSerialNumber({ issuer: signer.issuer, serialNumber: signer.serialNumber }),
+      digestAlgorithm: SHA256_ALGORITHM(),
+      signedAttrs: new pkijs.SignedAndUnsignedAttributes({
+        type: 0,
+        attributes: derSetOrder([
+          new pkijs.Attribute({ type: OID.contentType, values: [new asn1js.ObjectIdentifier({ value: OID.data })] }),
+          new pkijs.Attribute({
+            type: OID.messageDigest,
+            values: [new asn1js.OctetString({ valueHex: toArrayBuffer(sha256(pdfBuffer)) })],
+          }),
+          new pkijs.Attribute({ type: OID.signingCertificateV2, values: [signingCertificateV2(signer, certificate)] }),
+        ]),
+      }),
+    });
+    signSignerInfo(signerInfo, key);
+    const ordered = [certificate, ...certificates.filter((c) => !c.equals(certificate))];
+    this.lastCertificates = [...ordered];
+    if (this.timestamper) {
+      const { token, certificates: tokenCertificates } = await this.timestamper.stamp(
+        sha256(signerInfo.signature.valueBlock.valueHexView),
+      );
+      this.lastCertificates.push(...tokenCertificates);
+      signerInfo.unsignedAttrs = new pkijs.SignedAndUnsignedAttributes({
+        type: 1,
+        attributes: [new pkijs.Attribute({ type: OID.signatureTimeStampToken, values: [parseAsn1(token)] })],
+      });
+    }
+    const signedData = new pkijs.SignedData({
+      version: 1,
+      digestAlgorithms: [SHA256_ALGORITHM()],
+      encapContentInfo: new pkijs.EncapsulatedContentInfo({ eContentType: OID.data }),
+      certificates: ordered.map((der) => certificateOf(der)),
+      signerInfos: [signerInfo],
+    });
+    this.lastSignature = derOf(
+      new pkijs.ContentInfo({ contentType: OID.signedData, content: signedData.toSchema(true) }),
     );
+    return this.lastSignature;
   }
 }
 

@@ -27,7 +27,6 @@
  * transaction, and their bytes after it (the delete-unused-files job, src/documents/unused-files.ts).
  */
 import { createHash } from 'node:crypto';
-import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { lockSubmissionOutputs } from '../db/queries/advisory-locks.ts';
 import { mergePdfs } from '../documents/merge-pdfs.ts';
@@ -38,15 +37,16 @@ import { unusedFilesJobs } from '../documents/unused-files.ts';
 import type { SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
 import { parseFields } from '../templates/fields.ts';
-import { loadSigningIdentity } from './certificates.ts';
+import { loadSigningIdentity, type SigningConfig } from './certificates.ts';
 import { loadImages, stepFileName } from './completion-files.ts';
 import { drawValuesOn, loadPdfForDrawing, saveDrawnPdf } from './draw-values.ts';
+import { padesServices } from './pades-services.ts';
 import { signPdf } from './sign-pdf.ts';
 
 export interface SubmissionOutputDeps {
   db: Db;
   storage: FileStorage;
-  config: Pick<Config, 'signingP12Path' | 'signingP12Password'>;
+  config: SigningConfig;
   /** Recording transactions, with the job removing the bytes of replaced drafts (unusedFilesJobs). */
   effects: Pick<SideEffects, 'transaction'>;
 }
@@ -157,15 +157,12 @@ function finalDocuments(submission: LoadedSubmission) {
  * @returns the signed PDF
  */
 export async function buildCombinedPdf(
-  deps: Pick<SubmissionOutputDeps, 'db' | 'config'>,
+  deps: Pick<SubmissionOutputDeps, 'db' | 'config'> & { logger?: Pick<Console, 'warn'> },
   options: { accountId: number; accountName: string; parts: Uint8Array[] },
 ): Promise<Buffer> {
   const merged = await mergePdfs(options.parts);
-  const identity = await loadSigningIdentity(
-    { db: deps.db, config: deps.config },
-    { accountId: options.accountId, signerName: options.accountName },
-  );
-  return signPdf(merged, identity, { name: identity.name });
+  const identity = await loadSigningIdentity(deps, { accountId: options.accountId, signerName: options.accountName });
+  return signPdf(merged, identity, { name: identity.name, pades: padesServices(deps) });
 }
 
 /** The kept merged or combined PDF of a completed submission, made and recorded when missing. */

@@ -12,20 +12,44 @@
  * after it), the signer certificate, and whether that certificate is one this service signs the
  * account's documents with (`trusted`).
  *
+ * PAdES (issue 17): the signature timestamp is checked (its token's signature, and that it imprints
+ * the signature value), a document timestamp (ETSI.RFC3161) is checked against the bytes it covers,
+ * the signer's certificate chain is followed through the certificates of the CMS and of the DSS
+ * (until when all of them are valid), the DSS is searched for a CRL, signed by the issuer, for every
+ * certificate of the chain and of the timestamp's that is not a trust anchor (revoked ones are
+ * errors), and what later revisions changed is judged (pdf-revisions.ts: only validation data and
+ * document timestamps, or other changes). From that, each signature's PAdES level: B-B, B-T, B-LT,
+ * B-LTA. For a document of the account, the submission's audit chain is checked too
+ * (audit-chain.ts), against the head its audit log printed.
+ *
  * Libraries: mupdf (already the parser of every uploaded PDF: C code on WASM, robust on damaged
- * files) finds the signature dictionaries; PKI.js (PeculiarVentures' CMS/X.509 library on Node's
- * WebCrypto) verifies the CMS — node-forge, used to sign, cannot verify PKCS#7 signatures.
+ * files) finds the signature dictionaries and the DSS; PKI.js (PeculiarVentures' CMS/X.509 library
+ * on Node's WebCrypto) verifies the CMS — node-forge, used to sign, cannot verify PKCS#7 signatures.
  */
-import { createHash, webcrypto } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import * as asn1js from 'asn1js';
 import type { PDFDocument, PDFObject } from 'mupdf';
 import { type KeyFolders, submissionsInFolders } from '../accounts/key-scopes.ts';
 import * as pkijs from 'pkijs';
-import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { loadMupdf, openPdf } from '../documents/pdf.ts';
+import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
-import { trustedCertificates } from './certificates.ts';
+import { type AuditChainReport, parseChainHead, verifyAuditChain } from './audit-chain.ts';
+import { type SigningConfig, trustedCertificates } from './certificates.ts';
+import { type ChangesAfterSigning, changesAfterSigning } from './pdf-revisions.ts';
+import {
+  commonNameOf,
+  cryptoEngine as sharedCryptoEngine,
+  DOCUMENT_TIMESTAMP_SUBFILTER as DOCUMENT_TIMESTAMP,
+  PADES_SUBFILTER,
+  nameText,
+  OID,
+  parseAsn1,
+  parseCertificate,
+  serialOf,
+} from './pki.ts';
+import { checkTimeStampToken, readTstInfo } from './timestamps.ts';
 
 /** One line of a signature's verification, as HexaPDF's VerificationResult::Message serialises. */
 export interface VerificationMessage {
@@ -45,6 +69,19 @@ export interface SignerCertificate {
   sha256Fingerprint: string;
 }
 
+/** A timestamp's check: a signature timestamp (B-T) or a document timestamp (B-LTA). */
+export interface TimestampReport {
+  /** When the authority saw the signature or document (TSTInfo genTime); null when unreadable. */
+  time: Date | null;
+  /** The authority's certificate subject ("CN=Signet Timestamp Authority, …"). */
+  authority: string | null;
+  /** The token's signature verifies, with a timestamping certificate, and it imprints what it covers. */
+  valid: boolean;
+}
+
+/** A PAdES baseline level (ETSI EN 319 142-1 §5). */
+export type PadesLevel = 'B-B' | 'B-T' | 'B-LT' | 'B-LTA';
+
 export interface PdfSignatureReport {
   /** HexaPDF's messages: "Signature valid" / "Signature verification failed", and why not. */
   verificationResult: VerificationMessage[];
@@ -62,6 +99,19 @@ export interface PdfSignatureReport {
   /** The signer certificate is one this service signs the account's documents with. */
   trusted: boolean;
   certificate: SignerCertificate | null;
+  /** The PAdES level the signature reaches; null for other signatures and for document timestamps. */
+  padesLevel: PadesLevel | null;
+  /** The signature's timestamp (for a document timestamp: itself); null when it has none. */
+  timestamp: TimestampReport | null;
+  /** The earliest notAfter of the signer's certificate chain (the certificates in the CMS and the DSS). */
+  certificatesValidUntil: Date | null;
+  /**
+   * The DSS holds a CRL, signed by the issuer, for every certificate of the signer's chain and the
+   * timestamp's that is not a trust anchor.
+   */
+  revocationDataEmbedded: boolean;
+  /** What the revisions after the signature change: nothing, validation data only, or more. */
+  changesAfterSigning: ChangesAfterSigning;
 }
 
 /** Signature dictionaries read from the file: at most this many are checked (a crafted file could list thousands). */
@@ -69,19 +119,7 @@ const MAX_SIGNATURES = 50;
 /** Levels of /Kids followed in the field tree (cycles and absurd depths stop here). */
 const MAX_FIELD_DEPTH = 32;
 
-const OID_SIGNING_TIME = '1.2.840.113549.1.9.5';
-const OID_COMMON_NAME = '2.5.4.3';
-const NAMES: Record<string, string> = {
-  '2.5.4.3': 'CN',
-  '2.5.4.6': 'C',
-  '2.5.4.7': 'L',
-  '2.5.4.8': 'ST',
-  '2.5.4.10': 'O',
-  '2.5.4.11': 'OU',
-  '1.2.840.113549.1.9.1': 'emailAddress',
-};
-
-const cryptoEngine = new pkijs.CryptoEngine({ name: 'node', crypto: webcrypto as unknown as Crypto });
+const cryptoEngine = sharedCryptoEngine();
 
 interface SignatureDictionary {
   byteRange: number[] | null;
@@ -89,6 +127,14 @@ interface SignatureDictionary {
   reason: string | null;
   modified: string | null;
   subFilter: string | null;
+}
+
+/** The Document Security Store as read from the catalog (ISO 32000-2 §12.8.4.3). */
+interface SecurityStore {
+  certificates: pkijs.Certificate[];
+  crls: pkijs.CertificateRevocationList[];
+  ocsps: number;
+  vriKeys: Set<string>;
 }
 
 /**
@@ -111,8 +157,10 @@ export async function verifyPdfSignatures(
     throw new AppError('VALIDATION', 'Malformed PDF', { cause: error });
   }
   let dictionaries: SignatureDictionary[];
+  let store: SecurityStore;
   try {
     dictionaries = signatureDictionaries(doc);
+    store = securityStore(doc);
   } catch (error) {
     throw new AppError('VALIDATION', 'Malformed PDF', { cause: error });
   } finally {
@@ -120,8 +168,78 @@ export async function verifyPdfSignatures(
   }
   const trustedFingerprints = new Set(trusted.map(sha256Hex));
   const reports: PdfSignatureReport[] = [];
-  for (const dictionary of dictionaries) reports.push(await verifySignature(bytes, dictionary, trustedFingerprints));
+  const changes = new Map<number, Promise<ChangesAfterSigning>>();
+  const changesAfter = (end: number) => {
+    let found = changes.get(end);
+    if (!found) {
+      found = changesAfterSigning(bytes, end);
+      changes.set(end, found);
+    }
+    return found;
+  };
+  for (const dictionary of dictionaries)
+    reports.push(await verifySignature(bytes, dictionary, trustedFingerprints, store, changesAfter));
+  // B-LTA: a valid document timestamp covers the signature and its validation data (it comes after both).
+  dictionaries.forEach((dictionary, index) => {
+    const report = reports[index]!;
+    if (report.padesLevel !== 'B-LT') return;
+    const end = rangeEnd(dictionary);
+    const covered = dictionaries.some(
+      (other, j) =>
+        other.subFilter === DOCUMENT_TIMESTAMP &&
+        reports[j]!.valid &&
+        rangeEnd(other) > end &&
+        other.byteRange?.[0] === 0,
+    );
+    if (covered) report.padesLevel = 'B-LTA';
+  });
   return reports;
+}
+
+/** Where a signature's second range ends: the end of its revision. */
+const rangeEnd = (dictionary: SignatureDictionary) =>
+  dictionary.byteRange ? dictionary.byteRange[2]! + dictionary.byteRange[3]! : 0;
+
+/** Streams of the DSS read at most (a crafted file could list thousands). */
+const MAX_DSS_ITEMS = 200;
+
+/** The DSS of the catalog: its certificates and CRLs parsed (unparseable ones skipped), OCSP responses counted. */
+function securityStore(doc: PDFDocument): SecurityStore {
+  const store: SecurityStore = { certificates: [], crls: [], ocsps: 0, vriKeys: new Set() };
+  const root = doc.getTrailer().get('Root');
+  const dss = root.isDictionary() ? root.get('DSS') : null;
+  if (!dss?.isDictionary()) return store;
+  const streams = (key: string): Uint8Array[] => {
+    const array = dss.get(key);
+    const found: Uint8Array[] = [];
+    if (!array.isArray()) return found;
+    for (let i = 0; i < Math.min(array.length, MAX_DSS_ITEMS); i++) {
+      const item = array.get(i);
+      if (item.isStream()) found.push(item.readStream().asUint8Array().slice());
+    }
+    return found;
+  };
+  for (const der of streams('Certs')) {
+    try {
+      store.certificates.push(parseCertificate(der));
+    } catch {
+      // Not a certificate: it vouches for nothing.
+    }
+  }
+  for (const der of streams('CRLs')) {
+    try {
+      store.crls.push(new pkijs.CertificateRevocationList({ schema: parseAsn1(der) }));
+    } catch {
+      // Not a CRL.
+    }
+  }
+  store.ocsps = streams('OCSPs').length;
+  const vri = dss.get('VRI');
+  if (vri.isDictionary())
+    vri.forEach((_value, key) => {
+      store.vriKeys.add(String(key));
+    });
+  return store;
 }
 
 /** The /V dictionaries of the signature fields of the AcroForm (inherited /FT followed down /Kids). */
@@ -173,6 +291,8 @@ async function verifySignature(
   bytes: Uint8Array,
   dictionary: SignatureDictionary,
   trustedFingerprints: Set<string>,
+  store: SecurityStore,
+  changesAfter: (end: number) => Promise<ChangesAfterSigning>,
 ): Promise<PdfSignatureReport> {
   const messages: VerificationMessage[] = [];
   const report: PdfSignatureReport = {
@@ -185,6 +305,11 @@ async function verifySignature(
     coversWholeDocument: false,
     trusted: false,
     certificate: null,
+    padesLevel: null,
+    timestamp: null,
+    certificatesValidUntil: null,
+    revocationDataEmbedded: false,
+    changesAfterSigning: 'none',
   };
   const [start, firstLength, secondStart, secondLength] = dictionary.byteRange ?? [];
   const rangeFits =
@@ -204,10 +329,45 @@ async function verifySignature(
   // The gap is exactly the hex string of /Contents (<...>), and nothing follows the second range.
   report.coversWholeDocument =
     secondStart + secondLength === bytes.length && bytes[firstLength] === 0x3c && bytes[secondStart - 1] === 0x3e;
+  report.changesAfterSigning = report.coversWholeDocument ? 'none' : await changesAfter(secondStart + secondLength);
   const signed = Buffer.concat([
     bytes.subarray(0, firstLength),
     bytes.subarray(secondStart, secondStart + secondLength),
   ]);
+  const finish = (verified: boolean) => {
+    report.valid = verified;
+    messages.push(
+      verified
+        ? { type: 'info', content: dictionary.subFilter === DOCUMENT_TIMESTAMP ? 'Timestamp valid' : 'Signature valid' }
+        : { type: 'error', content: 'Signature verification failed' },
+    );
+    if (verified && report.changesAfterSigning === 'validation_data')
+      messages.push({
+        type: 'info',
+        content: 'Revisions after the signature add only validation data and document timestamps',
+      });
+    else if (verified && !report.coversWholeDocument)
+      messages.push({ type: 'warning', content: 'The signature does not cover the whole document' });
+    return report;
+  };
+
+  if (dictionary.subFilter === DOCUMENT_TIMESTAMP) {
+    const token = trimmedDer(dictionary.contents);
+    const tstInfo = token ? readTstInfo(token) : null;
+    report.timestamp = { time: tstInfo?.genTime ?? null, authority: null, valid: false };
+    if (tstInfo) report.signingTime = tstInfo.genTime;
+    try {
+      const checked = await checkTimeStampToken(token!, { digest: createHash('sha256').update(signed).digest() });
+      report.timestamp = { time: checked.genTime, authority: nameText(checked.certificate.subject), valid: true };
+      describeCertificate(report, checked.certificate, trustedFingerprints);
+      report.certificatesValidUntil = validUntil(
+        chainOf(checked.certificate, [...checked.certificates, ...store.certificates]),
+      );
+    } catch (error) {
+      messages.push({ type: 'error', content: `Timestamp token does not verify: ${(error as Error).message}` });
+    }
+    return finish(report.timestamp.valid);
+  }
 
   let signedData: pkijs.SignedData;
   try {
@@ -227,24 +387,28 @@ async function verifySignature(
   const signer = signerInfo ? signerCertificateOf(signerInfo, certificates) : undefined;
   const signingTime = signerInfo ? signingTimeOf(signerInfo) : null;
   if (signingTime) report.signingTime = signingTime;
+  const timestamp = signerInfo ? await signatureTimestampOf(signerInfo) : null;
+  if (timestamp) {
+    report.timestamp = timestamp.report;
+    if (!timestamp.report.valid)
+      messages.push({ type: 'error', content: `Signature timestamp does not verify: ${timestamp.problem}` });
+  }
   if (signer) {
-    const der = Buffer.from(signer.toSchema().toBER(false));
-    const fingerprint = sha256Hex(der);
-    report.certificate = {
-      subject: distinguishedName(signer.subject),
-      issuer: distinguishedName(signer.issuer),
-      serialNumber: Buffer.from(signer.serialNumber.valueBlock.valueHexView).toString('hex'),
-      notBefore: signer.notBefore.value,
-      notAfter: signer.notAfter.value,
-      sha256Fingerprint: fingerprint,
-    };
-    report.signerName = commonName(signer.subject) ?? report.certificate.subject;
-    report.trusted = trustedFingerprints.has(fingerprint);
-    const selfSigned = distinguishedName(signer.subject) === distinguishedName(signer.issuer);
+    describeCertificate(report, signer, trustedFingerprints);
+    const selfSigned = signer.subject.isEqual(signer.issuer);
     if (selfSigned && !report.trusted) messages.push({ type: 'error', content: 'Self-signed certificate found' });
-    const time = report.signingTime;
+    // The time to judge the certificate at: the timestamp's when there is one (PAdES), else the claimed one.
+    const time = timestamp?.report.valid ? timestamp.report.time : report.signingTime;
     if (time && (time < signer.notBefore.value || time > signer.notAfter.value))
       messages.push({ type: 'error', content: 'Signer certificate not valid at signing time' });
+    const pool = [...certificates, ...store.certificates, ...(timestamp?.chain ?? [])];
+    const chain = chainOf(signer, pool);
+    report.certificatesValidUntil = validUntil(chain);
+    await verifyCrlSigners(store, pool);
+    const revocation = revocationOf([...chain, ...(timestamp?.chain ?? [])], pool, store);
+    report.revocationDataEmbedded = revocation.embedded;
+    for (const revoked of revocation.revoked)
+      messages.push({ type: 'error', content: `Certificate revoked: ${revoked}` });
   } else if (certificates.length > 0) {
     messages.push({ type: 'error', content: 'Signer certificate not found in the certificates of the signature' });
   }
@@ -261,15 +425,155 @@ async function verifySignature(
       verified = false;
     }
   }
-  report.valid = verified;
-  messages.push(
-    verified
-      ? { type: 'info', content: 'Signature valid' }
-      : { type: 'error', content: 'Signature verification failed' },
-  );
-  if (verified && !report.coversWholeDocument)
-    messages.push({ type: 'warning', content: 'The signature does not cover the whole document' });
-  return report;
+  if (dictionary.subFilter === PADES_SUBFILTER && signerInfo && verified)
+    report.padesLevel = padesLevelOf(signerInfo, report, messages);
+  return finish(verified);
+}
+
+/**
+ * B-B when the signed attributes are PAdES's (ESS signing-certificate-v2 or v1, no signingTime);
+ * B-T with a valid signature timestamp; B-LT when the DSS also has the revocation data and
+ * nothing but validation data came after (B-LTA is decided with the document timestamps).
+ * @returns null when not even B-B (with a warning saying why)
+ */
+function padesLevelOf(
+  signerInfo: pkijs.SignerInfo,
+  report: PdfSignatureReport,
+  messages: VerificationMessage[],
+): PadesLevel | null {
+  const attributes = signerInfo.signedAttrs?.attributes ?? [];
+  const has = (type: string) => attributes.some((a) => a.type === type);
+  if (!has(OID.signingCertificateV2) && !has(OID.signingCertificate)) {
+    messages.push({ type: 'warning', content: 'Not PAdES: no ESS signing-certificate attribute' });
+    return null;
+  }
+  if (has(OID.signingTime)) {
+    messages.push({ type: 'warning', content: 'Not PAdES: a signingTime signed attribute' });
+    return null;
+  }
+  if (!report.timestamp?.valid) return 'B-B';
+  if (!report.revocationDataEmbedded || report.changesAfterSigning === 'other') return 'B-T';
+  return 'B-LT';
+}
+
+/** The signer certificate's fields, name and whether it is one the service signs with. */
+function describeCertificate(report: PdfSignatureReport, certificate: pkijs.Certificate, trusted: Set<string>): void {
+  const der = Buffer.from(certificate.toSchema().toBER(false));
+  const fingerprint = sha256Hex(der);
+  report.certificate = {
+    subject: nameText(certificate.subject),
+    issuer: nameText(certificate.issuer),
+    serialNumber: Buffer.from(certificate.serialNumber.valueBlock.valueHexView).toString('hex'),
+    notBefore: certificate.notBefore.value,
+    notAfter: certificate.notAfter.value,
+    sha256Fingerprint: fingerprint,
+  };
+  report.signerName = commonNameOf(certificate.subject) ?? report.certificate.subject;
+  report.trusted = trusted.has(fingerprint);
+}
+
+/** The DER of the first ASN.1 element of /Contents (its zero padding cut), or null. */
+function trimmedDer(contents: Uint8Array): Uint8Array | null {
+  const parsed = asn1js.fromBER(toArrayBuffer(contents));
+  return parsed.offset === -1 ? null : contents.subarray(0, parsed.offset);
+}
+
+/** The signature timestamp of a SignerInfo (B-T), checked: it must imprint the signature value. */
+async function signatureTimestampOf(
+  info: pkijs.SignerInfo,
+): Promise<{ report: TimestampReport; problem: string; chain: pkijs.Certificate[] } | null> {
+  const attribute = info.unsignedAttrs?.attributes.find((a) => a.type === OID.signatureTimeStampToken);
+  const value = attribute?.values[0];
+  if (!value) return null;
+  const token = new Uint8Array(value.toBER(false));
+  const digest = createHash('sha256').update(info.signature.valueBlock.valueHexView).digest();
+  try {
+    const checked = await checkTimeStampToken(token, { digest });
+    return {
+      report: { time: checked.genTime, authority: nameText(checked.certificate.subject), valid: true },
+      problem: '',
+      chain: chainOf(checked.certificate, checked.certificates),
+    };
+  } catch (error) {
+    return {
+      report: { time: readTstInfo(token)?.genTime ?? null, authority: null, valid: false },
+      problem: (error as Error).message,
+      chain: [],
+    };
+  }
+}
+
+/** Longest certificate chain followed (a loop of cross-signed certificates stops here). */
+const MAX_CHAIN = 8;
+
+/** The certificate and its issuers found in `pool` by name (a self-signed one ends it). */
+function chainOf(certificate: pkijs.Certificate, pool: pkijs.Certificate[]): pkijs.Certificate[] {
+  const chain = [certificate];
+  let current = certificate;
+  while (chain.length < MAX_CHAIN && !current.subject.isEqual(current.issuer)) {
+    const issuer = pool.find((c) => c.subject.isEqual(current.issuer) && !chain.includes(c));
+    if (!issuer) break;
+    chain.push(issuer);
+    current = issuer;
+  }
+  return chain;
+}
+
+const validUntil = (chain: pkijs.Certificate[]) =>
+  chain.length === 0 ? null : new Date(Math.min(...chain.map((c) => c.notAfter.value.getTime())));
+
+/**
+ * Whether the DSS has, for each certificate that is not self-signed, a CRL naming its issuer and
+ * signed by it (the issuer found among `pool`); and which certificates such a CRL lists as revoked.
+ * (Signatures are checked synchronously against a cache of PKI.js verifications made beforehand.)
+ */
+function revocationOf(
+  certificates: pkijs.Certificate[],
+  pool: pkijs.Certificate[],
+  store: SecurityStore,
+): { embedded: boolean; revoked: string[] } {
+  let embedded = certificates.length > 0;
+  const revoked: string[] = [];
+  for (const certificate of certificates) {
+    if (certificate.subject.isEqual(certificate.issuer)) continue;
+    const issuers = new Set(pool.filter((c) => c.subject.isEqual(certificate.issuer)).map(fingerprintOf));
+    const crls = store.crls.filter((crl) => issuers.has(crlSignedBy.get(crl) ?? ''));
+    if (crls.length === 0) {
+      embedded = false;
+      continue;
+    }
+    const serial = serialOf(certificate).toString('hex');
+    const listed = crls.some((crl) =>
+      (crl.revokedCertificates ?? []).some(
+        (r) => Buffer.from(r.userCertificate.valueBlock.valueHexView).toString('hex') === serial,
+      ),
+    );
+    if (listed) revoked.push(nameText(certificate.subject));
+  }
+  return { embedded, revoked };
+}
+
+/** The fingerprint of the certificate that signed each DSS CRL, found beforehand (verifyCrlSigners). */
+const crlSignedBy = new WeakMap<pkijs.CertificateRevocationList, string>();
+
+const fingerprintOf = (certificate: pkijs.Certificate) => sha256Hex(Buffer.from(certificate.toSchema().toBER(false)));
+
+/** Finds, for each CRL of the store, the certificate of `pool` whose key verifies it. */
+async function verifyCrlSigners(store: SecurityStore, pool: pkijs.Certificate[]): Promise<void> {
+  for (const crl of store.crls) {
+    if (crlSignedBy.has(crl)) continue;
+    for (const candidate of pool) {
+      if (!crl.issuer.isEqual(candidate.subject)) continue;
+      try {
+        if (await crl.verify({ issuerCertificate: candidate }, cryptoEngine)) {
+          crlSignedBy.set(crl, fingerprintOf(candidate));
+          break;
+        }
+      } catch {
+        // another key under the same name
+      }
+    }
+  }
 }
 
 /** The certificate the SignerInfo names (issuerAndSerialNumber, RFC 5652 §5.3). */
@@ -282,20 +586,10 @@ function signerCertificateOf(info: pkijs.SignerInfo, certificates: pkijs.Certifi
 }
 
 function signingTimeOf(info: pkijs.SignerInfo): Date | null {
-  const attribute = info.signedAttrs?.attributes.find((a) => a.type === OID_SIGNING_TIME);
+  const attribute = info.signedAttrs?.attributes.find((a) => a.type === OID.signingTime);
   const value = attribute?.values[0];
   if (value instanceof asn1js.UTCTime || value instanceof asn1js.GeneralizedTime) return value.toDate();
   return null;
-}
-
-function commonName(name: pkijs.RelativeDistinguishedNames): string | null {
-  const entry = name.typesAndValues.find((t) => t.type === OID_COMMON_NAME);
-  return entry ? String(entry.value.valueBlock.value) : null;
-}
-
-/** RFC 4514-like text of a name, most significant first as written in the certificate ("CN=Signet, O=Signet"). */
-function distinguishedName(name: pkijs.RelativeDistinguishedNames): string {
-  return name.typesAndValues.map((t) => `${NAMES[t.type] ?? t.type}=${String(t.value.valueBlock.value)}`).join(', ');
 }
 
 /** A PDF date (ISO 32000-1 §7.9.4, `D:YYYYMMDDHHmmSSOHH'mm'`), or null when absent or unreadable. */
@@ -322,6 +616,8 @@ export interface DocumentVerification {
   /** `verified`: the file's SHA-256 is one of the account's completed documents (§1.2); else `not_found`. */
   checksumStatus: 'verified' | 'not_found';
   signatures: PdfSignatureReport[];
+  /** For one of the account's completed documents: its submission's audit chain now (audit-chain.ts). */
+  auditTrail: AuditChainReport | null;
 }
 
 /**
@@ -331,12 +627,14 @@ export interface DocumentVerification {
  * the documents as filled so far). DocuSeal looks
  * the checksum up among every account's documents; here only the caller's, so a key cannot learn
  * whether another account produced a given file; for a key limited to folders, only the documents
- * of its folders' templates (src/accounts/key-scopes.ts), likewise.
+ * of its folders' templates (src/accounts/key-scopes.ts), likewise. For such a document, its
+ * submission's audit chain is checked against the head its audit log printed (read from the stored
+ * audit log).
  * @param folders the folders the caller's key is limited to; null or absent: every folder
  * @throws AppError VALIDATION `Malformed PDF`
  */
 export async function verifyDocument(
-  deps: { db: Db; config: Pick<Config, 'signingP12Path' | 'signingP12Password'> },
+  deps: { db: Db; config: SigningConfig; storage?: FileStorage },
   accountId: number,
   bytes: Uint8Array,
   folders: KeyFolders | null = null,
@@ -351,8 +649,35 @@ export async function verifyDocument(
         kind: { notIn: ['preview', 'preview_merged'] },
         ...(folders ? { submission: submissionsInFolders(folders) } : {}),
       },
-      select: { id: true },
+      select: { id: true, submissionId: true },
     }),
   ]);
-  return { checksumStatus: produced ? 'verified' : 'not_found', signatures };
+  const auditTrail = produced ? await auditTrailOf(deps, produced.submissionId) : null;
+  return { checksumStatus: produced ? 'verified' : 'not_found', signatures, auditTrail };
+}
+
+/** The submission's audit chain, with the head printed on its audit log's first page when the log can be read. */
+async function auditTrailOf(deps: { db: Db; storage?: FileStorage }, submissionId: number): Promise<AuditChainReport> {
+  const log = await deps.db.completedDocument.findFirst({
+    where: { submissionId, kind: 'audit_log' },
+    select: { file: { select: { storageKey: true } } },
+  });
+  let sealed: { events: number; head: string } | null = null;
+  if (log && deps.storage) {
+    try {
+      const mupdf = await loadMupdf();
+      const doc = openPdf(mupdf, await deps.storage.read(log.file.storageKey), 'audit log');
+      try {
+        const page = doc.loadPage(0);
+        const text = page.toStructuredText('').asText();
+        page.destroy();
+        sealed = parseChainHead(text);
+      } finally {
+        doc.destroy();
+      }
+    } catch {
+      sealed = null;
+    }
+  }
+  return verifyAuditChain(deps.db, submissionId, sealed);
 }

@@ -3,8 +3,9 @@
  * across instances, and is released by the transaction's end. The keys, in one place so that none
  * is taken twice: 7301001 first start, 7301002 folders (per account), 7301005 the generated
  * certificate, 7301008 a submission's kept documents (per submission); 7301006 is completion's
- * session lock (./completion.ts), 7301007 storage keys (./stored-file-keys.ts), and migrations use
- * Prisma Migrate's own key (../migrate.ts).
+ * session lock (./completion.ts), 7301007 storage keys (./stored-file-keys.ts), 7301017 a submission's
+ * audit chain (the submission_events insert trigger, prisma/migrations/20261127150000_pades_audit_chain),
+ * and migrations use Prisma Migrate's own key (../migrate.ts).
  */
 import type { Prisma } from '../../generated/prisma/client.ts';
 

@@ -18,6 +18,7 @@ import './template.ts';
 import './template-mutations.ts';
 import './template-form.ts';
 import './one-off-submissions.ts';
+import './signing-certificate.ts';
 import './tools.ts';
 import './viewer.ts';
 import './webhooks.ts';
