@@ -29,6 +29,13 @@ export interface UnusedFilesJobData {
   keys: FreedKey[];
 }
 
+/**
+ * One key's check and removal: the key's lock may wait for a writer storing the same bytes, and a
+ * storage delete (S3) may take a while; Prisma's defaults (2 s to get a connection, 5 s in all)
+ * failed the job on a busy machine, leaving the bytes to its retry.
+ */
+const REMOVE_TRANSACTION = { maxWait: 15_000, timeout: 30_000 };
+
 /** Keys per job: a template with many submissions frees many, and a job's data is one JSON value. */
 const KEYS_PER_JOB = 500;
 
@@ -60,7 +67,7 @@ export async function removeUnusedBytes(
       if (await storageKeyInUse(tx, key, sha256)) return false;
       await deps.storage.delete(key);
       return true;
-    });
+    }, REMOVE_TRANSACTION);
     if (gone) removed.push(key);
   }
   return removed;
