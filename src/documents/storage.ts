@@ -22,7 +22,6 @@ import { createReadStream } from 'node:fs';
 import fs from 'node:fs/promises';
 import path from 'node:path';
 import { Readable } from 'node:stream';
-import type { Config } from '../config.ts';
 
 export interface PutResult {
   /** Storage key, `sha256/<aa>/<bb>/<hex>`. */
@@ -252,16 +251,4 @@ export function createLocalStorage(root: string): FileStorage {
       await fs.rm(pathOf(key), { force: true });
     },
   };
-}
-
-/**
- * The file storage the configuration names: S3-compatible storage with STORAGE_URL (its bucket
- * checked first: openS3Storage throws an Error naming the bucket when it is missing or refuses
- * the credentials, so the service does not start), else local disk under `<DATA_DIR>/files`. The
- * S3 client is loaded only then, so a service on local disk never loads the AWS SDK.
- */
-export async function openFileStorage(config: Pick<Config, 'dataDir' | 'storage'>): Promise<FileStorage> {
-  if (!config.storage) return createLocalStorage(path.join(config.dataDir, 'files'));
-  const { openS3Storage } = await import('./s3-storage.ts');
-  return openS3Storage(config.storage);
 }

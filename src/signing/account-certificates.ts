@@ -7,7 +7,7 @@
  * service's certificate signs).
  *
  * At upload the bundle must open with the password, hold an RSA key with its certificate (the
- * signer node-forge reads: certificates.ts openPkcs12), be valid now and not expired, and allow
+ * signer node-forge reads: pkcs12.ts openPkcs12), be valid now and not expired, and allow
  * signing (keyUsage digitalSignature or nonRepudiation when the certificate restricts it). Expiry
  * is announced before it comes: `expiryWarning` (GraphQL, CLI list) from
  * SIGNING_CERTIFICATE_WARNING_DAYS before notAfter, and the log once a day when a completion signs
@@ -19,7 +19,8 @@ import { AppError } from '../errors.ts';
 import { PKI_LIMITS } from '../limits.ts';
 import { sealedBundle } from './certificate-authority.ts';
 import { UploadSigningCertificateRequest } from './signing-certificate-input.ts';
-import { openPkcs12Bundle, type SigningConfig } from './certificates.ts';
+import type { SigningConfig } from './certificates.ts';
+import { openPkcs12Bundle } from './pkcs12.ts';
 import { commonNameOf, extensionOf, nameText, OID, parseCertificate, sha256 } from './pki.ts';
 
 /** A stored certificate as the API shows it (never the key or the password). */

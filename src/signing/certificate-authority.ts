@@ -28,7 +28,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { lockGeneratedCertificate } from '../db/queries/advisory-locks.ts';
 import { resolveSecretKeyBase } from '../documents/secret-key.ts';
-import { openPkcs12Bundle } from './certificates.ts';
+import { openPkcs12Bundle } from './pkcs12.ts';
 import {
   buildCrl,
   type CertificateRequest,

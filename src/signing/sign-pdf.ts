@@ -19,7 +19,8 @@ import { SignPdf, SignPdfError, Signer } from '@signpdf/signpdf';
 import * as asn1js from 'asn1js';
 import { ParseSpeeds, PDFArray, PDFDict, PDFDocument, PDFName, PDFRef, PDFString } from 'pdf-lib';
 import * as pkijs from 'pkijs';
-import { type OpenedBundle, openPkcs12Bundle, type SigningIdentity } from './certificates.ts';
+import type { SigningIdentity } from './certificates.ts';
+import { type OpenedBundle, openPkcs12Bundle } from './pkcs12.ts';
 import { addDocumentTimestamp, addValidationData, type RevocationSource } from './long-term-validation.ts';
 import {
   derOf,
