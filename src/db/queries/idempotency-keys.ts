@@ -6,13 +6,14 @@
  * before it runs and one after. Times come from the caller's clock (ISO strings, `$n`), not
  * PostgreSQL's, so that tests drive them; columns are `timestamp(3)` holding UTC.
  *
- * The statements of a request commit without waiting for the WAL flush (ASYNC_COMMIT): a
- * synchronous commit cost 1.5–3.5 ms here, twice per keyed request (a keyed create took 12 ms
- * instead of 6.5 on one connection; 0.3–0.7 ms each without the wait). What it risks is a database
- * crash within the WAL writer's delay (≤ 0.6 s by default) losing the last of these rows, never a
- * service crash: a claim is flushed anyway with the change its request then commits (WAL is
- * flushed in order, and those commits wait), and an answer lost that way leaves its key in flight
- * until the lock passes, after which a retry runs again (docs/idempotency.md).
+ * The claim, its renewals and a key given back commit without waiting for the WAL flush
+ * (ASYNC_COMMIT): a synchronous commit cost 1.5–3.5 ms here (0.3–0.7 ms without the wait), and
+ * nothing is lost by it: a claim is flushed anyway with the change its request then commits (WAL
+ * is flushed in order, and that commit waits), and a claim lost in a database crash belongs to a
+ * request that changed nothing, which a retry may run again. The kept answer (FINISH) commits
+ * synchronously: it is awaited before the client gets the answer, so an answer a client holds is
+ * never lost, and a retry after a database crash never runs its request a second time
+ * (docs/idempotency.md).
  */
 import { sqlPool, type Db } from '../client.ts';
 
@@ -66,13 +67,15 @@ const RENEW = {
      WHERE account_id = $1 AND key = $2 AND lock_token = $3::uuid`,
 };
 
-/** `$1` account id, `$2` key, `$3` lock token, `$4` status, `$5` content type, `$6` body: the answer, kept. */
+/**
+ * `$1` account id, `$2` key, `$3` lock token, `$4` status, `$5` content type, `$6` body: the answer, kept.
+ * A synchronous commit (module comment): the answer is durable before the client receives it.
+ */
 const FINISH = {
   name: 'signet_idempotency_finish',
   text: `
     UPDATE idempotency_keys
        SET response_status = $4, response_content_type = $5, response_body = $6, lock_token = NULL, locked_until = NULL
-      FROM ${ASYNC_COMMIT}
      WHERE account_id = $1 AND key = $2 AND lock_token = $3::uuid`,
 };
 
