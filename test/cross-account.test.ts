@@ -21,6 +21,7 @@ import { restRoutes } from '../rest-compat/index.ts';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { schema } from '../src/graphql/schema/index.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { makeP12 } from './helpers/certificates.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { subscribeSse } from './helpers/subscriptions.ts';
 
@@ -39,6 +40,7 @@ let mine: {
   delivery: number;
   apiKey: number;
   bulkSend: number;
+  signingCertificate: number;
 };
 let bobTemplate: number;
 
@@ -87,7 +89,23 @@ beforeAll(async () => {
     send_email: false,
   });
   expect(bulk.status, JSON.stringify(bulk.json)).toBe(202);
+  // An own signing certificate (docs/signatures.md), for revokeSigningCertificate.
+  const certificate = await graphql(
+    t.url,
+    'mutation ($input: UploadSigningCertificateInput!) { uploadSigningCertificate(input: $input) { id } }',
+    {
+      key: alice.apiKey,
+      variables: {
+        input: {
+          file: makeP12({ commonName: 'Alice', password: 'pw', toDays: 365 }).p12.toString('base64'),
+          password: 'pw',
+        },
+      },
+    },
+  );
+  expect(certificate.body.errors).toBeUndefined();
   mine = {
+    signingCertificate: certificate.body.data.uploadSigningCertificate.id as number,
     template,
     submission: created.json[0].submission_id,
     submitter: created.json[0].id,
@@ -104,6 +122,7 @@ afterAll(async () => {
 
 type Ids = typeof mine;
 const unknownIds = (): Ids => ({
+  signingCertificate: UNKNOWN,
   template: UNKNOWN,
   submission: UNKNOWN,
   submitter: UNKNOWN,
@@ -417,6 +436,11 @@ const GRAPHQL_CASES: GraphQLCase[] = [
     field: 'redeliverWebhook',
     query: 'mutation ($id: Int!) { redeliverWebhook(input: {deliveryId: $id}) { delivery { id } } }',
     variables: (i) => ({ id: i.delivery }),
+  },
+  {
+    field: 'revokeSigningCertificate',
+    query: 'mutation ($id: Int!) { revokeSigningCertificate(id: $id) { id } }',
+    variables: (i) => ({ id: i.signingCertificate }),
   },
   {
     field: 'revokeApiKey',

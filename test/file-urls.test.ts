@@ -325,8 +325,10 @@ describe('GET/HEAD /file/:token/:filename', () => {
 });
 
 describe('buildApp with a given storage and signer', () => {
-  it('uses them, and a tiny ttl expires the URL', async () => {
-    const signer = createFileUrlSigner({ appUrl: 'https://files.example.test', secret: SECRET, ttlMs: 1000 });
+  it('uses them, and a short ttl expires the URL', async () => {
+    // A minute: short against the default 40 (a URL made 2 minutes ago is stale only with this signer),
+    // long enough that the fresh URL is still valid when a busy machine gets to fetch it (1 s was not).
+    const signer = createFileUrlSigner({ appUrl: 'https://files.example.test', secret: SECRET, ttlMs: 60_000 });
     const t = await startTestApp({ signer });
     try {
       expect(t.app.files.signer).toBe(signer);
@@ -337,7 +339,7 @@ describe('buildApp with a given storage and signer', () => {
       const fresh = new URL(signer.url(file));
       expect(fresh.origin).toBe('https://files.example.test');
       expect((await fetch(`${t.url}${fresh.pathname}`)).status).toBe(200);
-      const stale = new URL(signer.url(file, { now: Date.now() - 2000 }));
+      const stale = new URL(signer.url(file, { now: Date.now() - 120_000 }));
       expect((await fetch(`${t.url}${stale.pathname}`)).status).toBe(403);
     } finally {
       await t.close();

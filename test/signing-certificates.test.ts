@@ -5,54 +5,18 @@
  * /tools/verify, the independent verifier), refused when it cannot serve, warned about before it
  * expires (GraphQL, the log once a day), and revoked.
  */
-import { generateKeyPairSync } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import forge from 'node-forge';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { secretKeyOf } from '../src/signing/certificate-authority.ts';
 import { unseal, unsealText } from '../src/signing/sealed-secrets.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { DAY, makeP12 } from './helpers/certificates.ts';
 import { pdfsig, pdfsigSignatures, verifyIndependently } from './helpers/pades-verifier.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { runSignet } from './helpers/processes.ts';
-
-const DAY = 86_400_000;
-
-/** A PKCS#12 of a new RSA key and a self-signed certificate (node-forge), valid over the given days from now. */
-function makeP12(options: {
-  commonName: string;
-  password: string;
-  fromDays?: number;
-  toDays: number;
-  keyUsage?: Record<string, boolean>;
-}): { p12: Buffer; der: Buffer } {
-  const { privateKey, publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
-  const cert = forge.pki.createCertificate();
-  cert.publicKey = forge.pki.publicKeyFromPem(publicKey.export({ type: 'spki', format: 'pem' }).toString());
-  cert.serialNumber = '01a2b3c4';
-  cert.validity.notBefore = new Date(Date.now() + (options.fromDays ?? -1) * DAY);
-  cert.validity.notAfter = new Date(Date.now() + options.toDays * DAY);
-  const subject = [
-    { name: 'commonName', value: options.commonName },
-    { name: 'organizationName', value: 'Acme' },
-  ];
-  cert.setSubject(subject);
-  cert.setIssuer(subject);
-  cert.setExtensions([
-    { name: 'basicConstraints', cA: false },
-    { name: 'keyUsage', critical: true, ...(options.keyUsage ?? { digitalSignature: true, nonRepudiation: true }) },
-  ]);
-  const key = forge.pki.privateKeyFromPem(privateKey.export({ type: 'pkcs8', format: 'pem' }).toString());
-  cert.sign(key, forge.md.sha256.create());
-  const asn1 = forge.pkcs12.toPkcs12Asn1(key, [cert], options.password, { algorithm: 'aes256' });
-  return {
-    p12: Buffer.from(forge.asn1.toDer(asn1).getBytes(), 'binary'),
-    der: Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(cert)).getBytes(), 'binary'),
-  };
-}
 
 const VIEW = 'id name subject issuer notAfter inUse revokedAt expiryWarning sha256Fingerprint';
 
@@ -195,13 +159,13 @@ describe('GraphQL', () => {
     expect(row.expiryWarnedAt).toBeInstanceOf(Date);
   }, 180_000);
 
-  it('revokeSigningCertificate: the previous valid one signs again; another account’s is NOT_FOUND', async () => {
+  it('revokeSigningCertificate: the previous valid one signs again; another account’s is FORBIDDEN', async () => {
     const [current] = (await graphql(t.url, `{ signingCertificates { ${VIEW} } }`, { key: acme.apiKey })).body.data
       .signingCertificates;
     const foreign = await graphql(t.url, `mutation { revokeSigningCertificate(id: ${current.id}) { id } }`, {
       key: other.apiKey,
     });
-    expect(foreign.body.errors?.[0]?.extensions?.code).toBe('NOT_FOUND');
+    expect(foreign.body.errors?.[0]?.extensions?.code).toBe('FORBIDDEN');
     const revoked = await graphql(t.url, `mutation { revokeSigningCertificate(id: ${current.id}) { ${VIEW} } }`, {
       key: acme.apiKey,
     });
@@ -266,11 +230,15 @@ describe('CLI', () => {
     );
     expect(revoked.code, revoked.stderr).toBe(0);
     expect(JSON.parse(revoked.stdout.trim())).toMatchObject({ id: view.id, inUse: false });
-    const missing = await runSignet(
+    // Another account's certificate: refused as every record of another account (FORBIDDEN).
+    const foreign = await runSignet(
       ['certificate', 'revoke', '--account-id', '999999', '--id', String(view.id)],
       env(),
     );
+    expect(foreign.code).toBe(2);
+    expect(foreign.stderr).toContain('Not authorized');
+    const missing = await runSignet(['certificate', 'revoke', '--account-id', '999999', '--id', '999999'], env());
     expect(missing.code).toBe(2);
-    expect(missing.stderr).toContain(`Signing certificate ${view.id} not found`);
+    expect(missing.stderr).toContain('Signing certificate 999999 not found');
   }, 180_000);
 });

@@ -181,18 +181,21 @@ export async function uploadSigningCertificate(
 /**
  * Revokes one of the account's certificates: it signs nothing more, and the account's newest other
  * valid one (else the service's) signs instead. Documents it signed stay trusted by /tools/verify.
- * @throws AppError NOT_FOUND when the account has no such certificate
+ * @throws AppError NOT_FOUND when no account has such a certificate, FORBIDDEN when another account does
  */
 export async function revokeSigningCertificate(
   deps: { db: Db; config: Pick<SigningConfig, 'signingCertificateWarningDays'> },
   options: { accountId: number; id: number },
 ): Promise<SigningCertificateView> {
   return deps.db.$transaction(async (tx) => {
+    // An account's own certificates only (the service's generated ones have no account): another
+    // account's is FORBIDDEN, as every record of another account (docs/security.md).
     const found = await tx.signingCertificate.findFirst({
-      where: { id: options.id, accountId: options.accountId, kind: 'signing', certificate: { not: null } },
-      select: { id: true, revokedAt: true },
+      where: { id: options.id, accountId: { not: null }, kind: 'signing', certificate: { not: null } },
+      select: { id: true, accountId: true, revokedAt: true },
     });
     if (!found) throw new AppError('NOT_FOUND', `Signing certificate ${options.id} not found`);
+    if (found.accountId !== options.accountId) throw new AppError('FORBIDDEN');
     const row = await tx.signingCertificate.update({
       where: { id: found.id },
       data: { revokedAt: found.revokedAt ?? new Date(), isDefault: false },
