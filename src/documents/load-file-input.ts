@@ -32,7 +32,7 @@ export interface ResolvedAddress {
 export interface LoadFileInputOptions {
   /**
    * Names the value in messages. "file in `documents[0]`" gives DocuSeal-style messages such as
-   * ``file is required in `documents[0]`.``; a plain name ("file") gives "file is required.".
+   * "file is required in `documents[0]`."; a plain name ("file") gives "file is required.".
    */
   field: string;
   /** Allow URLs whose host resolves to private, loopback or other non-public addresses (tests only). */
@@ -307,7 +307,7 @@ async function readBody(
 /** The name from `filename*` (RFC 8187, preferred) or `filename` of a Content-Disposition header. */
 function filenameFromDisposition(header: string | undefined): string | undefined {
   if (!header) return undefined;
-  const extended = /filename\*\s*=\s*([\w!#$%&+^`{}~-]*)'[^']*'([^;\s]+)/i.exec(header);
+  const extended = /filename\*\s*=\s*([\w!#$%&+^\x60{}~-]*)'[^']*'([^;\s]+)/i.exec(header);
   if (extended) {
     const bytes = percentDecode(extended[2]);
     const name = sanitizeFilename(bytes.toString(extended[1].toLowerCase() === 'iso-8859-1' ? 'latin1' : 'utf8'));
