@@ -21,20 +21,19 @@ import { sealedBundle } from './certificate-authority.ts';
 import { UploadSigningCertificateRequest } from './signing-certificate-input.ts';
 import type { SigningConfig } from './certificates.ts';
 import { openPkcs12Bundle } from './pkcs12.ts';
-import { commonNameOf, extensionOf, nameText, OID, parseCertificate, sha256 } from './pki.ts';
+import {
+  type CertificateSummary,
+  commonNameOf,
+  extensionOf,
+  OID,
+  parseCertificate,
+  summarizeCertificate,
+} from './pki.ts';
 
 /** A stored certificate as the API shows it (never the key or the password). */
-export interface SigningCertificateView {
+export interface SigningCertificateView extends CertificateSummary {
   id: number;
   name: string;
-  subject: string;
-  issuer: string;
-  /** Lower-case hex. */
-  serialNumber: string;
-  notBefore: Date;
-  notAfter: Date;
-  /** Lower-case hex SHA-256 of the certificate's DER. */
-  sha256Fingerprint: string;
   /** Signs the account's documents now: the newest one neither revoked nor expired. */
   inUse: boolean;
   revokedAt: Date | null;
@@ -79,12 +78,7 @@ function viewOf(row: Row, inUse: boolean, config: Pick<SigningConfig, 'signingCe
   return {
     id: row.id,
     name: row.name,
-    subject: nameText(certificate.subject),
-    issuer: nameText(certificate.issuer),
-    serialNumber: Buffer.from(certificate.serialNumber.valueBlock.valueHexView).toString('hex'),
-    notBefore: certificate.notBefore.value,
-    notAfter: certificate.notAfter.value,
-    sha256Fingerprint: sha256(row.certificate!).toString('hex'),
+    ...summarizeCertificate(certificate, row.certificate!),
     inUse,
     revokedAt: row.revokedAt,
     createdAt: row.createdAt,

@@ -166,6 +166,34 @@ export function commonNameOf(name: pkijs.RelativeDistinguishedNames): string | n
   return entry ? String(entry.value.valueBlock.value) : null;
 }
 
+/**
+ * A certificate as the API shows it (GraphQL `SignerCertificate` of /tools/verify and the fields of
+ * `SigningCertificate`): names as RFC 4514-like text, the serial number and the SHA-256 of the DER in
+ * lower-case hex, the validity period (RFC 5280 §4.1.2.5).
+ */
+export interface CertificateSummary {
+  subject: string;
+  issuer: string;
+  /** Lower-case hex. */
+  serialNumber: string;
+  notBefore: Date;
+  notAfter: Date;
+  /** Lower-case hex SHA-256 of the certificate's DER. */
+  sha256Fingerprint: string;
+}
+
+/** The summary of a parsed certificate; `der` is its encoding (hashed for the fingerprint). */
+export function summarizeCertificate(certificate: pkijs.Certificate, der: Uint8Array): CertificateSummary {
+  return {
+    subject: nameText(certificate.subject),
+    issuer: nameText(certificate.issuer),
+    serialNumber: Buffer.from(certificate.serialNumber.valueBlock.valueHexView).toString('hex'),
+    notBefore: certificate.notBefore.value,
+    notAfter: certificate.notAfter.value,
+    sha256Fingerprint: sha256(der).toString('hex'),
+  };
+}
+
 /** The RFC 5280 §4.2.1.2 method (1) key identifier: SHA-1 of the subjectPublicKey bits. */
 export function keyIdentifier(certificateOrSpki: pkijs.Certificate | pkijs.PublicKeyInfo): Buffer {
   const spki =

@@ -39,6 +39,7 @@ import { type AuditChainReport, parseChainHead, verifyAuditChain } from './audit
 import { type SigningConfig, trustedCertificates } from './certificates.ts';
 import { type ChangesAfterSigning, changesAfterSigning } from './pdf-revisions.ts';
 import {
+  type CertificateSummary,
   commonNameOf,
   cryptoEngine as sharedCryptoEngine,
   DOCUMENT_TIMESTAMP_SUBFILTER as DOCUMENT_TIMESTAMP,
@@ -48,6 +49,7 @@ import {
   parseAsn1,
   parseCertificate,
   serialOf,
+  summarizeCertificate,
 } from './pki.ts';
 import { checkTimeStampToken, readTstInfo } from './timestamps.ts';
 
@@ -58,16 +60,7 @@ export interface VerificationMessage {
 }
 
 /** The signer certificate of a signature. */
-export interface SignerCertificate {
-  subject: string;
-  issuer: string;
-  /** Lower-case hex. */
-  serialNumber: string;
-  notBefore: Date;
-  notAfter: Date;
-  /** Lower-case hex SHA-256 of the certificate's DER. */
-  sha256Fingerprint: string;
-}
+export type SignerCertificate = CertificateSummary;
 
 /** A timestamp's check: a signature timestamp (B-T) or a document timestamp (B-LTA). */
 export interface TimestampReport {
@@ -458,16 +451,8 @@ function padesLevelOf(
 
 /** The signer certificate's fields, name and whether it is one the service signs with. */
 function describeCertificate(report: PdfSignatureReport, certificate: pkijs.Certificate, trusted: Set<string>): void {
-  const der = Buffer.from(certificate.toSchema().toBER(false));
-  const fingerprint = sha256Hex(der);
-  report.certificate = {
-    subject: nameText(certificate.subject),
-    issuer: nameText(certificate.issuer),
-    serialNumber: Buffer.from(certificate.serialNumber.valueBlock.valueHexView).toString('hex'),
-    notBefore: certificate.notBefore.value,
-    notAfter: certificate.notAfter.value,
-    sha256Fingerprint: fingerprint,
-  };
+  report.certificate = summarizeCertificate(certificate, Buffer.from(certificate.toSchema().toBER(false)));
+  const fingerprint = report.certificate.sha256Fingerprint;
   report.signerName = commonNameOf(certificate.subject) ?? report.certificate.subject;
   report.trusted = trusted.has(fingerprint);
 }

@@ -7,6 +7,7 @@
 import type { SigningCertificateView } from '../../signing/account-certificates.ts';
 import { UploadSigningCertificateRequest } from '../../signing/signing-certificate-input.ts';
 import { builder } from '../builder.ts';
+import { CertificateRef } from './certificate-summary.ts';
 import { requireEveryFolder } from '../../accounts/key-scopes.ts';
 import { requireViewer } from '../context.ts';
 import { fromGraphQLInput, zodInputType } from '../zod-input.ts';
@@ -15,15 +16,10 @@ const SigningCertificateRef = builder.objectRef<SigningCertificateView>('Signing
   description:
     "A certificate of the account's own that signs its completed documents instead of the service's " +
     '(docs/signatures.md).',
+  interfaces: [CertificateRef],
   fields: (t) => ({
     id: t.exposeInt('id'),
     name: t.exposeString('name'),
-    subject: t.exposeString('subject', { description: 'e.g. `CN=Acme Ltd, O=Acme Ltd, C=DE`.' }),
-    issuer: t.exposeString('issuer'),
-    serialNumber: t.exposeString('serialNumber', { description: 'Lower-case hex.' }),
-    notBefore: t.expose('notBefore', { type: 'DateTime' }),
-    notAfter: t.expose('notAfter', { type: 'DateTime' }),
-    sha256Fingerprint: t.exposeString('sha256Fingerprint', { description: 'Lower-case hex SHA-256 of the DER.' }),
     inUse: t.exposeBoolean('inUse', { description: "Signs the account's documents now." }),
     revokedAt: t.expose('revokedAt', { type: 'DateTime', nullable: true }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),

@@ -14,6 +14,7 @@ import type {
   VerificationMessage,
 } from '../../signing/verify-pdf.ts';
 import { builder } from '../builder.ts';
+import { CertificateRef } from './certificate-summary.ts';
 import { requireViewer } from '../context.ts';
 
 const VerificationMessageRef = builder.objectRef<VerificationMessage>('VerificationMessage').implement({
@@ -26,14 +27,8 @@ const VerificationMessageRef = builder.objectRef<VerificationMessage>('Verificat
 
 const SignerCertificateRef = builder.objectRef<SignerCertificate>('SignerCertificate').implement({
   description: 'The certificate a signature was made with.',
-  fields: (t) => ({
-    subject: t.exposeString('subject', { description: 'e.g. `CN=Signet, O=Signet`.' }),
-    issuer: t.exposeString('issuer'),
-    serialNumber: t.exposeString('serialNumber', { description: 'Lower-case hex.' }),
-    notBefore: t.expose('notBefore', { type: 'DateTime' }),
-    notAfter: t.expose('notAfter', { type: 'DateTime' }),
-    sha256Fingerprint: t.exposeString('sha256Fingerprint', { description: 'Lower-case hex SHA-256 of the DER.' }),
-  }),
+  interfaces: [CertificateRef],
+  fields: () => ({}),
 });
 
 const TimestampRef = builder.objectRef<TimestampReport>('SignatureTimestamp').implement({
