@@ -50,7 +50,7 @@ export interface StartSignetOptions {
 
 async function start(
   config: ReturnType<typeof loadConfig>,
-  logger: pino.Logger,
+  { logger, print }: ServiceLog,
   cleanups: Cleanup[],
   options: StartSignetOptions,
 ): Promise<void> {
@@ -120,7 +120,7 @@ async function start(
       '',
     );
   }
-  process.stdout.write(`${lines.join('\n')}\n`);
+  print(`${lines.join('\n')}\n`);
 }
 
 /** Whether `host` is a loopback address (127.0.0.0/8, ::1, localhost). */
@@ -152,7 +152,8 @@ export function startSignet(options: StartSignetOptions = {}): Promise<void> {
     process.stderr.write(`${(error as Error).message}\n`);
     process.exit(error instanceof ConfigError ? 2 : 1);
   }
-  const logger = createLogger(config);
+  const log = createLogger(config);
+  const { logger } = log;
   const cleanups: Cleanup[] = [];
   const closeAll = async () => {
     for (const cleanup of cleanups.splice(0).reverse()) {
@@ -160,7 +161,7 @@ export function startSignet(options: StartSignetOptions = {}): Promise<void> {
     }
   };
 
-  const startup = start(config, logger, cleanups, options);
+  const startup = start(config, log, cleanups, options);
 
   let shuttingDown = false;
   const shutdown = async (signal: string) => {
@@ -185,16 +186,31 @@ export function startSignet(options: StartSignetOptions = {}): Promise<void> {
   });
 }
 
+/** The service's logger, and how it prints text (the banner) to stdout in order with the log lines. */
+interface ServiceLog {
+  logger: pino.Logger;
+  /** Writes `text` as it is to stdout, after the log lines written before it and never inside one. */
+  print: (text: string) => void;
+}
+
 /**
  * The service's logger: JSON lines (pino), or pino-pretty's coloured lines for a person at a
  * terminal (config.logFormat: LOG_FORMAT, default pretty when stdout is a TTY outside production).
  * pino-pretty runs in this thread as pino's destination (no worker thread), and is loaded only
- * when used.
+ * when used. JSON lines go through pino's own asynchronous destination (pino.destination(1), as
+ * `pino()` makes by default; flushed at exit), so the banner is written to that same destination:
+ * written beside it with process.stdout.write, it came before the lines logged earlier, or inside
+ * one when stdout was slow (a full pipe or terminal makes the destination write in parts).
  */
-function createLogger(config: ReturnType<typeof loadConfig>): pino.Logger {
-  if (config.logFormat === 'json') return pino({ level: config.logLevel });
+function createLogger(config: ReturnType<typeof loadConfig>): ServiceLog {
+  if (config.logFormat === 'json') {
+    const destination = pino.destination(1);
+    return { logger: pino({ level: config.logLevel }, destination), print: (text) => destination.write(text) };
+  }
   const pretty = prettyStream();
-  return pino({ level: config.logLevel }, pretty({ colorize: process.stdout.isTTY === true, sync: true }));
+  const logger = pino({ level: config.logLevel }, pretty({ colorize: process.stdout.isTTY === true, sync: true }));
+  // pino-pretty writes synchronously: what was logged is out before the banner.
+  return { logger, print: (text) => process.stdout.write(text) };
 }
 
 /** pino-pretty's stream factory, loaded on first use (createRequire: main.ts starts synchronously). */
