@@ -13,6 +13,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
+import { lockSubmissionAndSubmitter } from '../src/db/queries/signing-form.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
@@ -669,7 +670,8 @@ describe('declining and refusals', () => {
       };
 
       const [declined, other] = await createSubmission();
-      await decline(declined.slug, 'no thanks');
+      const declinedAnswer = await decline(declined.slug, 'no thanks');
+      expect(declinedAnswer.errors, JSON.stringify(declinedAnswer.errors)).toBeUndefined();
       await check(declined.slug, 'Form has been declined.');
       await check(other.slug, 'Form has been declined.');
 
@@ -724,4 +726,40 @@ describe('fields the signer does not fill', () => {
       expect(done.data.completeSigningForm.state).toBe('COMPLETED');
     },
   );
+});
+
+describe('row locks of a form operation', () => {
+  it('let another party’s event be recorded meanwhile: no deadlock with the audit chain', async () => {
+    // A form operation (lockSignerForm) holds the submission's and its signer's rows while another
+    // party's event is inserted (as a signature request job's statement does): that insert's chain
+    // trigger takes the submission's advisory lock, then its foreign-key check wants the submission
+    // row. The operation then records its own event, which wants that advisory lock. With FOR UPDATE
+    // the two waited for each other and PostgreSQL aborted one ("deadlock detected"). No email, so
+    // that no request job takes part.
+    const [client, manager] = await createSubmission(templateId, { send_email: false });
+    const event = (submitterId: number, eventType: string) => ({
+      accountId: alice.accountId,
+      submissionId: client.submission_id,
+      submitterId,
+      eventType,
+    });
+    let other: Promise<unknown> | undefined;
+    await t.db.$transaction(async (tx) => {
+      await lockSubmissionAndSubmitter(tx, { submissionId: client.submission_id, submitterId: client.id });
+      // .then() sends it now (a Prisma query runs when awaited).
+      other = t.db.submissionEvent.create({ data: event(manager.id, 'send_email') }).then((row) => row);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await tx.submissionEvent.create({ data: event(client.id, 'decline_form') });
+    });
+    await other;
+    const recorded = await t.db.submissionEvent.findMany({
+      where: { submissionId: client.submission_id },
+      select: { eventType: true, submitterId: true },
+      orderBy: { chainSeq: 'asc' },
+    });
+    expect(recorded.slice(-2)).toEqual([
+      { eventType: 'send_email', submitterId: manager.id },
+      { eventType: 'decline_form', submitterId: client.id },
+    ]);
+  });
 });
