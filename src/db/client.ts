@@ -11,6 +11,18 @@ export { Prisma } from '../generated/prisma/client.ts';
 
 const pools = new WeakMap<Db, pg.Pool>();
 
+/** How long a statement may wait for a pool connection (pg's connectionTimeoutMillis), in ms. */
+const CONNECTION_WAIT_MS = 5_000;
+
+/**
+ * Interactive transactions (`db.$transaction(async (tx) => …)`) without options of their own:
+ * they wait for a connection as long as a single statement does (Prisma's default is 2 s), and
+ * may run 15 s (default 5 s) before Prisma rolls them back. On a busy machine the defaults turned
+ * slowness into failed requests (P2028, "Transaction already closed") that a client then retried,
+ * adding load; a transaction here is a few statements, so the longer limit bounds a stuck one only.
+ */
+const TRANSACTION_OPTIONS = { maxWait: CONNECTION_WAIT_MS, timeout: 15_000 };
+
 /**
  * Creates a Prisma client over a new pg pool; `db.$disconnect()` also ends the pool.
  * @param connectionString postgresql:// URL
@@ -21,17 +33,25 @@ export function createDb(
   connectionString: string,
   options: { poolSize?: number; onQuery?: (sql: string) => void } = {},
 ): Db {
-  const pool = new pg.Pool({ connectionString, max: options.poolSize ?? 10, connectionTimeoutMillis: 5000 });
+  const pool = new pg.Pool({
+    connectionString,
+    max: options.poolSize ?? 10,
+    connectionTimeoutMillis: CONNECTION_WAIT_MS,
+  });
   // An idle connection dropped by the server is replaced on next use; it must not crash the process.
   pool.on('error', () => undefined);
   const adapter = new PrismaPg(pool, { disposeExternalPool: true });
   const onQuery = options.onQuery;
   if (!onQuery) {
-    const client = new PrismaClient({ adapter });
+    const client = new PrismaClient({ adapter, transactionOptions: TRANSACTION_OPTIONS });
     pools.set(client, pool);
     return client;
   }
-  const client = new PrismaClient({ adapter, log: [{ emit: 'event', level: 'query' }] });
+  const client = new PrismaClient({
+    adapter,
+    transactionOptions: TRANSACTION_OPTIONS,
+    log: [{ emit: 'event', level: 'query' }],
+  });
   client.$on('query', (event) => onQuery(event.query));
   // Our own plain SQL runs as named statements; Prisma reports its statements through the event
   // above (the adapter runs them through this pool too, so they must not be counted twice).
