@@ -21,11 +21,12 @@ COPY prisma ./prisma
 RUN npm ci
 
 COPY . .
-# What `npm start` does before starting: bundle the service into dist/main.mjs.
+# What `npm start` does before starting: bundle the service into dist/main.mjs (and the `signet` CLI
+# into dist/cli.mjs, which bin/signet.mjs runs while it is newer than src/).
 RUN node scripts/build.mjs
 # The image keeps the production dependencies only: no test runner, linter, compiler or Prisma CLI
-# (the generated client in src/generated stays). src/ stays too: the `signet` CLI runs it through
-# tsx, and the signing page is bundled from it at start.
+# (the generated client in src/generated stays). src/ stays too: the signing page is bundled from
+# it at start.
 RUN npm prune --omit=dev && npm cache clean --force
 
 # --- runtime: the production image --------------------------------------------------------

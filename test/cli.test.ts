@@ -2,11 +2,14 @@
  * The `signet` CLI run as a real process against a test database.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
 import { createDb, type Db } from '../src/db/client.ts';
 import { MIGRATIONS_DIR } from '../src/db/migrate.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
-import { runSignet, startService, type ServiceProcess } from './helpers/processes.ts';
+import { ROOT, runSignet, startService, type ServiceProcess } from './helpers/processes.ts';
 
 let database: TestDatabase;
 let db: Db;
@@ -457,5 +460,34 @@ describe('signet help', () => {
     expect(group.stderr).toMatch(
       /^signet: "api-key" needs a command\n\nUsage: signet api-key <create\|revoke\|list> \[options\]/,
     );
+  });
+});
+
+describe('bin/signet.mjs', () => {
+  it('runs dist/cli.mjs while it is newer than every file under src/, else the source through tsx', () => {
+    // A tree of its own: bin/signet.mjs as shipped, a "bundle" and a "source" that say which ran.
+    const tree = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-bin-'));
+    try {
+      for (const dir of ['bin', 'dist', 'src/cli']) fs.mkdirSync(path.join(tree, dir), { recursive: true });
+      fs.copyFileSync(path.join(ROOT, 'bin', 'signet.mjs'), path.join(tree, 'bin', 'signet.mjs'));
+      fs.symlinkSync(path.join(ROOT, 'node_modules'), path.join(tree, 'node_modules'));
+      fs.writeFileSync(path.join(tree, 'package.json'), '{"type": "module"}\n');
+      const source = path.join(tree, 'src', 'cli', 'main.ts');
+      const bundle = path.join(tree, 'dist', 'cli.mjs');
+      fs.writeFileSync(source, "const ran: string = 'source';\nprocess.stdout.write(ran);\n");
+      fs.writeFileSync(bundle, "process.stdout.write('bundle');\n");
+      const run = () => execFileSync(process.execPath, [path.join(tree, 'bin', 'signet.mjs')], { encoding: 'utf8' });
+      const at = (file: string, seconds: number) => fs.utimesSync(file, seconds, seconds);
+
+      at(source, 1_000_000);
+      at(bundle, 2_000_000);
+      expect(run()).toBe('bundle');
+      at(source, 3_000_000); // an edit after the build
+      expect(run()).toBe('source');
+      fs.rmSync(bundle); // never built
+      expect(run()).toBe('source');
+    } finally {
+      fs.rmSync(tree, { recursive: true, force: true });
+    }
   });
 });

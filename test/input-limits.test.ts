@@ -426,7 +426,8 @@ describe('validation.pattern runs on RE2', () => {
     };
     const started = performance.now();
     expect(() => completionValues([field], 'signer', { code: `${'a'.repeat(34)}!` })).toThrow('Code is invalid');
-    expect(performance.now() - started).toBeLessThan(50);
+    // Well under a second even on a busy machine; a backtracking engine needs about 2^34 steps (minutes).
+    expect(performance.now() - started).toBeLessThan(1000);
     expect(completionValues([field], 'signer', { code: 'a'.repeat(34) })).toEqual({ code: 'a'.repeat(34) });
 
     // Through the server: the signer's completion is refused as usual, and /health is not held up.

@@ -22,20 +22,25 @@ export function databaseUrl(database: string): string {
 }
 
 /**
- * Creates an empty database named signet_test_<random>, optionally migrated.
- * @param options.migrate apply prisma/migrations (default true)
+ * Creates a database named signet_test_<random>: migrated (a copy of the run's migrated template,
+ * test/global-setup.ts), or empty.
+ * @param options.migrate with prisma/migrations applied (default true); false: empty, for the tests
+ *   that apply them
  */
 export async function createTestDatabase(options: { migrate?: boolean } = {}): Promise<TestDatabase> {
   const name = `signet_test_${randomBytes(6).toString('hex')}`;
+  const template = options.migrate !== false ? inject('templateDatabase') : undefined;
   const admin = new pg.Client({ connectionString: inject('adminDatabaseUrl') });
   await admin.connect();
   try {
-    await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(name)}`);
+    const from = template ? ` TEMPLATE ${admin.escapeIdentifier(template)}` : '';
+    await admin.query(`CREATE DATABASE ${admin.escapeIdentifier(name)}${from}`);
   } finally {
     await admin.end();
   }
   const url = databaseUrl(name);
-  if (options.migrate !== false) await applyMigrations({ connectionString: url });
+  // Without a template (a run whose setup made none): migrated here.
+  if (options.migrate !== false && !template) await applyMigrations({ connectionString: url });
   return {
     url,
     name,
