@@ -185,8 +185,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   });
   // Changes with side effects: jobs and events written in the change's transaction (the outbox).
   const effects = createSideEffects({ db, jobs, live });
-  // WebSockets and SSE streams end when the credential they opened with is revoked, on every instance.
-  const sessions = createCredentialSessions({ db, live, logger: fastify.log, recheckMs: config.credentialsRecheck });
+  // WebSockets and SSE streams end when the credential they opened with is revoked, on every
+  // instance: PostgreSQL announces it (LISTEN from start() on).
+  const sessions = createCredentialSessions({ db, logger: fastify.log, recheckMs: config.credentialsRecheck });
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
   const mailer = observeSends(createMailer(config, fastify.log), (provider, outcome) =>
     metrics.message('email', provider, outcome),
@@ -335,6 +336,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     reminders: { scan: () => reminderScanner.scan() },
     async start(listen = {}) {
       await jobs.start();
+      await sessions.start();
       idempotencyKeys.startSweeping();
       reminderScanner.start();
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
@@ -365,7 +367,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
           () => jobs.stop({ timeoutMs: config.shutdownTimeout }),
           config.shutdownTimeout + STOP_STEP_MS,
         );
-        sessions.close();
+        await step('credential sessions', () => sessions.close(), STOP_STEP_MS);
         idempotencyKeys.close();
         await step('live events', () => live.close(), STOP_STEP_MS);
         await step('renderer', () => renderer.close(), STOP_STEP_MS);
