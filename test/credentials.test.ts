@@ -20,11 +20,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { createClient, type Client } from 'graphql-ws';
 import pg from 'pg';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { createAccount, type CreatedAccount } from '../src/accounts/create-account.ts';
 import { createApiKey } from '../src/accounts/api-keys.ts';
-import { REVOCATIONS_LISTENER_NAME } from '../src/accounts/credential-sessions.ts';
+import { authenticate } from '../src/accounts/authenticate.ts';
+import { createCredentialSessions, REVOCATIONS_LISTENER_NAME } from '../src/accounts/credential-sessions.ts';
 import { createDb, type Db } from '../src/db/client.ts';
 import { WEBHOOK_DESTINATION_REFUSED } from '../src/webhooks/send-request.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
@@ -203,6 +205,26 @@ describe('one instance', () => {
     expect(feed.count).toBe(count);
     expect(control.done).toBe(false);
     control.close();
+  });
+
+  it('a session that authenticated before its key was revoked but is tracked after the notification ends', async () => {
+    const sessions = createCredentialSessions({ db: t.db, logger: pino({ level: 'silent' }), recheckMs: 3_600_000 });
+    await sessions.start();
+    try {
+      const key = await newKey(t.url, alice, 'raced');
+      const early = await authenticate(t.db, key.token);
+      const late = await authenticate(t.db, key.token);
+      let earlyEnded = false;
+      let lateEnded = false;
+      sessions.track(early!, () => (earlyEnded = true));
+      await t.db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+      await until(() => earlyEnded, 1000, 'the tracked session to end on the notification');
+      // Tracked only now (an SSE stream is tracked once its execution started): ended all the same.
+      sessions.track(late!, () => (lateEnded = true));
+      await until(() => lateEnded, 1000, 'the session tracked after the notification to end');
+    } finally {
+      await sessions.close();
+    }
   });
 
   it('refuses a revoked key at once: 401 over REST, UNAUTHENTICATED over GraphQL and graphql-ws', async () => {

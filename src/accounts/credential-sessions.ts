@@ -89,6 +89,9 @@ export interface CredentialSessions {
   close(): Promise<void>;
 }
 
+/** How long a revocation is remembered for sessions tracked after it (ms); far above an operation's start. */
+const RECENT_REVOCATIONS_MS = 60_000;
+
 interface Session {
   credential: SessionCredential;
   end: () => void;
@@ -123,7 +126,21 @@ export function createCredentialSessions(options: {
     }
   }
 
+  /**
+   * Credentials revoked in the last RECENT_REVOCATIONS_MS, with when the notification came: a
+   * session that authenticated just before the revocation committed but is tracked only after its
+   * notification was handled (an SSE stream is tracked once its execution started) is checked as
+   * it is tracked, instead of at the next periodic check.
+   */
+  const recent = new Map<string, number>();
+  const isRecent = (c: SessionCredential) =>
+    recent.has(`key:${c.apiKeyId}`) || recent.has(`user:${c.userId}`) || recent.has(`account:${c.accountId}`);
   const revoked = (revocation: CredentialRevocation) => {
+    const now = Date.now();
+    for (const [id, at] of recent) if (now - at > RECENT_REVOCATIONS_MS) recent.delete(id);
+    for (const id of revocation.apiKeyIds) recent.set(`key:${id}`, now);
+    for (const id of revocation.userIds) recent.set(`user:${id}`, now);
+    for (const id of revocation.accountIds) recent.set(`account:${id}`, now);
     const keys = new Set(revocation.apiKeyIds);
     const users = new Set(revocation.userIds);
     const accounts = new Set(revocation.accountIds);
@@ -184,6 +201,9 @@ export function createCredentialSessions(options: {
         end,
       };
       sessions.add(session);
+      // Checked against the tables (the credential may have been restored since), after track()
+      // has returned to its caller.
+      if (recent.size > 0 && isRecent(session.credential)) setImmediate(() => void check());
       return () => {
         sessions.delete(session);
       };
