@@ -83,8 +83,6 @@ export interface CredentialSessions {
    * failure is retried in the background, and the periodic check goes on meanwhile).
    */
   start(): Promise<void>;
-  /** Whether the revocation channel is listened to now (false before start() and while reconnecting). */
-  readonly listening: boolean;
   /** Stops listening and checking (shutdown); open sessions are left to the server's own close. */
   close(): Promise<void>;
 }
@@ -180,7 +178,7 @@ export function createCredentialSessions(options: {
       });
       const stillValid = new Set(valid.map((k) => k.id));
       // Only the keys checked: a session opened meanwhile waits for the next check.
-      endWhere((c) => keyIds.has(c.apiKeyId) && !stillValid.has(c.apiKeyId), 'no longer valid at the periodic check');
+      endWhere((c) => keyIds.has(c.apiKeyId) && !stillValid.has(c.apiKeyId), 'no longer valid at a check');
     } catch (error) {
       logger.warn({ err: error }, 'could not check the credentials of open sessions; trying again at the next check');
     } finally {
@@ -209,9 +207,6 @@ export function createCredentialSessions(options: {
       };
     },
     start: () => listener.start(),
-    get listening() {
-      return listener.listening;
-    },
     async close() {
       clearInterval(timer);
       await listener.close();

@@ -42,8 +42,6 @@ export interface ChannelListener {
    * retried in the background, as after a loss). Called once.
    */
   start(): Promise<void>;
-  /** Whether a connection is listening now. */
-  readonly listening: boolean;
   /** Stops listening and reconnecting; ends the connection. */
   close(): Promise<void>;
 }
@@ -143,9 +141,6 @@ export function listenToChannel(options: {
 
   return {
     start: () => connect(),
-    get listening() {
-      return client !== undefined;
-    },
     async close() {
       closed = true;
       clearInterval(heartbeat);
