@@ -13,6 +13,7 @@ import { type Db, poolUsage } from './db/client.ts';
 import { type ContextFactory, createContextFactory } from './graphql/context.ts';
 import { schema } from './graphql/schema/index.ts';
 import { createGraphQLServer, GRAPHQL_PATH } from './graphql/server.ts';
+import { sendGraphQLRequestError } from './graphql/http-statuses.ts';
 import { registerHealthRoute } from './http/health.ts';
 import { registerServiceIndexRoute } from './http/service-index.ts';
 import { registerErrorHandler } from './http/errors.ts';
@@ -185,8 +186,9 @@ export async function buildApp(options: AppOptions): Promise<App> {
   });
   // Changes with side effects: jobs and events written in the change's transaction (the outbox).
   const effects = createSideEffects({ db, jobs, live });
-  // WebSockets and SSE streams end when the credential they opened with is revoked, on every instance.
-  const sessions = createCredentialSessions({ db, live, logger: fastify.log, recheckMs: config.credentialsRecheck });
+  // WebSockets and SSE streams end when the credential they opened with is revoked, on every
+  // instance: PostgreSQL announces it (LISTEN from start() on).
+  const sessions = createCredentialSessions({ db, logger: fastify.log, recheckMs: config.credentialsRecheck });
   // Jobs this service runs: signature requests by email/SMS, in order, and expiry.
   const mailer = observeSends(createMailer(config, fastify.log), (provider, outcome) =>
     metrics.message('email', provider, outcome),
@@ -281,6 +283,20 @@ export async function buildApp(options: AppOptions): Promise<App> {
     url: GRAPHQL_PATH,
     // OPTIONS (CORS preflights) is answered by src/http/cors.ts.
     method: ['GET', 'POST'],
+    // Bodies Fastify refused before GraphQL saw them answer as GraphQL errors (src/graphql/http-statuses.ts).
+    errorHandler: (error, request, reply) => {
+      const status = (error as { statusCode?: number }).statusCode ?? 500;
+      if (status < 400 || status >= 500) throw error;
+      const tooLarge = status === 413;
+      const message = tooLarge
+        ? `Request body is too large (limit ${Math.round((config.maxBodySize / 1024 / 1024) * 10) / 10} MB)`
+        : (error as Error).message;
+      return sendGraphQLRequestError(request, reply, {
+        status,
+        message,
+        code: tooLarge ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST',
+      });
+    },
     handler: async (request, reply) => {
       const response = await graphql.yoga.handleNodeRequestAndResponse(request, reply, {
         ip: request.ip,
@@ -290,6 +306,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
       response.headers.forEach((value, key) => {
         reply.header(key, value);
       });
+      // Yoga's refusals without a body (415 a content type it does not read, 406 not acceptable).
+      if (!response.body && response.status >= 400) {
+        return sendGraphQLRequestError(request, reply, {
+          status: response.status,
+          message: BODYLESS_REFUSALS[response.status] ?? response.statusText ?? 'Request refused',
+          code: 'BAD_REQUEST',
+        });
+      }
       reply.status(response.status);
       // Streams (SSE, multipart incremental delivery) are piped; a single result is sent whole,
       // with a content-length, which spares the stream machinery and chunked encoding.
@@ -335,6 +359,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
     reminders: { scan: () => reminderScanner.scan() },
     async start(listen = {}) {
       await jobs.start();
+      await sessions.start();
       idempotencyKeys.startSweeping();
       reminderScanner.start();
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
@@ -365,7 +390,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
           () => jobs.stop({ timeoutMs: config.shutdownTimeout }),
           config.shutdownTimeout + STOP_STEP_MS,
         );
-        sessions.close();
+        await step('credential sessions', () => sessions.close(), STOP_STEP_MS);
         idempotencyKeys.close();
         await step('live events', () => live.close(), STOP_STEP_MS);
         await step('renderer', () => renderer.close(), STOP_STEP_MS);
@@ -379,6 +404,14 @@ export async function buildApp(options: AppOptions): Promise<App> {
     },
   };
 }
+
+/** What Yoga's refusals without a body mean, by status. */
+const BODYLESS_REFUSALS: Record<number, string> = {
+  415: 'Unsupported Media Type: send the request as JSON (Content-Type: application/json), or as GET.',
+  406:
+    'Not Acceptable: accept application/graphql-response+json or application/json ' +
+    '(text/event-stream for a subscription).',
+};
 
 /** How long stop() waits for each of its steps beyond what the step itself is given (ms). */
 const STOP_STEP_MS = 5000;

@@ -1,32 +1,40 @@
 /**
- * Credentials that end when revoked (issue 12 §4; src/accounts/credential-sessions.ts,
- * src/graphql/connections.ts): revoking an API key through the API closes every graphql-ws socket
- * opened with it (code 4403) and ends every SSE stream within 1 s, and nothing more arrives on
- * them; other keys' sessions stay open; the key gets 401 at once. With REDIS_URL, a revocation on
- * one instance closes the sessions on another (a real `node dist/main.mjs` on the same database),
- * also when made with the CLI. A key revoked (or a user archived) behind the service's back ends
- * its sessions at the next periodic check. And neither adding a webhook URL nor a test delivery
- * tells what a destination resolved to.
+ * Credentials that end when revoked (issue 12 §4, issue 23 §7; src/accounts/credential-sessions.ts,
+ * src/db/listener.ts, src/graphql/connections.ts): revoking an API key through the API closes every
+ * graphql-ws socket opened with it (code 4403) and ends every SSE stream within 1 s, and nothing
+ * more arrives on them; other keys' sessions stay open; the key gets 401 at once. On two real
+ * service processes (`node dist/main.mjs`) on one database and no Redis, `signet api-key revoke`
+ * (the real CLI), archiving a user and archiving an account close the sessions on both within 1 s
+ * of the change, through PostgreSQL's LISTEN/NOTIFY; a listening connection killed with
+ * pg_terminate_backend comes back and delivers again; one cut while a key is revoked catches up
+ * when it is back. A revocation whose notification never came ends its sessions at the next
+ * periodic check. And neither adding a webhook URL nor a test delivery tells what a destination
+ * resolved to.
  *
  * The instances whose closing is measured check credentials only hourly
- * (CREDENTIALS_RECHECK_SECONDS=3600), so a close within 1 s is the announcement's doing.
+ * (CREDENTIALS_RECHECK_SECONDS=3600), so a close within 1 s is the notification's doing.
  */
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { createClient, type Client } from 'graphql-ws';
-import { Redis } from 'ioredis';
+import pg from 'pg';
+import pino from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
-import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { revokeApiKey } from '../src/accounts/api-keys.ts';
-import { CREDENTIAL_REVOCATIONS_TOPIC, redisChannelPrefix } from '../src/events/pubsub.ts';
+import { createAccount, type CreatedAccount } from '../src/accounts/create-account.ts';
+import { createApiKey } from '../src/accounts/api-keys.ts';
+import { authenticate } from '../src/accounts/authenticate.ts';
+import { createCredentialSessions, REVOCATIONS_LISTENER_NAME } from '../src/accounts/credential-sessions.ts';
+import { createDb, type Db } from '../src/db/client.ts';
 import { WEBHOOK_DESTINATION_REFUSED } from '../src/webhooks/send-request.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { runSignet, startService, type ServiceProcess } from './helpers/processes.ts';
 import { type Feed, subscribeSse, subscribeWs, until, type SubscriptionResult } from './helpers/subscriptions.ts';
+import { startTcpProxy, type TcpProxy } from './helpers/tcp-proxy.ts';
 
 const FORM_EVENTS = 'subscription { formEvents { eventType submitter { id } } }';
 /** Webhook destinations the default configuration refuses, for different reasons. */
@@ -114,23 +122,6 @@ async function submitterOf(url: string, account: CreatedAccount): Promise<number
 
 const resultsOf = (feed: Feed) => feed.count;
 
-/**
- * Raises events until every feed has had one, so that each subscription is known to listen (the
- * protocols do not say when a subscription starts, and on another process it cannot be counted).
- */
-async function untilListening(feeds: Feed[], emit: () => Promise<void>): Promise<void> {
-  await until(
-    async () => {
-      if (feeds.every((f) => f.count > 0)) return true;
-      await emit();
-      await new Promise((resolve) => setTimeout(resolve, 100));
-      return feeds.every((f) => f.count > 0);
-    },
-    15_000,
-    'every subscription to get an event',
-  );
-}
-
 afterAll(async () => {
   for (const s of sockets) await s.client.dispose();
 });
@@ -214,6 +205,26 @@ describe('one instance', () => {
     expect(feed.count).toBe(count);
     expect(control.done).toBe(false);
     control.close();
+  });
+
+  it('a session that authenticated before its key was revoked but is tracked after the notification ends', async () => {
+    const sessions = createCredentialSessions({ db: t.db, logger: pino({ level: 'silent' }), recheckMs: 3_600_000 });
+    await sessions.start();
+    try {
+      const key = await newKey(t.url, alice, 'raced');
+      const early = await authenticate(t.db, key.token);
+      const late = await authenticate(t.db, key.token);
+      let earlyEnded = false;
+      let lateEnded = false;
+      sessions.track(early!, () => (earlyEnded = true));
+      await t.db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() } });
+      await until(() => earlyEnded, 1000, 'the tracked session to end on the notification');
+      // Tracked only now (an SSE stream is tracked once its execution started): ended all the same.
+      sessions.track(late!, () => (lateEnded = true));
+      await until(() => lateEnded, 1000, 'the session tracked after the notification to end');
+    } finally {
+      await sessions.close();
+    }
   });
 
   it('refuses a revoked key at once: 401 over REST, UNAUTHENTICATED over GraphQL and graphql-ws', async () => {
@@ -308,7 +319,7 @@ describe('one instance', () => {
   );
 });
 
-describe('revoked behind the service (SQL, the CLI without Redis): the periodic check', () => {
+describe('a revocation PostgreSQL did not announce: the periodic check', () => {
   let t: TestApp;
   let alice: CreatedAccount;
   beforeAll(async () => {
@@ -320,10 +331,10 @@ describe('revoked behind the service (SQL, the CLI without Redis): the periodic 
   });
 
   it(
-    'closes the sessions of a key revoked, or of a user archived, without an announcement, ' +
+    'closes the sessions of a key revoked, or of a user archived, whose notification never came, ' +
       'within the check interval',
     async () => {
-      const revoked = await newKey(t.url, alice, 'revoked in SQL');
+      const revoked = await newKey(t.url, alice, 'revoked, unannounced');
       const kept = await newKey(t.url, alice, 'kept');
       const viaRevoked = socket(t.url, revoked.token);
       const viaKept = socket(t.url, kept.token);
@@ -331,10 +342,11 @@ describe('revoked behind the service (SQL, the CLI without Redis): the periodic 
       const keptFeed = subscribeWs(viaKept.client, FORM_EVENTS);
       const sse = (await subscribeSse(t.url, revoked.token, FORM_EVENTS)).feed;
       await until(() => t.app.live.subscriberCount(alice.accountId) === 3, 15_000, 'three subscribers');
+      // The instance listens: only the notification is missing (its triggers skipped), as when it is lost.
+      expect(await listeners(t.database.url)).toHaveLength(1);
 
-      // As the CLI does without REDIS_URL: the row only.
       const at = Date.now();
-      await revokeApiKey(t.db, { keyId: revoked.id });
+      await withoutNotification(t.database.url, 'UPDATE api_keys SET revoked_at = now() WHERE id = $1', [revoked.id]);
       await until(() => viaRevoked.closes.length > 0 && sse.done, 3000, 'the periodic check to end both sessions');
       expect(viaRevoked.closes[0]!.code).toBe(4403);
       expect(Date.now() - at).toBeLessThan(1500);
@@ -342,121 +354,202 @@ describe('revoked behind the service (SQL, the CLI without Redis): the periodic 
       expect(keptFeed.done).toBe(false);
 
       // An archived user's keys stop authenticating: their sessions end too.
-      await t.db.user.update({ where: { id: alice.userId }, data: { archivedAt: new Date() } });
+      await withoutNotification(t.database.url, 'UPDATE users SET archived_at = now() WHERE id = $1', [alice.userId]);
       await until(() => viaKept.closes.length > 0, 3000, 'the archived user’s socket to close');
       expect(viaKept.closes[0]!.code).toBe(4403);
     },
   );
 });
 
-describe('two instances, one database, one Redis', () => {
-  const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+/** Runs one statement with the database's triggers off for its session (so no NOTIFY is sent). */
+async function withoutNotification(url: string, sql: string, params: unknown[]): Promise<void> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    // `replica` fires no ordinary trigger (PostgreSQL: session_replication_role); the test user is a superuser.
+    await client.query('SET session_replication_role = replica');
+    await client.query(sql, params);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The backends listening for credential revocations on the database at `url`: their pids. */
+async function listeners(url: string): Promise<number[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>(
+      'SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1 ' +
+        "AND query LIKE 'LISTEN %' ORDER BY pid",
+      [REVOCATIONS_LISTENER_NAME],
+    );
+    return rows.map((row) => row.pid);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('two service processes on one database, no Redis: revocations through LISTEN/NOTIFY', () => {
   const SECRET = randomBytes(32).toString('hex');
-  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-credentials-b-'));
-  let a: TestApp;
+  const dataDirs = [0, 1].map((i) => fs.mkdtempSync(path.join(os.tmpdir(), `signet-credentials-${i}-`)));
+  let database: TestDatabase;
+  let db: Db;
+  /** B reaches PostgreSQL through this proxy, so that a test can cut B alone off the database. */
+  let proxy: TcpProxy;
+  let a: ServiceProcess;
   let b: ServiceProcess;
-  let redis: Redis;
-  let alice: CreatedAccount;
-  let submitterId: number;
-  /**
-   * An event raised on A: a subscriber that gets it is listening (the protocols do not say when a subscription starts).
-   */
-  const emitOnA = () =>
-    a.app.effects.emit([{ type: 'form.viewed', accountId: alice.accountId, recordId: submitterId, at: new Date() }]);
+  const cli = (args: string[]) =>
+    runSignet(args, {
+      DATABASE_URL: database.url,
+      DATA_DIR: dataDirs[0],
+      SECRET_KEY_BASE: SECRET,
+      REDIS_URL: undefined,
+    });
 
   beforeAll(async () => {
-    redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1, lazyConnect: true });
-    await redis.connect(); // the local Redis must answer (../shared/DESIGN.md)
-    a = await startTestApp({ env: { ...NO_RECHECK, REDIS_URL, SECRET_KEY_BASE: SECRET } });
-    b = await startService({
+    database = await createTestDatabase();
+    db = createDb(database.url, { poolSize: 2 });
+    proxy = await startTcpProxy({ port: Number(new URL(database.url).port || 5432) });
+    const env = (dataDir: string, databaseUrl: string) => ({
       ...NO_RECHECK,
-      DATABASE_URL: a.database.url,
+      NODE_ENV: 'test',
+      DATABASE_URL: databaseUrl,
       DATA_DIR: dataDir,
-      REDIS_URL,
       SECRET_KEY_BASE: SECRET,
       CREATE_DEV_ACCOUNT: 'false',
-      NODE_ENV: 'test',
+      REDIS_URL: undefined,
     });
-    alice = await a.createAccount({ name: 'Alice' });
-    submitterId = await submitterOf(a.url, alice);
-    // Both instances listen to the deployment's revocation channel.
-    const channel = `${redisChannelPrefix(SECRET)}${CREDENTIAL_REVOCATIONS_TOPIC}`;
-    await until(
-      async () => Number(((await redis.call('PUBSUB', 'NUMSUB', channel)) as [string, number])[1]) === 2,
-      15_000,
-      'two instances subscribed to the revocation channel',
-    );
+    [a, b] = await Promise.all([
+      startService(env(dataDirs[0]!, database.url)),
+      startService(env(dataDirs[1]!, proxy.url(database.url))),
+    ]);
   }, 180_000);
   afterAll(async () => {
-    await b?.stop();
-    await a?.close();
-    redis?.disconnect();
-    fs.rmSync(dataDir, { recursive: true, force: true });
+    for (const s of sockets) await s.client.dispose();
+    await Promise.all([a?.stop(), b?.stop()]);
+    await db?.$disconnect();
+    await proxy?.close();
+    await database?.drop();
+    for (const dir of dataDirs) fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  it('revoking on A closes the graphql-ws socket and ends the SSE stream on B within 1 s', async () => {
-    const revoked = await newKey(a.url, alice, 'used on B');
-    const onB = socket(b.url, revoked.token);
-    const feed = subscribeWs(onB.client, FORM_EVENTS);
-    const sse = (await subscribeSse(b.url, revoked.token, FORM_EVENTS)).feed;
-    const control = socket(b.url, alice.apiKey);
-    const controlFeed = subscribeWs(control.client, FORM_EVENTS);
-    // All three listen on B once B's Redis connection subscribed to
-    // the account's channel and an event raised on A reached them.
-    const accountChannel = `${redisChannelPrefix(SECRET)}account-events:${alice.accountId}`;
-    await until(
-      async () => Number(((await redis.call('PUBSUB', 'NUMSUB', accountChannel)) as [string, number])[1]) === 1,
-      15_000,
-      'B listening',
+  /** A new account (its user and key), and a second key of that user: one per test, nothing shared. */
+  async function newAccount(name: string) {
+    const account = await createAccount(db, { name, email: `${name.toLowerCase()}-${Date.now()}@credentials.test` });
+    const { token: otherKey } = await createApiKey(db, { userId: account.userId, name: 'other' });
+    return { ...account, otherKey };
+  }
+
+  /**
+   * A graphql-ws socket on `url` with `key`, subscribed to form events; resolves once the
+   * instance tracks it (a query answered on the same socket: each operation authenticates it).
+   */
+  async function openSession(url: string, key: string): Promise<Socket & { feed: Feed }> {
+    const s = socket(url, key);
+    const feed = subscribeWs(s.client, FORM_EVENTS);
+    const viewer = subscribeWs(s.client, '{ viewer { user { id } } }');
+    expect((await viewer.nextData()).viewer.user.id).toBeGreaterThan(0);
+    return { ...s, feed };
+  }
+
+  /** Waits until every socket closed (within `ms`) and checks each closed with 4403 within `ms` of `from`. */
+  async function expectClosedWithin(sessions: Socket[], from: number, ms: number, what: string): Promise<void> {
+    await until(() => sessions.every((s) => s.closes.length > 0), ms + 2000, what);
+    for (const s of sessions) {
+      expect(s.closes[0]).toMatchObject({ code: 4403 });
+      expect(s.closes[0]!.at - from, what).toBeLessThan(ms);
+    }
+  }
+
+  it('each instance listens on one connection of its own', async () => {
+    expect(await listeners(database.url)).toHaveLength(2);
+  });
+
+  it(
+    '`signet api-key revoke` closes the key’s graphql-ws and SSE sessions on both instances within 1 s of ' +
+      'its return; the user’s other key stays open',
+    async () => {
+      const account = await newAccount('Cli');
+      const revoked = [await openSession(a.url, account.apiKey), await openSession(b.url, account.apiKey)];
+      const sse = await Promise.all([a.url, b.url].map((url) => subscribeSse(url, account.apiKey, FORM_EVENTS)));
+      const kept = [await openSession(a.url, account.otherKey), await openSession(b.url, account.otherKey)];
+      const run = await cli(['api-key', 'revoke', '--key-id', String(account.apiKeyId)]);
+      expect(run.code, run.stderr).toBe(0);
+      const returned = Date.now();
+      await expectClosedWithin(revoked, returned, 1000, 'both sockets of the revoked key to close');
+      await until(() => sse.every(({ feed }) => feed.done), 1000, 'both SSE streams to end');
+      expect(Date.now() - returned).toBeLessThan(1000);
+      for (const s of kept) {
+        expect(s.closes).toEqual([]);
+        expect(s.feed.done).toBe(false);
+      }
+    },
+  );
+
+  it('archiving a user closes the sessions of all its keys on both instances within 1 s', async () => {
+    const account = await newAccount('User');
+    const sessions = await Promise.all(
+      [a.url, b.url].flatMap((url) => [openSession(url, account.apiKey), openSession(url, account.otherKey)]),
     );
-    await untilListening([feed, sse, controlFeed], emitOnA);
-    expect((await feed.nextData()).formEvents.eventType).toBe('form.viewed');
+    const control = await newAccount('Bystander');
+    const untouched = await openSession(b.url, control.apiKey);
 
-    const sent = await revokeThroughApi(a.url, alice, revoked.id);
-    await until(() => onB.closes.length > 0 && sse.done, 1000, 'the socket and the stream on B to end');
-    expect(onB.closes[0]).toMatchObject({ code: 4403 });
-    expect(onB.closes[0]!.at - sent).toBeLessThan(1000);
-    // Nothing more on them: the next event reaches the other key's socket only.
-    const counts = [feed.count, sse.count, controlFeed.count];
-    await emitOnA();
-    await until(() => controlFeed.count > counts[2]!, 15_000, 'the next event on the other key’s socket');
-    expect([feed.count, sse.count]).toEqual(counts.slice(0, 2));
-    expect(control.closes).toEqual([]);
-    controlFeed.close();
+    // No path of the service archives a user: an operator does it in SQL.
+    const archived = Date.now();
+    await db.user.update({ where: { id: account.userId }, data: { archivedAt: new Date() } });
+    await expectClosedWithin(sessions, archived, 1000, 'the archived user’s four sockets to close');
+    expect(untouched.closes).toEqual([]);
   });
 
-  it('a revoked key gets 401 at once on both instances', async () => {
-    const key = await newKey(a.url, alice, 'both');
-    for (const url of [a.url, b.url]) expect((await rest(url, key.token, 'GET', '/user')).status).toBe(200);
-    await revokeThroughApi(b.url, alice, key.id);
-    for (const url of [a.url, b.url])
-      expect(await rest(url, key.token, 'GET', '/user')).toEqual({ status: 401, json: { error: 'Not authenticated' } });
-  });
-
-  it('`signet api-key revoke` with REDIS_URL closes the key’s sockets on the running instances at once', async () => {
-    const revoked = await newKey(a.url, alice, 'cli');
-    const onA = socket(a.url, revoked.token);
-    const onB = socket(b.url, revoked.token);
-    const feeds = [subscribeWs(onA.client, FORM_EVENTS), subscribeWs(onB.client, FORM_EVENTS)];
-    await until(() => a.app.live.subscriberCount(alice.accountId) === 1, 15_000, 'A listening');
-    const accountChannel = `${redisChannelPrefix(SECRET)}account-events:${alice.accountId}`;
-    await until(
-      async () => Number(((await redis.call('PUBSUB', 'NUMSUB', accountChannel)) as [string, number])[1]) === 2,
-      15_000,
-      'A and B listening',
+  it('archiving an account closes the sessions of all its keys on both instances within 1 s', async () => {
+    const account = await newAccount('Account');
+    const sessions = await Promise.all(
+      [a.url, b.url].flatMap((url) => [openSession(url, account.apiKey), openSession(url, account.otherKey)]),
     );
-    await untilListening(feeds, emitOnA);
+    const archived = Date.now();
+    await db.account.update({ where: { id: account.accountId }, data: { archivedAt: new Date() } });
+    await expectClosedWithin(sessions, archived, 1000, 'the archived account’s four sockets to close');
+  });
 
-    const cli = await runSignet(['api-key', 'revoke', '--key-id', String(revoked.id)], {
-      DATABASE_URL: a.database.url,
-      DATA_DIR: dataDir,
-      REDIS_URL,
-      SECRET_KEY_BASE: SECRET,
-    });
-    expect(cli.code, cli.stderr).toBe(0);
-    const exited = Date.now();
-    await until(() => onA.closes.length > 0 && onB.closes.length > 0, 1000, 'both sockets to close');
-    for (const s of [onA, onB]) expect(s.closes[0]).toMatchObject({ code: 4403 });
-    expect(Date.now() - exited).toBeLessThan(1000);
+  it('a listening connection killed with pg_terminate_backend comes back and delivers again', async () => {
+    const before = await listeners(database.url);
+    expect(before).toHaveLength(2);
+    await db.$queryRawUnsafe('SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid', before);
+    await until(
+      async () => {
+        const now = await listeners(database.url);
+        return now.length === 2 && now.every((pid) => !before.includes(pid));
+      },
+      10_000,
+      'both instances to LISTEN again on new connections',
+    );
+
+    const account = await newAccount('Reconnected');
+    const sessions = [await openSession(a.url, account.apiKey), await openSession(b.url, account.apiKey)];
+    const run = await cli(['api-key', 'revoke', '--key-id', String(account.apiKeyId)]);
+    expect(run.code, run.stderr).toBe(0);
+    await expectClosedWithin(sessions, Date.now(), 1000, 'both sockets to close after the reconnection');
+  });
+
+  it('a key revoked while an instance could not listen ends its sessions there once it listens again', async () => {
+    const account = await newAccount('Missed');
+    const [onA, onB] = [await openSession(a.url, account.apiKey), await openSession(b.url, account.apiKey)];
+
+    // B loses its database (its listening connection with it); A does not.
+    await proxy.cut('refuse');
+    await until(async () => (await listeners(database.url)).length === 1, 5000, 'B to stop listening');
+    const run = await cli(['api-key', 'revoke', '--key-id', String(account.apiKeyId)]);
+    expect(run.code, run.stderr).toBe(0);
+    await expectClosedWithin([onA], Date.now(), 1000, 'the socket on A to close at once');
+    // B missed the notification; its sockets stay open while it cannot read the database.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(onB.closes).toEqual([]);
+
+    await proxy.restore();
+    const restored = Date.now();
+    // B reconnects (its backoff is at most 5 s), then checks its open sessions.
+    await expectClosedWithin([onB], restored, 6000, 'the socket on B to close once B listens again');
+    await until(async () => (await listeners(database.url)).length === 2, 5000, 'B to listen again');
   });
 });

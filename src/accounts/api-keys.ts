@@ -7,7 +7,6 @@ import { createHash, randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import type { Db } from '../db/client.ts';
 import { AppError } from '../errors.ts';
-import type { LiveEvents } from '../events/pubsub.ts';
 import { formatPath, limitMessage, MAX_ITEMS, MAX_LENGTH } from '../limits.ts';
 import { API_KEY_SCOPES, type ApiKeyScope, type KeyFolders, keyScopes, keyWithin } from './key-scopes.ts';
 
@@ -128,12 +127,11 @@ function checkWithin(
 
 /**
  * Revokes a key; later requests with it get 401 (on every instance: key look-ups are not cached),
- * and, once `options.live` has announced it, every WebSocket and SSE stream opened with it closes
- * on every instance (src/accounts/credential-sessions.ts; without the announcement, at their next
- * periodic check). Revoking twice keeps the first revocation time (and announces it again).
+ * and every WebSocket and SSE stream opened with it closes on every instance within a second (the
+ * database announces the commit: src/accounts/credential-sessions.ts). Revoking twice keeps the
+ * first revocation time.
  * @param options.accountId when given, the key must belong to that account (else FORBIDDEN, as
  *   every record of another account: docs/security.md "Credentials, CORS and file URLs")
- * @param options.live the live-event transport that announces the revocation to every instance
  * @param options.within the revoking key: a key limited to folders revokes only keys within it (keyWithin)
  * @throws AppError NOT_FOUND ("API key <id> not found") when no such key; FORBIDDEN
  */
@@ -142,7 +140,6 @@ export async function revokeApiKey(
   options: {
     keyId: number;
     accountId?: number;
-    live?: Pick<LiveEvents, 'publishRevocation'>;
     within?: { scopes: readonly string[]; folders: KeyFolders | null };
   },
 ): Promise<ApiKeySummary> {
@@ -153,7 +150,6 @@ export async function revokeApiKey(
   const revoked = key.revokedAt
     ? key
     : await db.apiKey.update({ where: { id: key.id }, data: { revokedAt: new Date() }, select: summarySelect });
-  await options.live?.publishRevocation({ apiKeyIds: [key.id] });
   return revoked;
 }
 

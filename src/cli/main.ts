@@ -8,7 +8,6 @@
  */
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import type { FastifyBaseLogger } from 'fastify';
 import {
   AccountPreferencesChange,
   accountReminders,
@@ -182,21 +181,13 @@ const COMMANDS: Record<string, Command> = {
   'api-key revoke': {
     synopsis: 'api-key revoke --key-id N',
     description:
-      'Revokes an API key. Prints {"id":..,"revokedAt":"..."}. Requests with it get 401 at once; the\n' +
-      "service's WebSockets and SSE streams opened with it close at once with REDIS_URL set,\n" +
-      'otherwise within CREDENTIALS_RECHECK_SECONDS.',
+      'Revokes an API key. Prints {"id":..,"revokedAt":"..."}. Requests with it get 401 at once, and the\n' +
+      "running instances' WebSockets and SSE streams opened with it close within a second (PostgreSQL tells them).",
     options: { 'key-id': { type: 'string' } },
     required: ['key-id'],
-    async run(db, flags, config) {
-      // With Redis the running instances hear of it at once (as from the API); without, at their
-      // next check. Loaded only then: the live-events module brings graphql-yoga, slow to load.
-      const live = config.redisUrl ? await connectLiveEvents(db, config, config.redisUrl) : undefined;
-      try {
-        const key = await revokeApiKey(db, { keyId: positiveInt(flags, 'key-id'), live });
-        return { id: key.id, revokedAt: key.revokedAt };
-      } finally {
-        await live?.close();
-      }
+    async run(db, flags) {
+      const key = await revokeApiKey(db, { keyId: positiveInt(flags, 'key-id') });
+      return { id: key.id, revokedAt: key.revokedAt };
     },
   },
   'api-key list': {
@@ -418,17 +409,6 @@ function usageOf(words: string[]): string | undefined {
 }
 
 const isHelpFlag = (arg: string | undefined) => arg === '--help' || arg === '-h';
-
-/** The live-event transport through Redis, to announce a revocation to the running instances. */
-async function connectLiveEvents(db: Db, config: Config, redisUrl: string) {
-  const [{ default: pino }, { resolveSecretKeyBase }, { createLiveEvents }] = await Promise.all([
-    import('pino'),
-    import('../documents/secret-key.ts'),
-    import('../events/pubsub.ts'),
-  ]);
-  const logger = pino({ level: 'warn' }, pino.destination(2)) as unknown as FastifyBaseLogger;
-  return createLiveEvents({ db, logger, redis: { url: redisUrl, secretKeyBase: await resolveSecretKeyBase(config) } });
-}
 
 function positiveInt(flags: Flags, name: string): number {
   const raw = String(flags[name]);

@@ -75,6 +75,17 @@ export function sqlPool(db: Db): pg.Pool {
   return pool;
 }
 
+/**
+ * The postgresql:// URL a client made by createDb connects to (for a connection of its own beside
+ * the pool: src/db/listener.ts).
+ * @throws Error for a client not made by createDb
+ */
+export function connectionStringOf(db: Db): string {
+  const url = sqlPool(db).options.connectionString;
+  if (!url) throw new Error('connectionStringOf: the pool was made without a connection string');
+  return url;
+}
+
 /** Connections of a pool: open, idle, and requests waiting for one. */
 export interface PoolUsage {
   total: number;

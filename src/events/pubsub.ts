@@ -13,9 +13,9 @@
  * again with the same key (a completion job run twice) is published again. A subscriber more than
  * SUBSCRIBER_BUFFER events behind loses the oldest ones.
  *
- * The same transport carries credential revocations (`credential-revocations`): a revoked API key
- * (or, later, an archived user or account) is announced to every instance, which closes the
- * WebSockets and SSE streams opened with it (src/accounts/credential-sessions.ts).
+ * Credential revocations do not travel here: PostgreSQL announces them to every instance, with or
+ * without Redis (src/accounts/credential-sessions.ts).
+
  *
  * Why the event target and not graphql-yoga's createPubSub on top of it: createPubSub gives each
  * subscription an unbuffered Repeater that throws once 1,024 events wait for a slow subscriber,
@@ -66,22 +66,6 @@ export const BULK_SEND_PROGRESS = 'bulk_send.progress';
  */
 export const ACCOUNT_EVENTS_TOPIC = 'account-events';
 
-/**
- * The topic of credential revocations (prefixed like ACCOUNT_EVENTS_TOPIC with Redis):
- * `signet:<deployment>:credential-revocations`.
- */
-export const CREDENTIAL_REVOCATIONS_TOPIC = 'credential-revocations';
-
-/**
- * Credentials that no longer authenticate: sessions (WebSockets, SSE streams) opened with any of
- * them end. Ids only.
- */
-export interface CredentialRevocation {
-  apiKeyIds?: number[];
-  userIds?: number[];
-  accountIds?: number[];
-}
-
 /** The event objects delivered to subscriptions: one object per published event and instance. */
 const delivered = new WeakSet<object>();
 
@@ -107,13 +91,6 @@ interface LiveEventTarget {
   addEventListener(topic: string, listener: (event: CustomEvent<LiveEvent | null>) => void): void;
   removeEventListener(topic: string, listener: (event: CustomEvent<LiveEvent | null>) => void): void;
   dispatchEvent(event: CustomEvent<LiveEvent>): boolean;
-}
-
-/** The same targets as seen by the revocation channel. */
-interface RevocationTarget {
-  addEventListener(topic: string, listener: (event: CustomEvent<CredentialRevocation | null>) => void): void;
-  removeEventListener(topic: string, listener: (event: CustomEvent<CredentialRevocation | null>) => void): void;
-  dispatchEvent(event: CustomEvent<CredentialRevocation>): boolean;
 }
 
 export interface LiveEvents {
@@ -143,17 +120,6 @@ export interface LiveEvents {
   subscriberCount(accountId?: number): number;
   /** Ends every subscription on this instance (their clients get `complete`); later ones end at once. For shutdown. */
   endSubscriptions(): void;
-  /**
-   * Announces revoked credentials to every instance (this one included, through Redis when it is
-   * the transport), after the revocation is committed. Never throws: a failure is logged, and the
-   * instances' periodic check (CREDENTIALS_RECHECK_SECONDS) still ends the sessions.
-   */
-  publishRevocation(revocation: CredentialRevocation): Promise<void>;
-  /**
-   * Calls `listener` for each revocation announced on any instance (with Redis the channel is
-   * subscribed in the background). @returns a function that stops listening
-   */
-  onRevocation(listener: (revocation: CredentialRevocation) => void): () => void;
   /** Ends subscriptions and disconnects from Redis; publish() is a no-op afterwards. */
   close(): Promise<void>;
 }
@@ -174,8 +140,6 @@ export async function createLiveEvents(options: {
   const prefix = options.redis ? redisChannelPrefix(options.redis.secretKeyBase) : '';
   const topicOf = (accountId: number) => `${prefix}${ACCOUNT_EVENTS_TOPIC}:${accountId}`;
   const target: LiveEventTarget = redis?.eventTarget ?? (new EventTarget() as unknown as LiveEventTarget);
-  const revocations = target as unknown as RevocationTarget;
-  const revocationTopic = `${prefix}${CREDENTIAL_REVOCATIONS_TOPIC}`;
 
   /** The stop function of each listening subscription, by account, to count them and end them. */
   const active = new Map<number, Set<() => void>>();
@@ -261,39 +225,6 @@ export async function createLiveEvents(options: {
       for (const stops of active.values()) for (const stop of [...stops]) stop();
     },
 
-    async publishRevocation(revocation) {
-      if (closed) return;
-      const message: CredentialRevocation = {
-        apiKeyIds: ids(revocation.apiKeyIds),
-        userIds: ids(revocation.userIds),
-        accountIds: ids(revocation.accountIds),
-      };
-      try {
-        if (redis) await redis.publishClient.publish(revocationTopic, JSON.stringify(message));
-        else revocations.dispatchEvent(new CustomEvent(revocationTopic, { detail: message }));
-      } catch (error) {
-        logger.error(
-          { err: error, revocation: message },
-          'credential revocation not announced; sessions end at the next check',
-        );
-      }
-    },
-
-    onRevocation(listener) {
-      const handle = (event: CustomEvent<CredentialRevocation | null>) => {
-        const detail = event.detail;
-        if (!detail || typeof detail !== 'object') return;
-        // A message from Redis is data from outside the process: keep integer ids only.
-        listener({
-          apiKeyIds: ids(detail.apiKeyIds),
-          userIds: ids(detail.userIds),
-          accountIds: ids(detail.accountIds),
-        });
-      };
-      revocations.addEventListener(revocationTopic, handle);
-      return () => revocations.removeEventListener(revocationTopic, handle);
-    },
-
     async close() {
       live.endSubscriptions();
       closed = true;
@@ -301,11 +232,6 @@ export async function createLiveEvents(options: {
     },
   };
   return live;
-}
-
-/** The integers of a list (anything else dropped). */
-function ids(value: unknown): number[] {
-  return Array.isArray(value) ? value.filter((v): v is number => Number.isSafeInteger(v)) : [];
 }
 
 /** Looks up the ids each message carries; drops events whose record is gone or in another account. */

@@ -26,6 +26,7 @@ import { useKeyScopes } from './key-scopes.ts';
 import { renderOfflineGraphiQL } from './graphiql.ts';
 import type { IdempotencyKeys } from '../accounts/idempotency-keys.ts';
 import { useIdempotencyKeys } from './idempotency.ts';
+import { useHttpStatuses } from './http-statuses.ts';
 
 export interface GraphQLServer {
   yoga: YogaServerInstance<YogaServerContext, GraphQLContext>;
@@ -153,6 +154,8 @@ export function createGraphQLServer(options: {
       ...(options.sessions ? [useCredentialRevocation(options.sessions)] : []),
       useOperationObservation({ metrics: options.metrics, tracing: options.tracing, loggedErrors }),
       ...(options.idempotencyKeys ? [useIdempotencyKeys(options.idempotencyKeys)] : []),
+      // The HTTP status of each answer by the media type accepted (GraphQL over HTTP).
+      useHttpStatuses(),
       // The scope each operation needs of the caller's key (requireViewer checks it).
       useKeyScopes(),
     ],

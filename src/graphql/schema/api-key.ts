@@ -109,7 +109,6 @@ builder.mutationField('revokeApiKey', (t) =>
       const revoked = await revokeApiKey(ctx.db, {
         keyId: input.id,
         accountId: viewer.account.id,
-        live: ctx.live,
         within: viewer,
       });
       return { apiKey: await ctx.db.apiKey.findUniqueOrThrow({ where: { id: revoked.id } }) };
