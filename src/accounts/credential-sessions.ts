@@ -6,7 +6,7 @@
  * - within a second, on every instance, when PostgreSQL announces it: the database itself sends a
  *   NOTIFY on CREDENTIAL_REVOCATIONS_CHANNEL from the transaction that revokes a key, archives a
  *   user or an account, or deletes a key, whatever made the change (the API, the CLI, SQL;
- *   triggers of prisma/migrations/20261201100000_credential_revocation_notify), and each instance
+ *   triggers of prisma/migrations/20261128110000_credential_revocation_notify), and each instance
  *   LISTENs on a connection of its own (src/db/listener.ts). No Redis is needed, nor used: this
  *   one path serves deployments with and without it;
  * - after that connection was lost and is back (notifications sent meanwhile are lost): at once,
@@ -25,7 +25,7 @@ import type { Viewer } from './authenticate.ts';
 
 /**
  * The PostgreSQL channel of credential revocations (NOTIFY'd by the triggers of
- * prisma/migrations/20261201100000_credential_revocation_notify). A channel is per database, so
+ * prisma/migrations/20261128110000_credential_revocation_notify). A channel is per database, so
  * deployments (or test databases) sharing a server do not hear each other.
  */
 export const CREDENTIAL_REVOCATIONS_CHANNEL = 'signet_credential_revocations';
