@@ -22,10 +22,12 @@ export interface StoreFileOptions {
   /** Anything else read at upload (annotations, image size, ...). */
   metadata?: Record<string, unknown>;
   /**
-   * A signer's upload: removed by the sweep once no value uses it (src/signing-form/sweep-signer-uploads.ts),
-   * its age counted from now (`upload_sweep_at`).
+   * A signer's upload through the signing form: the submitter whose form uploaded it (the only one
+   * whose values may name it, src/signing-form/field-values.ts checkAttachments). The row is then
+   * removed by the sweep once no value uses it (src/signing-form/sweep-signer-uploads.ts), its age
+   * counted from now (`upload_sweep_at`).
    */
-  sweepWhenUnused?: boolean;
+  submitterId?: number;
 }
 
 /** What storeFile checks, in the row's transaction, before it writes the row. */
@@ -126,7 +128,7 @@ function createRow(
       pageCount: input.pageCount ?? null,
       pages: input.pages === undefined || input.pages === null ? Prisma.DbNull : (input.pages as Prisma.InputJsonValue),
       metadata: (input.metadata ?? {}) as Prisma.InputJsonValue,
-      ...(input.sweepWhenUnused ? { uploadSweepAt: new Date() } : {}),
+      ...(input.submitterId !== undefined ? { submitterId: input.submitterId, uploadSweepAt: new Date() } : {}),
     },
   });
 }

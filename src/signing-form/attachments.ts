@@ -2,8 +2,8 @@
  * Files a signer uploads from the form (POST /api/attachments, docs/signing-form.md "Uploads";
  * DocuSeal's `Submitters.create_attachment!`, reference/docuseal-behaviour.md §1.1): signature
  * and initials images (refused when blank), images and other files for image/file fields. Each
- * is a StoredFile of the signer's account whose `metadata.submitter_id` names the signer, so only
- * that signer's form can use its uuid as a value (field-values.ts checkAttachments). A typed
+ * is a StoredFile of the signer's account whose `submitter_id` names the signer, so only that
+ * signer's form can use its uuid as a value (field-values.ts checkAttachments). A typed
  * signature arrives as its text (`typed_text`) and is rendered here (createTypedSignatureAttachment).
  *
  * Bounded per signer (issue 23; docs/security.md "Signer uploads"): at most SIGNER_UPLOADS_MAX_FILES
@@ -199,8 +199,8 @@ export async function createSigningFormAttachment(
       bytes,
       filename,
       contentType,
-      metadata: { submitter_id: signer.id, ...(type ? { type } : {}), source: 'signing_form' },
-      sweepWhenUnused: true,
+      metadata: type ? { type } : {},
+      submitterId: signer.id,
     },
     withinUploadLimits(deps.uploads, signer.id),
   );
@@ -242,8 +242,8 @@ export async function createTypedSignatureAttachment(
       bytes: image.png,
       filename: `${type}.png`,
       contentType: 'image/png',
-      metadata: { submitter_id: signer.id, type, source: 'signing_form', typed_text: image.text },
-      sweepWhenUnused: true,
+      metadata: { type, typed_text: image.text },
+      submitterId: signer.id,
     },
     withinUploadLimits(deps.uploads, signer.id),
   );

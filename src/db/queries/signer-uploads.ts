@@ -1,6 +1,6 @@
 /**
- * The SQL of signers' uploads (stored_files rows with `metadata.source` "signing_form" and
- * `metadata.submitter_id`, src/signing-form/attachments.ts): the quota's count under the
+ * The SQL of signers' uploads (stored_files rows with a `submitter_id`,
+ * src/signing-form/attachments.ts): the quota's count under the
  * submitter's row lock, and the sweep of uploads no value uses
  * (src/signing-form/sweep-signer-uploads.ts; docs/security.md "Signer uploads").
  *
@@ -20,22 +20,20 @@ type Tx = Pick<Prisma.TransactionClient, '$queryRawUnsafe'>;
 
 const utc = (parameter: string) => `(${parameter}::timestamptz AT TIME ZONE 'UTC')`;
 
-/** Rows of a signer's uploads ($1: the submitter's id as text; the partial index of migration 20261128120000). */
-const OF_SIGNER = `metadata->>'source' = 'signing_form' AND metadata->>'submitter_id' = $1`;
-
 /** What a signer has uploaded so far. */
 export interface SignerUploadTotals {
   files: number;
   bytes: number;
 }
 
-/** $1 submitter id (text): the number and total size of the signer's uploads. */
+/** $1 submitter id: the number and total size of the signer's uploads (index stored_files_submitter_id_idx). */
 const COUNT_UPLOADS = `
-  SELECT count(*)::int AS files, COALESCE(sum(byte_size), 0)::float8 AS bytes FROM stored_files WHERE ${OF_SIGNER}`;
+  SELECT count(*)::int AS files, COALESCE(sum(byte_size), 0)::float8 AS bytes
+    FROM stored_files WHERE submitter_id = $1`;
 
 /** The number and total size in bytes of a signer's uploads, as of the statement (no lock). */
 export async function countSignerUploads(tx: Tx, submitterId: number): Promise<SignerUploadTotals> {
-  const [row] = await tx.$queryRawUnsafe<SignerUploadTotals[]>(COUNT_UPLOADS, String(submitterId));
+  const [row] = await tx.$queryRawUnsafe<SignerUploadTotals[]>(COUNT_UPLOADS, submitterId);
   return { files: row?.files ?? 0, bytes: row?.bytes ?? 0 };
 }
 
@@ -59,7 +57,6 @@ export async function lockAndCountSignerUploads(tx: Tx, submitterId: number): Pr
 /** An upload the sweep should look at, and whose form it belongs to. */
 export interface DueSignerUpload {
   fileId: number;
-  /** From `metadata.submitter_id`. */
   submitterId: number;
   /** Null when the submitter no longer exists (its submission was deleted while the upload was stored). */
   submissionId: number | null;
@@ -72,25 +69,22 @@ export interface DueSignerUpload {
  * declined; the submission completed, declined by any party, archived, or past expire_at; its
  * template archived; the submitter gone — or whose age counts from before the cutoff. A superset
  * read without locks: the sweep decides each form under its locks (formStateOf,
- * src/signing-form/form-state.ts), in the statement of SWEEP. (`OFFSET 0` keeps the subquery
- * whole, so the id is cast only where it is digits.)
+ * src/signing-form/form-state.ts), in the statement of SWEEP.
  */
 const DUE_UPLOADS = `
-  SELECT u.id AS "fileId", u.submitter_id AS "submitterId", x.submission_id AS "submissionId"
-    FROM (SELECT f.id, f.upload_sweep_at, (f.metadata->>'submitter_id')::int AS submitter_id
-            FROM stored_files f
-           WHERE f.upload_sweep_at IS NOT NULL AND f.id > $3 AND f.metadata->>'submitter_id' ~ '^[0-9]{1,9}$'
-          OFFSET 0) u
-    LEFT JOIN submitters x ON x.id = u.submitter_id
+  SELECT f.id AS "fileId", f.submitter_id AS "submitterId", x.submission_id AS "submissionId"
+    FROM stored_files f
+    LEFT JOIN submitters x ON x.id = f.submitter_id
     LEFT JOIN submissions s ON s.id = x.submission_id
     LEFT JOIN templates t ON t.id = s.template_id
-   WHERE u.upload_sweep_at <= ${utc('$2')}
-      OR x.id IS NULL
-      OR x.completed_at IS NOT NULL OR x.declined_at IS NOT NULL
-      OR s.completed_at IS NOT NULL OR s.archived_at IS NOT NULL OR t.archived_at IS NOT NULL
-      OR s.expire_at <= ${utc('$1')}
-      OR EXISTS (SELECT 1 FROM submitters d WHERE d.submission_id = s.id AND d.declined_at IS NOT NULL)
-   ORDER BY u.id
+   WHERE f.upload_sweep_at IS NOT NULL AND f.submitter_id IS NOT NULL AND f.id > $3
+     AND (f.upload_sweep_at <= ${utc('$2')}
+          OR x.id IS NULL
+          OR x.completed_at IS NOT NULL OR x.declined_at IS NOT NULL
+          OR s.completed_at IS NOT NULL OR s.archived_at IS NOT NULL OR t.archived_at IS NOT NULL
+          OR s.expire_at <= ${utc('$1')}
+          OR EXISTS (SELECT 1 FROM submitters d WHERE d.submission_id = s.id AND d.declined_at IS NOT NULL))
+   ORDER BY f.id
    LIMIT $4`;
 
 /** Uploads the sweep should look at (DUE_UPLOADS): at most `limit`, of ids above `afterId`, by id. */
@@ -125,8 +119,7 @@ export function dueSignerUploads(
 const SWEEP = `
   WITH due AS (
     SELECT f.id, f.uuid::text AS uuid FROM stored_files f
-     WHERE f.id = ANY($1::int[]) AND f.upload_sweep_at IS NOT NULL
-       AND f.metadata->>'source' = 'signing_form' AND f.metadata->>'submitter_id' = $2::int::text
+     WHERE f.id = ANY($1::int[]) AND f.upload_sweep_at IS NOT NULL AND f.submitter_id = $2::int
        AND ($3::boolean OR f.upload_sweep_at <= ${utc('$4')})
   ),
   used AS (
