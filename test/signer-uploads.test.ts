@@ -11,7 +11,8 @@
  *   application/octet-stream; a program named `.png` is refused; a real PDF named `.png` is a PDF;
  * - the sweep (every second here) removes the rows and bytes of uploads no value uses once the
  *   form is completed or declined, and in a form still open once they are older than
- *   SIGNER_UPLOADS_UNUSED_HOURS (the clock moved 8 days on), and keeps every upload a value uses.
+ *   SIGNER_UPLOADS_UNUSED_HOURS (the clock moved 8 days on), and keeps every upload a value uses,
+ *   also one whose value is being saved while it runs (it waits for the save's row locks).
  * Before this change every upload above was stored (all 200) and kept for ever.
  */
 import { createHash, randomBytes } from 'node:crypto';
@@ -21,6 +22,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createAccount, type CreatedAccount } from '../src/accounts/create-account.ts';
 import { createDb, type Db } from '../src/db/client.ts';
+import { lockSubmissionAndSubmitter } from '../src/db/queries/signing-form.ts';
 import { storageKeyFor } from '../src/documents/storage.ts';
 import { graphql, rest } from './helpers/app.ts';
 import { setFileClockHours } from './helpers/clock.ts';
@@ -345,4 +347,27 @@ describe('the sweep of uploads no value uses', () => {
     const rechecked = await db.storedFile.findUniqueOrThrow({ where: { uuid: openUsed.uuid } });
     expect(rechecked.uploadSweepAt!.getTime()).toBeGreaterThan(Date.now() + 7 * 24 * 3_600_000);
   }, 150_000);
+
+  it('keeps an old upload whose value is being saved while the sweep runs (the save’s row locks)', async () => {
+    // The clock is 8 days on (the test above): every new upload of an open form is due at once.
+    const signer = await newSigner();
+    const proofs = (await signingForm(signer.slug)).fields.find((f) => f.name === 'Proofs')!.uuid;
+    const named = await upload(signer.slug, { bytes: randomBytes(64), name: 'named.dat', type: 'text/plain' });
+    const unnamed = await upload(signer.slug, { bytes: randomBytes(64), name: 'unnamed.dat', type: 'text/plain' });
+    expect([named.status, unnamed.status]).toEqual([200, 200]);
+    const { submissionId } = await db.submitter.findUniqueOrThrow({ where: { id: signer.id } });
+    // A save as saveSigningFormValues makes it, held open for 3 s (sweeps run every second): its
+    // row locks, then the value naming `named`.
+    await db.$transaction(
+      async (tx) => {
+        await lockSubmissionAndSubmitter(tx, { submissionId, submitterId: signer.id });
+        await tx.submitter.update({ where: { id: signer.id }, data: { values: { [proofs]: [named.json.uuid] } } });
+        await sleep(3000);
+      },
+      { timeout: 20_000 },
+    );
+    const exists = async (uuid: string) => (await db.storedFile.count({ where: { uuid } })) === 1;
+    await until(async () => !(await exists(unnamed.json.uuid)), 'the unnamed upload swept');
+    expect(await exists(named.json.uuid)).toBe(true);
+  }, 60_000);
 });
