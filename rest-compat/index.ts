@@ -42,6 +42,7 @@ export function docusealRestApi(options: { extraRoutes?: RestRoute[] } = {}): Ht
       files: signer,
       maxFileBytes: config.maxBodySize,
       images: config.images,
+      uploads: config.signerUploads,
       idempotencyKeys,
     });
     await registerRestGateway(fastify, {

@@ -42,6 +42,7 @@ import { PROJECT_ROOT } from './paths.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
 import { registerPkiRoutes } from './signing/pki-routes.ts';
+import { createSignerUploadSweepSchedule, defineSignerUploadSweep } from './signing-form/sweep-signer-uploads.ts';
 import { createEmailClickTags } from './submissions/signing-links.ts';
 import { defineSubmissionJobs } from './submissions/send-requests.ts';
 import { createReminderScanner, defineReminderJobs } from './submissions/reminders.ts';
@@ -198,6 +199,20 @@ export async function buildApp(options: AppOptions): Promise<App> {
   // The bytes of stored files a permanent delete left without a row (src/documents/unused-files.ts).
   defineUnusedFilesJob(jobs, { db, storage });
   const clock = options.clock ?? systemClock;
+  // Signers' uploads no value uses, removed once their form closed or they are old
+  // (src/signing-form/sweep-signer-uploads.ts).
+  defineSignerUploadSweep(jobs, {
+    db,
+    effects,
+    clock,
+    unusedAfter: config.signerUploads.unusedAfter,
+    logger: fastify.log,
+  });
+  const uploadSweeps = createSignerUploadSweepSchedule({
+    jobs,
+    intervalMs: config.signerUploads.sweepInterval,
+    logger: fastify.log,
+  });
   const sendDeps = {
     db,
     mailer,
@@ -362,6 +377,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
       await sessions.start();
       idempotencyKeys.startSweeping();
       reminderScanner.start();
+      uploadSweeps.start();
       return fastify.listen({ port: listen.port ?? config.port, host: listen.host ?? config.host });
     },
     stop() {
@@ -384,6 +400,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
           clearTimeout(timer);
         }
         await step('reminder scan', () => reminderScanner.stop(), STOP_STEP_MS);
+        uploadSweeps.stop();
         // After the HTTP server (requests in flight may enqueue), before the database (jobs use it).
         await step(
           'jobs',

@@ -164,6 +164,20 @@ const EnvSchema = z.object({
   /** New submissions one template's shared link (/d/…) may start per hour, from all addresses together. */
   TEMPLATE_LINK_STARTS_PER_TEMPLATE: intFromEnv(1, 1_000_000).default(1000),
   /**
+   * All the files one signer may upload through the signing form (POST /api/attachments) together, in megabytes;
+   * fractions allowed (docs/security.md "Signer uploads").
+   */
+  SIGNER_UPLOADS_MAX_MB: z.coerce.number().positive().max(102_400).default(100),
+  /** Files one signer may upload through the signing form (docs/security.md "Signer uploads"). */
+  SIGNER_UPLOADS_MAX_FILES: intFromEnv(1, 1_000_000).default(1000),
+  /**
+   * Hours after which a signer's upload that no value uses is removed while the form is still open (at once, by the
+   * next sweep, once it has closed); fractions allowed.
+   */
+  SIGNER_UPLOADS_UNUSED_HOURS: z.coerce.number().positive().max(87_600).default(168),
+  /** Seconds between two sweeps of signers' unused uploads (src/signing-form/sweep-signer-uploads.ts). */
+  SIGNER_UPLOADS_SWEEP_SECONDS: z.coerce.number().min(1).max(86_400).default(3600),
+  /**
    * Invitations (signature request emails and SMS) a bulk send releases per minute, unless the bulk send gives its
    * own `rate_per_minute` (src/submissions/bulk-send-job.ts). 1 to 60,000: src/limits.ts BULK_SEND_RATE_PER_MINUTE
    * (this file sits below it and cannot import it).
@@ -368,6 +382,13 @@ export interface Config {
   embedOrigins: string[];
   /** Per hour: new submissions through templates' shared links, per client address and per template. */
   templateLinkStarts: { perIp: number; perTemplate: number };
+  /**
+   * Signing-form uploads (docs/security.md "Signer uploads"): at most `maxBytes` and `maxFiles` per signer
+   * (SIGNER_UPLOADS_MAX_MB, SIGNER_UPLOADS_MAX_FILES); the sweep removes those no value uses every `sweepInterval`
+   * milliseconds (SIGNER_UPLOADS_SWEEP_SECONDS), in open forms once `unusedAfter` milliseconds old
+   * (SIGNER_UPLOADS_UNUSED_HOURS).
+   */
+  signerUploads: { maxBytes: number; maxFiles: number; unusedAfter: number; sweepInterval: number };
   /** Invitations per minute of a bulk send that gives no `rate_per_minute` (BULK_SEND_RATE_PER_MINUTE). */
   bulkSendRatePerMinute: number;
   /** S3-compatible file storage (STORAGE_URL and the AWS_* variables); undefined: local disk under DATA_DIR/files. */
@@ -540,6 +561,12 @@ export function loadConfig(
     // `*` among others is still any origin.
     embedOrigins: !e.EMBED_ORIGINS?.length || e.EMBED_ORIGINS.includes('*') ? ['*'] : e.EMBED_ORIGINS,
     templateLinkStarts: { perIp: e.TEMPLATE_LINK_STARTS_PER_IP, perTemplate: e.TEMPLATE_LINK_STARTS_PER_TEMPLATE },
+    signerUploads: {
+      maxBytes: Math.floor(e.SIGNER_UPLOADS_MAX_MB * 1024 * 1024),
+      maxFiles: e.SIGNER_UPLOADS_MAX_FILES,
+      unusedAfter: Math.round(e.SIGNER_UPLOADS_UNUSED_HOURS * 3_600_000),
+      sweepInterval: Math.round(e.SIGNER_UPLOADS_SWEEP_SECONDS * 1000),
+    },
     bulkSendRatePerMinute: e.BULK_SEND_RATE_PER_MINUTE,
     storage: storageFromEnv(e),
     fileUrlsPresigned: e.FILE_URLS_PRESIGNED ?? false,

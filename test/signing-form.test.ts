@@ -408,7 +408,8 @@ describe('uploads (POST /api/attachments, multipart, no key)', () => {
     expect(Buffer.from(await served.arrayBuffer()).equals(Buffer.from(bytes))).toBe(true);
     const stored = await t.db.storedFile.findUniqueOrThrow({ where: { uuid: json.uuid } });
     expect(stored.accountId).toBe(alice.accountId);
-    expect(stored.metadata).toMatchObject({ submitter_id: client.id, type: 'signature' });
+    expect(stored.submitterId).toBe(client.id);
+    expect(stored.metadata).toMatchObject({ type: 'signature' });
   });
 
   it('refuses a dangerous extension, a blank signature, a missing file and an unknown slug', async () => {
@@ -450,7 +451,7 @@ describe('uploads (POST /api/attachments, multipart, no key)', () => {
       body: JSON.stringify({ submitter_slug: client.slug }),
     });
     expect(json.status).toBe(422);
-    expect(await t.db.storedFile.count({ where: { metadata: { path: ['submitter_id'], equals: client.id } } })).toBe(0);
+    expect(await t.db.storedFile.count({ where: { submitterId: client.id } })).toBe(0);
   });
 
   it('an upload is usable by its own signer only, and a signature must be uploaded as one', async () => {

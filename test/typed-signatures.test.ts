@@ -318,12 +318,8 @@ describe('POST /api/attachments with typed_text', () => {
     const png = await fetchPng(ok.json.url);
     expect(png.bytes.equals(Buffer.from((await renderTypedSignature('K J')).png))).toBe(true);
     const stored = await t.db.storedFile.findUniqueOrThrow({ where: { uuid: ok.json.uuid } });
-    expect(stored.metadata).toEqual({
-      submitter_id: signer.id,
-      type: 'initials',
-      source: 'signing_form',
-      typed_text: 'K J',
-    });
+    expect(stored.submitterId).toBe(signer.id);
+    expect(stored.metadata).toEqual({ type: 'initials', typed_text: 'K J' });
 
     expect(await upload({ submitter_slug: signer.slug, type: 'image', typed_text: 'x' })).toEqual({
       status: 422,
@@ -459,7 +455,8 @@ describe('the signing page (Chromium)', () => {
         { field: 'Signature', value: 'Ada King Lovelace' },
       ]);
       const stored = await t.db.storedFile.findUniqueOrThrow({ where: { uuid: body.uuid } });
-      expect(stored.metadata).toMatchObject({ submitter_id: signer.id, typed_text: 'Ada King Lovelace' });
+      expect(stored.submitterId).toBe(signer.id);
+      expect(stored.metadata).toMatchObject({ typed_text: 'Ada King Lovelace' });
       expect(problems).toEqual([]);
     } finally {
       await context.close();

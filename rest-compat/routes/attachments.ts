@@ -22,6 +22,7 @@ import {
   createSigningFormAttachment,
   createTypedSignatureAttachment,
   findUploadingSigner,
+  type SignerUploadLimits,
 } from '../../src/signing-form/attachments.ts';
 import type { ImageLimits } from '../../src/documents/drawable-image.ts';
 import { apiKeyFromHeaders, authenticate } from '../../src/accounts/authenticate.ts';
@@ -38,6 +39,8 @@ export interface UploadRouteDeps {
   maxFileBytes: number;
   /** IMAGE_MAX_MB and IMAGE_MAX_MEGAPIXELS, for signature, initials and image uploads (drawable-image.ts). */
   images: ImageLimits;
+  /** Each signer's uploads together: SIGNER_UPLOADS_MAX_MB, SIGNER_UPLOADS_MAX_FILES (docs/security.md). */
+  uploads: SignerUploadLimits;
   /**
    * `Idempotency-Key` (../idempotency.ts): honoured for a caller with a valid API key, ignored for the
    * signing form's own uploads (no key: no account to scope it to).

@@ -10,7 +10,8 @@
  * row pointing at it (the completion steps, src/signing/complete-submission.ts).
  *
  * Bytes no StoredFile row uses any more are removed with delete(), by the `delete-unused-files` job
- * only (src/documents/unused-files.ts), which checks under a lock that no row uses them.
+ * (src/documents/unused-files.ts removeUnusedBytes, which checks under a lock that no row uses them),
+ * and by storeFile through the same function when the row of bytes it just put was not written.
  *
  * Two implementations: local disk under `<DATA_DIR>/files` (the default, createLocalStorage) and
  * S3-compatible object storage with `STORAGE_URL=s3://bucket/prefix` (src/documents/s3-storage.ts);
@@ -56,8 +57,9 @@ export interface FileStorage {
   exists(key: string): Promise<boolean>;
   /**
    * Removes the file under `key` (a content-addressed or a named key). A key with no file is no
-   * error (a repeated delete does nothing). Only the `delete-unused-files` job calls it, once no
-   * StoredFile row uses the key (src/documents/unused-files.ts): content-addressed bytes are shared.
+   * error (a repeated delete does nothing). Only removeUnusedBytes calls it (the `delete-unused-files`
+   * job, and storeFile), once no StoredFile row uses the key (src/documents/unused-files.ts):
+   * content-addressed bytes are shared.
    * @throws MissingFileError for a key this storage does not make; the file system's errors
    */
   delete(key: string): Promise<void>;

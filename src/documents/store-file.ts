@@ -6,6 +6,7 @@ import { Prisma } from '../db/client.ts';
 import type { StoredFile } from '../generated/prisma/client.ts';
 import { lockStorageKeyShared } from '../db/queries/stored-file-keys.ts';
 import type { FileStorage, PutResult } from './storage.ts';
+import { removeUnusedBytes } from './unused-files.ts';
 
 export interface StoreFileOptions {
   /** Owner; null for files that belong to no account. */
@@ -20,6 +21,25 @@ export interface StoreFileOptions {
   pages?: unknown;
   /** Anything else read at upload (annotations, image size, ...). */
   metadata?: Record<string, unknown>;
+  /**
+   * A signer's upload through the signing form: the submitter whose form uploaded it (the only one
+   * whose values may name it, src/signing-form/field-values.ts checkAttachments). The row is then
+   * removed by the sweep once no value uses it (src/signing-form/sweep-signer-uploads.ts), its age
+   * counted from now (`upload_sweep_at`).
+   */
+  submitterId?: number;
+}
+
+/** What storeFile checks, in the row's transaction, before it writes the row. */
+export interface StoreFileGuard {
+  /**
+   * Runs after the bytes are in storage, in the transaction that inserts the row, right before
+   * the insert (e.g. a quota counted under a row lock, src/signing-form/attachments.ts). Throwing
+   * writes no row; with the plain client, the bytes just put are then removed unless another row
+   * uses them.
+   * @param put the stored bytes' key, SHA-256 and size in bytes
+   */
+  beforeInsert(tx: Prisma.TransactionClient, put: PutResult): Promise<void>;
 }
 
 /**
@@ -27,23 +47,39 @@ export interface StoreFileOptions {
  * StoredFile row for them; the row's uuid comes from the database (gen_random_uuid()).
  * `deps.db` may be a transaction client (`db.$transaction(async (tx) => storeFile({ db: tx, ... }))`):
  * the row then commits or rolls back with the transaction (with the plain client, the row is
- * written in a transaction of its own). The bytes stay in storage either way — a later put of the
- * same bytes reuses them, and bytes no row uses are removed only by a permanent delete's job
- * (src/documents/unused-files.ts). Until the row's transaction ends, it holds the storage key's
- * shared lock (src/db/queries/stored-file-keys.ts), so that job cannot remove the bytes under it;
- * bytes that job removed between the put and the lock are put again.
+ * written in a transaction of its own). Until the row's transaction ends, it holds the storage
+ * key's shared lock (src/db/queries/stored-file-keys.ts), so the delete-unused-files job
+ * (src/documents/unused-files.ts) cannot remove the bytes under it; bytes that job removed between
+ * the put and the lock are put again. When the row's own transaction fails (`guard` refused, or
+ * the database), the bytes are removed again unless another row uses them (removeUnusedBytes,
+ * under the key's lock); inside a caller's transaction they stay — a later put of the same bytes
+ * reuses them.
  * @returns the created row (`byteSize` is a BigInt, as in the schema)
+ * @throws what `guard` throws; the database's and storage's errors
  */
 export async function storeFile(
   deps: { db: Db | Prisma.TransactionClient; storage: FileStorage },
   input: StoreFileOptions,
+  guard?: StoreFileGuard,
 ): Promise<StoredFile> {
   const put = await deps.storage.put(input.bytes);
-  return inTransaction(deps.db, async (tx) => {
+  const write = async (tx: Prisma.TransactionClient) => {
     await lockStorageKeyShared(tx, put.key);
     if (!(await deps.storage.exists(put.key))) await deps.storage.put(input.bytes);
+    await guard?.beforeInsert(tx, put);
     return createRow(tx, put, input);
-  });
+  };
+  if (!('$transaction' in deps.db)) return write(deps.db);
+  const db = deps.db as Db;
+  try {
+    return await db.$transaction(write);
+  } catch (error) {
+    // Best effort: bytes left behind by a failure here (the database away) are bytes no row names.
+    await removeUnusedBytes({ db, storage: deps.storage }, [{ key: put.key, sha256: put.sha256 }]).catch(
+      () => undefined,
+    );
+    throw error;
+  }
 }
 
 /**
@@ -92,6 +128,7 @@ function createRow(
       pageCount: input.pageCount ?? null,
       pages: input.pages === undefined || input.pages === null ? Prisma.DbNull : (input.pages as Prisma.InputJsonValue),
       metadata: (input.metadata ?? {}) as Prisma.InputJsonValue,
+      ...(input.submitterId !== undefined ? { submitterId: input.submitterId, uploadSweepAt: new Date() } : {}),
     },
   });
 }

@@ -1,7 +1,8 @@
 /**
  * Removing the bytes no StoredFile row uses any more, after a permanent delete
- * (src/templates/delete-records.ts), or once replaced documents as filled so far are deleted
- * (src/signing/submission-outputs.ts). The delete's transaction deletes the rows and records
+ * (src/templates/delete-records.ts), once replaced documents as filled so far are deleted
+ * (src/signing/submission-outputs.ts), or signers' uploads no value uses
+ * (src/signing-form/sweep-signer-uploads.ts). The delete's transaction deletes the rows and records
  * this job in the outbox with the storage keys it freed (src/jobs/outbox.ts), so the bytes go only
  * once the rows are gone for good, and a crash between the commit and the removal loses nothing:
  * the outbox row (or the stored job, taken back from a dead instance) runs at the next start or

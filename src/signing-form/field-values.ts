@@ -148,7 +148,7 @@ function attachmentUuids(fields: Field[], values: Record<string, unknown>): { fi
 
 /**
  * Attachments a signer names must be files uploaded through its own form (POST /api/attachments
- * records `metadata.submitter_id`), or ones its values already held (prefilled through the API):
+ * records the row's `submitter_id`), or ones its values already held (prefilled through the API):
  * a slug must not reach another signer's or another account's files. Signatures and initials must
  * have been uploaded as such (so the blank check ran); images the completion draws must be PNG or
  * JPEG.
@@ -168,12 +168,12 @@ export async function checkAttachments(
   const held = new Set(attachmentUuids(fields, saved).map((a) => a.uuid));
   const files = await db.storedFile.findMany({
     where: { uuid: { in: [...new Set(named.map((a) => a.uuid))] } },
-    select: { uuid: true, accountId: true, contentType: true, metadata: true },
+    select: { uuid: true, accountId: true, submitterId: true, contentType: true, metadata: true },
   });
   for (const { fieldUuid, uuid } of named) {
     const file = files.find((f) => f.uuid === uuid);
-    const metadata = (file?.metadata ?? {}) as { submitter_id?: unknown; type?: unknown };
-    if (!file || file.accountId !== signer.accountId || (metadata.submitter_id !== signer.id && !held.has(uuid))) {
+    const metadata = (file?.metadata ?? {}) as { type?: unknown };
+    if (!file || file.accountId !== signer.accountId || (file.submitterId !== signer.id && !held.has(uuid))) {
       throw new SigningFieldError(fieldUuid, `Unknown attachment ${uuid}`);
     }
     const field = fields.find((f) => f.uuid === fieldUuid)!;

@@ -13,7 +13,7 @@
  * - submissions.template_schema[].file_id (the submission's copy of its template's documents, JSON:
  *   it keeps a file the template no longer uses after PUT /templates/{id}/documents);
  * - submitters.values (uuids of signer uploads and API-given images and files, JSON), and
- *   stored_files.metadata.submitter_id (files uploaded through a signer's form, used or not:
+ *   stored_files.submitter_id (files uploaded through a signer's form, used or not:
  *   src/signing-form/attachments.ts).
  * A file named by a submitter's values is that submitter's own: the signing form accepts only the
  * signer's uploads or files its values already held (src/signing-form/field-values.ts
@@ -83,8 +83,7 @@ const FILES_OF_RECORDS = `
     UNION
     SELECT f.id FROM stored_files f JOIN named n ON f.uuid = n.uuid::uuid WHERE f.account_id = $1
     UNION
-    SELECT f.id FROM stored_files f
-     WHERE f.account_id = $1 AND f.metadata->>'submitter_id' IN (SELECT id::text FROM parties))
+    SELECT f.id FROM stored_files f WHERE f.submitter_id IN (SELECT id FROM parties) AND f.account_id = $1)
   SELECT f.id FROM stored_files f
    WHERE f.account_id = $1
      AND (f.id IN (SELECT id FROM used)
