@@ -37,6 +37,7 @@ import { registerObservability, requestSpanOf } from './http/observability.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { requestIdFor, REQUEST_ID_HEADER } from './observability/request-ids.ts';
 import { startTracing } from './observability/tracing.ts';
+import { configureParsePool } from './parse-pool/pool.ts';
 import { PROJECT_ROOT } from './paths.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
@@ -134,6 +135,8 @@ export interface App {
 
 export async function buildApp(options: AppOptions): Promise<App> {
   const { config, db } = options;
+  // Where uploads, certificates and the tools' files are parsed: worker threads with limits (PARSE_*).
+  configureParsePool(config.parsePool);
   const storage = options.storage ?? (await openFileStorage(config));
   const secretKeyBase = await resolveSecretKeyBase(config);
   const signer =

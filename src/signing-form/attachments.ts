@@ -88,7 +88,7 @@ export async function createSigningFormAttachment(
   if (type === 'signature' || type === 'initials' || type === 'image') {
     let image: Awaited<ReturnType<typeof readDrawableImage>>;
     try {
-      image = await readDrawableImage(bytes, deps.images, { checkInk: type !== 'image' });
+      image = await readDrawableImage(bytes, deps.images, { checkInk: type !== 'image', owner: signer.accountId });
     } catch (error) {
       if (!(error instanceof UnreadableImageError)) throw error;
       if (error.reason === 'too-large')
@@ -109,7 +109,7 @@ export async function createSigningFormAttachment(
     const kind = imageKindOf(bytes);
     const drawable =
       `image/${kind}` === contentType &&
-      (await readDrawableImage(bytes, deps.images).then(
+      (await readDrawableImage(bytes, deps.images, { owner: signer.accountId }).then(
         () => true,
         () => false,
       ));
