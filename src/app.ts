@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import { type Db, poolUsage } from './db/client.ts';
@@ -37,7 +37,9 @@ import { registerObservability, requestSpanOf } from './http/observability.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { requestIdFor, REQUEST_ID_HEADER } from './observability/request-ids.ts';
 import { startTracing } from './observability/tracing.ts';
+import { AppError } from './errors.ts';
 import { configureParsePool } from './parse-pool/pool.ts';
+import { LARGE_BODY_BYTES, parseJsonBody } from './http/json-body.ts';
 import { PROJECT_ROOT } from './paths.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
@@ -280,28 +282,53 @@ export async function buildApp(options: AppOptions): Promise<App> {
     tracing,
   });
 
-  fastify.route({
-    url: GRAPHQL_PATH,
-    // OPTIONS (CORS preflights) is answered by src/http/cors.ts.
-    method: ['GET', 'POST'],
-    handler: async (request, reply) => {
-      const response = await graphql.yoga.handleNodeRequestAndResponse(request, reply, {
-        ip: request.ip,
-        log: request.log,
-        span: requestSpanOf(request),
-      });
-      response.headers.forEach((value, key) => {
-        reply.header(key, value);
-      });
-      reply.status(response.status);
-      // Streams (SSE, multipart incremental delivery) are piped; a single result is sent whole,
-      // with a content-length, which spares the stream machinery and chunked encoding.
-      const contentType = response.headers.get('content-type') ?? '';
-      if (response.body && !/event-stream|multipart/.test(contentType)) {
-        return reply.send(Buffer.from(await response.arrayBuffer()));
-      }
-      return reply.send(response.body);
-    },
+  // GraphQL over HTTP, in a scope of its own: a JSON body over 1 MB (base64 files for verifyPdf,
+  // mergePdfs) is parsed in the parse pool, not on the event loop (src/http/json-body.ts); smaller
+  // ones, and every error, as Fastify parses them.
+  await fastify.register(async (scope) => {
+    const parseJson = scope.getDefaultJsonParser('error', 'ignore');
+    scope.addContentTypeParser(
+      'application/json',
+      { parseAs: 'buffer', bodyLimit: config.maxBodySize },
+      (request: FastifyRequest, body: string | Buffer, done: (error: Error | null, value?: unknown) => void) => {
+        const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+        if (bytes.length <= LARGE_BODY_BYTES) return parseJson(request, bytes.toString('utf8'), done);
+        parseJsonBody(bytes, request.ip).then(
+          (value) => done(null, value),
+          // A body that is not JSON: Fastify's answer (400), whoever parsed it; the pool's limits as they are.
+          (error: Error) =>
+            done(
+              error instanceof AppError && error.message.startsWith('JSON parse error')
+                ? Object.assign(new SyntaxError(error.message), { statusCode: 400 })
+                : error,
+              undefined,
+            ),
+        );
+      },
+    );
+    scope.route({
+      url: GRAPHQL_PATH,
+      // OPTIONS (CORS preflights) is answered by src/http/cors.ts.
+      method: ['GET', 'POST'],
+      handler: async (request, reply) => {
+        const response = await graphql.yoga.handleNodeRequestAndResponse(request, reply, {
+          ip: request.ip,
+          log: request.log,
+          span: requestSpanOf(request),
+        });
+        response.headers.forEach((value, key) => {
+          reply.header(key, value);
+        });
+        reply.status(response.status);
+        // Streams (SSE, multipart incremental delivery) are piped; a single result is sent whole,
+        // with a content-length, which spares the stream machinery and chunked encoding.
+        const contentType = response.headers.get('content-type') ?? '';
+        if (response.body && !/event-stream|multipart/.test(contentType)) {
+          return reply.send(Buffer.from(await response.arrayBuffer()));
+        }
+        return reply.send(response.body);
+      },
+    });
   });
 
   fastify.server.on('upgrade', (request, socket, head) => {

@@ -10,7 +10,11 @@
  * - PDF user space: the page's own unrotated coordinates, y up, origin wherever the page's boxes
  *   put it (what a content stream, and so pdf-lib's drawing calls, use).
  *
- * Parsing and rendering use mupdf (WASM, loaded on first use so the service starts without it).
+ * Parsing and rendering use mupdf (WASM, loaded on first use so the service starts without it), in
+ * the parse pool (src/parse-pool/): the functions that read bytes (inspectPdf, readUploadedPdf,
+ * rewritePdf, flattenPdfForm, the `…Here` ones) run inside its tasks, on a worker thread; callers on
+ * the event loop use the pooled ones (renderPagePng, assertPdfEditable, uploaded-pdf.ts
+ * prepareUploadedPdf). The geometry below is plain arithmetic and runs anywhere.
  */
 import type { PDFDocument, PDFObject, PDFPage } from 'mupdf';
 import { AppError } from '../errors.ts';
