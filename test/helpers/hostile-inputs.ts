@@ -165,7 +165,7 @@ class PdfText {
 
   /** The cross-reference table (its offsets shifted by `skew`, 0 for a true table), trailer and %%EOF. */
   finish(root: number, skew = 0, startxrefSkew = 0): Buffer {
-    const size = Math.max(...this.offsets.keys()) + 1;
+    const size = [...this.offsets.keys()].reduce((max, n) => Math.max(max, n), 0) + 1;
     const start = this.length;
     let xref = `xref\n0 ${size}\n0000000000 65535 f \n`;
     for (let n = 1; n < size; n += 1) {
@@ -279,5 +279,21 @@ export function tallPagePdf(): Buffer {
   pdf.object(2, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>');
   pdf.object(3, '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 100 1400] /Contents 4 0 R >>');
   pdf.stream(4, '', Buffer.from('10 10 m 90 1390 l S'));
+  return pdf.finish(1);
+}
+
+/**
+ * A one-page PDF holding `objects` small arrays besides its page (about 55 bytes each, with its
+ * cross-reference table): 200,000 make 11 MB that pdf-lib, which reads every object into
+ * JavaScript, cannot read in a 64 MB heap (PARSE_MEMORY_MB=64), while mupdf reads them lazily.
+ * @returns the PDF's bytes
+ */
+export function manyObjectsPdf(options: { objects?: number } = {}): Buffer {
+  const objects = options.objects ?? 200_000;
+  const pdf = new PdfText();
+  pdf.object(1, '<< /Type /Catalog /Pages 2 0 R >>');
+  pdf.object(2, '<< /Type /Pages /Kids [3 0 R] /Count 1 >>');
+  pdf.object(3, '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] >>');
+  for (let n = 4; n < objects + 4; n += 1) pdf.object(n, '[1 2 3 4 5 6 7 8]');
   return pdf.finish(1);
 }
