@@ -37,7 +37,10 @@ import type { ParseTaskEnvelope, ParseTaskInput, ParseTaskName, ParseTaskOutput,
 export interface ParsePoolSettings {
   /** Tasks running at once (worker threads). */
   workers: number;
-  /** Longest a task may run, in milliseconds, counted from when a worker takes it (PARSE_TIMEOUT_SECONDS). */
+  /**
+   * Longest a task may run, in milliseconds (PARSE_TIMEOUT_SECONDS), counted from when it is handed to
+   * a worker: a new worker's start (~0.1–0.3 s bundled) counts too.
+   */
   timeoutMs: number;
   /** Largest JavaScript heap, and largest WebAssembly memory, of a worker, in bytes (PARSE_MEMORY_MB). */
   memoryBytes: number;
@@ -60,7 +63,7 @@ const RETRY_AFTER_SECONDS = 5;
 const IDLE_TIMEOUT_MS = 30_000;
 
 export interface ParseTaskOptions {
-  /** Whose task it is, for the fair queue: an account id (or `cli`, `system`, a signer's slug). */
+  /** Whose task it is, for the fair queue: an account id (else a client address, or `system`). */
   owner: string | number;
   /** What is parsed, as messages name it: `The file`, `files[0]`, `documents[1]`. */
   subject: string;
@@ -127,7 +130,7 @@ class FairQueue {
 }
 
 /** Slots of the retirement flags, indexed by a worker's thread id modulo this (see ParsePool). */
-export const RETIRE_FLAG_SLOTS = 65_536;
+const RETIRE_FLAG_SLOTS = 65_536;
 
 class ParsePool {
   private readonly piscina: Piscina<ParseTaskRequest, ParseTaskEnvelope>;
