@@ -28,6 +28,7 @@ import { createDb } from './src/db/client.ts';
 import { openDatabase } from './src/db/database.ts';
 import { applyMigrations } from './src/db/migrate.ts';
 import { createJobQueue } from './src/jobs/job-queue.ts';
+import { closeParsePool } from './src/parse-pool/pool.ts';
 import type { CompletionHooks } from './src/signing/complete-submission.ts';
 import type { Clock } from './src/util/clock.ts';
 import { docusealRestApi } from './rest-compat/index.ts';
@@ -63,6 +64,8 @@ async function start(
 
   const db = createDb(database.url, { poolSize: config.databasePoolSize });
   cleanups.push({ name: 'database client', run: () => db.$disconnect() });
+  // After the HTTP server (closed first): its last requests' parses finish, then the workers end.
+  cleanups.push({ name: 'parse pool', run: closeParsePool });
   // Before listening, so that the key printed below works from the first request.
   const dev = config.createDevAccount ? await ensureDevelopmentAccount(db) : null;
   // A restart: the key was printed on the first start only; say how to replace a lost one.

@@ -172,7 +172,9 @@ async function createWorkerHandler(mode: WorkerMode): Promise<WorkerHandler> {
           const file = Buffer.concat([original, Buffer.from(suffixOf(request))]).toString('base64');
           const started = performance.now();
           // As the createTemplateFromPdf resolver calls them (src/graphql/schema/template-mutations.ts).
-          const documents = await preparePdfDocuments({ config, renderer }, [{ name: 'tracemonkey.pdf', file }]);
+          const documents = await preparePdfDocuments({ config, renderer, accountId }, [
+            { name: 'tracemonkey.pdf', file },
+          ]);
           const prepared = performance.now();
           await saveTemplate(
             // As in the service: template.created is recorded in the outbox (no endpoint here, so no job).

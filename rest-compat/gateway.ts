@@ -34,6 +34,7 @@ import {
 } from 'graphql';
 import { type ApiKeyScope, missingScope, scopeOfOperation } from '../src/accounts/key-scopes.ts';
 import { AppError } from '../src/errors.ts';
+import { parseJsonBody } from '../src/http/json-body.ts';
 import type { ContextFactory, GraphQLContext } from '../src/graphql/context.ts';
 import { findAppError, isGraphQLOwnError } from '../src/graphql/errors.ts';
 import { INTERNAL_ERROR, restErrorFor, ROUTE_NOT_FOUND, sendRestError } from './errors.ts';
@@ -137,17 +138,17 @@ export async function registerRestGateway(app: FastifyInstance, options: RestGat
 
   await app.register(
     async (api) => {
-      // DocuSeal parses every /api body as JSON whatever the Content-Type (§2).
+      // DocuSeal parses every /api body as JSON whatever the Content-Type (§2); a large one in the parse pool.
       api.removeAllContentTypeParsers();
-      api.addContentTypeParser('*', { parseAs: 'string', bodyLimit: options.bodyLimit }, (_req, body, done) => {
-        const text = typeof body === 'string' ? body : body.toString('utf8');
-        if (text.trim() === '') return done(null, undefined);
-        try {
-          done(null, JSON.parse(text));
-        } catch (error) {
-          done(new AppError('VALIDATION', `JSON parse error: ${(error as Error).message}`), undefined);
-        }
-      });
+      api.addContentTypeParser(
+        '*',
+        { parseAs: 'buffer', bodyLimit: options.bodyLimit },
+        async (request: FastifyRequest, body: string | Buffer) =>
+          parseJsonBody(
+            typeof body === 'string' ? Buffer.from(body) : body,
+            contexts.get(request)?.viewer?.account.id ?? request.ip,
+          ),
+      );
 
       api.setNotFoundHandler((_request, reply) => sendRestError(reply, ROUTE_NOT_FOUND));
 

@@ -6,7 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { GraphQLSchema } from 'graphql';
 import type { Config } from './config.ts';
 import { type Db, poolUsage } from './db/client.ts';
@@ -38,6 +38,9 @@ import { registerObservability, requestSpanOf } from './http/observability.ts';
 import { createMetrics, type Metrics } from './observability/metrics.ts';
 import { requestIdFor, REQUEST_ID_HEADER } from './observability/request-ids.ts';
 import { startTracing } from './observability/tracing.ts';
+import { AppError } from './errors.ts';
+import { configureParsePool } from './parse-pool/pool.ts';
+import { LARGE_BODY_BYTES, parseJsonBody } from './http/json-body.ts';
 import { PROJECT_ROOT } from './paths.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
@@ -136,6 +139,8 @@ export interface App {
 
 export async function buildApp(options: AppOptions): Promise<App> {
   const { config, db } = options;
+  // Where uploads, certificates and the tools' files are parsed: worker threads with limits (PARSE_*).
+  configureParsePool(config.parsePool);
   const storage = options.storage ?? (await openFileStorage(config));
   const secretKeyBase = await resolveSecretKeyBase(config);
   const signer =
@@ -294,50 +299,75 @@ export async function buildApp(options: AppOptions): Promise<App> {
     tracing,
   });
 
-  fastify.route({
-    url: GRAPHQL_PATH,
-    // OPTIONS (CORS preflights) is answered by src/http/cors.ts.
-    method: ['GET', 'POST'],
-    // Bodies Fastify refused before GraphQL saw them answer as GraphQL errors (src/graphql/http-statuses.ts).
-    errorHandler: (error, request, reply) => {
-      const status = (error as { statusCode?: number }).statusCode ?? 500;
-      if (status < 400 || status >= 500) throw error;
-      const tooLarge = status === 413;
-      const message = tooLarge
-        ? `Request body is too large (limit ${Math.round((config.maxBodySize / 1024 / 1024) * 10) / 10} MB)`
-        : (error as Error).message;
-      return sendGraphQLRequestError(request, reply, {
-        status,
-        message,
-        code: tooLarge ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST',
-      });
-    },
-    handler: async (request, reply) => {
-      const response = await graphql.yoga.handleNodeRequestAndResponse(request, reply, {
-        ip: request.ip,
-        log: request.log,
-        span: requestSpanOf(request),
-      });
-      response.headers.forEach((value, key) => {
-        reply.header(key, value);
-      });
-      // Yoga's refusals without a body (415 a content type it does not read, 406 not acceptable).
-      if (!response.body && response.status >= 400) {
+  // GraphQL over HTTP, in a scope of its own: a JSON body over 1 MB (base64 files for verifyPdf,
+  // mergePdfs) is parsed in the parse pool, not on the event loop (src/http/json-body.ts); smaller
+  // ones, and every error, as Fastify parses them.
+  await fastify.register(async (scope) => {
+    const parseJson = scope.getDefaultJsonParser('error', 'ignore');
+    scope.addContentTypeParser(
+      'application/json',
+      { parseAs: 'buffer', bodyLimit: config.maxBodySize },
+      (request: FastifyRequest, body: string | Buffer, done: (error: Error | null, value?: unknown) => void) => {
+        const bytes = typeof body === 'string' ? Buffer.from(body) : body;
+        if (bytes.length <= LARGE_BODY_BYTES) return parseJson(request, bytes.toString('utf8'), done);
+        parseJsonBody(bytes, request.ip).then(
+          (value) => done(null, value),
+          // A body that is not JSON: Fastify's answer (400), whoever parsed it; the pool's limits as they are.
+          (error: Error) =>
+            done(
+              error instanceof AppError && error.message.startsWith('JSON parse error')
+                ? Object.assign(new SyntaxError(error.message), { statusCode: 400 })
+                : error,
+              undefined,
+            ),
+        );
+      },
+    );
+    scope.route({
+      url: GRAPHQL_PATH,
+      // OPTIONS (CORS preflights) is answered by src/http/cors.ts.
+      method: ['GET', 'POST'],
+      // Bodies Fastify refused before GraphQL saw them answer as GraphQL errors (src/graphql/http-statuses.ts).
+      errorHandler: (error, request, reply) => {
+        const status = (error as { statusCode?: number }).statusCode ?? 500;
+        if (status < 400 || status >= 500) throw error;
+        const tooLarge = status === 413;
+        const message = tooLarge
+          ? `Request body is too large (limit ${Math.round((config.maxBodySize / 1024 / 1024) * 10) / 10} MB)`
+          : (error as Error).message;
         return sendGraphQLRequestError(request, reply, {
-          status: response.status,
-          message: BODYLESS_REFUSALS[response.status] ?? response.statusText ?? 'Request refused',
-          code: 'BAD_REQUEST',
+          status,
+          message,
+          code: tooLarge ? 'PAYLOAD_TOO_LARGE' : 'BAD_REQUEST',
         });
-      }
-      reply.status(response.status);
-      // Streams (SSE, multipart incremental delivery) are piped; a single result is sent whole,
-      // with a content-length, which spares the stream machinery and chunked encoding.
-      const contentType = response.headers.get('content-type') ?? '';
-      if (response.body && !/event-stream|multipart/.test(contentType)) {
-        return reply.send(Buffer.from(await response.arrayBuffer()));
-      }
-      return reply.send(response.body);
-    },
+      },
+      handler: async (request, reply) => {
+        const response = await graphql.yoga.handleNodeRequestAndResponse(request, reply, {
+          ip: request.ip,
+          log: request.log,
+          span: requestSpanOf(request),
+        });
+        response.headers.forEach((value, key) => {
+          reply.header(key, value);
+        });
+        // Yoga's refusals without a body (415 a content type it does not read, 406 not acceptable).
+        if (!response.body && response.status >= 400) {
+          return sendGraphQLRequestError(request, reply, {
+            status: response.status,
+            message: BODYLESS_REFUSALS[response.status] ?? response.statusText ?? 'Request refused',
+            code: 'BAD_REQUEST',
+          });
+        }
+        reply.status(response.status);
+        // Streams (SSE, multipart incremental delivery) are piped; a single result is sent whole,
+        // with a content-length, which spares the stream machinery and chunked encoding.
+        const contentType = response.headers.get('content-type') ?? '';
+        if (response.body && !/event-stream|multipart/.test(contentType)) {
+          return reply.send(Buffer.from(await response.arrayBuffer()));
+        }
+        return reply.send(response.body);
+      },
+    });
   });
 
   fastify.server.on('upgrade', (request, socket, head) => {

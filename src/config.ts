@@ -94,6 +94,15 @@ const EnvSchema = z.object({
   IMAGE_MAX_MB: z.coerce.number().positive().max(1024).default(10),
   /** Most pixels (width × height) of an image value, in megapixels. */
   IMAGE_MAX_MEGAPIXELS: z.coerce.number().positive().max(1000).default(25),
+  /**
+   * The parse pool (src/parse-pool/pool.ts; docs/security.md "Parsing off the event loop"): worker
+   * threads that parse what callers send, tasks at once beyond which tasks wait, the time and
+   * memory (JS heap, and WebAssembly memory) one task may take, and how many tasks may wait.
+   */
+  PARSE_WORKERS: intFromEnv(1, 64).default(2),
+  PARSE_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(20),
+  PARSE_MEMORY_MB: intFromEnv(64, 16_384).default(512),
+  PARSE_QUEUE_MAX: intFromEnv(0, 10_000).default(20),
   /** Jobs on MongoDB (Agenda's mongo backend) instead of the service's PostgreSQL. */
   JOBS_MONGODB_URL: z.string().min(1).optional(),
   /**
@@ -341,6 +350,8 @@ export interface Config {
    * (src/documents/drawable-image.ts).
    */
   images: { maxBytes: number; maxPixels: number };
+  /** The parse pool's size and limits (src/parse-pool/pool.ts ParsePoolSettings). */
+  parsePool: { workers: number; timeoutMs: number; memoryBytes: number; queueMax: number };
   jobsMongodbUrl: string | undefined;
   /** Milliseconds. */
   jobsLockLifetime: number;
@@ -528,6 +539,12 @@ export function loadConfig(
     images: {
       maxBytes: Math.floor(e.IMAGE_MAX_MB * 1024 * 1024),
       maxPixels: Math.floor(e.IMAGE_MAX_MEGAPIXELS * 1_000_000),
+    },
+    parsePool: {
+      workers: e.PARSE_WORKERS,
+      timeoutMs: Math.round(e.PARSE_TIMEOUT_SECONDS * 1000),
+      memoryBytes: e.PARSE_MEMORY_MB * 1024 * 1024,
+      queueMax: e.PARSE_QUEUE_MAX,
     },
     jobsMongodbUrl: e.JOBS_MONGODB_URL,
     jobsLockLifetime: Math.round(e.JOBS_LOCK_LIFETIME_SECONDS * 1000),

@@ -142,6 +142,27 @@ export const PKI_LIMITS = {
   certificatesPerAccount: 50,
 } as const;
 
+/**
+ * What one PDF may make Signet read (issue 23 item 3; docs/security.md "PDFs"): over any, a 422
+ * naming it. Checked in the parse pool (src/parse-pool/), whose time and memory limits bound the rest.
+ */
+export const PDF_LIMITS = {
+  /**
+   * Objects of one file, as mupdf counts them (its cross-reference table, after any repair):
+   * every object costs mupdf memory once read. Real documents hold thousands (a 2,000-page merge
+   * of scans ~20,000); the largest of the shared fixtures a few hundred.
+   */
+  objects: 500_000,
+  /** Signatures /tools/verify checks in one file: more is refused, not cut short. */
+  signatures: 50,
+  /**
+   * Bytes /tools/verify reads out of one file's streams, together: decompressed (the DSS's
+   * certificates and CRLs) and raw (the objects compared across revisions). One stream larger than
+   * the parse pool's memory limit fails on that limit first.
+   */
+  streamBytes: 64 * 1024 * 1024,
+} as const;
+
 /** Largest CRL downloaded (PKI_LIMITS.crlBytes). */
 export const CRL_MAX_BYTES = PKI_LIMITS.crlBytes;
 

@@ -19,6 +19,7 @@ import type { ApiKeyScope } from '../accounts/key-scopes.ts';
 import { createAccount } from '../accounts/create-account.ts';
 import { listAccounts, listUsers } from '../accounts/list-accounts.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { closeParsePool, configureParsePool } from '../parse-pool/pool.ts';
 import { createDb, type Db } from '../db/client.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
@@ -515,6 +516,7 @@ export async function runCli(
     throw error;
   }
 
+  configureParsePool(config.parsePool);
   const database = await openDatabase(config);
   const db = createDb(database.url, { poolSize: 2 });
   try {
@@ -538,6 +540,7 @@ export async function runCli(
   } finally {
     await db.$disconnect().catch(() => undefined);
     await database.close();
+    await closeParsePool();
   }
 }
 

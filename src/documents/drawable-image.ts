@@ -14,9 +14,12 @@
  *
  * It sits with the documents, below the layers that use it: the signing form's uploads
  * (src/signing-form/attachments.ts), the API's values (src/submissions/create-submissions.ts) and
- * the completion that embeds the images (src/signing/embed-image.ts).
+ * the completion that embeds the images (src/signing/embed-image.ts). The decoding runs in the
+ * parse pool (src/parse-pool/): a crafted image costs a worker's time within its limits, not the
+ * event loop's.
  */
 import type { Config } from '../config.ts';
+import { ownBytes, runParseTask } from '../parse-pool/pool.ts';
 import { loadMupdf } from './pdf.ts';
 
 /**
@@ -75,7 +78,7 @@ export interface DrawableImage {
 }
 
 /**
- * Checks an image value and returns it as the completion will draw it.
+ * Checks an image value and returns it as the completion will draw it, decoding it in the parse pool.
  * - over `limits.maxBytes` bytes, or `limits.maxPixels` pixels as its header says (checked before
  *   the pixels are decoded): "too-large";
  * - not an image mupdf decodes completely, or a JPEG whose frame header pdf-lib cannot read:
@@ -83,16 +86,50 @@ export interface DrawableImage {
  * - JPEG: the bytes as sent; anything else (PNG, GIF, BMP, TIFF …): PNG written by mupdf from the
  *   decoded pixels (alpha kept).
  * @param options.checkInk also tell whether the image has ink (a signature pad left blank has none)
- * @throws UnreadableImageError
+ * @param options.owner whose task it is in the parse pool's fair queue (an account id)
+ * @throws UnreadableImageError; the parse pool's limits (AppError VALIDATION `The image could not
+ *   be read within 20 s (PARSE_TIMEOUT_SECONDS).`, …)
  */
 export async function readDrawableImage(
   bytes: Uint8Array,
   limits: ImageLimits,
-  options: { checkInk?: boolean } = {},
+  options: { checkInk?: boolean; owner: string | number },
 ): Promise<DrawableImage> {
   if (bytes.length > limits.maxBytes) {
     throw new UnreadableImageError('too-large', `is larger than ${formatMb(limits.maxBytes)} MB (IMAGE_MAX_MB)`);
   }
+  const read = await runParseTask(
+    'readDrawableImage',
+    { bytes: ownBytes(bytes), limits, checkInk: options.checkInk === true },
+    { owner: options.owner, subject: 'The image' },
+  );
+  if ('refused' in read) throw new UnreadableImageError(read.refused.reason, read.refused.message);
+  return read.image;
+}
+
+/**
+ * readDrawableImage on the calling thread: the parse pool's `readDrawableImage` task
+ * (src/parse-pool/worker.ts). A refusal is answered, not thrown: an UnreadableImageError does not
+ * cross from the worker as itself.
+ */
+export async function readDrawableImageHere(
+  bytes: Uint8Array,
+  limits: ImageLimits,
+  options: { checkInk: boolean },
+): Promise<{ image: DrawableImage } | { refused: Pick<UnreadableImageError, 'reason' | 'message'> }> {
+  try {
+    return { image: await decodeDrawableImage(bytes, limits, options) };
+  } catch (error) {
+    if (!(error instanceof UnreadableImageError)) throw error;
+    return { refused: { reason: error.reason, message: error.message } };
+  }
+}
+
+async function decodeDrawableImage(
+  bytes: Uint8Array,
+  limits: ImageLimits,
+  options: { checkInk: boolean },
+): Promise<DrawableImage> {
   const mupdf = await loadMupdf();
   let image: InstanceType<typeof mupdf.Image> | undefined;
   let pixmap: InstanceType<typeof mupdf.Pixmap> | undefined;

@@ -10,13 +10,18 @@
  * - PDF user space: the page's own unrotated coordinates, y up, origin wherever the page's boxes
  *   put it (what a content stream, and so pdf-lib's drawing calls, use).
  *
- * Parsing and rendering use mupdf (WASM, loaded on first use so the service starts without it).
+ * Parsing and rendering use mupdf (WASM, loaded on first use so the service starts without it), in
+ * the parse pool (src/parse-pool/): the functions that read bytes (inspectPdf, readUploadedPdf,
+ * rewritePdf, flattenPdfForm, the `…Here` ones) run inside its tasks, on a worker thread; callers on
+ * the event loop use the pooled ones (renderPagePng, assertPdfEditable, uploaded-pdf.ts
+ * prepareUploadedPdf). The geometry below is plain arithmetic and runs anywhere.
  */
 import type { PDFDocument, PDFObject, PDFPage } from 'mupdf';
 import { AppError } from '../errors.ts';
-import { readWithPdfLib } from './pdf-lib-worker.ts';
+import { PDF_LIMITS } from '../limits.ts';
+import { ownBytes, runParseTask } from '../parse-pool/pool.ts';
 
-type Mupdf = typeof import('mupdf');
+export type Mupdf = typeof import('mupdf');
 let mupdfModule: Promise<Mupdf> | undefined;
 
 /** The mupdf module, imported once on first use (its WASM start-up takes ~100 ms). */
@@ -139,13 +144,30 @@ export async function inspectPdf(bytes: Uint8Array, label: string): Promise<PdfI
  * form fields show flattened as in DocuSeal's preview copy. White background, RGB, no alpha.
  *
  * Throws `AppError('VALIDATION')` for a page index out of range, a page whose preview would be
- * over 20 000 px tall, or an unreadable document (callers normally ran `inspectPdf` first). mupdf
- * runs on the calling thread: a Letter page takes ~30–150 ms depending on its content.
+ * over 20 000 px tall, or an unreadable document (callers normally ran `inspectPdf` first); the
+ * parse pool's limits. mupdf renders in the parse pool (src/parse-pool/): a Letter page takes
+ * ~30–150 ms depending on its content, a crafted one as long as the pool's time limit allows.
+ * @param owner whose task it is in the parse pool's fair queue (an account id)
  */
-export async function renderPagePng(bytes: Uint8Array, pageIndex: number, widthPx = PREVIEW_WIDTH_PX): Promise<Buffer> {
+export async function renderPagePng(
+  bytes: Uint8Array,
+  pageIndex: number,
+  widthPx = PREVIEW_WIDTH_PX,
+  owner: string | number = 'system',
+): Promise<Buffer> {
   if (!Number.isInteger(widthPx) || widthPx < 1 || widthPx > 10_000) {
     throw new AppError('VALIDATION', `preview width must be an integer from 1 to 10000 pixels, got ${widthPx}`);
   }
+  const png = await runParseTask(
+    'renderPagePng',
+    { bytes: ownBytes(bytes), pageIndex, widthPx },
+    { owner, subject: 'The document', verb: 'rendered' },
+  );
+  return Buffer.from(png.buffer, png.byteOffset, png.byteLength);
+}
+
+/** renderPagePng on the calling thread: the parse pool's `renderPagePng` task (src/parse-pool/worker.ts). */
+export async function renderPagePngHere(bytes: Uint8Array, pageIndex: number, widthPx: number): Promise<Uint8Array> {
   const mupdf = await loadMupdf();
   const doc = openPdf(mupdf, bytes, 'document');
   try {
@@ -180,10 +202,33 @@ export async function renderPagePng(bytes: Uint8Array, pageIndex: number, widthP
         } finally {
           device.destroy();
         }
-        return Buffer.from(pixmap.asPNG());
+        return pixmap.asPNG().slice();
       } finally {
         pixmap.destroy();
       }
+    } finally {
+      page.destroy();
+    }
+  } catch (error) {
+    throw invalidPdf('The document', error);
+  } finally {
+    doc.destroy();
+  }
+}
+
+/**
+ * The text of a PDF's first page, as mupdf's structured text reads it: the parse pool's
+ * `firstPageText` task (src/parse-pool/worker.ts; /tools/verify reads the audit chain's head printed
+ * on an audit log with it).
+ * @throws AppError VALIDATION as openPdf, and `The document is not a valid PDF: …`
+ */
+export async function firstPageTextHere(bytes: Uint8Array): Promise<string> {
+  const mupdf = await loadMupdf();
+  const doc = openPdf(mupdf, bytes, 'The document');
+  try {
+    const page = doc.loadPage(0);
+    try {
+      return page.toStructuredText('').asText();
     } finally {
       page.destroy();
     }
@@ -267,16 +312,52 @@ export async function readUploadedPdf(bytes: Uint8Array, label: string): Promise
   return { pdf, info: rewritten };
 }
 
+/** What pdf-lib read: the pages of its page tree, or why it could not. */
+export type PdfLibReading = { pageCount: number } | { error: string };
+
+/**
+ * Reads `bytes` with pdf-lib (`PDFDocument.load`, fastest parse, metadata untouched) on the calling
+ * thread (within the parse pool's tasks: src/parse-pool/worker.ts). pdf-lib parses every object of
+ * a file (about 30 ms per MB) and a damaged or crafted file can keep a JavaScript parser busy far
+ * longer, so callers use assertPdfEditable, which runs in the pool.
+ * @returns `{ pageCount }` (pages in pdf-lib's page tree), or `{ error }` when pdf-lib throws
+ */
+export async function readWithPdfLibHere(bytes: Uint8Array): Promise<PdfLibReading> {
+  const { PDFDocument: PdfLibDocument, ParseSpeeds } = await import('pdf-lib');
+  try {
+    const doc = await PdfLibDocument.load(bytes, { updateMetadata: false, parseSpeed: ParseSpeeds.Fastest });
+    return { pageCount: doc.getPages().length };
+  } catch (error) {
+    return { error: String((error as Error)?.message ?? error).split('\n')[0]! };
+  }
+}
+
 /**
  * Checks that pdf-lib, which draws the values and signs at completion (src/signing/draw-values.ts,
  * sign-pdf.ts), reads the PDF and finds `pageCount` pages in its page tree: what mupdf accepts
  * pdf-lib may not, and a document that cannot be drawn on must be refused now, not fail every
- * completion later. Costs one parse (~30 ms for a 1 MB, 14-page file), on a worker thread
- * (src/documents/pdf-lib-worker.ts: the event loop stays free, a read is bounded in time and memory).
- * @throws AppError VALIDATION `<label> is not a valid PDF: …`
+ * completion later. Costs one parse (~30 ms for a 1 MB, 14-page file), in the parse pool
+ * (src/parse-pool/: the event loop stays free, a read is bounded in time and memory).
+ * @param owner whose task it is in the parse pool's fair queue (an account id)
+ * @throws AppError VALIDATION as assertPdfEditableHere; the parse pool's limits
  */
-export async function assertPdfEditable(bytes: Uint8Array, label: string, pageCount: number): Promise<void> {
-  const reading = await readWithPdfLib(bytes);
+export async function assertPdfEditable(
+  bytes: Uint8Array,
+  label: string,
+  pageCount: number,
+  owner: string | number,
+): Promise<void> {
+  await runParseTask('assertPdfEditable', { bytes: ownBytes(bytes), label, pageCount }, { owner, subject: label });
+}
+
+/**
+ * assertPdfEditable on the calling thread (the parse pool's `assertPdfEditable` task, and a part of
+ * uploaded-pdf.ts's).
+ * @throws AppError VALIDATION `<label> is not a valid PDF: <pdf-lib's reason>` / `… its page tree
+ *   holds 4 page(s) where 5 can be read`
+ */
+export async function assertPdfEditableHere(bytes: Uint8Array, label: string, pageCount: number): Promise<void> {
+  const reading = await readWithPdfLibHere(bytes);
   if ('error' in reading)
     throw new AppError(
       'VALIDATION',
@@ -438,9 +519,47 @@ export function savePdf(doc: PDFDocument, options: string): Uint8Array {
   }
 }
 
+/** Reads the streams of one file within a budget of bytes (PDF_LIMITS.streamBytes): see streamReader. */
+export interface StreamReader {
+  /** A stream's bytes as stored (still compressed). */
+  raw(stream: PDFObject): Uint8Array;
+  /** A stream's bytes decompressed. */
+  decoded(stream: PDFObject): Uint8Array;
+}
+
+/**
+ * A StreamReader charging every stream read to one budget: `limit` bytes in all, raw or
+ * decompressed. A single stream is decompressed whole before it is counted; one larger than the
+ * parse pool's memory limit fails on that limit first.
+ * @param label names the file in messages (`file`)
+ * @throws (from its reads) AppError VALIDATION `<label> holds more than 64 MB of stream data to
+ *   read; at most 64 MB are read from one file.`
+ */
+export function streamReader(label: string, limit: number = PDF_LIMITS.streamBytes): StreamReader {
+  let left = limit;
+  const charge = (buffer: { asUint8Array(): Uint8Array; destroy(): void }) => {
+    try {
+      const bytes = buffer.asUint8Array();
+      left -= bytes.length;
+      if (left < 0) {
+        const mb = Math.round(limit / 1024 / 1024);
+        throw new AppError(
+          'VALIDATION',
+          `${label} holds more than ${mb} MB of stream data to read; at most ${mb} MB are read from one file.`,
+        );
+      }
+      return bytes.slice();
+    } finally {
+      buffer.destroy();
+    }
+  };
+  return { raw: (stream) => charge(stream.readRawStream()), decoded: (stream) => charge(stream.readStream()) };
+}
+
 /**
  * Opens PDF bytes with mupdf, or throws `AppError('VALIDATION')` naming `label` for empty input,
- * a missing `%PDF-` header, unparsable bytes or a user password. The caller destroys the document.
+ * a missing `%PDF-` header, unparsable bytes, a user password, or more than PDF_LIMITS.objects
+ * objects. The caller destroys the document. Runs in the parse pool's tasks (src/parse-pool/).
  */
 export function openPdf(mupdf: Mupdf, bytes: Uint8Array, label: string): PDFDocument {
   if (!(bytes instanceof Uint8Array) || bytes.length === 0) {
@@ -461,6 +580,11 @@ export function openPdf(mupdf: Mupdf, bytes: Uint8Array, label: string): PDFDocu
       'VALIDATION',
       `${label} is an encrypted PDF protected by a password; upload it without the password protection`,
     );
+  }
+  const objects = doc.countObjects();
+  if (objects > PDF_LIMITS.objects) {
+    doc.destroy();
+    throw new AppError('VALIDATION', `${label} has ${objects} objects; at most ${PDF_LIMITS.objects} are accepted.`);
   }
   return doc;
 }

@@ -6,7 +6,8 @@
  * Tags are found in mupdf's structured text, which gives every character's quad on the page as
  * displayed; each tag is then removed with a redaction annotation over a thin band through the
  * middle of its characters, applied with images and line art left alone, so that what sits under
- * or around the tag (table borders, shading, neighbouring words) stays as it was.
+ * or around the tag (table borders, shading, neighbouring words) stays as it was. The scan runs in
+ * the parse pool, as part of an upload's task (uploaded-pdf.ts).
  */
 import type { PDFPage, Quad, Rect } from 'mupdf';
 import { AppError } from '../errors.ts';

@@ -9,12 +9,14 @@
  * ZIP64, and, with `validateEntrySizes`, fails an entry as soon as its inflated bytes exceed the
  * size the directory declares. Every entry is then inflated (and thrown away) through that check,
  * so an archive whose directory lies about its sizes (the bench's bomb declares 0 bytes) is
- * caught after the declared bytes, never after gigabytes. Inflating runs on libuv's thread pool;
- * the total is bounded by the limit.
+ * caught after the declared bytes, never after gigabytes. The check runs in the parse pool
+ * (src/parse-pool/: the directory's parsing and the streams' handling off the event loop; the
+ * inflating itself on libuv's thread pool), the total bounded by the limit.
  */
 import path from 'node:path';
 import yauzl from 'yauzl';
 import { AppError } from '../errors.ts';
+import { ownBytes, runParseTask } from '../parse-pool/pool.ts';
 
 const OFFICE_EXTENSIONS = new Set(['docx', 'doc', 'odt', 'rtf']);
 
@@ -40,14 +42,30 @@ const isZip = (bytes: Buffer) => bytes.subarray(0, 4).equals(Buffer.from([0x50, 
 /**
  * Refuses bytes that are no office document, or an archive over the limits, before a converter
  * starts: DOCX and ODT are ZIP packages (checked with `assertArchiveWithinLimits`), .doc an OLE
- * compound file, RTF starts with "{\rtf" (neither is compressed, so neither inflates).
- * @throws AppError VALIDATION (422) naming `filename`.
+ * compound file, RTF starts with "{\rtf" (neither is compressed, so neither inflates). In the parse pool.
+ * @param owner whose task it is in the parse pool's fair queue (an account id)
+ * @throws AppError VALIDATION (422) naming `filename`; the parse pool's limits
  */
 export async function assertOfficeDocument(
   bytes: Buffer,
   filename: string,
   limits: OfficeArchiveLimits,
+  owner: string | number,
 ): Promise<void> {
+  await runParseTask(
+    'assertOfficeDocument',
+    { bytes: ownBytes(bytes), filename, limits },
+    { owner, subject: filename || 'The document' },
+  );
+}
+
+/** assertOfficeDocument on the calling thread: the parse pool's task of that name (src/parse-pool/worker.ts). */
+export async function assertOfficeDocumentHere(
+  input: Uint8Array,
+  filename: string,
+  limits: OfficeArchiveLimits,
+): Promise<void> {
+  const bytes = Buffer.from(input.buffer, input.byteOffset, input.byteLength);
   const name = filename || 'The document';
   if (bytes.length === 0) throw new AppError('VALIDATION', `${name} is empty.`);
   const ole = bytes.subarray(0, 8).equals(Buffer.from([0xd0, 0xcf, 0x11, 0xe0, 0xa1, 0xb1, 0x1a, 0xe1]));

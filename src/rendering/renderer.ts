@@ -49,7 +49,7 @@ export function createRenderer(
     name: inner.name,
     htmlToPdf: (input) => limiter.run(() => inner.htmlToPdf(input)),
     docxToPdf: async (input) => {
-      await assertOfficeDocument(input.docx, input.filename, config.docxLimits);
+      await assertOfficeDocument(input.docx, input.filename, config.docxLimits, input.owner ?? 'system');
       return limiter.run(() => inner.docxToPdf(input));
     },
     close: () => inner.close(),

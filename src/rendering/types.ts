@@ -91,6 +91,8 @@ export interface DocxToPdfInput {
   docx: Buffer;
   /** The uploaded name; only its extension (.docx, .doc, .odt, .rtf) is used. */
   filename: string;
+  /** Whose document it is (an account id): its archive check takes its turn in the parse pool. Default `system`. */
+  owner?: string | number | undefined;
 }
 
 /**

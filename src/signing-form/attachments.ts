@@ -159,7 +159,7 @@ export async function createSigningFormAttachment(
   if (type === 'signature' || type === 'initials' || type === 'image') {
     let image: Awaited<ReturnType<typeof readDrawableImage>>;
     try {
-      image = await readDrawableImage(bytes, deps.images, { checkInk: type !== 'image' });
+      image = await readDrawableImage(bytes, deps.images, { checkInk: type !== 'image', owner: signer.accountId });
     } catch (error) {
       if (!(error instanceof UnreadableImageError)) throw error;
       if (error.reason === 'too-large')
@@ -183,7 +183,7 @@ export async function createSigningFormAttachment(
     // goes by this type): it keeps the type only if it can be drawn.
     if (
       (contentType === 'image/png' || contentType === 'image/jpeg') &&
-      !(await readDrawableImage(bytes, deps.images).then(
+      !(await readDrawableImage(bytes, deps.images, { owner: signer.accountId }).then(
         () => true,
         () => false,
       ))

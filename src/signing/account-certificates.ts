@@ -119,10 +119,15 @@ export async function uploadSigningCertificate(
   const p12 = Buffer.from(request.file, 'base64');
   if (p12.length === 0 || p12.length > PKI_LIMITS.pkcs12Bytes)
     throw new AppError('VALIDATION', `file must be a PKCS#12 of at most ${PKI_LIMITS.pkcs12Bytes / 1024} KB, base64.`);
-  let opened: ReturnType<typeof openPkcs12Bundle>;
+  let opened: Awaited<ReturnType<typeof openPkcs12Bundle>>;
   try {
-    opened = openPkcs12Bundle(p12, request.password, 'the file', 'the password given');
+    opened = await openPkcs12Bundle(p12, request.password, 'the file', {
+      passwordName: 'the password given',
+      owner: options.accountId,
+    });
   } catch (error) {
+    // The bundle's faults (and its parse's limits) are the caller's: 422. A busy parse pool stays a 503.
+    if (error instanceof AppError && error.details?.retryAfterSeconds !== undefined) throw error;
     throw new AppError('VALIDATION', (error as Error).message.replace(/^Signing certificate: /, ''), { cause: error });
   }
   const certificate = parseCertificate(opened.certificate);

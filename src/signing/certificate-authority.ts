@@ -131,7 +131,7 @@ export async function openKeyRow(config: Pick<Config, 'secretKeyBase' | 'dataDir
     p12 = unseal(secret, row.p12, what);
     password = unsealText(secret, row.password, what);
   }
-  const opened = openPkcs12Bundle(p12, password, what);
+  const opened = await openPkcs12Bundle(p12, password, what);
   const stored: StoredKey = {
     id: row.id,
     key: opened.key,

@@ -25,7 +25,7 @@ import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
 import { lockGeneratedCertificate } from '../db/queries/advisory-locks.ts';
 import { AppError } from '../errors.ts';
-import { openPkcs12 } from './pkcs12.ts';
+import { openPkcs12Bundle } from './pkcs12.ts';
 
 const generateKeyPair = promisify(generateKeyPairCallback);
 
@@ -86,7 +86,7 @@ export async function loadSigningIdentity(
         cause: error,
       });
     }
-    const { certificate } = openPkcs12(p12, signingP12Password, source);
+    const certificate = await openedCertificate(p12, signingP12Password, source);
     if (certificate.validity.notAfter.getTime() <= Date.now()) {
       throw new AppError(
         'UNAVAILABLE',
@@ -158,8 +158,18 @@ async function openRowUncached(config: SigningConfig, row: CertificateRow): Prom
     p12 = unseal(secret, row.p12, `signing certificate #${row.id}`);
     password = unsealText(secret, row.password, `signing certificate #${row.id}`);
   }
-  const { certificate } = openPkcs12(p12, password, `signing certificate #${row.id}`);
+  const certificate = await openedCertificate(p12, password, `signing certificate #${row.id}`);
   return { p12, password, certificate };
+}
+
+/**
+ * The certificate of a PKCS#12 that opens with `password` (opened in the parse pool:
+ * pkcs12.ts openPkcs12Bundle), as node-forge's object.
+ * @throws AppError UNAVAILABLE as openPkcs12Bundle
+ */
+async function openedCertificate(p12: Buffer, password: string, source: string): Promise<forge.pki.Certificate> {
+  const { certificate } = await openPkcs12Bundle(p12, password, source);
+  return forge.pki.certificateFromAsn1(forge.asn1.fromDer(certificate.toString('binary')));
 }
 
 /**
@@ -250,7 +260,7 @@ async function createGeneratedCertificate(deps: { db: Db; config: SigningConfig 
         });
       }
       const created = await ca.createGeneratedSigningCertificate(tx, config, prepared);
-      const { certificate } = openPkcs12(created.p12, created.password, `signing certificate #${created.id}`);
+      const certificate = await openedCertificate(created.p12, created.password, `signing certificate #${created.id}`);
       return { p12: created.p12, password: created.password, certificate };
     },
     { timeout: 30_000, maxWait: 30_000 },
@@ -326,13 +336,11 @@ export async function trustedCertificates(
   accountId: number,
 ): Promise<Buffer[]> {
   const certificates: Buffer[] = [];
-  const derOf = (certificate: forge.pki.Certificate) =>
-    Buffer.from(forge.asn1.toDer(forge.pki.certificateToAsn1(certificate)).getBytes(), 'binary');
   const { signingP12Path, signingP12Password } = deps.config;
   if (signingP12Path) {
     try {
       const p12 = await fs.readFile(signingP12Path);
-      certificates.push(derOf(openPkcs12(p12, signingP12Password, 'SIGNING_P12_PATH').certificate));
+      certificates.push((await openPkcs12Bundle(p12, signingP12Password, 'SIGNING_P12_PATH')).certificate);
     } catch {
       // Unreadable now: the documents it signed are reported as signed by an external certificate.
     }
@@ -351,7 +359,8 @@ export async function trustedCertificates(
     let der = storedCertificateDer.get(cacheKey);
     if (!der) {
       try {
-        der = derOf(openPkcs12(Buffer.from(row.p12), row.password, `signing certificate #${row.id}`).certificate);
+        der = (await openPkcs12Bundle(Buffer.from(row.p12), row.password, `signing certificate #${row.id}`))
+          .certificate;
       } catch {
         continue;
       }

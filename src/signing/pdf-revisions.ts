@@ -6,51 +6,117 @@
  * new page content, a changed annotation, another object rewritten — is a change the signature
  * does not vouch for.
  *
- * The signed revision (the bytes up to the end of the signature's range) and the whole file are
- * opened with mupdf; every object the later bytes define (`n g obj`) is compared with its signed
- * version. Allowed: the catalog gaining or changing /DSS (and nothing else, but a direct /AcroForm
- * as below); objects reachable from the DSS; the form (/AcroForm) and a page (or its /Annots array)
+ * The file is read once for all its signatures (issue 23 item 3): one scan finds where each object
+ * is defined (`n g obj`), the whole file is the document /tools/verify opened already, and each
+ * signature's revision (the bytes up to the end of its range) is opened with mupdf only when its
+ * cross-reference table is where its `startxref` says, so that opening it reads its table, not the
+ * whole file. Every object the later bytes define is compared with its signed version. A file mupdf
+ * had to repair (a broken final cross-reference table: its revisions cannot be told apart), or a
+ * revision whose table is not where it says, counts as changed (`other`).
+ *
+ * Allowed: the catalog gaining or changing /DSS (and nothing else, but a direct /AcroForm as
+ * below); objects reachable from the DSS; the form (/AcroForm) and a page (or its /Annots array)
  * whose only change is appended references to document timestamp fields (a /Sig field whose value
  * is a /DocTimeStamp), with /SigFlags; those fields and their /DocTimeStamp dictionaries.
  */
 import type { PDFDocument, PDFObject } from 'mupdf';
-import { loadMupdf, openPdf } from '../documents/pdf.ts';
+import { type Mupdf, openPdf, type StreamReader } from '../documents/pdf.ts';
+import { AppError } from '../errors.ts';
+import { PDF_LIMITS } from '../limits.ts';
 
 export type ChangesAfterSigning = 'none' | 'validation_data' | 'other';
 
-/** Objects defined at most: a crafted file could define millions. */
-const MAX_OBJECTS = 10_000;
+/** Objects defined after a signature at most: a crafted file could define millions. */
+const MAX_OBJECTS_AFTER = 10_000;
+
+/** What the bytes after each signature change, for one file (see the module comment). */
+export interface Revisions {
+  /**
+   * What the bytes after `signedEnd` change.
+   * @param signedEnd where the signature's second range ends (its revision's end)
+   */
+  changesAfter(signedEnd: number): ChangesAfterSigning;
+  /** Frees the revisions opened. */
+  destroy(): void;
+}
 
 /**
- * What the bytes after `signedEnd` change (see the module comment).
+ * The revisions of a file, read once (see the module comment).
  * @param bytes the whole file
- * @param signedEnd where the signature's second range ends (its revision's end)
+ * @param current the whole file opened with mupdf (the caller's; not destroyed here)
+ * @param streams reads stream bytes within the file's budget (pdf.ts streamReader)
  */
-export async function changesAfterSigning(bytes: Uint8Array, signedEnd: number): Promise<ChangesAfterSigning> {
-  if (signedEnd >= bytes.length) return 'none';
-  const later = Buffer.from(bytes.buffer, bytes.byteOffset + signedEnd, bytes.length - signedEnd).toString('latin1');
-  const numbers = new Set<number>();
-  for (const match of later.matchAll(/(?:^|[\s>\]])(\d{1,9})\s+(\d{1,5})\s+obj\b/g)) {
-    numbers.add(Number(match[1]));
-    if (numbers.size > MAX_OBJECTS) return 'other';
+export function readRevisions(mupdf: Mupdf, bytes: Uint8Array, current: PDFDocument, streams: StreamReader): Revisions {
+  const text = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1');
+  // Where each object number is last defined: the numbers defined after `end` are those whose last definition is.
+  const lastDefined = new Map<number, number>();
+  for (const match of text.matchAll(/(?:^|[\s>\]])(\d{1,9})\s+(\d{1,5})\s+obj\b/g)) {
+    lastDefined.set(Number(match[1]), match.index);
+    if (lastDefined.size > PDF_LIMITS.objects)
+      throw new AppError(
+        'VALIDATION',
+        `file defines more than ${PDF_LIMITS.objects} objects; at most that many are accepted.`,
+      );
   }
   // Bytes after the last %%EOF belong to no revision: appended afterwards, they are a change of their own.
-  const end = later.lastIndexOf('%%EOF');
-  if (/\S/.test(end < 0 ? later : later.slice(end + 5))) return 'other';
-  if (numbers.size === 0) return 'none';
-  const mupdf = await loadMupdf();
-  let signed: PDFDocument | undefined;
-  let current: PDFDocument | undefined;
-  try {
-    signed = openPdf(mupdf, bytes.subarray(0, signedEnd), 'the signed revision');
-    current = openPdf(mupdf, bytes, 'file');
-    return classify(signed, current, numbers);
-  } catch {
-    return 'other';
-  } finally {
-    signed?.destroy();
-    current?.destroy();
-  }
+  const lastEof = text.lastIndexOf('%%EOF');
+  const trailingBytes = lastEof < 0 || /\S/.test(text.slice(lastEof + 5));
+  const repaired = current.wasRepaired();
+  const results = new Map<number, ChangesAfterSigning>();
+  const opened: PDFDocument[] = [];
+
+  const judge = (end: number): ChangesAfterSigning => {
+    if (end >= bytes.length) return 'none';
+    if (trailingBytes || lastEof < end) return 'other';
+    const numbers = new Set<number>();
+    for (const [number, at] of lastDefined)
+      if (at >= end) {
+        numbers.add(number);
+        if (numbers.size > MAX_OBJECTS_AFTER) return 'other';
+      }
+    if (numbers.size === 0) return 'none';
+    if (repaired || !crossReferenceAt(text, end)) return 'other';
+    let signed: PDFDocument;
+    try {
+      signed = openPdf(mupdf, bytes.subarray(0, end), 'the signed revision');
+    } catch {
+      return 'other';
+    }
+    opened.push(signed);
+    if (signed.wasRepaired()) return 'other';
+    try {
+      return classify(signed, current, numbers, streams);
+    } catch (error) {
+      if (error instanceof AppError) throw error; // over the stream budget
+      return 'other';
+    }
+  };
+  return {
+    changesAfter(end) {
+      let found = results.get(end);
+      if (found === undefined) {
+        found = judge(end);
+        results.set(end, found);
+      }
+      return found;
+    },
+    destroy() {
+      for (const doc of opened) doc.destroy();
+    },
+  };
+}
+
+/**
+ * The revision ending at `end` has its cross-reference section (a table, `xref`, or a stream,
+ * `n g obj`) where its last `startxref` points: mupdf then reads it instead of repairing the
+ * revision by scanning it whole.
+ */
+function crossReferenceAt(text: string, end: number): boolean {
+  const at = text.lastIndexOf('startxref', end);
+  if (at < 0) return false;
+  const offset = /^startxref\s+(\d{1,12})/.exec(text.slice(at, at + 40))?.[1];
+  if (offset === undefined || Number(offset) >= end) return false;
+  return /^\s*(?:xref|\d{1,9}\s+\d{1,5}\s+obj\b)/.test(text.slice(Number(offset), Number(offset) + 40));
 }
 
 /** The object `number` of a document, resolved, or null when it has none. */
@@ -61,13 +127,11 @@ function objectOf(doc: PDFDocument, number: number): PDFObject | null {
 }
 
 /** Same content: same serialisation, and for streams the same raw bytes. */
-function same(a: PDFObject | null, b: PDFObject | null): boolean {
+function same(a: PDFObject | null, b: PDFObject | null, streams: StreamReader): boolean {
   if (!a || !b) return a === b;
   if (a.toString(true) !== b.toString(true)) return false;
   if (a.isStream() !== b.isStream()) return false;
-  return (
-    !a.isStream() || Buffer.from(a.readRawStream().asUint8Array()).equals(Buffer.from(b.readRawStream().asUint8Array()))
-  );
+  return !a.isStream() || Buffer.from(streams.raw(a)).equals(Buffer.from(streams.raw(b)));
 }
 
 /** The keys of a dictionary whose values differ between two versions. */
@@ -101,9 +165,14 @@ function appended(prefix: PDFObject | null, array: PDFObject): number[] | null {
   return added;
 }
 
-function classify(signed: PDFDocument, current: PDFDocument, numbers: Set<number>): ChangesAfterSigning {
+function classify(
+  signed: PDFDocument,
+  current: PDFDocument,
+  numbers: Set<number>,
+  streams: StreamReader,
+): ChangesAfterSigning {
   const allowed = new Set<number>();
-  const changed = [...numbers].filter((n) => !same(objectOf(signed, n), objectOf(current, n)));
+  const changed = [...numbers].filter((n) => !same(objectOf(signed, n), objectOf(current, n), streams));
   if (changed.length === 0) return 'none';
 
   // Document timestamp fields: /FT /Sig with a /DocTimeStamp value.

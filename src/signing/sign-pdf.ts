@@ -165,15 +165,16 @@ const MAX_OPENED_BUNDLES = 16;
 /**
  * Opens a PKCS#12 bundle (node-forge: the first pkcs8ShroudedKeyBag's RSA key and the certificate
  * whose public key matches it, as @signpdf/signer-p12 takes them), once per process: decrypting
- * the bundle is a PBKDF2 in pure JavaScript, tens to hundreds of milliseconds.
+ * the bundle is a PBKDF2 in pure JavaScript, tens to hundreds of milliseconds, run in the parse
+ * pool (pkcs12.ts openPkcs12Bundle).
  */
-function openP12(p12: Buffer, password: string): OpenedBundle {
+async function openP12(p12: Buffer, password: string): Promise<OpenedBundle> {
   const id = createHash('sha256').update(p12).update('\0').update(password).digest('hex');
   const cached = openedBundles.get(id);
   if (cached) return cached;
   let opened: OpenedBundle;
   try {
-    opened = openPkcs12Bundle(p12, password, 'the PKCS#12 bundle');
+    opened = await openPkcs12Bundle(p12, password, 'the PKCS#12 bundle');
   } catch (error) {
     throw new SignPdfError(`The PKCS#12 bundle does not open: ${(error as Error).message}`, SignPdfError.TYPE_INPUT);
   }
@@ -205,7 +206,7 @@ export class PadesSigner extends Signer {
   }
 
   override async sign(pdfBuffer: Buffer): Promise<Buffer> {
-    const { key, certificate, certificates } = openP12(this.identity.p12, this.identity.password);
+    const { key, certificate, certificates } = await openP12(this.identity.p12, this.identity.password);
     const signer = certificateOf(certificate);
     const signerInfo = new pkijs.SignerInfo({
       version: 1,

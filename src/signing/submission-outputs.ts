@@ -160,7 +160,7 @@ export async function buildCombinedPdf(
   deps: Pick<SubmissionOutputDeps, 'db' | 'config'> & { logger?: Pick<Console, 'warn'> },
   options: { accountId: number; accountName: string; parts: Uint8Array[] },
 ): Promise<Buffer> {
-  const merged = await mergePdfs(options.parts);
+  const merged = await mergePdfs(options.parts, { owner: options.accountId });
   const identity = await loadSigningIdentity(deps, { accountId: options.accountId, signerName: options.accountName });
   return signPdf(merged, identity, { name: identity.name, pades: padesServices(deps) });
 }
@@ -250,7 +250,9 @@ async function previewDocuments(
           name: mergedName(submission),
           position: 0,
           put: await deps.storage.putNamed(previewFileName(submission.slug, version, 'merged'), async () =>
-            mergePdfs(await Promise.all(drawn.map((d) => deps.storage.read(d.put.key)))),
+            mergePdfs(await Promise.all(drawn.map((d) => deps.storage.read(d.put.key))), {
+              owner: submission.accountId,
+            }),
           ),
         },
       ]

@@ -32,12 +32,14 @@ import type { PDFDocument, PDFObject } from 'mupdf';
 import { type KeyFolders, submissionsInFolders } from '../accounts/key-scopes.ts';
 import * as pkijs from 'pkijs';
 import type { Db } from '../db/client.ts';
-import { loadMupdf, openPdf } from '../documents/pdf.ts';
+import { loadMupdf, openPdf, type StreamReader, streamReader } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
+import { PDF_LIMITS } from '../limits.ts';
+import { bytesOf, ownBytes, runParseTask, type TaskBytes } from '../parse-pool/pool.ts';
 import { type AuditChainReport, parseChainHead, verifyAuditChain } from './audit-chain.ts';
 import { type SigningConfig, trustedCertificates } from './certificates.ts';
-import { type ChangesAfterSigning, changesAfterSigning } from './pdf-revisions.ts';
+import { type ChangesAfterSigning, type Revisions, readRevisions } from './pdf-revisions.ts';
 import {
   type CertificateSummary,
   commonNameOf,
@@ -107,8 +109,6 @@ export interface PdfSignatureReport {
   changesAfterSigning: ChangesAfterSigning;
 }
 
-/** Signature dictionaries read from the file: at most this many are checked (a crafted file could list thousands). */
-const MAX_SIGNATURES = 50;
 /** Levels of /Kids followed in the field tree (cycles and absurd depths stop here). */
 const MAX_FIELD_DEPTH = 32;
 
@@ -130,63 +130,84 @@ interface SecurityStore {
   vriKeys: Set<string>;
 }
 
+/** What the parse pool's `verifyPdfFile` task answers: the file's signatures and its SHA-256 (hex). */
+export interface VerifiedFile {
+  signatures: PdfSignatureReport[];
+  sha256: string;
+}
+
 /**
- * Verifies every signature of a PDF.
+ * The parse pool's `verifyPdfFile` task (src/parse-pool/worker.ts): the file decoded (when base64),
+ * its SHA-256, and its signatures (verifyPdfSignaturesHere).
+ * @throws as verifyPdfSignaturesHere
+ */
+export async function verifyPdfFileHere(file: TaskBytes, trusted: readonly Uint8Array[]): Promise<VerifiedFile> {
+  const bytes = bytesOf(file);
+  return { sha256: sha256Hex(bytes), signatures: await verifyPdfSignaturesHere(bytes, trusted) };
+}
+
+/**
+ * Verifies every signature of a PDF, on the calling thread (a part of the parse pool's
+ * `verifyPdfFile` task). The file is opened once; its revisions are read once for all its
+ * signatures (pdf-revisions.ts readRevisions).
  * @param bytes the whole file as uploaded
  * @param trusted DER certificates this service signs with (certificates.ts trustedCertificates)
  * @returns one report per signature, in field order; [] for an unsigned PDF
  * @throws AppError VALIDATION `Malformed PDF` when the bytes are not a PDF mupdf can open (DocuSeal's
- *   422 body for HexaPDF::MalformedPDFError)
+ *   422 body for HexaPDF::MalformedPDFError); `file has more than 50 signatures; …`, `file has N
+ *   objects; …`, `file holds more than 64 MB of stream data to read; …` (PDF_LIMITS)
  */
-export async function verifyPdfSignatures(
+export async function verifyPdfSignaturesHere(
   bytes: Uint8Array,
-  trusted: readonly Buffer[],
+  trusted: readonly Uint8Array[],
 ): Promise<PdfSignatureReport[]> {
   const mupdf = await loadMupdf();
   let doc: PDFDocument;
   try {
     doc = openPdf(mupdf, bytes, 'file');
   } catch (error) {
+    if (error instanceof AppError && error.message.startsWith('file has ')) throw error; // over PDF_LIMITS.objects
     throw new AppError('VALIDATION', 'Malformed PDF', { cause: error });
   }
-  let dictionaries: SignatureDictionary[];
-  let store: SecurityStore;
+  const streams = streamReader('file');
+  let revisions: Revisions | undefined;
   try {
-    dictionaries = signatureDictionaries(doc);
-    store = securityStore(doc);
-  } catch (error) {
-    throw new AppError('VALIDATION', 'Malformed PDF', { cause: error });
+    let dictionaries: SignatureDictionary[];
+    let store: SecurityStore;
+    try {
+      dictionaries = signatureDictionaries(doc);
+      store = securityStore(doc, streams);
+    } catch (error) {
+      if (error instanceof AppError) throw error;
+      throw new AppError('VALIDATION', 'Malformed PDF', { cause: error });
+    }
+    const trustedFingerprints = new Set(trusted.map(sha256Hex));
+    const reports: PdfSignatureReport[] = [];
+    const changesAfter = (end: number) => {
+      revisions ??= readRevisions(mupdf, bytes, doc, streams);
+      return revisions.changesAfter(end);
+    };
+    for (const dictionary of dictionaries)
+      reports.push(await verifySignature(bytes, dictionary, trustedFingerprints, store, changesAfter));
+    // B-LTA: a valid document timestamp covers the signature and its validation data (it comes after both).
+    dictionaries.forEach((dictionary, index) => {
+      const report = reports[index]!;
+      if (report.padesLevel !== 'B-LT') return;
+      const end = rangeEnd(dictionary);
+      const covered = dictionaries.some(
+        (other, j) =>
+          other.subFilter === DOCUMENT_TIMESTAMP &&
+          reports[j]!.valid &&
+          rangeEnd(other) > end &&
+          other.byteRange?.[0] === 0,
+      );
+      if (covered) report.padesLevel = 'B-LTA';
+    });
+    return reports;
   } finally {
+    revisions?.destroy();
     doc.destroy();
   }
-  const trustedFingerprints = new Set(trusted.map(sha256Hex));
-  const reports: PdfSignatureReport[] = [];
-  const changes = new Map<number, Promise<ChangesAfterSigning>>();
-  const changesAfter = (end: number) => {
-    let found = changes.get(end);
-    if (!found) {
-      found = changesAfterSigning(bytes, end);
-      changes.set(end, found);
-    }
-    return found;
-  };
-  for (const dictionary of dictionaries)
-    reports.push(await verifySignature(bytes, dictionary, trustedFingerprints, store, changesAfter));
-  // B-LTA: a valid document timestamp covers the signature and its validation data (it comes after both).
-  dictionaries.forEach((dictionary, index) => {
-    const report = reports[index]!;
-    if (report.padesLevel !== 'B-LT') return;
-    const end = rangeEnd(dictionary);
-    const covered = dictionaries.some(
-      (other, j) =>
-        other.subFilter === DOCUMENT_TIMESTAMP &&
-        reports[j]!.valid &&
-        rangeEnd(other) > end &&
-        other.byteRange?.[0] === 0,
-    );
-    if (covered) report.padesLevel = 'B-LTA';
-  });
-  return reports;
 }
 
 /** Where a signature's second range ends: the end of its revision. */
@@ -197,7 +218,7 @@ const rangeEnd = (dictionary: SignatureDictionary) =>
 const MAX_DSS_ITEMS = 200;
 
 /** The DSS of the catalog: its certificates and CRLs parsed (unparseable ones skipped), OCSP responses counted. */
-function securityStore(doc: PDFDocument): SecurityStore {
+function securityStore(doc: PDFDocument, reader: StreamReader): SecurityStore {
   const store: SecurityStore = { certificates: [], crls: [], ocsps: 0, vriKeys: new Set() };
   const root = doc.getTrailer().get('Root');
   const dss = root.isDictionary() ? root.get('DSS') : null;
@@ -208,7 +229,7 @@ function securityStore(doc: PDFDocument): SecurityStore {
     if (!array.isArray()) return found;
     for (let i = 0; i < Math.min(array.length, MAX_DSS_ITEMS); i++) {
       const item = array.get(i);
-      if (item.isStream()) found.push(item.readStream().asUint8Array().slice());
+      if (item.isStream()) found.push(reader.decoded(item));
     }
     return found;
   };
@@ -226,7 +247,8 @@ function securityStore(doc: PDFDocument): SecurityStore {
       // Not a CRL.
     }
   }
-  store.ocsps = streams('OCSPs').length;
+  const ocsps = dss.get('OCSPs');
+  store.ocsps = ocsps.isArray() ? Math.min(ocsps.length, MAX_DSS_ITEMS) : 0;
   const vri = dss.get('VRI');
   if (vri.isDictionary())
     vri.forEach((_value, key) => {
@@ -240,7 +262,7 @@ function signatureDictionaries(doc: PDFDocument): SignatureDictionary[] {
   const found: SignatureDictionary[] = [];
   const seen = new Set<number>();
   const visit = (field: PDFObject, inheritedType: string | null, depth: number) => {
-    if (found.length >= MAX_SIGNATURES || depth > MAX_FIELD_DEPTH || !field.isDictionary()) return;
+    if (depth > MAX_FIELD_DEPTH || !field.isDictionary()) return;
     if (field.isIndirect()) {
       const number = field.asIndirect();
       if (seen.has(number)) return;
@@ -249,7 +271,14 @@ function signatureDictionaries(doc: PDFDocument): SignatureDictionary[] {
     const ownType = field.get('FT');
     const type = ownType.isName() ? ownType.asName() : inheritedType;
     const value = field.get('V');
-    if (type === 'Sig' && value.isDictionary()) found.push(readSignatureDictionary(value));
+    if (type === 'Sig' && value.isDictionary()) {
+      if (found.length === PDF_LIMITS.signatures)
+        throw new AppError(
+          'VALIDATION',
+          `file has more than ${PDF_LIMITS.signatures} signatures; at most ${PDF_LIMITS.signatures} are checked.`,
+        );
+      found.push(readSignatureDictionary(value));
+    }
     const kids = field.get('Kids');
     if (kids.isArray()) for (let i = 0; i < kids.length; i += 1) visit(kids.get(i), type, depth + 1);
   };
@@ -285,7 +314,7 @@ async function verifySignature(
   dictionary: SignatureDictionary,
   trustedFingerprints: Set<string>,
   store: SecurityStore,
-  changesAfter: (end: number) => Promise<ChangesAfterSigning>,
+  changesAfter: (end: number) => ChangesAfterSigning,
 ): Promise<PdfSignatureReport> {
   const messages: VerificationMessage[] = [];
   const report: PdfSignatureReport = {
@@ -322,11 +351,14 @@ async function verifySignature(
   // The gap is exactly the hex string of /Contents (<...>), and nothing follows the second range.
   report.coversWholeDocument =
     secondStart + secondLength === bytes.length && bytes[firstLength] === 0x3c && bytes[secondStart - 1] === 0x3e;
-  report.changesAfterSigning = report.coversWholeDocument ? 'none' : await changesAfter(secondStart + secondLength);
-  const signed = Buffer.concat([
-    bytes.subarray(0, firstLength),
-    bytes.subarray(secondStart, secondStart + secondLength),
-  ]);
+  report.changesAfterSigning = report.coversWholeDocument ? 'none' : changesAfter(secondStart + secondLength);
+  // The signed bytes, copied once a signature needs them (a file may hold 50 ranges of nearly its size).
+  let signedBytes: Buffer | undefined;
+  const signedOf = () =>
+    (signedBytes ??= Buffer.concat([
+      bytes.subarray(0, firstLength),
+      bytes.subarray(secondStart, secondStart + secondLength),
+    ]));
   const finish = (verified: boolean) => {
     report.valid = verified;
     messages.push(
@@ -350,7 +382,11 @@ async function verifySignature(
     report.timestamp = { time: tstInfo?.genTime ?? null, authority: null, valid: false };
     if (tstInfo) report.signingTime = tstInfo.genTime;
     try {
-      const checked = await checkTimeStampToken(token!, { digest: createHash('sha256').update(signed).digest() });
+      const digest = createHash('sha256')
+        .update(bytes.subarray(0, firstLength))
+        .update(bytes.subarray(secondStart, secondStart + secondLength))
+        .digest();
+      const checked = await checkTimeStampToken(token!, { digest });
       report.timestamp = { time: checked.genTime, authority: nameText(checked.certificate.subject), valid: true };
       describeCertificate(report, checked.certificate, trustedFingerprints);
       report.certificatesValidUntil = validUntil(
@@ -410,7 +446,7 @@ async function verifySignature(
   if (signer) {
     try {
       const result = await signedData.verify(
-        { signer: 0, data: toArrayBuffer(signed), checkChain: false, extendedMode: true },
+        { signer: 0, data: toArrayBuffer(signedOf()), checkChain: false, extendedMode: true },
         cryptoEngine,
       );
       verified = result.signatureVerified === true;
@@ -615,34 +651,46 @@ export interface DocumentVerification {
  * of its folders' templates (src/accounts/key-scopes.ts), likewise. For such a document, its
  * submission's audit chain is checked against the head its audit log printed (read from the stored
  * audit log).
+ * @param file the file (bytes, handed over to the parse pool's worker: the caller does not use them
+ *   afterwards; or base64, decoded there)
  * @param folders the folders the caller's key is limited to; null or absent: every folder
- * @throws AppError VALIDATION `Malformed PDF`
+ * @throws AppError VALIDATION `Malformed PDF`, PDF_LIMITS' errors (verifyPdfSignaturesHere); the
+ *   parse pool's limits (`The file could not be verified within 20 s (PARSE_TIMEOUT_SECONDS).`, …)
  */
 export async function verifyDocument(
   deps: { db: Db; config: SigningConfig; storage?: FileStorage },
   accountId: number,
-  bytes: Uint8Array,
+  file: TaskBytes,
   folders: KeyFolders | null = null,
 ): Promise<DocumentVerification> {
-  const [signatures, produced] = await Promise.all([
-    trustedCertificates(deps, accountId).then((trusted) => verifyPdfSignatures(bytes, trusted)),
-    // Not the documents as filled so far (unsigned drafts; src/signing/submission-outputs.ts PREVIEW_KINDS).
-    deps.db.completedDocument.findFirst({
-      where: {
-        accountId,
-        sha256: sha256Hex(bytes),
-        kind: { notIn: ['preview', 'preview_merged'] },
-        ...(folders ? { submission: submissionsInFolders(folders) } : {}),
-      },
-      select: { id: true, submissionId: true },
-    }),
-  ]);
-  const auditTrail = produced ? await auditTrailOf(deps, produced.submissionId) : null;
+  const trusted = await trustedCertificates(deps, accountId);
+  // In the parse pool: the file decoded, hashed and its signatures checked, off the event loop.
+  const input = file instanceof Uint8Array ? ownBytes(file) : file;
+  const { signatures, sha256 } = await runParseTask(
+    'verifyPdfFile',
+    { file: input, trusted: trusted.map(ownBytes) },
+    { owner: accountId, subject: 'The file', verb: 'verified', transfer: input instanceof Uint8Array ? [input] : [] },
+  );
+  // Not the documents as filled so far (unsigned drafts; src/signing/submission-outputs.ts PREVIEW_KINDS).
+  const produced = await deps.db.completedDocument.findFirst({
+    where: {
+      accountId,
+      sha256,
+      kind: { notIn: ['preview', 'preview_merged'] },
+      ...(folders ? { submission: submissionsInFolders(folders) } : {}),
+    },
+    select: { id: true, submissionId: true },
+  });
+  const auditTrail = produced ? await auditTrailOf(deps, produced.submissionId, accountId) : null;
   return { checksumStatus: produced ? 'verified' : 'not_found', signatures, auditTrail };
 }
 
 /** The submission's audit chain, with the head printed on its audit log's first page when the log can be read. */
-async function auditTrailOf(deps: { db: Db; storage?: FileStorage }, submissionId: number): Promise<AuditChainReport> {
+async function auditTrailOf(
+  deps: { db: Db; storage?: FileStorage },
+  submissionId: number,
+  accountId: number,
+): Promise<AuditChainReport> {
   const log = await deps.db.completedDocument.findFirst({
     where: { submissionId, kind: 'audit_log' },
     select: { file: { select: { storageKey: true } } },
@@ -650,16 +698,10 @@ async function auditTrailOf(deps: { db: Db; storage?: FileStorage }, submissionI
   let sealed: { events: number; head: string } | null = null;
   if (log && deps.storage) {
     try {
-      const mupdf = await loadMupdf();
-      const doc = openPdf(mupdf, await deps.storage.read(log.file.storageKey), 'audit log');
-      try {
-        const page = doc.loadPage(0);
-        const text = page.toStructuredText('').asText();
-        page.destroy();
-        sealed = parseChainHead(text);
-      } finally {
-        doc.destroy();
-      }
+      const bytes = await deps.storage.read(log.file.storageKey);
+      sealed = parseChainHead(
+        await runParseTask('firstPageText', { bytes: ownBytes(bytes) }, { owner: accountId, subject: 'The audit log' }),
+      );
     } catch {
       sealed = null;
     }

@@ -97,7 +97,7 @@ export async function createOneOffSubmission(
   const read = readSubmissionsRequest(deps, request.input);
   const folders = viewer.folders ?? null;
   const included = await readIncludedTemplates(deps.db, { ...viewer, folders }, request.input.template_ids ?? []);
-  const prepareDeps = { config: deps.config, renderer: deps.renderer };
+  const prepareDeps = { config: deps.config, renderer: deps.renderer, accountId: viewer.accountId };
   let template: SaveTemplateInput;
   // Not shared: nobody but its submitters is meant to fill it in. A key limited to folders puts
   // it in its first folder, so that the submission is one it sees.

@@ -672,7 +672,7 @@ async function planSubmission(
       own.push(fields[i]!);
     });
     const { values, phone } = await applyPrefill(
-      { download: options.download, images: options.images, staged },
+      { download: options.download, images: options.images, accountId: options.accountId, staged },
       own,
       input,
       path,
@@ -761,7 +761,7 @@ async function planSubmission(
  * @throws AppError VALIDATION naming the value ("submitters[0].values.Comment is too long …")
  */
 export async function applyPrefill(
-  context: Pick<CreateSubmissionsOptions, 'download' | 'images'> & { staged: StagedFile[] },
+  context: Pick<CreateSubmissionsOptions, 'download' | 'images' | 'accountId'> & { staged: StagedFile[] },
   own: Field[],
   input: Pick<SubmitterInput, 'values' | 'fields' | 'readonly_fields' | 'phone'>,
   path: string,
@@ -919,7 +919,7 @@ const DRAWN_IMAGE_TYPES = new Set(['signature', 'initials', 'image', 'stamp']);
  */
 async function attachmentValue(
   staged: StagedFile[],
-  options: Pick<CreateSubmissionsOptions, 'download' | 'images'>,
+  options: Pick<CreateSubmissionsOptions, 'download' | 'images' | 'accountId'>,
   raw: unknown,
   field: Field,
   where: string,
@@ -945,13 +945,15 @@ async function attachmentValue(
     contentType: loaded.contentType ?? 'application/octet-stream',
   };
   if (DRAWN_IMAGE_TYPES.has(field.type)) {
-    const image = await readDrawableImage(loaded.bytes, options.images).catch((error: unknown) => {
-      if (error instanceof UnreadableImageError)
-        throw new AppError('VALIDATION', `${where} ${error.message}.`, {
-          details: { field: field.name, reason: error.reason },
-        });
-      throw error;
-    });
+    const image = await readDrawableImage(loaded.bytes, options.images, { owner: options.accountId }).catch(
+      (error: unknown) => {
+        if (error instanceof UnreadableImageError)
+          throw new AppError('VALIDATION', `${where} ${error.message}.`, {
+            details: { field: field.name, reason: error.reason },
+          });
+        throw error;
+      },
+    );
     file = {
       bytes: Buffer.from(image.bytes),
       filename: `${file.filename.replace(/\.(png|jpe?g)$/i, '')}.${image.kind === 'png' ? 'png' : 'jpg'}`,

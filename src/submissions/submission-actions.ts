@@ -191,7 +191,7 @@ export async function updateSubmitter(
   const own = fields.filter((f) => f.submitter_uuid === submitter.roleUuid);
   const staged: StagedFile[] = [];
   const { values, phone } = await applyPrefill(
-    { download, images, staged },
+    { download, images, accountId: actor.accountId, staged },
     own,
     { values: changes.values, fields: changes.fields, readonly_fields: changes.readonly_fields, phone: changes.phone },
     'submitter',

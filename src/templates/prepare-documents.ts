@@ -6,27 +6,21 @@
 import { z } from 'zod';
 import type { Config } from '../config.ts';
 import { loadFileInput } from '../documents/load-file-input.ts';
-import { assertPdfEditable, flattenPdfForm, readUploadedPdf } from '../documents/pdf.ts';
-import { extractTextTags } from '../documents/text-tags.ts';
+import { prepareUploadedPdf, type UploadedPdfOptions } from '../documents/uploaded-pdf.ts';
 import { AppError } from '../errors.ts';
 import { type HtmlFieldTag, type PaperSize, parsePaperSize, type Renderer } from '../rendering/renderer.ts';
 import type { RequestFieldGroup, TaggedField } from './build-fields.ts';
 import type { PreparedDocument } from './save-template.ts';
 import { documentOrder } from './template-requests.ts';
 
-/**
- * A create request's options for its PDFs (POST /templates/pdf, /templates/docx, /submissions/pdf,
- * /submissions/docx; OpenAPI): `removeTags` false keeps the text tags printed (`remove_tags`,
- * default true), `flatten` true draws the PDF form fields into the pages and removes them (`flatten`).
- */
-export interface PdfOptions {
-  removeTags?: boolean | undefined;
-  flatten?: boolean | undefined;
-}
+/** A create request's options for its PDFs (`remove_tags`, `flatten`): uploaded-pdf.ts's. */
+export type PdfOptions = UploadedPdfOptions;
 
 export interface PrepareDeps {
   config: Pick<Config, 'downloadAllowPrivate' | 'downloadMaxBytes' | 'downloadTimeout'>;
   renderer: Renderer;
+  /** The account the documents are for: its parses take their turns in the parse pool (src/parse-pool/). */
+  accountId: number;
 }
 
 /**
@@ -80,35 +74,21 @@ function htmlTagged(fields: HtmlFieldTag[]): TaggedField[] {
 }
 
 /**
- * A PDF's bytes to a PreparedDocument: read and checked (readUploadedPdf: a repaired or
- * owner-password file is kept as a clean rewrite), its form flattened when asked (PdfOptions), text
- * tags found and removed (unless `removeTags` is false), and the bytes
- * kept checked with pdf-lib, which draws on them at completion (assertPdfEditable, on a worker).
+ * A PDF's bytes to a PreparedDocument, in one task of the parse pool (uploaded-pdf.ts
+ * prepareUploadedPdf): read and checked (a repaired or owner-password file is kept as a clean
+ * rewrite), its form flattened when asked (PdfOptions), text tags found and removed (unless
+ * `removeTags` is false), and the bytes kept checked with pdf-lib, which draws on them at completion.
  */
 async function fromPdf(
+  deps: Pick<PrepareDeps, 'accountId'>,
   original: Uint8Array,
   name: string,
   label: string,
   extraTagged: TaggedField[] = [],
   options: PdfOptions = {},
 ): Promise<PreparedDocument> {
-  const read = await readUploadedPdf(original, label);
-  const { pages } = read.info;
-  // Flattening keeps the pages as they are (their content gains the widgets' appearances).
-  const pdf = options.flatten ? await flattenPdfForm(read.pdf, label) : read.pdf;
-  // pdf-lib reads the file on its worker while mupdf scans it for text tags here.
-  const editable = assertPdfEditable(pdf, label, pages.length);
-  let tags: Awaited<ReturnType<typeof extractTextTags>>;
-  try {
-    tags = await extractTextTags(pdf, { label, removeTags: options.removeTags });
-  } catch (error) {
-    editable.catch(() => {});
-    throw error;
-  }
-  await editable;
-  // Tags found: the bytes kept are mupdf's rewrite without them, and those are what pdf-lib will draw on.
-  if (tags.pdf !== pdf) await assertPdfEditable(tags.pdf, label, pages.length);
-  const tagged: TaggedField[] = tags.fields.map((f) => ({
+  const { pdf, pages, fields } = await prepareUploadedPdf(original, label, options, deps.accountId);
+  const tagged: TaggedField[] = fields.map((f) => ({
     name: f.name,
     type: f.type,
     role: f.role,
@@ -119,7 +99,7 @@ async function fromPdf(
     preferences: f.preferences,
     areas: f.areas,
   }));
-  return { name, label, pdf: tags.pdf, pages, tagged: [...extraTagged, ...tagged] };
+  return { name, label, pdf, pages, tagged: [...extraTagged, ...tagged] };
 }
 
 async function loadFile(deps: PrepareDeps, doc: Record<string, unknown>, index: number) {
@@ -144,7 +124,9 @@ export async function preparePdfDocuments(
   const prepared: PreparedDocument[] = [];
   for (const [i, doc] of list.entries()) {
     const { bytes } = await loadFile(deps, doc, i);
-    prepared.push(await fromPdf(bytes, documentName(doc, i, `Document ${i + 1}`), `documents[${i}]`, [], options));
+    prepared.push(
+      await fromPdf(deps, bytes, documentName(doc, i, `Document ${i + 1}`), `documents[${i}]`, [], options),
+    );
   }
   return prepared;
 }
@@ -167,8 +149,12 @@ export async function prepareDocxDocuments(
       throw new AppError('VALIDATION', `file in \`documents[${i}]\` is not a DOCX document.`);
     }
     const name = documentName(doc, i, `Document ${i + 1}`);
-    const pdf = await deps.renderer.docxToPdf({ docx: bytes, filename: filename ?? `${name}.docx` });
-    prepared.push(await fromPdf(pdf, name, `documents[${i}]`, [], options));
+    const pdf = await deps.renderer.docxToPdf({
+      docx: bytes,
+      filename: filename ?? `${name}.docx`,
+      owner: deps.accountId,
+    });
+    prepared.push(await fromPdf(deps, pdf, name, `documents[${i}]`, [], options));
   }
   return prepared;
 }
@@ -239,7 +225,7 @@ export async function prepareHtmlDocuments(
       footer: source.footer ?? input.footer,
       size: source.size ?? input.size,
     });
-    prepared.push(await fromPdf(pdf, source.name, source.label, htmlTagged(fields)));
+    prepared.push(await fromPdf(deps, pdf, source.name, source.label, htmlTagged(fields)));
   }
   return prepared;
 }
@@ -280,14 +266,18 @@ export async function prepareChangedDocument(
   const name = doc.name?.trim().replace(/\.(pdf|docx)$/i, '') || crypto.randomUUID();
   if (doc.html) {
     const { pdf, fields } = await deps.renderer.htmlToPdf({ html: doc.html, size: 'Letter' });
-    return fromPdf(pdf, name, label, htmlTagged(fields));
+    return fromPdf(deps, pdf, name, label, htmlTagged(fields));
   }
   if (!doc.file) throw new AppError('VALIDATION', `file or html is required in \`${label}\`.`);
   const { bytes, filename } = await loadFile(deps, doc as Record<string, unknown>, index);
-  if (bytes.subarray(0, 1024).includes('%PDF-')) return fromPdf(bytes, name, label);
+  if (bytes.subarray(0, 1024).includes('%PDF-')) return fromPdf(deps, bytes, name, label);
   if (bytes.length >= 4 && bytes.readUInt32LE(0) === 0x04034b50) {
-    const pdf = await deps.renderer.docxToPdf({ docx: bytes, filename: filename ?? `${name}.docx` });
-    return fromPdf(pdf, name, label);
+    const pdf = await deps.renderer.docxToPdf({
+      docx: bytes,
+      filename: filename ?? `${name}.docx`,
+      owner: deps.accountId,
+    });
+    return fromPdf(deps, pdf, name, label);
   }
   throw new AppError('VALIDATION', `file in \`${label}\` is neither a PDF nor a DOCX document.`);
 }

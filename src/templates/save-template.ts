@@ -14,7 +14,7 @@ import { parseInput } from '../accounts/api-keys.ts';
 import type { Db } from '../db/client.ts';
 import { templateEvents, type TemplateChangeDeps } from './template-events.ts';
 import { mergePdfs } from '../documents/merge-pdfs.ts';
-import { assertPdfEditable, renderPagePng, type PdfPage } from '../documents/pdf.ts';
+import { assertPdfEditable, PREVIEW_WIDTH_PX, renderPagePng, type PdfPage } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
@@ -127,7 +127,7 @@ export async function planTemplate(deps: { db: Db }, input: SaveTemplateInput): 
   if (input.folderName) folderPath(input.folderName);
   const merged =
     input.mergeDocuments && input.documents.length > 1
-      ? await mergePlannedDocuments(input.documents, layouts, fields, input.name || input.documents[0]!.name)
+      ? await mergePlannedDocuments(input, layouts, fields, input.name || input.documents[0]!.name)
       : { documents: input.documents, layouts };
   const staged: StagedDocument[] = [];
   for (const doc of merged.documents) staged.push(await stageDocument(deps.db, input.accountId, doc));
@@ -144,15 +144,20 @@ export async function planTemplate(deps: { db: Db }, input: SaveTemplateInput): 
  * @throws AppError VALIDATION over the merge's limits (merge-pdfs.ts)
  */
 async function mergePlannedDocuments(
-  documents: PreparedDocument[],
+  { documents, accountId }: Pick<SaveTemplateInput, 'documents' | 'accountId'>,
   layouts: { uuid: string; pages: PdfPage[] }[],
   fields: Field[],
   name: string,
 ): Promise<{ documents: PreparedDocument[]; layouts: { uuid: string; pages: PdfPage[] }[] }> {
   const pages = layouts.flatMap((layout) => layout.pages);
-  const pdf = new Uint8Array(await mergePdfs(documents.map((doc) => doc.pdf)));
+  const pdf = new Uint8Array(
+    await mergePdfs(
+      documents.map((doc) => doc.pdf),
+      { owner: accountId },
+    ),
+  );
   // pdf-lib draws on it at completion: checked as every stored document is.
-  await assertPdfEditable(pdf, 'documents', pages.length);
+  await assertPdfEditable(pdf, 'documents', pages.length, accountId);
   const offsets = new Map<string, number>();
   let before = 0;
   for (const layout of layouts) {
@@ -288,7 +293,7 @@ export async function stageDocument(db: Db, accountId: number, doc: PreparedDocu
   return {
     doc,
     existingImageFileId: existing?.imageFileId,
-    png: existing ? undefined : await renderPagePng(doc.pdf, 0),
+    png: existing ? undefined : await renderPagePng(doc.pdf, 0, PREVIEW_WIDTH_PX, accountId),
   };
 }
 

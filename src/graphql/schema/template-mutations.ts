@@ -122,10 +122,11 @@ builder.mutationField('createTemplateFromPdf', (t) =>
       'Creates a template from PDFs (fields from `fields` and/or {{text tags}}), or updates the one with `externalId`.',
     args: { input: t.arg({ type: CreateFromFileInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      requireViewer(ctx);
+      const { account } = requireViewer(ctx);
       const request = fileRequest(input);
       await checkFolder(ctx, request.folder_name);
-      const prepared = await preparePdfDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents, {
+      const deps = { config: ctx.config, renderer: ctx.renderer, accountId: account.id };
+      const prepared = await preparePdfDocuments(deps, request.documents, {
         removeTags: request.remove_tags,
         flatten: request.flatten,
       });
@@ -141,10 +142,11 @@ builder.mutationField('createTemplateFromDocx', (t) =>
     description: 'Creates a template from Word DOCX files (converted to PDF), or updates the one with `externalId`.',
     args: { input: t.arg({ type: CreateFromFileInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      requireViewer(ctx);
+      const { account } = requireViewer(ctx);
       const request = fileRequest(input);
       await checkFolder(ctx, request.folder_name);
-      const prepared = await prepareDocxDocuments({ config: ctx.config, renderer: ctx.renderer }, request.documents, {
+      const deps = { config: ctx.config, renderer: ctx.renderer, accountId: account.id };
+      const prepared = await prepareDocxDocuments(deps, request.documents, {
         removeTags: request.remove_tags,
         flatten: request.flatten,
       });
@@ -160,13 +162,13 @@ builder.mutationField('createTemplateFromHtml', (t) =>
     description: 'Creates a template from HTML with field tags, or updates the one with `externalId`.',
     args: { input: t.arg({ type: CreateFromHtmlInput, required: true }) },
     resolve: async (_root, { input }, ctx) => {
-      requireViewer(ctx);
+      const { account } = requireViewer(ctx);
       const request = fromGraphQLInput(CreateTemplateFromHtmlRequest, input);
       checkTemplateRequest(CreateTemplateFromHtmlRequest, request);
       await checkFolder(ctx, request.folder_name);
       const name = request.name?.trim() || crypto.randomUUID();
       const prepared = await prepareHtmlDocuments(
-        { config: ctx.config, renderer: ctx.renderer },
+        { config: ctx.config, renderer: ctx.renderer, accountId: account.id },
         {
           html: request.html,
           documents: request.documents,
@@ -282,7 +284,14 @@ builder.mutationField('updateTemplateDocuments', (t) =>
         operations.push(
           op.remove
             ? op
-            : { ...op, prepared: await prepareChangedDocument({ config: ctx.config, renderer: ctx.renderer }, op, i) },
+            : {
+                ...op,
+                prepared: await prepareChangedDocument(
+                  { config: ctx.config, renderer: ctx.renderer, accountId: actor.accountId },
+                  op,
+                  i,
+                ),
+              },
         );
       }
       await updateTemplateDocuments(ctx, actor, request.id, operations, {

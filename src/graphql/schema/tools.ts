@@ -137,11 +137,6 @@ const PdfVerificationRef = builder.objectRef<DocumentVerification>('PdfVerificat
   }),
 });
 
-/** Base64 (standard or URL-safe alphabet; whitespace ignored, as Ruby's decode64) to bytes. */
-function fromBase64(text: string): Buffer {
-  return Buffer.from(text, 'base64');
-}
-
 builder.queryFields((t) => ({
   verifyPdf: t.field({
     type: PdfVerificationRef,
@@ -151,10 +146,11 @@ builder.queryFields((t) => ({
       const { account, folders } = requireViewer(ctx);
       // Loaded on first use: pkijs and node-forge cost ~25 MB of a process that never verifies.
       const { verifyDocument } = await import('../../signing/verify-pdf.ts');
+      // Decoded in the parse pool's worker: 40 MB of base64 is not decoded on the event loop.
       return verifyDocument(
         { db: ctx.db, config: ctx.config, storage: ctx.storage },
         account.id,
-        fromBase64(args.file),
+        { base64: args.file },
         folders,
       );
     },
@@ -163,8 +159,10 @@ builder.queryFields((t) => ({
     description: 'PDFs merged into one, pages in the order given; base64 in and out (REST: POST /tools/merge).',
     args: { files: t.arg.stringList({ required: true, description: 'At least 2 PDFs, base64.' }) },
     resolve: async (_root, args, ctx) => {
-      requireViewer(ctx);
-      return (await mergePdfs(args.files.map(fromBase64))).toString('base64');
+      const { account } = requireViewer(ctx);
+      // Decoded in the parse pool's worker, as verifyPdf's file.
+      const files = args.files.map((base64) => ({ base64 }));
+      return (await mergePdfs(files, { owner: account.id })).toString('base64');
     },
   }),
 }));

@@ -1,0 +1,178 @@
+/**
+ * The parse pool's worker (src/parse-pool/pool.ts): the tasks that parse what callers send, run
+ * off the event loop. An entry point, like main.ts: the pool loads it by file name
+ * (dist/parse-worker.mjs, bundled by scripts/build.mjs; from source through worker-loader.mjs),
+ * and it imports each task's module on the task's first use, so a worker that only opens PKCS#12
+ * bundles never loads mupdf.
+ *
+ * Memory: the pool gives the worker a JavaScript heap of PARSE_MEMORY_MB (`resourceLimits`); the
+ * WebAssembly memory mupdf allocates in is outside that heap, so `WebAssembly.Memory#grow` is
+ * capped here at the same size: a growth beyond it fails as an allocation failure inside mupdf
+ * (its allocator returns NULL and mupdf throws), and a task that fails after that is answered as
+ * over the memory limit. After each task the worker reports whether the memory it holds (WebAssembly,
+ * JS heap, buffers) is over the pool's recycling threshold; the pool then replaces it, which is the
+ * only way a WebAssembly memory goes back to the system.
+ */
+import { getHeapStatistics } from 'node:v8';
+import { threadId, workerData } from 'node:worker_threads';
+import { move, transferableSymbol, valueSymbol } from 'piscina';
+import { AppError } from '../errors.ts';
+
+const { wasmMemoryBytes, recycleAboveBytes, retireFlags } = workerData as {
+  wasmMemoryBytes: number;
+  recycleAboveBytes: number;
+  retireFlags: Int32Array;
+};
+/** Slots of `retireFlags` (pool.ts RETIRE_FLAG_SLOTS; not imported, so that this thread need not load the pool). */
+const RETIRE_FLAG_SLOTS = retireFlags.length;
+Atomics.store(retireFlags, threadId % RETIRE_FLAG_SLOTS, 0);
+
+/** Every WebAssembly memory that has grown in this worker (mupdf has one). */
+const memories = new Set<WebAssembly.Memory>();
+/** A growth was refused during the current task. */
+let wasmLimitHit = false;
+const grow = WebAssembly.Memory.prototype.grow;
+WebAssembly.Memory.prototype.grow = function (this: WebAssembly.Memory, delta: number): number {
+  memories.add(this);
+  if (this.buffer.byteLength + delta * 65_536 > wasmMemoryBytes) {
+    wasmLimitHit = true;
+    throw new RangeError(`WebAssembly memory limit of ${wasmMemoryBytes} bytes (PARSE_MEMORY_MB)`);
+  }
+  return grow.call(this, delta);
+};
+
+// mupdf reports each repair and pdf-lib each object it skips on the console; a task's outcome is its answer.
+console.log = console.info = console.warn = console.error = () => {};
+
+const wasmBytes = () => [...memories].reduce((sum, memory) => sum + memory.buffer.byteLength, 0);
+
+/**
+ * The tasks, by name: each imports its module when first run and takes one structured-cloneable
+ * input (byte arrays arrive as Uint8Array).
+ */
+const TASKS = {
+  /** src/signing/pkcs12.ts openPkcs12Parts: a PKCS#12 opened, its key and certificates as DER. */
+  openPkcs12: async (input: { p12: Uint8Array; password: string; source: string; passwordName?: string | undefined }) =>
+    (await import('../signing/pkcs12.ts')).openPkcs12Parts(input.p12, input.password, input.source, input.passwordName),
+  /** src/documents/pdf.ts assertPdfEditableHere: pdf-lib reads a PDF and finds its pages. */
+  assertPdfEditable: async (input: { bytes: Uint8Array; label: string; pageCount: number }) =>
+    (await import('../documents/pdf.ts')).assertPdfEditableHere(input.bytes, input.label, input.pageCount),
+  /** src/http/json-body.ts parseJsonBodyHere: a large request body's JSON. */
+  parseJsonBody: async (input: { bytes: Uint8Array }) =>
+    (await import('../http/json-body.ts')).parseJsonBodyHere(input.bytes),
+  /** src/signing/verify-pdf.ts verifyPdfFileHere: the signatures of a PDF, checked, and its SHA-256 (/tools/verify). */
+  verifyPdfFile: async (input: { file: import('./pool.ts').TaskBytes; trusted: Uint8Array[] }) =>
+    (await import('../signing/verify-pdf.ts')).verifyPdfFileHere(input.file, input.trusted),
+  /** src/documents/pdf.ts firstPageTextHere: the text of a PDF's first page. */
+  firstPageText: async (input: { bytes: Uint8Array }) =>
+    (await import('../documents/pdf.ts')).firstPageTextHere(input.bytes),
+  /** src/documents/drawable-image.ts readDrawableImageHere: an image value checked and made drawable. */
+  readDrawableImage: async (input: {
+    bytes: Uint8Array;
+    limits: import('../documents/drawable-image.ts').ImageLimits;
+    checkInk: boolean;
+  }) =>
+    (await import('../documents/drawable-image.ts')).readDrawableImageHere(input.bytes, input.limits, {
+      checkInk: input.checkInk,
+    }),
+  /** src/rendering/office-document.ts assertOfficeDocumentHere: a DOCX (ZIP) within its limits, before conversion. */
+  assertOfficeDocument: async (input: {
+    bytes: Uint8Array;
+    filename: string;
+    limits: import('../rendering/office-document.ts').OfficeArchiveLimits;
+  }) =>
+    (await import('../rendering/office-document.ts')).assertOfficeDocumentHere(
+      input.bytes,
+      input.filename,
+      input.limits,
+    ),
+  /** src/documents/merge-pdfs.ts mergePdfsHere: PDFs merged into one. */
+  mergePdfs: async (input: { files: import('./pool.ts').TaskBytes[] }) =>
+    (await import('../documents/merge-pdfs.ts')).mergePdfsHere(input.files),
+  /** src/documents/pdf.ts renderPagePngHere: a page as a PNG (previews). */
+  renderPagePng: async (input: { bytes: Uint8Array; pageIndex: number; widthPx: number }) =>
+    (await import('../documents/pdf.ts')).renderPagePngHere(input.bytes, input.pageIndex, input.widthPx),
+  /** src/documents/uploaded-pdf.ts prepareUploadedPdfHere: an uploaded PDF made ready to keep. */
+  prepareUploadedPdf: async (input: {
+    bytes: Uint8Array;
+    label: string;
+    options: import('../documents/uploaded-pdf.ts').UploadedPdfOptions;
+  }) => (await import('../documents/uploaded-pdf.ts')).prepareUploadedPdfHere(input.bytes, input.label, input.options),
+};
+
+export type ParseTaskName = keyof typeof TASKS;
+export type ParseTaskInput<K extends ParseTaskName> = Parameters<(typeof TASKS)[K]>[0];
+export type ParseTaskOutput<K extends ParseTaskName> = Awaited<ReturnType<(typeof TASKS)[K]>>;
+
+/** What the pool sends: a task's name and input. */
+export interface ParseTaskRequest {
+  name: ParseTaskName;
+  input: unknown;
+}
+
+/**
+ * What the worker answers: the task's value, or its AppError (code, message, details), or an
+ * unexpected error's message; whether it failed over the WebAssembly memory limit; and whether
+ * the pool should replace this worker now (`recycle`, with its `threadId`).
+ */
+export type ParseTaskEnvelope = { threadId: number; recycle: boolean } & (
+  | { ok: true; value: unknown }
+  | {
+      ok: false;
+      memoryLimit: boolean;
+      error: { code: string; message: string; details: Record<string, unknown> | undefined } | null;
+      unexpected: string | null;
+    }
+);
+
+/**
+ * The buffers of the byte arrays a task's value holds (itself, or in its properties and arrays, two
+ * levels down) that are their whole buffer: moved to the pool, not copied.
+ */
+function transferables(value: unknown, depth = 0, found = new Set<ArrayBuffer>()): Set<ArrayBuffer> {
+  if (value instanceof Uint8Array) {
+    if (value.buffer instanceof ArrayBuffer && value.byteOffset === 0 && value.byteLength === value.buffer.byteLength)
+      found.add(value.buffer);
+  } else if (depth < 2 && value && typeof value === 'object') {
+    for (const item of Object.values(value)) transferables(item, depth + 1, found);
+  }
+  return found;
+}
+
+/** Runs one task (piscina calls this, one task at a time per worker); its byte arrays are moved, not copied. */
+export default async function runParseTask(request: ParseTaskRequest): Promise<ParseTaskEnvelope> {
+  const envelope = await run(request);
+  const buffers = envelope.ok ? [...transferables(envelope.value)] : [];
+  if (buffers.length === 0) return envelope;
+  // piscina moves what such an object lists and answers its value.
+  return move({ [transferableSymbol]: buffers, [valueSymbol]: envelope }) as unknown as ParseTaskEnvelope;
+}
+
+async function run(request: ParseTaskRequest): Promise<ParseTaskEnvelope> {
+  wasmLimitHit = false;
+  let envelope: ParseTaskEnvelope;
+  try {
+    const task = TASKS[request.name] as (input: unknown) => Promise<unknown>;
+    if (!task) throw new Error(`unknown parse task ${request.name}`);
+    envelope = { threadId, recycle: false, ok: true, value: await task(request.input) };
+  } catch (error) {
+    envelope = {
+      threadId,
+      recycle: false,
+      ok: false,
+      memoryLimit: wasmLimitHit,
+      error: error instanceof AppError ? { code: error.code, message: error.message, details: error.details } : null,
+      unexpected: error instanceof AppError ? null : String((error as Error)?.stack ?? error),
+    };
+  }
+  // What the worker holds: its WebAssembly memory, its JavaScript heap as committed, and the buffers
+  // outside the heap (the task's byte arrays), which the next collection may or may not free.
+  const heap = getHeapStatistics();
+  const held = wasmBytes() + heap.total_physical_size + heap.external_memory;
+  if (wasmLimitHit || held > recycleAboveBytes) {
+    envelope.recycle = true;
+    // Before answering: piscina may hand this worker its next task before the answer reaches the pool.
+    Atomics.store(retireFlags, threadId % RETIRE_FLAG_SLOTS, 1);
+  }
+  return envelope;
+}
