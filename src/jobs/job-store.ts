@@ -16,7 +16,9 @@ import {
   findJobsByKey,
   insertJobRows,
   JOBS_TABLE,
+  type KeyLimit,
   lockDueJobs,
+  lockDueJobsFairly,
   renewJobLock,
   saveJobStates,
 } from '../db/queries/jobs.ts';
@@ -76,6 +78,12 @@ export interface JobStore {
   relayOutbox?(outboxTable: string, limit: number, source: string): Promise<number>;
   /** PostgreSQL: the pool, for the outbox statements of the queue (a count of the rows left). */
   pool?: pg.Pool;
+  /**
+   * PostgreSQL: from now on, jobs named `name` are claimed fairly: at most `max` locked at once per
+   * value of each limit's payload key, over every instance (src/db/queries/jobs.ts
+   * lockDueJobsFairly). Absent on MongoDB (not enforced there).
+   */
+  limitPerKey?(name: string, limits: readonly KeyLimit[]): void;
   /** Renews the lock of a running job (locked_at = now); Agenda's Job.touch() otherwise. */
   renewLock(job: Job): Promise<void>;
   /**
@@ -86,6 +94,8 @@ export interface JobStore {
   /** Closes the connection (pool or client). */
   close(): Promise<void>;
 }
+
+export type { KeyLimit };
 
 /** A job for JobStore.insertJobs: `data` as Agenda stores it ({payload, uniqueKey?}). */
 export interface NewJob {
@@ -156,6 +166,17 @@ export async function openPostgresJobStore(options: {
   // One batch per source (instance name): the statement stores it as last_modified_by.
   const insertBatches = new Map<string, TurnBatch<NewJob, string>>();
   const channel = inner.notificationChannel && quietChannel(inner.notificationChannel);
+  // A fair claim that held jobs back for a limit looks again a little later (see FAIR_PROBE_MS).
+  const probes = new Map<string, NodeJS.Timeout>();
+  repository.onHeldBack = (name) => {
+    if (probes.has(name)) return;
+    const timer = setTimeout(() => {
+      probes.delete(name);
+      channel?.refill(name);
+    }, FAIR_PROBE_MS);
+    timer.unref();
+    probes.set(name, timer);
+  };
   const jobsTable = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(JOBS_TABLE)}`;
   return {
     backend: connectedBackend(inner, repository, channel?.channel),
@@ -182,9 +203,12 @@ export async function openPostgresJobStore(options: {
       await renewJobLock(pool, String(job.attrs._id), lockedAt);
     },
     releaseLockedAhead: () => repository.releaseLockedAhead(),
+    limitPerKey: (name, limits) => repository.limitPerKey(name, limits),
     countPending: (withinMs) => countPendingJobs(pool, withinMs),
     stats: () => jobQueueStats(pool),
     close: async () => {
+      for (const timer of probes.values()) clearTimeout(timer);
+      probes.clear();
       await repository.flushStateSaves();
       // Before the pool's end(), which waits for the LISTEN connection, however late it came.
       await listening?.close();
@@ -351,6 +375,16 @@ const STATE_SAVE_DELAY_MS = 3;
 const LOCK_AHEAD = 20;
 
 /**
+ * Milliseconds after a fair claim held jobs back for a limit before the next look, when nothing
+ * else asks sooner. A claim looks at the due jobs in order: when the first ones are of a value
+ * (an account) with room for only some of them, it takes those, and a job of another value behind
+ * them is found by the next claim (the first value is at its limit then, so skipped). Jobs finishing
+ * and new jobs ask for claims too; this bounds the wait when neither comes (one account's slow
+ * receivers): another account's job starts within about this long.
+ */
+const FAIR_PROBE_MS = 50;
+
+/**
  * Agenda's PostgreSQL repository with fewer statements per job (bench/submissions.ts, issue 4):
  *
  * - Agenda fills its queue by asking for the next job of a name, one locking UPDATE per job, until
@@ -381,6 +415,10 @@ class LockAheadRepository extends PostgresJobRepository {
   readonly #ahead = new Map<string, { jobs: JobParameters[]; lockedAt: number; noneNext: boolean }>();
   /** Job names whose last lock statement locked as many as it could (more may be due). */
   readonly #lastBatchFull = new Set<string>();
+  /** Job names claimed fairly (limitPerKey), with their limits. */
+  readonly #limits = new Map<string, readonly KeyLimit[]>();
+  /** Told when a fair claim held due jobs back for a limit (the store looks again soon). */
+  onHeldBack?: (name: string) => void;
 
   constructor(pool: pg.Pool) {
     super({ pool, tableName: JOBS_TABLE, ensureSchema: false });
@@ -409,18 +447,24 @@ class LockAheadRepository extends PostgresJobRepository {
       }
     }
     const lockTime = now ?? new Date();
-    const rows = await lockDueJobs(this.#pool, {
+    const claim = {
       lockTime,
       name: jobName,
       nextScanAt,
       lockDeadline,
       lastModifiedBy: options?.lastModifiedBy ?? null,
       limit: LOCK_AHEAD,
-    });
+    };
+    const limits = this.#limits.get(jobName);
+    const fair = limits ? await lockDueJobsFairly(this.#pool, { ...claim, limits }) : undefined;
+    const rows = fair ? fair.rows : await lockDueJobs(this.#pool, claim);
     // Agenda's own row mapping (src/jobs/agenda-adapter.ts, assumption 1).
     const jobs = rows.map((row) => rowToJobParameters(this, row)).sort(byRunOrder);
-    if (jobs.length < LOCK_AHEAD) this.#lastBatchFull.delete(jobName);
-    else this.#lastBatchFull.add(jobName);
+    // Fairly claimed: due jobs left (held back for a limit) are asked for again when one finishes.
+    const left = fair ? fair.due > jobs.length : jobs.length >= LOCK_AHEAD;
+    if (left) this.#lastBatchFull.add(jobName);
+    else this.#lastBatchFull.delete(jobName);
+    if (fair && fair.candidates > jobs.length) this.onHeldBack?.(jobName);
     const [first, ...rest] = jobs;
     if (!first) return undefined;
     const pending = this.#ahead.get(jobName);
@@ -466,6 +510,12 @@ class LockAheadRepository extends PostgresJobRepository {
         `job ${String(job._id)} (name: ${job.name}) ` +
           `cannot be updated in the database, maybe it does not exist anymore?`,
       );
+  }
+
+  /** Claims jobs named `name` fairly from now on (JobStore.limitPerKey). */
+  limitPerKey(name: string, limits: readonly KeyLimit[]): void {
+    if (limits.length > 0) this.#limits.set(name, limits);
+    else this.#limits.delete(name);
   }
 
   /** Writes the end-of-run saves waiting for their batch now (before the pool closes). */

@@ -283,3 +283,148 @@ export async function saveJobStates(pool: pg.Pool, rows: JobStateRow[]): Promise
   });
   return new Set(updated.map((r) => r.id));
 }
+
+/** A limit of the fair claim: at most `max` jobs locked at once per value of the payload key `key`. */
+export interface KeyLimit {
+  /** A key of the job's payload (`data.payload`), e.g. `accountId`: a letter, then letters, digits or `_`. */
+  key: string;
+  /** Jobs locked (running, or locked ahead) at once per value, on every instance together. */
+  max: number;
+}
+
+/** The advisory lock space of fair claims (./advisory-locks.ts lists them); the second key: the job name's hash. */
+const FAIR_CLAIM_LOCK_SPACE = 7_301_024;
+
+/**
+ * The claim of LOCK_JOBS with per-key limits (`limits`, in order). $1 lock time, $2 name, $3 next
+ * scan, $4 lock deadline, $5 this instance, $6 how many:
+ * - `live`: the jobs of the name locked now (lock younger than the deadline: a dead instance's
+ *   expired locks are not counted, and their jobs are due again);
+ * - `cand`: the due jobs in Agenda's order, minus those of a value at its limit already (`blocked_i`),
+ *   at most 2 × $6, locked against other writers (SKIP LOCKED);
+ * - `r_i`: of those let through by the limits before it, the ones whose rank among the candidates of
+ *   their value, plus that value's live jobs, stays within limit i (a job without the key passes);
+ * - the first $6 of what passes every limit are locked; each returned row carries the number of
+ *   candidates (`signet_candidates`): more than the rows returned means some were held back by a
+ *   limit (or by $6).
+ * The keys are checked identifiers and the maxima integers, written into the text (one statement
+ * per definition).
+ */
+function fairLockStatement(limits: readonly KeyLimit[]): string {
+  const value = (alias: string, key: string) => `(${alias}.p->>'${key}')`;
+  const blocked = limits
+    .map(
+      ({ key, max }, i) =>
+        `blocked_${i} AS (SELECT ${value('l', key)} AS v FROM live l GROUP BY 1 HAVING count(*) >= ${max})`,
+    )
+    .join(',\n    ');
+  const notBlocked = limits
+    .map(({ key }, i) => `AND NOT EXISTS (SELECT 1 FROM blocked_${i} b WHERE b.v = j.data->'payload'->>'${key}')`)
+    .join('\n         ');
+  const ranks = limits
+    .map(({ key, max }, i) => {
+      const from = i === 0 ? 'cand c' : `r_${i - 1} c WHERE c.ok`;
+      return `r_${i} AS (
+      SELECT c.id, c.next_run_at, c.priority, c.p,
+             ${value('c', key)} IS NULL
+             OR row_number() OVER (PARTITION BY ${value('c', key)} ORDER BY c.next_run_at, c.priority DESC, c.id)
+                + (SELECT count(*) FROM live l WHERE ${value('l', key)} = ${value('c', key)}) <= ${max} AS ok
+        FROM ${from})`;
+    })
+    .join(',\n    ');
+  return `
+    WITH live AS (
+      SELECT data->'payload' AS p FROM ${JOBS_TABLE} WHERE name = $2 AND disabled = FALSE AND locked_at > $4
+    ),
+    ${blocked},
+    cand AS (
+      SELECT j.id, j.next_run_at, j.priority, j.data->'payload' AS p FROM ${JOBS_TABLE} j
+       WHERE j.name = $2 AND j.disabled = FALSE
+         AND ((j.locked_at IS NULL AND j.next_run_at <= $3) OR j.locked_at <= $4)
+         ${notBlocked}
+       ORDER BY j.next_run_at ASC NULLS LAST, j.priority DESC
+       LIMIT 2 * $6
+       FOR UPDATE SKIP LOCKED
+    ),
+    ${ranks},
+    chosen AS (
+      SELECT id FROM r_${limits.length - 1} WHERE ok ORDER BY next_run_at ASC NULLS LAST, priority DESC LIMIT $6
+    )
+    UPDATE ${JOBS_TABLE} j SET locked_at = $1, last_modified_by = $5
+      FROM chosen WHERE j.id = chosen.id
+    RETURNING j.*, (SELECT count(*) FROM cand)::int AS signet_candidates`;
+}
+
+/** The fair claim's statement per set of limits (text and prepared-statement name). */
+const fairStatements = new Map<string, { name: string; text: string }>();
+
+function fairStatement(limits: readonly KeyLimit[]): { name: string; text: string } {
+  const id = limits.map((l) => `${l.key}:${l.max}`).join(',');
+  let statement = fairStatements.get(id);
+  if (!statement) {
+    if (limits.length === 0) throw new TypeError('fair claim: no limits');
+    for (const { key, max } of limits) {
+      if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(key)) throw new TypeError(`fair claim: "${key}" is not a payload key name`);
+      if (!(Number.isInteger(max) && max >= 1))
+        throw new TypeError(`fair claim: the limit of ${key} must be an integer ≥ 1`);
+    }
+    statement = { name: `signet_jobs_lock_fair_${fairStatements.size}`, text: fairLockStatement(limits) };
+    fairStatements.set(id, statement);
+  }
+  return statement;
+}
+
+/**
+ * lockDueJobs with per-key limits (src/jobs/job-queue.ts `concurrencyPer`): locks up to `limit`
+ * due jobs of `name` in Agenda's order, skipping those that would put a value of a limited payload
+ * key over its maximum of jobs locked at once, counted over every instance (the table is shared).
+ * Exact across instances: claims of one name run one at a time (a transaction-scoped advisory lock
+ * on the name, taken before the claim statement, which then reads the locks as committed).
+ * @returns the locked rows (whole, as lockDueJobs), `candidates`: due jobs the claim looked at
+ *   (more than the rows: some were held back by a limit or by `limit`), and `due`: jobs due at the
+ *   start, counted up to `limit + 1` (more than the rows: some are left, waiting for a place)
+ */
+export async function lockDueJobsFairly(
+  pool: pg.Pool,
+  options: Parameters<typeof lockDueJobs>[1] & { limits: readonly KeyLimit[] },
+): Promise<{ rows: unknown[]; candidates: number; due: number }> {
+  const statement = fairStatement(options.limits);
+  const client = await pool.connect();
+  let failed = true;
+  try {
+    await client.query('BEGIN');
+    const { rows: head } = await client.query<{ due: number }>({
+      name: 'signet_jobs_lock_fair_begin',
+      text: `SELECT pg_advisory_xact_lock(${FAIR_CLAIM_LOCK_SPACE}, hashtext($1)),
+                    (SELECT count(*)::int FROM (
+                       SELECT 1 FROM ${JOBS_TABLE}
+                        WHERE name = $1 AND disabled = FALSE
+                          AND ((locked_at IS NULL AND next_run_at <= $2) OR locked_at <= $3)
+                        LIMIT $4) d) AS due`,
+      values: [options.name, options.nextScanAt, options.lockDeadline, options.limit + 1],
+    });
+    const { rows } = await client.query<Record<string, unknown>>({
+      name: statement.name,
+      text: statement.text,
+      values: [
+        options.lockTime,
+        options.name,
+        options.nextScanAt,
+        options.lockDeadline,
+        options.lastModifiedBy,
+        options.limit,
+      ],
+    });
+    await client.query('COMMIT');
+    failed = false;
+    const candidates = Number(rows[0]?.signet_candidates ?? 0);
+    return {
+      rows: rows.map(({ signet_candidates: _, ...row }) => row),
+      candidates,
+      due: head[0]?.due ?? 0,
+    };
+  } finally {
+    if (failed) await client.query('ROLLBACK').catch(() => undefined);
+    client.release(failed);
+  }
+}
