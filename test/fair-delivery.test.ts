@@ -1,15 +1,18 @@
 /**
  * Fair webhook delivery (issue 23 "Fair delivery"; docs/security.md "Fair delivery and atomic
- * caps"), against a real service process and real receivers on loopback:
+ * caps"), against two real service processes on one database (requests go to the first; both
+ * claim deliveries, each with 40 places of its own, so a limit that counted one instance's
+ * deliveries only would let the second exceed it) and real receivers on loopback:
  * - a receiver that answers one byte per second (and never ends: the response timeout, 8 s here,
  *   ends each request) counts the requests it holds open, per path;
- * - one endpoint gets at most WEBHOOK_ENDPOINT_CONCURRENCY (5) deliveries at once: 8 events → 5
- *   open, not 8;
+ * - one endpoint gets at most WEBHOOK_ENDPOINT_CONCURRENCY (5) deliveries at once: 12 events → 5
+ *   open, not 12;
  * - account A with the most endpoints (MAX_ITEMS.webhookEndpoints, 20), all on the slow receiver,
  *   and two events (40 deliveries): A holds at most WEBHOOK_ACCOUNT_CONCURRENCY (20) requests
  *   open, and account B's webhook, raised while A's are stuck, arrives within 500 ms. Before,
  *   A's deliveries held all 20 of the instance's places and B's waited for their timeouts.
  */
+import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -28,6 +31,7 @@ import { startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
 let database: TestDatabase;
 let db: Db;
 let service: ServiceProcess;
+let second: ServiceProcess;
 let fast: Receiver;
 let slow: SlowReceiver;
 const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'signet-fair-'));
@@ -86,18 +90,24 @@ beforeAll(async () => {
   db = createDb(database.url, { poolSize: 2 });
   fast = await startReceiver();
   slow = await startSlowReceiver();
-  const port = await freePort();
-  service = await startService({
-    ...testServiceEnv({ databaseUrl: database.url, dataDir: path.join(tmp, 'data'), port }),
-    WEBHOOK_ALLOW_PRIVATE: 'true',
-    WEBHOOK_RESPONSE_TIMEOUT_SECONDS: '8',
-    // A failed attempt's retry comes an hour later: none during the test.
-    WEBHOOK_RETRY_BASE_MS: '3600000',
-  });
+  const secret = randomBytes(32).toString('hex');
+  const start = async () => {
+    const port = await freePort();
+    return startService({
+      ...testServiceEnv({ databaseUrl: database.url, dataDir: path.join(tmp, 'data'), port }),
+      SECRET_KEY_BASE: secret,
+      DATABASE_POOL_SIZE: '4',
+      WEBHOOK_ALLOW_PRIVATE: 'true',
+      WEBHOOK_RESPONSE_TIMEOUT_SECONDS: '8',
+      // A failed attempt's retry comes an hour later: none during the test.
+      WEBHOOK_RETRY_BASE_MS: '3600000',
+    });
+  };
+  [service, second] = await Promise.all([start(), start()]);
 }, 120_000);
 
 afterAll(async () => {
-  await service?.stop();
+  await Promise.all([service?.stop(), second?.stop()]);
   await slow?.close();
   await fast?.close();
   await db?.$disconnect();
@@ -144,16 +154,16 @@ async function until(check: () => boolean, timeoutMs: number, what: string): Pro
 }
 
 describe('fair delivery', { timeout: 120_000 }, () => {
-  it('one endpoint gets at most 5 deliveries at once (8 due)', async () => {
+  it('one endpoint gets at most 5 deliveries at once from both instances (12 due)', async () => {
     const { account, templateId } = await accountWith([`${slow.url}/d/only`]);
-    for (let i = 0; i < 8; i += 1) await update(account, templateId, `D ${i}`);
+    for (let i = 0; i < 12; i += 1) await update(account, templateId, `D ${i}`);
     await until(() => slow.openNow('/d/') >= 5, 10_000, 'five deliveries open at the slow endpoint');
     // The others are due, and stay waiting while five are open.
     await sleep(1500);
     expect(slow.openNow('/d/')).toBe(5);
     expect(slow.maxOpen('/d/')).toBe(5);
     const pending = await db.webhookDelivery.count({ where: { accountId: account.accountId, status: 'pending' } });
-    expect(pending).toBe(8);
+    expect(pending).toBe(12);
   });
 
   it('an account with 20 slow endpoints holds 20 places at most; another’s webhook arrives within 500 ms', async () => {

@@ -166,17 +166,21 @@ export async function openPostgresJobStore(options: {
   // One batch per source (instance name): the statement stores it as last_modified_by.
   const insertBatches = new Map<string, TurnBatch<NewJob, string>>();
   const channel = inner.notificationChannel && quietChannel(inner.notificationChannel);
-  // A fair claim that held jobs back for a limit looks again a little later (see FAIR_PROBE_MS).
-  const probes = new Map<string, NodeJS.Timeout>();
-  repository.onHeldBack = (name) => {
-    if (probes.has(name)) return;
+  // Fills asked for later (fairly claimed names: FAIR_REFILL_MS, FAIR_PROBE_MS), one timer per name.
+  const later = new Map<string, { timer: NodeJS.Timeout; at: number }>();
+  const refillIn = (name: string, ms: number) => {
+    const at = Date.now() + ms;
+    const pending = later.get(name);
+    if (pending && pending.at <= at) return;
+    if (pending) clearTimeout(pending.timer);
     const timer = setTimeout(() => {
-      probes.delete(name);
+      later.delete(name);
       channel?.refill(name);
-    }, FAIR_PROBE_MS);
+    }, ms);
     timer.unref();
-    probes.set(name, timer);
+    later.set(name, { timer, at });
   };
+  repository.onHeldBack = (name) => refillIn(name, FAIR_PROBE_MS);
   const jobsTable = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(JOBS_TABLE)}`;
   return {
     backend: connectedBackend(inner, repository, channel?.channel),
@@ -186,7 +190,9 @@ export async function openPostgresJobStore(options: {
       relayOutboxRows(pool, { jobs: jobsTable, outbox: outboxTable }, { limit, source, channel: channelName }),
     // Only when a fill could find more: otherwise a refill would be a lock statement for nothing.
     refill: (name) => {
-      if (repository.mayHaveMore(name)) channel?.refill(name);
+      if (!repository.mayHaveMore(name)) return;
+      if (repository.isFair(name)) refillIn(name, FAIR_REFILL_MS);
+      else channel?.refill(name);
     },
     insertJobs: (jobs, source) => insertJobs(pool, jobs, source, channelName),
     insertJob: (job, source) => {
@@ -207,8 +213,8 @@ export async function openPostgresJobStore(options: {
     countPending: (withinMs) => countPendingJobs(pool, withinMs),
     stats: () => jobQueueStats(pool),
     close: async () => {
-      for (const timer of probes.values()) clearTimeout(timer);
-      probes.clear();
+      for (const { timer } of later.values()) clearTimeout(timer);
+      later.clear();
       await repository.flushStateSaves();
       // Before the pool's end(), which waits for the LISTEN connection, however late it came.
       await listening?.close();
@@ -385,6 +391,14 @@ const LOCK_AHEAD = 20;
 const FAIR_PROBE_MS = 50;
 
 /**
+ * Milliseconds a fairly claimed name's fill waits after a job of it finished, so that the places
+ * freed meanwhile are claimed by one statement and their jobs start together (their own statements
+ * are then shared: src/db/turn-batch.ts). Without it, an account at its limit had one claim per
+ * finished delivery, each starting one: bench:webhooks spent twice the statements per delivery.
+ */
+const FAIR_REFILL_MS = 3;
+
+/**
  * Agenda's PostgreSQL repository with fewer statements per job (bench/submissions.ts, issue 4):
  *
  * - Agenda fills its queue by asking for the next job of a name, one locking UPDATE per job, until
@@ -401,6 +415,10 @@ const FAIR_PROBE_MS = 50;
  *   start of a run and from Job.touch(), which Signet does not call (JobStore.renewLock renews).
  *   What changes: while a job runs, last_run_at and next_run_at show the previous run's values.
  * - End saves made within STATE_SAVE_DELAY_MS of each other are one UPDATE.
+ * - Names given limits per payload key (limitPerKey: the job queue's `concurrencyPer`) are locked
+ *   by lockDueJobsFairly instead, which skips the jobs of a value at its limit: such jobs stay due,
+ *   unlocked. A fill asks again when a job of the name finishes while some are left (`due` above
+ *   the rows), and FAIR_PROBE_MS after a claim that held jobs back (onHeldBack).
  *
  * It overrides only methods of Agenda's public JobRepository interface; what it assumes about
  * Agenda beyond that (the row mapping, the start and end saves) is assumptions 1, 4 and 5 of
@@ -510,6 +528,11 @@ class LockAheadRepository extends PostgresJobRepository {
         `job ${String(job._id)} (name: ${job.name}) ` +
           `cannot be updated in the database, maybe it does not exist anymore?`,
       );
+  }
+
+  /** Whether jobs named `name` are claimed fairly (limitPerKey). */
+  isFair(name: string): boolean {
+    return this.#limits.has(name);
   }
 
   /** Claims jobs named `name` fairly from now on (JobStore.limitPerKey). */

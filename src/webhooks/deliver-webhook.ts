@@ -17,6 +17,10 @@
  * interrupted and sends the next attempt at once (the receiver did not fail; we did): the receiver
  * may get that event twice, never zero times (consumers must be idempotent, as with DocuSeal).
  *
+ * Attempts are claimed fairly: at most so many at once per endpoint and per account, over all
+ * instances (defineDeliverWebhookJob); one waiting for its place is not run, so it holds no place,
+ * and counts as no attempt.
+ *
  * The body of the first attempt is the one the dispatch built (passed in the job); later attempts
  * rebuild `data` from the record as it is then (DocuSeal re-serializes on every attempt; file URLs
  * in it are signed and expire), keeping `event_type` and `timestamp`.

@@ -304,9 +304,11 @@ const FAIR_CLAIM_LOCK_SPACE = 7_301_024;
  *   at most 2 × $6, locked against other writers (SKIP LOCKED);
  * - `r_i`: of those let through by the limits before it, the ones whose rank among the candidates of
  *   their value, plus that value's live jobs, stays within limit i (a job without the key passes);
- * - the first $6 of what passes every limit are locked; each returned row carries the number of
- *   candidates (`signet_candidates`): more than the rows returned means some were held back by a
- *   limit (or by $6).
+ * - the first $6 of what passes every limit are locked (`locked`);
+ * - the answer: the locked rows, each with the number of candidates (`signet_candidates`: more than
+ *   the rows locked means some were held back by a limit or by $6) and of the jobs due, counted up to
+ *   $6 + 1 (`signet_due`: more than the rows locked means some are left); when none is locked, one
+ *   row of those two counts with every job column null.
  * The keys are checked identifiers and the maxima integers, written into the text (one statement
  * per definition).
  */
@@ -349,10 +351,20 @@ function fairLockStatement(limits: readonly KeyLimit[]): string {
     ${ranks},
     chosen AS (
       SELECT id FROM r_${limits.length - 1} WHERE ok ORDER BY next_run_at ASC NULLS LAST, priority DESC LIMIT $6
+    ),
+    locked AS (
+      UPDATE ${JOBS_TABLE} j SET locked_at = $1, last_modified_by = $5
+        FROM chosen WHERE j.id = chosen.id
+      RETURNING j.*
+    ),
+    counts AS (
+      SELECT (SELECT count(*) FROM cand)::int AS signet_candidates,
+             (SELECT count(*) FROM (
+                SELECT 1 FROM ${JOBS_TABLE}
+                 WHERE name = $2 AND disabled = FALSE AND ((locked_at IS NULL AND next_run_at <= $3) OR locked_at <= $4)
+                 LIMIT $6 + 1) d)::int AS signet_due
     )
-    UPDATE ${JOBS_TABLE} j SET locked_at = $1, last_modified_by = $5
-      FROM chosen WHERE j.id = chosen.id
-    RETURNING j.*, (SELECT count(*) FROM cand)::int AS signet_candidates`;
+    SELECT locked.*, counts.* FROM counts LEFT JOIN locked ON TRUE`;
 }
 
 /** The fair claim's statement per set of limits (text and prepared-statement name). */
@@ -392,17 +404,10 @@ export async function lockDueJobsFairly(
   const client = await pool.connect();
   let failed = true;
   try {
-    await client.query('BEGIN');
-    const { rows: head } = await client.query<{ due: number }>({
-      name: 'signet_jobs_lock_fair_begin',
-      text: `SELECT pg_advisory_xact_lock(${FAIR_CLAIM_LOCK_SPACE}, hashtext($1)),
-                    (SELECT count(*)::int FROM (
-                       SELECT 1 FROM ${JOBS_TABLE}
-                        WHERE name = $1 AND disabled = FALSE
-                          AND ((locked_at IS NULL AND next_run_at <= $2) OR locked_at <= $3)
-                        LIMIT $4) d) AS due`,
-      values: [options.name, options.nextScanAt, options.lockDeadline, options.limit + 1],
-    });
+    // One round trip: the transaction and its lock (simple protocol; the name is a job name, quoted).
+    await client.query(
+      `BEGIN; SELECT pg_advisory_xact_lock(${FAIR_CLAIM_LOCK_SPACE}, hashtext(${client.escapeLiteral(options.name)}))`,
+    );
     const { rows } = await client.query<Record<string, unknown>>({
       name: statement.name,
       text: statement.text,
@@ -417,11 +422,10 @@ export async function lockDueJobsFairly(
     });
     await client.query('COMMIT');
     failed = false;
-    const candidates = Number(rows[0]?.signet_candidates ?? 0);
     return {
-      rows: rows.map(({ signet_candidates: _, ...row }) => row),
-      candidates,
-      due: head[0]?.due ?? 0,
+      rows: rows.filter((row) => row.id !== null).map(({ signet_candidates: _c, signet_due: _d, ...row }) => row),
+      candidates: Number(rows[0]?.signet_candidates ?? 0),
+      due: Number(rows[0]?.signet_due ?? 0),
     };
   } finally {
     if (failed) await client.query('ROLLBACK').catch(() => undefined);
