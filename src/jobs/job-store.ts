@@ -21,6 +21,8 @@ import {
   lockDueJobsFairly,
   renewJobLock,
   saveJobStates,
+  saveJobStatesHandingOn,
+  type HandOn,
 } from '../db/queries/jobs.ts';
 import { relayOutboxRows } from '../db/queries/outbox.ts';
 import { turnBatch, type TurnBatch } from '../db/turn-batch.ts';
@@ -191,7 +193,8 @@ export async function openPostgresJobStore(options: {
     // Only when a fill could find more: otherwise a refill would be a lock statement for nothing.
     refill: (name) => {
       if (!repository.mayHaveMore(name)) return;
-      if (repository.isFair(name)) refillIn(name, FAIR_REFILL_MS);
+      // A fairly claimed name's finished jobs handed their places on (held ahead): handed over now.
+      if (repository.isFair(name) && !repository.holdsAhead(name)) refillIn(name, FAIR_REFILL_MS);
       else channel?.refill(name);
     },
     insertJobs: (jobs, source) => insertJobs(pool, jobs, source, channelName),
@@ -418,7 +421,10 @@ const FAIR_REFILL_MS = 3;
  * - Names given limits per payload key (limitPerKey: the job queue's `concurrencyPer`) are locked
  *   by lockDueJobsFairly instead, which skips the jobs of a value at its limit: such jobs stay due,
  *   unlocked. A fill asks again when a job of the name finishes while some are left (`due` above
- *   the rows), and FAIR_PROBE_MS after a claim that held jobs back (onHeldBack).
+ *   the rows), and FAIR_PROBE_MS after a claim that held jobs back (onHeldBack). And the end save
+ *   of such a job hands its place on, in the same statement, to the next due job of its value of
+ *   the finest key (an endpoint's next delivery: saveJobStatesHandingOn), held ahead here: an
+ *   account at its limit goes on without a claim per finished job, and no limit is passed.
  *
  * It overrides only methods of Agenda's public JobRepository interface; what it assumes about
  * Agenda beyond that (the row mapping, the start and end saves) is assumptions 1, 4 and 5 of
@@ -435,6 +441,8 @@ class LockAheadRepository extends PostgresJobRepository {
   readonly #lastBatchFull = new Set<string>();
   /** Job names claimed fairly (limitPerKey), with their limits. */
   readonly #limits = new Map<string, readonly KeyLimit[]>();
+  /** Set once the store stops (releaseLockedAhead): no more hand-ons. */
+  #closing = false;
   /** Told when a fair claim held due jobs back for a limit (the store looks again soon). */
   onHeldBack?: (name: string) => void;
 
@@ -563,12 +571,53 @@ class LockAheadRepository extends PostgresJobRepository {
       last_finished_at: job.lastFinishedAt || null,
       last_modified_by: lastModifiedBy,
     }));
-    const found = await saveJobStates(this.#pool, rows);
+    const handOns = this.#closing ? [] : [...last.values()].flatMap(({ job }) => this.#handOnOf(job));
+    if (handOns.length === 0) {
+      const found = await saveJobStates(this.#pool, rows);
+      return saves.map((s) => found.has(String(s.job._id)));
+    }
+    const lockTime = new Date();
+    const { found, handed } = await saveJobStatesHandingOn(this.#pool, rows, handOns, {
+      lockTime,
+      lastModifiedBy: saves[0]!.lastModifiedBy,
+    });
+    this.#holdAhead(
+      handed.map((row) => rowToJobParameters(this, row)),
+      lockTime,
+    );
     return saves.map((s) => found.has(String(s.job._id)));
+  }
+
+  /** The hand-on of a job that finished a run, when its name is claimed fairly and it has the finest key. */
+  #handOnOf(job: JobParameters): HandOn[] {
+    const limits = this.#limits.get(job.name);
+    if (!limits || job.lockedAt) return [];
+    const key = limits[0]!.key;
+    const value = (job.data as { payload?: Record<string, unknown> } | undefined)?.payload?.[key];
+    return value === undefined || value === null ? [] : [{ name: job.name, key, value: String(value) }];
+  }
+
+  /** Jobs locked for this instance outside a fill (hand-ons): held ahead, handed over at the next asks. */
+  #holdAhead(jobs: JobParameters[], lockedAt: Date): void {
+    for (const job of jobs) {
+      const entry = this.#ahead.get(job.name);
+      if (entry) {
+        entry.jobs.push(job);
+        entry.jobs.sort(byRunOrder);
+        entry.noneNext = false;
+      } else this.#ahead.set(job.name, { jobs: [job], lockedAt: lockedAt.getTime(), noneNext: false });
+    }
+  }
+
+  /** Whether jobs of `name` are held ahead, ready to hand over without a statement. */
+  holdsAhead(name: string): boolean {
+    return (this.#ahead.get(name)?.jobs.length ?? 0) > 0;
   }
 
   /** Unlocks the jobs locked ahead and not handed over (as Agenda unlocks its own at stop). */
   async releaseLockedAhead(): Promise<void> {
+    // Stopping: runs that end from now on hand no place on (nobody would run what they lock).
+    this.#closing = true;
     const ids = [...this.#ahead.values()].flatMap((a) => a.jobs.map((j) => j._id!));
     this.#ahead.clear();
     if (ids.length > 0) await this.unlockJobs(ids);

@@ -198,6 +198,81 @@ export async function jobQueueStats(pool: pg.Pool): Promise<JobNameStats[]> {
 }
 
 /**
+ * SAVE_STATES, and in the same statement each finished job of a fairly claimed name hands its place
+ * on: $1 the saves as for SAVE_STATES, $2 the hand-ons as JSON ([{name, key, value}], one per finished
+ * job: the payload key of the finest limit and the finished job's value of it), $3 the lock time, $4
+ * this instance. For each (name, key, value), as many due, unlocked jobs of that value as finished
+ * are locked, in Agenda's order (rows another transaction holds skipped). The value's count of
+ * locked jobs is the same before and after the statement, and so is that of every coarser limit's
+ * value (a finer value lies within one of each coarser key: an endpoint within its account), so no
+ * limit is passed; and no claim is needed for them (src/jobs/job-store.ts). Answers the saved ids
+ * (`signet_saved`, on every row) and the locked rows (job columns null when none).
+ */
+const SAVE_STATES_HANDING_ON = `
+  WITH v AS (
+    SELECT * FROM jsonb_to_recordset($1::jsonb)
+         AS v(id uuid, name text, locked_at timestamptz, next_run_at timestamptz, last_run_at timestamptz,
+              progress real, fail_reason text, fail_count integer, failed_at timestamptz, last_finished_at timestamptz,
+              last_modified_by text)
+  ), saved AS (
+    UPDATE ${JOBS_TABLE} j
+       SET locked_at = v.locked_at, next_run_at = v.next_run_at, last_run_at = v.last_run_at, progress = v.progress,
+           fail_reason = v.fail_reason, fail_count = v.fail_count, failed_at = v.failed_at,
+           last_finished_at = v.last_finished_at, last_modified_by = v.last_modified_by
+      FROM v
+     WHERE j.id = v.id AND j.name = v.name
+    RETURNING j.id
+  ), wanted AS (
+    SELECT h->>'name' AS name, h->>'key' AS key, h->>'value' AS value, count(*)::int AS n
+      FROM jsonb_array_elements($2::jsonb) h GROUP BY 1, 2, 3
+  ), next AS (
+    SELECT c.id FROM wanted w, LATERAL (
+      SELECT c.id FROM ${JOBS_TABLE} c
+       WHERE c.name = w.name AND c.disabled = FALSE AND c.locked_at IS NULL AND c.next_run_at <= $3
+         AND c.data->'payload'->>w.key = w.value
+         AND c.id NOT IN (SELECT id FROM v)
+       ORDER BY c.next_run_at ASC NULLS LAST, c.priority DESC
+       LIMIT w.n
+       FOR UPDATE SKIP LOCKED) c
+  ), handed AS (
+    UPDATE ${JOBS_TABLE} j SET locked_at = $3, last_modified_by = $4 FROM next WHERE j.id = next.id
+    RETURNING j.*
+  )
+  SELECT handed.*, (SELECT array_agg(id::text) FROM saved) AS signet_saved
+    FROM (SELECT 1) one LEFT JOIN handed ON TRUE`;
+
+/** A finished job of a fairly claimed name handing its place on (saveJobStatesHandingOn). */
+export interface HandOn {
+  name: string;
+  /** The payload key of the name's finest limit. */
+  key: string;
+  /** The finished job's value of it. */
+  value: string;
+}
+
+/**
+ * saveJobStates, and each finished job in `handOns` hands its place to the next due job of its
+ * value, in the same statement (SAVE_STATES_HANDING_ON).
+ * @returns the ids of the rows found, and the rows locked for the hand-ons (whole, as lockDueJobs)
+ */
+export async function saveJobStatesHandingOn(
+  pool: pg.Pool,
+  rows: JobStateRow[],
+  handOns: HandOn[],
+  lock: { lockTime: Date; lastModifiedBy: string | null },
+): Promise<{ found: Set<string>; handed: unknown[] }> {
+  const { rows: answer } = await pool.query<Record<string, unknown>>({
+    name: 'signet_jobs_save_states_handing_on',
+    text: SAVE_STATES_HANDING_ON,
+    values: [JSON.stringify(rows), JSON.stringify(handOns), lock.lockTime, lock.lastModifiedBy],
+  });
+  return {
+    found: new Set((answer[0]?.signet_saved as string[] | null) ?? []),
+    handed: answer.filter((row) => row.id !== null).map(({ signet_saved: _, ...row }) => row),
+  };
+}
+
+/**
  * $1 lock time, $2 name, $3 next scan, $4 lock deadline, $5 this instance, $6 how many: the
  * condition and order of PostgresJobRepository.getNextJobToRun, for up to $6 jobs at once.
  */
