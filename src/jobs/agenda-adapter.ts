@@ -108,10 +108,14 @@ type Notification = Parameters<Parameters<NotificationChannel['subscribe']>[0]>[
  *   follows (with the earliest run time among them), instead of one fill each, all racing for
  *   the same rows.
  * `refill(name)` asks for a fill of `name` as a notification would (coalesced with them); it does
- * nothing before Agenda subscribes.
+ * nothing before Agenda subscribes. `onNew(name)` is told of each new-job notification as it arrives
+ * (not of refills).
  */
-export function quietChannel(inner: NotificationChannel): { channel: NotificationChannel; refill(name: string): void } {
-  const channel = new QuietChannel(inner);
+export function quietChannel(
+  inner: NotificationChannel,
+  onNew?: (name: string) => void,
+): { channel: NotificationChannel; refill(name: string): void } {
+  const channel = new QuietChannel(inner, onNew);
   return { channel, refill: (name) => channel.refill(name) };
 }
 
@@ -120,8 +124,11 @@ class QuietChannel implements NotificationChannel {
   /** Agenda's subscription, coalesced; refill() goes through it too. */
   #subscribed: ((notification: Notification) => Promise<void>) | undefined;
 
-  constructor(inner: NotificationChannel) {
+  readonly #onNew: ((name: string) => void) | undefined;
+
+  constructor(inner: NotificationChannel, onNew?: (name: string) => void) {
     this.#inner = inner;
+    this.#onNew = onNew;
   }
 
   get state() {
@@ -178,7 +185,10 @@ class QuietChannel implements NotificationChannel {
       }
     };
     this.#subscribed = coalesced;
-    const unsubscribe = this.#inner.subscribe(coalesced);
+    const unsubscribe = this.#inner.subscribe((notification) => {
+      this.#onNew?.(notification.jobName);
+      return coalesced(notification);
+    });
     return () => {
       if (this.#subscribed === coalesced) this.#subscribed = undefined;
       unsubscribe();

@@ -167,7 +167,8 @@ export async function openPostgresJobStore(options: {
   const repository = new LockAheadRepository(pool);
   // One batch per source (instance name): the statement stores it as last_modified_by.
   const insertBatches = new Map<string, TurnBatch<NewJob, string>>();
-  const channel = inner.notificationChannel && quietChannel(inner.notificationChannel);
+  const channel =
+    inner.notificationChannel && quietChannel(inner.notificationChannel, (name) => repository.noteNew(name));
   // Fills asked for later (fairly claimed names: FAIR_REFILL_MS, FAIR_PROBE_MS), one timer per name.
   const later = new Map<string, { timer: NodeJS.Timeout; at: number }>();
   const refillIn = (name: string, ms: number) => {
@@ -436,11 +437,16 @@ class LockAheadRepository extends PostgresJobRepository {
    * Per job name: jobs locked and not handed over yet (locked at `lockedAt`, ms), and whether the
    * ask right after them (in the same fill: before the next turn of the event loop) gets none.
    */
-  readonly #ahead = new Map<string, { jobs: JobParameters[]; lockedAt: number; noneNext: boolean }>();
+  readonly #ahead = new Map<
+    string,
+    { jobs: JobParameters[]; lockedAt: number; noneNext: boolean; handOns?: boolean }
+  >();
   /** Job names whose last lock statement locked as many as it could (more may be due). */
   readonly #lastBatchFull = new Set<string>();
   /** Job names claimed fairly (limitPerKey), with their limits. */
   readonly #limits = new Map<string, readonly KeyLimit[]>();
+  /** Names with a job announced (NOTIFY) since their last claim. */
+  readonly #news = new Set<string>();
   /** Set once the store stops (releaseLockedAhead): no more hand-ons. */
   #closing = false;
   /** Told when a fair claim held due jobs back for a limit (the store looks again soon). */
@@ -468,8 +474,15 @@ class LockAheadRepository extends PostgresJobRepository {
       } else {
         const next = ahead.jobs.shift();
         if (ahead.jobs.length === 0 && (!next || !ahead.noneNext)) this.#ahead.delete(jobName);
+        // Hand-ons handed over: "none" for the rest of this fill only (as after a claim's last job).
+        if (next && ahead.jobs.length === 0 && ahead.noneNext && ahead.handOns) {
+          setImmediate(() => {
+            if (this.#ahead.get(jobName) === ahead && ahead.jobs.length === 0) this.#ahead.delete(jobName);
+          });
+        }
         if (next) return next;
-        if (ahead.noneNext) return undefined; // the batch before was all there was
+        // The batch before was all there was; after hand-ons, unless a job was announced since the last claim.
+        if (ahead.noneNext && !(ahead.handOns && this.#news.has(jobName))) return undefined;
       }
     }
     const lockTime = now ?? new Date();
@@ -482,6 +495,8 @@ class LockAheadRepository extends PostgresJobRepository {
       limit: LOCK_AHEAD,
     };
     const limits = this.#limits.get(jobName);
+    // This claim sees every job announced so far (announced once committed).
+    this.#news.delete(jobName);
     const fair = limits ? await lockDueJobsFairly(this.#pool, { ...claim, limits }) : undefined;
     const rows = fair ? fair.rows : await lockDueJobs(this.#pool, claim);
     // Agenda's own row mapping (src/jobs/agenda-adapter.ts, assumption 1).
@@ -601,12 +616,18 @@ class LockAheadRepository extends PostgresJobRepository {
   #holdAhead(jobs: JobParameters[], lockedAt: Date): void {
     for (const job of jobs) {
       const entry = this.#ahead.get(job.name);
+      // The fill that hands them over asks no claim after them: the places they took are all that
+      // finished (a job of another value is claimed by its own notification, a refill or a probe).
       if (entry) {
         entry.jobs.push(job);
         entry.jobs.sort(byRunOrder);
-        entry.noneNext = false;
-      } else this.#ahead.set(job.name, { jobs: [job], lockedAt: lockedAt.getTime(), noneNext: false });
+      } else this.#ahead.set(job.name, { jobs: [job], lockedAt: lockedAt.getTime(), noneNext: true, handOns: true });
     }
+  }
+
+  /** A new job of `name` was announced: the next fill claims, even right after hand-ons. */
+  noteNew(name: string): void {
+    if (this.#limits.has(name)) this.#news.add(name);
   }
 
   /** Whether jobs of `name` are held ahead, ready to hand over without a statement. */
