@@ -195,8 +195,10 @@ export async function openPostgresJobStore(options: {
     refill: (name) => {
       if (!repository.mayHaveMore(name)) return;
       // A fairly claimed name's finished jobs handed their places on (held ahead): handed over now.
-      if (repository.isFair(name) && !repository.holdsAhead(name)) refillIn(name, FAIR_REFILL_MS);
-      else channel?.refill(name);
+      if (repository.isFair(name) && !repository.holdsAhead(name)) {
+        repository.freed(name);
+        refillIn(name, FAIR_REFILL_MS);
+      } else channel?.refill(name);
     },
     insertJobs: (jobs, source) => insertJobs(pool, jobs, source, channelName),
     insertJob: (job, source) => {
@@ -390,7 +392,10 @@ const LOCK_AHEAD = 20;
  * (an account) with room for only some of them, it takes those, and a job of another value behind
  * them is found by the next claim (the first value is at its limit then, so skipped). Jobs finishing
  * and new jobs ask for claims too; this bounds the wait when neither comes (one account's slow
- * receivers): another account's job starts within about this long.
+ * receivers): another account's job starts within about this long. And when a claim found every due
+ * job held back, the claims asked by notifications in the next half of it are skipped until a
+ * place is freed (a job finishes without handing its place on) or the probe looks: a backlog of
+ * values at their limits is not scanned again for every job stored meanwhile.
  */
 const FAIR_PROBE_MS = 50;
 
@@ -445,6 +450,8 @@ class LockAheadRepository extends PostgresJobRepository {
   readonly #lastBatchFull = new Set<string>();
   /** Job names claimed fairly (limitPerKey), with their limits. */
   readonly #limits = new Map<string, readonly KeyLimit[]>();
+  /** Fairly claimed names whose last claim found every due job held back, until when claims wait. */
+  readonly #futileUntil = new Map<string, number>();
   /** Names with a job announced (NOTIFY) since their last claim. */
   readonly #news = new Set<string>();
   /** Set once the store stops (releaseLockedAhead): no more hand-ons. */
@@ -495,6 +502,9 @@ class LockAheadRepository extends PostgresJobRepository {
       limit: LOCK_AHEAD,
     };
     const limits = this.#limits.get(jobName);
+    // Everything due was held back for a limit a moment ago, and no place was freed since: the
+    // probe looks again (FAIR_PROBE_MS), not every notification of a job of a value at its limit.
+    if (limits && (this.#futileUntil.get(jobName) ?? 0) > Date.now()) return undefined;
     // This claim sees every job announced so far (announced once committed).
     this.#news.delete(jobName);
     const fair = limits ? await lockDueJobsFairly(this.#pool, { ...claim, limits }) : undefined;
@@ -506,6 +516,10 @@ class LockAheadRepository extends PostgresJobRepository {
     if (left) this.#lastBatchFull.add(jobName);
     else this.#lastBatchFull.delete(jobName);
     if (fair && fair.candidates > jobs.length) this.onHeldBack?.(jobName);
+    if (fair && jobs.length === 0 && fair.due > 0) {
+      this.#futileUntil.set(jobName, Date.now() + FAIR_PROBE_MS / 2);
+      this.onHeldBack?.(jobName);
+    } else this.#futileUntil.delete(jobName);
     const [first, ...rest] = jobs;
     if (!first) return undefined;
     const pending = this.#ahead.get(jobName);
@@ -623,6 +637,11 @@ class LockAheadRepository extends PostgresJobRepository {
         entry.jobs.sort(byRunOrder);
       } else this.#ahead.set(job.name, { jobs: [job], lockedAt: lockedAt.getTime(), noneNext: true, handOns: true });
     }
+  }
+
+  /** A job of `name` finished without handing its place on: a claim may find room again now. */
+  freed(name: string): void {
+    this.#futileUntil.delete(name);
   }
 
   /** A new job of `name` was announced: the next fill claims, even right after hand-ons. */
