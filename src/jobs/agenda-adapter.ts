@@ -114,15 +114,15 @@ type Notification = Parameters<Parameters<NotificationChannel['subscribe']>[0]>[
 export function quietChannel(
   inner: NotificationChannel,
   onNew?: (name: string) => void,
-): { channel: NotificationChannel; refill(name: string): void } {
+): { channel: NotificationChannel; refill(name: string, now?: boolean): void } {
   const channel = new QuietChannel(inner, onNew);
-  return { channel, refill: (name) => channel.refill(name) };
+  return { channel, refill: (name, now) => channel.refill(name, now) };
 }
 
 class QuietChannel implements NotificationChannel {
   readonly #inner: NotificationChannel;
   /** Agenda's subscription, coalesced; refill() goes through it too. */
-  #subscribed: ((notification: Notification) => Promise<void>) | undefined;
+  #subscribed: ((notification: Notification, now?: boolean) => Promise<void>) | undefined;
 
   readonly #onNew: ((name: string) => void) | undefined;
 
@@ -163,7 +163,7 @@ class QuietChannel implements NotificationChannel {
 
   subscribe(handler: (notification: Notification) => Promise<void> | void): () => void {
     const waiting = new Map<string, Notification | null>();
-    const coalesced = async (notification: Notification) => {
+    const coalesced = async (notification: Notification, now = false) => {
       const name = notification.jobName;
       if (waiting.has(name)) {
         const queued = waiting.get(name);
@@ -175,7 +175,7 @@ class QuietChannel implements NotificationChannel {
       waiting.set(name, notification);
       try {
         // A short wait first, so that jobs enqueued in a burst are locked by one statement.
-        await new Promise((resolve) => setTimeout(resolve, FILL_DELAY_MS));
+        if (!now) await new Promise((resolve) => setTimeout(resolve, FILL_DELAY_MS));
         for (let next = waiting.get(name); next; next = waiting.get(name)) {
           waiting.set(name, null);
           await handler(next);
@@ -195,13 +195,11 @@ class QuietChannel implements NotificationChannel {
     };
   }
 
-  refill(name: string): void {
-    void this.#subscribed?.({
-      jobId: '' as never,
-      jobName: name,
-      nextRunAt: null,
-      priority: 0,
-      timestamp: new Date(),
-    }).catch(() => undefined);
+  /** A fill of `name`, coalesced with the others; `now`: without FILL_DELAY_MS (jobs held already). */
+  refill(name: string, now = false): void {
+    void this.#subscribed?.(
+      { jobId: '' as never, jobName: name, nextRunAt: null, priority: 0, timestamp: new Date() },
+      now,
+    ).catch(() => undefined);
   }
 }

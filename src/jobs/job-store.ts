@@ -198,7 +198,7 @@ export async function openPostgresJobStore(options: {
       if (repository.isFair(name) && !repository.holdsAhead(name)) {
         repository.freed(name);
         refillIn(name, FAIR_REFILL_MS);
-      } else channel?.refill(name);
+      } else channel?.refill(name, repository.isFair(name));
     },
     insertJobs: (jobs, source) => insertJobs(pool, jobs, source, channelName),
     insertJob: (job, source) => {
