@@ -145,14 +145,14 @@ const EnvSchema = z.object({
   /** Time allowed for a webhook receiver's whole answer once connected, in seconds. */
   WEBHOOK_RESPONSE_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(15),
   /** Webhook deliveries sent at once by one instance (src/webhooks/deliver-webhook.ts). */
-  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(2).max(200).default(40),
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(2).max(200).default(60),
   /**
    * Webhook deliveries of one account in progress at once, on all instances together: below
    * WEBHOOK_CONCURRENCY, so that an account with slow receivers never holds all of an instance's.
    */
-  WEBHOOK_ACCOUNT_CONCURRENCY: z.coerce.number().int().min(1).max(199).default(20),
+  WEBHOOK_ACCOUNT_CONCURRENCY: z.coerce.number().int().min(1).max(199).default(30),
   /** Webhook deliveries to one endpoint in progress at once, on all instances together. */
-  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(5),
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(8),
   /**
    * Comma-separated origins (`https://app.example.com`) allowed to call /api, /graphql and /file from a browser; `*`
    * for any. Unset: none.

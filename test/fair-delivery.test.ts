@@ -1,14 +1,14 @@
 /**
  * Fair webhook delivery (issue 23 "Fair delivery"; docs/security.md "Fair delivery and atomic
  * caps"), against two real service processes on one database (requests go to the first; both
- * claim deliveries, each with 40 places of its own, so a limit that counted one instance's
+ * claim deliveries, each with 60 places of its own, so a limit that counted one instance's
  * deliveries only would let the second exceed it) and real receivers on loopback:
  * - a receiver that answers one byte per second (and never ends: the response timeout, 8 s here,
  *   ends each request) counts the requests it holds open, per path;
- * - one endpoint gets at most WEBHOOK_ENDPOINT_CONCURRENCY (5) deliveries at once: 12 events → 5
+ * - one endpoint gets at most WEBHOOK_ENDPOINT_CONCURRENCY (8) deliveries at once: 12 events → 8
  *   open, not 12;
  * - account A with the most endpoints (MAX_ITEMS.webhookEndpoints, 20), all on the slow receiver,
- *   and two events (40 deliveries): A holds at most WEBHOOK_ACCOUNT_CONCURRENCY (20) requests
+ *   and two events (40 deliveries): A holds at most WEBHOOK_ACCOUNT_CONCURRENCY (30) requests
  *   open, and account B's webhook, raised while A's are stuck, arrives within 500 ms. Before,
  *   A's deliveries held all 20 of the instance's places and B's waited for their timeouts.
  */
@@ -154,26 +154,26 @@ async function until(check: () => boolean, timeoutMs: number, what: string): Pro
 }
 
 describe('fair delivery', { timeout: 120_000 }, () => {
-  it('one endpoint gets at most 5 deliveries at once from both instances (12 due)', async () => {
+  it('one endpoint gets at most 8 deliveries at once from both instances (12 due)', async () => {
     const { account, templateId } = await accountWith([`${slow.url}/d/only`]);
     for (let i = 0; i < 12; i += 1) await update(account, templateId, `D ${i}`);
-    await until(() => slow.openNow('/d/') >= 5, 10_000, 'five deliveries open at the slow endpoint');
-    // The others are due, and stay waiting while five are open.
+    await until(() => slow.openNow('/d/') >= 8, 10_000, 'eight deliveries open at the slow endpoint');
+    // The others are due, and stay waiting while eight are open.
     await sleep(1500);
-    expect(slow.openNow('/d/')).toBe(5);
-    expect(slow.maxOpen('/d/')).toBe(5);
+    expect(slow.openNow('/d/')).toBe(8);
+    expect(slow.maxOpen('/d/')).toBe(8);
     const pending = await db.webhookDelivery.count({ where: { accountId: account.accountId, status: 'pending' } });
     expect(pending).toBe(12);
   });
 
-  it('an account with 20 slow endpoints holds 20 places at most; another’s webhook arrives within 500 ms', async () => {
+  it('an account with 20 slow endpoints holds 30 places at most; another’s webhook arrives within 500 ms', async () => {
     const { account: a, templateId: aTemplate } = await accountWith(
       Array.from({ length: MAX_ITEMS.webhookEndpoints }, (_, i) => `${slow.url}/a/${i}`),
     );
     const { account: b, templateId: bTemplate } = await accountWith([`${fast.url}/b`]);
     await update(a, aTemplate, 'A 1');
     await update(a, aTemplate, 'A 2');
-    await until(() => slow.openNow('/a/') >= 20, 10_000, 'twenty of A’s deliveries open');
+    await until(() => slow.openNow('/a/') >= 30, 10_000, 'thirty of A’s deliveries open');
     await sleep(300);
 
     const raised = Date.now();
@@ -183,7 +183,7 @@ describe('fair delivery', { timeout: 120_000 }, () => {
     expect(waited, `B's webhook arrived ${waited} ms after its event`).toBeLessThan(500);
     expect(arrival!.json).toMatchObject({ event_type: 'template.updated', data: { id: bTemplate, name: 'B 1' } });
     // A is still stuck, with no more than its share open.
-    expect(slow.openNow('/a/')).toBe(20);
-    expect(slow.maxOpen('/a/')).toBe(20);
+    expect(slow.openNow('/a/')).toBe(30);
+    expect(slow.maxOpen('/a/')).toBe(30);
   });
 });

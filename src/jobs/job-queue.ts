@@ -230,7 +230,7 @@ const IDLE_POLL_MS = 25;
 const AGENDA_DEFAULT_CONCURRENCY = 5;
 /**
  * Jobs running at once in an instance, all names together (Agenda's default is 20). Above the
- * sum of the per-name concurrencies (webhook deliveries WEBHOOK_CONCURRENCY: 40 by default, at most
+ * sum of the per-name concurrencies (webhook deliveries WEBHOOK_CONCURRENCY: 60 by default, at most
  * 200; signature requests 10, dispatch 10, completion 2, the others 5 each), so that one busy kind
  * never holds the others back.
  */

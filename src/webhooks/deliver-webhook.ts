@@ -429,19 +429,20 @@ export async function findDeliveryForAccount(
  * Registers the `deliver-webhook` job. Database failures inside a run are retried by the queue.
  *
  * Fair delivery (issue 23; docs/security.md "Fair delivery and atomic caps"): an instance sends
- * `concurrency.instance` deliveries at once (WEBHOOK_CONCURRENCY, 40), and the claim of the next
+ * `concurrency.instance` deliveries at once (WEBHOOK_CONCURRENCY, 60), and the claim of the next
  * ones (the job queue's `concurrencyPer`, src/db/queries/jobs.ts lockDueJobsFairly) passes over the
- * deliveries of an endpoint with `concurrency.endpoint` (5) in progress, then of an account with
- * `concurrency.account` (20) in progress, counted on every instance together. An account whose
+ * deliveries of an endpoint with `concurrency.endpoint` (8) in progress, then of an account with
+ * `concurrency.account` (30) in progress, counted on every instance together. An account whose
  * receivers are slow waits for its own places; it never holds an instance's last ones, and another
  * account's delivery is claimed as soon as it is due. Skipped deliveries stay due in the store:
  * they hold nothing, and count as no failed attempt.
  *
  * Why the account's and the endpoint's limits are over all instances, and the instance's its own:
  * an instance's places are its own (its sockets, its event loop), and the account's limit below the
- * instance's keeps the difference free for the others on each instance whatever the others do; a receiver sees every
- * instance's requests together, so an endpoint's limit is what reaches it. (20 at once delivered
- * 507–530 per second in bench:webhooks where 10 delivered 448–463, so one account keeps 20.)
+ * instance's keeps the difference free for the others on each instance whatever the others do; a
+ * receiver sees every instance's requests together, so an endpoint's limit is what reaches it.
+ * Why 30 and 8: an account alone (bench:webhooks) then delivers as many per second as it did
+ * with all 20 of an instance's places before; at 20 and 5 it lost a fifth (bench/README.md).
  */
 export function defineDeliverWebhookJob(deps: DeliveryDeps): void {
   const { concurrency } = deps.config;
