@@ -19,8 +19,9 @@
  *    Every delivery must arrive exactly once with a valid X-Docuseal-Signature, and end
  *    `succeeded` in the database.
  * 3. Baseline, same run, same receiver: a bare node loop POSTing the same body with the same
- *    headers on kept-alive connections as Signet does (a keep-alive Agent), DELIVER_CONCURRENCY (20) at
- *    a time (Signet's deliver-webhook concurrency) for the same number of requests: requests per second; and one at
+ *    headers on kept-alive connections as Signet does (a keep-alive Agent), 20 at a time (one
+ *    account's deliveries at once, WEBHOOK_ACCOUNT_CONCURRENCY) for the same number of requests:
+ *    requests per second; and one at
  *    a time for the latency: p50/p99 of a round trip. The same loop on a new connection per request
  *    (as Signet did before keep-alive) is printed beside it.
  *
@@ -59,7 +60,6 @@ import {
   waitHealthy,
 } from './processes.ts';
 import { envNumber, fmt, passMiss, print, round } from './util.ts';
-import { DELIVER_CONCURRENCY } from '../src/webhooks/deliver-webhook.ts';
 import { monotonicUs, printProfile } from './profile.ts';
 
 const ENDPOINTS = envNumber('BENCH_ENDPOINTS', 5);
@@ -67,7 +67,8 @@ const LATENCY_EVENTS = envNumber('BENCH_LATENCY_EVENTS', 40);
 const LATENCY_RATE = envNumber('BENCH_LATENCY_RATE', 5);
 const BURST_EVENTS = envNumber('BENCH_BURST_EVENTS', 400);
 const WARMUP_EVENTS = envNumber('BENCH_WARMUP_EVENTS', 20);
-const BASELINE_CONCURRENCY = DELIVER_CONCURRENCY;
+/** As many at once as one account's deliveries (WEBHOOK_ACCOUNT_CONCURRENCY's default): the bench has one account. */
+const BASELINE_CONCURRENCY = 20;
 const CPU_PROFILE = process.env.BENCH_CPU_PROFILE === '1';
 const ASYNC_COMMIT = process.env.BENCH_ASYNC_COMMIT === '1';
 const STATEMENTS = process.env.BENCH_STATEMENTS === '1';

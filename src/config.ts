@@ -153,6 +153,15 @@ const EnvSchema = z.object({
   WEBHOOK_CONNECT_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(8),
   /** Time allowed for a webhook receiver's whole answer once connected, in seconds. */
   WEBHOOK_RESPONSE_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(15),
+  /** Webhook deliveries sent at once by one instance (src/webhooks/deliver-webhook.ts). */
+  WEBHOOK_CONCURRENCY: z.coerce.number().int().min(2).max(200).default(60),
+  /**
+   * Webhook deliveries of one account in progress at once, on all instances together: below
+   * WEBHOOK_CONCURRENCY, so that an account with slow receivers never holds all of an instance's.
+   */
+  WEBHOOK_ACCOUNT_CONCURRENCY: z.coerce.number().int().min(1).max(199).default(30),
+  /** Webhook deliveries to one endpoint in progress at once, on all instances together. */
+  WEBHOOK_ENDPOINT_CONCURRENCY: z.coerce.number().int().min(1).max(200).default(8),
   /**
    * Comma-separated origins (`https://app.example.com`) allowed to call /api, /graphql and /file from a browser; `*`
    * for any. Unset: none.
@@ -381,6 +390,12 @@ export interface Config {
     connectTimeout: number;
     /** Milliseconds. */
     responseTimeout: number;
+    /**
+     * Deliveries at once: per instance (`instance`, WEBHOOK_CONCURRENCY), and on all instances
+     * together per account (`account`) and per endpoint (`endpoint`); docs/security.md "Fair
+     * delivery and atomic caps".
+     */
+    concurrency: { instance: number; account: number; endpoint: number };
   };
   /** Origins allowed cross-origin access (CORS_ORIGINS), as browsers send them; `['*']`: any; empty: none. */
   corsOrigins: string[];
@@ -505,6 +520,11 @@ export function loadConfig(
     throw new ConfigError(`Invalid configuration: ${detail}`);
   }
   const e = parsed.data;
+  if (e.WEBHOOK_ACCOUNT_CONCURRENCY >= e.WEBHOOK_CONCURRENCY)
+    throw new ConfigError(
+      'Invalid configuration: WEBHOOK_ACCOUNT_CONCURRENCY must be below WEBHOOK_CONCURRENCY ' +
+        '(one account never holds all of an instance’s deliveries)',
+    );
   const graphqlLimits = graphqlLimitsFromEnv(e);
   const createDevAccount = e.CREATE_DEV_ACCOUNT ?? devAccountByDefault(e);
   return {
@@ -572,6 +592,11 @@ export function loadConfig(
         .filter(Boolean),
       connectTimeout: Math.round(e.WEBHOOK_CONNECT_TIMEOUT_SECONDS * 1000),
       responseTimeout: Math.round(e.WEBHOOK_RESPONSE_TIMEOUT_SECONDS * 1000),
+      concurrency: {
+        instance: e.WEBHOOK_CONCURRENCY,
+        account: e.WEBHOOK_ACCOUNT_CONCURRENCY,
+        endpoint: e.WEBHOOK_ENDPOINT_CONCURRENCY,
+      },
     },
     corsOrigins: e.CORS_ORIGINS ?? [],
     credentialsRecheck: Math.round(e.CREDENTIALS_RECHECK_SECONDS * 1000),

@@ -97,6 +97,11 @@ export const MAX_ITEMS = {
   bulkSendColumns: 200,
   /** Bulk sends of one account not yet completed: a new one is refused while this many run. */
   activeBulkSends: 10,
+  /**
+   * Webhook endpoints of one account (issue 23: deliveries are fanned out to each, and each holds
+   * delivery slots; Stripe allows 16 per account, Svix's plans 50): an endpoint more is refused.
+   */
+  webhookEndpoints: 20,
   /** Template folders one API key is limited to (`--folders`, `createApiKey` `folders`; src/accounts/key-scopes.ts). */
   apiKeyFolders: 50,
 } as const;

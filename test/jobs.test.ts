@@ -630,6 +630,50 @@ describe('the PostgreSQL job store in few statements (src/jobs/job-store.ts)', (
   });
 });
 
+describe('concurrencyPer: a fair claim (issue 23)', () => {
+  it('holds at most max per value over two instances; other values and keyless jobs start at once', async () => {
+    const name = jobName('fair');
+    const running = new Map<string, number>();
+    const peaks = new Map<string, number>();
+    const started: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const handler = async (data: { group?: string; n: number }) => {
+      const group = data.group ?? 'none';
+      running.set(group, (running.get(group) ?? 0) + 1);
+      peaks.set(group, Math.max(peaks.get(group) ?? 0, running.get(group)!));
+      started.push(`${group}:${data.n}`);
+      await gate;
+      running.set(group, running.get(group)! - 1);
+    };
+    // Two instances, each with 10 places of its own: a limit counted per instance would let each run 2.
+    const [one, two] = [makeQueue(), makeQueue()];
+    for (const queue of [one, two]) {
+      queue.define(name, handler, { concurrency: 10, concurrencyPer: [{ key: 'group', max: 2 }] });
+      await queue.start();
+    }
+    await Promise.all(Array.from({ length: 6 }, (_, n) => one.enqueue(name, { group: 'a', n })));
+    await waitFor(() => (running.get('a') ?? 0) === 2);
+    await Promise.all([two.enqueue(name, { group: 'b', n: 0 }), two.enqueue(name, { n: 0 })]);
+    await waitFor(() => started.includes('b:0') && started.includes('none:0'), 2000);
+    await sleep(300);
+    expect(peaks.get('a')).toBe(2);
+    expect(started.filter((s) => s.startsWith('a:'))).toHaveLength(2);
+    // The four of `a` waiting hold no lock: they are due, unlocked.
+    const waiting = await sql<{ n: number }>(
+      `SELECT count(*)::int AS n FROM agenda.jobs WHERE name = $1 AND locked_at IS NULL AND next_run_at <= now()`,
+      [name],
+    );
+    expect(waiting[0]!.n).toBe(4);
+    release();
+    await one.waitForIdle({ timeoutMs: 10_000 });
+    expect(started.filter((s) => s.startsWith('a:')).sort()).toEqual(['a:0', 'a:1', 'a:2', 'a:3', 'a:4', 'a:5']);
+    expect(peaks.get('a')).toBe(2);
+  });
+});
+
 describe('the outbox (jobs recorded in a transaction)', () => {
   /** Writes outbox rows as a change's transaction does, and commits or rolls back. */
   async function record(jobs: OutboxJob[], commit = true): Promise<void> {

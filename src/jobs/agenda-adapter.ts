@@ -108,20 +108,27 @@ type Notification = Parameters<Parameters<NotificationChannel['subscribe']>[0]>[
  *   follows (with the earliest run time among them), instead of one fill each, all racing for
  *   the same rows.
  * `refill(name)` asks for a fill of `name` as a notification would (coalesced with them); it does
- * nothing before Agenda subscribes.
+ * nothing before Agenda subscribes. `onNew(name)` is told of each new-job notification as it arrives
+ * (not of refills).
  */
-export function quietChannel(inner: NotificationChannel): { channel: NotificationChannel; refill(name: string): void } {
-  const channel = new QuietChannel(inner);
-  return { channel, refill: (name) => channel.refill(name) };
+export function quietChannel(
+  inner: NotificationChannel,
+  onNew?: (name: string) => void,
+): { channel: NotificationChannel; refill(name: string, now?: boolean): void } {
+  const channel = new QuietChannel(inner, onNew);
+  return { channel, refill: (name, now) => channel.refill(name, now) };
 }
 
 class QuietChannel implements NotificationChannel {
   readonly #inner: NotificationChannel;
   /** Agenda's subscription, coalesced; refill() goes through it too. */
-  #subscribed: ((notification: Notification) => Promise<void>) | undefined;
+  #subscribed: ((notification: Notification, now?: boolean) => Promise<void>) | undefined;
 
-  constructor(inner: NotificationChannel) {
+  readonly #onNew: ((name: string) => void) | undefined;
+
+  constructor(inner: NotificationChannel, onNew?: (name: string) => void) {
     this.#inner = inner;
+    this.#onNew = onNew;
   }
 
   get state() {
@@ -156,7 +163,7 @@ class QuietChannel implements NotificationChannel {
 
   subscribe(handler: (notification: Notification) => Promise<void> | void): () => void {
     const waiting = new Map<string, Notification | null>();
-    const coalesced = async (notification: Notification) => {
+    const coalesced = async (notification: Notification, now = false) => {
       const name = notification.jobName;
       if (waiting.has(name)) {
         const queued = waiting.get(name);
@@ -168,7 +175,7 @@ class QuietChannel implements NotificationChannel {
       waiting.set(name, notification);
       try {
         // A short wait first, so that jobs enqueued in a burst are locked by one statement.
-        await new Promise((resolve) => setTimeout(resolve, FILL_DELAY_MS));
+        if (!now) await new Promise((resolve) => setTimeout(resolve, FILL_DELAY_MS));
         for (let next = waiting.get(name); next; next = waiting.get(name)) {
           waiting.set(name, null);
           await handler(next);
@@ -178,20 +185,21 @@ class QuietChannel implements NotificationChannel {
       }
     };
     this.#subscribed = coalesced;
-    const unsubscribe = this.#inner.subscribe(coalesced);
+    const unsubscribe = this.#inner.subscribe((notification) => {
+      this.#onNew?.(notification.jobName);
+      return coalesced(notification);
+    });
     return () => {
       if (this.#subscribed === coalesced) this.#subscribed = undefined;
       unsubscribe();
     };
   }
 
-  refill(name: string): void {
-    void this.#subscribed?.({
-      jobId: '' as never,
-      jobName: name,
-      nextRunAt: null,
-      priority: 0,
-      timestamp: new Date(),
-    }).catch(() => undefined);
+  /** A fill of `name`, coalesced with the others; `now`: without FILL_DELAY_MS (jobs held already). */
+  refill(name: string, now = false): void {
+    void this.#subscribed?.(
+      { jobId: '' as never, jobName: name, nextRunAt: null, priority: 0, timestamp: new Date() },
+      now,
+    ).catch(() => undefined);
   }
 }

@@ -34,10 +34,10 @@ import { countOutboxRows, moveOutboxRowsThrough } from '../db/queries/outbox.ts'
 import { AppError } from '../errors.ts';
 import { logOutageOnce } from '../db/unavailable.ts';
 import { runningJobsOf } from './agenda-adapter.ts';
-import { openMongoJobStore, openPostgresJobStore, type JobLogger, type JobStore } from './job-store.ts';
+import { type KeyLimit, openMongoJobStore, openPostgresJobStore, type JobLogger, type JobStore } from './job-store.ts';
 import { settleAgendaDebugColors } from './quiet-debug.ts';
 
-export type { JobLogger };
+export type { JobLogger, KeyLimit };
 
 /** What a handler learns about the run besides the job's data. */
 export interface JobRun {
@@ -67,6 +67,16 @@ export interface RetryPolicy {
 export interface DefineJobOptions<T = unknown> {
   /** Runs of this job at once per instance (default 5). */
   concurrency?: number;
+  /**
+   * Fairness between the values of payload keys (issue 23, webhook deliveries: per endpoint, then
+   * per account): at most `max` jobs of this name locked (running, or locked to run next) at once
+   * per value of the payload key `key`, counted over every instance, in the order given (each limit
+   * is applied to the jobs the limits before it let through); a job whose payload lacks the key is
+   * not limited by it. The claim itself skips the jobs of a value at its limit, so they hold no run
+   * of `concurrency` while they wait, and jobs of other values behind them start at once.
+   * PostgreSQL store only (src/db/queries/jobs.ts lockDueJobsFairly); on MongoDB not enforced.
+   */
+  concurrencyPer?: readonly KeyLimit[];
   /** Default: one run, no retry. Permanent failures (isPermanentJobError) are never retried. */
   retry?: RetryPolicy;
   /**
@@ -220,10 +230,11 @@ const IDLE_POLL_MS = 25;
 const AGENDA_DEFAULT_CONCURRENCY = 5;
 /**
  * Jobs running at once in an instance, all names together (Agenda's default is 20). Above the
- * sum of the per-name concurrencies (signature requests 10, webhook deliveries 20, dispatch 10,
- * completion 2, the others 5 each), so that one busy kind never holds the others back.
+ * sum of the per-name concurrencies (webhook deliveries WEBHOOK_CONCURRENCY: 60 by default, at most
+ * 200; signature requests 10, dispatch 10, completion 2, the others 5 each), so that one busy kind
+ * never holds the others back.
  */
-const MAX_CONCURRENCY = 64;
+const MAX_CONCURRENCY = 256;
 /**
  * Default lock lifetime: work a dead instance held is taken back within this (issue 12: within a
  * minute of a restart), at the cost of one renewal per running job every 10 s.
@@ -291,6 +302,7 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
 
   const register = (agenda: Agenda, store: JobStore, name: string, { handler, options: defined }: Definition) => {
     const retry = defined.retry;
+    store.limitPerKey?.(name, defined.concurrencyPer ?? []);
     agenda.define(
       name,
       async (job: Job<StoredData>) => {

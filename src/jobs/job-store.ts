@@ -16,9 +16,13 @@ import {
   findJobsByKey,
   insertJobRows,
   JOBS_TABLE,
+  type KeyLimit,
   lockDueJobs,
+  lockDueJobsFairly,
   renewJobLock,
   saveJobStates,
+  saveJobStatesHandingOn,
+  type HandOn,
 } from '../db/queries/jobs.ts';
 import { relayOutboxRows } from '../db/queries/outbox.ts';
 import { turnBatch, type TurnBatch } from '../db/turn-batch.ts';
@@ -76,6 +80,12 @@ export interface JobStore {
   relayOutbox?(outboxTable: string, limit: number, source: string): Promise<number>;
   /** PostgreSQL: the pool, for the outbox statements of the queue (a count of the rows left). */
   pool?: pg.Pool;
+  /**
+   * PostgreSQL: from now on, jobs named `name` are claimed fairly: at most `max` locked at once per
+   * value of each limit's payload key, over every instance (src/db/queries/jobs.ts
+   * lockDueJobsFairly). Absent on MongoDB (not enforced there).
+   */
+  limitPerKey?(name: string, limits: readonly KeyLimit[]): void;
   /** Renews the lock of a running job (locked_at = now); Agenda's Job.touch() otherwise. */
   renewLock(job: Job): Promise<void>;
   /**
@@ -86,6 +96,8 @@ export interface JobStore {
   /** Closes the connection (pool or client). */
   close(): Promise<void>;
 }
+
+export type { KeyLimit };
 
 /** A job for JobStore.insertJobs: `data` as Agenda stores it ({payload, uniqueKey?}). */
 export interface NewJob {
@@ -155,7 +167,23 @@ export async function openPostgresJobStore(options: {
   const repository = new LockAheadRepository(pool);
   // One batch per source (instance name): the statement stores it as last_modified_by.
   const insertBatches = new Map<string, TurnBatch<NewJob, string>>();
-  const channel = inner.notificationChannel && quietChannel(inner.notificationChannel);
+  const channel =
+    inner.notificationChannel && quietChannel(inner.notificationChannel, (name) => repository.noteNew(name));
+  // Fills asked for later (fairly claimed names: FAIR_REFILL_MS, FAIR_PROBE_MS), one timer per name.
+  const later = new Map<string, { timer: NodeJS.Timeout; at: number }>();
+  const refillIn = (name: string, ms: number) => {
+    const at = Date.now() + ms;
+    const pending = later.get(name);
+    if (pending && pending.at <= at) return;
+    if (pending) clearTimeout(pending.timer);
+    const timer = setTimeout(() => {
+      later.delete(name);
+      channel?.refill(name);
+    }, ms);
+    timer.unref();
+    later.set(name, { timer, at });
+  };
+  repository.onHeldBack = (name) => refillIn(name, FAIR_PROBE_MS);
   const jobsTable = `${pg.escapeIdentifier(schema)}.${pg.escapeIdentifier(JOBS_TABLE)}`;
   return {
     backend: connectedBackend(inner, repository, channel?.channel),
@@ -165,7 +193,12 @@ export async function openPostgresJobStore(options: {
       relayOutboxRows(pool, { jobs: jobsTable, outbox: outboxTable }, { limit, source, channel: channelName }),
     // Only when a fill could find more: otherwise a refill would be a lock statement for nothing.
     refill: (name) => {
-      if (repository.mayHaveMore(name)) channel?.refill(name);
+      if (!repository.mayHaveMore(name)) return;
+      // A fairly claimed name's finished jobs handed their places on (held ahead): handed over now.
+      if (repository.isFair(name) && !repository.holdsAhead(name)) {
+        repository.freed(name);
+        refillIn(name, FAIR_REFILL_MS);
+      } else channel?.refill(name, repository.isFair(name));
     },
     insertJobs: (jobs, source) => insertJobs(pool, jobs, source, channelName),
     insertJob: (job, source) => {
@@ -182,9 +215,12 @@ export async function openPostgresJobStore(options: {
       await renewJobLock(pool, String(job.attrs._id), lockedAt);
     },
     releaseLockedAhead: () => repository.releaseLockedAhead(),
+    limitPerKey: (name, limits) => repository.limitPerKey(name, limits),
     countPending: (withinMs) => countPendingJobs(pool, withinMs),
     stats: () => jobQueueStats(pool),
     close: async () => {
+      for (const { timer } of later.values()) clearTimeout(timer);
+      later.clear();
       await repository.flushStateSaves();
       // Before the pool's end(), which waits for the LISTEN connection, however late it came.
       await listening?.close();
@@ -351,6 +387,27 @@ const STATE_SAVE_DELAY_MS = 3;
 const LOCK_AHEAD = 20;
 
 /**
+ * Milliseconds after a fair claim held jobs back for a limit before the next look, when nothing
+ * else asks sooner. A claim looks at the due jobs in order: when the first ones are of a value
+ * (an account) with room for only some of them, it takes those, and a job of another value behind
+ * them is found by the next claim (the first value is at its limit then, so skipped). Jobs finishing
+ * and new jobs ask for claims too; this bounds the wait when neither comes (one account's slow
+ * receivers): another account's job starts within about this long. And when a claim found every due
+ * job held back, the claims asked by notifications in the next half of it are skipped until a
+ * place is freed (a job finishes without handing its place on) or the probe looks: a backlog of
+ * values at their limits is not scanned again for every job stored meanwhile.
+ */
+const FAIR_PROBE_MS = 50;
+
+/**
+ * Milliseconds a fairly claimed name's fill waits after a job of it finished, so that the places
+ * freed meanwhile are claimed by one statement and their jobs start together (their own statements
+ * are then shared: src/db/turn-batch.ts). Without it, an account at its limit had one claim per
+ * finished delivery, each starting one: bench:webhooks spent twice the statements per delivery.
+ */
+const FAIR_REFILL_MS = 3;
+
+/**
  * Agenda's PostgreSQL repository with fewer statements per job (bench/submissions.ts, issue 4):
  *
  * - Agenda fills its queue by asking for the next job of a name, one locking UPDATE per job, until
@@ -367,6 +424,13 @@ const LOCK_AHEAD = 20;
  *   start of a run and from Job.touch(), which Signet does not call (JobStore.renewLock renews).
  *   What changes: while a job runs, last_run_at and next_run_at show the previous run's values.
  * - End saves made within STATE_SAVE_DELAY_MS of each other are one UPDATE.
+ * - Names given limits per payload key (limitPerKey: the job queue's `concurrencyPer`) are locked
+ *   by lockDueJobsFairly instead, which skips the jobs of a value at its limit: such jobs stay due,
+ *   unlocked. A fill asks again when a job of the name finishes while some are left (`due` above
+ *   the rows), and FAIR_PROBE_MS after a claim that held jobs back (onHeldBack). And the end save
+ *   of such a job hands its place on, in the same statement, to the next due job of its value of
+ *   the finest key (an endpoint's next delivery: saveJobStatesHandingOn), held ahead here: an
+ *   account at its limit goes on without a claim per finished job, and no limit is passed.
  *
  * It overrides only methods of Agenda's public JobRepository interface; what it assumes about
  * Agenda beyond that (the row mapping, the start and end saves) is assumptions 1, 4 and 5 of
@@ -378,9 +442,22 @@ class LockAheadRepository extends PostgresJobRepository {
    * Per job name: jobs locked and not handed over yet (locked at `lockedAt`, ms), and whether the
    * ask right after them (in the same fill: before the next turn of the event loop) gets none.
    */
-  readonly #ahead = new Map<string, { jobs: JobParameters[]; lockedAt: number; noneNext: boolean }>();
+  readonly #ahead = new Map<
+    string,
+    { jobs: JobParameters[]; lockedAt: number; noneNext: boolean; handOns?: boolean }
+  >();
   /** Job names whose last lock statement locked as many as it could (more may be due). */
   readonly #lastBatchFull = new Set<string>();
+  /** Job names claimed fairly (limitPerKey), with their limits. */
+  readonly #limits = new Map<string, readonly KeyLimit[]>();
+  /** Fairly claimed names whose last claim found every due job held back, until when claims wait. */
+  readonly #futileUntil = new Map<string, number>();
+  /** Names with a job announced (NOTIFY) since their last claim. */
+  readonly #news = new Set<string>();
+  /** Set once the store stops (releaseLockedAhead): no more hand-ons. */
+  #closing = false;
+  /** Told when a fair claim held due jobs back for a limit (the store looks again soon). */
+  onHeldBack?: (name: string) => void;
 
   constructor(pool: pg.Pool) {
     super({ pool, tableName: JOBS_TABLE, ensureSchema: false });
@@ -404,23 +481,45 @@ class LockAheadRepository extends PostgresJobRepository {
       } else {
         const next = ahead.jobs.shift();
         if (ahead.jobs.length === 0 && (!next || !ahead.noneNext)) this.#ahead.delete(jobName);
+        // Hand-ons handed over: "none" for the rest of this fill only (as after a claim's last job).
+        if (next && ahead.jobs.length === 0 && ahead.noneNext && ahead.handOns) {
+          setImmediate(() => {
+            if (this.#ahead.get(jobName) === ahead && ahead.jobs.length === 0) this.#ahead.delete(jobName);
+          });
+        }
         if (next) return next;
-        if (ahead.noneNext) return undefined; // the batch before was all there was
+        // The batch before was all there was; after hand-ons, unless a job was announced since the last claim.
+        if (ahead.noneNext && !(ahead.handOns && this.#news.has(jobName))) return undefined;
       }
     }
     const lockTime = now ?? new Date();
-    const rows = await lockDueJobs(this.#pool, {
+    const claim = {
       lockTime,
       name: jobName,
       nextScanAt,
       lockDeadline,
       lastModifiedBy: options?.lastModifiedBy ?? null,
       limit: LOCK_AHEAD,
-    });
+    };
+    const limits = this.#limits.get(jobName);
+    // Everything due was held back for a limit a moment ago, and no place was freed since: the
+    // probe looks again (FAIR_PROBE_MS), not every notification of a job of a value at its limit.
+    if (limits && (this.#futileUntil.get(jobName) ?? 0) > Date.now()) return undefined;
+    // This claim sees every job announced so far (announced once committed).
+    this.#news.delete(jobName);
+    const fair = limits ? await lockDueJobsFairly(this.#pool, { ...claim, limits }) : undefined;
+    const rows = fair ? fair.rows : await lockDueJobs(this.#pool, claim);
     // Agenda's own row mapping (src/jobs/agenda-adapter.ts, assumption 1).
     const jobs = rows.map((row) => rowToJobParameters(this, row)).sort(byRunOrder);
-    if (jobs.length < LOCK_AHEAD) this.#lastBatchFull.delete(jobName);
-    else this.#lastBatchFull.add(jobName);
+    // Fairly claimed: due jobs left (held back for a limit) are asked for again when one finishes.
+    const left = fair ? fair.due > jobs.length : jobs.length >= LOCK_AHEAD;
+    if (left) this.#lastBatchFull.add(jobName);
+    else this.#lastBatchFull.delete(jobName);
+    if (fair && fair.candidates > jobs.length) this.onHeldBack?.(jobName);
+    if (fair && jobs.length === 0 && fair.due > 0) {
+      this.#futileUntil.set(jobName, Date.now() + FAIR_PROBE_MS / 2);
+      this.onHeldBack?.(jobName);
+    } else this.#futileUntil.delete(jobName);
     const [first, ...rest] = jobs;
     if (!first) return undefined;
     const pending = this.#ahead.get(jobName);
@@ -468,6 +567,17 @@ class LockAheadRepository extends PostgresJobRepository {
       );
   }
 
+  /** Whether jobs named `name` are claimed fairly (limitPerKey). */
+  isFair(name: string): boolean {
+    return this.#limits.has(name);
+  }
+
+  /** Claims jobs named `name` fairly from now on (JobStore.limitPerKey). */
+  limitPerKey(name: string, limits: readonly KeyLimit[]): void {
+    if (limits.length > 0) this.#limits.set(name, limits);
+    else this.#limits.delete(name);
+  }
+
   /** Writes the end-of-run saves waiting for their batch now (before the pool closes). */
   flushStateSaves(): Promise<void> {
     return this.#saves.flush();
@@ -490,12 +600,64 @@ class LockAheadRepository extends PostgresJobRepository {
       last_finished_at: job.lastFinishedAt || null,
       last_modified_by: lastModifiedBy,
     }));
-    const found = await saveJobStates(this.#pool, rows);
+    const handOns = this.#closing ? [] : [...last.values()].flatMap(({ job }) => this.#handOnOf(job));
+    if (handOns.length === 0) {
+      const found = await saveJobStates(this.#pool, rows);
+      return saves.map((s) => found.has(String(s.job._id)));
+    }
+    const lockTime = new Date();
+    const { found, handed } = await saveJobStatesHandingOn(this.#pool, rows, handOns, {
+      lockTime,
+      lastModifiedBy: saves[0]!.lastModifiedBy,
+    });
+    this.#holdAhead(
+      handed.map((row) => rowToJobParameters(this, row)),
+      lockTime,
+    );
     return saves.map((s) => found.has(String(s.job._id)));
+  }
+
+  /** The hand-on of a job that finished a run, when its name is claimed fairly and it has the finest key. */
+  #handOnOf(job: JobParameters): HandOn[] {
+    const limits = this.#limits.get(job.name);
+    if (!limits || job.lockedAt) return [];
+    const key = limits[0]!.key;
+    const value = (job.data as { payload?: Record<string, unknown> } | undefined)?.payload?.[key];
+    return value === undefined || value === null ? [] : [{ name: job.name, key, value: String(value) }];
+  }
+
+  /** Jobs locked for this instance outside a fill (hand-ons): held ahead, handed over at the next asks. */
+  #holdAhead(jobs: JobParameters[], lockedAt: Date): void {
+    for (const job of jobs) {
+      const entry = this.#ahead.get(job.name);
+      // The fill that hands them over asks no claim after them: the places they took are all that
+      // finished (a job of another value is claimed by its own notification, a refill or a probe).
+      if (entry) {
+        entry.jobs.push(job);
+        entry.jobs.sort(byRunOrder);
+      } else this.#ahead.set(job.name, { jobs: [job], lockedAt: lockedAt.getTime(), noneNext: true, handOns: true });
+    }
+  }
+
+  /** A job of `name` finished without handing its place on: a claim may find room again now. */
+  freed(name: string): void {
+    this.#futileUntil.delete(name);
+  }
+
+  /** A new job of `name` was announced: the next fill claims, even right after hand-ons. */
+  noteNew(name: string): void {
+    if (this.#limits.has(name)) this.#news.add(name);
+  }
+
+  /** Whether jobs of `name` are held ahead, ready to hand over without a statement. */
+  holdsAhead(name: string): boolean {
+    return (this.#ahead.get(name)?.jobs.length ?? 0) > 0;
   }
 
   /** Unlocks the jobs locked ahead and not handed over (as Agenda unlocks its own at stop). */
   async releaseLockedAhead(): Promise<void> {
+    // Stopping: runs that end from now on hand no place on (nobody would run what they lock).
+    this.#closing = true;
     const ids = [...this.#ahead.values()].flatMap((a) => a.jobs.map((j) => j._id!));
     this.#ahead.clear();
     if (ids.length > 0) await this.unlockJobs(ids);

@@ -15,6 +15,7 @@
  */
 import { parseInput } from '../accounts/api-keys.ts';
 import type { Db } from '../db/client.ts';
+import { lockAccountCap } from '../db/queries/advisory-locks.ts';
 import { AppError } from '../errors.ts';
 import { PKI_LIMITS } from '../limits.ts';
 import { sealedBundle } from './certificate-authority.ts';
@@ -151,6 +152,8 @@ export async function uploadSigningCertificate(
   const name = request.name?.trim() || commonNameOf(certificate.subject) || 'Signing certificate';
   const sealed = await sealedBundle(deps.config, p12, request.password);
   const row = await deps.db.$transaction(async (tx) => {
+    // Uploads at once count one after the other (lockAccountCap, taken first).
+    await lockAccountCap(tx, 'signingCertificates', options.accountId);
     const kept = await tx.signingCertificate.count({ where: { accountId: options.accountId } });
     if (kept >= PKI_LIMITS.certificatesPerAccount)
       throw new AppError(

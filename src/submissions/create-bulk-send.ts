@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
 import type { Config } from '../config.ts';
 import type { Db } from '../db/client.ts';
+import { lockAccountCap } from '../db/queries/advisory-locks.ts';
 import { insertBulkSendRows } from '../db/queries/bulk-sends.ts';
 import { AppError } from '../errors.ts';
 import type { SideEffects } from '../events/events.ts';
@@ -40,7 +41,8 @@ export interface CreateBulkSendDeps {
  *   readTemplateForCreate), VALIDATION: the template archived or without fields, a setting
  *   POST /submissions would refuse (with its message), the data (readBulkSendTable: size, rows,
  *   columns, CSV syntax), a column that maps nowhere (mapColumns), more than
- *   MAX_ITEMS.activeBulkSends bulk sends of the account running
+ *   MAX_ITEMS.activeBulkSends bulk sends of the account running (counted in the inserting transaction,
+ *   so it holds for requests at once)
  */
 export async function createBulkSend(
   deps: CreateBulkSendDeps,
@@ -61,17 +63,19 @@ export async function createBulkSend(
   const targets = mapColumns(table, request.columns, template);
   const rows = table.rows.map((cells) => rowSubmitters(cells, targets, template.roles));
 
-  const active = await deps.db.bulkSend.count({
-    where: { accountId: viewer.accountId, status: { in: ['queued', 'processing'] } },
-  });
-  if (active >= MAX_ITEMS.activeBulkSends)
-    throw new AppError(
-      'VALIDATION',
-      `too many bulk sends in progress (maximum is ${MAX_ITEMS.activeBulkSends}); wait for one to complete`,
-    );
-
   return deps.effects.transaction(
     async (tx, effects) => {
+      // Counted in the inserting transaction, under the account's lock: 20 requests at once cannot
+      // all see room for one more (src/db/queries/advisory-locks.ts lockAccountCap; first, as it says).
+      await lockAccountCap(tx, 'activeBulkSends', viewer.accountId);
+      const active = await tx.bulkSend.count({
+        where: { accountId: viewer.accountId, status: { in: ['queued', 'processing'] } },
+      });
+      if (active >= MAX_ITEMS.activeBulkSends)
+        throw new AppError(
+          'VALIDATION',
+          `too many bulk sends in progress (maximum is ${MAX_ITEMS.activeBulkSends}); wait for one to complete`,
+        );
       const bulkSend = await tx.bulkSend.create({
         data: {
           accountId: viewer.accountId,

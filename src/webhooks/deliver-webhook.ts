@@ -17,6 +17,10 @@
  * interrupted and sends the next attempt at once (the receiver did not fail; we did): the receiver
  * may get that event twice, never zero times (consumers must be idempotent, as with DocuSeal).
  *
+ * Attempts are claimed fairly: at most so many at once per endpoint and per account, over all
+ * instances (defineDeliverWebhookJob); one waiting for its place is not run, so it holds no place,
+ * and counts as no attempt.
+ *
  * The body of the first attempt is the one the dispatch built (passed in the job); later attempts
  * rebuild `data` from the record as it is then (DocuSeal re-serializes on every attempt; file URLs
  * in it are signed and expire), keeping `event_type` and `timestamp`.
@@ -50,6 +54,12 @@ export interface DeliverWebhookData {
   body?: string;
   /** A redelivery asked for by the user: sent even if the endpoint no longer subscribes to the event. */
   manual?: boolean;
+  /**
+   * The delivery's account and endpoint, for the fair claim (defineDeliverWebhookJob: deliveries at
+   * once per endpoint and per account); absent on jobs stored before it, which it does not limit.
+   */
+  accountId?: number;
+  endpointId?: number;
 }
 
 export interface DeliveryDeps {
@@ -213,7 +223,7 @@ async function rebuildPayload(
  */
 async function recordAttempt(
   deps: DeliveryDeps,
-  delivery: Pick<ClaimedDelivery, 'id' | 'createdAt' | 'firstSentAt'>,
+  delivery: Pick<ClaimedDelivery, 'id' | 'accountId' | 'endpointId' | 'createdAt' | 'firstSentAt'>,
   outcome: {
     attempt: number;
     startedAt: Date;
@@ -254,7 +264,13 @@ async function recordAttempt(
   if (status === 'pending' && nextAttemptAt)
     await enqueueAttempt(
       deps.jobs,
-      { deliveryId: delivery.id, attempt: k + 1, ...(outcome.manual ? { manual: true } : {}) },
+      {
+        deliveryId: delivery.id,
+        attempt: k + 1,
+        ...(outcome.manual ? { manual: true } : {}),
+        accountId: delivery.accountId,
+        endpointId: delivery.endpointId,
+      },
       nextAttemptAt,
     );
 }
@@ -308,7 +324,13 @@ async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job:
     const firstSentAt = attempts.find((a) => a.attempt === 0)?.createdAt ?? null;
     await recordAttempt(
       deps,
-      { id: delivery.id, createdAt: delivery.createdAt, firstSentAt },
+      {
+        id: delivery.id,
+        accountId: delivery.accountId,
+        endpointId: delivery.endpointId,
+        createdAt: delivery.createdAt,
+        firstSentAt,
+      },
       {
         attempt: job.attempt,
         startedAt: new Date(),
@@ -325,7 +347,13 @@ async function resumeAttempt(deps: DeliveryDeps, delivery: WebhookDelivery, job:
   if (delivery.status === 'pending' && delivery.nextAttemptAt && delivery.attemptCount === job.attempt + 1) {
     await enqueueAttempt(
       deps.jobs,
-      { deliveryId: delivery.id, attempt: job.attempt + 1, ...(job.manual ? { manual: true } : {}) },
+      {
+        deliveryId: delivery.id,
+        attempt: job.attempt + 1,
+        ...(job.manual ? { manual: true } : {}),
+        accountId: delivery.accountId,
+        endpointId: delivery.endpointId,
+      },
       delivery.nextAttemptAt,
     );
   }
@@ -370,7 +398,15 @@ export async function redeliverWebhook(
         payload: original.payload as never,
       },
     });
-    effects.jobs.push(attemptJob({ deliveryId: copy.id, attempt: 0, manual: true }));
+    effects.jobs.push(
+      attemptJob({
+        deliveryId: copy.id,
+        attempt: 0,
+        manual: true,
+        accountId: copy.accountId,
+        endpointId: copy.endpointId,
+      }),
+    );
     return copy;
   });
 }
@@ -390,17 +426,32 @@ export async function findDeliveryForAccount(
 }
 
 /**
- * Deliveries sent at once per instance: each mostly waits for its receiver. 20 delivered 507–530
- * per second in bench:webhooks where 10 delivered 448–463 (with Agenda's global limit raised
- * above the sum of the per-job ones: src/jobs/job-queue.ts; under its default of 20, 20 starved
- * the dispatch job and delivered less).
+ * Registers the `deliver-webhook` job. Database failures inside a run are retried by the queue.
+ *
+ * Fair delivery (issue 23; docs/security.md "Fair delivery and atomic caps"): an instance sends
+ * `concurrency.instance` deliveries at once (WEBHOOK_CONCURRENCY, 60), and the claim of the next
+ * ones (the job queue's `concurrencyPer`, src/db/queries/jobs.ts lockDueJobsFairly) passes over the
+ * deliveries of an endpoint with `concurrency.endpoint` (8) in progress, then of an account with
+ * `concurrency.account` (30) in progress, counted on every instance together. An account whose
+ * receivers are slow waits for its own places; it never holds an instance's last ones, and another
+ * account's delivery is claimed as soon as it is due. Skipped deliveries stay due in the store:
+ * they hold nothing, and count as no failed attempt.
+ *
+ * Why the account's and the endpoint's limits are over all instances, and the instance's its own:
+ * an instance's places are its own (its sockets, its event loop), and the account's limit below the
+ * instance's keeps the difference free for the others on each instance whatever the others do; a
+ * receiver sees every instance's requests together, so an endpoint's limit is what reaches it.
+ * Why 30 and 8: an account alone (bench:webhooks) then delivers as many per second as it did
+ * with all 20 of an instance's places before; at 20 and 5 it lost a fifth (bench/README.md).
  */
-export const DELIVER_CONCURRENCY = 20;
-
-/** Registers the `deliver-webhook` job. Database failures inside a run are retried by the queue. */
 export function defineDeliverWebhookJob(deps: DeliveryDeps): void {
+  const { concurrency } = deps.config;
   deps.jobs.define<DeliverWebhookData>(DELIVER_WEBHOOK_JOB, (data) => deliverWebhook(deps, data), {
-    concurrency: DELIVER_CONCURRENCY,
+    concurrency: concurrency.instance,
+    concurrencyPer: [
+      { key: 'endpointId', max: concurrency.endpoint },
+      { key: 'accountId', max: concurrency.account },
+    ],
     retry: { maxAttempts: 5, delayMs: (attempt) => 2 ** attempt * 1000 },
   });
 }

@@ -92,7 +92,15 @@ export async function dispatchEvent(
   await Promise.all(
     deliveries
       .filter((d) => d.status === 'pending' && d.attemptCount === 0)
-      .map((d) => enqueueAttempt(deps.jobs, { deliveryId: d.id, attempt: 0, body })),
+      .map((d) =>
+        enqueueAttempt(deps.jobs, {
+          deliveryId: d.id,
+          attempt: 0,
+          body,
+          accountId: event.accountId,
+          endpointId: d.endpointId,
+        }),
+      ),
   );
 }
 

@@ -8,6 +8,8 @@
  * - Rotating keeps the old secret valid for 24 hours (PREVIOUS_SECRET_TTL_MS): deliveries in that
  *   window carry a signature with each secret (src/webhooks/signature.ts).
  * - Default events: the four form.* events, as DocuSeal.
+ * - An account keeps at most MAX_ITEMS.webhookEndpoints endpoints (each gets its own delivery of
+ *   every event it subscribes to; docs/security.md "Fair delivery and atomic caps").
  * - A URL that delivery would refuse (its host resolves to a private, loopback or other non-public
  *   address that the configuration does not allow, or does not resolve) is refused as it is added
  *   or changed, in delivery's words (WEBHOOK_DESTINATION_REFUSED, src/webhooks/send-request.ts).
@@ -16,6 +18,7 @@ import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
 import { parseInput } from '../accounts/api-keys.ts';
 import type { Db } from '../db/client.ts';
+import { lockAccountCap } from '../db/queries/advisory-locks.ts';
 import { AppError } from '../errors.ts';
 import { EVENT_TYPES, type EventType } from '../events/events.ts';
 import { MAX_ITEMS, MAX_LENGTH } from '../limits.ts';
@@ -150,11 +153,16 @@ export function webhookDestinationCheck(config: Pick<Config, 'webhooks'>): Check
   return { policy: { allowPrivate, allowedHosts }, timeoutMs: connectTimeout };
 }
 
+/** The refusal of an endpoint over MAX_ITEMS.webhookEndpoints. */
+export const ENDPOINT_CAP_MESSAGE = `An account keeps at most ${MAX_ITEMS.webhookEndpoints} webhook endpoints.`;
+
 /**
  * Creates an endpoint with a new secret.
  * @returns the endpoint (without secrets) and the secret, which is shown this once
  * @throws AppError VALIDATION for a bad URL (WEBHOOK_DESTINATION_REFUSED for one delivery would
- *   refuse), an unknown or empty event list, a bad header; NOT_FOUND for an unknown account
+ *   refuse), an unknown or empty event list, a bad header, or when the account keeps
+ *   MAX_ITEMS.webhookEndpoints already (ENDPOINT_CAP_MESSAGE; checked in the inserting
+ *   transaction, so it holds for creations at once); NOT_FOUND for an unknown account
  */
 export async function createWebhookEndpoint(
   db: Db,
@@ -177,16 +185,26 @@ export async function createWebhookEndpoint(
   if (!account || account.archivedAt) throw new AppError('NOT_FOUND', `Account ${options.accountId} not found`);
   await ensureDeliverable(input.url, options.destination);
   const secret = generateWebhookSecret();
-  const endpoint = await db.webhookEndpoint.create({
-    data: {
-      accountId: account.id,
-      url: input.url,
-      events: input.events ?? [...DEFAULT_WEBHOOK_EVENTS],
-      secret,
-      headerName: header.name,
-      headerValue: header.value,
-    },
-    select: summarySelect,
+  const endpoint = await db.$transaction(async (tx) => {
+    // Counted in the inserting transaction under the account's lock (taken first): creations at
+    // once count one after the other.
+    await lockAccountCap(tx, 'webhookEndpoints', account.id);
+    const kept = await tx.webhookEndpoint.count({ where: { accountId: account.id } });
+    if (kept >= MAX_ITEMS.webhookEndpoints)
+      throw new AppError('VALIDATION', ENDPOINT_CAP_MESSAGE, {
+        details: { maximum: MAX_ITEMS.webhookEndpoints },
+      });
+    return tx.webhookEndpoint.create({
+      data: {
+        accountId: account.id,
+        url: input.url,
+        events: input.events ?? [...DEFAULT_WEBHOOK_EVENTS],
+        secret,
+        headerName: header.name,
+        headerValue: header.value,
+      },
+      select: summarySelect,
+    });
   });
   return { endpoint, secret };
 }

@@ -42,8 +42,15 @@ export const WEBHOOK_REQUEST_FAILED = 'Webhook request failed';
 export const RESPONSE_BODY_KEPT_BYTES = 1024;
 /** Bytes read from a response at most; the rest is not waited for. */
 const RESPONSE_READ_LIMIT = 64 * 1024;
-/** Sockets per destination at most (open at once): deliver-webhook runs DELIVER_CONCURRENCY (20) attempts at a time. */
-export const AGENT_MAX_SOCKETS = 20;
+/**
+ * Sockets per destination at most (open at once): above what an instance sends at once
+ * (WEBHOOK_CONCURRENCY, at most 200), so that no request waits for a socket. Many accounts' endpoints
+ * may share a destination (one automation service's host): a request of one waiting for a socket that
+ * another account's slow request holds would undo fair delivery (src/webhooks/deliver-webhook.ts).
+ */
+export const AGENT_MAX_SOCKETS = 256;
+/** Idle kept-alive sockets kept per destination at most (the rest are closed as their requests end). */
+const AGENT_MAX_FREE_SOCKETS = 40;
 /**
  * Milliseconds an idle kept-alive socket stays open (below common server keep-alive timeouts:
  * Node 5 s, nginx 75 s).
@@ -283,7 +290,7 @@ function agentFor(url: URL, addresses: { address: string; family: number }[]): h
   const options = {
     keepAlive: true,
     maxSockets: AGENT_MAX_SOCKETS,
-    maxFreeSockets: AGENT_MAX_SOCKETS,
+    maxFreeSockets: AGENT_MAX_FREE_SOCKETS,
     timeout: AGENT_IDLE_MS,
     lookup: pinnedLookup(addresses),
   };

@@ -11,6 +11,7 @@ import { perClient, turnBatch } from '../turn-batch.ts';
 export interface ClaimedDelivery {
   id: number;
   accountId: number;
+  endpointId: number;
   eventType: string;
   recordId: number;
   createdAt: Date;
@@ -52,7 +53,8 @@ const CLAIM = {
        SET attempt_count = d.attempt_count + 1, next_attempt_at = NULL, updated_at = now() AT TIME ZONE 'UTC'
       FROM webhook_endpoints e, unnest($1::int[], $2::int[], $3::bool[]) AS i(id, k, with_payload)
      WHERE d.id = i.id AND d.attempt_count = i.k AND d.status = 'pending' AND e.id = d.endpoint_id
-    RETURNING d.id, i.k, d.account_id, d.event_type, d.record_id, d.created_at AT TIME ZONE 'UTC' AS created_at,
+    RETURNING d.id, i.k, d.account_id, d.endpoint_id, d.event_type, d.record_id,
+              d.created_at AT TIME ZONE 'UTC' AS created_at,
               CASE WHEN i.with_payload THEN d.payload END AS payload,
               (SELECT a.created_at AT TIME ZONE 'UTC' FROM webhook_attempts a
                 WHERE a.delivery_id = d.id AND a.attempt = 0) AS first_sent_at,
@@ -168,6 +170,7 @@ function claimedDelivery(row: Record<string, any>): ClaimedDelivery {
   return {
     id: row.id,
     accountId: row.account_id,
+    endpointId: row.endpoint_id,
     eventType: row.event_type,
     recordId: row.record_id,
     createdAt: row.created_at,

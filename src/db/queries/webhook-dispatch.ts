@@ -39,10 +39,11 @@ const INSERT_DELIVERIES = {
              now() AT TIME ZONE 'UTC', now() AT TIME ZONE 'UTC'
         FROM input
       ON CONFLICT (uuid) DO NOTHING
-      RETURNING id, uuid, status, attempt_count)
-    SELECT id, uuid, status, attempt_count FROM inserted
+      RETURNING id, uuid, status, attempt_count, endpoint_id)
+    SELECT id, uuid, status, attempt_count, endpoint_id FROM inserted
     UNION ALL
-    SELECT d.id, d.uuid, d.status, d.attempt_count FROM webhook_deliveries d JOIN input i ON i.uuid = d.uuid
+    SELECT d.id, d.uuid, d.status, d.attempt_count, d.endpoint_id
+      FROM webhook_deliveries d JOIN input i ON i.uuid = d.uuid
     ORDER BY id`,
 };
 
@@ -61,6 +62,7 @@ export interface StoredDelivery {
   id: number;
   status: string;
   attemptCount: number;
+  endpointId: number;
 }
 
 export interface DispatchStatements {
@@ -89,7 +91,13 @@ export const dispatchStatements = perClient((db: Db): DispatchStatements => {
     deliveries: turnBatch(async (lists) => {
       const all = lists.flat();
       const column = <T>(pick: (d: NewDelivery) => T) => all.map(pick);
-      const { rows } = await pool.query<{ id: number; uuid: string; status: string; attempt_count: number }>({
+      const { rows } = await pool.query<{
+        id: number;
+        uuid: string;
+        status: string;
+        attempt_count: number;
+        endpoint_id: number;
+      }>({
         ...INSERT_DELIVERIES,
         values: [
           column((d) => d.uuid),
@@ -102,7 +110,10 @@ export const dispatchStatements = perClient((db: Db): DispatchStatements => {
         ],
       });
       const byUuid = new Map(
-        rows.map((row) => [row.uuid, { id: row.id, status: row.status, attemptCount: row.attempt_count }]),
+        rows.map((row) => [
+          row.uuid,
+          { id: row.id, status: row.status, attemptCount: row.attempt_count, endpointId: row.endpoint_id },
+        ]),
       );
       return lists.map((list) =>
         list
