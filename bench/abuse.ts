@@ -34,10 +34,23 @@ import path from 'node:path';
 import autocannon from 'autocannon';
 import { createBenchDatabase, redactUrl } from './bench-database.ts';
 import { onCleanup, runCleanups } from './cleanup.ts';
-import { buildService, childEnv, freePort, spawnNode, stopChild, waitHealthy, type NodeChild } from './processes.ts';
+import {
+  buildService,
+  childEnv,
+  freePort,
+  rssMb,
+  sleep,
+  spawnNode,
+  stopChild,
+  waitHealthy,
+  type NodeChild,
+} from './processes.ts';
 import { envNumber, fmt, passMiss, print } from './util.ts';
 import { monotonicUs, printProfile } from './profile.ts';
 import { runWorkerOrBench, startWorker, type WorkerHandler } from './workers.ts';
+import { type CaseOutcome, type Round2Case, type Round2Target, round2Cases } from './abuse-round-2.ts';
+import { createAccount } from '../src/accounts/create-account.ts';
+import { createDb } from '../src/db/client.ts';
 // The bomb is the one the DOCX tests refuse (test/documents-validation.test.ts): one builder of lying archives.
 import { zipBombDocx } from '../test/helpers/zip-archives.ts';
 
@@ -45,7 +58,15 @@ const DURATION_S = envNumber('BENCH_ABUSE_DURATION', 10);
 const CONNECTIONS = envNumber('BENCH_CONNECTIONS', 10);
 const FIXTURE = new URL('../../shared/fixtures/pdf/documenso-letter-size.pdf', import.meta.url);
 const TRUNCATED_SOURCE = new URL('../../shared/fixtures/pdf/pdfjs-tracemonkey.pdf', import.meta.url);
-const SIGNET_ENV = { NODE_ENV: 'production', LOG_LEVEL: 'warn', CREATE_DEV_ACCOUNT: 'false', MAX_BODY_SIZE_MB: '50' };
+const SIGNET_ENV = {
+  NODE_ENV: 'production',
+  LOG_LEVEL: 'warn',
+  CREATE_DEV_ACCOUNT: 'false',
+  MAX_BODY_SIZE_MB: '50',
+  // Issue 23's webhook case: receivers on loopback; a failed attempt's retry an hour later (none during the run).
+  WEBHOOK_ALLOW_PRIVATE: 'true',
+  WEBHOOK_RETRY_BASE_MS: '3600000',
+};
 /** A hostile request gives up after this long (a stalled service would otherwise stall the bench). */
 const HOSTILE_TIMEOUT_MS = 30_000;
 /** Set in the attacker process (bench/workers.ts). */
@@ -124,6 +145,8 @@ interface PhaseResult {
   readP99Ms: number;
   readErrors: number;
   healthP99Ms: number;
+  /** The slowest /health answer of the phase (issue 23: under 1 s whatever is sent). */
+  healthMaxMs: number;
   healthSamples: number;
 }
 
@@ -148,27 +171,38 @@ async function phase<T>(
     readP99Ms: result.latency.p99,
     readErrors: result.errors + result.timeouts + (result.non2xx ?? 0),
     healthP99Ms: p99(samples),
+    healthMaxMs: samples.length ? Math.max(...samples) : Number.NaN,
     healthSamples: samples.length,
     beside: besideResult,
   };
 }
 
 /** What the attacker process needs to know of the service under test. */
-interface Target {
-  url: string;
-  apiKey: string;
-  templateId: number;
+interface Target extends Round2Target {
   /** Signing-form slugs of pending submitters. */
   slugs: string[];
 }
 
-/** A request to the attacker process: send `phase`'s requests for `durationMs`, then answer. */
+/**
+ * A request to the attacker process: send `phase`'s requests for `durationMs`, then answer.
+ * `cases` answers the names of issue 23's cases (bench/abuse-round-2.ts); `case` sends the one
+ * named `caseName` back to back.
+ */
 interface SideRequest {
-  phase: 'attack' | 'mixed';
+  phase: 'attack' | 'mixed' | 'cases' | 'case';
   target: Target;
   durationMs: number;
-  /** BENCH_ABUSE_ONLY: only the hostile requests whose name this regular expression matches. */
+  /** BENCH_ABUSE_ONLY: only the hostile requests (and cases) whose name this regular expression matches. */
   only?: string;
+  caseName?: string;
+}
+
+/** What the attacker saw of one case's runs during its phase. */
+interface CaseRuns {
+  runs: number;
+  labels: Record<string, number>;
+  slowestMs: number;
+  allHandled: boolean;
 }
 
 type Outcomes = Record<string, { statuses: Record<string, number>; maxMs: number; runs: number }>;
@@ -203,8 +237,18 @@ function outcomeOf(result: { status: number; text: string }): { label: string; r
  */
 async function createAttacker(): Promise<WorkerHandler<SideRequest>> {
   let prepared: { target: Target; hostile: Hostile[]; mixed: (until: () => boolean) => Promise<void> } | undefined;
+  let round2: Awaited<ReturnType<typeof round2Cases>> | undefined;
   return {
     async run(request) {
+      if (request.phase === 'cases' || request.phase === 'case') {
+        round2 ??= await round2Cases(request.target, (await fs.readFile(FIXTURE)).toString('base64'));
+        const only = request.only ? new RegExp(request.only, 'i') : undefined;
+        if (request.phase === 'cases')
+          return round2.cases.map((c) => c.name).filter((name) => !only || only.test(name));
+        const chosen = round2.cases.find((c) => c.name === request.caseName);
+        if (!chosen) throw new Error(`no case named ${request.caseName}`);
+        return runCase(chosen, request.durationMs);
+      }
       if (prepared?.target.url !== request.target.url)
         prepared = { target: request.target, ...(await prepareRequests(request.target)) };
       const until = (
@@ -234,8 +278,34 @@ async function createAttacker(): Promise<WorkerHandler<SideRequest>> {
       }
       return { outcomes, allRefused, names: hostile.map((h) => h.name) };
     },
-    async close() {},
+    async close() {
+      await round2?.close();
+    },
   };
+}
+
+/**
+ * Sends one of issue 23's cases back to back for `durationMs` (a `once` case once, then waits out
+ * the phase), and gathers its outcomes.
+ */
+async function runCase(chosen: Round2Case, durationMs: number): Promise<CaseRuns> {
+  const end = performance.now() + durationMs;
+  const seen: CaseRuns = { runs: 0, labels: {}, slowestMs: 0, allHandled: true };
+  do {
+    let outcome: CaseOutcome;
+    try {
+      outcome = await chosen.run();
+    } catch (error) {
+      outcome = { label: `failed: ${String((error as Error).message ?? error).slice(0, 80)}`, handled: false, ms: 0 };
+    }
+    seen.runs += 1;
+    seen.labels[outcome.label] = (seen.labels[outcome.label] ?? 0) + 1;
+    seen.slowestMs = Math.max(seen.slowestMs, outcome.ms);
+    if (!outcome.handled) seen.allHandled = false;
+  } while (!chosen.once && performance.now() < end);
+  const left = end - performance.now();
+  if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
+  return seen;
 }
 
 interface Hostile {
@@ -463,7 +533,26 @@ async function main(): Promise<number> {
   }
   print(`  template ${templateId}, 40 submissions; the attacker runs in its own process`);
   const attacker = await startWorker<SideRequest>('bench/abuse.ts', WORKER_ENV, 'attacker', process.env);
-  const target: Target = { url, apiKey: database.apiKey, templateId, slugs };
+  // Issue 23's cases: a read-only key of the bench account, and two more accounts (A sends webhooks
+  // to slow receivers; B's must not wait for them).
+  const readOnly = await api('POST', '/graphql', {
+    query: 'mutation { createApiKey(input: {name: "read-only", scopes: ["read"]}) { token } }',
+  });
+  const readOnlyKey = JSON.parse(readOnly.text).data?.createApiKey?.token;
+  if (!readOnlyKey) throw new Error(`createApiKey: ${readOnly.status} ${readOnly.text}`);
+  const db = createDb(database.url, { poolSize: 1 });
+  const attackerAccount = await createAccount(db, { name: 'Attacker', email: 'a@abuse.test' });
+  const victimAccount = await createAccount(db, { name: 'Victim', email: 'b@abuse.test' });
+  await db.$disconnect();
+  const target: Target = {
+    url,
+    apiKey: database.apiKey,
+    readOnlyKey,
+    templateId,
+    slugs,
+    attackerKey: attackerAccount.apiKey,
+    victimKey: victimAccount.apiKey,
+  };
   const side = (phaseName: SideRequest['phase']) => () =>
     attacker.call<{ outcomes: Outcomes; allRefused: boolean; names?: string[] }>({
       phase: phaseName,
@@ -471,9 +560,31 @@ async function main(): Promise<number> {
       durationMs: DURATION_S * 1000,
       only: process.env.BENCH_ABUSE_ONLY,
     });
+  /** The service's RSS at the end of a phase, and 5 s later (issue 23: memory back within seconds). */
+  const settle = async () => {
+    const atEnd = await rssMb(child.pid);
+    await sleep(5000);
+    return { rssAtEndMb: atEnd, rssAfter5sMb: await rssMb(child.pid) };
+  };
 
   print('\n[quiet] read load alone …');
   const quiet = await phase(url, database.apiKey, async () => undefined);
+  const quietRss = await settle();
+
+  const caseNames = await attacker.call<string[]>({
+    phase: 'cases',
+    target,
+    durationMs: 0,
+    only: process.env.BENCH_ABUSE_ONLY,
+  });
+  const round2: { name: string; result: PhaseResult; runs: CaseRuns; rss: Awaited<ReturnType<typeof settle>> }[] = [];
+  for (const caseName of caseNames) {
+    print(`[case] read load with: ${caseName} …`);
+    const result = await phase(url, database.apiKey, () =>
+      attacker.call<CaseRuns>({ phase: 'case', caseName, target, durationMs: DURATION_S * 1000 }),
+    );
+    round2.push({ name: caseName, result, runs: result.beside, rss: await settle() });
+  }
   print('[attacked] read load with every hostile request, back to back …');
   const attackWindow = { from: monotonicUs(), to: 0 };
   const attacked = await phase(url, database.apiKey, side('attack'));
@@ -509,12 +620,36 @@ async function main(): Promise<number> {
     print(`| ${name} | ${entry.runs} | ${statuses} | ${fmt(entry.maxMs, 0)} |`);
   }
   const ratio = attacked.readP99Ms / quiet.readP99Ms;
+
+  print(
+    `\nIssue 23's cases, each alone beside the read load (quiet: read p99 ${fmt(quiet.readP99Ms, 0)} ms, /health max ` +
+      `${fmt(quiet.healthMaxMs, 0)} ms, RSS ${fmt(quietRss.rssAtEndMb, 0)} MB):`,
+  );
+  print('\n| case | runs | outcomes | slowest ms | read p99 ms | ratio | /health max ms | RSS end → +5 s MB | |');
+  print('|---|---|---|---|---|---|---|---|---|');
+  const round2Targets: Record<string, boolean> = {};
+  for (const { name, result, runs, rss } of round2) {
+    const caseRatio = result.readP99Ms / quiet.readP99Ms;
+    const pass = caseRatio <= 2 && result.healthMaxMs < 1000 && runs.allHandled;
+    round2Targets[name] = pass;
+    const outcomes = Object.entries(runs.labels)
+      .map(([label, n]) => `${label} ×${n}`)
+      .join('; ');
+    print(
+      `| ${name} | ${runs.runs} | ${outcomes} | ${fmt(runs.slowestMs, 0)} | ${fmt(result.readP99Ms, 0)} | ` +
+        `${fmt(caseRatio, 2)} | ${fmt(result.healthMaxMs, 0)} | ` +
+        `${fmt(rss.rssAtEndMb, 0)} → ${fmt(rss.rssAfter5sMb, 0)} | ${passMiss(pass)} |`,
+    );
+  }
+  print('(PASS: read p99 ≤ 2× quiet, /health under 1 s throughout, every run handled as its case expects)');
+
   const targets = {
     attackedRatio: ratio <= 3,
     healthQuiet: quiet.healthP99Ms <= 100,
     healthAttacked: attacked.healthP99Ms <= 100,
     healthMixed: mixedResult.healthP99Ms <= 100,
     allRefused,
+    round2: round2Targets,
   };
   print(`\nread p99 under attack ≤ 3× quiet: ${fmt(ratio, 2)}× ${passMiss(targets.attackedRatio)}`);
   print(
@@ -529,6 +664,8 @@ async function main(): Promise<number> {
   print(
     `BENCH_RESULT ${JSON.stringify({
       quiet,
+      quietRss,
+      round2: round2.map(({ name, result, runs, rss }) => ({ name, ...result, beside: undefined, runs, rss })),
       attacked: { ...attacked, beside: undefined },
       mixed: { ...mixedResult, beside: undefined },
       ratio,

@@ -56,6 +56,15 @@ export interface ParsePoolSettings {
  */
 export const RECYCLE_ABOVE_BYTES = 128 * 1024 * 1024;
 
+/**
+ * How much lower the workers' scheduling priority is than the event loop's (nice 0 → 10: under
+ * Linux's CFS a thread at nice 10 gets about a tenth of a core against one at nice 0). Without it,
+ * two workers merging or verifying on a 2-core machine took the cores from the event loop and the
+ * read load's p99 went to 3–12× its quiet value (bench:abuse); a parse then takes longer only when
+ * the event loop has work to do.
+ */
+const PARSE_NICE_INCREMENT = 10;
+
 /** Seconds a refused task's client is told to wait (`Retry-After`). */
 const RETRY_AFTER_SECONDS = 5;
 
@@ -153,6 +162,10 @@ class ParsePool {
       maxThreads: settings.workers,
       idleTimeout: IDLE_TIMEOUT_MS,
       concurrentTasksPerWorker: 1,
+      // Parses run at a lower CPU priority than the event loop (Linux: nice is per thread; piscina
+      // applies it in each worker through @napi-rs/nice): on a machine with as many busy workers as
+      // cores, the requests the event loop answers still get the CPU first (bench:abuse, issue 23).
+      niceIncrement: PARSE_NICE_INCREMENT,
       // Workers wait for tasks on their event loop (Atomics would block the timers a worker needs).
       atomics: 'disabled',
       resourceLimits: { maxOldGenerationSizeMb: Math.floor(settings.memoryBytes / 1024 / 1024) },
