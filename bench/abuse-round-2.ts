@@ -41,8 +41,12 @@ export interface Round2Case {
   name: string;
   /** What handled means, printed under the table. */
   expect: string;
-  /** Sent once per phase (the bulk sends: each accepted one makes real work), not back to back. */
-  once?: boolean;
+  /**
+   * Runs per phase at most (default: back to back until the phase ends): the bulk sends and the
+   * webhooks leave real work behind each run (submissions to make, deliveries stuck for the
+   * receiver's timeout), which would pile up into the next phases.
+   */
+  rounds?: number;
   run(): Promise<CaseOutcome>;
 }
 
@@ -306,6 +310,7 @@ export async function round2Cases(
     {
       name: `webhooks: A's ${MAX_ITEMS.webhookEndpoints} slow endpoints, then B's event`,
       expect: "B's webhook arrives within 500 ms of its event",
+      rounds: 3,
       async run() {
         await rename(target.attackerKey, attackerTemplate);
         await rename(target.attackerKey, attackerTemplate);
@@ -319,10 +324,10 @@ export async function round2Cases(
     {
       name: '20 bulk sends started at once',
       expect: `at most ${MAX_ITEMS.activeBulkSends} accepted, the rest 422`,
-      once: true,
+      rounds: 1,
       async run() {
         const started = performance.now();
-        const rows = Array.from({ length: 200 }, (_, i) => ({ Email: `bulk${i}@abuse.test` }));
+        const rows = Array.from({ length: 20 }, (_, i) => ({ Email: `bulk${i}@abuse.test` }));
         const answers = await Promise.all(
           Array.from({ length: 20 }, () =>
             json(url, target.apiKey, 'POST', `/api/templates/${target.templateId}/submissions/bulk`, {

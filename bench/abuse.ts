@@ -285,8 +285,8 @@ async function createAttacker(): Promise<WorkerHandler<SideRequest>> {
 }
 
 /**
- * Sends one of issue 23's cases back to back for `durationMs` (a `once` case once, then waits out
- * the phase), and gathers its outcomes.
+ * Sends one of issue 23's cases back to back for `durationMs` (at most its `rounds` times, then
+ * waits out the phase), and gathers its outcomes.
  */
 async function runCase(chosen: Round2Case, durationMs: number): Promise<CaseRuns> {
   const end = performance.now() + durationMs;
@@ -302,7 +302,7 @@ async function runCase(chosen: Round2Case, durationMs: number): Promise<CaseRuns
     seen.labels[outcome.label] = (seen.labels[outcome.label] ?? 0) + 1;
     seen.slowestMs = Math.max(seen.slowestMs, outcome.ms);
     if (!outcome.handled) seen.allHandled = false;
-  } while (!chosen.once && performance.now() < end);
+  } while (seen.runs < (chosen.rounds ?? Number.POSITIVE_INFINITY) && performance.now() < end);
   const left = end - performance.now();
   if (left > 0) await new Promise((resolve) => setTimeout(resolve, left));
   return seen;
