@@ -84,3 +84,18 @@ export function createMaskError() {
     });
   };
 }
+
+/**
+ * A copy of a GraphQL error with other `extensions` (message, locations, path and original error
+ * kept): GraphQLError's fields are read-only, so changing what an answer carries means a copy.
+ */
+export function withExtensions(error: GraphQLError, extensions: GraphQLError['extensions']): GraphQLError {
+  return new GraphQLError(error.message, {
+    nodes: error.nodes,
+    source: error.source,
+    positions: error.positions,
+    path: error.path,
+    originalError: error.originalError,
+    extensions,
+  });
+}

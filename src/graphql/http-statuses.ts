@@ -27,6 +27,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { type ExecutionResult, GraphQLError } from 'graphql';
 import { isAsyncIterable, type Plugin } from 'graphql-yoga';
 import { ERROR_CODES, type ErrorCode } from '../errors.ts';
+import { withExtensions } from './errors.ts';
 
 /** The response media type the spec defines, preferred over application/json when accepted. */
 export const GRAPHQL_RESPONSE_MEDIA_TYPE = 'application/graphql-response+json';
@@ -59,14 +60,7 @@ function statusOf(error: GraphQLError): number | undefined {
 function withStatus(error: GraphQLError): GraphQLError {
   const status = statusOf(error);
   if (status === undefined) return error;
-  return new GraphQLError(error.message, {
-    nodes: error.nodes,
-    source: error.source,
-    positions: error.positions,
-    path: error.path,
-    originalError: error.originalError,
-    extensions: { ...error.extensions, http: { status, spec: true } },
-  });
+  return withExtensions(error, { ...error.extensions, http: { status, spec: true } });
 }
 
 /**

@@ -12,7 +12,7 @@ import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga';
 import { WebSocketServer } from 'ws';
 import type { Config } from '../config.ts';
 import type { ContextFactory, GraphQLContext, RequestInfo } from './context.ts';
-import { createMaskError, findAppError, isGraphQLOwnError } from './errors.ts';
+import { createMaskError, findAppError, isGraphQLOwnError, withExtensions } from './errors.ts';
 import type { Metrics } from '../observability/metrics.ts';
 import { REQUEST_ID_HEADER, requestIdFor } from '../observability/request-ids.ts';
 import type { RequestSpan, Tracing } from '../observability/tracing.ts';
@@ -273,12 +273,5 @@ function useOperationObservation(options: {
 function withoutHttpExtensions(error: GraphQLError): GraphQLError {
   if (!error.extensions || !('http' in error.extensions)) return error;
   const { http: _http, ...extensions } = error.extensions;
-  return new GraphQLError(error.message, {
-    nodes: error.nodes,
-    source: error.source,
-    positions: error.positions,
-    path: error.path,
-    originalError: error.originalError,
-    extensions,
-  });
+  return withExtensions(error, extensions);
 }
