@@ -103,6 +103,7 @@ const EnvSchema = z.object({
   PARSE_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(20),
   PARSE_MEMORY_MB: intFromEnv(64, 16_384).default(512),
   PARSE_QUEUE_MAX: intFromEnv(0, 10_000).default(20),
+  PARSE_NICE: intFromEnv(0, 19).default(5),
   /** Jobs on MongoDB (Agenda's mongo backend) instead of the service's PostgreSQL. */
   JOBS_MONGODB_URL: z.string().min(1).optional(),
   /**
@@ -360,7 +361,7 @@ export interface Config {
    */
   images: { maxBytes: number; maxPixels: number };
   /** The parse pool's size and limits (src/parse-pool/pool.ts ParsePoolSettings). */
-  parsePool: { workers: number; timeoutMs: number; memoryBytes: number; queueMax: number };
+  parsePool: { workers: number; timeoutMs: number; memoryBytes: number; queueMax: number; nice: number };
   jobsMongodbUrl: string | undefined;
   /** Milliseconds. */
   jobsLockLifetime: number;
@@ -565,6 +566,7 @@ export function loadConfig(
       timeoutMs: Math.round(e.PARSE_TIMEOUT_SECONDS * 1000),
       memoryBytes: e.PARSE_MEMORY_MB * 1024 * 1024,
       queueMax: e.PARSE_QUEUE_MAX,
+      nice: e.PARSE_NICE,
     },
     jobsMongodbUrl: e.JOBS_MONGODB_URL,
     jobsLockLifetime: Math.round(e.JOBS_LOCK_LIFETIME_SECONDS * 1000),

@@ -363,8 +363,10 @@ describe('the parse pool', () => {
       status: 422,
       json: { error: 'documents[0] could not be read within 6 s (PARSE_TIMEOUT_SECONDS).' },
     });
-    // Cut at the limit (what is left is the request's own way in and out), not after the 20+ s the read needs.
-    expect(performance.now() - started).toBeLessThan(10_000);
+    // Cut at the limit: 6 s of the worker's CPU time, which on a busy machine (the worker runs at a
+    // lower priority) may take longer on the clock, never more than 4 × 6 s (WALL_CLOCK_FACTOR) —
+    // not after the 20+ s of CPU the read needs.
+    expect(performance.now() - started).toBeLessThan(4 * 6_000 + 4_000);
     expect(await templatesNamed(alice, 'Bomb')).toBe(0);
     const next = await post(
       alice.apiKey,

@@ -5,8 +5,9 @@
  * bundles, CMS and ASN.1, images — so that the event loop keeps answering while a crafted file
  * costs what it costs, and that cost is bounded. The tasks themselves are listed in worker.ts.
  *
- * Per task: a time limit (PARSE_TIMEOUT_SECONDS; the worker running it is terminated and another
- * started), and a memory limit (PARSE_MEMORY_MB) on the worker's JavaScript heap (`resourceLimits`)
+ * Per task: a CPU-time limit (PARSE_TIMEOUT_SECONDS of the worker thread's CPU time, read from
+ * procfs: thread-clock.ts; four times that on the clock at most; the worker running it is terminated
+ * and another started), and a memory limit (PARSE_MEMORY_MB) on the worker's JavaScript heap (`resourceLimits`)
  * and on its WebAssembly memory — mupdf's, which lives outside the V8 heap — through a cap on
  * `WebAssembly.Memory#grow` inside the worker (worker.ts). A worker whose memory is over
  * RECYCLE_ABOVE_BYTES after a task is replaced, so that a large parse's memory goes back to the
@@ -31,6 +32,7 @@ import type { Worker } from 'node:worker_threads';
 import { Piscina } from 'piscina';
 import { AppError, type ErrorCode } from '../errors.ts';
 import { PROJECT_ROOT } from '../paths.ts';
+import { kernelThreadId, threadCpuMs } from './thread-clock.ts';
 import type { ParseTaskEnvelope, ParseTaskInput, ParseTaskName, ParseTaskOutput, ParseTaskRequest } from './worker.ts';
 
 /** The pool's size and limits (PARSE_* settings, src/config.ts). */
@@ -38,14 +40,21 @@ export interface ParsePoolSettings {
   /** Tasks running at once (worker threads). */
   workers: number;
   /**
-   * Longest a task may run, in milliseconds (PARSE_TIMEOUT_SECONDS), counted from when it is handed to
-   * a worker: a new worker's start (~0.1–0.3 s bundled) counts too.
+   * Most CPU time a task may use, in milliseconds (PARSE_TIMEOUT_SECONDS): its worker thread's, from
+   * the task's start (Linux); elsewhere the time on the clock from when it is handed to a worker. On
+   * the clock, a task ends after WALL_CLOCK_FACTOR times this in any case.
    */
   timeoutMs: number;
   /** Largest JavaScript heap, and largest WebAssembly memory, of a worker, in bytes (PARSE_MEMORY_MB). */
   memoryBytes: number;
   /** Tasks that may wait for a worker; one more is refused with 503 (PARSE_QUEUE_MAX). */
   queueMax: number;
+  /**
+   * How much lower the workers' CPU priority is than the event loop's (PARSE_NICE, 0–19; Linux's
+   * nice: under its scheduler a thread at nice 5 weighs about a third of one at 0, at nice 10 a
+   * tenth). Their time limit counts CPU time, so a parse that waits for the CPU is not cut short.
+   */
+  nice: number;
 }
 
 /**
@@ -55,15 +64,6 @@ export interface ParsePoolSettings {
  * MB stays under this; issue 23's merge of 50 files (46 MB of WebAssembly, ~100 MB of buffers) does not.
  */
 export const RECYCLE_ABOVE_BYTES = 128 * 1024 * 1024;
-
-/**
- * How much lower the workers' scheduling priority is than the event loop's (nice 0 → 10: under
- * Linux's CFS a thread at nice 10 gets about a tenth of a core against one at nice 0). Without it,
- * two workers merging or verifying on a 2-core machine took the cores from the event loop and the
- * read load's p99 went to 3–12× its quiet value (bench:abuse); a parse then takes longer only when
- * the event loop has work to do.
- */
-const PARSE_NICE_INCREMENT = 10;
 
 /** Seconds a refused task's client is told to wait (`Retry-After`). */
 const RETRY_AFTER_SECONDS = 5;
@@ -141,6 +141,18 @@ class FairQueue {
 /** Slots of the retirement flags, indexed by a worker's thread id modulo this (see ParsePool). */
 const RETIRE_FLAG_SLOTS = 65_536;
 
+/** Slots of the task clocks (see ParsePool): more than tasks can run at once (PARSE_WORKERS ≤ 64). */
+const CLOCK_SLOTS = 1_024;
+
+/** How often a running task's CPU time is looked at, in milliseconds (procfs counts in 10 ms steps). */
+const CLOCK_CHECK_MS = 100;
+
+/**
+ * A task is stopped after this many times PARSE_TIMEOUT_SECONDS on the clock, whatever CPU time it
+ * used: a task that gets almost no CPU on a saturated machine ends too, in bounded time.
+ */
+const WALL_CLOCK_FACTOR = 4;
+
 class ParsePool {
   private readonly piscina: Piscina<ParseTaskRequest, ParseTaskEnvelope>;
   private readonly queue = new FairQueue();
@@ -154,6 +166,15 @@ class ParsePool {
    * started during one's life; even then one is only passed over until the other has gone.
    */
   private readonly retireFlags = new Int32Array(new SharedArrayBuffer(RETIRE_FLAG_SLOTS * 4));
+  /**
+   * Per running task (its `clockSlot`, taken in turn): the kernel thread id of the worker running it
+   * and that thread's CPU time when the task started (ms), written by the worker (worker.ts), 0
+   * until then. The time limit is on the CPU time the task used (thread-clock.ts).
+   */
+  private readonly taskClocks = new Int32Array(new SharedArrayBuffer(CLOCK_SLOTS * 2 * 4));
+  private nextClockSlot = 0;
+  /** Threads' CPU time can be read (Linux procfs); otherwise the limit is on the clock. */
+  private readonly cpuClock = kernelThreadId() !== 0;
 
   constructor(readonly settings: ParsePoolSettings) {
     this.piscina = new Piscina({
@@ -164,8 +185,8 @@ class ParsePool {
       concurrentTasksPerWorker: 1,
       // Parses run at a lower CPU priority than the event loop (Linux: nice is per thread; piscina
       // applies it in each worker through @napi-rs/nice): on a machine with as many busy workers as
-      // cores, the requests the event loop answers still get the CPU first (bench:abuse, issue 23).
-      niceIncrement: PARSE_NICE_INCREMENT,
+      // cores, the requests the event loop answers get the CPU first (bench:abuse, issue 23).
+      niceIncrement: settings.nice,
       // Workers wait for tasks on their event loop (Atomics would block the timers a worker needs).
       atomics: 'disabled',
       resourceLimits: { maxOldGenerationSizeMb: Math.floor(settings.memoryBytes / 1024 / 1024) },
@@ -173,6 +194,7 @@ class ParsePool {
         wasmMemoryBytes: settings.memoryBytes,
         recycleAboveBytes: Math.min(RECYCLE_ABOVE_BYTES, settings.memoryBytes / 4),
         retireFlags: this.retireFlags,
+        taskClocks: this.taskClocks,
       },
       // An idle worker that is not being replaced.
       loadBalancer: (_task, workers) =>
@@ -221,7 +243,13 @@ class ParsePool {
     options: ParseTaskOptions,
   ): Promise<ParseTaskOutput<K>> {
     const abort = new AbortController();
-    const timer = setTimeout(() => abort.abort(), this.settings.timeoutMs);
+    const clockSlot = this.nextClockSlot;
+    this.nextClockSlot = (clockSlot + 1) % CLOCK_SLOTS;
+    Atomics.store(this.taskClocks, 2 * clockSlot, 0);
+    const started = performance.now();
+    const timer = setInterval(() => {
+      if (this.overTime(clockSlot, performance.now() - started)) abort.abort();
+    }, CLOCK_CHECK_MS);
     let envelope: ParseTaskEnvelope;
     try {
       const transferList = (options.transfer ?? [])
@@ -229,14 +257,14 @@ class ParsePool {
         .map((bytes) => bytes.buffer)
         .filter((buffer): buffer is ArrayBuffer => buffer instanceof ArrayBuffer);
       envelope = await this.piscina.run(
-        { name, input },
+        { name, input, clockSlot },
         { signal: abort.signal, transferList: [...new Set(transferList)] },
       );
     } catch (error) {
       this.release();
       throw this.failure(error, abort.signal.aborted, options);
     } finally {
-      clearTimeout(timer);
+      clearInterval(timer);
     }
     if (envelope.recycle) this.replace(envelope.threadId);
     else this.release();
@@ -247,6 +275,22 @@ class ParsePool {
       throw new AppError(code as ErrorCode, message, details ? { details } : undefined);
     }
     throw new Error(`parse task ${name} failed: ${envelope.unexpected}`);
+  }
+
+  /**
+   * Whether the task in `clockSlot`, handed to piscina `wallMs` ago, is over its time: the CPU time
+   * its worker thread used since the task started over PARSE_TIMEOUT_SECONDS (Linux), or the clock
+   * over it where CPU time cannot be read; and in any case the clock over WALL_CLOCK_FACTOR times it.
+   * Before its worker took it (a new worker starting), only the clock counts.
+   */
+  private overTime(clockSlot: number, wallMs: number): boolean {
+    const limit = this.settings.timeoutMs;
+    if (wallMs > limit * WALL_CLOCK_FACTOR) return true;
+    if (!this.cpuClock) return wallMs > limit;
+    const tid = Atomics.load(this.taskClocks, 2 * clockSlot);
+    if (tid === 0) return false;
+    const used = threadCpuMs(tid);
+    return used !== undefined && used - Atomics.load(this.taskClocks, 2 * clockSlot + 1) > limit;
   }
 
   /** The error a task that did not answer stands for: over its time or its heap, or unexpected. */

@@ -17,15 +17,20 @@ import { getHeapStatistics } from 'node:v8';
 import { threadId, workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors.ts';
+import { kernelThreadId, threadCpuMs } from './thread-clock.ts';
 
-const { wasmMemoryBytes, recycleAboveBytes, retireFlags } = workerData as {
+const { wasmMemoryBytes, recycleAboveBytes, retireFlags, taskClocks } = workerData as {
   wasmMemoryBytes: number;
   recycleAboveBytes: number;
   retireFlags: Int32Array;
+  taskClocks: Int32Array;
 };
 /** Slots of `retireFlags` (pool.ts RETIRE_FLAG_SLOTS; not imported, so that this thread need not load the pool). */
 const RETIRE_FLAG_SLOTS = retireFlags.length;
 Atomics.store(retireFlags, threadId % RETIRE_FLAG_SLOTS, 0);
+
+/** This thread in the kernel, for the pool's reading of its CPU time (thread-clock.ts). */
+const tid = kernelThreadId();
 
 /** Every WebAssembly memory that has grown in this worker (mupdf has one). */
 const memories = new Set<WebAssembly.Memory>();
@@ -104,10 +109,15 @@ export type ParseTaskName = keyof typeof TASKS;
 export type ParseTaskInput<K extends ParseTaskName> = Parameters<(typeof TASKS)[K]>[0];
 export type ParseTaskOutput<K extends ParseTaskName> = Awaited<ReturnType<(typeof TASKS)[K]>>;
 
-/** What the pool sends: a task's name and input. */
+/**
+ * What the pool sends: a task's name and input, and the task's slot in `taskClocks`, where the
+ * worker writes, as the task starts, its kernel thread id and the CPU time it had used until then
+ * (milliseconds), so that the pool can tell the CPU time the task uses (pool.ts).
+ */
 export interface ParseTaskRequest {
   name: ParseTaskName;
   input: unknown;
+  clockSlot: number;
 }
 
 /**
@@ -150,6 +160,10 @@ export default async function runParseTask(request: ParseTaskRequest): Promise<P
 
 async function run(request: ParseTaskRequest): Promise<ParseTaskEnvelope> {
   wasmLimitHit = false;
+  if (tid !== 0) {
+    Atomics.store(taskClocks, 2 * request.clockSlot + 1, threadCpuMs(tid) ?? 0);
+    Atomics.store(taskClocks, 2 * request.clockSlot, tid);
+  }
   let envelope: ParseTaskEnvelope;
   try {
     const task = TASKS[request.name] as (input: unknown) => Promise<unknown>;
