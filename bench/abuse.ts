@@ -23,7 +23,7 @@
  * bodies, 3 MB strings) does not delay the reads it is measured against.
  *
  * Env: BENCH_ABUSE_DURATION (seconds per phase, default 10), BENCH_CONNECTIONS (default 10),
- * BENCH_CPU_PROFILE=1 (the service under --cpu-prof; where its time went during the attack),
+ * BENCH_CPU_PROFILE=1 (the service under --cpu-prof; where its time went in the attack and in each issue 23 case),
  * BENCH_ABUSE_ONLY (a regular expression: only the hostile requests whose name matches, to see
  * which one costs what), DATABASE_URL (server for the bench database; otherwise an embedded
  * PostgreSQL).
@@ -577,13 +577,21 @@ async function main(): Promise<number> {
     durationMs: 0,
     only: process.env.BENCH_ABUSE_ONLY,
   });
-  const round2: { name: string; result: PhaseResult; runs: CaseRuns; rss: Awaited<ReturnType<typeof settle>> }[] = [];
+  const round2: {
+    name: string;
+    result: PhaseResult;
+    runs: CaseRuns;
+    rss: Awaited<ReturnType<typeof settle>>;
+    window: { from: number; to: number };
+  }[] = [];
   for (const caseName of caseNames) {
     print(`[case] read load with: ${caseName} …`);
+    const window = { from: monotonicUs(), to: 0 };
     const result = await phase(url, database.apiKey, () =>
       attacker.call<CaseRuns>({ phase: 'case', caseName, target, durationMs: DURATION_S * 1000 }),
     );
-    round2.push({ name: caseName, result, runs: result.beside, rss: await settle() });
+    window.to = monotonicUs();
+    round2.push({ name: caseName, result, runs: result.beside, rss: await settle(), window });
   }
   print('[attacked] read load with every hostile request, back to back …');
   const attackWindow = { from: monotonicUs(), to: 0 };
@@ -676,6 +684,7 @@ async function main(): Promise<number> {
   if (profileDir) {
     await stopChild(child);
     await printProfile(profileDir, attackWindow, 'the attack');
+    for (const { name, window } of round2) await printProfile(profileDir, window, name);
   }
   // Stop the service and drop the bench database (its pool would otherwise keep this process alive).
   await runCleanups();
