@@ -29,7 +29,7 @@ import { hiddenByOwnValues } from '../templates/field-conditions.ts';
 import type { Area, Field } from '../templates/fields.ts';
 import { embedImageFile, type ImageFile } from './embed-image.ts';
 import { embedDejaVu, loadDejaVu, registerFontkit } from '../documents/fonts.ts';
-import { formatFieldValue, maskText } from './format-values.ts';
+import { type FormatOptions, formatFieldValue, maskText } from './format-values.ts';
 
 export type { ImageFile } from './embed-image.ts';
 
@@ -55,6 +55,12 @@ export interface DrawValuesInput {
   now?: Date;
   /** Locale for month names and the default date format (`MM/DD/YYYY` for `*US`, else `DD/MM/YYYY`); default `en`. */
   locale?: string;
+  /**
+   * The party's language (a code of src/i18n/languages.ts; src/i18n/signer-language.ts): month
+   * names, the default date format and numbers' decimal separator (formatFieldValue); wins over
+   * `locale`.
+   */
+  language?: string;
 }
 
 /** DocuSeal: 11 pt on a page whose shorter side is A4's width (595 pt), in proportion elsewhere (§10.2). */
@@ -213,7 +219,12 @@ async function drawJobs(doc: PDFDocument, input: DrawValuesInput, jobs: DrawJob[
     fonts: new FontSet(doc),
     images: new Map(),
     input,
-    dates: { timeZone, now: input.now ?? new Date(), locale: input.locale ?? 'en' },
+    dates: {
+      timeZone,
+      now: input.now ?? new Date(),
+      locale: input.locale ?? 'en',
+      ...(input.language ? { language: input.language } : {}),
+    },
   };
 
   const byPage = new Map<number, DrawJob[]>();
@@ -246,7 +257,7 @@ interface DrawContext {
   fonts: FontSet;
   images: Map<string, PDFImage>;
   input: DrawValuesInput;
-  dates: { timeZone: string; now: Date; locale: string };
+  dates: FormatOptions & { timeZone: string; now: Date; locale: string };
 }
 
 function collectJobs(input: DrawValuesInput): DrawJob[] {
