@@ -475,6 +475,9 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
       generatedAt: new Date(),
       timeZone: submission.account.timezone,
       auditChain: headOf(events),
+      // DocuSeal's rule (generate_audit_trail.rb: the last completed submitter's metadata.lang):
+      // the language of the party who completed last, as signerLanguage gives it.
+      language: signerLanguage({ submitter: last, submission, account: submission.account }),
     });
     const identity = await run.identity();
     return libs.signPdf(log, identity, { name: identity.name, pades: run.pades });
