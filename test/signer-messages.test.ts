@@ -12,7 +12,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
-import { rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { startSmtpServer, type ReceivedMail, type TestSmtpServer } from './helpers/smtp.ts';
 
@@ -189,5 +189,52 @@ describe('a custom message given through the API', () => {
     expect(mail!.parsed.text).toMatch(/^Dear client: http/);
     // Its direction is its own (first strong character), not the signer's language's.
     expect(mail!.parsed.html).toContain('<html dir="ltr">');
+  });
+});
+
+describe('the declined notice', () => {
+  const DECLINE = /* GraphQL */ `
+    mutation ($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { slug } }
+  `;
+
+  it('tells the sender, in the account’s default language, with the signer’s reason as plain text', async () => {
+    const { body } = await graphql(
+      t.url,
+      'mutation { updateAccountPreferences(input: {defaultLanguage: "fr"}) { defaultLanguage } }',
+      { key: alice.apiKey },
+    );
+    expect(body.data.updateAccountPreferences.defaultLanguage).toBe('fr');
+    try {
+      const party = await invite('de', 'decliner@messages.test', { name: 'Dora Decliner' });
+      const declined = await graphql(t.url, DECLINE, {
+        variables: { slug: party.slug, reason: 'Wrong <b>amount</b>, {{submitter.link}}' },
+      });
+      expect(declined.body.errors, JSON.stringify(declined.body.errors)).toBeUndefined();
+      await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+      const notice = mailsTo('alice@messages.test').find((m) => m.parsed.subject?.includes('a refusé'));
+      expect(notice?.parsed.subject).toBe('Dora Decliner a refusé « Vertrag »');
+      expect(notice!.parsed.text).toBe(
+        'Bonjour,\n\nDora Decliner a refusé « Vertrag ».\n\n' +
+          'Motif : Wrong <b>amount</b>, {{submitter.link}}\n\nMerci,\nAcme',
+      );
+      expect(notice!.parsed.html).toContain('<p>Motif : Wrong &lt;b&gt;amount&lt;/b&gt;, {{submitter.link}}</p>');
+      expect(notice!.parsed.html).toContain('<html lang="fr" dir="ltr">');
+      expect(notice!.parsed.replyTo?.text).toBe('decliner@messages.test');
+    } finally {
+      await graphql(t.url, 'mutation { updateAccountPreferences(input: {defaultLanguage: ""}) { defaultLanguage } }', {
+        key: alice.apiKey,
+      });
+    }
+  });
+
+  it('is not sent when the request asked for no emails', async () => {
+    const { json } = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      submitters: [{ role: 'Client', email: 'quiet@messages.test', name: 'Quiet Party' }],
+    });
+    await graphql(t.url, DECLINE, { variables: { slug: json[0].slug, reason: 'No' } });
+    await t.app.jobs.waitForIdle({ timeoutMs: 30_000 });
+    expect(mailsTo('alice@messages.test').filter((m) => m.parsed.subject?.includes('Quiet Party'))).toEqual([]);
   });
 });

@@ -71,6 +71,7 @@ const MESSAGE_VARIABLES = {
   account: '{account.name}',
   link: '{submitter.link}',
   id: '{submission.id}',
+  party: '{submitter.name}',
 } as const;
 
 /** A fixed text of the `email` namespace in `language`, its placeholders as DocuSeal variables. */
@@ -298,11 +299,13 @@ export function buildSignatureRequestSms(options: {
  * @param options.language the language the body is written in (Signet's fixed texts): the HTML's
  *   `lang` and `dir` (`rtl` for he and ar); without it (a sender's own text) no `lang`, and `dir`
  *   from the text's first strong character
+ * @param options.plainBeforeLast paragraphs of someone's own words (a decline reason), put before
+ *   the body's last paragraph as plain text: no Markdown, no variables, escaped in HTML
  */
 export function renderMessageBody(
   body: string,
   variables: MessageVariables,
-  options: { language?: LanguageCode } = {},
+  options: { language?: LanguageCode; plainBeforeLast?: readonly string[] } = {},
 ): { text: string; html: string } {
   const values: string[] = [];
   const source = body
@@ -316,7 +319,8 @@ export function renderMessageBody(
     });
   const fill = (s: string) => s.replace(/\uE000(\d+)\uE001/g, (_, i: string) => values[Number(i)]);
 
-  const text = fill(
+  const plain = (options.plainBeforeLast ?? []).map((p) => p.replace(/\r\n?/g, '\n').trim()).filter(Boolean);
+  const whole = fill(
     source.replace(MARKDOWN_LINK, (_, label: string, url: string) => {
       const [l, u] = [fill(label), fill(url)];
       return l === u ? u : `${l}: ${u}`;
@@ -324,12 +328,21 @@ export function renderMessageBody(
   )
     .replace(/[ \t]+$/gm, '')
     .trim();
+  const lastBreak = whole.search(/\n{2,}(?![\s\S]*\n{2,})/);
+  const text =
+    plain.length === 0
+      ? whole
+      : lastBreak < 0
+        ? [...plain, whole].join('\n\n')
+        : `${whole.slice(0, lastBreak)}\n\n${plain.join('\n\n')}${whole.slice(lastBreak)}`;
 
-  const paragraphs = source
+  const markdown = source
     .split(/\n{2,}/)
     .map((p) => p.trim())
     .filter(Boolean)
     .map((p) => `<p>${inlineHtml(p, values)}</p>`);
+  const escaped = plain.map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>\n')}</p>`);
+  const paragraphs = [...markdown.slice(0, -1), ...escaped, ...markdown.slice(-1)];
   const htmlBody = paragraphs.join('\n');
   const dir = options.language ? directionOf(options.language) : firstStrongDirection(text);
   const lang = options.language ? ` lang="${options.language}"` : '';
