@@ -163,11 +163,7 @@ const INTL_SPACES = /[\u00a0\u202f]/g;
 function formatTime(date: Date, timeZone: string | undefined, language: LanguageCode): string {
   const utc = `${date.toISOString().slice(0, 19)}Z`;
   if (language !== DEFAULT_LANGUAGE) {
-    const local = new Intl.DateTimeFormat(`${language}-u-nu-latn`, {
-      dateStyle: 'long',
-      timeStyle: 'long',
-      timeZone: timeZone ?? 'UTC',
-    })
+    const local = localDateTime(language, timeZone ?? 'UTC')
       .format(date)
       .replace(INTL_MARKS, '')
       .replace(INTL_SPACES, ' ');
@@ -195,6 +191,19 @@ function formatTime(date: Date, timeZone: string | undefined, language: Language
     `${utc} (${parts.year}-${parts.month}-${parts.day} ` +
     `${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName})`
   );
+}
+
+const localDateTimes = new Map<string, Intl.DateTimeFormat>();
+
+/** The long date and time of a language in a zone, Latin digits (one formatter per pair and process). */
+function localDateTime(language: LanguageCode, timeZone: string): Intl.DateTimeFormat {
+  const key = `${language} ${timeZone}`;
+  let format = localDateTimes.get(key);
+  if (!format) {
+    format = new Intl.DateTimeFormat(`${language}-u-nu-latn`, { dateStyle: 'long', timeStyle: 'long', timeZone });
+    localDateTimes.set(key, format);
+  }
+  return format;
 }
 
 const drawable = new Map<LanguageCode, boolean>();
@@ -674,14 +683,23 @@ function subsetTag(input: BuildAuditLogInput): string {
   return Array.from(digest.subarray(0, 6), (byte) => String.fromCharCode(65 + (byte % 26))).join('');
 }
 
-/** Lines of at most `width` points (as `measure` gives them): breaks at spaces, and inside words longer than a line. */
+/**
+ * Lines of at most `width` points (as `measure` gives them): breaks at spaces, and inside words
+ * longer than a line. A line's width is the sum of its words' and spaces' (pdf-lib applies no
+ * kerning, and no joining or ligature crosses a space), so each word is measured once: text that
+ * takes fontkit's full layout (Arabic, Hebrew) wraps in linear time.
+ */
 function wrap(text: string, measure: (s: string) => number, width: number): string[] {
   const lines: string[] = [];
+  const space = measure(' ');
   let current = '';
+  let currentWidth = 0;
   for (const word of text.split(' ')) {
-    const candidate = current ? `${current} ${word}` : word;
-    if (measure(candidate) <= width) {
-      current = candidate;
+    const wordWidth = measure(word);
+    const candidateWidth = current ? currentWidth + space + wordWidth : wordWidth;
+    if (candidateWidth <= width) {
+      current = current ? `${current} ${word}` : word;
+      currentWidth = candidateWidth;
       continue;
     }
     if (current) lines.push(current);
@@ -696,6 +714,7 @@ function wrap(text: string, measure: (s: string) => number, width: number): stri
       piece += char;
     }
     current = piece;
+    currentWidth = measure(piece);
   }
   lines.push(current);
   return lines;
