@@ -44,6 +44,7 @@ import { LARGE_BODY_BYTES, parseJsonBody } from './http/json-body.ts';
 import { PROJECT_ROOT } from './paths.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
 import { defineCompletedEmailsJob } from './signing/completed-emails.ts';
+import { defineDeclinedEmailJob } from './signing/declined-email.ts';
 import { registerPkiRoutes } from './signing/pki-routes.ts';
 import { createSignerUploadSweepSchedule, defineSignerUploadSweep } from './signing-form/sweep-signer-uploads.ts';
 import { createEmailClickTags } from './submissions/signing-links.ts';
@@ -201,6 +202,7 @@ export async function buildApp(options: AppOptions): Promise<App> {
   );
   defineCompletionJob(jobs, { db, storage, config, effects, logger: fastify.log, hooks: options.completionHooks });
   defineCompletedEmailsJob(jobs, { db, storage, mailer, config, logger: fastify.log });
+  defineDeclinedEmailJob(jobs, { db, mailer, config, logger: fastify.log });
   // The bytes of stored files a permanent delete left without a row (src/documents/unused-files.ts).
   defineUnusedFilesJob(jobs, { db, storage });
   const clock = options.clock ?? systemClock;

@@ -60,6 +60,11 @@ export const MAX_LENGTH = {
    * reads a signature value under 60 characters as typed text (lib/submitters/normalize_values.rb).
    */
   typedSignature: 59,
+  /**
+   * A language tag: a submitter's or submission's `language`, an account's `default_language`
+   * (src/i18n/signer-language.ts; RFC 5646 §4.4.1: at least 35 characters must be kept).
+   */
+  languageTag: 35,
 } as const;
 
 /** Longest accepted lists, in entries. */

@@ -7,6 +7,8 @@ import os from 'node:os';
 import path from 'node:path';
 import { type AuditLogParty, buildAuditLog, type BuildAuditLogInput } from '../src/signing/audit-log.ts';
 import { listAuditLogValues } from '../src/signing/audit-log-values.ts';
+import { parseChainHead } from '../src/signing/audit-chain.ts';
+import { firstPageTextHere } from '../src/documents/pdf.ts';
 import type { Field } from '../src/templates/fields.ts';
 import { generateSelfSignedPkcs12 } from '../src/signing/certificates.ts';
 import { signPdf } from '../src/signing/sign-pdf.ts';
@@ -619,4 +621,48 @@ describe('buildAuditLog: each party’s values, signatures and initials', () => 
       }
     },
   );
+});
+
+describe('buildAuditLog in the signer’s language (issue 24)', () => {
+  /** pdftotext -bbox: each word of the first page with its left and right edges (points). */
+  function wordsOf(pdf: Uint8Array): { word: string; xMin: number; xMax: number }[] {
+    const html = execFileSync('pdftotext', ['-bbox', '-f', '1', '-l', '1', '-', '-'], { input: pdf }).toString();
+    return [...html.matchAll(/<word xMin="([\d.]+)" yMin="[\d.]+" xMax="([\d.]+)" yMax="[\d.]+">([^<]*)<\/word>/g)].map(
+      (m) => ({ word: m[3]!, xMin: Number(m[1]), xMax: Number(m[2]) }),
+    );
+  }
+
+  it('prints German fixed texts, event sentences and times as German writes them', async () => {
+    const text = textOf(await buildAuditLog(input({ language: 'de', timeZone: 'Europe/Berlin' })));
+    expect(text).toMatch(/^Signet Prüfprotokoll Vorgangs-ID 4217 Konto Acme Λtd Erstellt am /);
+    expect(text).toContain('Erstellt am 2026-11-21T10:15:30Z (21. November 2026 um 11:15:30 MEZ) Zeitzone');
+    expect(text).toContain('Beteiligte First Party Name Ελένη Παπαδοπούλου E-Mail eleni@example.test');
+    expect(text).toContain('(21. November 2026 um 11:01:02 MEZ) Formular angesehen (view_form) IP 203.0.113.7');
+    expect(text).toContain('Prüfprotokoll · Vorgang 4217 Seite 1 von');
+    // An event type without a sentence prints as it is, as in English.
+    expect(text).toContain('MEZ) custom_thing');
+  });
+
+  it('a Hebrew or Arabic log is laid out from the right; its machine text reads back in order', async () => {
+    for (const language of ['he', 'ar'] as const) {
+      const pdf = await buildAuditLog(input({ language, auditChain: { events: 9, head: 'f'.repeat(64) } }));
+      const words = wordsOf(pdf);
+      const right = 595.28 - 50;
+      // Lines end at the right margin; the values' column ends the label column's width (110 pt) left of it.
+      expect(words.find((w) => w.word === 'Signet')!.xMax, language).toBeCloseTo(right, 0);
+      expect(words.find((w) => w.word === '4217')!.xMax, language).toBeCloseTo(right - 110, 0);
+      // The chain head as /tools/verify reads it back (mupdf's text of the first page).
+      expect(parseChainHead(await firstPageTextHere(pdf)), language).toEqual({ events: 9, head: 'f'.repeat(64) });
+      // Latin text inside keeps its order.
+      const text = textOf(pdf).replace(/[\u202a-\u202e]/g, '');
+      expect(text).toContain('eleni@example.test');
+      expect(text).toContain('(view_form)');
+    }
+  });
+
+  it('a language whose texts DejaVu cannot draw (Japanese) is printed in English', async () => {
+    const text = textOf(await buildAuditLog(input({ language: 'ja' })));
+    expect(text).toMatch(/^Signet Audit Log Submission ID 4217 /);
+    expect(text).toContain('Generated at 2026-11-21T10:15:30Z Documents');
+  });
 });

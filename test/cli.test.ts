@@ -246,10 +246,11 @@ describe('signet account settings', () => {
     const id = String(created.accountId);
     const read = await runSignet(['account', 'settings', '--account-id', id], env);
     expect(read.code, read.stderr).toBe(0);
-    expect(jsonLine(read.stdout)).toEqual({ accountId: created.accountId, combinePdfResult: false, reminders: null });
+    const none = { accountId: created.accountId, reminders: null, defaultLanguage: null };
+    expect(jsonLine(read.stdout)).toEqual({ ...none, combinePdfResult: false });
     const set = await runSignet(['account', 'settings', '--account-id', id, '--combine-pdf-result', 'true'], env);
     expect(set.code, set.stderr).toBe(0);
-    expect(jsonLine(set.stdout)).toEqual({ accountId: created.accountId, combinePdfResult: true, reminders: null });
+    expect(jsonLine(set.stdout)).toEqual({ ...none, combinePdfResult: true });
     const stored = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
     expect(stored.preferences).toEqual({ combine_pdf_result: true });
 
@@ -277,6 +278,7 @@ describe('signet account settings', () => {
       accountId: created.accountId,
       combinePdfResult: false,
       reminders: expected,
+      defaultLanguage: null,
     });
     const stored = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
     expect(stored.preferences).toEqual({ reminders: expected });
@@ -296,6 +298,30 @@ describe('signet account settings', () => {
     expect((await db.account.findUniqueOrThrow({ where: { id: created.accountId } })).preferences).toEqual({
       reminders: expected,
     });
+  });
+
+  it('sets the default language of signers from --default-language (a tag stored as its code), "" removes it', {
+    timeout: 90_000,
+  }, async () => {
+    const created = jsonLine(
+      (await runSignet(['account', 'create', '--name', 'Epsilon', '--email', 'owner@epsilon.test'], env)).stdout,
+    );
+    const id = String(created.accountId);
+    const set = await runSignet(['account', 'settings', '--account-id', id, '--default-language', 'de-CH'], env);
+    expect(set.code, set.stderr).toBe(0);
+    expect(jsonLine(set.stdout)).toMatchObject({ accountId: created.accountId, defaultLanguage: 'de' });
+    expect((await db.account.findUniqueOrThrow({ where: { id: created.accountId } })).preferences).toEqual({
+      default_language: 'de',
+    });
+    const [bad, removed] = await Promise.all([
+      runSignet(['account', 'settings', '--account-id', id, '--default-language', 'Elvish'], env),
+      runSignet(['account', 'settings', '--account-id', id, '--default-language', ''], env),
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('language must be one of en, es, it, de,');
+    expect(removed.code, removed.stderr).toBe(0);
+    expect(jsonLine(removed.stdout)).toMatchObject({ defaultLanguage: null });
+    expect((await db.account.findUniqueOrThrow({ where: { id: created.accountId } })).preferences).toEqual({});
   });
 });
 

@@ -160,3 +160,53 @@ describe('number values', () => {
     expect(parseNumberInput('', 'usd')).toBeNull();
   });
 });
+
+describe('in the signer’s language (issue 24; `language`)', () => {
+  it('a date without a format of its own is written as the language writes it; English stays DD/MM/YYYY', () => {
+    const cases: [string, string][] = [
+      ['en', '28/11/2026'],
+      ['de', '28.11.2026'],
+      ['fr', '28/11/2026'],
+      ['nl', '28-11-2026'],
+      ['cs', '28. 11. 2026'],
+      ['sv', '2026-11-28'],
+      ['ja', '2026/11/28'],
+      ['ko', '2026. 11. 28.'],
+      // Latin digits and no direction marks in right-to-left languages.
+      ['ar', '28/11/2026'],
+      ['he', '28.11.2026'],
+    ];
+    for (const [language, drawn] of cases)
+      expect(formatDate('2026-11-28', undefined, { language }), language).toBe(drawn);
+    // Without a language, as before: DocuSeal's default, US order for a US locale.
+    expect(formatDate('2026-11-28', undefined)).toBe('28/11/2026');
+    expect(formatDate('2026-11-28', undefined, { locale: 'en-US' })).toBe('11/28/2026');
+  });
+
+  it('a field’s own format wins; its month names are the language’s, as a date writes them', () => {
+    expect(formatDate('2026-11-28', 'MM/DD/YYYY', { language: 'de' })).toBe('11/28/2026');
+    expect(formatDate('2026-11-28', 'D MMMM YYYY', { language: 'de' })).toBe('28 November 2026');
+    expect(formatDate('2026-03-05', 'D MMMM YYYY', { language: 'fr' })).toBe('5 mars 2026');
+    // Genitive where a date takes it.
+    expect(formatDate('2026-11-28', 'D MMMM YYYY', { language: 'pl' })).toBe('28 listopada 2026');
+    expect(formatDate('2026-11-28', 'D MMMM YYYY', { language: 'ru' })).toBe('28 ноября 2026');
+    expect(formatDate('2026-11-28', 'D MMMM YYYY', { language: 'ar' })).toBe('28 نوفمبر 2026');
+    expect(formatDate('2026-03-05', 'DD MMM YYYY', { language: 'cs' })).toBe('05 bře 2026');
+    expect(formatDate('2026-11-28', 'YYYY MMMM D', { language: 'ja' })).toBe('2026 11月 28');
+    // A time format keeps its tokens (AM/PM as the format says).
+    expect(formatDate('2026-11-28T15:04:00Z', 'DD.MM.YYYY HH:mm', { language: 'de', timeZone: 'Europe/Berlin' })).toBe(
+      '28.11.2026 16:04',
+    );
+  });
+
+  it('a number without a format takes the language’s decimal separator; a format of its own wins', () => {
+    expect(formatNumber(1234.5, undefined, { language: 'de' })).toBe('1234,5');
+    expect(formatNumber(1234.5, undefined, { language: 'fr' })).toBe('1234,5');
+    expect(formatNumber(1234.5, undefined, { language: 'en' })).toBe('1234.5');
+    expect(formatNumber(1234.5, undefined, { language: 'ja' })).toBe('1234.5');
+    expect(formatNumber(1234.5, undefined, { language: 'ar' })).toBe('1234.5');
+    expect(formatNumber(42, undefined, { language: 'de' })).toBe('42');
+    expect(formatNumber(1234.5, 'comma', { language: 'de' })).toBe('1,234.5');
+    expect(formatNumber('abc', undefined, { language: 'de' })).toBe('abc');
+  });
+});

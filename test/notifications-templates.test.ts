@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  DEFAULT_REQUEST_SUBJECTS,
+  requestSubject,
   buildSignatureRequestEmail,
   buildSignatureRequestSms,
   renderTemplateText,
@@ -132,7 +132,7 @@ describe('buildSignatureRequestEmail', () => {
 
   it('defaults for a form without signature fields and for a view-only party', () => {
     const submit = buildSignatureRequestEmail({ variables: variables(), purpose: 'submit' });
-    expect(submit.subject).toBe(DEFAULT_REQUEST_SUBJECTS.submit);
+    expect(submit.subject).toBe(requestSubject('submit'));
     expect(submit.text).toContain('You have been invited to submit the "NDA" form.');
     expect(submit.text).toContain(`Review and Submit: ${LINK}`);
     const view = buildSignatureRequestEmail({ variables: variables(), purpose: 'view' });

@@ -69,6 +69,8 @@ describe('POST /submissions', () => {
       'application_key',
       'preferences',
       'role',
+      // Signet's extension (docs/compatibility.md "The signer's language").
+      'language',
       'values',
       'embed_src',
     ]);

@@ -64,6 +64,7 @@ const FORMAT_SAMPLE: SubmissionListData = {
   completedAt: '2026-01-01T00:00:03.000Z',
   auditLogUrl: 'audit',
   combinedDocumentUrl: 'combined',
+  language: 'de',
   template: {
     id: 2,
     name: 'Template',
@@ -93,6 +94,7 @@ const FORMAT_SAMPLE: SubmissionListData = {
       status: 'opened',
       preferences: { message: { subject: 's', body: 'b' }, send_email: true },
       role: 'First Party',
+      language: 'ar',
     },
   ],
 };

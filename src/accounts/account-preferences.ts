@@ -9,6 +9,11 @@
  * - `reminders` (DocuSeal Pro's SUBMITTER_REMINDERS account config, app/models/account_config.rb):
  *   the reminder settings of the account's submissions that have none of their own
  *   (src/notifications/reminder-settings.ts; src/submissions/reminders.ts sends them).
+ * - `default_language` (Signet's; DocuSeal's account locale is its users' UI language): the
+ *   language of its signers for whom nothing else names one — no `language` of their own or of
+ *   their submission, no `metadata.lang` (src/i18n/signer-language.ts, which reads it). A code of
+ *   src/i18n/languages.ts; unset by default, so that a signer's browser language (Accept-Language)
+ *   decides on the signing page.
  *
  * One definition: the stored column is parsed through AccountPreferences; the GraphQL input of
  * `updateAccountPreferences` and the CLI's `account settings` options are derived from
@@ -18,6 +23,7 @@ import { z } from 'zod';
 import type { Db } from '../db/client.ts';
 import { armReminders } from '../db/queries/reminders.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
+import { LanguageTagInput, storedLanguage } from '../i18n/signer-language.ts';
 import {
   checkReminderSettings,
   ReminderSettings,
@@ -30,6 +36,8 @@ export const AccountPreferences = z.looseObject({
   combine_pdf_result: z.boolean().optional(),
   /** As stored (checked when set); read with accountReminders. */
   reminders: z.unknown().optional(),
+  /** A code of src/i18n/languages.ts; read with accountDefaultLanguage (src/i18n/signer-language.ts). */
+  default_language: z.unknown().optional(),
 });
 export type AccountPreferences = z.infer<typeof AccountPreferences>;
 
@@ -47,6 +55,11 @@ export const AccountPreferencesChange = z.object({
     description:
       'Reminder settings of the submissions that have none of their own (`{maxCount: 0}`: none); the reminders ' +
       'still to come follow a change.',
+  }),
+  default_language: LanguageTagInput.optional().meta({
+    description:
+      'The language of its signers without one of their own, their submission’s or `metadata.lang` (a code: de, ' +
+      'ar, …; a tag of one such as pt-BR is stored as its code); "" removes it, and the signer’s browser decides.',
   }),
 });
 export type AccountPreferencesChange = z.infer<typeof AccountPreferencesChange>;
@@ -72,6 +85,7 @@ export function accountReminders(preferences: AccountPreferences): Reminders | n
  * New default reminder settings have the next reminder scan judge the parties of the submissions
  * without settings of their own again (armReminders), in the same transaction.
  * @returns the account's settings after the change
+ * `default_language` is stored as its code ("" removes it).
  * @throws AppError VALIDATION for reminder settings that make no sense (checkReminderSettings)
  */
 export async function updateAccountPreferences(
@@ -87,6 +101,11 @@ export async function updateAccountPreferences(
     const next = { ...parseAccountPreferences(account.preferences) };
     for (const [key, value] of Object.entries(options.change)) if (value !== undefined) next[key] = value;
     if (reminders) next.reminders = reminders;
+    if (options.change.default_language !== undefined) {
+      const language = storedLanguage(options.change.default_language);
+      if (language) next.default_language = language;
+      else delete next.default_language;
+    }
     await tx.account.update({
       where: { id: options.accountId },
       data: { preferences: next as Prisma.InputJsonValue },

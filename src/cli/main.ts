@@ -24,6 +24,7 @@ import { createDb, type Db } from '../db/client.ts';
 import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { AppError, isAppError } from '../errors.ts';
+import { accountDefaultLanguage } from '../i18n/signer-language.ts';
 import { folderFullNames } from '../templates/folders.ts';
 import { createApiKeyInFolders } from '../templates/key-folders.ts';
 import {
@@ -87,17 +88,22 @@ const COMMANDS: Record<string, Command> = {
     },
   },
   'account settings': {
-    synopsis: 'account settings --account-id N [--combine-pdf-result true|false] [--reminders JSON]',
+    synopsis:
+      'account settings --account-id N [--combine-pdf-result true|false] [--reminders JSON] [--default-language CODE]',
     description:
       "Sets the account's settings given (the others are kept), then prints them:\n" +
-      '{"accountId":1,"combinePdfResult":false,"reminders":null}. --combine-pdf-result: completion also makes one\n' +
-      'signed PDF of the final documents and the audit log (combined_document_url; DocuSeal "combine PDF result").\n' +
+      '{"accountId":1,"combinePdfResult":false,"reminders":null,"defaultLanguage":null}.\n' +
+      '--combine-pdf-result: completion also makes one signed PDF of the final documents and the audit log\n' +
+      '(combined_document_url; DocuSeal "combine PDF result").\n' +
       "--reminders: the default reminders of submissions without their own, as JSON in the API's keys\n" +
-      '(\'{"first_after_hours":24,"every_hours":48,"max_count":3}\'; \'{"max_count":0}\': none; docs/reminders.md).',
+      '(\'{"first_after_hours":24,"every_hours":48,"max_count":3}\'; \'{"max_count":0}\': none; docs/reminders.md).\n' +
+      '--default-language: the language of signers for whom nothing else names one (de, ar, …; "" removes it:\n' +
+      'the signer\'s browser decides; docs/signing-form.md "Languages").',
     options: {
       'account-id': { type: 'string' },
       'combine-pdf-result': { type: 'string' },
       reminders: { type: 'string' },
+      'default-language': { type: 'string' },
     },
     required: ['account-id'],
     async run(db, flags) {
@@ -108,6 +114,7 @@ const COMMANDS: Record<string, Command> = {
       const change = parseInput(AccountPreferencesChange, {
         ...(combine !== undefined ? { combine_pdf_result: combine === 'true' } : {}),
         ...(flags.reminders !== undefined ? { reminders: jsonFlag(flags, 'reminders') } : {}),
+        ...(flags['default-language'] !== undefined ? { default_language: String(flags['default-language']) } : {}),
       });
       const account = await db.account.findUnique({ where: { id: accountId }, select: { preferences: true } });
       if (!account) throw new AppError('NOT_FOUND', `Account ${accountId} not found`);
@@ -119,6 +126,7 @@ const COMMANDS: Record<string, Command> = {
         accountId,
         combinePdfResult: preferences.combine_pdf_result === true,
         reminders: accountReminders(preferences),
+        defaultLanguage: accountDefaultLanguage(preferences) ?? null,
       };
     },
   },

@@ -83,12 +83,14 @@ export function registerFontkit(doc: PDFDocument): void {
  * the scripts below and lays out alone as its own cmap glyph, the width is the sum of the
  * characters' advances (no ligatures, no combining marks, no contextual forms: nothing that
  * joins characters). Any other text is measured by pdf-lib. test/draw-values.test.ts compares
- * the two on random strings.
+ * the two on random strings. `options.features` replaces TEXT_FEATURES: the audit log turns the
+ * required ligatures back on for Arabic's lam-alef (they join no character of the simple scripts,
+ * so the fast width stays exact).
  */
 export async function embedDejaVu(
   doc: PDFDocument,
   face: DejaVuFace,
-  options: { customName?: string } = {},
+  options: { customName?: string; features?: Record<string, boolean> } = {},
 ): Promise<{ pdfFont: PDFFont; width(text: string, size: number): number }> {
   const pdfFont = await doc.embedFont(face.bytes, { subset: true, features: TEXT_FEATURES, ...options });
   const advances = advancesOf(face.face);

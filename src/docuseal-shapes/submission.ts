@@ -20,7 +20,7 @@ import { userName } from './user.ts';
 const SUBMISSION_BASE_FRAGMENT = /* GraphQL */ `
   fragment RestSubmissionBase on Submission {
     id name slug source submittersOrder expireAt createdAt updatedAt archivedAt variables status completedAt
-    auditLogUrl combinedDocumentUrl
+    auditLogUrl combinedDocumentUrl language
     template { id name externalId createdAt updatedAt folderName }
     createdByUser { id email firstName lastName }
   }
@@ -85,6 +85,8 @@ export interface SubmissionListData {
   completedAt: string | null;
   auditLogUrl: string | null;
   combinedDocumentUrl: string | null;
+  /** The language of its parties without their own (a Signet extension), or null. */
+  language: string | null;
   template: SubmissionTemplateData | null;
   createdByUser: { id: number; email: string; firstName: string | null; lastName: string | null } | null;
   submitters: SubmitterBaseData[];
@@ -124,6 +126,8 @@ function base(s: Omit<SubmissionListData, 'submitters'>) {
     combined_document_url: s.combinedDocumentUrl,
     status: s.status,
     completed_at: s.completedAt,
+    // Signet extension (docs/compatibility.md "The signer's language").
+    language: s.language,
   };
 }
 

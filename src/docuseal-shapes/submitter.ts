@@ -8,7 +8,7 @@
 export const SUBMITTER_CREATE_FRAGMENT = /* GraphQL */ `
   fragment RestCreatedSubmitter on Submitter {
     id submissionId uuid email slug sentAt openedAt completedAt declinedAt createdAt updatedAt
-    name phone externalId metadata status values preferences role embedSrc
+    name phone externalId metadata status values preferences role language embedSrc
   }
 `;
 
@@ -32,6 +32,8 @@ export interface CreatedSubmitterData {
   values: unknown;
   preferences: unknown;
   role: string | null;
+  /** The party's own language (a Signet extension), or null. */
+  language: string | null;
   embedSrc: string;
 }
 
@@ -50,7 +52,7 @@ export function serializeCreatedSubmitter(s: CreatedSubmitterData) {
 export const SUBMITTER_BASE_FRAGMENT = /* GraphQL */ `
   fragment RestSubmitterBase on Submitter {
     id submissionId uuid email slug sentAt openedAt completedAt declinedAt createdAt updatedAt
-    name phone externalId metadata status preferences role
+    name phone externalId metadata status preferences role language
   }
 `;
 
@@ -140,6 +142,8 @@ export function serializeSubmitterBase(s: SubmitterBaseData) {
     application_key: s.externalId,
     preferences: publicPreferences(s.preferences),
     role: s.role,
+    // Signet extension (docs/compatibility.md "The signer's language"): the party's own language.
+    language: s.language,
   };
 }
 

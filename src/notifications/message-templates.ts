@@ -1,12 +1,22 @@
 /**
  * Signature-request messages: DocuSeal's email variables, its default subject and body, and the
- * SMS text (docuseal-behaviour.md §7.4; wording from DocuSeal's English locale).
+ * SMS text (docuseal-behaviour.md §7.4; wording from DocuSeal's English locale), in the signer's
+ * language (issue 24): the fixed texts are the `email` and `sms` namespaces of
+ * src/i18n/locales/<code>.json, filled with DocuSeal variables (`{submission.name}`, …) that are
+ * then replaced as in a sender's own text. A subject or body given through the API is used as
+ * given, in whatever language it is written. The HTML says its language and direction
+ * (`<html lang="ar" dir="rtl">`); a body given through the API gets the direction of its first
+ * strong character, as `dir="auto"` would (src/i18n/bidi.ts).
  *
  * Variables are written `{{name}}` or `{name}` (any number of braces), case-insensitively. A known
  * variable without a value becomes empty; anything else in braces stays as written, as DocuSeal's
  * ReplaceEmailVariables does. Values are inserted in one pass, so a value that itself looks like
  * `{{…}}` (a signer named "{{account.name}}") is not expanded again, and in HTML it is escaped.
  */
+
+import { firstStrongDirection } from '../i18n/bidi.ts';
+import { DEFAULT_LANGUAGE, directionOf, type LanguageCode } from '../i18n/languages.ts';
+import { translator } from '../i18n/messages.ts';
 
 /** A party of the submission as the variables see it. */
 export interface MessageSubmitter {
@@ -50,45 +60,54 @@ export interface MessageVariables {
 /** Which request this is; it picks DocuSeal's default subject and body. */
 export type RequestPurpose = 'sign' | 'submit' | 'view';
 
-/** DocuSeal's default subjects (§7.4): signature fields → sign; none → submit; view-only party → view. */
-export const DEFAULT_REQUEST_SUBJECTS: Record<RequestPurpose, string> = {
-  sign: 'You are invited to sign a document',
-  submit: 'You are invited to submit a form',
-  view: 'You are invited to view a document',
-};
+/**
+ * The DocuSeal variables the fixed texts' placeholders stand for (`{{name}}` in a message is the
+ * submission's name, …): each text is filled with them, then rendered as a sender's text is.
+ */
+const MESSAGE_VARIABLES = {
+  name: '{submission.name}',
+  template: '{template.name}',
+  parties: '{submission.submitters}',
+  account: '{account.name}',
+  link: '{submitter.link}',
+  id: '{submission.id}',
+  party: '{submitter.name}',
+} as const;
+
+/** A fixed text of the `email` namespace in `language`, its placeholders as DocuSeal variables. */
+export function emailText(language: LanguageCode, key: string, values: Record<string, unknown> = {}): string {
+  return translator(language, 'email')(key, { ...MESSAGE_VARIABLES, ...values });
+}
 
 /**
- * Default bodies, in the restricted Markdown of §7.4. `sign` and `submit` are DocuSeal's English
- * text; DocuSeal's locale has no view-only body, so `view` is ours in the same form. They name the
- * submission (`{submission.name}`: its name, else its template's), as DocuSeal's invitation views
- * do (`submission.name || submission.template.name`, app/views/submitter_mailer/).
+ * DocuSeal's default subjects (§7.4) in `language`: signature fields → sign ("You are invited to
+ * sign a document"); none → submit; view-only party → view.
  */
-export const DEFAULT_REQUEST_BODIES: Record<RequestPurpose, string> = {
-  sign: [
-    'Hi there,',
-    'You have been invited to sign the "{submission.name}".',
-    '[Review and Sign]({submitter.link})',
-    'Please contact us by replying to this email if you have any questions.',
-    'Thanks,\n{account.name}',
-  ].join('\n\n'),
-  submit: [
-    'Hi there,',
-    'You have been invited to submit the "{submission.name}" form.',
-    '[Review and Submit]({submitter.link})',
-    'Please contact us by replying to this email if you have any questions.',
-    'Thanks,\n{account.name}',
-  ].join('\n\n'),
-  view: [
-    'Hi there,',
-    'You have been invited to view the "{submission.name}".',
-    '[View]({submitter.link})',
-    'Please contact us by replying to this email if you have any questions.',
-    'Thanks,\n{account.name}',
-  ].join('\n\n'),
-};
+export function requestSubject(purpose: RequestPurpose, language: LanguageCode = DEFAULT_LANGUAGE): string {
+  return emailText(language, `request_subject_${purpose}`);
+}
 
-/** DocuSeal's signature-request SMS (its English locale). */
-export const DEFAULT_REQUEST_SMS_BODY = '{account.name} has invited you to sign a document: {submitter.link}';
+/**
+ * Default bodies in `language`, in the restricted Markdown of §7.4: greeting, the invitation
+ * naming the submission (`{submission.name}`: its name, else its template's, as DocuSeal's
+ * invitation views do: `submission.name || submission.template.name`), the signing link as a
+ * button, the invitation to reply, the sign-off with the account's name. `sign` and `submit` are
+ * DocuSeal's English text; DocuSeal's locale has no view-only body, so `view` is ours.
+ */
+export function requestBody(purpose: RequestPurpose, language: LanguageCode = DEFAULT_LANGUAGE): string {
+  return [
+    emailText(language, 'greeting'),
+    emailText(language, `request_body_${purpose}`),
+    `[${emailText(language, `request_button_${purpose}`)}]({submitter.link})`,
+    emailText(language, 'contact'),
+    emailText(language, 'sign_off'),
+  ].join('\n\n');
+}
+
+/** DocuSeal's request SMS in `language`: "{account.name} has invited you to sign a document: {submitter.link}". */
+export function requestSmsBody(language: LanguageCode = DEFAULT_LANGUAGE): string {
+  return translator(language, 'sms')('request', { ...MESSAGE_VARIABLES });
+}
 
 /** One or more braces around anything without braces: DocuSeal's `\{+name\}+`. */
 const VARIABLE = /\{+([^{}]+)\}+/g;
@@ -224,7 +243,7 @@ export interface RenderedEmail {
  * The signature-request email for one party (§7.4).
  * - Subject: the message's subject with variables; a message with a body but a blank subject gets
  *   "You are invited to sign a document" (DocuSeal's EmailMessages); no message → the default for
- *   `purpose`.
+ *   `purpose`. Defaults are in `language` (default English); a given subject or body is kept as given.
  * - Body: the message's body with variables, else the default body for `purpose` (which holds
  *   the signing link). A custom body is NOT given the link when it lacks `{{submitter.link}}`:
  *   DocuSeal appends it only to submissions made in its UI, never to API ones (§7.4, §14.10).
@@ -238,13 +257,16 @@ export function buildSignatureRequestEmail(options: {
   message?: { subject?: string | null; body?: string | null } | null;
   purpose?: RequestPurpose;
   appendLinkIfMissing?: boolean;
+  /** The signer's language (src/i18n/signer-language.ts) for the default texts; default English. */
+  language?: LanguageCode;
 }): RenderedEmail {
   const purpose = options.purpose ?? 'sign';
+  const language = options.language ?? DEFAULT_LANGUAGE;
   const customSubject = options.message?.subject?.trim();
   const customBody = options.message?.body?.trim() ? options.message.body : undefined;
   const subjectTemplate =
-    customSubject || (customBody ? DEFAULT_REQUEST_SUBJECTS.sign : DEFAULT_REQUEST_SUBJECTS[purpose]);
-  let body = customBody ?? DEFAULT_REQUEST_BODIES[purpose];
+    customSubject || (customBody ? requestSubject('sign', language) : requestSubject(purpose, language));
+  let body = customBody ?? requestBody(purpose, language);
   if (
     customBody &&
     options.appendLinkIfMissing &&
@@ -254,24 +276,37 @@ export function buildSignatureRequestEmail(options: {
   }
   return {
     subject: oneLine(renderTemplateText(subjectTemplate, options.variables)),
-    ...renderMessageBody(body, options.variables),
+    ...renderMessageBody(body, options.variables, customBody ? {} : { language }),
   };
 }
 
 /**
  * The signature-request SMS (DocuSeal's "{account.name} has invited you to sign a document:
- * {submitter.link}"), or `body` with variables when given.
+ * {submitter.link}", in `language`), or `body` with variables when given.
  */
-export function buildSignatureRequestSms(options: { variables: MessageVariables; body?: string | null }): string {
-  const body = options.body?.trim() ? options.body : DEFAULT_REQUEST_SMS_BODY;
+export function buildSignatureRequestSms(options: {
+  variables: MessageVariables;
+  body?: string | null;
+  language?: LanguageCode;
+}): string {
+  const body = options.body?.trim() ? options.body : requestSmsBody(options.language);
   return renderTemplateText(body, options.variables).trim();
 }
 
 /**
  * A Markdown body with variables → text/plain and a small HTML document. Values are placed after
  * the Markdown is read, so they are never read as Markdown or HTML themselves.
+ * @param options.language the language the body is written in (Signet's fixed texts): the HTML's
+ *   `lang` and `dir` (`rtl` for he and ar); without it (a sender's own text) no `lang`, and `dir`
+ *   from the text's first strong character
+ * @param options.plainBeforeLast paragraphs of someone's own words (a decline reason), put before
+ *   the body's last paragraph as plain text: no Markdown, no variables, escaped in HTML
  */
-export function renderMessageBody(body: string, variables: MessageVariables): { text: string; html: string } {
+export function renderMessageBody(
+  body: string,
+  variables: MessageVariables,
+  options: { language?: LanguageCode; plainBeforeLast?: readonly string[] } = {},
+): { text: string; html: string } {
   const values: string[] = [];
   const source = body
     .replace(PRIVATE_USE, '')
@@ -284,7 +319,8 @@ export function renderMessageBody(body: string, variables: MessageVariables): { 
     });
   const fill = (s: string) => s.replace(/\uE000(\d+)\uE001/g, (_, i: string) => values[Number(i)]);
 
-  const text = fill(
+  const plain = (options.plainBeforeLast ?? []).map((p) => p.replace(/\r\n?/g, '\n').trim()).filter(Boolean);
+  const whole = fill(
     source.replace(MARKDOWN_LINK, (_, label: string, url: string) => {
       const [l, u] = [fill(label), fill(url)];
       return l === u ? u : `${l}: ${u}`;
@@ -292,14 +328,27 @@ export function renderMessageBody(body: string, variables: MessageVariables): { 
   )
     .replace(/[ \t]+$/gm, '')
     .trim();
+  const lastBreak = whole.search(/\n{2,}(?![\s\S]*\n{2,})/);
+  const text =
+    plain.length === 0
+      ? whole
+      : lastBreak < 0
+        ? [...plain, whole].join('\n\n')
+        : `${whole.slice(0, lastBreak)}\n\n${plain.join('\n\n')}${whole.slice(lastBreak)}`;
 
-  const paragraphs = source
+  const markdown = source
     .split(/\n{2,}/)
     .map((p) => p.trim())
     .filter(Boolean)
     .map((p) => `<p>${inlineHtml(p, values)}</p>`);
+  const escaped = plain.map((p) => `<p>${escapeHtml(p).replace(/\n/g, '<br>\n')}</p>`);
+  const paragraphs = [...markdown.slice(0, -1), ...escaped, ...markdown.slice(-1)];
   const htmlBody = paragraphs.join('\n');
-  const html = `<!DOCTYPE html>\n<html><head><meta charset="utf-8"></head><body>\n${htmlBody}\n</body></html>\n`;
+  const dir = options.language ? directionOf(options.language) : firstStrongDirection(text);
+  const lang = options.language ? ` lang="${options.language}"` : '';
+  const html =
+    `<!DOCTYPE html>\n<html${lang} dir="${dir}"><head><meta charset="utf-8"></head>` +
+    `<body dir="${dir}">\n${htmlBody}\n</body></html>\n`;
   return { text, html };
 }
 

@@ -1,8 +1,10 @@
 /**
  * The signer declines (docs/signing-form.md, declineSigningForm): declined_at, decline_reason, a
- * `decline_form` event with `{reason, ip, ua}` (reference/docuseal-behaviour.md §6) and
- * form.declined. DocuSeal lets a signer decline whatever the order, so do we.
+ * `decline_form` event with `{reason, ip, ua}` (reference/docuseal-behaviour.md §6),
+ * form.declined, and the declined notice to the submission's creator (src/signing/declined-email.ts).
+ * DocuSeal lets a signer decline whatever the order, so do we.
  */
+import { declinedEmailJob } from '../signing/declined-email.ts';
 import { checkText, MAX_LENGTH } from '../limits.ts';
 import { trackingData, type SignerRequest, type SigningFormDeps } from './form-events.ts';
 import { assertFormOpen, findSignerBySlug, lockSignerForm } from './form-state.ts';
@@ -43,6 +45,7 @@ export async function declineSigningForm(
         data: { reason, ...trackingData(request) },
       },
     });
+    effects.jobs.push(declinedEmailJob(signer.id));
     effects.events.push({
       type: 'form.declined',
       accountId: signer.accountId,

@@ -6,7 +6,7 @@
 import { hiddenByOwnValues } from '../templates/field-conditions.ts';
 import type { Field } from '../templates/fields.ts';
 import type { ImageFile } from './embed-image.ts';
-import { formatFieldValue, maskText } from './format-values.ts';
+import { type FormatOptions, formatFieldValue, maskText } from './format-values.ts';
 
 /** One field of a party as the audit log prints it. */
 export interface AuditLogValue {
@@ -67,14 +67,15 @@ const TYPE_NAMES: Record<string, string> = {
  * @param fields the submission's fields (all roles: the "Field N" numbering counts them all)
  * @param values the party's values by field uuid (reference/docuseal-behaviour.md §11)
  * @param files stored files by uuid; an image value whose file is missing prints its uuid as text
- * @param options.timeZone IANA zone for date-times and `{{date}}`; options.now the party's completion time
+ * @param options.timeZone IANA zone for date-times and `{{date}}`; options.now the party's completion time;
+ *   options.language the party's language (dates and numbers as its documents show them: formatFieldValue)
  */
 export function listAuditLogValues(
   fields: readonly Field[],
   roleUuid: string,
   values: Record<string, unknown>,
   files: ReadonlyMap<string, AuditLogFile>,
-  options: { timeZone?: string; now?: Date; locale?: string } = {},
+  options: FormatOptions = {},
 ): AuditLogValue[] {
   const counters = new Map<string, number>();
   const count = (type: string) => {
@@ -156,11 +157,7 @@ function isBlank(value: unknown): boolean {
 }
 
 /** A text value as the documents show it (src/signing/draw-values.ts displayText, plus DocuSeal's checkbox "True"). */
-function displayText(
-  field: Field,
-  value: unknown,
-  options: { timeZone?: string; now?: Date; locale?: string },
-): string {
+function displayText(field: Field, value: unknown, options: FormatOptions): string {
   let text: string;
   const formatted = formatFieldValue(field, value, options);
   if (field.type === 'checkbox') text = value === true || value === 'true' ? 'True' : capitalize(String(value));

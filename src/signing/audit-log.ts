@@ -1,15 +1,29 @@
 /**
  * The audit log PDF of a completed submission (issue 5; DocuSeal's content:
- * reference/docuseal-behaviour.md §10.4). Drawn with pdf-lib in DejaVu Sans, so Latin, Greek,
- * Cyrillic, Armenian, Georgian and most symbols render; CJK does not (no glyphs in DejaVu) and
- * right-to-left text is drawn in logical order (pdf-lib does no bidi or shaping).
+ * reference/docuseal-behaviour.md §10.4), in the language of its signers (issue 24): its fixed
+ * texts are the `audit` namespace of src/i18n/locales/<code>.json, and each time is printed in
+ * ISO 8601 UTC, then — in another language than English, or another zone than UTC — as that
+ * language writes a date and time (Intl, CLDR).
+ *
+ * Drawn with pdf-lib in DejaVu Sans, so Latin, Greek, Cyrillic, Hebrew, Arabic, Armenian, Georgian
+ * and most symbols render; CJK does not (no glyphs in DejaVu): a log asked for in a language whose
+ * texts the fonts cannot draw (ja, ko, zh) is printed in English (auditLogLanguage). Right-to-left:
+ * a Hebrew or Arabic log is laid out from the right (labels right, values to their left, footers
+ * mirrored), and every line — in any log — is drawn in the order of a reduced Unicode
+ * Bidirectional Algorithm (src/i18n/bidi.ts), so Latin words, numbers, e-mail addresses and times
+ * inside Arabic or Hebrew text keep their order. Arabic letters are shaped (joined forms and the
+ * lam-alef ligature) by fontkit, pdf-lib's layout engine; text extracted from the PDF gives them
+ * as Unicode presentation forms (NFKC gives the letters).
  */
 import { createHash } from 'node:crypto';
 import { PDFDocument, type PDFFont, type PDFImage, type PDFPage, rgb } from 'pdf-lib';
 import type { AuditLogValue } from './audit-log-values.ts';
 import { chainHeadLine } from './audit-chain.ts';
 import { embedImageFile } from './embed-image.ts';
-import { embedDejaVu, loadDejaVu, registerFontkit } from '../documents/fonts.ts';
+import { type DejaVuFace, embedDejaVu, loadDejaVu, registerFontkit } from '../documents/fonts.ts';
+import { bidiRuns, firstStrongDirection, hasRightToLeft } from '../i18n/bidi.ts';
+import { DEFAULT_LANGUAGE, directionOf, type LanguageCode } from '../i18n/languages.ts';
+import { CATALOGS, type Translate, translator } from '../i18n/messages.ts';
 
 export interface AuditLogEvent {
   /** Submission event type (`view_form`, `complete_form`, ...; §5.4). */
@@ -66,37 +80,24 @@ export interface BuildAuditLogInput {
    * pages Letter instead of A4 (as DocuSeal). An unknown zone is ignored.
    */
   timeZone?: string;
+  /**
+   * The language of its fixed texts and dates (a code of src/i18n/languages.ts; the completion
+   * gives its last party's: src/signing/complete-submission.ts); default English. One the fonts
+   * cannot draw is printed in English (auditLogLanguage).
+   */
+  language?: LanguageCode;
 }
 
-export const AUDIT_LOG_TITLE = 'Audit Log';
-export const TESTING_AUDIT_LOG_TITLE = 'Testing Log - Not for Production Use';
-
 /**
- * DocuSeal's event sentences (§10.4), by event type; other types print as they are. Delivery
- * events with an outcome in their data are described by deliverySentence instead.
+ * The delivery sentences' name of each event type's message (`audit.delivery.*` keys): a
+ * reminder, a verification code, else the channel's plain message.
  */
-const EVENT_LABELS: Record<string, string> = {
-  send_email: 'Email sent',
-  send_reminder_email: 'Reminder email sent',
-  send_sms: 'SMS sent',
-  send_reminder_sms: 'Reminder SMS sent',
-  send_2fa_sms: 'Verification SMS sent',
-  click_email: 'Email link clicked',
-  click_sms: 'SMS link clicked',
-  phone_verified: 'Phone verified',
-  email_verified: 'Email verified',
-  view_form: 'Form viewed',
-  start_form: 'Submission started',
-  invite_party: 'Party invited',
-  complete_form: 'Submission completed',
-  api_complete_form: 'Submission completed via API',
-  decline_form: 'Form declined',
-  start_verification: 'Identity verification started',
-  complete_verification: 'Identity verification completed',
-  fail_email: 'Email failed',
-  fail_sms: 'SMS failed',
-  fail_completion: 'Completion failed',
-};
+function deliveryKind(type: string): string {
+  if (type === 'send_reminder_email') return 'reminder_email';
+  if (type === 'send_reminder_sms') return 'reminder_sms';
+  if (type === 'send_2fa_sms') return 'verification_sms';
+  return type.includes('sms') ? 'sms' : 'email';
+}
 
 /** How providers are named in the log (the `provider` of a delivery event). */
 const PROVIDER_NAMES: Record<string, string> = { smtp: 'SMTP', sendgrid: 'SendGrid', twilio: 'Twilio' };
@@ -105,45 +106,134 @@ const PROVIDER_NAMES: Record<string, string> = { smtp: 'SMTP', sendgrid: 'SendGr
  * What happened to an email or SMS, from its event's data (src/db/queries/notification-events.ts):
  * kept in the outbox (no provider configured: nothing left the service), sent through which
  * provider (and on which attempt, when not the first), or failed (retried or given up, with the
- * provider's error). Undefined for events without an outcome (recorded before issue 13, or of
- * another type): those print DocuSeal's sentence.
+ * provider's error), in the language of `t` (the `audit` namespace; default English). Undefined
+ * for events without an outcome (recorded before issue 13, or of another type): those print
+ * DocuSeal's sentence.
  */
-export function deliverySentence(type: string, data: Record<string, unknown> | null | undefined): string | undefined {
+export function deliverySentence(
+  type: string,
+  data: Record<string, unknown> | null | undefined,
+  t: Translate = translator(DEFAULT_LANGUAGE, 'audit'),
+): string | undefined {
   if (!data || typeof data.provider !== 'string') return undefined;
   const sms = type.includes('sms');
-  const what =
-    type === 'send_reminder_email'
-      ? 'Reminder email'
-      : type === 'send_reminder_sms'
-        ? 'Reminder SMS'
-        : type === 'send_2fa_sms'
-          ? 'Verification SMS'
-          : sms
-            ? 'SMS'
-            : 'Email';
-  const to = typeof data.to === 'string' && data.to ? ` to ${data.to}` : '';
+  const what = t(`delivery.${deliveryKind(type)}`);
+  const to = typeof data.to === 'string' && data.to ? data.to : undefined;
+  const withTo = to ? '_to' : '';
   const attempt = typeof data.attempt === 'number' ? data.attempt : 1;
   const provider = PROVIDER_NAMES[data.provider] ?? data.provider;
   if (type.startsWith('send_')) {
-    if (data.provider === 'outbox')
-      return `${what}${to} kept, not sent: no ${sms ? 'SMS' : 'email'} provider configured`;
-    return `${what} sent${to} via ${provider}${attempt > 1 ? ` on attempt ${attempt}` : ''}`;
+    if (data.provider === 'outbox') return t(`delivery.kept_${sms ? 'sms' : 'email'}${withTo}`, { what, to });
+    const sent = t(`delivery.sent${withTo}`, { what, to, provider });
+    return attempt > 1 ? `${sent} ${t('delivery.on_attempt', { attempt })}` : sent;
   }
   if (type.startsWith('fail_')) {
     const error = typeof data.error === 'string' && data.error ? `: ${data.error}` : '';
     const max = typeof data.max_attempts === 'number' ? data.max_attempts : undefined;
-    const of = max ? ` (attempt ${attempt} of ${max})` : ` (attempt ${attempt})`;
+    const of = max ? t('delivery.attempt_of', { attempt, max }) : t('delivery.attempt', { attempt });
     const next =
       data.retrying === true
-        ? '; will be retried'
+        ? t('delivery.retrying')
         : typeof data.reason === 'string'
-          ? `; not retried: ${data.reason}`
+          ? t('delivery.not_retried', { reason: data.reason })
           : max !== undefined && attempt >= max
-            ? '; given up'
-            : '; refused, not retried';
-    return `${what}${to} via ${provider} failed${of}${error}${next}`;
+            ? t('delivery.given_up')
+            : t('delivery.refused');
+    return `${t(`delivery.failed${withTo}`, { what, to, provider })} ${of}${error}; ${next}`;
   }
   return undefined;
+}
+
+/**
+ * Features the log's text is laid out with: fonts.ts TEXT_FEATURES but the required ligatures,
+ * which Arabic writes lam and alef with (DejaVu has them for Arabic only).
+ */
+const LOG_FEATURES = { liga: false, clig: false } as const;
+/** Direction marks and no-break spaces Intl puts in dates: the log lays out text itself, and every font has a space. */
+const INTL_MARKS = /[\u200e\u200f\u061c]/g;
+const INTL_SPACES = /[\u00a0\u202f]/g;
+
+/**
+ * A time as the log prints it: ISO 8601 UTC to the second ("2026-11-21T17:30:05Z"), then in
+ * parentheses — in English, in a zone other than UTC: "2026-11-21 18:30:05 GMT+01:00"; in
+ * another language, always: the date and time as the language writes them, in the zone (UTC
+ * without one), with Latin digits ("21. November 2026 um 17:30:05 UTC"). In Hebrew and Arabic
+ * the language's form comes first and the ISO time in parentheses.
+ */
+function formatTime(date: Date, timeZone: string | undefined, language: LanguageCode): string {
+  const utc = `${date.toISOString().slice(0, 19)}Z`;
+  if (language !== DEFAULT_LANGUAGE) {
+    const local = localDateTime(language, timeZone ?? 'UTC')
+      .format(date)
+      .replace(INTL_MARKS, '')
+      .replace(INTL_SPACES, ' ');
+    // Right to left, the local time first: an ISO time before Arabic or Hebrew words would be
+    // read with its parenthesis (the Unicode Bidirectional Algorithm keeps "Z (21" together).
+    return directionOf(language) === 'rtl' ? `${local} (${utc})` : `${utc} (${local})`;
+  }
+  if (!timeZone) return utc;
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-US', {
+      timeZone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      hourCycle: 'h23',
+      timeZoneName: 'longOffset',
+    })
+      .formatToParts(date)
+      .map((part) => [part.type, part.value]),
+  );
+  return (
+    `${utc} (${parts.year}-${parts.month}-${parts.day} ` +
+    `${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName})`
+  );
+}
+
+const localDateTimes = new Map<string, Intl.DateTimeFormat>();
+
+/** The long date and time of a language in a zone, Latin digits (one formatter per pair and process). */
+function localDateTime(language: LanguageCode, timeZone: string): Intl.DateTimeFormat {
+  const key = `${language} ${timeZone}`;
+  let format = localDateTimes.get(key);
+  if (!format) {
+    format = new Intl.DateTimeFormat(`${language}-u-nu-latn`, { dateStyle: 'long', timeStyle: 'long', timeZone });
+    localDateTimes.set(key, format);
+  }
+  return format;
+}
+
+const drawable = new Map<LanguageCode, boolean>();
+
+/**
+ * The language the log is printed in: `language` when DejaVu Sans (regular and bold) has a glyph
+ * for every character of its `audit` texts and of its dates (every month, written as formatTime
+ * writes them); else English. ja, ko and zh are printed in English: DejaVu has no CJK glyphs
+ * (documented in docs/signing-form.md "Languages"). Checked once per language and process.
+ * @param faces the faces the log is drawn with (loadDejaVu)
+ */
+export function auditLogLanguage(language: LanguageCode, faces: readonly DejaVuFace[]): LanguageCode {
+  let ok = drawable.get(language);
+  if (ok === undefined) {
+    const texts: string[] = [];
+    const collect = (value: unknown) => {
+      if (typeof value === 'string') texts.push(value.replace(/\{\{[^}]*\}\}/g, ''));
+      else if (value && typeof value === 'object') Object.values(value).forEach(collect);
+    };
+    collect(CATALOGS[language].audit);
+    for (let month = 0; month < 12; month++)
+      texts.push(formatTime(new Date(Date.UTC(2026, month, 28, 10, 15, 30)), 'UTC', language));
+    const characters = new Set(Array.from(texts.join('')).filter((c) => !/\s/u.test(c)));
+    ok = faces.every((face) => {
+      const has = new Set(face.face.characterSet);
+      return [...characters].every((c) => has.has(c.codePointAt(0)!));
+    });
+    drawable.set(language, ok);
+  }
+  return ok ? language : DEFAULT_LANGUAGE;
 }
 
 const A4: [number, number] = [595.28, 841.89];
@@ -181,7 +271,6 @@ const RULE = rgb(0.8, 0.8, 0.8);
  */
 export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Array> {
   const timeZone = usableTimeZone(input.timeZone);
-  const title = input.testing ? TESTING_AUDIT_LOG_TITLE : AUDIT_LOG_TITLE;
   const doc = await PDFDocument.create({ updateMetadata: false });
   registerFontkit(doc);
   const [regular, bold, mono] = await Promise.all([
@@ -189,17 +278,22 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
     loadDejaVu('DejaVuSans-Bold'),
     loadDejaVu('DejaVuSansMono'),
   ]);
+  const language = auditLogLanguage(input.language ?? DEFAULT_LANGUAGE, [regular, bold]);
+  const t = translator(language, 'audit');
+  const direction = directionOf(language);
+  const title = t(input.testing ? 'testing_title' : 'title');
   // pdf-lib would name each subset "<font>-<random number>"; a tag derived from the input keeps
   // the output reproducible and is the "ABCDEF+" form that marks a subset (ISO 32000-1 §9.6.4).
   const tag = subsetTag(input);
   const embedded = await Promise.all([
-    embedDejaVu(doc, regular, { customName: `${tag}+DejaVuSans` }),
-    embedDejaVu(doc, bold, { customName: `${tag}+DejaVuSans-Bold` }),
-    embedDejaVu(doc, mono, { customName: `${tag}+DejaVuSansMono` }),
+    embedDejaVu(doc, regular, { customName: `${tag}+DejaVuSans`, features: LOG_FEATURES }),
+    embedDejaVu(doc, bold, { customName: `${tag}+DejaVuSans-Bold`, features: LOG_FEATURES }),
+    embedDejaVu(doc, mono, { customName: `${tag}+DejaVuSansMono`, features: LOG_FEATURES }),
   ]);
   const widths = new Map<PDFFont, (text: string, size: number) => number>(embedded.map((e) => [e.pdfFont, e.width]));
   const fonts: Fonts = { regular: embedded[0].pdfFont, bold: embedded[1].pdfFont, mono: embedded[2].pdfFont };
-  doc.setTitle(`${title} - Submission ${input.submissionId}`);
+  doc.setTitle(t('document_title', { title, id: input.submissionId }));
+  doc.setLanguage(language);
   doc.setAuthor(clean(input.accountName));
   doc.setCreator('Signet');
   doc.setProducer('Signet');
@@ -211,8 +305,9 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
     fonts,
     (font, text, size) => widths.get(font)!(text, size),
     timeZone && US_TIME_ZONE.test(timeZone) ? LETTER : A4,
+    direction,
   );
-  const time = (date: Date) => formatTime(date, timeZone);
+  const time = (date: Date) => formatTime(date, timeZone, language);
 
   // Each stored image is embedded once, however many fields and parties show it.
   const images = new Map<string, Promise<PDFImage | null>>();
@@ -232,10 +327,10 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   const drawValue = async (value: AuditLogValue) => {
     const name = {
       text: value.name.toLocaleUpperCase('en'),
-      style: { font: fonts.bold, size: 7, color: MUTED, indent: 12, gapAfter: 1 },
+      style: { font: fonts.bold, size: 7, color: MUTED, indent: 12, gapAfter: 1, dir: 'auto' as const },
     };
     const nameHeight = layout.height(name.text, name.style);
-    const typed = value.typed === undefined ? undefined : `Typed: ${value.typed}`;
+    const typed = value.typed === undefined ? undefined : t('typed', { text: value.typed });
     if (value.image) {
       const image = await embedImage(value.image);
       if (image) {
@@ -248,8 +343,8 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
         return;
       }
     }
-    const text = value.text ?? typed ?? (value.image ? 'Image not readable' : '');
-    const style = { size: 10, indent: 12, gapAfter: 6 };
+    const text = value.text ?? typed ?? (value.image ? t('image_not_readable') : '');
+    const style = { size: 10, indent: 12, gapAfter: 6, dir: 'auto' as const };
     // The name and the first line of its value stay on one page; a long value then runs on over pages.
     layout.keepTogether(nameHeight + lineHeight(10));
     layout.text(name.text, name.style);
@@ -258,51 +353,54 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
 
   layout.text('Signet', { font: fonts.bold, size: 10, color: MUTED });
   layout.text(title, { font: fonts.bold, size: 20, gapAfter: 6 });
-  layout.field('Submission ID', String(input.submissionId));
-  layout.field('Account', input.accountName);
-  layout.field('Generated at', time(input.generatedAt));
-  if (timeZone) layout.field('Time zone', timeZone);
+  layout.field(t('submission_id'), String(input.submissionId));
+  layout.field(t('account'), input.accountName);
+  layout.field(t('generated_at'), time(input.generatedAt));
+  if (timeZone) layout.field(t('time_zone'), timeZone);
   if (input.auditChain)
-    layout.field('Audit trail', chainHeadLine(input.auditChain.events, input.auditChain.head), {
+    // Kept as written in every language: verify-pdf.ts reads it back (parseChainHead).
+    layout.field(t('audit_trail'), chainHeadLine(input.auditChain.events, input.auditChain.head), {
       font: fonts.mono,
       size: 8,
+      dir: 'ltr',
     });
 
-  layout.heading('Documents');
-  if (input.documents.length === 0) layout.text('None', { color: MUTED });
+  layout.heading(t('documents'));
+  if (input.documents.length === 0) layout.text(t('none'), { color: MUTED });
   for (const document of input.documents) {
     layout.keepTogether(3 * 14 + 8);
-    layout.text(document.name, { font: fonts.bold, size: 10.5, gapAfter: 2 });
-    layout.field('Original SHA-256', document.originalSha256, { font: fonts.mono, size: 8.5 });
-    layout.field('Final SHA-256', document.finalSha256, { font: fonts.mono, size: 8.5 });
+    layout.text(document.name, { font: fonts.bold, size: 10.5, gapAfter: 2, dir: 'auto' });
+    layout.field(t('original_sha256'), document.originalSha256, { font: fonts.mono, size: 8.5, dir: 'ltr' });
+    layout.field(t('final_sha256'), document.finalSha256, { font: fonts.mono, size: 8.5, dir: 'ltr' });
     layout.space(6);
   }
 
-  layout.heading('Parties');
+  layout.heading(t('parties'));
   for (const party of input.parties) {
     layout.keepTogether(9 * 14);
-    layout.text(party.role, { font: fonts.bold, size: 12, gapAfter: 4 });
-    layout.field('Name', party.name);
-    layout.field('Email', party.email);
-    layout.field('Phone', party.phone);
-    layout.field('IP', party.ip);
-    layout.field('User agent', party.userAgent);
-    layout.field('Completed at', party.completedAt ? time(party.completedAt) : 'Not completed');
+    layout.text(party.role, { font: fonts.bold, size: 12, gapAfter: 4, dir: 'auto' });
+    layout.field(t('name'), party.name);
+    layout.field(t('email'), party.email);
+    layout.field(t('phone'), party.phone);
+    layout.field(t('ip'), party.ip);
+    layout.field(t('user_agent'), party.userAgent);
+    layout.field(t('completed_at'), party.completedAt ? time(party.completedAt) : t('not_completed'));
     if (party.values && party.values.length > 0) {
       layout.space(4);
-      layout.text('Values', { font: fonts.bold, size: 9.5, color: MUTED, gapAfter: 2 });
+      layout.text(t('values'), { font: fonts.bold, size: 9.5, color: MUTED, gapAfter: 2 });
       for (const value of party.values) await drawValue(value);
     }
     layout.space(4);
-    layout.text('Events', { font: fonts.bold, size: 9.5, color: MUTED, gapAfter: 2 });
+    layout.text(t('events'), { font: fonts.bold, size: 9.5, color: MUTED, gapAfter: 2 });
     const events = [...party.events].sort((a, b) => a.at.getTime() - b.at.getTime());
-    if (events.length === 0) layout.text('None', { size: 9, color: MUTED, indent: 12 });
+    if (events.length === 0) layout.text(t('none'), { size: 9, color: MUTED, indent: 12 });
     for (const event of events) {
-      const label = eventSentence(event);
+      const label = eventSentence(event, t);
       const what = { text: `${time(event.at)}   ${label}`, style: { size: 9, indent: 12 } };
-      const where = [event.ip ? `IP ${event.ip}` : '', event.userAgent ? `User agent ${event.userAgent}` : ''].filter(
-        Boolean,
-      );
+      const where = [
+        event.ip ? t('event_ip', { ip: event.ip }) : '',
+        event.userAgent ? t('event_user_agent', { ua: event.userAgent }) : '',
+      ].filter(Boolean);
       const details = { text: where.join(' · '), style: { size: 8, color: MUTED, indent: 24, gapAfter: 2 } };
       layout.keepTogether(
         layout.height(what.text, what.style) + (where.length > 0 ? layout.height(details.text, details.style) : 0),
@@ -313,7 +411,7 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
     layout.space(10);
   }
 
-  layout.footers(`${title} · Submission ${input.submissionId}`);
+  layout.footers(t('footer', { title, id: input.submissionId }), (page, pages) => t('page', { page, pages }));
   // In one go, without object streams (as drawValues saves): the signer loads it right after.
   return doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY });
 }
@@ -336,9 +434,20 @@ interface TextStyle {
   indent?: number;
   /** Points below the last line. */
   gapAfter?: number;
+  /**
+   * The text's own direction, whatever the log's (it stays aligned to the log's start): `ltr`
+   * for machine text such as hashes and the chain head, which must read back in order
+   * (verify-pdf.ts); `auto` for what people wrote (names, values), by its first strong character
+   * as HTML's `dir="auto"`. Default: the log's direction (its fixed texts).
+   */
+  dir?: 'ltr' | 'auto';
 }
 
-/** A top-to-bottom flow of wrapped lines over as many pages as it takes. */
+/**
+ * A top-to-bottom flow of wrapped lines over as many pages as it takes, laid out from the left
+ * (`ltr`) or from the right (`rtl`: indents, the label column and images start at the right
+ * margin, lines are right-aligned); every line is drawn in bidi order (drawLine).
+ */
 class Layout {
   private page: PDFPage;
   /** Baseline cursor, points from the bottom. */
@@ -350,10 +459,44 @@ class Layout {
     private readonly fonts: Fonts,
     private readonly measure: Measure,
     private readonly pageSize: [number, number],
+    private readonly direction: 'ltr' | 'rtl' = 'ltr',
   ) {
     this.width = pageSize[0] - 2 * MARGIN;
     this.page = doc.addPage(pageSize);
     this.y = pageSize[1] - MARGIN;
+  }
+
+  /**
+   * Draws one line with its start `offset` points from the margin it starts at (the left one, or
+   * the right one in a right-to-left log), at `y`, in the order of the Unicode Bidirectional
+   * Algorithm (src/i18n/bidi.ts): runs left to right; a right-to-left run of Hebrew or Arabic
+   * letters is given to fontkit as it is (fontkit shapes it and lays it out from the right), one of
+   * neutral characters only (spaces, brackets, already mirrored) is reversed here. A line with no
+   * right-to-left character in a left-to-right log is drawn as it is.
+   */
+  private drawLine(
+    page: PDFPage,
+    line: string,
+    offset: number,
+    y: number,
+    options: { font: PDFFont; size: number; color: ReturnType<typeof rgb> },
+    base: 'ltr' | 'rtl' = this.direction,
+  ): void {
+    const { font, size } = options;
+    if (this.direction === 'ltr' && !hasRightToLeft(line)) {
+      page.drawText(line, { x: MARGIN + offset, y, ...options });
+      return;
+    }
+    const runs = bidiRuns(line, base).map((run) => ({
+      text: run.rtl && !hasRightToLeft(run.text) ? Array.from(run.text).reverse().join('') : run.text,
+      width: this.measure(font, run.text, size),
+    }));
+    const total = runs.reduce((sum, run) => sum + run.width, 0);
+    let x = this.direction === 'rtl' ? MARGIN + this.width - offset - total : MARGIN + offset;
+    for (const run of runs) {
+      page.drawText(run.text, { x, y, ...options });
+      x += run.width;
+    }
   }
 
   /** Starts a new page unless `height` points fit above the footer. */
@@ -368,14 +511,15 @@ class Layout {
   heading(text: string): void {
     this.space(10);
     this.keepTogether(60);
-    this.text(text, { font: this.fonts.bold, size: 14, gapAfter: 2 });
+    // The rule below the descenders (Arabic letters reach under the baseline).
+    this.text(text, { font: this.fonts.bold, size: 14, gapAfter: 4 });
     this.page.drawLine({
-      start: { x: MARGIN, y: this.y + 2 },
-      end: { x: MARGIN + this.width, y: this.y + 2 },
+      start: { x: MARGIN, y: this.y },
+      end: { x: MARGIN + this.width, y: this.y },
       thickness: 0.5,
       color: RULE,
     });
-    this.space(8);
+    this.space(6);
   }
 
   /** Points that text(text, style) takes. */
@@ -389,14 +533,20 @@ class Layout {
     return lines.length * lineHeight(style.size ?? 10) + (style.gapAfter ?? 0);
   }
 
+  /** The base direction of a text in `style` (TextStyle.dir). */
+  private baseOf(text: string, style: TextStyle): 'ltr' | 'rtl' {
+    return style.dir === 'ltr' ? 'ltr' : style.dir === 'auto' ? firstStrongDirection(text) : this.direction;
+  }
+
   /** A paragraph: wrapped to the width left of the indent. */
   text(text: string, style: TextStyle = {}): void {
     const font = style.font ?? this.fonts.regular;
     const size = style.size ?? 10;
     const indent = style.indent ?? 0;
+    const base = this.baseOf(text, style);
     for (const line of this.wrap(clean(text), font, size, this.width - indent)) {
       this.line(size);
-      this.page.drawText(line, { x: MARGIN + indent, y: this.y, font, size, color: style.color ?? INK });
+      this.drawLine(this.page, line, indent, this.y, { font, size, color: style.color ?? INK }, base);
     }
     this.space(style.gapAfter ?? 0);
   }
@@ -423,8 +573,9 @@ class Layout {
     this.space(options.gapBefore ?? 0);
     this.keepTogether(options.height);
     this.y -= options.height;
+    const indent = options.indent ?? 0;
     this.page.drawImage(image, {
-      x: MARGIN + (options.indent ?? 0),
+      x: this.direction === 'rtl' ? MARGIN + this.width - indent - options.width : MARGIN + indent,
       y: this.y,
       width: options.width,
       height: options.height,
@@ -432,28 +583,37 @@ class Layout {
     this.space(options.gapAfter ?? 0);
   }
 
-  /** "Label   value" with the value wrapped in its column; "—" for a missing value. */
+  /**
+   * "Label   value": the label in its column (wrapped when a language's label is wider), the value
+   * wrapped in the rest, in its own direction (TextStyle.dir, default `auto`); "—" for a missing value.
+   */
   field(label: string, value: string | null | undefined, style: TextStyle = {}): void {
     const font = style.font ?? this.fonts.regular;
     const size = style.size ?? 10;
-    const lines = this.wrap(clean(value ?? '') || '—', font, size, this.width - LABEL_WIDTH);
-    lines.forEach((line, i) => {
+    const shown = clean(value ?? '') || '—';
+    const base = this.baseOf(shown, { dir: 'auto', ...style });
+    const lines = this.wrap(shown, font, size, this.width - LABEL_WIDTH);
+    const labels = this.wrap(clean(label), this.fonts.regular, 9, LABEL_WIDTH - 6);
+    for (let i = 0; i < Math.max(lines.length, labels.length); i++) {
       this.line(10);
-      if (i === 0) this.page.drawText(label, { x: MARGIN, y: this.y, font: this.fonts.regular, size: 9, color: MUTED });
-      this.page.drawText(line, { x: MARGIN + LABEL_WIDTH, y: this.y, font, size, color: INK });
-    });
+      const labelLine = labels[i];
+      if (labelLine)
+        this.drawLine(this.page, labelLine, 0, this.y, { font: this.fonts.regular, size: 9, color: MUTED });
+      const line = lines[i];
+      if (line) this.drawLine(this.page, line, LABEL_WIDTH, this.y, { font, size, color: INK }, base);
+    }
     this.space(2);
   }
 
-  /** Stamps "Page n of N" and `text` at the bottom of every page. */
-  footers(text: string): void {
+  /** Stamps `text` (at the start) and "Page n of N" (`pageOf`, at the end) at the bottom of every page. */
+  footers(text: string, pageOf: (page: number, pages: number) => string): void {
     const pages = this.doc.getPages();
+    const style = { font: this.fonts.regular, size: 8, color: MUTED };
     pages.forEach((page, i) => {
       const y = MARGIN - 12;
-      page.drawText(clean(text), { x: MARGIN, y, font: this.fonts.regular, size: 8, color: MUTED });
-      const number = `Page ${i + 1} of ${pages.length}`;
-      const width = this.measure(this.fonts.regular, number, 8);
-      page.drawText(number, { x: MARGIN + this.width - width, y, font: this.fonts.regular, size: 8, color: MUTED });
+      this.drawLine(page, clean(text), 0, y, style);
+      const number = pageOf(i + 1, pages.length);
+      this.drawLine(page, number, this.width - this.measure(this.fonts.regular, number, 8), y, style);
     });
   }
 
@@ -474,14 +634,18 @@ class Layout {
   }
 }
 
-/** The sentence of an event: its delivery outcome when it has one, else DocuSeal's label, else the type alone. */
-function eventSentence(event: AuditLogEvent): string {
-  const delivery = deliverySentence(event.type, event.data);
+/**
+ * The sentence of an event: its delivery outcome when it has one, else DocuSeal's label (§10.4,
+ * `audit.event.<type>`), else the type alone; the type follows in parentheses.
+ */
+function eventSentence(event: AuditLogEvent, t: Translate): string {
+  const delivery = deliverySentence(event.type, event.data, t);
   if (delivery) return `${delivery} (${event.type})`;
-  const label = EVENT_LABELS[event.type];
+  const key = `event.${event.type}`;
+  const label = /^[a-z0-9_]+$/.test(event.type) ? t(key) : key;
   const reason =
     event.type === FAIL_COMPLETION && typeof event.data?.reason === 'string' ? `: ${event.data.reason}` : '';
-  return label ? `${label}${reason} (${event.type})` : event.type;
+  return label !== key ? `${label}${reason} (${event.type})` : event.type;
 }
 
 const FAIL_COMPLETION = 'fail_completion';
@@ -519,14 +683,23 @@ function subsetTag(input: BuildAuditLogInput): string {
   return Array.from(digest.subarray(0, 6), (byte) => String.fromCharCode(65 + (byte % 26))).join('');
 }
 
-/** Lines of at most `width` points (as `measure` gives them): breaks at spaces, and inside words longer than a line. */
+/**
+ * Lines of at most `width` points (as `measure` gives them): breaks at spaces, and inside words
+ * longer than a line. A line's width is the sum of its words' and spaces' (pdf-lib applies no
+ * kerning, and no joining or ligature crosses a space), so each word is measured once: text that
+ * takes fontkit's full layout (Arabic, Hebrew) wraps in linear time.
+ */
 function wrap(text: string, measure: (s: string) => number, width: number): string[] {
   const lines: string[] = [];
+  const space = measure(' ');
   let current = '';
+  let currentWidth = 0;
   for (const word of text.split(' ')) {
-    const candidate = current ? `${current} ${word}` : word;
-    if (measure(candidate) <= width) {
-      current = candidate;
+    const wordWidth = measure(word);
+    const candidateWidth = current ? currentWidth + space + wordWidth : wordWidth;
+    if (candidateWidth <= width) {
+      current = current ? `${current} ${word}` : word;
+      currentWidth = candidateWidth;
       continue;
     }
     if (current) lines.push(current);
@@ -541,6 +714,7 @@ function wrap(text: string, measure: (s: string) => number, width: number): stri
       piece += char;
     }
     current = piece;
+    currentWidth = measure(piece);
   }
   lines.push(current);
   return lines;
@@ -552,31 +726,6 @@ function clean(text: string): string {
     .replace(/[\p{Cc}\u2028\u2029]+/gu, ' ')
     .replace(/ {2,}/g, ' ')
     .trim();
-}
-
-/** "2026-11-21T17:30:05Z", plus " (2026-11-21 18:30:05 GMT+01:00)" in a zone other than UTC. */
-function formatTime(date: Date, timeZone: string | undefined): string {
-  const utc = `${date.toISOString().slice(0, 19)}Z`;
-  if (!timeZone) return utc;
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-US', {
-      timeZone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      hourCycle: 'h23',
-      timeZoneName: 'longOffset',
-    })
-      .formatToParts(date)
-      .map((part) => [part.type, part.value]),
-  );
-  return (
-    `${utc} (${parts.year}-${parts.month}-${parts.day} ` +
-    `${parts.hour}:${parts.minute}:${parts.second} ${parts.timeZoneName})`
-  );
 }
 
 /** The zone when Intl knows it and it is not UTC; otherwise undefined (UTC only). */

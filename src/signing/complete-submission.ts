@@ -50,6 +50,7 @@ import { recordStoredFile } from '../documents/store-file.ts';
 import { removeUnusedBytes } from '../documents/unused-files.ts';
 import type { DomainEvent, SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
+import { signerLanguage } from '../i18n/signer-language.ts';
 import type { JobFailure, JobLogger, JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { type Field, parseFields, parseRoles } from '../templates/fields.ts';
@@ -362,6 +363,7 @@ async function ensurePartyDocuments(run: CompletionRun, party: Party): Promise<v
         images,
         timeZone: submission.account.timezone,
         now: party.completedAt ?? new Date(),
+        language: signerLanguage({ submitter: party, submission, account: submission.account }),
       };
       if (!identity) return libs.drawValues(drawing);
       const loaded = await libs.loadPdfForDrawing(drawing.pdf, drawing.attachmentUuid);
@@ -466,11 +468,16 @@ async function ensureAuditLog(run: CompletionRun): Promise<void> {
         values: listAuditLogValues(fields, s.roleUuid, (s.values ?? {}) as Record<string, unknown>, files, {
           timeZone: submission.account.timezone,
           now: s.completedAt ?? undefined,
+          // As its documents show them.
+          language: signerLanguage({ submitter: s, submission, account: submission.account }),
         }),
       })),
       generatedAt: new Date(),
       timeZone: submission.account.timezone,
       auditChain: headOf(events),
+      // DocuSeal's rule (generate_audit_trail.rb: the last completed submitter's metadata.lang):
+      // the language of the party who completed last, as signerLanguage gives it.
+      language: signerLanguage({ submitter: last, submission, account: submission.account }),
     });
     const identity = await run.identity();
     return libs.signPdf(log, identity, { name: identity.name, pades: run.pades });

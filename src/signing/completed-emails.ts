@@ -22,6 +22,12 @@
  * `submission.name || submission.template.name`); the completed email's subject keeps
  * `{template.name}`, DocuSeal's default subject.
  *
+ * Languages (issue 24): each party's copy is in that party's language (src/i18n/signer-language.ts);
+ * the completed email goes to the sender and the bcc addresses, who are no signers, in the
+ * account's default language (else English; DocuSeal writes them in the account's locale). The
+ * fixed texts are the `email` namespace of src/i18n/locales/<code>.json (message-templates.ts
+ * emailText).
+ *
  * Attachments: the audit log first, then the final documents in order, while the total stays
  * under 10 MB (DocuSeal's MAX_ATTACHMENTS_SIZE); the text says so when some are left out.
  *
@@ -37,15 +43,19 @@ import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverEmail, queueEmail } from '../notifications/deliver.ts';
 import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
 import type { EmailAttachment, Mailer } from '../notifications/mailer.ts';
-import { renderMessageBody, renderTemplateText, type MessageVariables } from '../notifications/message-templates.ts';
+import { DEFAULT_LANGUAGE, type LanguageCode } from '../i18n/languages.ts';
+import { accountDefaultLanguage, signerLanguage } from '../i18n/signer-language.ts';
+import {
+  emailText,
+  renderMessageBody,
+  renderTemplateText,
+  type MessageVariables,
+} from '../notifications/message-templates.ts';
 
 export const SEND_COMPLETED_EMAILS_JOB = 'send-completed-emails';
 
 /** DocuSeal's SubmitterMailer::MAX_ATTACHMENTS_SIZE: attachments stop before the total reaches it. */
 export const MAX_ATTACHMENTS_BYTES = 10 * 1024 * 1024;
-
-export const COMPLETED_EMAIL_SUBJECT = '{template.name} has been completed by {submission.submitters}';
-export const DOCUMENTS_COPY_SUBJECT = 'Your document copy';
 
 export interface CompletedEmailDeps {
   db: Db;
@@ -95,7 +105,7 @@ export async function sendCompletedEmails(
     where: { id: submissionId },
     include: {
       template: { select: { id: true, name: true, preferences: true } },
-      account: { select: { name: true, timezone: true } },
+      account: { select: { name: true, timezone: true, preferences: true } },
       createdByUser: { select: { firstName: true, lastName: true, email: true, archivedAt: true } },
       submitters: { orderBy: [{ completedAt: 'asc' }, { id: 'asc' }] },
       completedDocuments: {
@@ -169,10 +179,9 @@ export async function sendCompletedEmails(
     sender: submission.createdByUser,
     timeZone: submission.account.timezone,
   });
-  const tooLarge =
-    leftOut > 0
-      ? `${leftOut === 1 ? 'One file is' : `${leftOut} files are`} too large to attach (over 10 MB in all).`
-      : '';
+  /** "One file is too large to attach (over 10 MB in all)." in `language`, or '' when every file is attached. */
+  const tooLarge = (language: LanguageCode) =>
+    leftOut > 0 ? emailText(language, 'too_large', { count: leftOut }) : '';
 
   const messages: Array<{
     kind: string;
@@ -200,18 +209,20 @@ export async function sendCompletedEmails(
 
   if (notifyOwner) {
     const variables = variablesFor(last);
-    const subject = oneLine(renderTemplateText(COMPLETED_EMAIL_SUBJECT, variables));
-    const note = tooLarge
-      ? `${tooLarge} Download them with GET /api/submissions/{submission.id}/documents.`
-      : 'The signed documents and the audit log are attached.';
+    const language = accountDefaultLanguage(submission.account.preferences) ?? DEFAULT_LANGUAGE;
+    const subject = oneLine(renderTemplateText(emailText(language, 'completed_subject'), variables));
+    const note = tooLarge(language)
+      ? `${tooLarge(language)} ${emailText(language, 'completed_download')}`
+      : emailText(language, 'completed_attached');
     const body = renderMessageBody(
       [
-        'Hi there,',
-        '"{submission.name}" has been completed by {submission.submitters}.',
+        emailText(language, 'greeting'),
+        emailText(language, 'completed_body'),
         note,
-        'Thanks,\n{account.name}',
+        emailText(language, 'sign_off'),
       ].join('\n\n'),
       variables,
+      { language },
     );
     const ownerAsParty = submission.submitters.find((s) => s.email?.toLowerCase() === owner.email.toLowerCase());
     const toOwner = !ownerAsParty || preferencesOf(ownerAsParty).send_email === false ? owner.email : null;
@@ -244,16 +255,17 @@ export async function sendCompletedEmails(
     const prefs = preferencesOf(party);
     if (!party.email || prefs.send_email === false) continue;
     const variables = variablesFor(party);
+    const language = signerLanguage({ submitter: party, submission, account: submission.account });
+    const copy = emailText(language, 'copy_body');
     const body = renderMessageBody(
       [
-        'Hi there,',
-        tooLarge
-          ? `Please check the copy of your "{submission.name}" in the email attachments. ${tooLarge}`
-          : 'Please check the copy of your "{submission.name}" in the email attachments.',
-        'You can also review and download your copy here: [{submission.name}]({submitter.link})',
-        'Thanks,\n{account.name}',
+        emailText(language, 'greeting'),
+        tooLarge(language) ? `${copy} ${tooLarge(language)}` : copy,
+        `${emailText(language, 'copy_link')} [{submission.name}]({submitter.link})`,
+        emailText(language, 'sign_off'),
       ].join('\n\n'),
       variables,
+      { language },
     );
     messages.push({
       kind: 'documents_copy',
@@ -261,7 +273,7 @@ export async function sendCompletedEmails(
       submitterId: party.id,
       to: party.email,
       replyTo: prefs.reply_to ?? submission.createdByUser?.email ?? null,
-      subject: DOCUMENTS_COPY_SUBJECT,
+      subject: emailText(language, 'copy_subject'),
       ...body,
     });
   }

@@ -29,7 +29,8 @@ import { hiddenByOwnValues } from '../templates/field-conditions.ts';
 import type { Area, Field } from '../templates/fields.ts';
 import { embedImageFile, type ImageFile } from './embed-image.ts';
 import { embedDejaVu, loadDejaVu, registerFontkit } from '../documents/fonts.ts';
-import { formatFieldValue, maskText } from './format-values.ts';
+import { bidiRuns, firstStrongDirection, hasRightToLeft } from '../i18n/bidi.ts';
+import { type FormatOptions, formatFieldValue, maskText } from './format-values.ts';
 
 export type { ImageFile } from './embed-image.ts';
 
@@ -55,6 +56,12 @@ export interface DrawValuesInput {
   now?: Date;
   /** Locale for month names and the default date format (`MM/DD/YYYY` for `*US`, else `DD/MM/YYYY`); default `en`. */
   locale?: string;
+  /**
+   * The party's language (a code of src/i18n/languages.ts; src/i18n/signer-language.ts): month
+   * names, the default date format and numbers' decimal separator (formatFieldValue); wins over
+   * `locale`.
+   */
+  language?: string;
 }
 
 /** DocuSeal: 11 pt on a page whose shorter side is A4's width (595 pt), in proportion elsewhere (§10.2). */
@@ -112,7 +119,7 @@ const NAMED_COLORS: Record<string, string> = {
   purple: '800080',
 };
 
-/** Hebrew or Arabic: right-aligned by default, as DocuSeal does (no bidi reordering here). */
+/** Hebrew or Arabic: right-aligned by default, as DocuSeal does; each line is drawn in bidi order (drawLine). */
 const RTL = /[\p{Script=Hebrew}\p{Script=Arabic}]/u;
 
 interface DrawJob {
@@ -213,7 +220,12 @@ async function drawJobs(doc: PDFDocument, input: DrawValuesInput, jobs: DrawJob[
     fonts: new FontSet(doc),
     images: new Map(),
     input,
-    dates: { timeZone, now: input.now ?? new Date(), locale: input.locale ?? 'en' },
+    dates: {
+      timeZone,
+      now: input.now ?? new Date(),
+      locale: input.locale ?? 'en',
+      ...(input.language ? { language: input.language } : {}),
+    },
   };
 
   const byPage = new Map<number, DrawJob[]>();
@@ -246,7 +258,7 @@ interface DrawContext {
   fonts: FontSet;
   images: Map<string, PDFImage>;
   input: DrawValuesInput;
-  dates: { timeZone: string; now: Date; locale: string };
+  dates: FormatOptions & { timeZone: string; now: Date; locale: string };
 }
 
 function collectJobs(input: DrawValuesInput): DrawJob[] {
@@ -434,8 +446,28 @@ function drawText(page: PDFPage, box: Box, font: MeasuredFont, text: string, sty
           ? inner.x + inner.w - width
           : inner.x + (inner.w - width) / 2;
     const baseline = top - font.ascent * size - index * LINE_SPACING * size;
-    if (line !== '') page.drawText(line, { x, y: baseline, size, font: font.pdfFont, color: style.color });
+    if (line !== '') drawLine(page, line, x, baseline, size, font, style.color);
   });
+}
+
+/**
+ * One line of a value at `x`: as it is, or — when it holds Hebrew or Arabic — in the order of the
+ * Unicode Bidirectional Algorithm (src/i18n/bidi.ts), its base direction by its first strong
+ * character (HTML's `dir="auto"`): so a date such as "28 نوفمبر 2026" keeps its numbers in order
+ * (fontkit alone would reverse the whole string). A right-to-left run of letters goes to fontkit
+ * as it is (it shapes it and lays it out from the right); one of neutrals only is reversed here.
+ */
+function drawLine(page: PDFPage, line: string, x: number, y: number, size: number, font: MeasuredFont, color: Color) {
+  if (!hasRightToLeft(line)) {
+    page.drawText(line, { x, y, size, font: font.pdfFont, color });
+    return;
+  }
+  let cursor = x;
+  for (const run of bidiRuns(line, firstStrongDirection(line))) {
+    const text = run.rtl && !hasRightToLeft(run.text) ? Array.from(run.text).reverse().join('') : run.text;
+    page.drawText(text, { x: cursor, y, size, font: font.pdfFont, color });
+    cursor += font.width(run.text) * size;
+  }
 }
 
 /** Height of `count` lines: first ascender to last descender (points). */

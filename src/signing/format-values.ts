@@ -17,6 +17,13 @@
  * refused (DocuSeal keeps a date as given and reads a number's leading digits, `"abc".to_f` = 0),
  * and a number written with its format's separators (`1.234,5` for `dot`) is read with them
  * (DocuSeal's `to_f` stops at the first comma).
+ *
+ * The signer's language (issue 24; src/i18n/signer-language.ts): given as `language` (a code of
+ * src/i18n/languages.ts), it names the months (`MMM`, `MMMM`), gives a date without a format of its
+ * own the language's numeric order and separators (`28.11.2026` in de, `2026/11/28` in ja; English
+ * keeps DocuSeal's `DD/MM/YYYY`), and a number without a format the language's decimal separator
+ * (`1234,5` in de). A field's own format still wins. Dates and month names come from Intl (CLDR),
+ * with Latin digits, as DocuSeal draws them.
  */
 
 /** DocuSeal's default display format; `MM/DD/YYYY` for US locales (TimeUtils::DEFAULT_DATE_FORMAT). */
@@ -269,6 +276,19 @@ export function parseDateInput(raw: unknown, format: unknown): string | null {
   return read ? `${pad(read.year, 4)}-${pad(read.month)}-${pad(read.day)}` : fail();
 }
 
+/**
+ * How a value is written: `timeZone` (IANA) for date-times and `{{date}}`, `now` for `{{date}}`,
+ * `language` (a code of src/i18n/languages.ts: month names, the default date order, the decimal
+ * separator of numbers without a format) or, without it, `locale` (BCP 47: month names, and
+ * `MM/DD/YYYY` as the default date format when it ends in `US`).
+ */
+export interface FormatOptions {
+  timeZone?: string;
+  now?: Date;
+  language?: string;
+  locale?: string;
+}
+
 interface DateParts {
   year: number;
   month: number; // 1..12
@@ -284,8 +304,10 @@ interface DateParts {
  * Formats a stored date value with a field's `preferences.format`, as DocuSeal's
  * TimeUtils.format_date_string: the format is upper-cased unless it has a time (`dd/mm/yyyy`
  * reads as `DD/MM/YYYY`); tokens `D DD M MM MMM MMMM YY YYYY H HH h hh m mm s ss A a z` (`YYY`
- * reads as `YYYY`), other characters kept. Without a format: `DD/MM/YYYY`, or `MM/DD/YYYY` when
- * `locale` ends in `US`. Month names follow `locale` (default `en`).
+ * reads as `YYYY`), other characters kept. Without a format: the `language`'s numeric date
+ * (languageDateFormat), else `DD/MM/YYYY`, or `MM/DD/YYYY` when `locale` ends in `US`. Month names
+ * follow `language`, else `locale` (default `en`), in the form a date uses (Polish "listopada",
+ * not "listopad").
  *
  * Stored values: with a time format, an ISO 8601 date-time (or a bare `YYYY-MM-DD`, its midnight
  * UTC, as Ruby's `Time.iso8601`) is shown in `timeZone`; with a date format, `"YYYY-MM"` is its
@@ -296,26 +318,21 @@ interface DateParts {
  *
  * Throws RangeError from Intl for an unknown `timeZone` (callers check it once up front).
  */
-export function formatDate(
-  value: unknown,
-  format: string | undefined,
-  options: { timeZone?: string; now?: Date; locale?: string } = {},
-): string {
+export function formatDate(value: unknown, format: string | undefined, options: FormatOptions = {}): string {
   const timeZone = options.timeZone ?? 'UTC';
-  const locale = options.locale ?? 'en';
+  const locale = options.language ?? options.locale ?? 'en';
   const pattern =
     format && format.trim() !== ''
       ? effectiveFormat(format)
-      : locale.endsWith('US')
-        ? DEFAULT_DATE_FORMAT_US
-        : DEFAULT_DATE_FORMAT;
+      : options.language
+        ? languageDateFormat(options.language)
+        : locale.endsWith('US')
+          ? DEFAULT_DATE_FORMAT_US
+          : DEFAULT_DATE_FORMAT;
   const parts = readStoredDate(value, dateKind(pattern) === 'datetime', timeZone, options.now ?? new Date());
   if (!parts) return String(value);
   const hour12 = parts.hour % 12 === 0 ? 12 : parts.hour % 12;
-  const monthName = (style: 'long' | 'short') =>
-    new Intl.DateTimeFormat(locale, { month: style, timeZone: 'UTC' }).format(
-      new Date(Date.UTC(2000, parts.month - 1, 15)),
-    );
+  const monthName = (style: 'long' | 'short') => monthNameIn(locale, parts.month, style);
   return pattern.replace(DATE_TOKENS, (token) => {
     switch (token) {
       case 'YYYY':
@@ -361,6 +378,64 @@ export function formatDate(
         return token;
     }
   });
+}
+
+/**
+ * A month's name in `locale` as a date writes it: the month part of Intl's day-and-month form
+ * (genitive where the language has one: Polish "listopada", Russian "ноября"), or the name alone
+ * when that part is no word (Japanese "11" beside "月", Czech and Finnish short months as numbers).
+ */
+function monthNameIn(locale: string, month: number, style: 'long' | 'short'): string {
+  const date = new Date(Date.UTC(2000, month - 1, 15));
+  const inDate = new Intl.DateTimeFormat(locale, { day: 'numeric', month: style, timeZone: 'UTC' })
+    .formatToParts(date)
+    .find((part) => part.type === 'month')?.value;
+  return inDate && /\p{L}/u.test(inDate)
+    ? inDate
+    : new Intl.DateTimeFormat(locale, { month: style, timeZone: 'UTC' }).format(date);
+}
+
+/**
+ * Intl's locale for a language's dates: English as DocuSeal writes it outside the US (its
+ * `en-XX` → `en-GB`, `DD/MM/YYYY`); the others as they are.
+ */
+const DATE_LOCALES: Readonly<Record<string, string>> = { en: 'en-GB' };
+/** Direction marks Intl puts around date parts in right-to-left languages (the PDF and the form lay text out). */
+const BIDI_MARKS = /[\u200e\u200f\u061c]/g;
+const languageDateFormats = new Map<string, string>();
+
+/**
+ * A language's numeric date as a format of formatDate's tokens, from Intl (CLDR's short date with
+ * a four-digit year and two-digit day and month): `DD/MM/YYYY` (en, es, fr, it, pt, ar),
+ * `DD.MM.YYYY` (de, pl, ru, uk, tr, he, da, nb, fi, ro), `DD. MM. YYYY` (cs), `DD-MM-YYYY` (nl),
+ * `YYYY-MM-DD` (sv), `YYYY/MM/DD` (ja, zh), `YYYY. MM. DD.` (ko). `DD/MM/YYYY` for a language Intl
+ * does not know or whose separators hold letters.
+ * @param language a code of src/i18n/languages.ts
+ */
+export function languageDateFormat(language: string): string {
+  let found = languageDateFormats.get(language);
+  if (found === undefined) {
+    found = DEFAULT_DATE_FORMAT;
+    try {
+      const parts = new Intl.DateTimeFormat(`${DATE_LOCALES[language] ?? language}-u-nu-latn`, {
+        year: 'numeric',
+        month: '2-digit',
+        day: '2-digit',
+        timeZone: 'UTC',
+      }).formatToParts(new Date(Date.UTC(2026, 10, 28)));
+      const tokens: Partial<Record<Intl.DateTimeFormatPartTypes, string>> = { year: 'YYYY', month: 'MM', day: 'DD' };
+      const pattern = parts
+        .map((part) => (part.type === 'literal' ? part.value.replace(BIDI_MARKS, '') : (tokens[part.type] ?? '?')))
+        .join('')
+        .trim();
+      const literals = pattern.replace(/YYYY|MM|DD/g, '');
+      if (/^[^\p{L}\p{N}?]*$/u.test(literals) && (pattern.match(/YYYY|MM|DD/g) ?? []).length === 3) found = pattern;
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+    }
+    languageDateFormats.set(language, found);
+  }
+  return found;
 }
 
 /** A stored date value read as format_date_string reads it (see formatDate); null when it cannot be. */
@@ -455,12 +530,39 @@ const NUMBER_FORMATS: Record<string, (n: number) => string> = {
  * and ordinary no-break spaces Intl puts in fr output become plain spaces (DocuSeal draws U+00A0
  * as a space), so every font has the glyph.
  */
-export function formatNumber(value: unknown, format: string | undefined): string {
+export function formatNumber(
+  value: unknown,
+  format: string | undefined,
+  options: Pick<FormatOptions, 'language'> = {},
+): string {
   const n =
     typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
   const formatter = format ? NUMBER_FORMATS[format] : undefined;
-  if (!formatter || !Number.isFinite(n)) return String(value);
+  if (!formatter || !Number.isFinite(n)) {
+    // Without a format of its own: as given, with the language's decimal separator.
+    const separator = options.language && Number.isFinite(n) ? decimalSeparator(options.language) : '.';
+    return separator === '.' ? String(value) : String(value).replace('.', separator);
+  }
   return formatter(n).replace(/[\u00a0\u202f]/g, ' ');
+}
+
+const decimalSeparators = new Map<string, string>();
+
+/** The decimal separator of a language with Latin digits (Intl): `.` for en, ja, he; `,` for de, fr, ru. */
+function decimalSeparator(language: string): string {
+  let found = decimalSeparators.get(language);
+  if (found === undefined) {
+    found = '.';
+    try {
+      found =
+        new Intl.NumberFormat(`${language}-u-nu-latn`).formatToParts(1.5).find((part) => part.type === 'decimal')
+          ?.value ?? '.';
+    } catch (error) {
+      if (!(error instanceof RangeError)) throw error;
+    }
+    decimalSeparators.set(language, found);
+  }
+  return found;
 }
 
 /** Each number format's separators as DocuSeal draws it (NumberUtils::FORMAT_LOCALES, the Rails locales). */
@@ -528,17 +630,18 @@ export function parseFieldValue(field: { type: string; preferences?: { format?: 
 /**
  * The text a date or number value of `field` reads as — the same on the documents
  * (src/signing/draw-values.ts), in the audit log (audit-log-values.ts) and on the signing page —
- * with the field's `preferences.format` (formatDate in `options.timeZone` and `options.locale`,
- * formatNumber); undefined for the other types. An unknown time zone falls back to UTC (the
- * documents check it once up front; the audit log prints times in UTC then too).
+ * with the field's `preferences.format` (formatDate in `options.timeZone` and `options.language`
+ * or `options.locale`, formatNumber with `options.language`); undefined for the other types. An
+ * unknown time zone falls back to UTC (the documents check it once up front; the audit log prints
+ * times in UTC then too).
  */
 export function formatFieldValue(
   field: { type: string; preferences?: { format?: unknown } | null },
   value: unknown,
-  options: { timeZone?: string; now?: Date; locale?: string } = {},
+  options: FormatOptions = {},
 ): string | undefined {
   const format = typeof field.preferences?.format === 'string' ? field.preferences.format : undefined;
-  if (field.type === 'number') return formatNumber(value, format);
+  if (field.type === 'number') return formatNumber(value, format, options);
   if (field.type !== 'date') return undefined;
   try {
     return formatDate(value, format, options);

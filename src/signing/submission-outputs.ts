@@ -36,6 +36,7 @@ import { recordStoredFile } from '../documents/store-file.ts';
 import { unusedFilesJobs } from '../documents/unused-files.ts';
 import type { SideEffects } from '../events/events.ts';
 import { AppError } from '../errors.ts';
+import { signerLanguage } from '../i18n/signer-language.ts';
 import { parseFields } from '../templates/fields.ts';
 import { loadSigningIdentity, type SigningConfig } from './certificates.ts';
 import { loadImages, stepFileName } from './completion-files.ts';
@@ -76,13 +77,14 @@ async function loadSubmission(db: Db, options: { accountId: number; id: number }
       slug: true,
       name: true,
       completedAt: true,
+      language: true,
       templateSchema: true,
       templateFields: true,
       template: { select: { name: true } },
-      account: { select: { name: true, timezone: true } },
+      account: { select: { name: true, timezone: true, preferences: true } },
       submitters: {
         orderBy: { id: 'asc' },
-        select: { id: true, roleUuid: true, completedAt: true, values: true },
+        select: { id: true, roleUuid: true, completedAt: true, values: true, language: true, metadata: true },
       },
       completedDocuments: {
         orderBy: [{ position: 'asc' }, { id: 'asc' }],
@@ -208,8 +210,8 @@ function drawingOrder(submitters: readonly Party[]): Party[] {
 
 /**
  * The version of what the documents as filled show: 16 hex digits of the SHA-256 of the drawing
- * inputs (the documents, fields, time zone, and each party's values and completion in drawing
- * order) and PREVIEW_VERSION.
+ * inputs (the documents, fields, time zone, and each party's values, completion and language in
+ * drawing order) and PREVIEW_VERSION.
  */
 function valuesVersion(submission: LoadedSubmission, parties: readonly Party[]): string {
   return createHash('sha256')
@@ -219,12 +221,22 @@ function valuesVersion(submission: LoadedSubmission, parties: readonly Party[]):
         submission.account.timezone,
         submission.templateSchema,
         submission.templateFields,
-        parties.map((p) => [p.id, p.roleUuid, p.completedAt?.toISOString() ?? null, p.values]),
+        parties.map((p) => [
+          p.id,
+          p.roleUuid,
+          p.completedAt?.toISOString() ?? null,
+          p.values,
+          partyLanguage(submission, p),
+        ]),
       ]),
     )
     .digest('hex')
     .slice(0, 16);
 }
+
+/** The language a party's dates and numbers are drawn in (src/i18n/signer-language.ts), as completion draws them. */
+const partyLanguage = (submission: LoadedSubmission, party: Party) =>
+  signerLanguage({ submitter: party, submission, account: submission.account });
 
 const versionOf = (file: { metadata: unknown }) =>
   (file.metadata as { values_version?: unknown } | null)?.values_version ?? null;
@@ -296,6 +308,7 @@ async function drawPreviewDocuments(
           images: images[i]!,
           timeZone: submission.account.timezone,
           now: party.completedAt ?? new Date(),
+          language: partyLanguage(submission, party),
         });
       }
       return saveDrawnPdf(pdf);

@@ -38,6 +38,7 @@ export const BulkSendSettings = CreateSubmissionsRequest.pick({
   variables: true,
   go_to_last: true,
   reminders: true,
+  language: true,
 });
 export type BulkSendSettings = z.infer<typeof BulkSendSettings>;
 

@@ -10,6 +10,7 @@ import { parseInput } from '../accounts/api-keys.ts';
 import type { KeyFolders } from '../accounts/key-scopes.ts';
 import type { Config } from '../config.ts';
 import { AppError } from '../errors.ts';
+import { storedLanguage } from '../i18n/signer-language.ts';
 import { checkItems, MAX_ITEMS } from '../limits.ts';
 import { checkReminderSettings } from '../notifications/reminder-settings.ts';
 import {
@@ -109,6 +110,7 @@ export function readSubmissionsRequest(
       requireEmail2fa: settings.require_email_2fa,
       requirePhone2fa: settings.require_phone_2fa,
       reminders: settings.reminders ? checkReminderSettings(settings.reminders) : undefined,
+      language: settings.language === undefined ? undefined : storedLanguage(settings.language),
     },
     submissions,
     download: {

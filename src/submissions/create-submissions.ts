@@ -32,6 +32,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import { storeFile } from '../documents/store-file.ts';
 import { isTypedSignatureLength, renderTypedSignature, typedSignatureText } from '../documents/typed-signature.ts';
 import { AppError } from '../errors.ts';
+import { storedLanguage } from '../i18n/signer-language.ts';
 import { ATTACHMENT_FIELD_TYPES } from '../field-types.ts';
 import { effectJobs, noEffects, type Effects, type SideEffects } from '../events/events.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
@@ -82,6 +83,8 @@ export interface SubmissionSettings {
   requirePhone2fa?: boolean | undefined;
   /** Reminder settings of the submission's own (checked), kept as its `preferences.reminders`; none: the account's. */
   reminders?: Reminders | undefined;
+  /** The submission's `language` (a code of src/i18n/languages.ts): its parties' without one of their own. */
+  language?: string | null | undefined;
 }
 
 export interface SubmissionRequest {
@@ -145,6 +148,8 @@ export interface CreatedSubmitter {
   roleUuid: string;
   metadata: unknown;
   preferences: unknown;
+  /** The party's own language (a code of src/i18n/languages.ts), or null. */
+  language: string | null;
   values: Record<string, unknown>;
   sentAt: string | null;
   completedAt: string | null;
@@ -537,6 +542,7 @@ function submissionRow(
     phone: party.phone,
     externalId: party.input.external_id ?? null,
     metadata: party.input.metadata ?? {},
+    language: party.input.language === undefined ? null : storedLanguage(party.input.language),
     values: values[i],
     preferences: party.preferences,
     orderIndex: party.group,
@@ -566,6 +572,7 @@ function submissionRow(
       ...(settings.reminders ? { reminders: settings.reminders } : {}),
     },
     variables: settings.variables ?? {},
+    language: settings.language ?? null,
     expireAt: settings.expireAt?.toISOString() ?? null,
     completedAt: plan.parties.every((p) => p.input.completed) ? now.toISOString() : null,
     now: now.toISOString(),
@@ -589,6 +596,7 @@ function createdFrom(plan: SubmissionPlan, rows: InsertedRow[]): CreatedSubmissi
     roleUuid: r.role_uuid,
     metadata: JSON.parse(r.metadata) as unknown,
     preferences: JSON.parse(r.preferences) as unknown,
+    language: r.language,
     values: JSON.parse(r.values) as Record<string, unknown>,
     sentAt: r.sent_at,
     completedAt: r.completed_at,

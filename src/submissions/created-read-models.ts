@@ -98,6 +98,7 @@ export async function createdSubmittersAnswer(
         ),
         preferences: s.preferences,
         role: roleName(submission.roles, s.roleUuid),
+        language: s.language,
         embedSrc: `${deps.appUrl}/s/${s.slug}`,
       });
     }

@@ -159,6 +159,7 @@ const SUBMITTER_BASE_SELECT = {
   metadata: true,
   preferences: true,
   roleUuid: true,
+  language: true,
 } satisfies Prisma.SubmitterSelect;
 
 type SubmitterBaseRow = {
@@ -179,6 +180,7 @@ type SubmitterBaseRow = {
   metadata: unknown;
   preferences: unknown;
   roleUuid: string;
+  language: string | null;
 };
 
 function submitterBase(s: SubmitterBaseRow, roles: ReturnType<typeof parseRoles>): SubmitterBaseData {
@@ -201,6 +203,7 @@ function submitterBase(s: SubmitterBaseRow, roles: ReturnType<typeof parseRoles>
     status: submitterStatus(s),
     preferences: s.preferences,
     role: roleName(roles, s.roleUuid),
+    language: s.language,
   };
 }
 
@@ -218,6 +221,7 @@ const SUBMISSION_BASE_SELECT = {
   archivedAt: true,
   variables: true,
   completedAt: true,
+  language: true,
   templateSubmitters: true,
   template: { select: { id: true, name: true, externalId: true, createdAt: true, updatedAt: true, folderId: true } },
   createdByUser: { select: { id: true, email: true, firstName: true, lastName: true } },
@@ -315,6 +319,7 @@ type SubmissionBaseRow = {
   archivedAt: Date | null;
   variables: unknown;
   completedAt: Date | null;
+  language: string | null;
   template: TemplateRow;
   createdByUser: { id: number; email: string; firstName: string | null; lastName: string | null } | null;
   completedDocuments: OutputRow[];
@@ -341,6 +346,7 @@ function submissionBase(
     status: submissionStatus(s, s.submitters, now),
     completedAt: isoOrNull(s.completedAt),
     ...outputUrls(deps, s),
+    language: s.language,
     template: submissionTemplate(s.template, folderNames),
     createdByUser: s.createdByUser,
   };

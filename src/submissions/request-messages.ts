@@ -28,6 +28,8 @@ import {
   type MessageVariables,
 } from '../notifications/message-templates.ts';
 import type { SmsSender } from '../notifications/sms.ts';
+import type { LanguageCode } from '../i18n/languages.ts';
+import { signerLanguage } from '../i18n/signer-language.ts';
 import type { Clock } from '../util/clock.ts';
 import type { EmailClickTags } from './signing-links.ts';
 
@@ -71,9 +73,21 @@ export interface RequestMessage {
   runId: string;
 }
 
+/** The party's language as the request's row names it (src/i18n/signer-language.ts; no request, so no browser). */
+export function requestLanguage(
+  request: Pick<SignatureRequestRow, 'language' | 'metadataLang' | 'submissionLanguage' | 'accountLanguage'>,
+): LanguageCode {
+  return signerLanguage({
+    submitter: { language: request.language, metadata: { lang: request.metadataLang } },
+    submission: { language: request.submissionLanguage },
+    account: { preferences: { default_language: request.accountLanguage } },
+  });
+}
+
 /**
  * Renders and sends the request message of `request` (a party's request as readSignatureRequest
- * reads it) on one channel, once per dedupe key, to the party's email or phone as they are now.
+ * reads it) on one channel, once per dedupe key, to the party's email or phone as they are now,
+ * in the party's language (requestLanguage) unless the sender wrote the message.
  * @returns the delivery's outcome; 'skipped' when the party has no address on that channel
  * @throws DeliveryError (retryable) when the provider failed, or another worker holds the message
  */
@@ -86,6 +100,7 @@ export async function deliverRequestMessage(
   const prefs = request.preferences ?? {};
   const submissionPrefs = request.submissionPreferences ?? {};
   const link = `${deps.config.appUrl}/s/${request.slug}`;
+  const language = requestLanguage(request);
   const sender = request.hasSender
     ? { firstName: request.senderFirstName, lastName: request.senderLastName, email: request.senderEmail }
     : null;
@@ -121,6 +136,7 @@ export async function deliverRequestMessage(
       variables: { ...variables, submitter: { ...variables.submitter, link: emailLink } },
       message: prefs.message ?? submissionPrefs.message ?? null,
       purpose,
+      language,
     });
     const { outcome } = await queueAndDeliverEmail(
       { db, mailer: deps.mailer, logger: deps.logger, claimant: message.runId, maxAttempts: SEND_MAX_ATTEMPTS },
@@ -152,7 +168,7 @@ export async function deliverRequestMessage(
     kind: message.kind,
     dedupeKey: message.dedupeKey,
     to: request.phone,
-    body: buildSignatureRequestSms({ variables }),
+    body: buildSignatureRequestSms({ variables, language }),
     provider: deps.smsSender.name,
   });
   const outcome = await deliverSms(

@@ -27,6 +27,7 @@ import {
 import { DELETE_TRANSACTION, deleteRecordsPermanently } from '../templates/delete-records.ts';
 import { findSubmissionForAccount, findSubmitterForAccount } from './find.ts';
 import { parseInput } from '../accounts/api-keys.ts';
+import { storedLanguage } from '../i18n/signer-language.ts';
 import { checkText, MAX_LENGTH } from '../limits.ts';
 import type { z } from 'zod';
 import {
@@ -60,7 +61,8 @@ export interface ChangeDeps {
  * newly archived). New reminder settings, a new expiry or a restore have the next reminder scan
  * judge its parties' reminders again (src/submissions/reminders.ts).
  * @param changes `expireAt: null` clears the expiry; `archived` true archives (keeping an earlier time), false
- *   restores; `reminders` (checked) replace the submission's own settings
+ *   restores; `reminders` (checked) replace the submission's own settings; `language` (a code of
+ *   src/i18n/languages.ts, null: none) is its parties' language when they have none of their own
  * @returns `archived`: whether this call archived it (it was not archived before)
  * @throws AppError NOT_FOUND / FORBIDDEN; VALIDATION "name is too long (maximum is 255 characters)."
  */
@@ -68,7 +70,13 @@ export async function updateSubmission(
   deps: ChangeDeps,
   actor: Actor,
   id: number,
-  changes: { name?: string | null; expireAt?: Date | null; archived?: boolean; reminders?: Reminders },
+  changes: {
+    name?: string | null;
+    expireAt?: Date | null;
+    archived?: boolean;
+    reminders?: Reminders;
+    language?: string | null;
+  },
 ): Promise<{ archived: boolean }> {
   checkText(changes.name, MAX_LENGTH.name, 'name');
   const submission = await findSubmissionForAccount(deps.db, {
@@ -80,6 +88,7 @@ export async function updateSubmission(
   const data: Prisma.SubmissionUpdateInput = { updatedAt: now };
   if (changes.name !== undefined) data.name = changes.name;
   if (changes.expireAt !== undefined) data.expireAt = changes.expireAt;
+  if (changes.language !== undefined) data.language = changes.language;
   if (changes.archived === true && !submission.archivedAt) data.archivedAt = now;
   if (changes.archived === false) data.archivedAt = null;
   const archived = data.archivedAt instanceof Date;
@@ -150,8 +159,9 @@ export type UpdateSubmitterInput = Omit<z.input<typeof UpdateSubmitterRequest>, 
  * `readonly_fields` change that copy; `metadata` replaces the stored one; `external_id`;
  * preferences `send_email`, `send_sms`, `reply_to`, `completed_redirect_url`, `go_to_last`,
  * `require_phone_2fa`/`require_email_2fa` (false only) and `message` (the next request email's
- * subject and body). `completed: true` completes it (api_complete_form; the values of fields whose
- * conditions are not met are dropped, required fields are not enforced, as DocuSeal), with the completion
+ * subject and body); `language` (Signet's: the party's language, "" removes it). `completed: true`
+ * completes it (api_complete_form; the values of fields whose conditions are not met are dropped,
+ * required fields are not enforced, as DocuSeal), with the completion
  * pipeline's job and the next parties' requests; otherwise `send_email`/`send_sms` true sends the
  * request again (a new sending, not deduplicated away). A changed email or phone starts the party's
  * reminders again (restartReminders). Nothing is written when a check fails.
@@ -241,6 +251,7 @@ export async function updateSubmitter(
         ...(phone !== null ? { phone } : changes.phone?.trim() === '' ? { phone: null } : {}),
         ...(changes.external_id !== undefined ? { externalId: changes.external_id } : {}),
         ...(changes.metadata !== undefined ? { metadata: changes.metadata as Prisma.InputJsonValue } : {}),
+        ...(changes.language !== undefined ? { language: storedLanguage(changes.language) } : {}),
         values: (await storeStagedFiles(
           tx,
           deps.storage,

@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { AppError } from '../errors.ts';
 import { jsonObject, list, MAX_ITEMS, MAX_JSON, MAX_LENGTH, record, text } from '../limits.ts';
+import { LanguageTagInput } from '../i18n/signer-language.ts';
 import { ReminderSettings } from '../notifications/reminder-settings.ts';
 
 // Sizes: src/limits.ts (docs/security.md "Input limits"). Values (`values`, `default_value`) are
@@ -93,6 +94,11 @@ export const SubmitterInput = z.object({
   invite_by: text(MAX_LENGTH.name)
     .optional()
     .meta({ description: 'Refused when given: a party cannot invite another from the signing form.' }),
+  language: LanguageTagInput.optional().meta({
+    description:
+      "The party's language (a Signet extension): its signing form, emails, SMS, audit log and dates; a code " +
+      '(de, ar, …) or a tag of one (pt-BR). Default: the submission’s, `metadata.lang`, the account’s, the browser’s.',
+  }),
   /** The template role's position to use (when not by uuid or name); no request sets it (internal). */
   index: z.number().int().optional().meta({ internal: true }),
 });
@@ -135,6 +141,9 @@ export const CreateSubmissionsRequest = z.object({
       'Reminders to the parties who were sent a request and have not completed (a Signet extension); ' +
       "without them, the account's default.",
   }),
+  language: LanguageTagInput.optional().meta({
+    description: 'The language of the parties without one of their own (a Signet extension; see SubmitterInput).',
+  }),
 });
 
 /** A create request's settings for all its submitters (part of CreateSubmissionsRequest). */
@@ -149,6 +158,7 @@ export const SubmissionSettingsInput = CreateSubmissionsRequest.pick({
   require_email_2fa: true,
   require_phone_2fa: true,
   reminders: true,
+  language: true,
 });
 
 /** What PUT /submitters/{id} (GraphQL `updateSubmitter`) may change, in DocuSeal's keys. */
@@ -164,6 +174,7 @@ export const SubmitterChanges = SubmitterInput.pick({
   message: true,
   fields: true,
   readonly_fields: true,
+  language: true,
 });
 
 /**
@@ -193,6 +204,9 @@ export const UpdateSubmitterRequest = z.object({
   fields: z.unknown().optional().meta({ description: 'Field settings as in createSubmissions (DocuSeal keys).' }),
   readonly_fields: SubmitterInput.shape.readonly_fields.meta({
     description: 'Names of this party’s fields to make read-only.',
+  }),
+  language: SubmitterInput.shape.language.meta({
+    description: 'The party’s language (a Signet extension; see SubmitterInput); "" removes it.',
   }),
 });
 

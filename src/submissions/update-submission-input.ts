@@ -5,6 +5,7 @@
  * (rest-compat/params.ts restInput). Sizes: src/limits.ts.
  */
 import { z } from 'zod';
+import { LanguageTagInput, storedLanguage } from '../i18n/signer-language.ts';
 import { MAX_LENGTH, text } from '../limits.ts';
 import { checkReminderSettings, ReminderSettings, type Reminders } from '../notifications/reminder-settings.ts';
 
@@ -19,12 +20,17 @@ export const UpdateSubmissionRequest = z.object({
     description:
       "The submission's reminder settings from now on (a Signet extension): the reminders still to come follow them.",
   }),
+  language: LanguageTagInput.optional().meta({
+    description:
+      'The language of its parties without one of their own, from now on (a Signet extension; see ' +
+      'SubmitterInput); "" removes it.',
+  }),
 });
 
 /**
  * A parsed request's changes as updateSubmission (submission-actions.ts) takes them:
  * `clear_expire_at: true` wins over `expire_at` and gives `expireAt: null`; `reminders` are checked
- * (checkReminderSettings).
+ * (checkReminderSettings); `language` is stored as its code (storedLanguage: null for "").
  * @throws AppError VALIDATION for reminder settings that make no sense
  */
 export function submissionChanges(request: Omit<z.output<typeof UpdateSubmissionRequest>, 'id'>): {
@@ -32,11 +38,13 @@ export function submissionChanges(request: Omit<z.output<typeof UpdateSubmission
   expireAt?: Date | null;
   archived?: boolean;
   reminders?: Reminders;
+  language?: string | null;
 } {
   return {
     ...(request.name !== undefined ? { name: request.name } : {}),
     ...(request.clear_expire_at ? { expireAt: null } : request.expire_at ? { expireAt: request.expire_at } : {}),
     ...(request.archived !== undefined ? { archived: request.archived } : {}),
     ...(request.reminders !== undefined ? { reminders: checkReminderSettings(request.reminders) } : {}),
+    ...(request.language !== undefined ? { language: storedLanguage(request.language) } : {}),
   };
 }

@@ -108,6 +108,7 @@ export interface InsertedRow {
   role_uuid: string;
   metadata: string;
   preferences: string;
+  language: string | null;
   values: string;
   sent_at: string | null;
   completed_at: string | null;
@@ -142,7 +143,7 @@ const INSERT_SUBMISSION = {
     submission AS (
       INSERT INTO submissions (id, account_id, template_id, created_by_user_id, slug, name, source, submitters_order,
                                template_submitters, template_fields, template_schema, preferences, variables,
-                               expire_at, completed_at, created_at, updated_at)
+                               language, expire_at, completed_at, created_at, updated_at)
       SELECT (j->>'id')::int, (j->>'accountId')::int, t.id, (j->>'userId')::int,
              j->>'slug', j->>'name', j->>'source', j->>'order',
              j->'roles', j->'fields',
@@ -150,7 +151,7 @@ const INSERT_SUBMISSION = {
                                                            'file_id', d.file_id)
                                         ORDER BY d.position), '[]')
                 FROM template_documents d WHERE d.template_id = t.id),
-             j->'preferences', j->'variables',
+             j->'preferences', j->'variables', j->>'language',
              (j->>'expireAt')::timestamptz AT TIME ZONE 'UTC', (j->>'completedAt')::timestamptz AT TIME ZONE 'UTC',
              (j->>'now')::timestamptz AT TIME ZONE 'UTC', (j->>'now')::timestamptz AT TIME ZONE 'UTC'
         FROM input JOIN templates t ON t.id = (j->>'templateId')::int
@@ -162,10 +163,11 @@ const INSERT_SUBMISSION = {
     ),
     party AS (
       INSERT INTO submitters (id, account_id, submission_id, role_uuid, slug, email, name, phone, external_id,
-                              metadata, values, preferences, order_index, sent_at, completed_at, created_at, updated_at)
+                              metadata, language, values, preferences, order_index, sent_at, completed_at, created_at,
+                              updated_at)
       SELECT (p->>'id')::int, (i.j->>'accountId')::int, s.id, (p->>'roleUuid')::uuid,
              p->>'slug', p->>'email', p->>'name', p->>'phone', p->>'externalId',
-             p->'metadata', p->'values', p->'preferences', (p->>'orderIndex')::int,
+             p->'metadata', p->>'language', p->'values', p->'preferences', (p->>'orderIndex')::int,
              CASE WHEN (p->>'sendNow')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
              CASE WHEN (p->>'completed')::boolean THEN (i.j->>'now')::timestamptz AT TIME ZONE 'UTC' END,
              (i.j->>'now')::timestamptz AT TIME ZONE 'UTC', (i.j->>'now')::timestamptz AT TIME ZONE 'UTC'
@@ -193,7 +195,7 @@ const INSERT_SUBMISSION = {
     )
     SELECT s.id AS submission_id, ${iso('s.expire_at')} AS expire_at, ${iso('s.created_at')} AS submission_created_at,
            p.id, p.uuid::text AS uuid, p.slug, p.email, p.name, p.phone, p.external_id, p.role_uuid::text AS role_uuid,
-           p.metadata::text AS metadata, p.preferences::text AS preferences, p.values::text AS values,
+           p.metadata::text AS metadata, p.preferences::text AS preferences, p.language, p.values::text AS values,
            ${iso('p.sent_at')} AS sent_at, ${iso('p.completed_at')} AS completed_at,
            ${iso('p.created_at')} AS created_at, ${iso('p.updated_at')} AS updated_at
       FROM submission s JOIN party p ON p.submission_id = s.id

@@ -9,6 +9,7 @@ import {
   updateAccountPreferences,
 } from '../../accounts/account-preferences.ts';
 import { parseInput } from '../../accounts/api-keys.ts';
+import { accountDefaultLanguage } from '../../i18n/signer-language.ts';
 import { builder } from '../builder.ts';
 import { requireEveryFolder } from '../../accounts/key-scopes.ts';
 import { requireViewer } from '../context.ts';
@@ -41,6 +42,15 @@ export const AccountRef = builder.prismaObject('Account', {
         'Default reminder settings of the submissions without their own (docs/reminders.md); null when none.',
       select: { preferences: true },
       resolve: (a) => accountReminders(parseAccountPreferences(a.preferences)),
+    }),
+    defaultLanguage: t.string({
+      nullable: true,
+      description:
+        'The language of its signers for whom nothing else names one (a code: de, ar, …; docs/signing-form.md ' +
+        '"Languages"); null when unset: the signer’s browser decides, else English. `locale` is DocuSeal’s ' +
+        'account locale, kept as given.',
+      select: { preferences: true },
+      resolve: (a) => accountDefaultLanguage(a.preferences) ?? null,
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),

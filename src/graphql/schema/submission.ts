@@ -4,6 +4,7 @@
  * directly: docs/architecture.md).
  */
 import { typedTextOf } from '../../documents/typed-signature.ts';
+import { signerLanguage } from '../../i18n/signer-language.ts';
 import { createSubmissionsForRequest } from '../../submissions/create-submissions-request.ts';
 import {
   buildFieldValues,
@@ -100,6 +101,24 @@ export const SubmitterRef = builder.prismaObject('Submitter', {
     metadata: t.field({ type: 'JSON', select: { metadata: true }, resolve: (s) => s.metadata }),
     preferences: t.field({ type: 'JSON', select: { preferences: true }, resolve: (s) => s.preferences }),
     roleUuid: t.exposeString('roleUuid'),
+    language: t.exposeString('language', {
+      nullable: true,
+      description:
+        "The party's own language as set through the API (a code: de, ar, …; a Signet extension); null when none. " +
+        'What it is written to in: `signerLanguage`.',
+    }),
+    signerLanguage: t.string({
+      description:
+        'The language its emails, SMS, audit log and dates are written in: its own `language`, else its ' +
+        "submission's, its `metadata.lang`, its account's default language, else English " +
+        '(src/i18n/signer-language.ts; on the signing page the browser’s language comes before English).',
+      select: {
+        language: true,
+        metadata: true,
+        submission: { select: { language: true, account: { select: { preferences: true } } } },
+      },
+      resolve: (s) => signerLanguage({ submitter: s, submission: s.submission, account: s.submission.account }),
+    }),
     role: t.string({
       nullable: true,
       select: { roleUuid: true, submission: { select: { templateSubmitters: true } } },
@@ -152,6 +171,11 @@ export const SubmissionRef = builder.prismaObject('Submission', {
     slug: t.exposeString('slug'),
     name: t.exposeString('name', { nullable: true }),
     source: t.exposeString('source'),
+    language: t.exposeString('language', {
+      nullable: true,
+      description:
+        'The language of its parties without one of their own (a code: de, ar, …; a Signet extension); null when none.',
+    }),
     submittersOrder: t.exposeString('submittersOrder'),
     status: t.string({
       description: 'pending, completed, declined or expired.',
