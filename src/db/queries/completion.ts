@@ -8,9 +8,9 @@
  * SIGKILL leaves nothing locked (DocuSeal's LockEvent rows, lib/submissions/ensure_result_generated.rb,
  * stay "start" after a crash until a 90 s timeout; this lock needs no timeout).
  */
-import type pg from 'pg';
 import type { Prisma } from '../../generated/prisma/client.ts';
 import { type Db, sqlPool } from '../client.ts';
+import { withPoolClient } from '../pool-client.ts';
 
 /** The advisory lock space of completion runs (the first key of pg_advisory_lock(int, int)). */
 const COMPLETION_LOCK_SPACE = 7301006;
@@ -37,22 +37,23 @@ export const UNLOCK_COMPLETION = {
  * @returns what `run` returned; rejects with its error, or the database's
  */
 export async function withCompletionLock<T>(db: Db, submissionId: number, run: () => Promise<T>): Promise<T> {
-  const client: pg.PoolClient = await sqlPool(db).connect();
-  let unlocked = false;
-  try {
-    await client.query(LOCK_COMPLETION, [submissionId]);
+  return withPoolClient(sqlPool(db), async (client, discard) => {
+    let unlocked = false;
     try {
-      return await run();
+      await client.query(LOCK_COMPLETION, [submissionId]);
+      try {
+        return await run();
+      } finally {
+        // A failed unlock is not the run's error: the connection is closed below, which unlocks.
+        await client.query(UNLOCK_COMPLETION, [submissionId]).then(
+          () => (unlocked = true),
+          () => undefined,
+        );
+      }
     } finally {
-      // A failed unlock is not the run's error: the connection is closed below, which unlocks.
-      await client.query(UNLOCK_COMPLETION, [submissionId]).then(
-        () => (unlocked = true),
-        () => undefined,
-      );
+      if (!unlocked) discard();
     }
-  } finally {
-    client.release(!unlocked);
-  }
+  });
 }
 
 /**

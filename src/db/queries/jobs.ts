@@ -9,6 +9,7 @@
  * installed backend still creates every column written here.
  */
 import type pg from 'pg';
+import { withPoolClient } from '../pool-client.ts';
 
 /** Agenda's table, unqualified: the store's pool's search_path names the schema. */
 export const JOBS_TABLE = 'jobs';
@@ -50,19 +51,20 @@ const UNIQUE_KEY_INDEX = `CREATE UNIQUE INDEX IF NOT EXISTS ${JOBS_TABLE}_unique
  * @throws the database's error (unreachable, no right to create the schema)
  */
 export async function ensureJobsSchema(pool: pg.Pool, schema: string, createTable: () => Promise<void>): Promise<void> {
-  const client = await pool.connect();
-  try {
+  await withPoolClient(pool, async (client, discard) => {
     await client.query('SELECT pg_advisory_lock(hashtext($1))', [SCHEMA_LOCK]);
     try {
       await client.query(`CREATE SCHEMA IF NOT EXISTS ${client.escapeIdentifier(schema)}`);
       await createTable();
       await client.query(UNIQUE_KEY_INDEX);
     } finally {
-      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SCHEMA_LOCK]);
+      // A failed unlock leaves the lock held: the connection is closed instead, which unlocks.
+      await client.query('SELECT pg_advisory_unlock(hashtext($1))', [SCHEMA_LOCK]).catch((error: unknown) => {
+        discard();
+        throw error;
+      });
     }
-  } finally {
-    client.release();
-  }
+  });
 }
 
 /**
@@ -476,34 +478,37 @@ export async function lockDueJobsFairly(
   options: Parameters<typeof lockDueJobs>[1] & { limits: readonly KeyLimit[] },
 ): Promise<{ rows: unknown[]; candidates: number; due: number }> {
   const statement = fairStatement(options.limits);
-  const client = await pool.connect();
-  let failed = true;
-  try {
-    // One round trip: the transaction and its lock (simple protocol; the name is a job name, quoted).
-    await client.query(
-      `BEGIN; SELECT pg_advisory_xact_lock(${FAIR_CLAIM_LOCK_SPACE}, hashtext(${client.escapeLiteral(options.name)}))`,
-    );
-    const { rows } = await client.query<Record<string, unknown>>({
-      name: statement.name,
-      text: statement.text,
-      values: [
-        options.lockTime,
-        options.name,
-        options.nextScanAt,
-        options.lockDeadline,
-        options.lastModifiedBy,
-        options.limit,
-      ],
-    });
-    await client.query('COMMIT');
-    failed = false;
-    return {
-      rows: rows.filter((row) => row.id !== null).map(({ signet_candidates: _c, signet_due: _d, ...row }) => row),
-      candidates: Number(rows[0]?.signet_candidates ?? 0),
-      due: Number(rows[0]?.signet_due ?? 0),
-    };
-  } finally {
-    if (failed) await client.query('ROLLBACK').catch(() => undefined);
-    client.release(failed);
-  }
+  return withPoolClient(pool, async (client, discard) => {
+    let failed = true;
+    try {
+      // One round trip: the transaction and its lock (simple protocol; the name is a job name, quoted).
+      await client.query(
+        `BEGIN; SELECT pg_advisory_xact_lock(${FAIR_CLAIM_LOCK_SPACE}, hashtext(${client.escapeLiteral(options.name)}))`,
+      );
+      const { rows } = await client.query<Record<string, unknown>>({
+        name: statement.name,
+        text: statement.text,
+        values: [
+          options.lockTime,
+          options.name,
+          options.nextScanAt,
+          options.lockDeadline,
+          options.lastModifiedBy,
+          options.limit,
+        ],
+      });
+      await client.query('COMMIT');
+      failed = false;
+      return {
+        rows: rows.filter((row) => row.id !== null).map(({ signet_candidates: _c, signet_due: _d, ...row }) => row),
+        candidates: Number(rows[0]?.signet_candidates ?? 0),
+        due: Number(rows[0]?.signet_due ?? 0),
+      };
+    } finally {
+      if (failed) {
+        discard();
+        await client.query('ROLLBACK').catch(() => undefined);
+      }
+    }
+  });
 }

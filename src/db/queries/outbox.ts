@@ -11,6 +11,7 @@
  */
 
 import type pg from 'pg';
+import { withPoolClient } from '../pool-client.ts';
 import type { Prisma } from '../../generated/prisma/client.ts';
 
 /**
@@ -150,20 +151,19 @@ export async function moveOutboxRowsThrough(
   limit: number,
   store: (row: LockedOutboxRow) => Promise<unknown>,
 ): Promise<number> {
-  const client = await pool.connect();
-  try {
-    await client.query('BEGIN');
-    const { rows } = await client.query<LockedOutboxRow>(lockOutboxRows(outbox), [limit]);
-    for (const row of rows) await store(row);
-    if (rows.length > 0) await client.query(deleteOutboxRows(outbox), [rows.map((r) => r.id)]);
-    await client.query('COMMIT');
-    return rows.length;
-  } catch (error) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw error;
-  } finally {
-    client.release();
-  }
+  return withPoolClient(pool, async (client, discard) => {
+    try {
+      await client.query('BEGIN');
+      const { rows } = await client.query<LockedOutboxRow>(lockOutboxRows(outbox), [limit]);
+      for (const row of rows) await store(row);
+      if (rows.length > 0) await client.query(deleteOutboxRows(outbox), [rows.map((r) => r.id)]);
+      await client.query('COMMIT');
+      return rows.length;
+    } catch (error) {
+      await client.query('ROLLBACK').catch(discard);
+      throw error;
+    }
+  });
 }
 
 /** Where the relay reads and writes: Agenda's table and the outbox, each schema-qualified and quoted. */
