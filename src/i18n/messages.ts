@@ -10,7 +10,7 @@
  * (scripts/build.mjs) carries them and nothing is read from disk at run time.
  */
 import i18next, { type TOptions } from 'i18next';
-import { DEFAULT_LANGUAGE, LANGUAGE_CODES, type LanguageCode } from './languages.ts';
+import { DEFAULT_LANGUAGE, directionOf, LANGUAGE_CODES, type LanguageCode } from './languages.ts';
 import en from './locales/en.json' with { type: 'json' };
 import es from './locales/es.json' with { type: 'json' };
 import it from './locales/it.json' with { type: 'json' };
@@ -91,4 +91,26 @@ export type Translate = (key: string, values?: TOptions) => string;
 export function translator(language: LanguageCode, namespace: Namespace): Translate {
   const t = instance.getFixedT(language, namespace);
   return (key, values) => String(t(key, values ?? {}));
+}
+
+/** The namespaces the signing page is given (src/signing-form/page/i18n.ts). */
+export const PAGE_NAMESPACES = ['form', 'consent'] as const satisfies readonly Namespace[];
+
+/**
+ * What the signing page's shell carries for its texts (src/signing-form/page/i18n.ts reads it):
+ * the language, its direction, and the page's namespaces in that language and in English (the
+ * fallback of a missing key).
+ * @param language a code of LANGUAGE_CODES (signerLanguage's answer)
+ */
+export function pageMessages(language: LanguageCode): {
+  language: LanguageCode;
+  dir: 'ltr' | 'rtl';
+  resources: Partial<Record<LanguageCode, Pick<Catalog, (typeof PAGE_NAMESPACES)[number]>>>;
+} {
+  const pick = (code: LanguageCode) => ({ form: CATALOGS[code].form, consent: CATALOGS[code].consent });
+  return {
+    language,
+    dir: directionOf(language),
+    resources: { [DEFAULT_LANGUAGE]: pick(DEFAULT_LANGUAGE), [language]: pick(language) },
+  };
 }

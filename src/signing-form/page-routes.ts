@@ -27,8 +27,11 @@ import { createReadStream } from 'node:fs';
 import { stat } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Db } from '../db/client.ts';
+import { directionOf, type LanguageCode } from '../i18n/languages.ts';
+import { pageMessages, translator } from '../i18n/messages.ts';
+import { type SignerLanguageRecord, type SignerLanguageRequest, signerLanguage } from '../i18n/signer-language.ts';
 import { PROJECT_ROOT } from '../paths.ts';
 
 /** Where the page's client code lives (bundled at run time). */
@@ -132,37 +135,58 @@ export function registerSigningPageRoutes(
       .header('x-robots-tag', 'noindex, nofollow')
       .header('cache-control', 'no-store');
   const embedTargets = options.embedOrigins.join(' ');
-  const shell = (reply: FastifyReply, log: FastifyBaseLogger, data: Record<string, string | number>) => {
+  const shell = (
+    reply: FastifyReply,
+    log: FastifyBaseLogger,
+    language: LanguageCode,
+    data: Record<string, string | number>,
+  ) => {
     // Start bundling while the browser parses the shell: its script request finds it ready.
     loadBundle().catch((error: unknown) => log.error({ err: error }, 'signing page: bundling failed'));
     return reply
       .type('text/html; charset=utf-8')
-      .send(shellPage({ ...data, 'max-upload-bytes': options.maxUploadBytes, 'embed-origins': embedTargets }));
+      .send(
+        shellPage(language, { ...data, 'max-upload-bytes': options.maxUploadBytes, 'embed-origins': embedTargets }),
+      );
   };
+  const notFound = (reply: FastifyReply, language: LanguageCode) =>
+    reply.code(404).type('text/html; charset=utf-8').send(notFoundPage(language));
 
-  fastify.get<{ Params: { slug: string } }>('/s/:slug', async (request, reply) => {
+  fastify.get<{ Params: { slug: string }; Querystring: { lang?: unknown } }>('/s/:slug', async (request, reply) => {
     const { slug } = request.params;
+    const asked = pageRequest(request);
     const submitter = SLUG_PATTERN.test(slug)
-      ? await db.submitter.findUnique({ where: { slug }, select: { id: true } })
+      ? await db.submitter.findUnique({
+          where: { slug },
+          select: {
+            language: true,
+            metadata: true,
+            submission: { select: { language: true } },
+            account: { select: { preferences: true } },
+          },
+        })
       : null;
     pageHeaders(reply);
-    if (!submitter) return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
-    return shell(reply, request.log, { slug });
+    if (!submitter) return notFound(reply, signerLanguage(NO_RECORD, asked));
+    const language = signerLanguage({ submitter, submission: submitter.submission, account: submitter.account }, asked);
+    return shell(reply, request.log, language, { slug });
   });
 
-  fastify.get<{ Params: { slug: string } }>('/d/:slug', async (request, reply) => {
+  fastify.get<{ Params: { slug: string }; Querystring: { lang?: unknown } }>('/d/:slug', async (request, reply) => {
     const { slug } = request.params;
+    const asked = pageRequest(request);
     // Shared, and neither it nor its account archived: src/signing-form/start-template-form.ts, which
     // judges the start itself again.
     const template = SLUG_PATTERN.test(slug)
       ? await db.template.findFirst({
           where: { slug, sharedLink: true, archivedAt: null, account: { archivedAt: null } },
-          select: { name: true },
+          select: { name: true, account: { select: { preferences: true } } },
         })
       : null;
     pageHeaders(reply);
-    if (!template) return reply.code(404).type('text/html; charset=utf-8').send(notFoundPage());
-    return shell(reply, request.log, { 'template-slug': slug, 'template-name': template.name });
+    if (!template) return notFound(reply, signerLanguage(NO_RECORD, asked));
+    const language = signerLanguage({ ...NO_RECORD, account: template.account }, asked);
+    return shell(reply, request.log, language, { 'template-slug': slug, 'template-name': template.name });
   });
 
   for (const [name, kind] of [
@@ -218,9 +242,33 @@ async function sendPackageFile(reply: FastifyReply, file: string | undefined): P
 const escapeHtml = (text: string) =>
   text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
 
-function htmlPage(title: string, head: string, body: string): string {
+/**
+ * What a page request says of the signer's language: the link's `?lang=` (the embedded form
+ * passes its `data-language` so) and Accept-Language (src/i18n/signer-language.ts).
+ */
+function pageRequest(request: FastifyRequest<{ Querystring: { lang?: unknown } }>): SignerLanguageRequest {
+  const lang = request.query.lang;
+  return {
+    requested: typeof lang === 'string' ? lang : null,
+    acceptLanguage: request.headers['accept-language'] ?? null,
+  };
+}
+
+/** No stored language: an unknown slug's page, a template link before its submission exists. */
+const NO_RECORD: SignerLanguageRecord = { submitter: {}, submission: {}, account: {} };
+
+/**
+ * The JSON of the page's texts (pageMessages) inside a `<script type="application/json">`: `<`
+ * written as `\u003c`, so no text can close the script element (HTML's "script data" state).
+ */
+function messagesScript(language: LanguageCode): string {
+  const json = JSON.stringify(pageMessages(language)).replace(/</g, '\\u003c');
+  return `<script type="application/json" id="signet-messages">${json}</script>\n`;
+}
+
+function htmlPage(language: LanguageCode, title: string, head: string, body: string): string {
   return `<!doctype html>
-<html lang="en">
+<html lang="${language}" dir="${directionOf(language)}">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -242,29 +290,32 @@ ${body}
  * form, or `template-slug` and `template-name` of a template link; `max-upload-bytes`;
  * `embed-origins`, EMBED_ORIGINS joined by spaces).
  */
-function shellPage(data: Record<string, string | number>): string {
+function shellPage(language: LanguageCode, data: Record<string, string | number>): string {
+  const t = translator(language, 'form');
   const attributes = Object.entries(data)
     .map(([name, value]) => ` data-${name}="${escapeHtml(String(value))}"`)
     .join('');
   return htmlPage(
-    'Sign documents',
-    `<script type="module" src="/s-assets/form.js"></script>\n`,
+    language,
+    t('shell.title'),
+    `${messagesScript(language)}<script type="module" src="/s-assets/form.js"></script>\n`,
     `<main id="signing-form" class="signing-form"${attributes}>
-<p class="loading" role="status">Loading the form…</p>
-<noscript><p class="state-message">This form needs JavaScript to be filled and signed.</p></noscript>
+<p class="loading" role="status">${escapeHtml(t('shell.loading'))}</p>
+<noscript><p class="state-message">${escapeHtml(t('shell.noScript'))}</p></noscript>
 </main>`,
   );
 }
 
-function notFoundPage(): string {
+function notFoundPage(language: LanguageCode): string {
+  const t = translator(language, 'form');
   return htmlPage(
-    'Form not found',
+    language,
+    t('notFound.title'),
     '',
     `<main class="signing-form not-found">
 <section class="state">
-<h1>Form not found</h1>
-<p>This signing link is not valid. Check that you copied the whole link from your email, ` +
-      `or ask the sender for a new one.</p>
+<h1>${escapeHtml(t('notFound.title'))}</h1>
+<p>${escapeHtml(t('notFound.text'))}</p>
 </section>
 </main>`,
   );

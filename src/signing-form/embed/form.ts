@@ -170,6 +170,7 @@ export class SignetFormElement extends HTMLElement {
       'data-with-title',
       'data-completed-redirect-url',
       'data-logo',
+      'data-language',
     ];
   }
 
@@ -189,6 +190,11 @@ export class SignetFormElement extends HTMLElement {
       this.#rendered = undefined;
       return;
     }
+    // DocuSeal's data-language: the page's `?lang=`, before every other source of the signer's
+    // language (src/i18n/signer-language.ts).
+    const language = stringAttribute(this, 'data-language');
+    if (language) url.searchParams.set('lang', language);
+    else url.searchParams.delete('lang');
     url.hash = embedFragment(optionsOf(this));
     const logo = logoUrl(this);
     const rendered = JSON.stringify([url.href, logo]);
