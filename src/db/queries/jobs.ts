@@ -482,9 +482,8 @@ export async function lockDueJobsFairly(
     let failed = true;
     try {
       // One round trip: the transaction and its lock (simple protocol; the name is a job name, quoted).
-      await client.query(
-        `BEGIN; SELECT pg_advisory_xact_lock(${FAIR_CLAIM_LOCK_SPACE}, hashtext(${client.escapeLiteral(options.name)}))`,
-      );
+      const name = client.escapeLiteral(options.name);
+      await client.query(`BEGIN; SELECT pg_advisory_xact_lock(${FAIR_CLAIM_LOCK_SPACE}, hashtext(${name}))`);
       const { rows } = await client.query<Record<string, unknown>>({
         name: statement.name,
         text: statement.text,
