@@ -2,8 +2,22 @@
  * The typed error of every mail and SMS provider. It never reaches an API client: sending runs in
  * jobs after the request has answered (docuseal-behaviour.md §7.4, "SMTP failures don't affect
  * the API response"), so it is not an AppError. Jobs read `retryable` to decide between a retry
- * with backoff and giving up on the message.
+ * with backoff and giving up on the message; sendRetry is the backoff of every job that sends one.
  */
+import type { RetryPolicy } from '../jobs/job-queue.ts';
+
+/**
+ * Runs of a sending job in all (requests, reminders, completed copies, declined notices). Delivery
+ * gives a message up after as many attempts, so the last failed attempt is recorded as given up
+ * (`fail_email` with `retrying: false`), not as retried.
+ */
+export const SEND_MAX_ATTEMPTS = 10;
+
+/** Retry after base (SEND_RETRY_BASE_MS, 30 s), then twice as long each time, capped at an hour; 10 runs in all. */
+export const sendRetry = (baseMs: number): RetryPolicy => ({
+  maxAttempts: SEND_MAX_ATTEMPTS,
+  delayMs: (attempt: number) => Math.min(2 ** attempt * baseMs, 3_600_000),
+});
 
 export interface DeliveryErrorOptions {
   /** true: the same message may succeed later (timeouts, connection errors, 5xx, 429, auth). */

@@ -41,7 +41,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverEmail, queueEmail } from '../notifications/deliver.ts';
-import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
+import { DeliveryError, type NotificationLogger, sendRetry } from '../notifications/delivery-error.ts';
 import type { EmailAttachment, Mailer } from '../notifications/mailer.ts';
 import { DEFAULT_LANGUAGE, type LanguageCode } from '../i18n/languages.ts';
 import { accountDefaultLanguage, signerLanguage } from '../i18n/signer-language.ts';
@@ -71,7 +71,7 @@ export function defineCompletedEmailsJob(queue: JobQueue, deps: CompletedEmailDe
     SEND_COMPLETED_EMAILS_JOB,
     ({ submissionId }, run) => sendCompletedEmails(deps, submissionId, { claimant: run.id }),
     {
-      retry: { maxAttempts: 10, delayMs: (attempt) => Math.min(2 ** attempt * deps.config.sendRetryBase, 3_600_000) },
+      retry: sendRetry(deps.config.sendRetryBase),
     },
   );
 }

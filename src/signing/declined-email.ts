@@ -20,7 +20,7 @@ import { accountDefaultLanguage } from '../i18n/signer-language.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverEmail, queueEmail } from '../notifications/deliver.ts';
-import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
+import { DeliveryError, type NotificationLogger, sendRetry } from '../notifications/delivery-error.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import { emailText, renderMessageBody, renderTemplateText } from '../notifications/message-templates.ts';
 
@@ -39,7 +39,7 @@ export function defineDeclinedEmailJob(queue: JobQueue, deps: DeclinedEmailDeps)
     SEND_DECLINED_EMAIL_JOB,
     ({ submitterId }, run) => sendDeclinedEmail(deps, submitterId, { claimant: run.id }),
     {
-      retry: { maxAttempts: 10, delayMs: (attempt) => Math.min(2 ** attempt * deps.config.sendRetryBase, 3_600_000) },
+      retry: sendRetry(deps.config.sendRetryBase),
     },
   );
 }

@@ -52,7 +52,8 @@ import {
   type Reminders,
 } from '../notifications/reminder-settings.ts';
 import type { Clock } from '../util/clock.ts';
-import { abandonRequestMessage, deliverRequestMessage, type SendDeps, sendRetry } from './request-messages.ts';
+import { sendRetry } from '../notifications/delivery-error.ts';
+import { abandonRequestMessage, deliverRequestMessage, type SendDeps } from './request-messages.ts';
 
 export const SEND_REMINDER_JOB = 'send-reminder';
 

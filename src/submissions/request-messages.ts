@@ -12,7 +12,6 @@ import type { Db } from '../db/client.ts';
 import { abandonMessage } from '../db/queries/notification-events.ts';
 import type { SignatureRequestRow } from '../db/queries/signature-requests.ts';
 import type { SideEffects } from '../events/events.ts';
-import type { RetryPolicy } from '../jobs/job-queue.ts';
 import {
   type DeliveryEvents,
   type DeliveryOutcome,
@@ -20,7 +19,7 @@ import {
   queueAndDeliverEmail,
   queueSms,
 } from '../notifications/deliver.ts';
-import { DeliveryError, type NotificationLogger } from '../notifications/delivery-error.ts';
+import { DeliveryError, type NotificationLogger, SEND_MAX_ATTEMPTS } from '../notifications/delivery-error.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import {
   buildSignatureRequestEmail,
@@ -47,18 +46,6 @@ export interface SendDeps {
   /** The time reminders are judged by (src/util/clock.ts). */
   clock: Clock;
 }
-
-/**
- * Runs of a request or reminder job in all. Delivery gives a message up after as many attempts, so
- * the last failed attempt is recorded as given up (`fail_email` with `retrying: false`), not as retried.
- */
-export const SEND_MAX_ATTEMPTS = 10;
-
-/** Retry after base (SEND_RETRY_BASE_MS, 30 s), then twice as long each time, capped at an hour; 10 runs in all. */
-export const sendRetry = (baseMs: number): RetryPolicy => ({
-  maxAttempts: SEND_MAX_ATTEMPTS,
-  delayMs: (attempt: number) => Math.min(2 ** attempt * baseMs, 3_600_000),
-});
 
 /** One message to send: where, under which key, recorded how. */
 export interface RequestMessage {

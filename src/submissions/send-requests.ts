@@ -16,7 +16,8 @@ import { readSignatureRequest } from '../db/queries/signature-requests.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { startReminders } from './reminders.ts';
-import { abandonRequestMessage, deliverRequestMessage, type SendDeps, sendRetry } from './request-messages.ts';
+import { sendRetry } from '../notifications/delivery-error.ts';
+import { abandonRequestMessage, deliverRequestMessage, type SendDeps } from './request-messages.ts';
 import { SUBMISSION_FACTS } from './status.ts';
 
 export type { SendDeps };
