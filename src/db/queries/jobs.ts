@@ -288,6 +288,16 @@ const LOCK_JOBS = `
       FOR UPDATE SKIP LOCKED)
   RETURNING *`;
 
+/** The parameters $1–$6 of LOCK_JOBS and of the fair claim's statement, in their order. */
+const lockValues = (options: Parameters<typeof lockDueJobs>[1]) => [
+  options.lockTime,
+  options.name,
+  options.nextScanAt,
+  options.lockDeadline,
+  options.lastModifiedBy,
+  options.limit,
+];
+
 /**
  * Locks up to `limit` due jobs of `name` (PostgresJobRepository.getNextJobToRun's condition and
  * order: not disabled, and unlocked and due by `nextScanAt` or locked before `lockDeadline`), rows
@@ -308,14 +318,7 @@ export async function lockDueJobs(
   const { rows } = await pool.query({
     name: 'signet_jobs_lock',
     text: LOCK_JOBS,
-    values: [
-      options.lockTime,
-      options.name,
-      options.nextScanAt,
-      options.lockDeadline,
-      options.lastModifiedBy,
-      options.limit,
-    ],
+    values: lockValues(options),
   });
   return rows;
 }
@@ -487,14 +490,7 @@ export async function lockDueJobsFairly(
       const { rows } = await client.query<Record<string, unknown>>({
         name: statement.name,
         text: statement.text,
-        values: [
-          options.lockTime,
-          options.name,
-          options.nextScanAt,
-          options.lockDeadline,
-          options.lastModifiedBy,
-          options.limit,
-        ],
+        values: lockValues(options),
       });
       await client.query('COMMIT');
       failed = false;
