@@ -167,7 +167,7 @@ interface Response {
   source: 'cdp' | 'playwright';
 }
 
-/** Recorded in the page before its own scripts run: when the first field could be typed in, and the first page drawn. */
+/** Added before the page's own scripts: when the first field could be typed in, and the first page drawn. */
 const MARKS_SCRIPT = `(() => {
   const marks = (window.__signetMarks = { firstTypeable: null, firstPageDrawn: null });
   const controls = '.field input, .field textarea, .field select, .field button';
@@ -430,6 +430,7 @@ async function main(): Promise<number> {
     const typeable = runs.map((t) => t.firstTypeable);
     const drawn = runs.map((t) => t.firstPageDrawn).filter((v): v is number => v !== null);
     typeableMedians.push(median(typeable));
+    const spread = `${fmt(median(typeable), 0)} (${fmt(Math.min(...typeable), 0)}–${fmt(Math.max(...typeable), 0)})`;
     timesJson[name] = {
       responseEnd: round(
         m((t) => t.responseEnd),
@@ -458,7 +459,7 @@ async function main(): Promise<number> {
           m((t) => t.load),
           0,
         ).padStart(8)} ` +
-        `${`${fmt(median(typeable), 0)} (${fmt(Math.min(...typeable), 0)}–${fmt(Math.max(...typeable), 0)})`.padStart(20)} ` +
+        `${spread.padStart(20)} ` +
         `${(drawn.length ? fmt(median(drawn), 0) : '—').padStart(15)}`,
     );
   }
