@@ -164,7 +164,11 @@ export const STATES: State[] = [
       await (await need(signatureButton(page), 'signature field')).click();
       // A consent dialog first (issue 24 §4): accept it when there is one.
       const accept = page.getByRole('button', { name: /^(accept|i agree|agree)/i });
-      if (await accept.isVisible({ timeout: 1000 }).catch(() => false)) await accept.click();
+      const consent = await accept.waitFor({ state: 'visible', timeout: 2000 }).then(
+        () => true,
+        () => false,
+      );
+      if (consent) await accept.click();
       await need(page.locator('.signature-dialog[open], dialog[open] canvas'), 'signature dialog');
     },
   },
@@ -197,6 +201,12 @@ export const STATES: State[] = [
         .getByRole('heading', { name: /thank you|completed/i })
         .first()
         .waitFor({ timeout: 30_000 });
+      // The signed copies' links once the completion job has made them (else the "being prepared" text).
+      await page
+        .locator('.download-link, a[download]')
+        .first()
+        .waitFor({ timeout: 30_000 })
+        .catch(() => undefined);
     },
   },
   {
@@ -341,6 +351,8 @@ async function main(): Promise<number> {
   const signet = await startSignetService({ databaseUrl: database.url, apiKey: database.apiKey });
   const sql = new pg.Pool({ connectionString: database.url, max: 2 });
   onCleanup('close the SQL pool', () => sql.end());
+  // The sender the page names ("From …"): a company, not the bench account's name.
+  await sql.query(`UPDATE accounts SET name = 'Acme Ltd'`);
   const embedOrigin = await startEmbeddingSite(signet.url);
 
   const pdf = await fs.readFile(FIXTURE);
