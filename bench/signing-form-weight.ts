@@ -167,10 +167,17 @@ interface Response {
   source: 'cdp' | 'playwright';
 }
 
+/**
+ * A field's controls on the page (src/signing-form/page/fields.ts puts each field in a `.field`).
+ * If the page's markup changes (a guided panel holding the current field's input), change this:
+ * the bench then fails with a message naming it rather than measuring something else.
+ */
+export const FIELD_CONTROLS = '.field input, .field textarea, .field select, .field button';
+
 /** Added before the page's own scripts: when the first field could be typed in, and the first page drawn. */
 const MARKS_SCRIPT = `(() => {
   const marks = (window.__signetMarks = { firstTypeable: null, firstPageDrawn: null });
-  const controls = '.field input, .field textarea, .field select, .field button';
+  const controls = ${JSON.stringify(FIELD_CONTROLS)};
   const typeable = (element) => {
     if (element.disabled || !element.checkVisibility({ visibilityProperty: true, opacityProperty: true })) return false;
     const box = element.getBoundingClientRect();
@@ -248,14 +255,21 @@ async function loadOnce(
     });
 
     await page.goto(url, { waitUntil: 'commit' });
-    await page.waitForFunction(
-      () => {
-        const marks = (window as unknown as { __signetMarks?: { firstTypeable: number | null } }).__signetMarks;
-        return marks?.firstTypeable != null;
-      },
-      null,
-      { timeout: 30_000, polling: 50 },
-    );
+    await page
+      .waitForFunction(
+        () => {
+          const marks = (window as unknown as { __signetMarks?: { firstTypeable: number | null } }).__signetMarks;
+          return marks?.firstTypeable != null;
+        },
+        null,
+        { timeout: 30_000, polling: 50 },
+      )
+      .catch((error: unknown) => {
+        throw new Error(
+          `no visible, enabled field control (FIELD_CONTROLS: ${FIELD_CONTROLS}) within 30 s: ` +
+            `has the page's markup changed? ${(error as Error).message}`,
+        );
+      });
     // The rest of the first screen: the first PDF page drawn, then no request for 500 ms.
     await page.locator('.page[data-rendered="true"]').first().waitFor({ timeout: 30_000 });
     await page.waitForLoadState('networkidle');
