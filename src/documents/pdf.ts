@@ -20,6 +20,7 @@ import type { PDFDocument, PDFObject, PDFPage } from 'mupdf';
 import { AppError } from '../errors.ts';
 import { PDF_LIMITS } from '../limits.ts';
 import { ownBytes, runParseTask } from '../parse-pool/pool.ts';
+import { parseTask } from '../parse-pool/tasks.ts';
 
 export type Mupdf = typeof import('mupdf');
 let mupdfModule: Promise<Mupdf> | undefined;
@@ -158,11 +159,11 @@ export async function renderPagePng(
   if (!Number.isInteger(widthPx) || widthPx < 1 || widthPx > 10_000) {
     throw new AppError('VALIDATION', `preview width must be an integer from 1 to 10000 pixels, got ${widthPx}`);
   }
-  const png = await runParseTask(
-    'renderPagePng',
-    { bytes: ownBytes(bytes), pageIndex, widthPx },
-    { owner, subject: 'The document', verb: 'rendered' },
-  );
+  const png = await runParseTask(renderPagePngTask, [ownBytes(bytes), pageIndex, widthPx], {
+    owner,
+    subject: 'The document',
+    verb: 'rendered',
+  });
   return Buffer.from(png.buffer, png.byteOffset, png.byteLength);
 }
 
@@ -216,6 +217,9 @@ export async function renderPagePngHere(bytes: Uint8Array, pageIndex: number, wi
   }
 }
 
+/** The parse pool's `renderPagePng` task: renderPagePngHere in a worker (src/parse-pool/tasks.ts). */
+export const renderPagePngTask = parseTask('renderPagePng', renderPagePngHere);
+
 /**
  * The text of a PDF's first page, as mupdf's structured text reads it: the parse pool's
  * `firstPageText` task (src/parse-pool/worker.ts; /tools/verify reads the audit chain's head printed
@@ -238,6 +242,9 @@ export async function firstPageTextHere(bytes: Uint8Array): Promise<string> {
     doc.destroy();
   }
 }
+
+/** The parse pool's `firstPageText` task: firstPageTextHere in a worker (src/parse-pool/tasks.ts). */
+export const firstPageTextTask = parseTask('firstPageText', firstPageTextHere);
 
 /**
  * Rewrites a PDF through mupdf without encryption and with a rebuilt cross-reference table: for
@@ -347,7 +354,7 @@ export async function assertPdfEditable(
   pageCount: number,
   owner: string | number,
 ): Promise<void> {
-  await runParseTask('assertPdfEditable', { bytes: ownBytes(bytes), label, pageCount }, { owner, subject: label });
+  await runParseTask(assertPdfEditableTask, [ownBytes(bytes), label, pageCount], { owner, subject: label });
 }
 
 /**
@@ -370,6 +377,9 @@ export async function assertPdfEditableHere(bytes: Uint8Array, label: string, pa
     );
   }
 }
+
+/** The parse pool's `assertPdfEditable` task: assertPdfEditableHere in a worker (src/parse-pool/tasks.ts). */
+export const assertPdfEditableTask = parseTask('assertPdfEditable', assertPdfEditableHere);
 
 /** AppErrors pass; anything a PDF library threw becomes `<label> is not a valid PDF: <reason>` (422). */
 export function invalidPdf(label: string, error: unknown): AppError {
