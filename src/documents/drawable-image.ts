@@ -110,7 +110,7 @@ export async function readDrawableImage(
 
 /**
  * readDrawableImage on the calling thread: the parse pool's `readDrawableImage` task
- * (src/parse-pool/worker.ts). A refusal is answered, not thrown: an UnreadableImageError does not
+ * (src/parse-worker/worker.ts). A refusal is answered, not thrown: an UnreadableImageError does not
  * cross from the worker as itself.
  */
 export async function readDrawableImageHere(

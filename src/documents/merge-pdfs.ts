@@ -50,7 +50,7 @@ export async function mergePdfs(
 }
 
 /**
- * mergePdfs on the calling thread: the parse pool's `mergePdfs` task (src/parse-pool/worker.ts).
+ * mergePdfs on the calling thread: the parse pool's `mergePdfs` task (src/parse-worker/worker.ts).
  * @throws as mergePdfs, but the pool's limits
  */
 export async function mergePdfsHere(files: readonly TaskBytes[]): Promise<Uint8Array> {

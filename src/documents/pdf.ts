@@ -167,7 +167,7 @@ export async function renderPagePng(
   return Buffer.from(png.buffer, png.byteOffset, png.byteLength);
 }
 
-/** renderPagePng on the calling thread: the parse pool's `renderPagePng` task (src/parse-pool/worker.ts). */
+/** renderPagePng on the calling thread: the parse pool's `renderPagePng` task (src/parse-worker/worker.ts). */
 export async function renderPagePngHere(bytes: Uint8Array, pageIndex: number, widthPx: number): Promise<Uint8Array> {
   const mupdf = await loadMupdf();
   const doc = openPdf(mupdf, bytes, 'document');
@@ -222,7 +222,7 @@ export const renderPagePngTask = parseTask('renderPagePng', renderPagePngHere);
 
 /**
  * The text of a PDF's first page, as mupdf's structured text reads it: the parse pool's
- * `firstPageText` task (src/parse-pool/worker.ts; /tools/verify reads the audit chain's head printed
+ * `firstPageText` task (src/parse-worker/worker.ts; /tools/verify reads the audit chain's head printed
  * on an audit log with it).
  * @throws AppError VALIDATION as openPdf, and `The document is not a valid PDF: …`
  */
@@ -324,7 +324,7 @@ export type PdfLibReading = { pageCount: number } | { error: string };
 
 /**
  * Reads `bytes` with pdf-lib (`PDFDocument.load`, fastest parse, metadata untouched) on the calling
- * thread (within the parse pool's tasks: src/parse-pool/worker.ts). pdf-lib parses every object of
+ * thread (within the parse pool's tasks: src/parse-worker/worker.ts). pdf-lib parses every object of
  * a file (about 30 ms per MB) and a damaged or crafted file can keep a JavaScript parser busy far
  * longer, so callers use assertPdfEditable, which runs in the pool.
  * @returns `{ pageCount }` (pages in pdf-lib's page tree), or `{ error }` when pdf-lib throws

@@ -51,7 +51,7 @@ export async function prepareUploadedPdf(
 
 /**
  * prepareUploadedPdf on the calling thread: the parse pool's `prepareUploadedPdf` task
- * (src/parse-pool/worker.ts).
+ * (src/parse-worker/worker.ts).
  */
 export async function prepareUploadedPdfHere(
   original: Uint8Array,

@@ -5,18 +5,18 @@
  * bundles, CMS and ASN.1, images — so that the event loop keeps answering while a crafted file
  * costs what it costs, and that cost is bounded.
  *
- * Layers: this module is low (the modules that parse — src/documents/, src/signing/, src/http/,
- * src/rendering/ — import it) and imports neither the worker nor any task's module, not even their
- * types. A task is declared by the module that parses, next to its function (tasks.ts parseTask),
- * and runParseTask takes that declaration: the arguments and the answer are typed from the task's
- * own function. The worker (worker.ts), an entry point like main.ts, imports the tasks' modules;
- * tasks.ts, beside this file, holds what both sides agree on (names, request, answer, shared memory).
+ * Layers: this module is low (src/documents/, src/signing/, src/http/ and src/rendering/ import it)
+ * and imports neither the worker nor any task's module, not even their types. A task is declared by
+ * the module that parses, next to its function (tasks.ts parseTask), and runParseTask takes that
+ * declaration, so a call's arguments and answer are typed from the task's own function. The worker,
+ * src/parse-worker/worker.ts, is an entry point like main.ts, above the modules whose tasks it runs;
+ * tasks.ts, beside this file, holds what the pool and the worker agree on (see there).
  *
  * Per task: a CPU-time limit (PARSE_TIMEOUT_SECONDS of the worker thread's CPU time, read from
  * procfs: thread-clock.ts; four times that on the clock at most; the worker running it is terminated
  * and another started), and a memory limit (PARSE_MEMORY_MB) on the worker's JavaScript heap (`resourceLimits`)
  * and on its WebAssembly memory — mupdf's, which lives outside the V8 heap — through a cap on
- * `WebAssembly.Memory#grow` inside the worker (worker.ts). A worker whose memory is over
+ * `WebAssembly.Memory#grow` inside the worker. A worker whose memory is over
  * RECYCLE_ABOVE_BYTES after a task is replaced, so that a large parse's memory goes back to the
  * system: a WebAssembly memory never shrinks while its worker lives. At most PARSE_WORKERS tasks
  * run at once; further tasks wait in a queue taken in turn across owners (accounts; FairQueue), so
@@ -30,7 +30,7 @@
  * piscina is handed a task only when a worker is free for it.
  *
  * The worker runs dist/parse-worker.mjs when Signet runs bundled (scripts/build.mjs: `npm start`,
- * the CLI's bundle), and src/parse-pool/worker-loader.mjs — tsx, then worker.ts — when it runs from
+ * the CLI's bundle), and src/parse-worker/worker-loader.mjs — tsx, then worker.ts — when it runs from
  * its TypeScript sources (tests, `signet` from source).
  */
 import path from 'node:path';
@@ -182,7 +182,8 @@ class ParsePool {
   /**
    * Per running task (its `clockSlot`, taken in turn): the kernel thread id of the worker running it
    * and that thread's CPU time when the task started (ms; tasks.ts taskClockThread, taskClockStart),
-   * written by the worker (worker.ts), 0 until then. The time limit is on the CPU time the task used (thread-clock.ts).
+   * written by the worker (src/parse-worker/worker.ts), 0 until then. The time limit is on the CPU
+   * time the task used (thread-clock.ts).
    */
   private readonly taskClocks = new Int32Array(new SharedArrayBuffer(CLOCK_SLOTS * 2 * 4));
   private nextClockSlot = 0;
@@ -349,7 +350,7 @@ class ParsePool {
 /** The worker's entry file: the bundle's when this module runs bundled, else the TypeScript loader. */
 function workerFile(): string {
   const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.ts')) return path.join(path.dirname(here), 'worker-loader.mjs');
+  if (here.endsWith('.ts')) return path.join(path.dirname(here), '..', 'parse-worker', 'worker-loader.mjs');
   return path.join(PROJECT_ROOT, 'dist', 'parse-worker.mjs');
 }
 

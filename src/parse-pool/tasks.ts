@@ -1,9 +1,10 @@
 /**
- * The parse pool's protocol (src/parse-pool/pool.ts, worker.ts): the tasks' names, what a task is,
- * what the pool sends a worker and what it answers, and the shared memory both read. Plain types and
- * constants, no imports: the modules that parse (documents, signing, http, rendering) use the pool,
- * the worker imports those modules, and both it and the pool read this file, so every import runs
- * down (docs/architecture.md) and neither the pool nor a caller needs to know the worker.
+ * The parse pool's protocol, what the pool (pool.ts) and its worker (src/parse-worker/worker.ts)
+ * agree on: the tasks' names, what a task is, what the pool sends and the worker answers, and the
+ * shared memory both use. Plain types and constants, no imports. The modules that parse (src/documents/,
+ * src/signing/, src/http/, src/rendering/) import the pool, the worker imports those modules, and
+ * both the pool and the worker read this file: every import runs down (docs/architecture.md), and
+ * neither the pool nor a caller knows the worker.
  *
  * A task is declared once, next to the function it runs, by the module that parses:
  * `export const renderPagePngTask = parseTask('renderPagePng', renderPagePngHere);` — the
@@ -14,10 +15,12 @@
  * task's module is (`import()` on first use, so a worker that only opens PKCS#12 bundles never loads
  * mupdf), and its list is checked to hold exactly the names of ParseTaskName, each loading the task
  * of that name (`satisfies`). So a name stands in three places (here, the task, the worker's list)
- * that the compiler holds together, and a task's types in one: its function.
+ * that the compiler holds together, and a task's types in one: its function. (The names are written
+ * out here because the pool cannot take them from the worker without importing it; a call naming
+ * its task by a string and its types by a type argument would leave the pair unchecked.)
  */
 
-/** The tasks, by the name the worker knows them (worker.ts TASKS; each declared by parseTask next to its function). */
+/** The tasks, by the name the worker knows them (its TASKS; each declared by parseTask next to its function). */
 export type ParseTaskName =
   | 'openPkcs12'
   | 'assertPdfEditable'

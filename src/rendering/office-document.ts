@@ -59,7 +59,7 @@ export async function assertOfficeDocument(
   });
 }
 
-/** assertOfficeDocument on the calling thread: the parse pool's task of that name (src/parse-pool/worker.ts). */
+/** assertOfficeDocument on the calling thread: the parse pool's task of that name (src/parse-worker/worker.ts). */
 export async function assertOfficeDocumentHere(
   input: Uint8Array,
   filename: string,

@@ -117,7 +117,7 @@ export async function openPkcs12Bundle(
 }
 
 /**
- * The parse pool's `openPkcs12` task (src/parse-pool/worker.ts): openPkcs12, its key and
+ * The parse pool's `openPkcs12` task (src/parse-worker/worker.ts): openPkcs12, its key and
  * certificates as DER. Runs in a worker; callers use openPkcs12Bundle.
  */
 export function openPkcs12Parts(p12: Uint8Array, password: string, source: string, passwordName?: string): Pkcs12Parts {

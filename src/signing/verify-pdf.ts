@@ -138,7 +138,7 @@ export interface VerifiedFile {
 }
 
 /**
- * The parse pool's `verifyPdfFile` task (src/parse-pool/worker.ts): the file decoded (when base64),
+ * The parse pool's `verifyPdfFile` task (src/parse-worker/worker.ts): the file decoded (when base64),
  * its SHA-256, and its signatures (verifyPdfSignaturesHere).
  * @throws as verifyPdfSignaturesHere
  */

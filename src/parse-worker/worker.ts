@@ -3,8 +3,9 @@
  * off the event loop. An entry point, like main.ts: the pool loads it by file name
  * (dist/parse-worker.mjs, bundled by scripts/build.mjs; from source through worker-loader.mjs),
  * and it imports each task's module on the task's first use, so a worker that only opens PKCS#12
- * bundles never loads mupdf. Nothing imports this file: the pool and the tasks' modules share only
- * the protocol in tasks.ts (names, request, answer, shared memory), so imports run down.
+ * bundles never loads mupdf. Only its loader imports it: the pool and the tasks' modules share with
+ * it only the protocol in src/parse-pool/tasks.ts (names, request, answer, shared memory), so this
+ * file stands above the modules it imports and every import runs down.
  *
  * Memory: the pool gives the worker a JavaScript heap of PARSE_MEMORY_MB (`resourceLimits`); the
  * WebAssembly memory mupdf allocates in is outside that heap, so `WebAssembly.Memory#grow` is
@@ -27,8 +28,8 @@ import {
   retireFlag,
   taskClockStart,
   taskClockThread,
-} from './tasks.ts';
-import { kernelThreadId, threadCpuMs } from './thread-clock.ts';
+} from '../parse-pool/tasks.ts';
+import { kernelThreadId, threadCpuMs } from '../parse-pool/thread-clock.ts';
 
 const { wasmMemoryBytes, recycleAboveBytes, retireFlags, taskClocks } = workerData as ParseWorkerData;
 Atomics.store(retireFlags, retireFlag(threadId), 0);
