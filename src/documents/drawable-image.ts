@@ -20,6 +20,7 @@
  */
 import type { Config } from '../config.ts';
 import { ownBytes, runParseTask } from '../parse-pool/pool.ts';
+import { parseTask } from '../parse-pool/tasks.ts';
 import { loadMupdf } from './pdf.ts';
 
 /**
@@ -99,8 +100,8 @@ export async function readDrawableImage(
     throw new UnreadableImageError('too-large', `is larger than ${formatMb(limits.maxBytes)} MB (IMAGE_MAX_MB)`);
   }
   const read = await runParseTask(
-    'readDrawableImage',
-    { bytes: ownBytes(bytes), limits, checkInk: options.checkInk === true },
+    readDrawableImageTask,
+    [ownBytes(bytes), limits, { checkInk: options.checkInk === true }],
     { owner: options.owner, subject: 'The image' },
   );
   if ('refused' in read) throw new UnreadableImageError(read.refused.reason, read.refused.message);
@@ -109,7 +110,7 @@ export async function readDrawableImage(
 
 /**
  * readDrawableImage on the calling thread: the parse pool's `readDrawableImage` task
- * (src/parse-pool/worker.ts). A refusal is answered, not thrown: an UnreadableImageError does not
+ * (src/parse-worker/worker.ts). A refusal is answered, not thrown: an UnreadableImageError does not
  * cross from the worker as itself.
  */
 export async function readDrawableImageHere(
@@ -124,6 +125,9 @@ export async function readDrawableImageHere(
     return { refused: { reason: error.reason, message: error.message } };
   }
 }
+
+/** The parse pool's `readDrawableImage` task: readDrawableImageHere in a worker (src/parse-pool/tasks.ts). */
+export const readDrawableImageTask = parseTask('readDrawableImage', readDrawableImageHere);
 
 async function decodeDrawableImage(
   bytes: Uint8Array,

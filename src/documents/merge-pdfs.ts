@@ -14,6 +14,7 @@
  */
 import { AppError } from '../errors.ts';
 import { bytesOf, ownBytes, runParseTask, type TaskBytes } from '../parse-pool/pool.ts';
+import { parseTask } from '../parse-pool/tasks.ts';
 import { loadMupdf, openPdf, savePdf } from './pdf.ts';
 
 /** Files one merge takes. */
@@ -41,15 +42,15 @@ export async function mergePdfs(
   if (files.length > MAX_MERGED_FILES)
     throw new AppError('VALIDATION', `At most ${MAX_MERGED_FILES} files can be merged at once`);
   const merged = await runParseTask(
-    'mergePdfs',
-    { files: files.map((file) => (file instanceof Uint8Array ? ownBytes(file) : file)) },
+    mergePdfsTask,
+    [files.map((file) => (file instanceof Uint8Array ? ownBytes(file) : file))],
     { owner: options.owner ?? 'system', subject: 'The files', verb: 'merged' },
   );
   return Buffer.from(merged.buffer, merged.byteOffset, merged.byteLength);
 }
 
 /**
- * mergePdfs on the calling thread: the parse pool's `mergePdfs` task (src/parse-pool/worker.ts).
+ * mergePdfs on the calling thread: the parse pool's `mergePdfs` task (src/parse-worker/worker.ts).
  * @throws as mergePdfs, but the pool's limits
  */
 export async function mergePdfsHere(files: readonly TaskBytes[]): Promise<Uint8Array> {
@@ -82,3 +83,6 @@ export async function mergePdfsHere(files: readonly TaskBytes[]): Promise<Uint8A
     merged.destroy();
   }
 }
+
+/** The parse pool's `mergePdfs` task: mergePdfsHere in a worker (src/parse-pool/tasks.ts). */
+export const mergePdfsTask = parseTask('mergePdfs', mergePdfsHere);

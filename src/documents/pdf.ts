@@ -20,6 +20,7 @@ import type { PDFDocument, PDFObject, PDFPage } from 'mupdf';
 import { AppError } from '../errors.ts';
 import { PDF_LIMITS } from '../limits.ts';
 import { ownBytes, runParseTask } from '../parse-pool/pool.ts';
+import { parseTask } from '../parse-pool/tasks.ts';
 
 export type Mupdf = typeof import('mupdf');
 let mupdfModule: Promise<Mupdf> | undefined;
@@ -158,15 +159,15 @@ export async function renderPagePng(
   if (!Number.isInteger(widthPx) || widthPx < 1 || widthPx > 10_000) {
     throw new AppError('VALIDATION', `preview width must be an integer from 1 to 10000 pixels, got ${widthPx}`);
   }
-  const png = await runParseTask(
-    'renderPagePng',
-    { bytes: ownBytes(bytes), pageIndex, widthPx },
-    { owner, subject: 'The document', verb: 'rendered' },
-  );
+  const png = await runParseTask(renderPagePngTask, [ownBytes(bytes), pageIndex, widthPx], {
+    owner,
+    subject: 'The document',
+    verb: 'rendered',
+  });
   return Buffer.from(png.buffer, png.byteOffset, png.byteLength);
 }
 
-/** renderPagePng on the calling thread: the parse pool's `renderPagePng` task (src/parse-pool/worker.ts). */
+/** renderPagePng on the calling thread: the parse pool's `renderPagePng` task (src/parse-worker/worker.ts). */
 export async function renderPagePngHere(bytes: Uint8Array, pageIndex: number, widthPx: number): Promise<Uint8Array> {
   const mupdf = await loadMupdf();
   const doc = openPdf(mupdf, bytes, 'document');
@@ -216,9 +217,12 @@ export async function renderPagePngHere(bytes: Uint8Array, pageIndex: number, wi
   }
 }
 
+/** The parse pool's `renderPagePng` task: renderPagePngHere in a worker (src/parse-pool/tasks.ts). */
+export const renderPagePngTask = parseTask('renderPagePng', renderPagePngHere);
+
 /**
  * The text of a PDF's first page, as mupdf's structured text reads it: the parse pool's
- * `firstPageText` task (src/parse-pool/worker.ts; /tools/verify reads the audit chain's head printed
+ * `firstPageText` task (src/parse-worker/worker.ts; /tools/verify reads the audit chain's head printed
  * on an audit log with it).
  * @throws AppError VALIDATION as openPdf, and `The document is not a valid PDF: …`
  */
@@ -238,6 +242,9 @@ export async function firstPageTextHere(bytes: Uint8Array): Promise<string> {
     doc.destroy();
   }
 }
+
+/** The parse pool's `firstPageText` task: firstPageTextHere in a worker (src/parse-pool/tasks.ts). */
+export const firstPageTextTask = parseTask('firstPageText', firstPageTextHere);
 
 /**
  * Rewrites a PDF through mupdf without encryption and with a rebuilt cross-reference table: for
@@ -317,7 +324,7 @@ export type PdfLibReading = { pageCount: number } | { error: string };
 
 /**
  * Reads `bytes` with pdf-lib (`PDFDocument.load`, fastest parse, metadata untouched) on the calling
- * thread (within the parse pool's tasks: src/parse-pool/worker.ts). pdf-lib parses every object of
+ * thread (within the parse pool's tasks: src/parse-worker/worker.ts). pdf-lib parses every object of
  * a file (about 30 ms per MB) and a damaged or crafted file can keep a JavaScript parser busy far
  * longer, so callers use assertPdfEditable, which runs in the pool.
  * @returns `{ pageCount }` (pages in pdf-lib's page tree), or `{ error }` when pdf-lib throws
@@ -347,7 +354,7 @@ export async function assertPdfEditable(
   pageCount: number,
   owner: string | number,
 ): Promise<void> {
-  await runParseTask('assertPdfEditable', { bytes: ownBytes(bytes), label, pageCount }, { owner, subject: label });
+  await runParseTask(assertPdfEditableTask, [ownBytes(bytes), label, pageCount], { owner, subject: label });
 }
 
 /**
@@ -370,6 +377,9 @@ export async function assertPdfEditableHere(bytes: Uint8Array, label: string, pa
     );
   }
 }
+
+/** The parse pool's `assertPdfEditable` task: assertPdfEditableHere in a worker (src/parse-pool/tasks.ts). */
+export const assertPdfEditableTask = parseTask('assertPdfEditable', assertPdfEditableHere);
 
 /** AppErrors pass; anything a PDF library threw becomes `<label> is not a valid PDF: <reason>` (422). */
 export function invalidPdf(label: string, error: unknown): AppError {

@@ -7,6 +7,7 @@
  * the bytes cross to the worker once and the whole read is bounded by one time and memory limit.
  */
 import { ownBytes, runParseTask } from '../parse-pool/pool.ts';
+import { parseTask } from '../parse-pool/tasks.ts';
 import { assertPdfEditableHere, flattenPdfForm, type PdfPageInfo, readUploadedPdf } from './pdf.ts';
 import { extractTextTags, type TextTagField } from './text-tags.ts';
 
@@ -45,16 +46,12 @@ export async function prepareUploadedPdf(
   owner: string | number,
 ): Promise<UploadedPdf> {
   const input = ownBytes(bytes);
-  return runParseTask(
-    'prepareUploadedPdf',
-    { bytes: input, label, options },
-    { owner, subject: label, transfer: [input] },
-  );
+  return runParseTask(prepareUploadedPdfTask, [input, label, options], { owner, subject: label, transfer: [input] });
 }
 
 /**
  * prepareUploadedPdf on the calling thread: the parse pool's `prepareUploadedPdf` task
- * (src/parse-pool/worker.ts).
+ * (src/parse-worker/worker.ts).
  */
 export async function prepareUploadedPdfHere(
   original: Uint8Array,
@@ -70,3 +67,6 @@ export async function prepareUploadedPdfHere(
   await assertPdfEditableHere(tags.pdf, label, pages.length);
   return { pdf: tags.pdf, pages, fields: tags.fields };
 }
+
+/** The parse pool's `prepareUploadedPdf` task: prepareUploadedPdfHere in a worker (src/parse-pool/tasks.ts). */
+export const prepareUploadedPdfTask = parseTask('prepareUploadedPdf', prepareUploadedPdfHere);

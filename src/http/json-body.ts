@@ -7,6 +7,7 @@
  */
 import { AppError } from '../errors.ts';
 import { runParseTask } from '../parse-pool/pool.ts';
+import { parseTask } from '../parse-pool/tasks.ts';
 
 /** Bodies larger than this (bytes) are parsed in the parse pool: 1 MB parses in a few milliseconds. */
 export const LARGE_BODY_BYTES = 1024 * 1024;
@@ -20,7 +21,7 @@ export const LARGE_BODY_BYTES = 1024 * 1024;
 export async function parseJsonBody(body: Buffer, owner: string | number): Promise<unknown> {
   if (body.length <= LARGE_BODY_BYTES) return parseJsonBodyHere(body);
   const bytes = body.byteOffset === 0 && body.byteLength === body.buffer.byteLength ? body : new Uint8Array(body);
-  return runParseTask('parseJsonBody', { bytes }, { owner, subject: 'The request body', transfer: [bytes] });
+  return runParseTask(parseJsonBodyTask, [bytes], { owner, subject: 'The request body', transfer: [bytes] });
 }
 
 /** parseJsonBody on the calling thread (the parse pool's `parseJsonBody` task for large bodies). */
@@ -33,3 +34,6 @@ export function parseJsonBodyHere(body: Uint8Array): unknown {
     throw new AppError('VALIDATION', `JSON parse error: ${(error as Error).message}`);
   }
 }
+
+/** The parse pool's `parseJsonBody` task: parseJsonBodyHere in a worker (src/parse-pool/tasks.ts). */
+export const parseJsonBodyTask = parseTask('parseJsonBody', parseJsonBodyHere);

@@ -3,13 +3,20 @@
  * threads in which every CPU-heavy parse of what a caller sends runs — PDFs through mupdf and
  * pdf-lib (uploads, text tags, previews, rewrites, `/tools/merge`, `/tools/verify`), PKCS#12
  * bundles, CMS and ASN.1, images — so that the event loop keeps answering while a crafted file
- * costs what it costs, and that cost is bounded. The tasks themselves are listed in worker.ts.
+ * costs what it costs, and that cost is bounded.
+ *
+ * Layers: this module is low (src/documents/, src/signing/, src/http/ and src/rendering/ import it)
+ * and imports neither the worker nor any task's module, not even their types. A task is declared by
+ * the module that parses, next to its function (tasks.ts parseTask), and runParseTask takes that
+ * declaration, so a call's arguments and answer are typed from the task's own function. The worker,
+ * src/parse-worker/worker.ts, is an entry point like main.ts, above the modules whose tasks it runs;
+ * tasks.ts, beside this file, holds what the pool and the worker agree on (see there).
  *
  * Per task: a CPU-time limit (PARSE_TIMEOUT_SECONDS of the worker thread's CPU time, read from
  * procfs: thread-clock.ts; four times that on the clock at most; the worker running it is terminated
  * and another started), and a memory limit (PARSE_MEMORY_MB) on the worker's JavaScript heap (`resourceLimits`)
  * and on its WebAssembly memory — mupdf's, which lives outside the V8 heap — through a cap on
- * `WebAssembly.Memory#grow` inside the worker (worker.ts). A worker whose memory is over
+ * `WebAssembly.Memory#grow` inside the worker. A worker whose memory is over
  * RECYCLE_ABOVE_BYTES after a task is replaced, so that a large parse's memory goes back to the
  * system: a WebAssembly memory never shrinks while its worker lives. At most PARSE_WORKERS tasks
  * run at once; further tasks wait in a queue taken in turn across owners (accounts; FairQueue), so
@@ -23,7 +30,7 @@
  * piscina is handed a task only when a worker is free for it.
  *
  * The worker runs dist/parse-worker.mjs when Signet runs bundled (scripts/build.mjs: `npm start`,
- * the CLI's bundle), and src/parse-pool/worker-loader.mjs — tsx, then worker.ts — when it runs from
+ * the CLI's bundle), and src/parse-worker/worker-loader.mjs — tsx, then worker.ts — when it runs from
  * its TypeScript sources (tests, `signet` from source).
  */
 import path from 'node:path';
@@ -33,7 +40,19 @@ import { Piscina } from 'piscina';
 import { AppError, type ErrorCode } from '../errors.ts';
 import { PROJECT_ROOT } from '../paths.ts';
 import { kernelThreadId, threadCpuMs } from './thread-clock.ts';
-import type { ParseTaskEnvelope, ParseTaskInput, ParseTaskName, ParseTaskOutput, ParseTaskRequest } from './worker.ts';
+import {
+  CLOCK_SLOTS,
+  type ParseTask,
+  type ParseTaskEnvelope,
+  type ParseTaskName,
+  type ParseTaskRequest,
+  type ParseWorkerData,
+  RETIRE_FLAG_SLOTS,
+  retireFlag,
+  type TaskFunction,
+  taskClockStart,
+  taskClockThread,
+} from './tasks.ts';
 
 /** The pool's size and limits (PARSE_* settings, src/config.ts). */
 export interface ParsePoolSettings {
@@ -138,12 +157,6 @@ class FairQueue {
   }
 }
 
-/** Slots of the retirement flags, indexed by a worker's thread id modulo this (see ParsePool). */
-const RETIRE_FLAG_SLOTS = 65_536;
-
-/** Slots of the task clocks (see ParsePool): more than tasks can run at once (PARSE_WORKERS ≤ 64). */
-const CLOCK_SLOTS = 1_024;
-
 /** How often a running task's CPU time is looked at, in milliseconds (procfs counts in 10 ms steps). */
 const CLOCK_CHECK_MS = 100;
 
@@ -159,7 +172,7 @@ class ParsePool {
   /** Slots taken: tasks handed to piscina, and replaced workers not yet gone. */
   private busy = 0;
   /**
-   * Set to 1 (at `threadId % RETIRE_FLAG_SLOTS`) by a worker, before it answers, when it is to be
+   * Set to 1 (at `retireFlag(threadId)`) by a worker, before it answers, when it is to be
    * replaced after that task: piscina hands a finished worker a task waiting in its own queue (one
    * waiting for a worker being started) before the answer reaches this module, and the balancer
    * below must already pass over it. Two live workers sharing a slot would need 65,536 workers
@@ -168,8 +181,9 @@ class ParsePool {
   private readonly retireFlags = new Int32Array(new SharedArrayBuffer(RETIRE_FLAG_SLOTS * 4));
   /**
    * Per running task (its `clockSlot`, taken in turn): the kernel thread id of the worker running it
-   * and that thread's CPU time when the task started (ms), written by the worker (worker.ts), 0
-   * until then. The time limit is on the CPU time the task used (thread-clock.ts).
+   * and that thread's CPU time when the task started (ms; tasks.ts taskClockThread, taskClockStart),
+   * written by the worker (src/parse-worker/worker.ts), 0 until then. The time limit is on the CPU
+   * time the task used (thread-clock.ts).
    */
   private readonly taskClocks = new Int32Array(new SharedArrayBuffer(CLOCK_SLOTS * 2 * 4));
   private nextClockSlot = 0;
@@ -195,7 +209,7 @@ class ParsePool {
         recycleAboveBytes: Math.min(RECYCLE_ABOVE_BYTES, settings.memoryBytes / 4),
         retireFlags: this.retireFlags,
         taskClocks: this.taskClocks,
-      },
+      } satisfies ParseWorkerData,
       // An idle worker that is not being replaced.
       loadBalancer: (_task, workers) =>
         workers.find(
@@ -203,24 +217,20 @@ class ParsePool {
             w.currentUsage === 0 &&
             !w.terminating &&
             !w.destroyed &&
-            Atomics.load(this.retireFlags, w.id % RETIRE_FLAG_SLOTS) === 0,
+            Atomics.load(this.retireFlags, retireFlag(w.id)) === 0,
         ) ?? null,
     });
     // A worker that fails outside a task (its start) is reported here; a task's failure goes to the task.
     this.piscina.on('error', () => {});
   }
 
-  run<K extends ParseTaskName>(
-    name: K,
-    input: ParseTaskInput<K>,
-    options: ParseTaskOptions,
-  ): Promise<ParseTaskOutput<K>> {
+  run(name: ParseTaskName, args: unknown[], options: ParseTaskOptions): Promise<unknown> {
     return new Promise((resolve, reject) => {
       const owner = String(options.owner);
       const start = () => {
         this.busy += 1;
         this.queue.started(owner);
-        this.execute(name, input, options).then(resolve, reject);
+        this.execute(name, args, options).then(resolve, reject);
       };
       if (this.busy < this.settings.workers) return start();
       if (this.queue.size >= this.settings.queueMax)
@@ -237,15 +247,11 @@ class ParsePool {
   }
 
   /** Runs one task on a worker (a slot is taken); frees the slot, or keeps it while its worker is replaced. */
-  private async execute<K extends ParseTaskName>(
-    name: K,
-    input: ParseTaskInput<K>,
-    options: ParseTaskOptions,
-  ): Promise<ParseTaskOutput<K>> {
+  private async execute(name: ParseTaskName, args: unknown[], options: ParseTaskOptions): Promise<unknown> {
     const abort = new AbortController();
     const clockSlot = this.nextClockSlot;
     this.nextClockSlot = (clockSlot + 1) % CLOCK_SLOTS;
-    Atomics.store(this.taskClocks, 2 * clockSlot, 0);
+    Atomics.store(this.taskClocks, taskClockThread(clockSlot), 0);
     const started = performance.now();
     const timer = setInterval(() => {
       if (this.overTime(clockSlot, performance.now() - started)) abort.abort();
@@ -256,10 +262,10 @@ class ParsePool {
         .filter((bytes) => bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength)
         .map((bytes) => bytes.buffer)
         .filter((buffer): buffer is ArrayBuffer => buffer instanceof ArrayBuffer);
-      envelope = await this.piscina.run(
-        { name, input, clockSlot },
-        { signal: abort.signal, transferList: [...new Set(transferList)] },
-      );
+      envelope = await this.piscina.run({ name, args, clockSlot } satisfies ParseTaskRequest, {
+        signal: abort.signal,
+        transferList: [...new Set(transferList)],
+      });
     } catch (error) {
       this.release();
       throw this.failure(error, abort.signal.aborted, options);
@@ -268,7 +274,7 @@ class ParsePool {
     }
     if (envelope.recycle) this.replace(envelope.threadId);
     else this.release();
-    if (envelope.ok) return envelope.value as ParseTaskOutput<K>;
+    if (envelope.ok) return envelope.value;
     if (envelope.memoryLimit) throw this.memoryLimit(options);
     if (envelope.error) {
       const { code, message, details } = envelope.error;
@@ -287,10 +293,10 @@ class ParsePool {
     const limit = this.settings.timeoutMs;
     if (wallMs > limit * WALL_CLOCK_FACTOR) return true;
     if (!this.cpuClock) return wallMs > limit;
-    const tid = Atomics.load(this.taskClocks, 2 * clockSlot);
+    const tid = Atomics.load(this.taskClocks, taskClockThread(clockSlot));
     if (tid === 0) return false;
     const used = threadCpuMs(tid);
-    return used !== undefined && used - Atomics.load(this.taskClocks, 2 * clockSlot + 1) > limit;
+    return used !== undefined && used - Atomics.load(this.taskClocks, taskClockStart(clockSlot)) > limit;
   }
 
   /** The error a task that did not answer stands for: over its time or its heap, or unexpected. */
@@ -319,12 +325,12 @@ class ParsePool {
   private replace(threadId: number): void {
     const worker = this.piscina.threads.find((w: Worker) => w.threadId === threadId);
     if (!worker) {
-      Atomics.store(this.retireFlags, threadId % RETIRE_FLAG_SLOTS, 0);
+      Atomics.store(this.retireFlags, retireFlag(threadId), 0);
       this.release();
       return;
     }
     worker.once('exit', () => {
-      Atomics.store(this.retireFlags, threadId % RETIRE_FLAG_SLOTS, 0);
+      Atomics.store(this.retireFlags, retireFlag(threadId), 0);
       this.release();
     });
     void worker.terminate();
@@ -344,7 +350,7 @@ class ParsePool {
 /** The worker's entry file: the bundle's when this module runs bundled, else the TypeScript loader. */
 function workerFile(): string {
   const here = fileURLToPath(import.meta.url);
-  if (here.endsWith('.ts')) return path.join(path.dirname(here), 'worker-loader.mjs');
+  if (here.endsWith('.ts')) return path.join(path.dirname(here), '..', 'parse-worker', 'worker-loader.mjs');
   return path.join(PROJECT_ROOT, 'dist', 'parse-worker.mjs');
 }
 
@@ -365,23 +371,26 @@ export function configureParsePool(next: ParsePoolSettings): void {
 }
 
 /**
- * Runs task `name` (worker.ts) in the pool.
- * @returns what the task returns (structured-cloned: a Buffer arrives as a Uint8Array)
+ * Runs `task` (declared by tasks.ts parseTask next to its function) in the pool: the worker calls
+ * its function with `args`.
+ * @param args the task function's arguments (structured-cloned to the worker; byte arrays listed in
+ *   `options.transfer` are moved)
+ * @returns what the task's function returns (structured-cloned: a Buffer arrives as a Uint8Array)
  * @throws the task's AppError as it threw it; AppError VALIDATION (422) `<subject> could not be
  *   read within 20 s (PARSE_TIMEOUT_SECONDS).` / `<subject> could not be read within 512 MB of memory
  *   (PARSE_MEMORY_MB).` (`read`: options.verb); AppError UNAVAILABLE (503, `Retry-After: 5`) when PARSE_QUEUE_MAX tasks
  *   wait already; an Error for anything unexpected
  */
-export async function runParseTask<K extends ParseTaskName>(
-  name: K,
-  input: ParseTaskInput<K>,
+export async function runParseTask<F extends TaskFunction>(
+  task: ParseTask<ParseTaskName, F>,
+  args: Parameters<F>,
   options: ParseTaskOptions,
-): Promise<ParseTaskOutput<K>> {
+): Promise<Awaited<ReturnType<F>>> {
   // The defaults, when nothing configured the pool: imported here, not at the top, because the
   // modules that call this are loaded in the workers too, which need no configuration.
   settings ??= (await import('../config.ts')).loadConfig({}).parsePool;
   pool ??= new ParsePool(settings);
-  return pool.run(name, input, options);
+  return pool.run(task.name, args, options) as Promise<Awaited<ReturnType<F>>>;
 }
 
 /** Ends the pool's workers after their tasks (shutdown). */

@@ -17,6 +17,7 @@ import path from 'node:path';
 import yauzl from 'yauzl';
 import { AppError } from '../errors.ts';
 import { ownBytes, runParseTask } from '../parse-pool/pool.ts';
+import { parseTask } from '../parse-pool/tasks.ts';
 
 const OFFICE_EXTENSIONS = new Set(['docx', 'doc', 'odt', 'rtf']);
 
@@ -52,14 +53,13 @@ export async function assertOfficeDocument(
   limits: OfficeArchiveLimits,
   owner: string | number,
 ): Promise<void> {
-  await runParseTask(
-    'assertOfficeDocument',
-    { bytes: ownBytes(bytes), filename, limits },
-    { owner, subject: filename || 'The document' },
-  );
+  await runParseTask(assertOfficeDocumentTask, [ownBytes(bytes), filename, limits], {
+    owner,
+    subject: filename || 'The document',
+  });
 }
 
-/** assertOfficeDocument on the calling thread: the parse pool's task of that name (src/parse-pool/worker.ts). */
+/** assertOfficeDocument on the calling thread: the parse pool's task of that name (src/parse-worker/worker.ts). */
 export async function assertOfficeDocumentHere(
   input: Uint8Array,
   filename: string,
@@ -73,6 +73,9 @@ export async function assertOfficeDocumentHere(
   if (isZip(bytes)) return assertArchiveWithinLimits(bytes, name, limits);
   if (!ole && !rtf) throw new AppError('VALIDATION', `${name} is not a Word document (DOCX).`);
 }
+
+/** The parse pool's `assertOfficeDocument` task: assertOfficeDocumentHere in a worker (src/parse-pool/tasks.ts). */
+export const assertOfficeDocumentTask = parseTask('assertOfficeDocument', assertOfficeDocumentHere);
 
 /**
  * Checks a ZIP archive (DOCX, ODT) against the limits: the entry count and the declared inflated

@@ -17,6 +17,7 @@ import { createPrivateKey, type KeyObject } from 'node:crypto';
 import forge from 'node-forge';
 import { AppError } from '../errors.ts';
 import { ownBytes, runParseTask } from '../parse-pool/pool.ts';
+import { parseTask } from '../parse-pool/tasks.ts';
 
 /**
  * Most iterations one key derivation of a PKCS#12 may ask for. Writers use far fewer: OpenSSL 3
@@ -104,11 +105,10 @@ export async function openPkcs12Bundle(
   source: string,
   options: { passwordName?: string; owner?: string | number } = {},
 ): Promise<OpenedBundle> {
-  const parts = await runParseTask(
-    'openPkcs12',
-    { p12: ownBytes(p12), password, source, passwordName: options.passwordName },
-    { owner: options.owner ?? 'system', subject: `Signing certificate: ${source}` },
-  );
+  const parts = await runParseTask(openPkcs12Task, [ownBytes(p12), password, source, options.passwordName], {
+    owner: options.owner ?? 'system',
+    subject: `Signing certificate: ${source}`,
+  });
   return {
     key: createPrivateKey({ key: Buffer.from(parts.key), format: 'der', type: 'pkcs8' }),
     certificate: Buffer.from(parts.certificate),
@@ -117,7 +117,7 @@ export async function openPkcs12Bundle(
 }
 
 /**
- * The parse pool's `openPkcs12` task (src/parse-pool/worker.ts): openPkcs12, its key and
+ * The parse pool's `openPkcs12` task (src/parse-worker/worker.ts): openPkcs12, its key and
  * certificates as DER. Runs in a worker; callers use openPkcs12Bundle.
  */
 export function openPkcs12Parts(p12: Uint8Array, password: string, source: string, passwordName?: string): Pkcs12Parts {
@@ -130,6 +130,9 @@ export function openPkcs12Parts(p12: Uint8Array, password: string, source: strin
     certificates: certificates.map(der),
   };
 }
+
+/** The parse pool's `openPkcs12` task: openPkcs12Parts in a worker (src/parse-pool/tasks.ts). */
+export const openPkcs12Task = parseTask('openPkcs12', openPkcs12Parts);
 
 /**
  * Opens a PKCS#12 bundle the way @signpdf/signer-p12 will: the first pkcs8ShroudedKeyBag's key

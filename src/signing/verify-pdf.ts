@@ -32,11 +32,12 @@ import type { PDFDocument, PDFObject } from 'mupdf';
 import { type KeyFolders, submissionsInFolders } from '../accounts/key-scopes.ts';
 import * as pkijs from 'pkijs';
 import type { Db } from '../db/client.ts';
-import { loadMupdf, openPdf, type StreamReader, streamReader } from '../documents/pdf.ts';
+import { firstPageTextTask, loadMupdf, openPdf, type StreamReader, streamReader } from '../documents/pdf.ts';
 import type { FileStorage } from '../documents/storage.ts';
 import { AppError } from '../errors.ts';
 import { PDF_LIMITS } from '../limits.ts';
 import { bytesOf, ownBytes, runParseTask, type TaskBytes } from '../parse-pool/pool.ts';
+import { parseTask } from '../parse-pool/tasks.ts';
 import { type AuditChainReport, parseChainHead, verifyAuditChain } from './audit-chain.ts';
 import { type SigningConfig, trustedCertificates } from './certificates.ts';
 import { type ChangesAfterSigning, type Revisions, readRevisions } from './pdf-revisions.ts';
@@ -137,7 +138,7 @@ export interface VerifiedFile {
 }
 
 /**
- * The parse pool's `verifyPdfFile` task (src/parse-pool/worker.ts): the file decoded (when base64),
+ * The parse pool's `verifyPdfFile` task (src/parse-worker/worker.ts): the file decoded (when base64),
  * its SHA-256, and its signatures (verifyPdfSignaturesHere).
  * @throws as verifyPdfSignaturesHere
  */
@@ -145,6 +146,9 @@ export async function verifyPdfFileHere(file: TaskBytes, trusted: readonly Uint8
   const bytes = bytesOf(file);
   return { sha256: sha256Hex(bytes), signatures: await verifyPdfSignaturesHere(bytes, trusted) };
 }
+
+/** The parse pool's `verifyPdfFile` task: verifyPdfFileHere in a worker (src/parse-pool/tasks.ts). */
+export const verifyPdfFileTask = parseTask('verifyPdfFile', verifyPdfFileHere);
 
 /**
  * Verifies every signature of a PDF, on the calling thread (a part of the parse pool's
@@ -666,11 +670,12 @@ export async function verifyDocument(
   const trusted = await trustedCertificates(deps, accountId);
   // In the parse pool: the file decoded, hashed and its signatures checked, off the event loop.
   const input = file instanceof Uint8Array ? ownBytes(file) : file;
-  const { signatures, sha256 } = await runParseTask(
-    'verifyPdfFile',
-    { file: input, trusted: trusted.map(ownBytes) },
-    { owner: accountId, subject: 'The file', verb: 'verified', transfer: input instanceof Uint8Array ? [input] : [] },
-  );
+  const { signatures, sha256 } = await runParseTask(verifyPdfFileTask, [input, trusted.map(ownBytes)], {
+    owner: accountId,
+    subject: 'The file',
+    verb: 'verified',
+    transfer: input instanceof Uint8Array ? [input] : [],
+  });
   // Not the documents as filled so far (unsigned drafts; src/signing/submission-outputs.ts PREVIEW_KINDS).
   const produced = await deps.db.completedDocument.findFirst({
     where: {
@@ -700,7 +705,7 @@ async function auditTrailOf(
     try {
       const bytes = await deps.storage.read(log.file.storageKey);
       sealed = parseChainHead(
-        await runParseTask('firstPageText', { bytes: ownBytes(bytes) }, { owner: accountId, subject: 'The audit log' }),
+        await runParseTask(firstPageTextTask, [ownBytes(bytes)], { owner: accountId, subject: 'The audit log' }),
       );
     } catch {
       sealed = null;

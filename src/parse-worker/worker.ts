@@ -3,7 +3,9 @@
  * off the event loop. An entry point, like main.ts: the pool loads it by file name
  * (dist/parse-worker.mjs, bundled by scripts/build.mjs; from source through worker-loader.mjs),
  * and it imports each task's module on the task's first use, so a worker that only opens PKCS#12
- * bundles never loads mupdf.
+ * bundles never loads mupdf. Only its loader imports it: the pool and the tasks' modules share with
+ * it only the protocol in src/parse-pool/tasks.ts (names, request, answer, shared memory), so this
+ * file stands above the modules it imports and every import runs down.
  *
  * Memory: the pool gives the worker a JavaScript heap of PARSE_MEMORY_MB (`resourceLimits`); the
  * WebAssembly memory mupdf allocates in is outside that heap, so `WebAssembly.Memory#grow` is
@@ -17,17 +19,20 @@ import { getHeapStatistics } from 'node:v8';
 import { threadId, workerData } from 'node:worker_threads';
 import { move, transferableSymbol, valueSymbol } from 'piscina';
 import { AppError } from '../errors.ts';
-import { kernelThreadId, threadCpuMs } from './thread-clock.ts';
+import {
+  type ParseTask,
+  type ParseTaskEnvelope,
+  type ParseTaskName,
+  type ParseTaskRequest,
+  type ParseWorkerData,
+  retireFlag,
+  taskClockStart,
+  taskClockThread,
+} from '../parse-pool/tasks.ts';
+import { kernelThreadId, threadCpuMs } from '../parse-pool/thread-clock.ts';
 
-const { wasmMemoryBytes, recycleAboveBytes, retireFlags, taskClocks } = workerData as {
-  wasmMemoryBytes: number;
-  recycleAboveBytes: number;
-  retireFlags: Int32Array;
-  taskClocks: Int32Array;
-};
-/** Slots of `retireFlags` (pool.ts RETIRE_FLAG_SLOTS; not imported, so that this thread need not load the pool). */
-const RETIRE_FLAG_SLOTS = retireFlags.length;
-Atomics.store(retireFlags, threadId % RETIRE_FLAG_SLOTS, 0);
+const { wasmMemoryBytes, recycleAboveBytes, retireFlags, taskClocks } = workerData as ParseWorkerData;
+Atomics.store(retireFlags, retireFlag(threadId), 0);
 
 /** This thread in the kernel, for the pool's reading of its CPU time (thread-clock.ts). */
 const tid = kernelThreadId();
@@ -52,88 +57,32 @@ console.log = console.info = console.warn = console.error = () => {};
 const wasmBytes = () => [...memories].reduce((sum, memory) => sum + memory.buffer.byteLength, 0);
 
 /**
- * The tasks, by name: each imports its module when first run and takes one structured-cloneable
- * input (byte arrays arrive as Uint8Array).
+ * Where each task is declared (tasks.ts parseTask, next to its function), by name: its module is
+ * imported when the task first runs. Checked to hold exactly the names of ParseTaskName, each
+ * loading the task of that name; the functions' types are the modules' own.
  */
 const TASKS = {
   /** src/signing/pkcs12.ts openPkcs12Parts: a PKCS#12 opened, its key and certificates as DER. */
-  openPkcs12: async (input: { p12: Uint8Array; password: string; source: string; passwordName?: string | undefined }) =>
-    (await import('../signing/pkcs12.ts')).openPkcs12Parts(input.p12, input.password, input.source, input.passwordName),
+  openPkcs12: async () => (await import('../signing/pkcs12.ts')).openPkcs12Task,
   /** src/documents/pdf.ts assertPdfEditableHere: pdf-lib reads a PDF and finds its pages. */
-  assertPdfEditable: async (input: { bytes: Uint8Array; label: string; pageCount: number }) =>
-    (await import('../documents/pdf.ts')).assertPdfEditableHere(input.bytes, input.label, input.pageCount),
+  assertPdfEditable: async () => (await import('../documents/pdf.ts')).assertPdfEditableTask,
   /** src/http/json-body.ts parseJsonBodyHere: a large request body's JSON. */
-  parseJsonBody: async (input: { bytes: Uint8Array }) =>
-    (await import('../http/json-body.ts')).parseJsonBodyHere(input.bytes),
+  parseJsonBody: async () => (await import('../http/json-body.ts')).parseJsonBodyTask,
   /** src/signing/verify-pdf.ts verifyPdfFileHere: the signatures of a PDF, checked, and its SHA-256 (/tools/verify). */
-  verifyPdfFile: async (input: { file: import('./pool.ts').TaskBytes; trusted: Uint8Array[] }) =>
-    (await import('../signing/verify-pdf.ts')).verifyPdfFileHere(input.file, input.trusted),
+  verifyPdfFile: async () => (await import('../signing/verify-pdf.ts')).verifyPdfFileTask,
   /** src/documents/pdf.ts firstPageTextHere: the text of a PDF's first page. */
-  firstPageText: async (input: { bytes: Uint8Array }) =>
-    (await import('../documents/pdf.ts')).firstPageTextHere(input.bytes),
+  firstPageText: async () => (await import('../documents/pdf.ts')).firstPageTextTask,
   /** src/documents/drawable-image.ts readDrawableImageHere: an image value checked and made drawable. */
-  readDrawableImage: async (input: {
-    bytes: Uint8Array;
-    limits: import('../documents/drawable-image.ts').ImageLimits;
-    checkInk: boolean;
-  }) =>
-    (await import('../documents/drawable-image.ts')).readDrawableImageHere(input.bytes, input.limits, {
-      checkInk: input.checkInk,
-    }),
+  readDrawableImage: async () => (await import('../documents/drawable-image.ts')).readDrawableImageTask,
   /** src/rendering/office-document.ts assertOfficeDocumentHere: a DOCX (ZIP) within its limits, before conversion. */
-  assertOfficeDocument: async (input: {
-    bytes: Uint8Array;
-    filename: string;
-    limits: import('../rendering/office-document.ts').OfficeArchiveLimits;
-  }) =>
-    (await import('../rendering/office-document.ts')).assertOfficeDocumentHere(
-      input.bytes,
-      input.filename,
-      input.limits,
-    ),
+  assertOfficeDocument: async () => (await import('../rendering/office-document.ts')).assertOfficeDocumentTask,
   /** src/documents/merge-pdfs.ts mergePdfsHere: PDFs merged into one. */
-  mergePdfs: async (input: { files: import('./pool.ts').TaskBytes[] }) =>
-    (await import('../documents/merge-pdfs.ts')).mergePdfsHere(input.files),
+  mergePdfs: async () => (await import('../documents/merge-pdfs.ts')).mergePdfsTask,
   /** src/documents/pdf.ts renderPagePngHere: a page as a PNG (previews). */
-  renderPagePng: async (input: { bytes: Uint8Array; pageIndex: number; widthPx: number }) =>
-    (await import('../documents/pdf.ts')).renderPagePngHere(input.bytes, input.pageIndex, input.widthPx),
+  renderPagePng: async () => (await import('../documents/pdf.ts')).renderPagePngTask,
   /** src/documents/uploaded-pdf.ts prepareUploadedPdfHere: an uploaded PDF made ready to keep. */
-  prepareUploadedPdf: async (input: {
-    bytes: Uint8Array;
-    label: string;
-    options: import('../documents/uploaded-pdf.ts').UploadedPdfOptions;
-  }) => (await import('../documents/uploaded-pdf.ts')).prepareUploadedPdfHere(input.bytes, input.label, input.options),
-};
-
-export type ParseTaskName = keyof typeof TASKS;
-export type ParseTaskInput<K extends ParseTaskName> = Parameters<(typeof TASKS)[K]>[0];
-export type ParseTaskOutput<K extends ParseTaskName> = Awaited<ReturnType<(typeof TASKS)[K]>>;
-
-/**
- * What the pool sends: a task's name and input, and the task's slot in `taskClocks`, where the
- * worker writes, as the task starts, its kernel thread id and the CPU time it had used until then
- * (milliseconds), so that the pool can tell the CPU time the task uses (pool.ts).
- */
-export interface ParseTaskRequest {
-  name: ParseTaskName;
-  input: unknown;
-  clockSlot: number;
-}
-
-/**
- * What the worker answers: the task's value, or its AppError (code, message, details), or an
- * unexpected error's message; whether it failed over the WebAssembly memory limit; and whether
- * the pool should replace this worker now (`recycle`, with its `threadId`).
- */
-export type ParseTaskEnvelope = { threadId: number; recycle: boolean } & (
-  | { ok: true; value: unknown }
-  | {
-      ok: false;
-      memoryLimit: boolean;
-      error: { code: string; message: string; details: Record<string, unknown> | undefined } | null;
-      unexpected: string | null;
-    }
-);
+  prepareUploadedPdf: async () => (await import('../documents/uploaded-pdf.ts')).prepareUploadedPdfTask,
+} satisfies { [K in ParseTaskName]: () => Promise<ParseTask<K>> };
 
 /**
  * The buffers of the byte arrays a task's value holds (itself, or in its properties and arrays, two
@@ -161,14 +110,15 @@ export default async function runParseTask(request: ParseTaskRequest): Promise<P
 async function run(request: ParseTaskRequest): Promise<ParseTaskEnvelope> {
   wasmLimitHit = false;
   if (tid !== 0) {
-    Atomics.store(taskClocks, 2 * request.clockSlot + 1, threadCpuMs(tid) ?? 0);
-    Atomics.store(taskClocks, 2 * request.clockSlot, tid);
+    Atomics.store(taskClocks, taskClockStart(request.clockSlot), threadCpuMs(tid) ?? 0);
+    Atomics.store(taskClocks, taskClockThread(request.clockSlot), tid);
   }
   let envelope: ParseTaskEnvelope;
   try {
-    const task = TASKS[request.name] as (input: unknown) => Promise<unknown>;
-    if (!task) throw new Error(`unknown parse task ${request.name}`);
-    envelope = { threadId, recycle: false, ok: true, value: await task(request.input) };
+    const load = TASKS[request.name] as (() => Promise<ParseTask>) | undefined;
+    if (!load) throw new Error(`unknown parse task ${request.name}`);
+    const here = (await load()).here as (...args: unknown[]) => unknown;
+    envelope = { threadId, recycle: false, ok: true, value: await here(...request.args) };
   } catch (error) {
     envelope = {
       threadId,
@@ -186,7 +136,7 @@ async function run(request: ParseTaskRequest): Promise<ParseTaskEnvelope> {
   if (wasmLimitHit || held > recycleAboveBytes) {
     envelope.recycle = true;
     // Before answering: piscina may hand this worker its next task before the answer reaches the pool.
-    Atomics.store(retireFlags, threadId % RETIRE_FLAG_SLOTS, 1);
+    Atomics.store(retireFlags, retireFlag(threadId), 1);
   }
   return envelope;
 }
