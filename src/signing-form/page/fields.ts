@@ -28,6 +28,11 @@ export interface FieldHost {
   addAttachment(attachment: SigningFormAttachment): void;
   /** Says something in the status line (uploads in progress, …). */
   announce(message: string): void;
+  /**
+   * Holds Complete until `work` has settled: a value on its way (a signature being made and
+   * uploaded, files uploading) is part of what the signer gave (issue 24, the Complete race).
+   */
+  track(work: Promise<unknown>): void;
 }
 
 /** One field on the page. */
@@ -469,8 +474,12 @@ function mountSignature(
   describe(button);
   // Not disabled while uploading: a disabled button would drop the keyboard focus.
   let busy = false;
-  button.addEventListener('click', async () => {
+  button.addEventListener('click', () => {
     if (busy) return;
+    host.track(sign());
+  });
+  // From opening the dialog to the saved value: Complete waits for all of it.
+  const sign = async () => {
     const name = host.form.submitter.name ?? '';
     const suggestedText = kind === 'initials' ? initialsOf(name) : name;
     const made = await openSignatureDialog({ kind, format: field.preferences.format, label, suggestedText });
@@ -505,7 +514,7 @@ function mountSignature(
       busy = false;
       button.removeAttribute('aria-busy');
     }
-  });
+  };
   box.append(button);
   return button;
 }
@@ -546,7 +555,8 @@ function mountUpload(
   show();
   // Not disabled while uploading (that would drop the keyboard focus): later choices wait.
   let busy = false;
-  input.addEventListener('change', async () => {
+  input.addEventListener('change', () => host.track(upload()));
+  const upload = async () => {
     const files = [...(input.files ?? [])];
     input.value = '';
     if (files.length === 0) return;
@@ -590,7 +600,7 @@ function mountUpload(
       busy = false;
       box.removeAttribute('aria-busy');
     }
-  });
+  };
   box.append(input, chooser);
   return input;
 }

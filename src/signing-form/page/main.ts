@@ -207,6 +207,13 @@ function renderOpen(form: SigningForm): void {
     },
   });
 
+  // Work that produces a value (a signature being made and uploaded, files uploading): Complete
+  // waits for it, so what the signer has just given is part of what completes.
+  const pendingWork = new Set<Promise<unknown>>();
+  const settled = async () => {
+    while (pendingWork.size > 0) await Promise.allSettled([...pendingWork]);
+  };
+
   const host: FieldHost = {
     form,
     valueOf: (uuid) => values.get(uuid),
@@ -223,6 +230,10 @@ function renderOpen(form: SigningForm): void {
     addAttachment: (attachment) => attachments.set(attachment.uuid, attachment),
     announce: (message) => {
       status.textContent = message;
+    },
+    track(work) {
+      pendingWork.add(work);
+      void work.catch(() => undefined).finally(() => pendingWork.delete(work));
     },
   };
 
@@ -298,6 +309,12 @@ function renderOpen(form: SigningForm): void {
 
   completeButton.addEventListener('click', async () => {
     showAlert(null);
+    if (pendingWork.size > 0) {
+      completeButton.disabled = true;
+      status.textContent = 'Completing…';
+      await settled();
+      completeButton.disabled = Boolean(form.waitingFor);
+    }
     const problems: { uuid: string; message: string }[] = [];
     for (const control of controls.values()) {
       if (!isEditable(control.field) || !isShown(control.field.uuid)) continue;
