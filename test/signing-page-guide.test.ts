@@ -267,3 +267,62 @@ describe('on a phone', () => {
     for (const value of ['Rosa Parks', '28/11/2026', '3', 'Premium']) expect(text).toContain(value);
   });
 });
+
+describe('the panel keeps the page’s rules', () => {
+  it('skips a field its conditions hide, resumes at the field to fill (go_to_last), saves as it goes', async () => {
+    const templateId = await createTemplate(api, 'Conditional', [
+      { name: 'Full Name', role: 'Signer', areas: [{ x: 60, y: 100, w: 240, h: 22, page: 1 }] },
+      {
+        name: 'Has company',
+        type: 'checkbox',
+        required: false,
+        role: 'Signer',
+        areas: [{ x: 60, y: 140, w: 18, h: 18, page: 1 }],
+      },
+      {
+        name: 'Company',
+        role: 'Signer',
+        areas: [{ x: 60, y: 180, w: 240, h: 22, page: 1 }],
+        conditions: [{ field_name: 'Has company', action: 'checked' }],
+      },
+      { name: 'City', role: 'Signer', areas: [{ x: 60, y: 220, w: 240, h: 22, page: 1 }] },
+    ]);
+    const submitter = await createSubmission(api, templateId, {}, { go_to_last: true });
+    const page = await open(PHONE);
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    const guide = page.locator('.guide');
+    const next = guide.getByRole('button', { name: 'Next' });
+    // Company is hidden until Has company is ticked: three steps.
+    await expectInPage(guide.locator('.guide-count')).toHaveText('1 of 3');
+    await guide.getByRole('textbox', { name: 'Full Name' }).fill('Ada');
+    await next.tap();
+    await expectInPage(guide.locator('.guide-count')).toHaveText('2 of 3');
+    await guide.getByRole('checkbox', { name: 'Has company' }).tap();
+    await expectInPage(guide.locator('.guide-count')).toHaveText('2 of 4');
+    await next.tap();
+    await expectInPage(guide.getByRole('textbox', { name: 'Company' })).toBeFocused();
+    await guide.getByRole('button', { name: 'Back' }).tap();
+    await guide.getByRole('checkbox', { name: 'Has company' }).tap();
+    await expectInPage(guide.locator('.guide-count')).toHaveText('2 of 3');
+    await next.tap();
+    await expectInPage(guide.getByRole('textbox', { name: 'City' })).toBeFocused();
+    await expectInPage(page.locator('.status')).toHaveText('All changes saved.');
+    expect(await savedValues(submitter.id)).toMatchObject({ 'Full Name': 'Ada', 'Has company': false });
+
+    // Back later: the panel opens where DocuSeal's form resumes — the field after the last one
+    // with a value (an unticked checkbox has none), before the first required one left empty.
+    await page.reload();
+    await waitForForm(page);
+    await expectInPage(guide.locator('.guide-count')).toHaveText('2 of 3');
+    await expectInPage(guide.getByRole('checkbox', { name: 'Has company' })).toBeFocused();
+    await expectFieldShown(page, 'Has company');
+
+    // Decline from the panel's page.
+    await page.locator('#decline-button').tap();
+    await page.getByLabel('Reason').fill('Not mine');
+    await page.locator('dialog.decline-dialog').getByRole('button', { name: 'Decline' }).tap();
+    await expectInPage(page.getByRole('heading', { name: 'Form has been declined.' })).toBeFocused();
+    expect((await api('GET', `/submitters/${submitter.id}`)).json.declined_at).toMatch(/Z$/);
+  });
+});
