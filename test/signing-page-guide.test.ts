@@ -326,3 +326,26 @@ describe('the panel keeps the page’s rules', () => {
     expect((await api('GET', `/submitters/${submitter.id}`)).json.declined_at).toMatch(/Z$/);
   });
 });
+
+describe('Complete from the panel', () => {
+  it('a signature drawn on the pad and not yet applied is part of what Complete completes', async () => {
+    const templateId = await createTemplate(api, 'Quick', [
+      { name: 'Full Name', role: 'Signer', areas: [{ x: 60, y: 100, w: 240, h: 22, page: 1 }] },
+      { name: 'Signature', type: 'signature', role: 'Signer', areas: [{ x: 60, y: 160, w: 200, h: 60, page: 1 }] },
+    ]);
+    const submitter = await createSubmission(api, templateId);
+    const page = await open(PHONE);
+    await page.goto(submitter.embed_src);
+    await waitForForm(page);
+    const guide = page.locator('.guide');
+    await guide.getByRole('textbox', { name: 'Full Name' }).fill('Quick Signer');
+    await guide.getByRole('button', { name: 'Next' }).tap();
+    await drawWithTouch(page, '.guide canvas.signature-canvas');
+    await page.locator('#complete-button').tap();
+    await expectInPage(page.getByRole('heading', { name: 'Thank you! You have completed the form.' })).toBeFocused();
+    expect(await savedValues(submitter.id)).toMatchObject({
+      'Full Name': 'Quick Signer',
+      Signature: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
+  });
+});
