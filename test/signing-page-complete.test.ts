@@ -10,7 +10,6 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { expectInPage } from './helpers/browser.ts';
 import {
   apiOf,
   closeWatched,

@@ -178,7 +178,7 @@ export class Guide {
   async commit(): Promise<boolean> {
     const field = this.field;
     const signature = this.editor?.signature;
-    if (!field || !signature || !signature.touched()) return true;
+    if (!field || !signature?.touched()) return true;
     const made = await signature.result();
     if (!made) return false;
     const work = saveSignature(this.options.host, field, made);
