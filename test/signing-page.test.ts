@@ -861,7 +861,7 @@ describe('devices and embedding', () => {
     ]);
   });
 
-  it('a phone-sized touch screen: the page fits the width and is signed with a finger', async () => {
+  it('a phone-sized touch screen: the page fits the width, the guided panel leads, signed with a finger', async () => {
     const submitter = await createSubmission(templateId);
     const { page } = await openBrowserPage({
       viewport: { width: 390, height: 844 },
@@ -879,12 +879,14 @@ describe('devices and embedding', () => {
     expect(nameBox.width / pageBox.width).toBeCloseTo(240 / 595, 2);
     expect((nameBox.x - pageBox.x) / pageBox.width).toBeCloseTo(60 / 595, 2);
 
-    await page.getByRole('textbox', { name: 'Name (required)' }).tap();
+    // The fields are filled in the panel at the bottom (test/signing-page-guide.test.ts has more).
+    const guide = page.locator('.guide');
+    await guide.getByRole('textbox', { name: 'Name' }).tap();
     await page.keyboard.type('Mobile Signer');
-    await page.getByRole('button', { name: 'Signature (required)' }).tap();
-    await drawWithTouch(page, 'dialog.signature-dialog canvas.signature-canvas');
-    await page.getByRole('button', { name: 'Apply signature' }).tap();
-    await page.locator('.type-signature button img').waitFor();
+    await guide.getByRole('button', { name: 'Next' }).tap();
+    await drawWithTouch(page, '.guide canvas.signature-canvas');
+    await guide.getByRole('button', { name: 'Done' }).tap();
+    await page.locator('.type-signature .field-display img').waitFor();
     await page.locator('#complete-button').tap();
     await page.getByText('Thank you! You have completed the form.').waitFor();
     expect(await savedValues(submitter.id)).toMatchObject({ Name: 'Mobile Signer', Signature: expect.any(String) });
@@ -896,7 +898,8 @@ describe('devices and embedding', () => {
     await page.goto(submitter.embed_src);
     await waitForForm(page);
     const name = page.getByRole('textbox', { name: 'Name (required)', exact: true });
-    const signature = page.getByRole('button', { name: 'Signature (required)', exact: true });
+    // Its name is the field's and the words it shows (WCAG 2.5.3): "Signature (required): Sign here".
+    const signature = page.getByRole('button', { name: /^Signature \(required\)/ });
     await page.keyboard.press('Tab');
     await expectInPage(name).toBeFocused();
     await page.keyboard.type('Keyboard User');
@@ -911,6 +914,8 @@ describe('devices and embedding', () => {
     await page.keyboard.press('Enter');
     await page.locator('.type-signature button img').waitFor();
     await expectInPage(signature).toBeFocused();
+    // Then the action bar: Start (the guided panel), Decline, Complete.
+    await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
     await expectInPage(page.getByRole('button', { name: 'Complete', exact: true })).toBeFocused();

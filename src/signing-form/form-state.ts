@@ -117,7 +117,7 @@ const formSelect = {
       completedAt: true,
       archivedAt: true,
       account: { select: { name: true } },
-      template: { select: { archivedAt: true } },
+      template: { select: { archivedAt: true, name: true } },
       submitters: {
         select: { id: true, roleUuid: true, orderIndex: true, values: true, completedAt: true, declinedAt: true },
         orderBy: { id: 'asc' },

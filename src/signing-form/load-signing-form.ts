@@ -127,6 +127,7 @@ export async function buildSigningFormView(
     submission: {
       id: submission.id,
       name: submission.name,
+      templateName: submission.template.name,
       status: submissionStatus(submission, submission.submitters, now),
       order: submission.submittersOrder,
       expireAt: submission.expireAt,

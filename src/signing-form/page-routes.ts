@@ -168,8 +168,11 @@ export function registerSigningPageRoutes(
       : null;
     pageHeaders(reply);
     if (!submitter) return notFound(reply, signerLanguage(NO_RECORD, asked));
-    const language = signerLanguage({ submitter, submission: submitter.submission, account: submitter.account }, asked);
-    return shell(reply, request.log, language, { slug });
+    const record = { submitter, submission: submitter.submission, account: submitter.account };
+    const language = signerLanguage(record, asked);
+    // The documents are drawn in the party's stored language (no page request: the completion has
+    // none); the page shows dates and numbers in it, as the signed PDF prints them.
+    return shell(reply, request.log, language, { slug, 'values-language': signerLanguage(record) });
   });
 
   fastify.get<{ Params: { slug: string }; Querystring: { lang?: unknown } }>('/d/:slug', async (request, reply) => {
@@ -287,7 +290,8 @@ ${body}
 
 /**
  * The page's shell: its script reads the `data-*` attributes of #signing-form (`slug` of a signer's
- * form, or `template-slug` and `template-name` of a template link; `max-upload-bytes`;
+ * form and `values-language`, the language its documents print dates and numbers in, or
+ * `template-slug` and `template-name` of a template link; `max-upload-bytes`;
  * `embed-origins`, EMBED_ORIGINS joined by spaces).
  */
 function shellPage(language: LanguageCode, data: Record<string, string | number>): string {

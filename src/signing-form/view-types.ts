@@ -79,7 +79,15 @@ export interface SigningFormViewOf<TTime, TArea> {
     completedAt: TTime | null;
     declinedAt: TTime | null;
   };
-  submission: { id: number; name: string | null; status: string; order: string; expireAt: TTime | null };
+  submission: {
+    id: number;
+    name: string | null;
+    /** The template's name: what the page calls the documents when the submission has no name. */
+    templateName: string;
+    status: string;
+    order: string;
+    expireAt: TTime | null;
+  };
   documents: SigningFormDocument[];
   fields: SigningFormFieldOf<TArea>[];
   /** The signed documents to download once the whole submission is completed; [] before. */

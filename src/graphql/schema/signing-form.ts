@@ -48,6 +48,9 @@ const SigningFormSubmissionRef = builder.objectRef<SigningFormView['submission']
   fields: (t) => ({
     id: t.exposeInt('id'),
     name: t.exposeString('name', { nullable: true }),
+    templateName: t.exposeString('templateName', {
+      description: 'The template’s name: the page’s title and heading when the submission has none.',
+    }),
     status: t.exposeString('status', { description: 'pending, completed, declined or expired.' }),
     order: t.exposeString('order', { description: 'preserved or random.' }),
     expireAt: t.expose('expireAt', { type: 'DateTime', nullable: true }),

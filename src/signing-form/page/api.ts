@@ -9,7 +9,7 @@ import type { FieldValues, SigningForm, UploadedAttachment } from './types.ts';
 const FORM_SELECTION = `
   slug state message waitingFor accountName
   submitter { id uuid name email phone role status openedAt completedAt declinedAt }
-  submission { id name status order expireAt }
+  submission { id name templateName status order expireAt }
   documents { uuid name url pages { width height } }
   fields {
     uuid name type required readonly own role title description

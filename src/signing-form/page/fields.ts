@@ -7,12 +7,18 @@
  * A field with several areas gets its input in the first and shows its value in the others
  * (clicking one moves to the input); radio and multiple fields with an area per option get a
  * radio button or checkbox in each. Fields without an area are listed below the documents.
+ *
+ * While the guided panel is open (./guide.ts, `.guided` on the page) the boxes show the values
+ * instead of inputs — a box's input on a phone is a few pixels tall — and a tap on a box opens its
+ * field in the panel. The panel edits values with the helpers exported here (createTextInput,
+ * saveSignature, uploadFiles), so both ways store the same values the same way.
  */
 import { sameOriginUrl, uploadAttachment, uploadTypedSignature } from './api.ts';
 import { h, uniqueId } from './dom.ts';
-import { openSignatureDialog } from './signature-dialog.ts';
+import { openSignatureDialog, type SignatureResult } from './signature-dialog.ts';
 import type { FieldArea, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
 import { dateKind, type DateKind } from '../../signing/format-values.ts';
+import { t } from './i18n.ts';
 import { displayText, fieldLabel, isEditable, normalizePhone } from './values.ts';
 import type { PageView } from './viewer.ts';
 
@@ -28,6 +34,15 @@ export interface FieldHost {
   addAttachment(attachment: SigningFormAttachment): void;
   /** Says something in the status line (uploads in progress, …). */
   announce(message: string): void;
+  /**
+   * Holds Complete until `work` has settled: a value on its way (a signature being made and
+   * uploaded, files uploading) is part of what the signer gave (issue 24, the Complete race).
+   */
+  track(work: Promise<unknown>): void;
+  /** Whether the guided panel is open (boxes show values; a tap opens the field in the panel). */
+  guided(): boolean;
+  /** Opens the field in the guided panel (a tap on its box while the panel is open). */
+  openInGuide(uuid: string): void;
 }
 
 /** One field on the page. */
@@ -39,6 +54,12 @@ export interface FieldControl {
   focus(): void;
   /** Hides every box of the field and its message (its conditions are not met), or shows them again. */
   setHidden(hidden: boolean): void;
+  /** Shows the current value again in the field's inputs and boxes (after the guide changed it). */
+  refresh(): void;
+  /** Marks the field's boxes as the guide's current field (or not). */
+  setCurrent(current: boolean): void;
+  /** Scrolls the field's first box into view (above the panel at the bottom). */
+  reveal(): void;
 }
 
 /** Largest upload, in bytes: the server's limit, given to the page in the shell (page-routes.ts). */
@@ -80,6 +101,17 @@ export function mountFields(host: FieldHost, pages: Map<string, PageView[]>, unp
   });
 }
 
+/** Which ARIA roles take `aria-required` (WAI-ARIA 1.2): not buttons, radios or file choosers. */
+const TAKES_ARIA_REQUIRED = (input: HTMLElement): boolean =>
+  input instanceof HTMLSelectElement ||
+  input instanceof HTMLTextAreaElement ||
+  (input instanceof HTMLInputElement && !['radio', 'file', 'button', 'submit'].includes(input.type));
+
+/** A field's accessible name: its label, and "(required)" when the signer must fill it. */
+export function accessibleName(field: SigningFormField, name = fieldLabel(field)): string {
+  return field.required && isEditable(field) ? t('field.requiredName', { name }) : name;
+}
+
 function mountField(host: FieldHost, field: SigningFormField, places: Place[], unplaced: HTMLElement): FieldControl {
   const label = fieldLabel(field);
   const editable = isEditable(field);
@@ -88,6 +120,11 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
   error.setAttribute('role', 'alert');
   error.hidden = true;
   const describedBy = field.description ? uniqueId('field-description') : undefined;
+  const boxes: HTMLElement[] = [];
+  /** Redraws what a box shows while the guide is open, and read-only copies of the value. */
+  const displays: (() => void)[] = [];
+  /** Puts the current value back into the inputs (after the guide changed it). */
+  const syncs: (() => void)[] = [];
 
   /** The element holding the field in a place (an area box), or in the list below the documents. */
   const makeBox = (place: Place | undefined): HTMLElement => {
@@ -123,15 +160,41 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
       unplaced.append(box);
       unplaced.hidden = false;
     }
+    if (editable) {
+      // While the guide is open a box shows the value; a tap opens the field in the panel.
+      box.addEventListener('click', () => {
+        if (host.guided()) host.openInGuide(field.uuid);
+      });
+    }
+    boxes.push(box);
     return box;
   };
 
   /** Wires an input to its label, description and error. */
   const describe = (input: HTMLElement, name = label) => {
-    input.setAttribute('aria-label', field.required && editable ? `${name} (required)` : name);
-    if (field.required && editable) input.setAttribute('aria-required', 'true');
+    input.setAttribute('aria-label', accessibleName(field, name));
+    if (field.required && editable && TAKES_ARIA_REQUIRED(input)) input.setAttribute('aria-required', 'true');
     if (field.description) input.title = field.description;
     input.setAttribute('aria-describedby', [describedBy, errorId].filter(Boolean).join(' '));
+  };
+
+  /** A box's view of the value while the guide is open (hidden otherwise, by the stylesheet). */
+  const addGuideDisplay = (box: HTMLElement, optionValue?: string) => {
+    const display = h('span', { className: 'field-display' });
+    display.setAttribute('aria-hidden', 'true');
+    const fill = () => {
+      // Filled only while the panel is open: otherwise the box's text is its input's alone.
+      if (!host.guided()) display.replaceChildren();
+      else if (optionValue === undefined) fillDisplay(host, field, display);
+      else {
+        const value = host.valueOf(field.uuid);
+        const chosen = Array.isArray(value) ? value.map(String).includes(optionValue) : value === optionValue;
+        display.textContent = chosen ? '✔' : '';
+      }
+    };
+    fill();
+    displays.push(fill);
+    box.append(display);
   };
 
   const primaryPlace = places[0];
@@ -151,19 +214,18 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
 
   let focusTarget: HTMLElement = primaryBox;
   const invalidTargets: HTMLElement[] = [];
-  /** Redraws read-only copies of the value (other areas) after a change. */
-  const mirrors: HTMLElement[] = [];
-  const refreshMirrors = () =>
-    mirrors.forEach((mirror) => {
-      fillDisplay(host, field, mirror);
-    });
+  const refreshAll = () => {
+    for (const display of displays) display();
+  };
 
   const addMirror = (place: Place) => {
     const box = makeBox(place);
     box.classList.add('mirror');
     box.setAttribute('aria-hidden', 'true');
-    box.addEventListener('click', () => focusTarget.focus());
-    mirrors.push(box);
+    box.addEventListener('click', () => {
+      if (!host.guided()) focusTarget.focus();
+    });
+    displays.push(() => fillDisplay(host, field, box));
     fillDisplay(host, field, box);
   };
 
@@ -175,15 +237,22 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
     const optionPlaces = places.filter((p) => p.area.optionUuid);
     if ((field.type === 'radio' || field.type === 'multiple') && optionPlaces.length > 0) {
       // An input per option area; areas without an option show the chosen value(s).
-      const inputs = mountOptionAreas(host, field, optionPlaces, primaryBox, describe, refreshMirrors);
+      const inputs = mountOptionAreas(host, field, optionPlaces, primaryBox, describe, refreshAll, addGuideDisplay);
       focusTarget = inputs[0]!;
       invalidTargets.push(...inputs);
+      syncs.push(() => {
+        const value = host.valueOf(field.uuid);
+        for (const input of inputs)
+          input.checked = Array.isArray(value) ? value.map(String).includes(input.value) : value === input.value;
+      });
       const others = places.filter((p) => !p.area.optionUuid);
       for (const place of others) addMirror(place);
     } else {
-      const input = mountInput(host, field, primaryBox, describe, refreshMirrors);
-      focusTarget = input;
-      invalidTargets.push(input);
+      const mounted = mountInput(host, field, primaryBox, describe, refreshAll);
+      focusTarget = mounted.input;
+      invalidTargets.push(mounted.input);
+      syncs.push(mounted.sync);
+      addGuideDisplay(primaryBox);
       for (const place of places.slice(1)) addMirror(place);
     }
   }
@@ -208,6 +277,18 @@ function mountField(host: FieldHost, field: SigningFormField, places: Place[], u
       for (const box of document.querySelectorAll<HTMLElement>(`[data-field-uuid="${CSS.escape(field.uuid)}"]`))
         box.hidden = hidden;
     },
+    refresh() {
+      for (const sync of syncs) sync();
+      refreshAll();
+    },
+    setCurrent(current) {
+      for (const box of document.querySelectorAll<HTMLElement>(`[data-field-uuid="${CSS.escape(field.uuid)}"]`))
+        box.classList.toggle('current', current);
+    },
+    reveal() {
+      const reduced = window.matchMedia('(prefers-reduced-motion: reduce)').matches;
+      primaryBox.scrollIntoView({ block: 'center', behavior: reduced ? 'auto' : 'smooth' });
+    },
   };
 }
 
@@ -219,6 +300,7 @@ function mountOptionAreas(
   firstBox: HTMLElement,
   describe: (input: HTMLElement, name?: string) => void,
   onChange: () => void,
+  addGuideDisplay: (box: HTMLElement, optionValue?: string) => void,
 ): HTMLInputElement[] {
   const label = fieldLabel(field);
   const inputs: HTMLInputElement[] = [];
@@ -231,9 +313,13 @@ function mountOptionAreas(
     box.style.top = `${place.area.y * 100}%`;
     box.style.width = `${place.area.w * 100}%`;
     box.style.height = `${place.area.h * 100}%`;
+    if (box !== firstBox)
+      box.addEventListener('click', () => {
+        if (host.guided()) host.openInGuide(field.uuid);
+      });
     if (box.parentElement !== place.page.element) place.page.element.append(box);
     const option = field.options?.find((o) => o.uuid === place.area.optionUuid);
-    const optionValue = option?.value ?? `Option ${index + 1}`;
+    const optionValue = optionValueOf(field, option?.value, index);
     const input = h('input', {
       type: field.type === 'radio' ? 'radio' : 'checkbox',
       name: group,
@@ -253,27 +339,41 @@ function mountOptionAreas(
         );
         if (input.checked) chosen.add(optionValue);
         else chosen.delete(optionValue);
-        // Keep the options' order.
-        const ordered = (field.options ?? []).map((o) => o.value).filter((v) => chosen.has(v));
-        host.setValue(field.uuid, ordered, { immediate: true });
+        host.setValue(field.uuid, orderedChoices(field, chosen), { immediate: true });
       }
       onChange();
     });
     box.append(input);
+    addGuideDisplay(box, optionValue);
     inputs.push(input);
   });
   return inputs;
 }
 
-/** The input of an editable field in its first area; returns the element to focus. */
+/** An option's value, or "Option N" for an option without one (DocuSeal's form.vue `optionValue`). */
+export function optionValueOf(_field: SigningFormField, value: string | undefined, index: number): string {
+  return value || t('field.option', { number: index + 1 });
+}
+
+/** The chosen values of a multiple field in the options' order. */
+export function orderedChoices(field: SigningFormField, chosen: Set<string>): string[] {
+  return (field.options ?? []).map((o, i) => optionValueOf(field, o.value, i)).filter((v) => chosen.has(v));
+}
+
+/** An editable field's input in its first area, and how to show the current value in it again. */
+interface MountedInput {
+  input: HTMLElement;
+  sync(): void;
+}
+
+/** The input of an editable field in its first area. */
 function mountInput(
   host: FieldHost,
   field: SigningFormField,
   box: HTMLElement,
   describe: (input: HTMLElement, name?: string) => void,
   onChange: () => void,
-): HTMLElement {
-  const label = fieldLabel(field);
+): MountedInput {
   const value = host.valueOf(field.uuid);
   const set = (next: unknown, immediate = false) => {
     host.setValue(field.uuid, next, { immediate });
@@ -286,21 +386,15 @@ function mountInput(
       describe(input);
       input.addEventListener('change', () => set(input.checked, true));
       box.append(input);
-      return input;
+      return { input, sync: () => (input.checked = host.valueOf(field.uuid) === true) };
     }
     case 'select':
     case 'radio': {
-      const select = h(
-        'select',
-        { className: 'select-input' },
-        h('option', { value: '' }, field.type === 'radio' ? 'Choose one…' : 'Choose…'),
-      );
-      for (const option of field.options ?? [])
-        select.append(h('option', { value: option.value, selected: option.value === value }, option.value));
+      const select = createSelect(field, value);
       describe(select);
       select.addEventListener('change', () => set(select.value === '' ? null : select.value, true));
       box.append(select);
-      return select;
+      return { input: select, sync: () => (select.value = String(host.valueOf(field.uuid) ?? '')) };
     }
     case 'multiple':
       return mountMultipleChooser(host, field, box, describe, onChange);
@@ -311,72 +405,143 @@ function mountInput(
     case 'file':
       return mountUpload(host, field, box, describe, onChange);
     case 'payment': {
-      const price = [field.preferences.price, field.preferences.currency]
-        .filter((p) => p !== undefined && p !== null && p !== '')
-        .join(' ');
-      const note = h(
-        'div',
-        { className: 'payment-note', tabIndex: -1 },
-        h('strong', {}, price ? `Payment: ${price}` : 'Payment'),
-        ' Payments are not configured, so this field cannot be completed.',
-      );
+      const note = paymentNote(field);
       describe(note);
       box.append(note);
-      return note;
+      return { input: note, sync: () => undefined };
     }
     default: {
       // text, number, date, phone, cells
       const area = field.areas[0];
       const size = area ? host.form.documents.find((d) => d.uuid === area.attachmentUuid)?.pages[area.page] : undefined;
-      const tall = field.type === 'text' && area && size && area.h * size.height > 40;
-      const input = tall ? h('textarea', { className: 'text-input' }) : h('input', { className: 'text-input' });
-      if (input instanceof HTMLInputElement) {
-        // A date field's input follows what its format stores (DocuSeal's date_step.vue `inputType`).
-        input.type =
-          field.type === 'date'
-            ? DATE_INPUT_TYPES[dateKind(field.preferences.format)]
-            : ({ number: 'number', phone: 'tel' }[field.type] ?? 'text');
-        if (field.type === 'number') {
-          input.step = 'any';
-          input.inputMode = 'decimal';
-        }
-        if (field.type === 'phone') input.autocomplete = 'tel';
-        if (field.type === 'cells') {
-          const cells = area?.cellW ? Math.max(1, Math.round(area.w / area.cellW)) : undefined;
-          if (cells) input.maxLength = cells;
-          input.autocomplete = 'off';
-          input.spellcheck = false;
-        }
-      }
+      const tall = Boolean(field.type === 'text' && area && size && area.h * size.height > 40);
+      const text = createTextInput(field, {
+        tall,
+        cells: area?.cellW ? Math.max(1, Math.round(area.w / area.cellW)) : undefined,
+      });
+      text.write(value);
+      describe(text.input);
+      text.input.addEventListener('input', () => set(text.read()));
+      text.input.addEventListener('change', () => {
+        text.tidy();
+        set(text.read(), true);
+      });
+      box.append(text.element);
+      return { input: text.input, sync: () => text.write(host.valueOf(field.uuid)) };
+    }
+  }
+}
+
+/** A select of a field's options, the empty choice first. */
+export function createSelect(field: SigningFormField, value: unknown): HTMLSelectElement {
+  const select = h(
+    'select',
+    { className: 'select-input' },
+    h('option', { value: '' }, field.type === 'radio' ? t('field.chooseOne') : t('field.choose')),
+  );
+  (field.options ?? []).forEach((option, index) => {
+    const optionValue = optionValueOf(field, option.value, index);
+    select.append(h('option', { value: optionValue, selected: optionValue === value }, optionValue));
+  });
+  return select;
+}
+
+/** The note of a payment field: payments are not configured on this server. */
+export function paymentNote(field: SigningFormField): HTMLElement {
+  const price = [field.preferences.price, field.preferences.currency]
+    .filter((p) => p !== undefined && p !== null && p !== '')
+    .join(' ');
+  return h(
+    'div',
+    { className: 'payment-note', tabIndex: -1 },
+    h('strong', {}, price ? t('field.paymentPrice', { price }) : t('field.payment')),
+    ` ${t('field.paymentNotConfigured')}`,
+  );
+}
+
+/** A text-like input (text, number, date, phone, cells) with how to read, write and tidy its value. */
+export interface TextInput {
+  /** What to put in the page: the input, or for a date the input with the date as the documents print it. */
+  element: HTMLElement;
+  input: HTMLInputElement | HTMLTextAreaElement;
+  /** The value in its stored shape (docuseal-behaviour.md §11), null when empty. */
+  read(): unknown;
+  /** Shows a stored value. */
+  write(value: unknown): void;
+  /** Normalizes what was typed once the signer leaves the input (phone numbers). */
+  tidy(): void;
+}
+
+/**
+ * The input of a text, number, date, phone or cells field, as the overlay and the guided panel
+ * both use it. A date field's input follows what its format stores (DocuSeal's date_step.vue
+ * `inputType`: date, month or datetime-local); beside it (over it, while it is not being edited)
+ * the date is shown as the signed documents print it (values.ts displayText), since the browser
+ * writes a date input in its own locale's order.
+ * @param options.tall a multi-line text area; options.cells the number of cells (one character each)
+ */
+export function createTextInput(field: SigningFormField, options: { tall?: boolean; cells?: number } = {}): TextInput {
+  const label = fieldLabel(field);
+  const input = options.tall ? h('textarea', { className: 'text-input' }) : h('input', { className: 'text-input' });
+  if (input instanceof HTMLInputElement) {
+    input.type =
+      field.type === 'date'
+        ? DATE_INPUT_TYPES[dateKind(field.preferences.format)]
+        : ({ number: 'number', phone: 'tel' }[field.type] ?? 'text');
+    if (field.type === 'number') {
+      input.step = 'any';
+      input.inputMode = 'decimal';
+    }
+    if (field.type === 'phone') input.autocomplete = 'tel';
+    if (field.type === 'cells') {
+      if (options.cells) input.maxLength = options.cells;
+      input.autocomplete = 'off';
+      input.spellcheck = false;
+    }
+  }
+  if (field.type !== 'date' && field.type !== 'cells') input.placeholder = label;
+  let element: HTMLElement = input;
+  let shown: HTMLElement | undefined;
+  if (field.type === 'date') {
+    shown = h('span', { className: 'date-shown' });
+    shown.setAttribute('aria-hidden', 'true');
+    element = h('span', { className: 'date-wrap' }, input, shown);
+  }
+  const read = (): unknown => {
+    if (field.type === 'number') return input.value === '' ? null : Number(input.value);
+    if (field.type === 'phone') return input.value.trim() === '' ? null : normalizePhone(input.value.trim());
+    if (field.type === 'date' && input.type === 'datetime-local') {
+      // Stored as the instant in UTC, as DocuSeal's form does (`new Date(value).toISOString()`).
+      const instant = new Date(input.value);
+      return input.value === '' || Number.isNaN(instant.getTime()) ? null : instant.toISOString();
+    }
+    if (field.type === 'date') return input.value === '' ? null : input.value;
+    return input.value;
+  };
+  const showDate = () => {
+    if (!shown) return;
+    const text = displayText(field, read());
+    shown.textContent = text;
+    element.classList.toggle('empty', text === '');
+  };
+  input.addEventListener('input', showDate);
+  return {
+    element,
+    input,
+    read,
+    write(value) {
       input.value =
         value === null || value === undefined
           ? ''
           : field.type === 'date' && input.type === 'datetime-local'
             ? localDateTime(String(value))
             : String(value);
-      if (field.type !== 'date' && field.type !== 'cells') input.placeholder = label;
-      describe(input);
-      const read = (): unknown => {
-        if (field.type === 'number') return input.value === '' ? null : Number(input.value);
-        if (field.type === 'phone') return input.value.trim() === '' ? null : normalizePhone(input.value.trim());
-        if (field.type === 'date' && input.type === 'datetime-local') {
-          // Stored as the instant in UTC, as DocuSeal's form does (`new Date(value).toISOString()`).
-          const instant = new Date(input.value);
-          return input.value === '' || Number.isNaN(instant.getTime()) ? null : instant.toISOString();
-        }
-        if (field.type === 'date') return input.value === '' ? null : input.value;
-        return input.value;
-      };
-      input.addEventListener('input', () => set(read()));
-      input.addEventListener('change', () => {
-        if (field.type === 'phone' && input instanceof HTMLInputElement && input.value.trim())
-          input.value = normalizePhone(input.value.trim());
-        set(read(), true);
-      });
-      box.append(input);
-      return input;
-    }
-  }
+      showDate();
+    },
+    tidy() {
+      if (field.type === 'phone' && input.value.trim()) input.value = normalizePhone(input.value.trim());
+    },
+  };
 }
 
 /**
@@ -389,15 +554,18 @@ function mountMultipleChooser(
   box: HTMLElement,
   describe: (input: HTMLElement, name?: string) => void,
   onChange: () => void,
-): HTMLElement {
+): MountedInput {
   const label = fieldLabel(field);
   const button = h('button', { type: 'button', className: 'field-button' });
   const show = () => {
     const chosen = host.valueOf(field.uuid);
-    button.textContent = Array.isArray(chosen) && chosen.length ? chosen.join(', ') : `${label}: choose…`;
+    button.textContent =
+      Array.isArray(chosen) && chosen.length ? chosen.join(', ') : t('field.chooseMany', { name: label });
+    // The name starts with the field's name and contains what the button shows (WCAG 2.5.3).
+    button.setAttribute('aria-label', `${accessibleName(field)}: ${button.textContent}`);
   };
-  show();
   describe(button);
+  show();
   button.addEventListener('click', () => {
     const titleId = uniqueId('multiple-title');
     const dialog = h('dialog', { className: 'dialog' });
@@ -405,9 +573,10 @@ function mountMultipleChooser(
     const current = new Set(
       Array.isArray(host.valueOf(field.uuid)) ? (host.valueOf(field.uuid) as unknown[]).map(String) : [],
     );
-    const boxes = (field.options ?? []).map((option) => {
-      const input = h('input', { type: 'checkbox', value: option.value, checked: current.has(option.value) });
-      return { input, row: h('label', { className: 'choice' }, input, ` ${option.value}`) };
+    const boxes = (field.options ?? []).map((option, index) => {
+      const value = optionValueOf(field, option.value, index);
+      const input = h('input', { type: 'checkbox', value, checked: current.has(value) });
+      return { input, row: h('label', { className: 'choice' }, input, ` ${value}`) };
     });
     // Each tick is recorded as it happens (as option-area checkboxes are), not when the dialog's
     // close event arrives: that event is a task queued after Done, so the summary and the values
@@ -422,7 +591,7 @@ function mountMultipleChooser(
       onChange();
     };
     for (const { input } of boxes) input.addEventListener('change', record);
-    const done = h('button', { type: 'submit', className: 'button primary' }, 'Done');
+    const done = h('button', { type: 'submit', className: 'button primary' }, t('dialog.done'));
     const form = h(
       'form',
       { method: 'dialog' },
@@ -439,7 +608,43 @@ function mountMultipleChooser(
     dialog.showModal();
   });
   box.append(button);
-  return button;
+  return { input: button, sync: show };
+}
+
+/** "Ada Lovelace" → "AL". */
+function initialsOf(name: string): string {
+  return name
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((part) => part[0]!.toUpperCase())
+    .join('');
+}
+
+/** What the signature editor suggests typing for a field: the signer's name, or its initials. */
+export function suggestedText(host: FieldHost, field: SigningFormField): string {
+  const name = host.form.submitter.name ?? '';
+  return field.type === 'initials' ? initialsOf(name) : name;
+}
+
+/**
+ * Uploads what the signer made for a signature or initials field (the PNG, or the typed text the
+ * server renders) and saves the attachment's uuid as the field's value.
+ * @throws ApiError with the server's message (`signature is empty`, …)
+ */
+export async function saveSignature(host: FieldHost, field: SigningFormField, made: SignatureResult): Promise<void> {
+  const kind = field.type === 'initials' ? 'initials' : 'signature';
+  host.announce(kind === 'initials' ? t('status.savingInitials') : t('status.savingSignature'));
+  const uploaded =
+    'typedText' in made
+      ? await uploadTypedSignature(host.form.slug, made.typedText, kind)
+      : await uploadAttachment(host.form.slug, made.png, `${kind}.png`, kind);
+  host.addAttachment({
+    uuid: uploaded.uuid,
+    url: uploaded.url,
+    filename: uploaded.filename,
+    contentType: uploaded.content_type,
+  });
+  host.setValue(field.uuid, uploaded.uuid, { immediate: true });
 }
 
 /**
@@ -452,45 +657,45 @@ function mountSignature(
   box: HTMLElement,
   describe: (input: HTMLElement, name?: string) => void,
   onChange: () => void,
-): HTMLElement {
+): MountedInput {
   const kind = field.type === 'initials' ? 'initials' : 'signature';
   const label = fieldLabel(field);
   const button = h('button', { type: 'button', className: 'field-button signature-button' });
+  describe(button);
   const show = () => {
     button.replaceChildren();
     const attachment = host.attachment(String(host.valueOf(field.uuid) ?? ''));
     if (attachment) {
-      button.append(h('img', { src: sameOriginUrl(attachment.url), alt: `${label} (signed)` }));
+      button.append(h('img', { src: sameOriginUrl(attachment.url), alt: t('field.signed', { name: label }) }));
+      button.setAttribute('aria-label', accessibleName(field));
     } else {
-      button.append(h('span', {}, kind === 'initials' ? 'Initials' : 'Sign here'));
+      const text = kind === 'initials' ? t('field.initialHere') : t('field.signHere');
+      button.append(h('span', {}, text));
+      // The name holds the visible words too (WCAG 2.5.3 Label in Name).
+      button.setAttribute('aria-label', `${accessibleName(field)}: ${text}`);
     }
   };
   show();
-  describe(button);
   // Not disabled while uploading: a disabled button would drop the keyboard focus.
   let busy = false;
-  button.addEventListener('click', async () => {
+  button.addEventListener('click', () => {
     if (busy) return;
-    const name = host.form.submitter.name ?? '';
-    const suggestedText = kind === 'initials' ? initialsOf(name) : name;
-    const made = await openSignatureDialog({ kind, format: field.preferences.format, label, suggestedText });
+    host.track(sign());
+  });
+  // From opening the dialog to the saved value: Complete waits for all of it.
+  const sign = async () => {
+    const made = await openSignatureDialog({
+      kind,
+      format: field.preferences.format,
+      label,
+      suggestedText: suggestedText(host, field),
+    });
     button.focus();
     if (!made) return;
     busy = true;
     button.setAttribute('aria-busy', 'true');
-    host.announce(`Saving your ${kind}…`);
     try {
-      const uploaded =
-        'typedText' in made
-          ? await uploadTypedSignature(host.form.slug, made.typedText, kind)
-          : await uploadAttachment(host.form.slug, made.png, `${kind}.png`, kind);
-      host.addAttachment({
-        uuid: uploaded.uuid,
-        url: uploaded.url,
-        filename: uploaded.filename,
-        contentType: uploaded.content_type,
-      });
-      host.setValue(field.uuid, uploaded.uuid, { immediate: true });
+      await saveSignature(host, field, made);
       show();
       onChange();
     } catch (error) {
@@ -505,9 +710,63 @@ function mountSignature(
       busy = false;
       button.removeAttribute('aria-busy');
     }
-  });
+  };
   box.append(button);
-  return button;
+  return { input: button, sync: show };
+}
+
+/** What an image or file field accepts, for a file input's `accept`. */
+export function acceptOf(field: SigningFormField): string {
+  const accept = field.preferences.accept;
+  return field.type === 'image' ? IMAGE_ACCEPT : typeof accept === 'string' ? accept : '';
+}
+
+/**
+ * Uploads the files chosen for an image (the first) or file field (all) and saves the uuid(s).
+ * Files over the server's limit are refused here, before any upload.
+ * @throws Error with the message to show at the field (too large, the server's refusal)
+ */
+export async function uploadFiles(host: FieldHost, field: SigningFormField, files: File[]): Promise<void> {
+  const isImage = field.type === 'image';
+  const tooLarge = files.find((f) => f.size > MAX_UPLOAD_BYTES);
+  if (tooLarge)
+    throw new Error(
+      t('upload.tooLarge', { file: tooLarge.name, size: Math.round((MAX_UPLOAD_BYTES / 1024 / 1024) * 10) / 10 }),
+    );
+  host.announce(
+    files.length > 1
+      ? t('status.uploadingMany', { count: files.length })
+      : t('status.uploading', { file: files[0]!.name }),
+  );
+  const uuids: string[] = [];
+  for (const file of files) {
+    const uploaded = await uploadAttachment(host.form.slug, file, file.name, isImage ? 'image' : 'file');
+    host.addAttachment({
+      uuid: uploaded.uuid,
+      url: uploaded.url,
+      filename: uploaded.filename,
+      contentType: uploaded.content_type,
+    });
+    uuids.push(uploaded.uuid);
+  }
+  host.setValue(field.uuid, isImage ? uuids[0] : uuids, { immediate: true });
+  host.announce(t('status.uploaded'));
+}
+
+/** The names (file) or the image (image) an upload field holds, for its button. */
+export function fillUploadButton(host: FieldHost, field: SigningFormField, element: HTMLElement): void {
+  const isImage = field.type === 'image';
+  element.replaceChildren();
+  const current = host.valueOf(field.uuid);
+  const uuids = Array.isArray(current) ? current.map(String) : current ? [String(current)] : [];
+  const attachments = uuids.map((uuid) => host.attachment(uuid)).filter((a): a is SigningFormAttachment => Boolean(a));
+  if (isImage && attachments[0]) {
+    element.append(h('img', { src: sameOriginUrl(attachments[0].url), alt: '' }));
+  } else if (attachments.length) {
+    element.append(h('span', {}, attachments.map((a) => a.filename).join(', ')));
+  } else {
+    element.append(h('span', {}, isImage ? t('field.uploadImage') : t('field.attachFile')));
+  }
 }
 
 /** Image and file fields: a file chooser; each file is uploaded, the uuid (image) or uuids (file) saved. */
@@ -517,82 +776,50 @@ function mountUpload(
   box: HTMLElement,
   describe: (input: HTMLElement, name?: string) => void,
   onChange: () => void,
-): HTMLElement {
+): MountedInput {
   const isImage = field.type === 'image';
   const label = fieldLabel(field);
   const inputId = uniqueId('upload');
   const input = h('input', { type: 'file', id: inputId, className: 'file-input' });
-  const accept = field.preferences.accept;
-  input.accept = isImage ? IMAGE_ACCEPT : typeof accept === 'string' ? accept : '';
+  input.accept = acceptOf(field);
   input.multiple = !isImage;
-  describe(input, `${label}${isImage ? ' (image)' : ' (files)'}`);
+  describe(input, isImage ? t('field.imageName', { name: label }) : t('field.filesName', { name: label }));
   const chooser = h('label', { htmlFor: inputId, className: 'field-button upload-button' });
   chooser.setAttribute('aria-hidden', 'true');
-  const show = () => {
-    chooser.replaceChildren();
-    const current = host.valueOf(field.uuid);
-    const uuids = Array.isArray(current) ? current.map(String) : current ? [String(current)] : [];
-    const attachments = uuids
-      .map((uuid) => host.attachment(uuid))
-      .filter((a): a is SigningFormAttachment => Boolean(a));
-    if (isImage && attachments[0]) {
-      chooser.append(h('img', { src: sameOriginUrl(attachments[0].url), alt: '' }));
-    } else if (attachments.length) {
-      chooser.append(h('span', {}, attachments.map((a) => a.filename).join(', ')));
-    } else {
-      chooser.append(h('span', {}, isImage ? 'Upload image' : 'Attach file'));
-    }
-  };
+  const show = () => fillUploadButton(host, field, chooser);
   show();
   // Not disabled while uploading (that would drop the keyboard focus): later choices wait.
   let busy = false;
-  input.addEventListener('change', async () => {
+  input.addEventListener('change', () => host.track(upload()));
+  const upload = async () => {
     const files = [...(input.files ?? [])];
     input.value = '';
     if (files.length === 0) return;
     if (busy) {
-      host.announce('Please wait for the upload to finish.');
-      return;
-    }
-    const tooLarge = files.find((f) => f.size > MAX_UPLOAD_BYTES);
-    const fail = (message: string) =>
-      box.dispatchEvent(new CustomEvent('field-error', { bubbles: true, detail: { uuid: field.uuid, message } }));
-    if (tooLarge) {
-      fail(
-        `${tooLarge.name} is too large: files may be up to ` +
-          `${Math.round((MAX_UPLOAD_BYTES / 1024 / 1024) * 10) / 10} MB.`,
-      );
+      host.announce(t('status.waitForUpload'));
       return;
     }
     busy = true;
     box.setAttribute('aria-busy', 'true');
-    host.announce(files.length > 1 ? `Uploading ${files.length} files…` : `Uploading ${files[0]!.name}…`);
     try {
-      const uuids: string[] = [];
-      for (const file of files) {
-        const uploaded = await uploadAttachment(host.form.slug, file, file.name, isImage ? 'image' : 'file');
-        host.addAttachment({
-          uuid: uploaded.uuid,
-          url: uploaded.url,
-          filename: uploaded.filename,
-          contentType: uploaded.content_type,
-        });
-        uuids.push(uploaded.uuid);
-      }
-      host.setValue(field.uuid, isImage ? uuids[0] : uuids, { immediate: true });
-      host.announce('Uploaded.');
+      await uploadFiles(host, field, files);
       show();
       onChange();
     } catch (error) {
       host.announce('');
-      fail((error as Error).message);
+      box.dispatchEvent(
+        new CustomEvent('field-error', {
+          bubbles: true,
+          detail: { uuid: field.uuid, message: (error as Error).message },
+        }),
+      );
     } finally {
       busy = false;
       box.removeAttribute('aria-busy');
     }
-  });
+  };
   box.append(input, chooser);
-  return input;
+  return { input, sync: show };
 }
 
 /** Fills an element with a field's value, read-only: text, a tick, an image, or file links. */
@@ -605,7 +832,7 @@ function fillDisplay(host: FieldHost, field: SigningFormField, element: HTMLElem
     if (attachment) {
       element.append(h('img', { src: sameOriginUrl(attachment.url), alt: label }));
     } else if (field.type === 'stamp') {
-      element.append(h('span', { className: 'placeholder' }, 'Stamp (added on completion)'));
+      element.append(h('span', { className: 'placeholder' }, t('field.stampLater')));
     }
     return;
   }
@@ -622,23 +849,17 @@ function fillDisplay(host: FieldHost, field: SigningFormField, element: HTMLElem
     return;
   }
   if (field.type === 'payment') {
-    element.append(h('span', { className: 'placeholder' }, 'Payment (payments are not configured)'));
+    element.append(h('span', { className: 'placeholder' }, t('field.paymentReadonly')));
     return;
   }
   const text = displayText(field, value);
   const span = h('span', { className: 'value' }, text);
   if (!text && field.type !== 'checkbox') span.classList.add('empty');
   // Screen readers hear the field's name before its value.
-  element.append(h('span', { className: 'sr-only' }, `${label}: ${text ? '' : 'empty'}`), span);
-}
-
-/** "Ada Lovelace" → "AL". */
-function initialsOf(name: string): string {
-  return name
-    .split(/\s+/)
-    .filter(Boolean)
-    .map((part) => part[0]!.toUpperCase())
-    .join('');
+  element.append(
+    h('span', { className: 'sr-only' }, text ? `${label}: ` : t('field.emptyValue', { name: label })),
+    span,
+  );
 }
 
 /** The input a date field gets by what its format stores: a day, a month, or a local date and time. */

@@ -6,6 +6,9 @@
  * values it depends on meet them (the shared rule, src/templates/field-conditions.ts).
  * Decline asks for a reason. A form that is not open shows DocuSeal's message and no inputs. With
  * `goToLast` (the submitter's go_to_last, else a returning signer) it opens at the field to resume.
+ * On narrow screens, or on request (Start), the guided panel leads through the fields one at a
+ * time (./guide.ts). Complete waits for values still on their way (a signature on the pad, an
+ * upload) and after a refusal keeps its summary in step with the fields as they are fixed.
  *
  * In a frame (the embedded form, docs/embedding.md) it posts `init`, `load`, `completed` and
  * `declined` to the page around it (./embed.ts) and acts on the embedded form's options: values
@@ -25,6 +28,8 @@ import {
 import { h, uniqueId } from './dom.ts';
 import { embedOptions, inEmbeddedForm, postToHost } from './embed.ts';
 import { mountFields, type FieldControl, type FieldHost } from './fields.ts';
+import { Guide } from './guide.ts';
+import { t } from './i18n.ts';
 import { SaveQueue } from './save-queue.ts';
 import { hiddenFieldUuids } from '../../templates/field-conditions.ts';
 import { ATTACHMENT_FIELD_TYPES } from '../../field-types.ts';
@@ -58,17 +63,15 @@ async function boot(): Promise<void> {
     postToHost(root, 'load', form.eventDetail ?? null);
   } catch (error) {
     const message =
-      error instanceof ApiError && error.code === 'NOT_FOUND'
-        ? 'This signing link is not valid.'
-        : (error as Error).message;
-    root.replaceChildren(stateSection('The form could not be loaded', message));
+      error instanceof ApiError && error.code === 'NOT_FOUND' ? t('load.invalidLink') : (error as Error).message;
+    root.replaceChildren(stateSection(t('load.failed'), message));
   }
 }
 
-function show(form: SigningForm, options: { justCompleted?: boolean } = {}): void {
-  document.title = `${formTitle(form)} · Signet`;
+function show(form: SigningForm, options: { focusResult?: boolean; justCompleted?: boolean } = {}): void {
+  document.title = t('title.page', { title: formTitle(form) });
   if (form.state === 'OPEN') renderOpen(form);
-  else renderClosed(form, options.justCompleted ?? false);
+  else renderClosed(form, options.justCompleted ?? false, options.focusResult ?? false);
 }
 
 /**
@@ -89,20 +92,20 @@ function resumeField(
   return steps[Math.min(...candidates)];
 }
 
+/** What the page calls the documents: the submission's name, else its template's (not a file's name). */
 function formTitle(form: SigningForm): string {
-  return form.submission.name || form.documents[0]?.name || 'Documents to sign';
+  return form.submission.name || form.submission.templateName || form.documents[0]?.name || t('title.fallback');
 }
 
 function stateSection(title: string, ...paragraphs: (string | null | undefined)[]): HTMLElement {
-  return h(
-    'section',
-    { className: 'state' },
-    h('h1', {}, title),
-    ...paragraphs.filter(Boolean).map((p) => h('p', {}, p!)),
-  );
+  const heading = h('h1', { className: 'state-heading', tabIndex: -1 }, title);
+  return h('section', { className: 'state' }, heading, ...paragraphs.filter(Boolean).map((p) => h('p', {}, p!)));
 }
 
-/** The form is open: documents, fields, save-as-you-go, complete and decline. */
+/** Below this width the guided panel opens by itself (a field's box is then too small to type in). */
+const GUIDED_MEDIA = '(max-width: 767.98px)';
+
+/** The form is open: documents, fields, the guided panel, save-as-you-go, complete and decline. */
 function renderOpen(form: SigningForm): void {
   const values = new Map<string, unknown>();
   const attachments = new Map<string, SigningFormAttachment>();
@@ -121,6 +124,7 @@ function renderOpen(form: SigningForm): void {
     for (const attachment of field.attachments) attachments.set(attachment.uuid, attachment);
   }
 
+  // Save status: a polite live region (WCAG 4.1.3 Status Messages).
   const status = h('p', { className: 'status' });
   status.setAttribute('role', 'status');
   const alert = h('p', { className: 'alert' });
@@ -130,11 +134,12 @@ function renderOpen(form: SigningForm): void {
   const completeButton = h(
     'button',
     { type: 'button', className: 'button primary', id: 'complete-button' },
-    'Complete',
+    t('complete.button'),
   );
-  const declineButton = h('button', { type: 'button', className: 'button', id: 'decline-button' }, 'Decline');
+  const declineButton = h('button', { type: 'button', className: 'button', id: 'decline-button' }, t('decline.button'));
   // The embedded form shows it only with data-with-decline (DocuSeal's default); a plain link always does.
   declineButton.hidden = embedOptions.with_decline === false;
+  const startButton = h('button', { type: 'button', className: 'button', id: 'guide-start' }, t('guide.start'));
   const waitingBanner = h('p', { className: 'notice waiting', id: uniqueId('waiting') });
   waitingBanner.setAttribute('role', 'status');
 
@@ -151,11 +156,28 @@ function renderOpen(form: SigningForm): void {
   };
 
   const controls = new Map<string, FieldControl>();
-  const shownErrors = new Set<string>();
+  /** Messages shown at fields (the page's checks, the server's refusals), by field uuid. */
+  const shownErrors = new Map<string, string>();
+  /** After a refused Complete: the summary in the action bar follows the fields as they are fixed. */
+  let attention = false;
+  const updateSummary = () => {
+    if (!attention) return;
+    const open = [...controls.keys()].filter((uuid) => shownErrors.has(uuid) && isShown(uuid));
+    if (open.length === 0) {
+      attention = false;
+      showAlert(null);
+      return;
+    }
+    const first = shownErrors.get(open[0]!)!;
+    const text = open.length === 1 ? first : t('complete.attention', { count: open.length, first });
+    if (alert.textContent !== text) showAlert(text);
+  };
   const setFieldError = (uuid: string, message: string | null) => {
     controls.get(uuid)?.setError(message);
-    if (message) shownErrors.add(uuid);
+    if (message) shownErrors.set(uuid, message);
     else shownErrors.delete(uuid);
+    guide.setError(uuid, message);
+    updateSummary();
   };
 
   // Fields whose conditions are not met (the rule the server applies at completion,
@@ -179,6 +201,7 @@ function renderOpen(form: SigningForm): void {
       if (isHidden && shownErrors.has(control.field.uuid)) setFieldError(control.field.uuid, null);
     }
     unplaced.hidden = !unplaced.querySelector('.field:not([hidden])');
+    guide.update();
   };
 
   const ownRequired = form.fields.filter((f) => isEditable(f) && f.required);
@@ -189,13 +212,13 @@ function renderOpen(form: SigningForm): void {
       return;
     }
     const filled = required.filter((f) => isFilled(f, values.get(f.uuid))).length;
-    progress.textContent = `${filled} of ${required.length} required fields filled`;
+    progress.textContent = t('progress', { filled, total: required.length });
   };
 
   const queue = new SaveQueue({
     slug,
     onBusy: (busy) => {
-      status.textContent = busy ? 'Saving…' : 'All changes saved.';
+      status.textContent = busy ? t('status.saving') : t('status.saved');
     },
     onSaved: (saved) => {
       if (saved.state !== 'OPEN') show(saved);
@@ -206,6 +229,13 @@ function renderOpen(form: SigningForm): void {
       void handleError(error);
     },
   });
+
+  // Work that produces a value (a signature being made and uploaded, files uploading): Complete
+  // waits for it, so what the signer has just given is part of what completes.
+  const pendingWork = new Set<Promise<unknown>>();
+  const settled = async () => {
+    while (pendingWork.size > 0) await Promise.allSettled([...pendingWork]);
+  };
 
   const host: FieldHost = {
     form,
@@ -224,15 +254,54 @@ function renderOpen(form: SigningForm): void {
     announce: (message) => {
       status.textContent = message;
     },
+    track(work) {
+      pendingWork.add(work);
+      void work.catch(() => undefined).finally(() => pendingWork.delete(work));
+    },
+    guided: () => guide.isOpen,
+    openInGuide: (uuid) => {
+      const field = form.fields.find((f) => f.uuid === uuid);
+      if (field) guide.go(field, { focus: true });
+    },
   };
 
+  /** The signer's fields to fill, in reading order (the order the boxes were laid out in). */
+  const steps = () => [...controls.values()].map((c) => c.field).filter((f) => isEditable(f) && isShown(f.uuid));
+  const guide = new Guide({
+    host,
+    steps,
+    control: (uuid) => controls.get(uuid),
+    errorOf: (uuid) => shownErrors.get(uuid),
+    setError: setFieldError,
+    onToggle(open) {
+      root.classList.toggle('guided', open);
+      startButton.hidden = open || steps().length === 0;
+      // The boxes show values (open) or take inputs again, with what the panel changed (closed).
+      for (const control of controls.values()) control.refresh();
+    },
+    onLastStep: () => completeButton.focus(),
+  });
+
   const documents = h('div', { className: 'documents' });
-  const unplaced = h('section', { className: 'unplaced-fields' }, h('h2', {}, 'More fields'));
+  const unplaced = h('section', { className: 'unplaced-fields' }, h('h2', {}, t('unplaced.heading')));
   unplaced.hidden = true;
   const subtitle = [
-    `From ${form.accountName}.`,
-    `You sign as ${form.submitter.role}${form.submitter.name ? ` (${form.submitter.name})` : ''}.`,
+    t('header.from', { account: form.accountName }),
+    form.submitter.name
+      ? t('header.signAsNamed', { role: form.submitter.role, name: form.submitter.name })
+      : t('header.signAs', { role: form.submitter.role }),
   ].join(' ');
+  const footer = h(
+    'footer',
+    { className: 'action-bar' },
+    guide.element,
+    h(
+      'div',
+      { className: 'action-row' },
+      h('div', { className: 'action-text' }, progress, status, alert),
+      h('div', { className: 'action-buttons' }, startButton, declineButton, completeButton),
+    ),
+  );
   root.replaceChildren(
     h(
       'header',
@@ -243,31 +312,60 @@ function renderOpen(form: SigningForm): void {
     waitingBanner,
     documents,
     unplaced,
-    h(
-      'footer',
-      { className: 'action-bar' },
-      h('div', { className: 'action-text' }, progress, status, alert),
-      h('div', { className: 'action-buttons' }, declineButton, completeButton),
-    ),
+    footer,
   );
+  // The page keeps room under the documents for the fixed bar, and scrolls fields into view above it.
+  new ResizeObserver(() => {
+    if (footer.isConnected)
+      document.documentElement.style.setProperty('--footer-height', `${Math.ceil(footer.offsetHeight)}px`);
+  }).observe(footer);
   setWaiting(form.waitingFor);
   const pages = renderDocuments(documents, form.documents);
   for (const control of mountFields(host, pages, unplaced)) controls.set(control.field.uuid, control);
   applyConditions();
   updateProgress();
-  if (embedOptions.go_to_last ?? form.goToLast) {
-    // A field hidden by its conditions is no place to resume at.
-    const resume = resumeField(
-      form.fields.filter((f) => isShown(f.uuid)),
-      (uuid) => values.get(uuid),
-    );
-    if (resume) controls.get(resume.uuid)?.focus();
+  startButton.hidden = steps().length === 0;
+  startButton.addEventListener('click', () => guide.open(undefined, { focus: true }));
+
+  const goToLast = embedOptions.go_to_last ?? form.goToLast;
+  // A field hidden by its conditions is no place to resume at.
+  const resume = goToLast
+    ? resumeField(
+        form.fields.filter((f) => isShown(f.uuid)),
+        (uuid) => values.get(uuid),
+      )
+    : undefined;
+  const narrow = window.matchMedia(GUIDED_MEDIA);
+  /** Whether the panel was opened because the screen is narrow (it then closes when it widens). */
+  let openedForWidth = false;
+  if (narrow.matches) {
+    openedForWidth = true;
+    guide.open(resume?.uuid ?? steps()[0]?.uuid, { focus: Boolean(resume) });
+  } else if (resume) {
+    controls.get(resume.uuid)?.focus();
   }
+  narrow.addEventListener('change', () => {
+    if (narrow.matches && !guide.isOpen) {
+      openedForWidth = true;
+      guide.open();
+    } else if (!narrow.matches && openedForWidth) {
+      openedForWidth = false;
+      guide.close();
+    }
+  });
 
   root.addEventListener('field-error', (event) => {
     const { uuid, message } = (event as CustomEvent<{ uuid: string; message: string }>).detail;
     setFieldError(uuid, message);
   });
+
+  /** Takes the signer to a field: its step in the panel while the panel is open, else its box. */
+  const goToField = (uuid: string) => {
+    const control = controls.get(uuid);
+    if (!control) return;
+    if (guide.isOpen && isEditable(control.field)) guide.go(control.field, { focus: true });
+    else control.focus();
+  };
 
   async function handleError(error: ApiError): Promise<void> {
     let focused = false;
@@ -276,7 +374,7 @@ function renderOpen(form: SigningForm): void {
       const control = problem.fieldUuid ? controls.get(problem.fieldUuid) : undefined;
       if (control) {
         setFieldError(control.field.uuid, problem.message);
-        if (!focused) control.focus();
+        if (!focused) goToField(control.field.uuid);
         focused = true;
         // The signer cannot change a readonly field: say it where it cannot be missed too.
         if (!isEditable(control.field)) general ??= problem.message;
@@ -284,65 +382,87 @@ function renderOpen(form: SigningForm): void {
         general ??= problem.message;
       }
     }
-    showAlert(general);
+    if (general) {
+      attention = false;
+      showAlert(general);
+    } else {
+      attention = true;
+      updateSummary();
+    }
     if (general && CLOSED_MESSAGE.test(general)) {
       // Closed meanwhile (completed elsewhere, declined, archived, expired): show its state.
       try {
         const current = await fetchSigningForm(slug);
-        if (current.state !== 'OPEN') show(current);
+        if (current.state !== 'OPEN') show(current, { focusResult: true });
       } catch {
         // The alert already says what happened.
       }
     }
   }
 
+  let completing = false;
   completeButton.addEventListener('click', async () => {
+    if (completing) return;
+    completing = true;
     showAlert(null);
-    const problems: { uuid: string; message: string }[] = [];
-    for (const control of controls.values()) {
-      if (!isEditable(control.field) || !isShown(control.field.uuid)) continue;
-      const message = checkValue(control.field, values.get(control.field.uuid));
-      setFieldError(control.field.uuid, message);
-      if (message) problems.push({ uuid: control.field.uuid, message });
-    }
-    if (problems.length > 0) {
-      status.textContent = '';
-      const first = problems[0]!.message;
-      showAlert(problems.length === 1 ? first : `${problems.length} fields need your attention. ${first}`);
-      controls.get(problems[0]!.uuid)?.focus();
-      return;
-    }
-    const payload: FieldValues = {};
-    for (const field of form.fields) {
-      const value = values.get(field.uuid);
-      if (
-        (isEditable(field) || locked.has(field.uuid)) &&
-        isShown(field.uuid) &&
-        field.type !== 'payment' &&
-        value !== null &&
-        value !== undefined &&
-        value !== ''
-      )
-        payload[field.uuid] = value;
-    }
+    attention = false;
     completeButton.disabled = true;
-    declineButton.disabled = true;
-    status.textContent = 'Completing…';
     try {
-      await queue.drain();
-      const completed = await completeSigningForm(slug, payload);
-      status.textContent = 'Completed.';
-      const redirect = safeRedirect(completed.completedRedirectUrl);
-      // In a <signet-form> the element takes the whole page there (as DocuSeal's embedded form goes);
-      // elsewhere (a tab, a plain iframe) this page goes.
-      postToHost(root, 'completed', completed.eventDetail ?? null, redirect ?? undefined);
-      if (redirect && !inEmbeddedForm) window.location.assign(redirect);
-      else show(completed, { justCompleted: true });
-    } catch (error) {
-      status.textContent = '';
-      completeButton.disabled = Boolean(form.waitingFor);
-      declineButton.disabled = false;
-      await handleError(error instanceof ApiError ? error : new ApiError((error as Error).message));
+      // What the signer has just given is part of what completes: a signature on the panel's
+      // pad, then uploads still on their way (issue 24, the Complete race).
+      if (guide.isOpen && !(await guide.commit())) return;
+      if (pendingWork.size > 0) {
+        status.textContent = t('status.completing');
+        await settled();
+      }
+      const problems: string[] = [];
+      for (const control of controls.values()) {
+        if (!isEditable(control.field) || !isShown(control.field.uuid)) continue;
+        const message = checkValue(control.field, values.get(control.field.uuid));
+        setFieldError(control.field.uuid, message);
+        if (message) problems.push(control.field.uuid);
+      }
+      if (problems.length > 0) {
+        status.textContent = '';
+        attention = true;
+        updateSummary();
+        // Focus goes to the first field that needs attention (WCAG 3.3.1).
+        goToField(problems[0]!);
+        return;
+      }
+      const payload: FieldValues = {};
+      for (const field of form.fields) {
+        const value = values.get(field.uuid);
+        if (
+          (isEditable(field) || locked.has(field.uuid)) &&
+          isShown(field.uuid) &&
+          field.type !== 'payment' &&
+          value !== null &&
+          value !== undefined &&
+          value !== ''
+        )
+          payload[field.uuid] = value;
+      }
+      declineButton.disabled = true;
+      status.textContent = t('status.completing');
+      try {
+        await queue.drain();
+        const completed = await completeSigningForm(slug, payload);
+        status.textContent = t('status.completed');
+        const redirect = safeRedirect(completed.completedRedirectUrl);
+        // In a <signet-form> the element takes the whole page there (as DocuSeal's embedded form goes);
+        // elsewhere (a tab, a plain iframe) this page goes.
+        postToHost(root, 'completed', completed.eventDetail ?? null, redirect ?? undefined);
+        if (redirect && !inEmbeddedForm) window.location.assign(redirect);
+        else show(completed, { justCompleted: true, focusResult: true });
+      } catch (error) {
+        status.textContent = '';
+        declineButton.disabled = false;
+        await handleError(error instanceof ApiError ? error : new ApiError((error as Error).message));
+      }
+    } finally {
+      completing = false;
+      if (completeButton.isConnected) completeButton.disabled = Boolean(form.waitingFor);
     }
   });
 
@@ -352,7 +472,7 @@ function renderOpen(form: SigningForm): void {
       try {
         await queue.drain();
         const declined = await declineSigningForm(slug, reason);
-        show(declined);
+        show(declined, { focusResult: true });
         postToHost(root, 'declined', declined.eventDetail ?? null);
       } catch (error) {
         await handleError(error instanceof ApiError ? error : new ApiError((error as Error).message));
@@ -398,7 +518,7 @@ function applyEmbedOptions(form: SigningForm): Set<string> {
 function waitingMessage(waitingFor: string): string {
   return /\s/.test(waitingFor.trim()) && /[.!]$/.test(waitingFor.trim())
     ? waitingFor
-    : `Waiting for ${waitingFor} to complete the form.`;
+    : t('waiting', { role: waitingFor });
 }
 
 /** Only http(s) addresses are followed after completion. */
@@ -412,56 +532,70 @@ function safeRedirect(url: string | null): string | null {
   }
 }
 
-/** Completed, declined, archived or expired: the message, no inputs; signed copies once ready. */
-function renderClosed(form: SigningForm, justCompleted: boolean): void {
-  const message = form.message ?? 'This form is closed.';
+/** DocuSeal's message for a form that is not open, in the page's language (form-state.ts FORM_STATE_MESSAGES). */
+function closedMessage(form: SigningForm): string {
+  switch (form.state) {
+    case 'COMPLETED':
+      return t('closed.completed');
+    case 'DECLINED':
+      return t('closed.declined');
+    case 'ARCHIVED':
+      return t('closed.archived');
+    case 'EXPIRED':
+      return t('closed.expired');
+    default:
+      return form.message ?? t('closed.fallback');
+  }
+}
+
+/**
+ * Completed, declined, archived or expired: the message, no inputs; signed copies once ready.
+ * @param focusResult after the signer's own action (Complete, Decline): focus goes to the
+ *   result's heading, so a screen reader says what happened (WCAG 2.4.3 Focus Order)
+ */
+function renderClosed(form: SigningForm, justCompleted: boolean, focusResult: boolean): void {
+  // No bar at the bottom any more: no room kept for it.
+  document.documentElement.style.removeProperty('--footer-height');
+  const header = h('header', { className: 'form-header' }, h('p', { className: 'subtitle' }, formTitle(form)));
   if (form.state !== 'COMPLETED') {
-    const reason = form.state === 'DECLINED' ? 'The sender has been told that you declined.' : null;
-    root.replaceChildren(
-      h('header', { className: 'form-header' }, h('p', { className: 'subtitle' }, formTitle(form))),
-      stateSection(message, reason),
-    );
+    const reason = form.state === 'DECLINED' ? t('closed.declinedNotice') : null;
+    const section = stateSection(closedMessage(form), reason);
+    root.replaceChildren(header, section);
+    if (focusResult) section.querySelector<HTMLElement>('h1')?.focus();
     return;
   }
   const section = justCompleted
-    ? stateSection('Thank you! You have completed the form.', `${form.accountName} has been notified.`)
-    : stateSection(message);
+    ? stateSection(t('completed.thanks'), t('completed.notified', { account: form.accountName }))
+    : stateSection(closedMessage(form));
   section.classList.add('completed');
-  const downloads = h('section', { className: 'downloads' }, h('h2', {}, 'Signed documents'));
+  const downloads = h('section', { className: 'downloads' }, h('h2', {}, t('completed.documents')));
   const list = h('ul', { className: 'download-list' });
   const waiting = h('p', { className: 'hint' });
   waiting.setAttribute('role', 'status');
   downloads.append(list, waiting);
   section.append(downloads);
-  root.replaceChildren(
-    h('header', { className: 'form-header' }, h('p', { className: 'subtitle' }, formTitle(form))),
-    section,
-  );
+  root.replaceChildren(header, section);
+  if (focusResult) section.querySelector<HTMLElement>('h1')?.focus();
 
   const fill = (current: SigningForm): boolean => {
     if (current.completedDocuments.length === 0) {
       waiting.textContent =
-        current.submission.status === 'completed'
-          ? 'The signed copies are being prepared…'
-          : 'The signed copies will be available here once every party has signed.';
+        current.submission.status === 'completed' ? t('completed.preparing') : t('completed.waitingParties');
       return false;
     }
     list.replaceChildren(
-      ...current.completedDocuments.map((doc) =>
-        h(
+      ...current.completedDocuments.map((doc) => {
+        const file = doc.name.toLowerCase().endsWith('.pdf') ? doc.name : `${doc.name}.pdf`;
+        return h(
           'li',
           {},
           h(
             'a',
-            {
-              href: sameOriginUrl(doc.url),
-              download: doc.name.endsWith('.pdf') ? doc.name : `${doc.name}.pdf`,
-              className: 'download-link',
-            },
-            doc.name,
+            { href: sameOriginUrl(doc.url), download: file, className: 'download-link' },
+            t('completed.download', { file }),
           ),
-        ),
-      ),
+        );
+      }),
     );
     waiting.textContent = '';
     return true;
@@ -485,19 +619,21 @@ function renderClosed(form: SigningForm, justCompleted: boolean): void {
 function openDeclineDialog(): Promise<string | null> {
   const titleId = uniqueId('decline-title');
   const reasonId = uniqueId('decline-reason');
+  const errorId = uniqueId('decline-error');
   const dialog = h('dialog', { className: 'dialog decline-dialog' });
   dialog.setAttribute('aria-labelledby', titleId);
   const reason = h('textarea', { id: reasonId, required: true, maxLength: 1000, rows: 4 });
-  const error = h('p', { className: 'dialog-error' });
+  reason.setAttribute('aria-describedby', errorId);
+  const error = h('p', { className: 'dialog-error', id: errorId });
   error.setAttribute('role', 'alert');
-  const cancel = h('button', { type: 'button', className: 'button' }, 'Cancel');
-  const confirm = h('button', { type: 'submit', className: 'button danger' }, 'Decline');
+  const cancel = h('button', { type: 'button', className: 'button' }, t('dialog.cancel'));
+  const confirm = h('button', { type: 'submit', className: 'button danger' }, t('decline.confirm'));
   const form = h(
     'form',
     { method: 'dialog', noValidate: true },
-    h('h2', { id: titleId }, 'Decline to sign'),
-    h('p', {}, 'The sender will see your reason.'),
-    h('label', { htmlFor: reasonId }, 'Reason'),
+    h('h2', { id: titleId }, t('decline.title')),
+    h('p', {}, t('decline.text')),
+    h('label', { htmlFor: reasonId }, t('decline.reason')),
     reason,
     error,
     h('div', { className: 'dialog-actions' }, cancel, confirm),
@@ -515,7 +651,8 @@ function openDeclineDialog(): Promise<string | null> {
       event.preventDefault();
       const text = reason.value.trim();
       if (!text) {
-        error.textContent = 'Please give a reason.';
+        error.textContent = t('decline.reasonMissing');
+        reason.setAttribute('aria-invalid', 'true');
         reason.focus();
         return;
       }

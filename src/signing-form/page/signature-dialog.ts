@@ -7,9 +7,13 @@
  *
  * `preferences.format` of the field limits the ways (docuseal-behaviour.md §11): `drawn`,
  * `typed`, `drawn_or_typed`, `upload`; none given offers all three.
+ *
+ * The same editor sits in a dialog (openSignatureDialog, the document's Sign-here button) and
+ * inline, as wide as the screen, in the guided panel (./guide.ts).
  */
 import SignaturePad from 'signature_pad';
 import { h, uniqueId } from './dom.ts';
+import { t } from './i18n.ts';
 
 type Way = 'draw' | 'type' | 'upload';
 
@@ -42,31 +46,45 @@ function waysFor(format: unknown): Way[] {
   }
 }
 
-const WAY_LABELS: Record<Way, string> = { draw: 'Draw', type: 'Type', upload: 'Upload' };
-
 /** What the signer made: a PNG (drawn or uploaded), or typed text. */
 export type SignatureResult = { png: Blob } | { typedText: string };
 
 /** Longest typed signature, in characters (src/limits.ts MAX_LENGTH.typedSignature, checked by the server). */
 const TYPED_MAX_LENGTH = 59;
 
+/** The drawing, typing and upload panes of a signature, in a dialog or inline in the guide. */
+export interface SignatureEditor {
+  /** The tabs, the panes and the error line. */
+  element: HTMLElement;
+  /** Sizes the drawing pad to its box: call once the element is in the document and shown. */
+  start(): void;
+  /** Whether the signer has drawn, typed (on the Type tab) or chosen an image. */
+  touched(): boolean;
+  /** What the signer made, or null with the reason shown beside it (nothing drawn, typed or chosen). */
+  result(): Promise<SignatureResult | null>;
+  /** Shows a message in the editor's error line. */
+  showError(message: string): void;
+  /** Stops listening to the pad and frees the upload preview. */
+  destroy(): void;
+}
+
 /**
- * Shows the dialog; resolves to the result, or null when the signer cancels.
+ * The editor of a signature or initials: tabs Draw / Type / Upload (as `preferences.format`
+ * allows) over a drawing pad as wide as its box (signature_pad), a text input with its script
+ * preview, and an image chooser. Tabs follow the WAI-ARIA tabs pattern (arrow keys move).
  */
-export function openSignatureDialog(options: SignatureDialogOptions): Promise<SignatureResult | null> {
+export function createSignatureEditor(options: SignatureDialogOptions): SignatureEditor {
   const ways = waysFor(options.format);
-  const titleId = uniqueId('signature-title');
-  const dialog = h('dialog', { className: 'dialog signature-dialog' });
-  dialog.setAttribute('aria-labelledby', titleId);
+  const initials = options.kind === 'initials';
   const error = h('p', { className: 'dialog-error', id: uniqueId('signature-error') });
   error.setAttribute('role', 'alert');
 
   // Draw
   const drawCanvas = h('canvas', { className: 'signature-canvas' });
-  drawCanvas.setAttribute('aria-label', `Drawing area for your ${options.kind}`);
+  drawCanvas.setAttribute('aria-label', initials ? t('signature.drawAreaInitials') : t('signature.drawArea'));
   drawCanvas.setAttribute('role', 'img');
   let pad: SignaturePad | undefined;
-  const clearButton = h('button', { type: 'button', className: 'link-button' }, 'Clear');
+  const clearButton = h('button', { type: 'button', className: 'link-button' }, t('signature.clear'));
   clearButton.addEventListener('click', () => pad?.clear());
   const drawPanel = h(
     'div',
@@ -75,7 +93,7 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Si
     h(
       'div',
       { className: 'signature-panel-row' },
-      h('span', { className: 'hint' }, `Draw your ${options.kind} with a mouse, finger or pen.`),
+      h('span', { className: 'hint' }, initials ? t('signature.drawHintInitials') : t('signature.drawHint')),
       clearButton,
     ),
   );
@@ -98,7 +116,7 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Si
   const typePanel = h(
     'div',
     { className: 'signature-panel' },
-    h('label', { htmlFor: typeInputId }, options.kind === 'initials' ? 'Type your initials' : 'Type your name'),
+    h('label', { htmlFor: typeInputId }, initials ? t('signature.typeInitials') : t('signature.typeName')),
     typeInput,
     typePreview,
   );
@@ -108,6 +126,7 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Si
   const uploadInput = h('input', {
     type: 'file',
     id: uploadInputId,
+    className: 'signature-file',
     accept: 'image/png,image/jpeg,image/webp,image/gif',
   });
   const uploadPreview = h('img', { className: 'upload-preview', alt: '' });
@@ -121,15 +140,22 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Si
   const uploadPanel = h(
     'div',
     { className: 'signature-panel' },
-    h('label', { htmlFor: uploadInputId }, `An image of your ${options.kind} (PNG, JPEG, WebP or GIF)`),
+    h('label', { htmlFor: uploadInputId }, initials ? t('signature.uploadInitials') : t('signature.uploadSignature')),
     uploadInput,
     uploadPreview,
   );
 
   const panels: Record<Way, HTMLElement> = { draw: drawPanel, type: typePanel, upload: uploadPanel };
+  const wayLabels: Record<Way, string> = {
+    draw: t('signature.draw'),
+    type: t('signature.type'),
+    upload: t('signature.upload'),
+  };
   let active: Way = ways[0]!;
+  let started = false;
   const tabs = h('div', { className: 'tabs' });
   tabs.setAttribute('role', 'tablist');
+  tabs.setAttribute('aria-label', initials ? t('signature.waysInitials') : t('signature.ways'));
   const tabButtons = new Map<Way, HTMLButtonElement>();
   const select = (way: Way, focus = false) => {
     active = way;
@@ -140,19 +166,22 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Si
       panels[w].hidden = w !== way;
     }
     if (focus) tabButtons.get(way)?.focus();
-    if (way === 'draw') setUpPad();
-    if (way === 'type') typeInput.focus();
+    if (way === 'draw' && started) setUpPad();
+    if (way === 'type' && started) typeInput.focus();
   };
   for (const way of ways) {
     const panelId = uniqueId(`panel-${way}`);
-    const button = h('button', { type: 'button', className: 'tab', id: uniqueId(`tab-${way}`) }, WAY_LABELS[way]);
+    const button = h('button', { type: 'button', className: 'tab', id: uniqueId(`tab-${way}`) }, wayLabels[way]);
     button.setAttribute('role', 'tab');
     button.setAttribute('aria-controls', panelId);
     button.addEventListener('click', () => select(way));
     button.addEventListener('keydown', (event) => {
       const index = ways.indexOf(way);
-      if (event.key === 'ArrowRight') select(ways[(index + 1) % ways.length]!, true);
-      if (event.key === 'ArrowLeft') select(ways[(index + ways.length - 1) % ways.length]!, true);
+      // In a right-to-left page the next tab is to the left.
+      const forward = document.dir === 'rtl' ? 'ArrowLeft' : 'ArrowRight';
+      const backward = document.dir === 'rtl' ? 'ArrowRight' : 'ArrowLeft';
+      if (event.key === forward) select(ways[(index + 1) % ways.length]!, true);
+      if (event.key === backward) select(ways[(index + ways.length - 1) % ways.length]!, true);
     });
     panels[way].id = panelId;
     panels[way].setAttribute('role', 'tabpanel');
@@ -160,24 +189,15 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Si
     tabButtons.set(way, button);
     tabs.append(button);
   }
+  for (const way of ways) panels[way].hidden = way !== active;
 
-  const cancel = h('button', { type: 'button', className: 'button' }, 'Cancel');
-  const apply = h(
-    'button',
-    { type: 'submit', className: 'button primary' },
-    options.kind === 'initials' ? 'Apply initials' : 'Apply signature',
-  );
-  const form = h(
-    'form',
-    { method: 'dialog' },
-    h('h2', { id: titleId }, options.label),
+  const element = h(
+    'div',
+    { className: 'signature-editor' },
     ways.length > 1 ? tabs : null,
     ...ways.map((w) => panels[w]),
     error,
-    h('div', { className: 'dialog-actions' }, cancel, apply),
   );
-  dialog.append(form);
-  document.body.append(dialog);
 
   function setUpPad() {
     if (pad) return;
@@ -189,11 +209,96 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Si
     pad = new SignaturePad(drawCanvas, { penColor: INK, minWidth: 1, maxWidth: 3 });
   }
 
+  const firstThing = () => (initials ? t('signature.drawInitialsFirst') : t('signature.drawFirst'));
+
+  return {
+    element,
+    start() {
+      started = true;
+      select(active);
+    },
+    touched() {
+      if (active === 'draw') return Boolean(pad && !pad.isEmpty());
+      if (active === 'type') return typeInput.value.trim() !== '';
+      return Boolean(uploadInput.files?.[0]);
+    },
+    showError(message) {
+      error.textContent = message;
+    },
+    destroy() {
+      pad?.off();
+      if (uploadPreview.src) URL.revokeObjectURL(uploadPreview.src);
+    },
+    async result() {
+      error.textContent = '';
+      if (active === 'draw') {
+        if (!pad || pad.isEmpty()) {
+          error.textContent = firstThing();
+          return null;
+        }
+        return { png: await canvasToPng(trimToInk(drawCanvas)) };
+      }
+      if (active === 'type') {
+        const text = typeInput.value.trim();
+        if (!text) {
+          error.textContent = initials ? t('signature.typeInitialsFirst') : t('signature.typeNameFirst');
+          typeInput.focus();
+          return null;
+        }
+        return { typedText: text };
+      }
+      const file = uploadInput.files?.[0];
+      if (!file) {
+        error.textContent = t('signature.chooseImageFirst');
+        return null;
+      }
+      let bitmap: ImageBitmap;
+      try {
+        bitmap = await createImageBitmap(file);
+      } catch {
+        error.textContent = t('signature.notAnImage');
+        return null;
+      }
+      const scale = Math.min(1, MAX_UPLOAD_SIDE / Math.max(bitmap.width, bitmap.height));
+      const canvas = h('canvas');
+      canvas.width = Math.max(1, Math.round(bitmap.width * scale));
+      canvas.height = Math.max(1, Math.round(bitmap.height * scale));
+      canvas.getContext('2d')!.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
+      bitmap.close();
+      return { png: await canvasToPng(canvas) };
+    },
+  };
+}
+
+/**
+ * Shows the editor in a modal dialog with Cancel and Apply; resolves to the result, or null when
+ * the signer cancels.
+ */
+export function openSignatureDialog(options: SignatureDialogOptions): Promise<SignatureResult | null> {
+  const titleId = uniqueId('signature-title');
+  const dialog = h('dialog', { className: 'dialog signature-dialog' });
+  dialog.setAttribute('aria-labelledby', titleId);
+  const editor = createSignatureEditor(options);
+  const cancel = h('button', { type: 'button', className: 'button' }, t('dialog.cancel'));
+  const apply = h(
+    'button',
+    { type: 'submit', className: 'button primary' },
+    options.kind === 'initials' ? t('signature.applyInitials') : t('signature.applySignature'),
+  );
+  const form = h(
+    'form',
+    { method: 'dialog' },
+    h('h2', { id: titleId }, options.label),
+    editor.element,
+    h('div', { className: 'dialog-actions' }, cancel, apply),
+  );
+  dialog.append(form);
+  document.body.append(dialog);
+
   return new Promise((resolve) => {
     let result: SignatureResult | null = null;
     dialog.addEventListener('close', () => {
-      pad?.off();
-      if (uploadPreview.src) URL.revokeObjectURL(uploadPreview.src);
+      editor.destroy();
       dialog.remove();
       resolve(result);
     });
@@ -201,60 +306,22 @@ export function openSignatureDialog(options: SignatureDialogOptions): Promise<Si
     form.addEventListener('submit', (event) => {
       event.preventDefault();
       void (async () => {
-        error.textContent = '';
         apply.disabled = true;
         try {
-          const made = await exportResult();
+          const made = await editor.result();
           if (!made) return;
           result = made;
           dialog.close();
         } catch (e) {
-          error.textContent = e instanceof Error ? e.message : String(e);
+          editor.showError(e instanceof Error ? e.message : String(e));
         } finally {
           apply.disabled = false;
         }
       })();
     });
     dialog.showModal();
-    select(active);
+    editor.start();
   });
-
-  async function exportResult(): Promise<SignatureResult | null> {
-    if (active === 'draw') {
-      if (!pad || pad.isEmpty()) {
-        error.textContent = `Draw your ${options.kind} first.`;
-        return null;
-      }
-      return { png: await canvasToPng(trimToInk(drawCanvas)) };
-    }
-    if (active === 'type') {
-      const text = typeInput.value.trim();
-      if (!text) {
-        error.textContent = options.kind === 'initials' ? 'Type your initials first.' : 'Type your name first.';
-        typeInput.focus();
-        return null;
-      }
-      return { typedText: text };
-    }
-    const file = uploadInput.files?.[0];
-    if (!file) {
-      error.textContent = 'Choose an image first.';
-      return null;
-    }
-    let bitmap: ImageBitmap;
-    try {
-      bitmap = await createImageBitmap(file);
-    } catch {
-      throw new Error('This file is not an image the browser can read. Choose a PNG, JPEG, WebP or GIF.');
-    }
-    const scale = Math.min(1, MAX_UPLOAD_SIDE / Math.max(bitmap.width, bitmap.height));
-    const canvas = h('canvas');
-    canvas.width = Math.max(1, Math.round(bitmap.width * scale));
-    canvas.height = Math.max(1, Math.round(bitmap.height * scale));
-    canvas.getContext('2d')!.drawImage(bitmap, 0, 0, canvas.width, canvas.height);
-    bitmap.close();
-    return { png: await canvasToPng(canvas) };
-  }
 }
 
 /** A copy of the canvas cropped to its painted pixels plus a small margin (whole canvas if blank). */
@@ -292,6 +359,6 @@ function trimToInk(source: HTMLCanvasElement): HTMLCanvasElement {
 
 function canvasToPng(canvas: HTMLCanvasElement): Promise<Blob> {
   return new Promise((resolve, reject) => {
-    canvas.toBlob((blob) => (blob ? resolve(blob) : reject(new Error('The image could not be made.'))), 'image/png');
+    canvas.toBlob((blob) => (blob ? resolve(blob) : reject(new Error(t('signature.imageFailed')))), 'image/png');
   });
 }

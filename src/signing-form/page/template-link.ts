@@ -10,6 +10,7 @@ import { embedFragment } from '../embed/protocol.ts';
 import { ApiError, startTemplateForm } from './api.ts';
 import { h, uniqueId } from './dom.ts';
 import { embedOptions } from './embed.ts';
+import { t } from './i18n.ts';
 
 /**
  * Shows the template link's page in `root` (its `data-template-slug` and `data-template-name`).
@@ -17,8 +18,8 @@ import { embedOptions } from './embed.ts';
  */
 export function showTemplateLink(root: HTMLElement): void {
   const templateSlug = root.dataset.templateSlug ?? '';
-  const title = root.dataset.templateName || 'Documents to sign';
-  document.title = `${title} · Signet`;
+  const title = root.dataset.templateName || t('title.fallback');
+  document.title = t('title.page', { title });
 
   const status = h('p', { className: 'status' });
   status.setAttribute('role', 'status');
@@ -44,23 +45,18 @@ export function showTemplateLink(root: HTMLElement): void {
     maxLength: 255,
     value: embedOptions.name ?? '',
   });
-  const start = h('button', { type: 'submit', className: 'button primary' }, 'Continue');
+  const start = h('button', { type: 'submit', className: 'button primary' }, t('start.continue'));
   const form = h(
     'form',
     { className: 'start-form', noValidate: true },
-    h('label', { htmlFor: emailId }, 'Email'),
+    h('label', { htmlFor: emailId }, t('start.email')),
     email,
-    h('label', { htmlFor: nameId }, 'Name (optional)'),
+    h('label', { htmlFor: nameId }, t('start.name')),
     name,
     h('div', { className: 'dialog-actions' }, start),
   );
   root.replaceChildren(
-    h(
-      'header',
-      { className: 'form-header' },
-      h('h1', {}, title),
-      h('p', { className: 'subtitle' }, 'Enter your email to review and sign.'),
-    ),
+    h('header', { className: 'form-header' }, h('h1', {}, title), h('p', { className: 'subtitle' }, t('start.intro'))),
     h('section', { className: 'state start' }, form, status, alert),
   );
 
@@ -68,13 +64,13 @@ export function showTemplateLink(root: HTMLElement): void {
     alert.hidden = true;
     const address = email.value.trim();
     if (!address || !email.checkValidity()) {
-      alert.textContent = 'Please enter a valid email address.';
+      alert.textContent = t('start.emailInvalid');
       alert.hidden = false;
       email.focus();
       return;
     }
     start.disabled = true;
-    status.textContent = 'Opening the form…';
+    status.textContent = t('start.opening');
     try {
       const slug = await startTemplateForm(templateSlug, {
         email: address,
@@ -100,9 +96,7 @@ export function showTemplateLink(root: HTMLElement): void {
       status.textContent = '';
       start.disabled = false;
       alert.textContent =
-        error instanceof ApiError && error.code === 'NOT_FOUND'
-          ? 'This link is no longer valid.'
-          : (error as Error).message;
+        error instanceof ApiError && error.code === 'NOT_FOUND' ? t('start.linkInvalid') : (error as Error).message;
       alert.hidden = false;
     }
   };

@@ -5,6 +5,7 @@
  */
 import { dateKind, formatFieldValue } from '../../signing/format-values.ts';
 import { compileFieldPattern, type FieldPattern } from '../../templates/field-pattern.ts';
+import { pageLanguage, t } from './i18n.ts';
 import type { SigningFormField } from './types.ts';
 
 /** E.164: "+", a country code that does not start with 0, at most 15 digits in all (ITU-T E.164). */
@@ -53,21 +54,21 @@ export function patternOf(field: SigningFormField): FieldPattern | undefined {
 export function checkValue(field: SigningFormField, value: unknown): string | null {
   const name = fieldLabel(field);
   if (field.type === 'payment') {
-    return field.required ? 'Payments are not configured for this account, so this field cannot be completed.' : null;
+    return field.required ? t('check.paymentNotConfigured') : null;
   }
-  if (!isFilled(field, value)) return field.required ? `${name} is required` : null;
+  if (!isFilled(field, value)) return field.required ? t('check.required', { name }) : null;
   if (PATTERN_TYPES.has(field.type) && typeof value !== 'object') {
     const pattern = patternOf(field);
     if (pattern && !pattern.test(String(value))) {
       const message = field.validation?.message;
-      return typeof message === 'string' && message.trim() ? message : `${name} is invalid`;
+      return typeof message === 'string' && message.trim() ? message : t('check.invalid', { name });
     }
   }
   if (field.type === 'phone' && (typeof value !== 'string' || !E164_PATTERN.test(value))) {
-    return 'Enter the number in international format, starting with + and the country code (e.g. +14155550100).';
+    return t('check.phone');
   }
   if (field.type === 'number' && (typeof value !== 'number' || !Number.isFinite(value)))
-    return `${name} must be a number`;
+    return t('check.number', { name });
   return null;
 }
 
@@ -91,13 +92,23 @@ export function today(format?: unknown): string {
   return kind === 'month' ? month : `${month}-${pad(now.getDate())}`;
 }
 
-/** A value as text for a read-only display (not for attachments, which are shown as images or links). */
+/**
+ * The language the documents print dates and numbers in: the party's stored one, which the
+ * completion draws with (the shell's `data-values-language`, src/signing-form/page-routes.ts), else
+ * the page's.
+ */
+const valuesLanguage = document.getElementById('signing-form')?.dataset.valuesLanguage || pageLanguage;
+
+/**
+ * A value as text for a read-only display (not for attachments, which are shown as images or
+ * links): dates and numbers exactly as the signed documents print them — the one formatting path,
+ * src/signing/format-values.ts formatFieldValue, in the documents' language (issue 24: the form
+ * showed 11/28/2026 where the PDF printed 28/11/2026) and the browser's time zone.
+ */
 export function displayText(field: SigningFormField, value: unknown): string {
   if (value === null || value === undefined) return '';
-  // Dates and numbers as the documents draw them (src/signing/format-values.ts), in the browser's
-  // time zone and locale as DocuSeal's form shows them (area.vue).
-  const { timeZone, locale } = Intl.DateTimeFormat().resolvedOptions();
-  const formatted = formatFieldValue(field, value, { timeZone, locale });
+  const { timeZone } = Intl.DateTimeFormat().resolvedOptions();
+  const formatted = formatFieldValue(field, value, { timeZone, language: valuesLanguage });
   if (formatted !== undefined) return formatted;
   if (field.type === 'checkbox') return value === true ? '✔' : '';
   if (Array.isArray(value)) return value.map(String).join(', ');

@@ -6,6 +6,7 @@
 import type * as PdfJs from 'pdfjs-dist';
 import { sameOriginUrl } from './api.ts';
 import { h } from './dom.ts';
+import { t } from './i18n.ts';
 import type { SigningFormDocument } from './types.ts';
 
 /** Where Signet serves pdf.js (page-routes.ts, set at bundling). */
@@ -81,7 +82,7 @@ export function renderDocuments(container: HTMLElement, documents: SigningFormDo
     } catch (error) {
       box.dataset.rendered = 'error';
       box.querySelector('.page-error')?.remove();
-      box.prepend(h('p', { className: 'page-error' }, 'This page could not be displayed.'));
+      box.prepend(h('p', { className: 'page-error' }, t('viewer.pageError')));
       console.error('signing form: page rendering failed', error);
     } finally {
       drawing.delete(box);
@@ -123,7 +124,10 @@ export function renderDocuments(container: HTMLElement, documents: SigningFormDo
       // Field text sizes are given in cqw of the page box (points / page width).
       element.style.setProperty('--page-width-pt', String(size.width));
       element.setAttribute('role', 'group');
-      element.setAttribute('aria-label', `${document.name}, page ${index + 1} of ${document.pages.length}`);
+      element.setAttribute(
+        'aria-label',
+        t('viewer.page', { document: document.name, page: index + 1, pages: document.pages.length }),
+      );
       const view: PageView = { element, document, index };
       pages.push(view);
       byElement.set(element, view);
