@@ -195,3 +195,26 @@ export async function rest(
   const text = await response.text();
   return { status: response.status, json: text ? JSON.parse(text) : undefined };
 }
+
+/**
+ * The signer with this slug accepts the electronic-signature disclosure their form shows, as the
+ * page does before the first signature or completing (docs/signing-form.md "Consent"): reads the
+ * form's `consent.version`, then acceptSigningConsent. Tests that sign through the page's
+ * mutations call it first.
+ * @returns the version accepted
+ */
+export async function acceptConsent(url: string, slug: string, headers: Record<string, string> = {}): Promise<string> {
+  const read = await graphql(url, 'query ($slug: String!) { signingForm(slug: $slug) { consent { version } } }', {
+    variables: { slug },
+    headers,
+  });
+  const version = read.body.data?.signingForm?.consent?.version;
+  if (typeof version !== 'string') throw new Error(`no consent version: ${JSON.stringify(read.body)}`);
+  const accepted = await graphql(
+    url,
+    'mutation ($slug: String!, $version: String!) { acceptSigningConsent(slug: $slug, version: $version) { slug } }',
+    { variables: { slug, version }, headers },
+  );
+  if (accepted.body.errors) throw new Error(`acceptSigningConsent: ${JSON.stringify(accepted.body.errors)}`);
+  return version;
+}
