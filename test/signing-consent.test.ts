@@ -15,7 +15,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { CATALOGS } from '../src/i18n/messages.ts';
-import { acceptConsent, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { strokePng } from './helpers/images.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { runSignet } from './helpers/processes.ts';
@@ -218,6 +218,12 @@ describe('acceptSigningConsent', () => {
       variables: { id: party.submission_id },
     });
     expect(body.data.submission.events.map((e: { eventType: string }) => e.eventType)).toContain('consent_accepted');
+    // DocuSeal's submission_events leave Signet's type out (an enum in its OpenAPI document).
+    const rested = (await rest(t.url, alice.apiKey, 'GET', `/submitters/${party.id}`)).json;
+    expect(rested.submission_events.map((e: { event_type: string }) => e.event_type)).toEqual([
+      'start_form',
+      'complete_form',
+    ]);
     await t.jobs.waitForIdle({ timeoutMs: 60_000 });
     const submission = (await rest(t.url, alice.apiKey, 'GET', `/submissions/${party.submission_id}`)).json;
     const file = path.join(tmp, 'audit.pdf');
@@ -234,7 +240,7 @@ describe('acceptSigningConsent', () => {
 
   it("writes the audit log's line in the audit log's language", async () => {
     const party = await createSubmission(alice.apiKey, 'de');
-    const version = await acceptConsent(t.url, party.slug, { 'user-agent': UA });
+    const version = await acceptConsentViaApi(t.url, party.slug, { 'user-agent': UA });
     const form = (await load(party.slug)).data.signingForm;
     await complete(party.slug, {
       [fieldUuid(form, 'Full Name')]: 'Sam Signer',

@@ -200,21 +200,28 @@ export async function rest(
  * The signer with this slug accepts the electronic-signature disclosure their form shows, as the
  * page does before the first signature or completing (docs/signing-form.md "Consent"): reads the
  * form's `consent.version`, then acceptSigningConsent. Tests that sign through the page's
- * mutations call it first.
- * @returns the version accepted
+ * mutations call it first. An unknown slug or a form that is no longer open is left as it is
+ * (the completion that follows gets the refusal itself).
+ * @returns the version accepted ('' for an unknown slug)
  */
-export async function acceptConsent(url: string, slug: string, headers: Record<string, string> = {}): Promise<string> {
+export async function acceptConsentViaApi(
+  url: string,
+  slug: string,
+  headers: Record<string, string> = {},
+): Promise<string> {
   const read = await graphql(url, 'query ($slug: String!) { signingForm(slug: $slug) { consent { version } } }', {
     variables: { slug },
     headers,
   });
   const version = read.body.data?.signingForm?.consent?.version;
-  if (typeof version !== 'string') throw new Error(`no consent version: ${JSON.stringify(read.body)}`);
+  // An unknown slug: the completion that follows answers NOT_FOUND itself.
+  if (typeof version !== 'string') return '';
   const accepted = await graphql(
     url,
     'mutation ($slug: String!, $version: String!) { acceptSigningConsent(slug: $slug, version: $version) { slug } }',
     { variables: { slug, version }, headers },
   );
-  if (accepted.body.errors) throw new Error(`acceptSigningConsent: ${JSON.stringify(accepted.body.errors)}`);
+  const refusal = accepted.body.errors?.[0]?.message;
+  if (refusal && !/^Form has been /.test(refusal)) throw new Error(`acceptSigningConsent: ${refusal}`);
   return version;
 }

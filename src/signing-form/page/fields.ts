@@ -10,6 +10,7 @@
  */
 import { sameOriginUrl, uploadAttachment, uploadTypedSignature } from './api.ts';
 import { h, uniqueId } from './dom.ts';
+import { ensureConsent } from './consent.ts';
 import { openSignatureDialog } from './signature-dialog.ts';
 import type { FieldArea, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
 import { dateKind, type DateKind } from '../../signing/format-values.ts';
@@ -473,6 +474,8 @@ function mountSignature(
     if (busy) return;
     const name = host.form.submitter.name ?? '';
     const suggestedText = kind === 'initials' ? initialsOf(name) : name;
+    // Agreeing to sign electronically comes before the first signature (./consent.ts).
+    if (!(await ensureConsent(host.form))) return;
     const made = await openSignatureDialog({ kind, format: field.preferences.format, label, suggestedText });
     button.focus();
     if (!made) return;

@@ -22,6 +22,7 @@ import {
   recordEmailClick,
   sameOriginUrl,
 } from './api.ts';
+import { consentNotice, ensureConsent } from './consent.ts';
 import { h, uniqueId } from './dom.ts';
 import { embedOptions, inEmbeddedForm, postToHost } from './embed.ts';
 import { mountFields, type FieldControl, type FieldHost } from './fields.ts';
@@ -246,7 +247,7 @@ function renderOpen(form: SigningForm): void {
     h(
       'footer',
       { className: 'action-bar' },
-      h('div', { className: 'action-text' }, progress, status, alert),
+      h('div', { className: 'action-text' }, consentNotice(form), progress, status, alert),
       h('div', { className: 'action-buttons' }, declineButton, completeButton),
     ),
   );
@@ -312,6 +313,8 @@ function renderOpen(form: SigningForm): void {
       controls.get(problems[0]!.uuid)?.focus();
       return;
     }
+    // Completing is signing: the signer agrees to sign electronically first (./consent.ts).
+    if (!(await ensureConsent(form))) return;
     const payload: FieldValues = {};
     for (const field of form.fields) {
       const value = values.get(field.uuid);
