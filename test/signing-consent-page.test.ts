@@ -108,7 +108,7 @@ afterAll(async () => {
 });
 
 describe('the consent dialog', () => {
-  it('1280×800: asked before the first signature; Escape cancels; "I agree" records it; signed, completed', async () => {
+  it('1280×800: asked before the first signature; Escape cancels; "I agree" records it; completes', async () => {
     const signer = await createSubmission(signatureTemplate);
     const page = await openPage(DESKTOP, signer.embed_src);
     await expectInPage(page.locator('.consent-notice')).toContainText(
@@ -165,7 +165,7 @@ describe('the consent dialog', () => {
     await page.context().close();
   });
 
-  it('390×844: asked before Complete on a form without a signature; readable without zoom; then completes', async () => {
+  it('390×844: asked before Complete on a form without a signature; readable without zoom', async () => {
     const signer = await createSubmission(textOnlyTemplate);
     const page = await openPage(PHONE, signer.embed_src);
     await page.getByRole('textbox', { name: 'Name (required)' }).fill('Tess Tenant');
