@@ -853,7 +853,6 @@ describe('every field type', () => {
     await waitForForm(page);
     await page.getByRole('textbox', { name: 'Name (required)' }).fill('Payer');
     await page.locator('#complete-button').click();
-    await acceptConsent(page);
     await expectInPage(page.locator('.alert')).toContainText('Payments are not configured');
     expect((await api('GET', `/submitters/${submitter.id}`)).json.completed_at).toBeNull();
   });
@@ -911,6 +910,13 @@ describe('devices and embedding', () => {
     await page.keyboard.press('Tab');
     await expectInPage(signature).toBeFocused();
     await page.keyboard.press('Enter');
+    // First the agreement to sign electronically: its text has the focus, then Cancel, then I agree.
+    const consent = page.getByRole('dialog', { name: 'Agreement to sign electronically' });
+    await expectInPage(consent.getByRole('region')).toBeFocused();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await expectInPage(consent.getByRole('button', { name: 'I agree' })).toBeFocused();
+    await page.keyboard.press('Enter');
     // In the dialog: the tabs, arrow keys to "Type", the name is suggested, Enter applies.
     await expectInPage(page.getByRole('tab', { name: 'Draw', exact: true })).toBeFocused();
     await page.keyboard.press('ArrowRight');
@@ -919,6 +925,9 @@ describe('devices and embedding', () => {
     await page.keyboard.press('Enter');
     await page.locator('.type-signature button img').waitFor();
     await expectInPage(signature).toBeFocused();
+    // Past "Read the agreement" (the line near Complete) and Decline.
+    await page.keyboard.press('Tab');
+    await expectInPage(page.getByRole('button', { name: 'Read the agreement' })).toBeFocused();
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
     await expectInPage(page.getByRole('button', { name: 'Complete', exact: true })).toBeFocused();
