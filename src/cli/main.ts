@@ -90,8 +90,8 @@ const COMMANDS: Record<string, Command> = {
   },
   'account settings': {
     synopsis:
-      'account settings --account-id N [--combine-pdf-result true|false] [--reminders JSON]\n' +
-      '  [--default-language CODE] [--consent-text TEXT|JSON]',
+      'account settings --account-id N [--combine-pdf-result true|false] [--reminders JSON] ' +
+      '[--default-language CODE] [--consent-text TEXT|JSON]',
     description:
       "Sets the account's settings given (the others are kept), then prints them:\n" +
       '{"accountId":1,"combinePdfResult":false,"reminders":null,"defaultLanguage":null,"consentText":null}.\n' +
