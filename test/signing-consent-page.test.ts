@@ -38,11 +38,18 @@ async function createTemplate(fields: unknown[]): Promise<number> {
   return json.id;
 }
 
-async function createSubmission(templateId: number) {
+async function createSubmission(templateId: number, language?: string) {
   const { status, json } = await rest(t.url, alice.apiKey, 'POST', '/submissions', {
     template_id: templateId,
     send_email: false,
-    submitters: [{ role: 'Signer', email: `tess-${Date.now()}@consent.test`, name: 'Tess Tenant' }],
+    submitters: [
+      {
+        role: 'Signer',
+        email: `tess-${Date.now()}@consent.test`,
+        name: 'Tess Tenant',
+        ...(language ? { language } : {}),
+      },
+    ],
   });
   expect(status, JSON.stringify(json)).toBe(200);
   return json[0] as { id: number; embed_src: string };
@@ -203,6 +210,25 @@ describe('the consent dialog', () => {
     await dialog.getByRole('button', { name: 'I agree' }).tap();
     await page.getByText('Thank you! You have completed the form.').waitFor();
     expect(await consentEvents(signer.id)).toHaveLength(1);
+    await page.context().close();
+  });
+
+  it('Arabic, 390×844: the disclosure in Arabic, laid out right to left; agreeing completes', async () => {
+    const signer = await createSubmission(textOnlyTemplate, 'ar');
+    const page = await openPage(PHONE, signer.embed_src);
+    await page.locator('.field.own[data-field-name="Name"] input').fill('تيس');
+    await page.locator('#complete-button').tap();
+    const dialog = page.getByRole('dialog', { name: 'الموافقة على التوقيع الإلكتروني' });
+    await expectInPage(dialog).toBeVisible();
+    await expectInPage(dialog).toContainText('يطلب منك Acme Lettings توقيع هذه المستندات إلكترونيًا.');
+    expect(await dialog.evaluate((element) => getComputedStyle(element).direction)).toBe('rtl');
+    await screenshot(page, 'consent-dialog-ar-390x844.png');
+    expect(await axeViolations(page)).toEqual([]);
+    await dialog.getByRole('button', { name: 'أوافق' }).tap();
+    await expectInPage(dialog).toBeHidden();
+    await expectInPage(page.locator('#complete-button')).toHaveCount(0);
+    const [event] = await consentEvents(signer.id);
+    expect(event?.data).toMatchObject({ language: 'ar', version: expect.stringMatching(/^default-ar-/) });
     await page.context().close();
   });
 });
