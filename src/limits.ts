@@ -65,6 +65,12 @@ export const MAX_LENGTH = {
    * (src/i18n/signer-language.ts; RFC 5646 §4.4.1: at least 35 characters must be kept).
    */
   languageTag: 35,
+  /**
+   * An account's own electronic-signature disclosure, per language (`signing_consent_text`;
+   * src/signing-form/signing-consent.ts): shown whole in the consent dialog; the default texts are
+   * about 1,000 characters.
+   */
+  consentText: 20_000,
 } as const;
 
 /** Longest accepted lists, in entries. */

@@ -246,7 +246,7 @@ describe('signet account settings', () => {
     const id = String(created.accountId);
     const read = await runSignet(['account', 'settings', '--account-id', id], env);
     expect(read.code, read.stderr).toBe(0);
-    const none = { accountId: created.accountId, reminders: null, defaultLanguage: null };
+    const none = { accountId: created.accountId, reminders: null, defaultLanguage: null, consentText: null };
     expect(jsonLine(read.stdout)).toEqual({ ...none, combinePdfResult: false });
     const set = await runSignet(['account', 'settings', '--account-id', id, '--combine-pdf-result', 'true'], env);
     expect(set.code, set.stderr).toBe(0);
@@ -279,6 +279,7 @@ describe('signet account settings', () => {
       combinePdfResult: false,
       reminders: expected,
       defaultLanguage: null,
+      consentText: null,
     });
     const stored = await db.account.findUniqueOrThrow({ where: { id: created.accountId } });
     expect(stored.preferences).toEqual({ reminders: expected });

@@ -35,7 +35,7 @@ import { storeFile } from '../src/documents/store-file.ts';
 import { createLocalStorage } from '../src/documents/storage.ts';
 import type { JobFailure } from '../src/jobs/job-queue.ts';
 import { makeDocx } from './fixtures/rendering/make-docx.ts';
-import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { deflatedEntry, docxPackageEntries, repeatedByteEntry, zipArchive } from './helpers/zip-archives.ts';
 
@@ -526,6 +526,7 @@ describe('image values', () => {
       ).data.signingForm.fields as { uuid: string; name: string }[];
       const photo = fields.find((f) => f.name === 'Photo')!.uuid;
       const code = fields.find((f) => f.name === 'Code')!.uuid;
+      await acceptConsentViaApi(t.url, slug);
       const body = await gql(
         'mutation($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }',
         { slug, values: { [code]: 'x', [photo]: claimed.json.uuid } },

@@ -16,7 +16,7 @@ import fs from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { EVENT_TYPES } from '../src/events/events.ts';
-import { graphql, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, startTestApp, type TestApp } from './helpers/app.ts';
 import { strokePng } from './helpers/images.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { startReceiver, type ReceivedRequest, type Receiver } from './helpers/webhook-receiver.ts';
@@ -52,11 +52,16 @@ async function form(operation: string, variables: Record<string, unknown>) {
   return body.data;
 }
 const open = (slug: string) => form('mutation ($slug: String!) { openSigningForm(slug: $slug) { ...Form } }', { slug });
-const complete = (slug: string, values: unknown) =>
-  form('mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ...Form } }', {
-    slug,
-    values,
-  });
+const complete = async (slug: string, values: unknown) => {
+  await acceptConsentViaApi(t.url, slug, { 'user-agent': 'GoldenSigner/1.0' });
+  return form(
+    'mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ...Form } }',
+    {
+      slug,
+      values,
+    },
+  );
+};
 const decline = (slug: string, reason: string) =>
   form('mutation ($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { ...Form } }', {
     slug,

@@ -24,7 +24,7 @@ import { chromium, type Browser, type BrowserContext, type FrameLocator, type Pa
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
-import { expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
+import { acceptConsent, expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
 import { startReceiver, type Receiver } from './helpers/webhook-receiver.ts';
@@ -144,6 +144,7 @@ const formIn = (page: Page): FrameLocator => page.frameLocator('signet-form ifra
 /** Types a signature in the frame's dialog. */
 async function typeSignature(frame: FrameLocator, name: string): Promise<void> {
   await frame.getByRole('button', { name: 'Signature (required)' }).click();
+  await acceptConsent(frame);
   await frame.getByRole('tab', { name: 'Type' }).click();
   await frame.getByLabel('Type your name').fill(name);
   await frame.getByRole('button', { name: 'Apply signature' }).click();

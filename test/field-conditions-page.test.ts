@@ -12,7 +12,7 @@ import { chromium, type Browser, type Locator, type Page } from 'playwright-core
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { rest, startTestApp, type TestApp } from './helpers/app.ts';
-import { expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
+import { acceptConsent, expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 
 vi.setConfig({ testTimeout: 90_000 });
@@ -139,6 +139,7 @@ describe('conditions in the page', () => {
       await hasCompany.uncheck();
       await expectInPage(companyBox).toBeHidden();
       await page.locator('#complete-button').click();
+      await acceptConsent(page);
       await page.getByText('Thank you! You have completed the form.').waitFor();
     } finally {
       await context.close();

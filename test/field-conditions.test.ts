@@ -18,7 +18,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { evaluateConditions, hiddenFieldUuids } from '../src/templates/field-conditions.ts';
-import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 
@@ -42,12 +42,14 @@ async function form(query: string, variables: Record<string, unknown>) {
 const FIELDS = 'fields { uuid name own required conditions { fieldUuid value action operation } }';
 const loadForm = (slug: string) =>
   form(`query ($slug: String!) { signingForm(slug: $slug) { state ${FIELDS} } }`, { slug });
-const completeForm = (slug: string, values: unknown) =>
-  form(
+const completeForm = async (slug: string, values: unknown) => {
+  await acceptConsentViaApi(t.url, slug);
+  return form(
     'mutation ($slug: String!, $values: JSON) ' +
       `{ completeSigningForm(slug: $slug, values: $values) { state ${FIELDS} } }`,
     { slug, values },
   );
+};
 
 /** A value of DocuSeal's submitter `values` list by field name (undefined when not listed). */
 const listedValue = (values: { field: string; value: unknown }[], name: string) =>

@@ -11,7 +11,7 @@ import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { compileFieldPattern, fieldPatternProblem } from '../src/templates/field-pattern.ts';
 import { completionValues } from '../src/signing-form/field-values.ts';
 import type { Field } from '../src/templates/fields.ts';
-import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 
 let t: TestApp;
@@ -57,12 +57,14 @@ const FORM_FIELDS = 'slug state fields { uuid name value }';
 const loadForm = async (slug: string) =>
   (await gql(`query($slug: String!) { signingForm(slug: $slug) { ${FORM_FIELDS} } }`, { slug }, undefined)).data
     .signingForm;
-const complete = (slug: string, values: unknown) =>
-  gql(
+const complete = async (slug: string, values: unknown) => {
+  await acceptConsentViaApi(t.url, slug);
+  return gql(
     `mutation($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ${FORM_FIELDS} } }`,
     { slug, values },
     undefined,
   );
+};
 const save = (slug: string, values: unknown) =>
   gql(
     `mutation($slug: String!, $values: JSON!) { saveSigningFormValues(slug: ` +

@@ -1070,6 +1070,13 @@ const GRAPHQL_CASES: GraphQLCase[] = [
     changes: true,
   },
   {
+    field: 'acceptSigningConsent',
+    kind: 'public',
+    // Not the current version: a VALIDATION refusal, the same with any key or none.
+    query: 'mutation ($slug: String!) { acceptSigningConsent(slug: $slug, version: "v0") { submitter { slug } } }',
+    variables: (r) => ({ slug: r.slug }),
+  },
+  {
     field: 'completeSigningForm',
     kind: 'public',
     // Its Name field is required: a VALIDATION refusal, the same with any key or none.

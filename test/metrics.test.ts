@@ -13,7 +13,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { MAX_OPERATION_NAMES } from '../src/observability/metrics.ts';
-import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { freePort } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
@@ -199,6 +199,7 @@ describe('GET /metrics', { timeout: 120_000 }, () => {
 
     // The first party signs: the submission's completion runs.
     const template = await rest(t.url, account.apiKey, 'GET', `/templates/${templateId}`);
+    await acceptConsentViaApi(t.url, first.slug);
     const completed = await graphql(
       t.url,
       'mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }',

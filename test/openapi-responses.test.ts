@@ -24,7 +24,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createAccount, type CreatedAccount } from '../src/accounts/create-account.ts';
 import { makeDocx } from './fixtures/rendering/make-docx.ts';
-import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { strokePng } from './helpers/images.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 import { base64, drawPdf, fixturePdf } from './helpers/pdfs.ts';
@@ -168,6 +168,7 @@ async function sign(slug: string, template: { fields: { name: string; uuid: stri
   const byUuid: Record<string, unknown> = {};
   for (const [name, value] of Object.entries(values))
     byUuid[template.fields.find((f) => f.name === name)!.uuid] = value;
+  await acceptConsentViaApi(t.url, slug);
   await form(
     'mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { slug } }',
     {

@@ -19,7 +19,7 @@ import {
   loadSubmissionListReadModels,
 } from '../src/submissions/read-models.ts';
 import { loadTemplateArchivedAt, loadTemplateReadModels } from '../src/templates/read-models.ts';
-import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { strokePng } from './helpers/images.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 
@@ -122,6 +122,7 @@ beforeAll(async () => {
     [fieldUuid('Plan')]: 'Pro',
     [fieldUuid('Sign')]: await uploadSignature(tenant!.slug),
   };
+  await acceptConsentViaApi(t.url, tenant!.slug);
   await signing(
     'mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ...Form } }',
     {
@@ -129,6 +130,7 @@ beforeAll(async () => {
       values,
     },
   );
+  await acceptConsentViaApi(t.url, landlord!.slug);
   await signing(
     'mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ...Form } }',
     {

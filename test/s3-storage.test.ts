@@ -17,7 +17,7 @@ import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { loadConfig } from '../src/config.ts';
 import { createS3Storage, openS3Storage } from '../src/documents/s3-storage.ts';
 import { MissingFileError, storageKeyFor } from '../src/documents/storage.ts';
-import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { strokePng } from './helpers/images.ts';
 import { createTestDatabase } from './helpers/database.ts';
 import { freePort, startService, testServiceEnv } from './helpers/processes.ts';
@@ -302,6 +302,7 @@ describe('the service on S3 storage', () => {
     });
     const uuidOf = (name: string) =>
       loaded.body.data.signingForm.fields.find((f: { name: string }) => f.name === name).uuid as string;
+    await acceptConsentViaApi(t.url, slug);
     const completed = await graphql(
       t.url,
       'mutation($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { state } }',

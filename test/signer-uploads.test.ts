@@ -24,7 +24,7 @@ import { createAccount, type CreatedAccount } from '../src/accounts/create-accou
 import { createDb, type Db } from '../src/db/client.ts';
 import { lockSubmissionAndSubmitter } from '../src/db/queries/signing-form.ts';
 import { storageKeyFor } from '../src/documents/storage.ts';
-import { graphql, rest } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest } from './helpers/app.ts';
 import { setFileClockHours } from './helpers/clock.ts';
 import { createTestDatabase, type TestDatabase } from './helpers/database.ts';
 import { strokePng } from './helpers/images.ts';
@@ -277,6 +277,7 @@ describe('the sweep of uploads no value uses', () => {
       return { uuid: answer.json.uuid as string, bytes: what.bytes };
     };
     const save = async (slug: string, values: Record<string, unknown>, mutation = 'saveSigningFormValues') => {
+      await acceptConsentViaApi(service.url, slug);
       const { body } = await graphql(
         service.url,
         `mutation S($slug: String!, $values: JSON!) { ${mutation}(slug: $slug, values: $values) { slug } }`,

@@ -14,7 +14,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { lockSubmissionAndSubmitter } from '../src/db/queries/signing-form.ts';
-import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { subscribeToEveryEvent } from './helpers/webhook-receiver.ts';
 
@@ -48,17 +48,23 @@ async function gql(query: string, variables: Record<string, unknown>) {
 const load = (slug: string) => gql('query Load($slug: String!) { signingForm(slug: $slug) { ...Form } }', { slug });
 const open = (slug: string) =>
   gql('mutation Open($slug: String!) { openSigningForm(slug: $slug) { ...Form } }', { slug });
-const save = (slug: string, values: unknown) =>
-  gql(
+// The signer agreed to sign electronically first, as the page has them do (test/signing-consent.test.ts
+// covers the refusals before that).
+const save = async (slug: string, values: unknown) => {
+  await acceptConsentViaApi(t.url, slug, { 'user-agent': UA });
+  return gql(
     'mutation Save($slug: String!, $values: JSON!) { saveSigningFormValues(slug: $slug, values: $values) { ...Form } }',
     { slug, values },
   );
-const complete = (slug: string, values?: unknown) =>
-  gql(
+};
+const complete = async (slug: string, values?: unknown) => {
+  await acceptConsentViaApi(t.url, slug, { 'user-agent': UA });
+  return gql(
     'mutation Complete($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) { ...Form ' +
       '} }',
     { slug, values },
   );
+};
 const decline = (slug: string, reason: string) =>
   gql(
     'mutation Decline($slug: String!, $reason: String!) { declineSigningForm(slug: $slug, reason: $reason) { ' +

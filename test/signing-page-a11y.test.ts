@@ -235,7 +235,8 @@ describe('axe finds no violation', () => {
       response.writeHead(200, { 'content-type': 'text/html' });
       response.end(
         `<!doctype html><html lang="en"><title>Partner</title><main><h1>Partner</h1>` +
-          `<iframe title="Sign the lease" src="${submitter.embed_src}" width="900" height="700"></iframe></main></html>`,
+          `<iframe title="Sign the lease" src="${submitter.embed_src}" width="900" height="700"></iframe>` +
+          `</main></html>`,
       );
     });
     await new Promise<void>((resolve) => host.listen(0, '127.0.0.1', resolve));

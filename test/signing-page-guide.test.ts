@@ -84,8 +84,9 @@ async function measure(page: Page) {
         const r = e.getBoundingClientRect();
         const target = e.closest('label.guide-check, label.guide-choice') ?? e;
         const t = target.getBoundingClientRect();
+        const type = (e as HTMLInputElement).type;
         return {
-          what: `${e.tagName.toLowerCase()}${(e as HTMLInputElement).type ? `[${(e as HTMLInputElement).type}]` : ''} ${e.textContent?.trim() ?? ''}`,
+          what: `${e.tagName.toLowerCase()}${type ? `[${type}]` : ''} ${e.textContent?.trim() ?? ''}`,
           font: Number.parseFloat(getComputedStyle(e).fontSize),
           // A checkbox's target is its whole label row.
           height: Math.max(r.height, t.height),

@@ -32,7 +32,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
-import { expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
+import { acceptConsent, expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { pdfsigValidPades } from './helpers/pades-verifier.ts';
 import { freePort, startService, testServiceEnv } from './helpers/processes.ts';
@@ -314,6 +314,7 @@ describe('the main job in a browser', () => {
       await page.getByRole('textbox', { name: 'Full Name (required)' }).fill('Chloé Durand');
       await page.getByRole('textbox', { name: 'Company (required)' }).fill('Durand Consulting SARL');
       await page.getByRole('button', { name: 'Client Signature (required)' }).click();
+      await acceptConsent(page);
       const dialog = page.locator('dialog.signature-dialog');
       await dialog.waitFor();
       await drawWithMouse(page, 'dialog.signature-dialog canvas.signature-canvas');
@@ -343,6 +344,7 @@ describe('the main job in a browser', () => {
       await page.getByRole('textbox', { name: 'Manager Name (required)' }).fill('Max Müller');
       await page.getByRole('textbox', { name: 'Manager Title (required)' }).fill('Head of Procurement');
       await page.getByRole('button', { name: 'Manager Signature (required)' }).click();
+      await acceptConsent(page);
       const dialog = page.locator('dialog.signature-dialog');
       await dialog.getByRole('tab', { name: 'Type' }).click();
       await dialog.getByLabel('Type your name').fill('Max Müller');
@@ -518,6 +520,7 @@ describe('filling the form', () => {
     await page.getByRole('checkbox', { name: 'Agree (required)' }).check();
     await page.getByRole('combobox', { name: 'Size (required)' }).selectOption('M');
     await page.getByRole('button', { name: 'Signature (required)' }).click();
+    await acceptConsent(page);
     await drawWithMouse(page, 'dialog.signature-dialog canvas.signature-canvas');
     await page.getByRole('button', { name: 'Apply signature' }).click();
     await page.locator('.type-signature button img').waitFor();
@@ -556,6 +559,7 @@ describe('filling the form', () => {
     const zip = page.getByRole('textbox', { name: 'ZIP (required)' });
     await zip.fill('12a45');
     await page.getByRole('button', { name: 'Signature (required)' }).click();
+    await acceptConsent(page);
     await page.getByRole('tab', { name: 'Type' }).click();
     await page.getByLabel('Type your name').fill('Alan Turing');
     await page.getByRole('button', { name: 'Apply signature' }).click();
@@ -593,6 +597,7 @@ describe('filling the form', () => {
     const phone = page.getByRole('textbox', { name: 'Phone' });
     await phone.fill('+1 000 000 0000');
     await page.getByRole('button', { name: 'Signature (required)' }).click();
+    await acceptConsent(page);
     await page.getByRole('tab', { name: 'Type' }).click();
     await page.getByLabel('Type your name').fill('Ada');
     await page.getByRole('button', { name: 'Apply signature' }).click();
@@ -792,6 +797,7 @@ describe('every field type', () => {
 
     // Initials typed (suggested from the name), signature uploaded as an image.
     await page.getByRole('button', { name: 'Initials (required)' }).click();
+    await acceptConsent(page);
     await expectInPage(page.getByLabel('Type your initials')).toHaveValue('AL');
     await page.getByRole('tab', { name: 'Type' }).click();
     await page.getByRole('button', { name: 'Apply initials' }).click();
@@ -886,6 +892,8 @@ describe('devices and embedding', () => {
     await guide.getByRole('button', { name: 'Next' }).tap();
     await drawWithTouch(page, '.guide canvas.signature-canvas');
     await guide.getByRole('button', { name: 'Done' }).tap();
+    // Applying the first signature asks for the agreement to sign electronically first.
+    await acceptConsent(page);
     await page.locator('.type-signature .field-display img').waitFor();
     await page.locator('#complete-button').tap();
     await page.getByText('Thank you! You have completed the form.').waitFor();
@@ -906,6 +914,13 @@ describe('devices and embedding', () => {
     await page.keyboard.press('Tab');
     await expectInPage(signature).toBeFocused();
     await page.keyboard.press('Enter');
+    // First the agreement to sign electronically: its text has the focus, then Cancel, then I agree.
+    const consent = page.getByRole('dialog', { name: 'Agreement to sign electronically' });
+    await expectInPage(consent.getByRole('region')).toBeFocused();
+    await page.keyboard.press('Tab');
+    await page.keyboard.press('Tab');
+    await expectInPage(consent.getByRole('button', { name: 'I agree' })).toBeFocused();
+    await page.keyboard.press('Enter');
     // In the dialog: the tabs, arrow keys to "Type", the name is suggested, Enter applies.
     await expectInPage(page.getByRole('tab', { name: 'Draw', exact: true })).toBeFocused();
     await page.keyboard.press('ArrowRight');
@@ -914,7 +929,10 @@ describe('devices and embedding', () => {
     await page.keyboard.press('Enter');
     await page.locator('.type-signature button img').waitFor();
     await expectInPage(signature).toBeFocused();
-    // Then the action bar: Start (the guided panel), Decline, Complete.
+    // Then the action bar: "Read the agreement" (the line near Complete), Start (the guided panel),
+    // Decline, Complete.
+    await page.keyboard.press('Tab');
+    await expectInPage(page.getByRole('button', { name: 'Read the agreement' })).toBeFocused();
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
     await page.keyboard.press('Tab');
@@ -947,6 +965,7 @@ describe('devices and embedding', () => {
       await frame.locator('.page[data-rendered="true"]').first().waitFor();
       await frame.getByRole('textbox', { name: 'Name (required)' }).fill('Framed Signer');
       await frame.getByRole('button', { name: 'Signature (required)' }).click();
+      await acceptConsent(frame);
       await frame.getByRole('tab', { name: 'Type' }).click();
       await frame.getByLabel('Type your name').fill('Framed Signer');
       await frame.getByRole('button', { name: 'Apply signature' }).click();
@@ -974,6 +993,7 @@ describe('devices and embedding', () => {
       await waitForForm(page);
       await page.getByRole('textbox', { name: 'Name (required)' }).fill('Redirected Signer');
       await page.getByRole('button', { name: 'Signature (required)' }).click();
+      await acceptConsent(page);
       await page.getByRole('tab', { name: 'Type' }).click();
       await page.getByLabel('Type your name').fill('Redirected Signer');
       await page.getByRole('button', { name: 'Apply signature' }).click();

@@ -24,7 +24,7 @@ import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { renderTypedSignature, typedSignatureText } from '../src/documents/typed-signature.ts';
 import { AppError } from '../src/errors.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
-import { expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
+import { acceptConsent, expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 
@@ -432,6 +432,7 @@ describe('the signing page (Chromium)', () => {
       await page.goto(signer.embed_src);
       await page.locator('.action-bar').waitFor();
       await page.getByRole('button', { name: 'Signature (required)' }).click();
+      await acceptConsent(page);
       const input = page.getByLabel('Type your name');
       await expectInPage(input).toHaveValue('Ada Lovelace');
       await expectInPage(input).toHaveAttribute('maxlength', '59');

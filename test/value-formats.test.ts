@@ -13,8 +13,8 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { chromium, type Browser } from 'playwright-core';
-import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
-import { expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
+import { acceptConsentViaApi, graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsent, expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
 import { openApiErrors } from './helpers/openapi.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 
@@ -200,6 +200,7 @@ describe('date and number values over GraphQL and the signing form', () => {
       loaded.body.data.signingForm.fields.find((f: { name: string }) => f.name === name).uuid;
     const complete = `mutation ($slug: String!, $values: JSON) { completeSigningForm(slug: $slug, values: $values) {
       state } }`;
+    await acceptConsentViaApi(t.url, submitter.slug);
     const refused = await graphql(t.url, complete, {
       variables: { slug: submitter.slug, values: { [uuid('Start Date')]: '31.02.2024' } },
     });
@@ -281,6 +282,7 @@ describe('{{date}} at completion', () => {
       submitters: [{ role: 'Client', email: 'form@formats.test', values: { ...VALUES, 'Start Date': '{{date}}' } }],
     });
     const slug = form.json[0].slug;
+    await acceptConsentViaApi(t.url, slug);
     const done = await graphql(t.url, 'mutation ($slug: String!) { completeSigningForm(slug: $slug) { state } }', {
       variables: { slug },
     });
@@ -319,6 +321,7 @@ describe('date and number values on the signing page (Chromium)', () => {
     await field('Month').locator('input[type="month"]').fill('2024-03');
     await field('Meeting').locator('input[type="datetime-local"]').fill('2024-03-05T14:30');
     await page.getByRole('button', { name: 'Complete', exact: true }).click();
+    await acceptConsent(page);
     await page.getByText('Thank you! You have completed the form.').waitFor();
     await context.close();
     const values = (await api('GET', `/submitters/${submission.json[0].id}`)).json.values;

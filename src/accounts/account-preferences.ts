@@ -14,6 +14,10 @@
  *   their submission, no `metadata.lang` (src/i18n/signer-language.ts, which reads it). A code of
  *   src/i18n/languages.ts; unset by default, so that a signer's browser language (Accept-Language)
  *   decides on the signing page.
+ * - `signing_consent_text` (Signet's; DocuSeal has no consent step): the account's own
+ *   electronic-signature disclosure, shown to its signers instead of Signet's default text —
+ *   `{"default": text}` for every language, or per language (`{"de": …, "default": …}`);
+ *   src/signing-form/signing-consent.ts reads it.
  *
  * One definition: the stored column is parsed through AccountPreferences; the GraphQL input of
  * `updateAccountPreferences` and the CLI's `account settings` options are derived from
@@ -24,6 +28,7 @@ import type { Db } from '../db/client.ts';
 import { armReminders } from '../db/queries/reminders.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { LanguageTagInput, storedLanguage } from '../i18n/signer-language.ts';
+import { SigningConsentTextInput, storedConsentText } from '../signing-form/signing-consent.ts';
 import {
   checkReminderSettings,
   ReminderSettings,
@@ -38,6 +43,8 @@ export const AccountPreferences = z.looseObject({
   reminders: z.unknown().optional(),
   /** A code of src/i18n/languages.ts; read with accountDefaultLanguage (src/i18n/signer-language.ts). */
   default_language: z.unknown().optional(),
+  /** `{default?, <code>?: text}`; read with accountConsentTexts (src/signing-form/signing-consent.ts). */
+  signing_consent_text: z.unknown().optional(),
 });
 export type AccountPreferences = z.infer<typeof AccountPreferences>;
 
@@ -60,6 +67,13 @@ export const AccountPreferencesChange = z.object({
     description:
       'The language of its signers without one of their own, their submission’s or `metadata.lang` (a code: de, ' +
       'ar, …; a tag of one such as pt-BR is stored as its code); "" removes it, and the signer’s browser decides.',
+  }),
+  signing_consent_text: SigningConsentTextInput.optional().meta({
+    description:
+      'The account’s own electronic-signature disclosure, shown to its signers before they sign instead of ' +
+      'Signet’s: one text for every language, or `{"de": "…", "default": "…"}` (language codes, `default` for the ' +
+      'others); paragraphs split by a blank line; at most 20,000 characters each. "" or {} removes it ' +
+      '(docs/signing-form.md "Consent").',
   }),
 });
 export type AccountPreferencesChange = z.infer<typeof AccountPreferencesChange>;
@@ -85,7 +99,8 @@ export function accountReminders(preferences: AccountPreferences): Reminders | n
  * New default reminder settings have the next reminder scan judge the parties of the submissions
  * without settings of their own again (armReminders), in the same transaction.
  * @returns the account's settings after the change
- * `default_language` is stored as its code ("" removes it).
+ * `default_language` is stored as its code ("" removes it); `signing_consent_text` as
+ * `{default?, <code>?}` (storedConsentText; "" or {} removes it).
  * @throws AppError VALIDATION for reminder settings that make no sense (checkReminderSettings)
  */
 export async function updateAccountPreferences(
@@ -101,6 +116,11 @@ export async function updateAccountPreferences(
     const next = { ...parseAccountPreferences(account.preferences) };
     for (const [key, value] of Object.entries(options.change)) if (value !== undefined) next[key] = value;
     if (reminders) next.reminders = reminders;
+    if (options.change.signing_consent_text !== undefined) {
+      const texts = storedConsentText(options.change.signing_consent_text);
+      if (texts) next.signing_consent_text = texts;
+      else delete next.signing_consent_text;
+    }
     if (options.change.default_language !== undefined) {
       const language = storedLanguage(options.change.default_language);
       if (language) next.default_language = language;

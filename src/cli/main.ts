@@ -25,6 +25,7 @@ import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { accountDefaultLanguage } from '../i18n/signer-language.ts';
+import { accountConsentTexts } from '../signing-form/signing-consent.ts';
 import { folderFullNames } from '../templates/folders.ts';
 import { createApiKeyInFolders } from '../templates/key-folders.ts';
 import {
@@ -89,21 +90,26 @@ const COMMANDS: Record<string, Command> = {
   },
   'account settings': {
     synopsis:
-      'account settings --account-id N [--combine-pdf-result true|false] [--reminders JSON] [--default-language CODE]',
+      'account settings --account-id N [--combine-pdf-result true|false] [--reminders JSON] ' +
+      '[--default-language CODE] [--consent-text TEXT|JSON]',
     description:
       "Sets the account's settings given (the others are kept), then prints them:\n" +
-      '{"accountId":1,"combinePdfResult":false,"reminders":null,"defaultLanguage":null}.\n' +
+      '{"accountId":1,"combinePdfResult":false,"reminders":null,"defaultLanguage":null,"consentText":null}.\n' +
       '--combine-pdf-result: completion also makes one signed PDF of the final documents and the audit log\n' +
       '(combined_document_url; DocuSeal "combine PDF result").\n' +
       "--reminders: the default reminders of submissions without their own, as JSON in the API's keys\n" +
       '(\'{"first_after_hours":24,"every_hours":48,"max_count":3}\'; \'{"max_count":0}\': none; docs/reminders.md).\n' +
       '--default-language: the language of signers for whom nothing else names one (de, ar, …; "" removes it:\n' +
-      'the signer\'s browser decides; docs/signing-form.md "Languages").',
+      'the signer\'s browser decides; docs/signing-form.md "Languages").\n' +
+      "--consent-text: the account's own electronic-signature disclosure, shown to signers before they sign\n" +
+      '(paragraphs split by a blank line): a text for every language, or a JSON object per language\n' +
+      '(\'{"de":"…","default":"…"}\'); "" removes it (Signet\'s text; docs/signing-form.md "Consent").',
     options: {
       'account-id': { type: 'string' },
       'combine-pdf-result': { type: 'string' },
       reminders: { type: 'string' },
       'default-language': { type: 'string' },
+      'consent-text': { type: 'string' },
     },
     required: ['account-id'],
     async run(db, flags) {
@@ -115,6 +121,7 @@ const COMMANDS: Record<string, Command> = {
         ...(combine !== undefined ? { combine_pdf_result: combine === 'true' } : {}),
         ...(flags.reminders !== undefined ? { reminders: jsonFlag(flags, 'reminders') } : {}),
         ...(flags['default-language'] !== undefined ? { default_language: String(flags['default-language']) } : {}),
+        ...(flags['consent-text'] !== undefined ? { signing_consent_text: consentTextFlag(flags) } : {}),
       });
       const account = await db.account.findUnique({ where: { id: accountId }, select: { preferences: true } });
       if (!account) throw new AppError('NOT_FOUND', `Account ${accountId} not found`);
@@ -127,6 +134,7 @@ const COMMANDS: Record<string, Command> = {
         combinePdfResult: preferences.combine_pdf_result === true,
         reminders: accountReminders(preferences),
         defaultLanguage: accountDefaultLanguage(preferences) ?? null,
+        consentText: accountConsentTexts(preferences),
       };
     },
   },
@@ -442,6 +450,16 @@ function jsonFlag(flags: Flags, name: string): unknown {
   } catch {
     throw new AppError('VALIDATION', `--${name} must be JSON, got "${String(flags[name])}"`);
   }
+}
+
+/**
+ * `--consent-text`: a JSON object (one text per language) when it begins with `{`, else the text
+ * itself, for every language.
+ * @throws AppError VALIDATION (exit code 2) when it begins with `{` and does not parse
+ */
+function consentTextFlag(flags: Flags): unknown {
+  const value = String(flags['consent-text']);
+  return value.trimStart().startsWith('{') ? jsonFlag(flags, 'consent-text') : value;
 }
 
 /**

@@ -7,7 +7,7 @@
  * again when the fingerprint of this function changes (LIST_ITEM_FORMAT there).
  */
 import {
-  serializeEvent,
+  serializeEvents,
   serializeSubmitterBase,
   SUBMITTER_BASE_FRAGMENT,
   type EventData,
@@ -145,7 +145,7 @@ export function serializeSubmissionGet(s: SubmissionGetData, options: { withEven
     submitters: s.submitters.map((x) => ({ ...serializeSubmitterBase(x), values: x.values, documents: x.documents })),
     template,
     created_by_user,
-    ...(options.withEvents === false ? {} : { submission_events: s.events.map(serializeEvent) }),
+    ...(options.withEvents === false ? {} : { submission_events: serializeEvents(s.events) }),
     documents: s.documents,
     // Required by DocuSeal's OpenAPI for this response although its code never fills it (§14.11).
     metadata: {},

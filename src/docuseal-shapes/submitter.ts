@@ -106,6 +106,18 @@ function publicEventData(data: unknown): Record<string, unknown> {
 }
 
 /**
+ * Signet's events that DocuSeal's `submission_events` leave out: `event_type` is an enum in
+ * DocuSeal's OpenAPI document, which a generated client may hold to; GraphQL's `events` and the
+ * audit log show them (`consent_accepted`: src/signing-form/signing-consent.ts).
+ */
+const SIGNET_ONLY_EVENTS: ReadonlySet<string> = new Set(['consent_accepted']);
+
+/** A submission's or submitter's `submission_events` (§5.4): serializeEvent of each DocuSeal shows. */
+export function serializeEvents(events: readonly EventData[]) {
+  return events.filter((e) => !SIGNET_ONLY_EVENTS.has(e.eventType)).map(serializeEvent);
+}
+
+/**
  * A `submission_events` entry (§5.4): `{id, submitter_id, event_type, event_timestamp, data}`,
  * `data` narrowed as DocuSeal narrows it (publicEventData), e.g. `{"reason": "…"}` for a
  * decline_form, `{}` for most.
@@ -162,7 +174,7 @@ export function serializeSubmitterRead(s: SubmitterReadData) {
     values: s.values,
     documents: s.documents,
     template: { id: t.id, name: t.name, created_at: t.createdAt, updated_at: t.updatedAt },
-    submission_events: s.events.map(serializeEvent),
+    submission_events: serializeEvents(s.events),
   };
 }
 

@@ -31,6 +31,7 @@ import {
 } from './form-events.ts';
 import { assertFormOpen, findSignerBySlug, FORM_STATE_MESSAGES, lockSignerForm, waitingForRole } from './form-state.ts';
 import { buildSigningFormView, type SigningFormView } from './load-signing-form.ts';
+import { assertConsented } from './signing-consent.ts';
 
 /**
  * @param request.values optional values to save first (as saveSigningFormValues)
@@ -38,7 +39,8 @@ import { buildSigningFormView, type SigningFormView } from './load-signing-form.
  *   form is not OPEN, "Waiting for <role> to complete the form." (order `preserved`, an earlier
  *   party has not completed); SigningFieldError VALIDATION (extensions.fieldUuid) for a field:
  *   the save errors, "<name> is required", the field's invalid message or "<name> is invalid",
- *   a required payment field
+ *   a required payment field; AppError VALIDATION CONSENT_REQUIRED_MESSAGE before the signer
+ *   accepted the electronic-signature disclosure (signing-consent.ts)
  */
 export async function completeSigningForm(
   deps: SigningFormDeps,
@@ -55,6 +57,8 @@ export async function completeSigningForm(
     assertFormOpen(form, now);
     const waitingFor = waitingForRole(form);
     if (waitingFor) throw new AppError('VALIDATION', `Waiting for ${waitingFor} to complete the form.`);
+    // Completing is signing: only once the signer agreed to sign electronically (signing-consent.ts).
+    assertConsented(signer);
 
     const fields = parseFields(signer.submission.templateFields);
     const saved = (signer.values ?? {}) as Record<string, unknown>;

@@ -97,6 +97,9 @@ const formSelect = {
   phone: true,
   values: true,
   preferences: true,
+  // The signer's language and the account's texts: the consent disclosure (signing-consent.ts).
+  language: true,
+  metadata: true,
   orderIndex: true,
   sentAt: true,
   openedAt: true,
@@ -116,13 +119,21 @@ const formSelect = {
       expireAt: true,
       completedAt: true,
       archivedAt: true,
-      account: { select: { name: true } },
+      language: true,
+      account: { select: { name: true, preferences: true } },
       template: { select: { archivedAt: true, name: true } },
       submitters: {
         select: { id: true, roleUuid: true, orderIndex: true, values: true, completedAt: true, declinedAt: true },
         orderBy: { id: 'asc' },
       },
     },
+  },
+  // The signer's latest acceptance of the electronic-signature disclosure (signing-consent.ts).
+  events: {
+    where: { eventType: 'consent_accepted' },
+    orderBy: [{ eventTimestamp: 'desc' }, { id: 'desc' }],
+    take: 1,
+    select: { eventTimestamp: true, data: true },
   },
 } satisfies Prisma.SubmitterSelect;
 

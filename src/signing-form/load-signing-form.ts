@@ -18,6 +18,7 @@ import {
   type FieldCondition,
 } from '../templates/field-conditions.ts';
 import { hasValue, SINGLE_ATTACHMENT_TYPES } from './field-values.ts';
+import { signingFormConsent } from './signing-consent.ts';
 import type { SigningFormFieldOf, SigningFormViewOf } from './view-types.ts';
 
 export type { SigningFormAttachment, SigningFormDocument } from './view-types.ts';
@@ -27,6 +28,18 @@ export type SigningFormField = SigningFormFieldOf<Area>;
 
 /** The view as the server builds it (view-types.ts): times as Dates, stored areas. */
 export type SigningFormView = SigningFormViewOf<Date, Area>;
+
+/** The signer each view was built from, for consentIn (no second query). */
+const viewSigners = new WeakMap<SigningFormView, SignerForm>();
+
+/**
+ * The view's `consent` in another language than the signer's stored one (the page asks in its
+ * own: SigningForm.consent(language)); the view's own `consent` for a view not built here.
+ */
+export function consentIn(view: SigningFormView, language: string): SigningFormView['consent'] {
+  const signer = viewSigners.get(view);
+  return signer ? signingFormConsent(signer, language) : view.consent;
+}
 
 export interface LoadSigningFormDeps {
   db: Db;
@@ -106,7 +119,7 @@ export async function buildSigningFormView(
   const submissionPreferences = (submission.preferences ?? {}) as { completed_redirect_url?: unknown };
   const redirect = preferences.completed_redirect_url ?? submissionPreferences.completed_redirect_url;
 
-  return {
+  const view: SigningFormView = {
     slug: signer.slug,
     state,
     message: formStateMessage(state),
@@ -171,7 +184,10 @@ export async function buildSigningFormView(
       typeof preferences.go_to_last === 'boolean'
         ? preferences.go_to_last
         : (options.openedBefore ?? signer.openedAt !== null),
+    consent: signingFormConsent(signer),
   };
+  viewSigners.set(view, signer);
+  return view;
 }
 
 /**

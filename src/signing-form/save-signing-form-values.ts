@@ -11,13 +11,19 @@ import { checkAttachments, checkSentValues } from './field-values.ts';
 import { formStarted, mergeValues, recordStart, type SignerRequest, type SigningFormDeps } from './form-events.ts';
 import { assertFormOpen, findSignerBySlug, lockSignerForm } from './form-state.ts';
 import { buildSigningFormView, type SigningFormView } from './load-signing-form.ts';
+import { assertConsented } from './signing-consent.ts';
+
+/** The field types whose value is the signer's signature (signing-consent.ts). */
+const SIGNING_TYPES: ReadonlySet<string> = new Set(['signature', 'initials']);
 
 /**
  * @param request.values field uuid → value (null clears one)
  * @throws AppError NOT_FOUND for an unknown slug; VALIDATION "Form has been completed already." /
  *   "declined." / "archived." / "expired."; SigningFieldError VALIDATION "Missing field" /
  *   "Invalid field" / "Read-only field", a value of the wrong kind or too long, an attachment not
- *   this signer's; AppError VALIDATION when the values together are too large (src/limits.ts)
+ *   this signer's; AppError VALIDATION when the values together are too large (src/limits.ts);
+ *   AppError VALIDATION CONSENT_REQUIRED_MESSAGE for a signature or initials value before the
+ *   signer accepted the electronic-signature disclosure (signing-consent.ts)
  */
 export async function saveSigningFormValues(
   deps: SigningFormDeps,
@@ -33,6 +39,9 @@ export async function saveSigningFormValues(
     assertFormOpen({ submitter: signer, submission: signer.submission }, now);
     const fields = parseFields(signer.submission.templateFields);
     const sent = checkSentValues(fields, signer.roleUuid, request.values);
+    // A signature or initials is given only after the signer agreed to sign electronically.
+    if (fields.some((f) => SIGNING_TYPES.has(f.type) && sent[f.uuid] !== undefined && sent[f.uuid] !== null))
+      assertConsented(signer);
     await checkAttachments(tx, signer, fields, sent, (signer.values ?? {}) as Record<string, unknown>);
     if (Object.keys(sent).length === 0) return signer;
     const values = mergeValues(signer.values, sent);

@@ -99,4 +99,11 @@ export interface SigningFormViewOf<TTime, TArea> {
    * form before.
    */
   goToLast: boolean;
+  /**
+   * The electronic-signature disclosure the signer accepts before signing (signing-consent.ts):
+   * its text (paragraphs split by a blank line) in the signer's language or the account's own, the
+   * version naming that exact text, and when the signer accepted (any version) and which version
+   * it accepted last, else null.
+   */
+  consent: { text: string; version: string; acceptedAt: TTime | null; acceptedVersion: string | null };
 }

@@ -34,7 +34,8 @@ export interface AuditLogEvent {
   /**
    * The event's data as stored. Delivery events carry their outcome (src/db/queries/
    * notification-events.ts): `send_email`/`send_sms` `{provider, attempt, to}`, `fail_email`/
-   * `fail_sms` `{provider, attempt, max_attempts, retrying, error, to}`; `fail_completion` `{reason}`.
+   * `fail_sms` `{provider, attempt, max_attempts, retrying, error, to}`; `fail_completion` `{reason}`;
+   * `consent_accepted` `{version, language, sha256}` (src/signing-form/signing-consent.ts).
    */
   data?: Record<string, unknown> | null;
 }
@@ -636,7 +637,8 @@ class Layout {
 
 /**
  * The sentence of an event: its delivery outcome when it has one, else DocuSeal's label (§10.4,
- * `audit.event.<type>`), else the type alone; the type follows in parentheses.
+ * `audit.event.<type>`; a failed completion's reason, an accepted disclosure's version after it),
+ * else the type alone; the type follows in parentheses.
  */
 function eventSentence(event: AuditLogEvent, t: Translate): string {
   const delivery = deliverySentence(event.type, event.data, t);
@@ -644,11 +646,17 @@ function eventSentence(event: AuditLogEvent, t: Translate): string {
   const key = `event.${event.type}`;
   const label = /^[a-z0-9_]+$/.test(event.type) ? t(key) : key;
   const reason =
-    event.type === FAIL_COMPLETION && typeof event.data?.reason === 'string' ? `: ${event.data.reason}` : '';
+    event.type === FAIL_COMPLETION && typeof event.data?.reason === 'string'
+      ? `: ${event.data.reason}`
+      : event.type === CONSENT_ACCEPTED && typeof event.data?.version === 'string'
+        ? `: ${t('consent_version', { version: event.data.version })}`
+        : '';
   return label !== key ? `${label}${reason} (${event.type})` : event.type;
 }
 
 const FAIL_COMPLETION = 'fail_completion';
+/** The acceptance of the electronic-signature disclosure: its version follows (src/signing-form/signing-consent.ts). */
+const CONSENT_ACCEPTED = 'consent_accepted';
 /** DocuSeal's audit log: images 200 pt wide (initials 50), at most 100 pt high (MAX_IMAGE_HEIGHT). */
 const IMAGE_WIDTH = 200;
 const INITIALS_WIDTH = 50;

@@ -195,3 +195,33 @@ export async function rest(
   const text = await response.text();
   return { status: response.status, json: text ? JSON.parse(text) : undefined };
 }
+
+/**
+ * The signer with this slug accepts the electronic-signature disclosure their form shows, as the
+ * page does before the first signature or completing (docs/signing-form.md "Consent"): reads the
+ * form's `consent.version`, then acceptSigningConsent. Tests that sign through the page's
+ * mutations call it first. An unknown slug or a form that is no longer open is left as it is
+ * (the completion that follows gets the refusal itself).
+ * @returns the version accepted ('' for an unknown slug)
+ */
+export async function acceptConsentViaApi(
+  url: string,
+  slug: string,
+  headers: Record<string, string> = {},
+): Promise<string> {
+  const read = await graphql(url, 'query ($slug: String!) { signingForm(slug: $slug) { consent { version } } }', {
+    variables: { slug },
+    headers,
+  });
+  const version = read.body.data?.signingForm?.consent?.version;
+  // An unknown slug: the completion that follows answers NOT_FOUND itself.
+  if (typeof version !== 'string') return '';
+  const accepted = await graphql(
+    url,
+    'mutation ($slug: String!, $version: String!) { acceptSigningConsent(slug: $slug, version: $version) { slug } }',
+    { variables: { slug, version }, headers },
+  );
+  const refusal = accepted.body.errors?.[0]?.message;
+  if (refusal && !/^Form has been /.test(refusal)) throw new Error(`acceptSigningConsent: ${refusal}`);
+  return version;
+}

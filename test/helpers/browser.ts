@@ -27,3 +27,20 @@ export const PAGE_TIMEOUT_MS = 20_000;
 
 /** Playwright's `expect`, waiting up to PAGE_TIMEOUT_MS (or `{ timeout }` per assertion). */
 export const expectInPage = playwrightExpect.configure({ timeout: PAGE_TIMEOUT_MS });
+
+/** What acceptConsent looks in: the page, or the frame of an embedded form. */
+interface HasRoles {
+  getByRole(role: 'dialog', options: { name: string }): import('playwright-core').Locator;
+}
+
+/**
+ * The signer agrees to sign electronically in the consent dialog the page shows before the first
+ * signature or initials, or before Complete (src/signing-form/page/consent.ts): waits for the
+ * dialog, clicks "I agree" and waits until it has closed (the acceptance recorded), after which the
+ * page goes on with what the signer was doing. English texts (the consent namespace of en.json).
+ */
+export async function acceptConsent(page: HasRoles): Promise<void> {
+  const dialog = page.getByRole('dialog', { name: 'Agreement to sign electronically' });
+  await dialog.getByRole('button', { name: 'I agree' }).click({ timeout: PAGE_TIMEOUT_MS });
+  await expectInPage(dialog).toBeHidden();
+}

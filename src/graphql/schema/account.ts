@@ -10,6 +10,7 @@ import {
 } from '../../accounts/account-preferences.ts';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { accountDefaultLanguage } from '../../i18n/signer-language.ts';
+import { accountConsentTexts } from '../../signing-form/signing-consent.ts';
 import { builder } from '../builder.ts';
 import { requireEveryFolder } from '../../accounts/key-scopes.ts';
 import { requireViewer } from '../context.ts';
@@ -51,6 +52,15 @@ export const AccountRef = builder.prismaObject('Account', {
         'account locale, kept as given.',
       select: { preferences: true },
       resolve: (a) => accountDefaultLanguage(a.preferences) ?? null,
+    }),
+    signingConsentText: t.field({
+      type: 'JSON',
+      nullable: true,
+      description:
+        'The account’s own electronic-signature disclosure, `{"default": text, "<code>": text, …}`, or null when its ' +
+        'signers are shown Signet’s (docs/signing-form.md "Consent").',
+      select: { preferences: true },
+      resolve: (a) => accountConsentTexts(a.preferences),
     }),
     createdAt: t.expose('createdAt', { type: 'DateTime' }),
     updatedAt: t.expose('updatedAt', { type: 'DateTime' }),

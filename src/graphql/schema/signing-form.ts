@@ -9,6 +9,7 @@ import { completeSigningForm } from '../../signing-form/complete-signing-form.ts
 import { declineSigningForm } from '../../signing-form/decline-signing-form.ts';
 import type { SigningFormDeps, SignerRequest } from '../../signing-form/form-events.ts';
 import {
+  consentIn,
   loadSigningForm,
   type SigningFormAttachment,
   type SigningFormDocument,
@@ -19,6 +20,7 @@ import { recordEmailClick } from '../../signing-form/email-clicks.ts';
 import { loadFormEventDetail } from '../../signing-form/form-event-detail.ts';
 import { openSigningForm } from '../../signing-form/open-signing-form.ts';
 import { saveSigningFormValues } from '../../signing-form/save-signing-form-values.ts';
+import { acceptSigningConsent } from '../../signing-form/signing-consent.ts';
 import { builder } from '../builder.ts';
 import type { GraphQLContext } from '../context.ts';
 import { DocumentLinkRef } from './submission-queries.ts';
@@ -130,6 +132,33 @@ const SigningFormFieldRef = builder.objectRef<SigningFormField>('SigningFormFiel
   }),
 });
 
+const SigningFormConsentRef = builder.objectRef<SigningFormView['consent']>('SigningFormConsent').implement({
+  description:
+    'The electronic-signature disclosure the signer accepts before the first signature and before completing ' +
+    '(docs/signing-form.md "Consent").',
+  fields: (t) => ({
+    text: t.exposeString('text', {
+      description:
+        'The disclosure, paragraphs split by a blank line: the account’s own text, else Signet’s in the ' +
+        'language asked for.',
+    }),
+    version: t.exposeString('version', {
+      description:
+        'Names this exact text: `<default|account>-<language>-<12 hex digits of its SHA-256>`. ' +
+        'acceptSigningConsent takes it.',
+    }),
+    acceptedAt: t.expose('acceptedAt', {
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the signer accepted (any version), else null.',
+    }),
+    acceptedVersion: t.exposeString('acceptedVersion', {
+      nullable: true,
+      description: 'The version the signer accepted last, else null.',
+    }),
+  }),
+});
+
 const SigningFormRef = builder.objectRef<SigningFormView>('SigningForm').implement({
   description: 'A signer’s form, reached by its slug (docs/signing-form.md).',
   fields: (t) => ({
@@ -169,6 +198,14 @@ const SigningFormRef = builder.objectRef<SigningFormView>('SigningForm').impleme
       description:
         'Open the form at the first field still to fill: the submitter’s go_to_last, else whether it had opened ' +
         'the form before.',
+    }),
+    consent: t.field({
+      type: SigningFormConsentRef,
+      description:
+        'The electronic-signature disclosure: the account’s own text, else Signet’s in `language` (the page’s ' +
+        'language; an unknown tag is passed over), else in the signer’s language (docs/signing-form.md "Consent").',
+      args: { language: t.arg.string() },
+      resolve: (f, { language }) => (language ? consentIn(f, language) : f.consent),
     }),
     eventDetail: t.field({
       type: 'JSON',
@@ -220,6 +257,19 @@ builder.mutationField('recordEmailClick', (t) =>
   }),
 );
 
+builder.mutationField('acceptSigningConsent', (t) =>
+  t.field({
+    type: SigningFormRef,
+    description:
+      'The signer accepts the electronic-signature disclosure of `version` (SigningForm.consent.version): records a ' +
+      '`consent_accepted` event (IP, user agent, version, language, SHA-256 of the text), which the audit log ' +
+      'prints. Accepting the version last accepted again records nothing. Refusals: 422 with DocuSeal’s message ' +
+      'when the form is not OPEN; 422 "Disclosure version … is not the current one …".',
+    args: { slug: t.arg.string({ required: true }), version: t.arg.string({ required: true }) },
+    resolve: (_root, { slug, version }, ctx) => acceptSigningConsent(depsOf(ctx), { ...requestOf(ctx, slug), version }),
+  }),
+);
+
 builder.mutationField('saveSigningFormValues', (t) =>
   t.field({
     type: SigningFormRef,
@@ -227,7 +277,8 @@ builder.mutationField('saveSigningFormValues', (t) =>
       'Saves values (merged into the saved ones; null clears one), keyed by field uuid. The first save records ' +
       '`start_form` and emits form.started. Refusals: 422 with DocuSeal’s messages, and per field "Missing field" ' +
       '/ "Invalid field" / "Read-only field" (extensions.fieldUuid). ' +
-      'Required and patterns are checked on completion only.',
+      'Required and patterns are checked on completion only. A signature or initials value is refused (422) until ' +
+      'the signer accepted the disclosure (acceptSigningConsent).',
     args: { slug: t.arg.string({ required: true }), values: t.arg({ type: 'JSON', required: true }) },
     resolve: (_root, { slug, values }, ctx) => saveSigningFormValues(depsOf(ctx), { ...requestOf(ctx, slug), values }),
   }),
@@ -239,7 +290,8 @@ builder.mutationField('completeSigningForm', (t) =>
     description:
       'Saves `values` (optional) and completes: required fields filled, text matching validation.pattern, values ' +
       'sensible for their type — otherwise 422 with extensions.fieldUuid. With order `preserved`, earlier parties ' +
-      'must have completed ("Waiting for <role> to complete the form."). Records `complete_form`, sets ' +
+      'must have completed ("Waiting for <role> to complete the form."), and the signer must have accepted the ' +
+      'electronic-signature disclosure (acceptSigningConsent; else 422). Records `complete_form`, sets ' +
       'completed_at, runs the completion pipeline and sends the next party’s request.',
     args: { slug: t.arg.string({ required: true }), values: t.arg({ type: 'JSON' }) },
     resolve: (_root, { slug, values }, ctx) =>

@@ -4,6 +4,7 @@
  * so the page never talks to another origin even when APP_URL names another host.
  */
 import { framed } from './embed.ts';
+import { pageLanguage } from './i18n.ts';
 import type { FieldValues, SigningForm, UploadedAttachment } from './types.ts';
 
 const FORM_SELECTION = `
@@ -21,6 +22,7 @@ const FORM_SELECTION = `
   }
   completedDocuments { name url }
   completedRedirectUrl goToLast
+  consent(language: ${JSON.stringify(pageLanguage)}) { text version acceptedAt acceptedVersion }
 `;
 
 /**
@@ -111,6 +113,20 @@ export async function fetchSigningForm(slug: string): Promise<SigningForm> {
     { slug },
   );
   return data.signingForm;
+}
+
+/**
+ * Records that the signer agreed to sign electronically to the disclosure of `version`
+ * (SigningForm.consent.version); resolves to that version.
+ * @throws ApiError with the server's message (a version no longer current, a closed form)
+ */
+export async function acceptSigningConsent(slug: string, version: string): Promise<string> {
+  const data = await callGraphQL<{ acceptSigningConsent: { consent: { acceptedVersion: string | null } } }>(
+    'mutation AcceptSigningConsent($slug: String!, $version: String!) { ' +
+      'acceptSigningConsent(slug: $slug, version: $version) { consent { acceptedVersion } } }',
+    { slug, version },
+  );
+  return data.acceptSigningConsent.consent.acceptedVersion ?? version;
 }
 
 /** Saves values (merged into the saved ones). `keepalive` lets it finish while the page unloads. */

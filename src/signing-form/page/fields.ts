@@ -15,6 +15,7 @@
  */
 import { sameOriginUrl, uploadAttachment, uploadTypedSignature } from './api.ts';
 import { h, uniqueId } from './dom.ts';
+import { ensureConsent } from './consent.ts';
 import { openSignatureDialog, type SignatureResult } from './signature-dialog.ts';
 import type { FieldArea, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
 import { dateKind, type DateKind } from '../../signing/format-values.ts';
@@ -684,6 +685,8 @@ function mountSignature(
   });
   // From opening the dialog to the saved value: Complete waits for all of it.
   const sign = async () => {
+    // Agreeing to sign electronically comes before the first signature (./consent.ts).
+    if (!(await ensureConsent(host.form))) return;
     const made = await openSignatureDialog({
       kind,
       format: field.preferences.format,

@@ -16,6 +16,7 @@
  * whichever way it was entered.
  */
 import { sameOriginUrl } from './api.ts';
+import { ensureConsent } from './consent.ts';
 import { h, uniqueId } from './dom.ts';
 import {
   acceptOf,
@@ -181,6 +182,8 @@ export class Guide {
     if (!field || !signature?.touched()) return true;
     const made = await signature.result();
     if (!made) return false;
+    // Agreeing to sign electronically comes before the first signature is given (./consent.ts).
+    if (!(await ensureConsent(this.options.host.form))) return false;
     const work = saveSignature(this.options.host, field, made);
     this.options.host.track(work);
     try {

@@ -25,6 +25,7 @@ import {
   recordEmailClick,
   sameOriginUrl,
 } from './api.ts';
+import { consentNotice, ensureConsent } from './consent.ts';
 import { h, uniqueId } from './dom.ts';
 import { embedOptions, inEmbeddedForm, postToHost } from './embed.ts';
 import { mountFields, type FieldControl, type FieldHost } from './fields.ts';
@@ -298,7 +299,7 @@ function renderOpen(form: SigningForm): void {
     h(
       'div',
       { className: 'action-row' },
-      h('div', { className: 'action-text' }, progress, status, alert),
+      h('div', { className: 'action-text' }, consentNotice(form), progress, status, alert),
       h('div', { className: 'action-buttons' }, startButton, declineButton, completeButton),
     ),
   );
@@ -430,6 +431,8 @@ function renderOpen(form: SigningForm): void {
         goToField(problems[0]!);
         return;
       }
+      // Completing is signing: the signer agrees to sign electronically first (./consent.ts).
+      if (!(await ensureConsent(form))) return;
       const payload: FieldValues = {};
       for (const field of form.fields) {
         const value = values.get(field.uuid);
