@@ -353,6 +353,33 @@ describe('a signer’s link (/s/{slug}) on a partner’s page', () => {
     expect(Object.keys(declined.detail)).toEqual(Object.keys(webhook));
   });
 
+  it('data-language (DocuSeal’s) opens the form in that language, right to left for Arabic', async () => {
+    const created = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      // The submitter's own language loses to the page's data-language.
+      submitters: [{ role: 'Signer', email: 'lang@signer.test', language: 'de' }],
+    });
+    const submitter = created.json[0] as { embed_src: string };
+    const { page } = await openPartnerPage(
+      allowedOrigin,
+      '/language',
+      `<docuseal-form data-src="${submitter.embed_src}" data-language="ar"></docuseal-form>`,
+    );
+    await waitForEvents(page, ['init', 'load']);
+    const frameUrl = new URL(
+      await page.locator('docuseal-form').evaluate((e) => e.shadowRoot!.querySelector('iframe')!.src),
+    );
+    expect(frameUrl.searchParams.get('lang')).toBe('ar');
+    const frame = formIn(page);
+    await expectInPage(frame.locator('html')).toHaveAttribute('lang', 'ar');
+    await expectInPage(frame.locator('html')).toHaveAttribute('dir', 'rtl');
+    // A change of the attribute reloads the form in the new language.
+    await page.locator('docuseal-form').evaluate((e) => e.setAttribute('data-language', 'fr'));
+    await expectInPage(frame.locator('html')).toHaveAttribute('lang', 'fr');
+    await expectInPage(frame.locator('html')).toHaveAttribute('dir', 'ltr');
+  });
+
   it('a plain iframe on the partner’s origin receives the events as postMessage', async () => {
     const created = await api('POST', '/submissions', {
       template_id: templateId,
@@ -468,6 +495,21 @@ describe('a template link (/d/{slug}) on a partner’s page', () => {
     expect(again[1]!.detail).toMatchObject({ id: submitterId, submitter_status: 'completed' });
     await formIn(page).getByText('Form has been completed already.').waitFor();
     expect(await t.db.submission.count()).toBe(before);
+  });
+
+  it('keeps data-language from the template link to the started signer’s form', async () => {
+    const template = await createTemplate('Partner Language');
+    const { page } = await openPartnerPage(
+      allowedOrigin,
+      '/template-language',
+      `<docuseal-form data-src="${t.url}/d/${template.slug}" data-email="lang@partner.test" ` +
+        `data-language="ja"></docuseal-form>`,
+    );
+    await waitForEvents(page, ['init', 'load']);
+    const frame = formIn(page);
+    await frame.locator('.page[data-rendered="true"]').first().waitFor();
+    expect(await frame.locator('html').evaluate(() => window.location.pathname)).toMatch(/^\/s\//);
+    await expectInPage(frame.locator('html')).toHaveAttribute('lang', 'ja');
   });
 
   it('without data-email the page asks for it; after completing, the whole page goes to the redirect', async () => {

@@ -91,7 +91,10 @@ export function showTemplateLink(root: HTMLElement): void {
         ...(embedOptions.with_title !== undefined ? { with_title: embedOptions.with_title } : {}),
         started: true,
       });
-      window.location.replace(`/s/${encodeURIComponent(slug)}${fragment}`);
+      // The language this page was asked in (the embed's data-language) stays the form's.
+      const lang = new URLSearchParams(window.location.search).get('lang');
+      const query = lang ? `?lang=${encodeURIComponent(lang)}` : '';
+      window.location.replace(`/s/${encodeURIComponent(slug)}${query}${fragment}`);
     } catch (error) {
       status.textContent = '';
       start.disabled = false;
