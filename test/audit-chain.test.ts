@@ -172,6 +172,27 @@ describe('every insert is chained', () => {
   }, 120_000);
 });
 
+/**
+ * `count` connections of their own, all open or none: when one cannot open (the server's
+ * max_connections reached by suites running beside this one), the others are closed rather than
+ * left to be cut when the database is dropped — which, with no 'error' listener, would be an
+ * uncaught exception in another test's time.
+ */
+async function openClients(count: number): Promise<pg.Client[]> {
+  const clients = Array.from({ length: count }, () => {
+    const client = new pg.Client({ connectionString: t.database.url });
+    client.on('error', () => undefined);
+    return client;
+  });
+  const opened = await Promise.allSettled(clients.map((client) => client.connect()));
+  const refused = opened.find((result) => result.status === 'rejected');
+  if (refused) {
+    await Promise.all(clients.map((client) => client.end().catch(() => undefined)));
+    throw refused.reason;
+  }
+  return clients;
+}
+
 describe('concurrent inserts', () => {
   it('for one submission, from 24 transactions at once (some insert two, one rolls back), make one chain', async () => {
     const [party] = await createSubmission([
@@ -179,13 +200,7 @@ describe('concurrent inserts', () => {
       { role: 'Second', email: 'f@audit.test' },
     ]);
     const submissionId = party!.submission_id;
-    const clients = await Promise.all(
-      Array.from({ length: 24 }, async () => {
-        const client = new pg.Client({ connectionString: t.database.url });
-        await client.connect();
-        return client;
-      }),
-    );
+    const clients = await openClients(24);
     try {
       for (const client of clients) await client.query('BEGIN');
       // Every transaction inserts at the same moment and holds its transaction open a while after.
