@@ -566,7 +566,13 @@ function renderClosed(form: SigningForm, justCompleted: boolean, focusResult: bo
   document.documentElement.style.removeProperty('--footer-height');
   const header = h('header', { className: 'form-header' }, h('p', { className: 'subtitle' }, formTitle(form)));
   if (form.state !== 'COMPLETED') {
-    const reason = form.state === 'DECLINED' ? t('closed.declinedNotice') : null;
+    // What the signer can do next: nothing after declining; an expired link can be sent again.
+    const reason =
+      form.state === 'DECLINED'
+        ? t('closed.declinedNotice')
+        : form.state === 'EXPIRED'
+          ? t('closed.expiredNotice')
+          : null;
     const section = stateSection(closedMessage(form), reason);
     root.replaceChildren(header, section);
     if (focusResult) section.querySelector<HTMLElement>('h1')?.focus();
