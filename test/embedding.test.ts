@@ -414,6 +414,43 @@ describe('a signer’s link (/s/{slug}) on a partner’s page', () => {
     });
   });
 
+  it('fits the window below the partner’s heading: Complete is on screen without scrolling the page', async () => {
+    const created = await api('POST', '/submissions', {
+      template_id: templateId,
+      send_email: false,
+      submitters: [{ role: 'Signer', email: 'fit@signer.test' }],
+    });
+    const submitter = created.json[0] as { embed_src: string };
+    const { page } = await openPartnerPage(
+      allowedOrigin,
+      '/fit',
+      `<signet-form data-src="${submitter.embed_src}"></signet-form>`,
+    );
+    const complete = formIn(page).locator('#complete-button');
+    for (const viewport of [
+      { width: 1280, height: 800 },
+      { width: 390, height: 844 },
+    ]) {
+      await page.setViewportSize(viewport);
+      await expectInPage(complete).toBeVisible();
+      // The page around the frame does not scroll, and the button's box (in the page's
+      // coordinates) ends inside the window.
+      await expect
+        .poll(
+          async () => {
+            const box = await complete.boundingBox();
+            const page_ = await page.evaluate(() => ({
+              scroll: document.documentElement.scrollHeight,
+              window: document.documentElement.clientHeight,
+            }));
+            return box !== null && box.y >= 0 && box.y + box.height <= viewport.height && page_.scroll <= page_.window;
+          },
+          { timeout: PAGE_TIMEOUT_MS },
+        )
+        .toBe(true);
+    }
+  });
+
   it('on an origin not in EMBED_ORIGINS the browser refuses the frame: no form, no event', async () => {
     const created = await api('POST', '/submissions', {
       template_id: templateId,

@@ -5,6 +5,9 @@
  * - `GET /s-assets/form.js`, `/s-assets/form.css` — the page's script and styles, bundled by esbuild
  *   from src/signing-form/page/ on first request and kept in memory (the same code under tsx and
  *   from dist/main.mjs, since both run from the project folder).
+ * - `GET /s-assets/chunks/<name>-<hash>.js` — parts of the page's script it imports only when
+ *   needed (esbuild code splitting): the pattern checker with re2js, for forms with a
+ *   `validation.pattern`. Named by their content's hash, so cached for good.
  * - `GET /s-assets/pdfjs-<version>/<dir>/<file>` — pdf.js (`pdfjs-dist`): its build and worker and
  *   the data it fetches (standard fonts, CMaps, WASM decoders, ICC profiles).
  * - `GET /s-assets/fonts/<file>` — the script font for typed signatures (`@fontsource/dancing-script`).
@@ -97,6 +100,8 @@ interface Bundle {
   js: Buffer;
   css: Buffer;
   etag: string;
+  /** The lazily imported chunks by file name (`field-pattern-<hash>.js`). */
+  chunks: Map<string, Buffer>;
 }
 
 /** Built on first use and kept; a failed build is tried again on the next request. */
@@ -203,6 +208,13 @@ export function registerSigningPageRoutes(
       return reply.type(kind === 'js' ? CONTENT_TYPES['.js']! : CONTENT_TYPES['.css']!).send(built[kind]);
     });
   }
+
+  fastify.get<{ Params: { file: string } }>('/s-assets/chunks/:file', async (request, reply) => {
+    const chunk = (await loadBundle()).chunks.get(request.params.file);
+    reply.header('x-content-type-options', 'nosniff');
+    if (!chunk) return reply.code(404).type('text/plain; charset=utf-8').send('Not found');
+    return reply.type(CONTENT_TYPES['.js']!).header('cache-control', 'public, max-age=31536000, immutable').send(chunk);
+  });
 
   // Other sites include it (`<script src>`, or as a module, which needs CORS): public code, no credentials.
   fastify.get('/js/form.js', async (request, reply) => {
@@ -325,15 +337,24 @@ function notFoundPage(language: LanguageCode): string {
   );
 }
 
-/** Bundles the page's script and styles (esbuild, loaded on first use). */
+/** Where the bundle's files would be written (they are kept in memory): chunks are under `chunks/`. */
+const PAGE_OUT_DIR = 'signing-page';
+
+/**
+ * Bundles the page's script and styles (esbuild, loaded on first use), split: what the page
+ * imports with `import()` (the pattern checker) goes into chunks of its own, which the script
+ * fetches from `./chunks/` — /s-assets/chunks/, this origin, as the CSP allows.
+ */
 async function bundlePage(): Promise<Bundle> {
   const { build } = await import('esbuild');
   const result = await build({
     absWorkingDir: PROJECT_ROOT,
     entryPoints: { form: path.join(PAGE_DIR, 'main.ts') },
-    outdir: 'signing-page',
+    outdir: PAGE_OUT_DIR,
+    chunkNames: 'chunks/[name]-[hash]',
     write: false,
     bundle: true,
+    splitting: true,
     format: 'esm',
     platform: 'browser',
     target: ['chrome109', 'firefox115', 'safari16'],
@@ -355,11 +376,19 @@ async function bundlePage(): Promise<Bundle> {
       },
     ],
   });
-  const js = result.outputFiles.find((f) => f.path.endsWith('.js'));
-  const css = result.outputFiles.find((f) => f.path.endsWith('.css'));
+  const outDir = path.join(PROJECT_ROOT, PAGE_OUT_DIR);
+  const named = (name: string) => result.outputFiles.find((f) => f.path === path.join(outDir, name));
+  const js = named('form.js');
+  const css = named('form.css');
   if (!js || !css) throw new Error('signing page bundle: esbuild produced no script or no styles');
+  const chunks = new Map<string, Buffer>();
+  for (const file of result.outputFiles) {
+    const relative = path.relative(outDir, file.path);
+    if (relative.startsWith(`chunks${path.sep}`) && relative.endsWith('.js'))
+      chunks.set(path.basename(relative), Buffer.from(file.contents));
+  }
   const hash = createHash('sha256').update(js.contents).update(css.contents).digest('base64url').slice(0, 22);
-  return { js: Buffer.from(js.contents), css: Buffer.from(css.contents), etag: `"${hash}"` };
+  return { js: Buffer.from(js.contents), css: Buffer.from(css.contents), etag: `"${hash}"`, chunks };
 }
 
 /** Where the embedded form's client code lives (bundled at run time, as the page's). */

@@ -21,7 +21,8 @@
  *
  * Shared by the server's checks (build-fields.ts here, src/signing-form/field-values.ts,
  * src/submissions/create-submissions.ts) and the signing page (src/signing-form/page/values.ts,
- * which bundles re2js: ~150 KB minified), so both judge a value the same way and neither a server
+ * which imports this module on demand: re2js, ~150 KB minified, is a chunk of its own fetched
+ * only by forms with a pattern), so both judge a value the same way and neither a server
  * nor a signer's browser can be stalled by a pattern. It lives with the template rules because a
  * pattern is part of a template's field; the form and submissions apply it.
  */

@@ -105,8 +105,19 @@ function logoUrl(element: HTMLElement): string | undefined {
   return undefined;
 }
 
+/** The frame's least height, in CSS px: below it the form is too cramped to fill in. */
+const MIN_HEIGHT = 480;
+
+/**
+ * The element's height: what is left of the window below the element's top once the content below
+ * it is counted (`--signet-form-fit`, set by SignetFormElement#fit), so the page around it does
+ * not scroll and the form's own action bar (Decline, Complete), at the bottom of its frame, is on
+ * screen; 100vh when less than MIN_HEIGHT is left (the host page scrolls to the form, which then
+ * fills the window). A height the host page sets on the element wins over both (outer styles beat
+ * `:host`).
+ */
 const STYLE = `
-  :host { display: flex; flex-direction: column; height: 100vh; min-height: 480px; }
+  :host { display: flex; flex-direction: column; height: var(--signet-form-fit, 100vh); min-height: ${MIN_HEIGHT}px; }
   :host([hidden]) { display: none; }
   .logo { display: block; max-height: 48px; max-width: 60%; margin: 8px auto; object-fit: contain; }
   iframe { flex: 1 1 auto; width: 100%; min-height: 0; border: 0; }
@@ -135,13 +146,42 @@ export class SignetFormElement extends HTMLElement {
       window.location.assign(redirect);
   };
 
+  /** Watches the host page's layout: the room left for the element changes with it. */
+  #layout: ResizeObserver | undefined;
+
+  /**
+   * Sizes the element to the window (see STYLE): window height − the element's top in the page −
+   * the page's content below the element, in CSS px; unset when that is under MIN_HEIGHT.
+   */
+  readonly #fit = (): void => {
+    if (!this.isConnected) return;
+    // Measured at 100vh, so the page is at least as tall as the window and scrollHeight is the
+    // content's (not the window's) bottom; set again in the same task, so nothing is painted between.
+    this.style.removeProperty('--signet-form-fit');
+    const box = this.getBoundingClientRect();
+    const top = box.top + window.scrollY;
+    const below = Math.max(0, document.documentElement.scrollHeight - (box.bottom + window.scrollY));
+    const room = Math.floor(document.documentElement.clientHeight - top - below);
+    const value = room >= MIN_HEIGHT ? `${room}px` : '';
+    if (value) this.style.setProperty('--signet-form-fit', value);
+  };
+
   connectedCallback(): void {
     window.addEventListener('message', this.#onMessage);
+    window.addEventListener('resize', this.#fit);
     this.#render();
+    // Content above or below may change size (images, fonts, the host's own script); our own size
+    // change comes back here once and then leaves the value as it is.
+    this.#layout = new ResizeObserver(this.#fit);
+    this.#layout.observe(document.body ?? document.documentElement);
+    this.#fit();
   }
 
   disconnectedCallback(): void {
     window.removeEventListener('message', this.#onMessage);
+    window.removeEventListener('resize', this.#fit);
+    this.#layout?.disconnect();
+    this.#layout = undefined;
   }
 
   attributeChangedCallback(): void {

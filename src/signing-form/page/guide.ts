@@ -229,7 +229,7 @@ export class Guide {
     try {
       if (!(await this.commit())) return;
       const field = this.current;
-      const problem = checkValue(field, this.options.host.valueOf(field.uuid));
+      const problem = await checkValue(field, this.options.host.valueOf(field.uuid));
       this.options.setError(field.uuid, problem);
       if (problem) {
         this.editor?.focus();

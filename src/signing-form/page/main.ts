@@ -37,7 +37,7 @@ import { ATTACHMENT_FIELD_TYPES } from '../../field-types.ts';
 import { matchesField } from '../../templates/field-keys.ts';
 import { showTemplateLink } from './template-link.ts';
 import type { FieldValues, SigningForm, SigningFormAttachment, SigningFormField } from './types.ts';
-import { checkValue, isEditable, isFilled, today } from './values.ts';
+import { checkValue, isEditable, isFilled, preloadPatterns, today } from './values.ts';
 import { renderDocuments } from './viewer.ts';
 
 const root = document.getElementById('signing-form')!;
@@ -124,6 +124,8 @@ function renderOpen(form: SigningForm): void {
     values.set(field.uuid, value);
     for (const attachment of field.attachments) attachments.set(attachment.uuid, attachment);
   }
+  // re2js comes only with a pattern to check, and before the first check needs it.
+  preloadPatterns(form.fields.filter(isEditable));
 
   // Save status: a polite live region (WCAG 4.1.3 Status Messages).
   const status = h('p', { className: 'status' });
@@ -246,7 +248,10 @@ function renderOpen(form: SigningForm): void {
       queue.set(uuid, value, options.immediate);
       // An error shown for this field is checked again as the signer corrects it.
       const control = controls.get(uuid);
-      if (control && shownErrors.has(uuid)) setFieldError(uuid, checkValue(control.field, value));
+      if (control && shownErrors.has(uuid))
+        void checkValue(control.field, value).then((message) => {
+          if (values.get(uuid) === value) setFieldError(uuid, message);
+        });
       applyConditions();
       updateProgress();
     },
@@ -419,7 +424,7 @@ function renderOpen(form: SigningForm): void {
       const problems: string[] = [];
       for (const control of controls.values()) {
         if (!isEditable(control.field) || !isShown(control.field.uuid)) continue;
-        const message = checkValue(control.field, values.get(control.field.uuid));
+        const message = await checkValue(control.field, values.get(control.field.uuid));
         setFieldError(control.field.uuid, message);
         if (message) problems.push(control.field.uuid);
       }
@@ -561,7 +566,13 @@ function renderClosed(form: SigningForm, justCompleted: boolean, focusResult: bo
   document.documentElement.style.removeProperty('--footer-height');
   const header = h('header', { className: 'form-header' }, h('p', { className: 'subtitle' }, formTitle(form)));
   if (form.state !== 'COMPLETED') {
-    const reason = form.state === 'DECLINED' ? t('closed.declinedNotice') : null;
+    // What the signer can do next: nothing after declining; an expired link can be sent again.
+    const reason =
+      form.state === 'DECLINED'
+        ? t('closed.declinedNotice')
+        : form.state === 'EXPIRED'
+          ? t('closed.expiredNotice')
+          : null;
     const section = stateSection(closedMessage(form), reason);
     root.replaceChildren(header, section);
     if (focusResult) section.querySelector<HTMLElement>('h1')?.focus();
