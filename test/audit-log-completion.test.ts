@@ -320,4 +320,60 @@ describe('the audit log of a completed submission', () => {
     expect(imagesOf(log)).toHaveLength(1);
     expect(pdfsig(log)).toContain('Signature is Valid');
   });
+
+  it('a Japanese, Chinese or Korean signer: the log in their language, their CJK name drawn into the document', {
+    timeout: 120_000,
+  }, async () => {
+    const t = withoutProvider;
+    const api = (method: string, p: string, body?: unknown) => rest(t.url, bob.apiKey, method, p, body);
+    const templateId = await createTemplate(t, bob.apiKey);
+    const cases = [
+      { language: 'ja', name: '山田太郎', title: '監査ログ', generated: '作成日時' },
+      { language: 'zh', name: '张伟', title: '审计日志', generated: '生成时间' },
+      { language: 'ko', name: '김민준', title: '감사 로그', generated: '생성 시각' },
+    ];
+    for (const { language, name, title, generated } of cases) {
+      const created = await api('POST', '/submissions', {
+        template_id: templateId,
+        submitters: [
+          {
+            role: 'Client',
+            email: `client-${language}@cjk.test`,
+            language,
+            completed: true,
+            values: { 'Client Name': name, 'Client Signature': 'Kay' },
+          },
+          {
+            role: 'Manager',
+            email: `manager-${language}@cjk.test`,
+            language,
+            completed: true,
+            values: { 'Manager Name': 'Manager' },
+          },
+        ],
+      });
+      expect(created.status, JSON.stringify(created.json)).toBe(200);
+      await t.jobs.waitForIdle({ timeoutMs: 60_000 });
+      const done = (await api('GET', `/submissions/${created.json[0].submission_id}`)).json;
+      const log = await download(done.audit_log_url, `audit-${language}.pdf`);
+      const text = textOf(log);
+      // The fixed texts in the signer's language (before the CJK font: "Signet Audit Log …").
+      expect(text, language).toContain(`Signet ${title}`);
+      expect(text, language).toContain(generated);
+      expect(text, language).not.toContain('Audit Log');
+      expect(text, language).toContain(name);
+      // A subset of the CJK face: the log stays small (measured 68 KB signed, ~15 KB of it the CJK
+      // subset of ~150 glyphs, test/audit-log.test.ts); the whole 5 MB face would be far over 150 KB.
+      const size = fs.statSync(log).size;
+      console.log(`audit log in ${language}: ${size} bytes`);
+      expect(size, language).toBeLessThan(150_000);
+      expect(pdfsig(log), language).toContain('Signature is Valid');
+
+      const document = await download(done.documents[0].url, `document-${language}.pdf`);
+      expect(textOf(document), language).toContain(name);
+      // The CJK subset adds ~3 KB to the document (measured: 36.5 KB with a Latin name, 39.1 KB with 山田太郎).
+      console.log(`document in ${language}: ${fs.statSync(document).size} bytes`);
+      expect(fs.statSync(document).size, language).toBeLessThan(60_000);
+    }
+  });
 });

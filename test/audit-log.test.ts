@@ -660,9 +660,24 @@ describe('buildAuditLog in the signer’s language (issue 24)', () => {
     }
   });
 
-  it('a language whose texts DejaVu cannot draw (Japanese) is printed in English', async () => {
-    const text = textOf(await buildAuditLog(input({ language: 'ja' })));
-    expect(text).toMatch(/^Signet Audit Log Submission ID 4217 /);
-    expect(text).toContain('Generated at 2026-11-21T10:15:30Z Documents');
+  it('Japanese, Chinese and Korean logs are printed in their language (the CJK face), as a subset', async () => {
+    const english = await buildAuditLog(input());
+    for (const [language, title, generated] of [
+      ['ja', '監査ログ', '作成日時'],
+      ['zh', '审计日志', '生成时间'],
+      ['ko', '감사 로그', '생성 시각'],
+    ] as const) {
+      const pdf = await buildAuditLog(input({ language }));
+      const text = textOf(pdf);
+      expect(text, language).toMatch(new RegExp(`^Signet ${title} `));
+      expect(text, language).toContain(`${generated} 2026-11-21T10:15:30Z`);
+      expect(text, language).not.toContain('Audit Log');
+      console.log(`audit log: en ${english.length} bytes, ${language} ${pdf.length} bytes`);
+      // A subset of the 5 MB face: its ~150 glyphs used add ~15 KB (measured: en 34 KB, ja/zh/ko
+      // 48–50 KB); the whole face, or a subset of thousands of glyphs, would be far over 40 KB.
+      expect(pdf.length, language).toBeLessThan(english.length + 40_000);
+    }
+    // An English log embeds no CJK face.
+    expect(Buffer.from(english).toString('latin1')).not.toContain('WenQuanYi');
   });
 });

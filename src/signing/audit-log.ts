@@ -6,8 +6,12 @@
  * language writes a date and time (Intl, CLDR).
  *
  * Drawn with pdf-lib in DejaVu Sans, so Latin, Greek, Cyrillic, Hebrew, Arabic, Armenian, Georgian
- * and most symbols render; CJK does not (no glyphs in DejaVu): a log asked for in a language whose
- * texts the fonts cannot draw (ja, ko, zh) is printed in English (auditLogLanguage). Right-to-left:
+ * and most symbols render, and — for what DejaVu has no glyph for — in the CJK face of
+ * src/documents/fonts.ts (loadCjk: WenQuanYi Micro Hei, Debian's fonts-wqy-microhei), so a log in
+ * Chinese, Japanese or Korean is printed in that language and CJK names and values render; each
+ * line is cut into runs by face in one place (fontRuns), and the CJK face is embedded (a subset)
+ * only when the log has such text. Without the CJK file a log asked for in a language whose texts
+ * the fonts cannot draw (ja, ko, zh) is printed in English (auditLogLanguage). Right-to-left:
  * a Hebrew or Arabic log is laid out from the right (labels right, values to their left, footers
  * mirrored), and every line — in any log — is drawn in the order of a reduced Unicode
  * Bidirectional Algorithm (src/i18n/bidi.ts), so Latin words, numbers, e-mail addresses and times
@@ -16,11 +20,21 @@
  * as Unicode presentation forms (NFKC gives the letters).
  */
 import { createHash } from 'node:crypto';
-import { PDFDocument, type PDFFont, type PDFImage, type PDFPage, rgb } from 'pdf-lib';
+import { PDFDocument, type PDFImage, type PDFPage, rgb } from 'pdf-lib';
 import type { AuditLogValue } from './audit-log-values.ts';
 import { chainHeadLine } from './audit-chain.ts';
 import { embedImageFile } from './embed-image.ts';
-import { type DejaVuFace, embedDejaVu, loadDejaVu, registerFontkit } from '../documents/fonts.ts';
+import {
+  type DejaVuFace,
+  drawRuns,
+  type EmbeddedFace,
+  embedDejaVu,
+  loadCjk,
+  loadDejaVu,
+  needsFallback,
+  registerFontkit,
+  runsWidth,
+} from '../documents/fonts.ts';
 import { bidiRuns, firstStrongDirection, hasRightToLeft } from '../i18n/bidi.ts';
 import { DEFAULT_LANGUAGE, directionOf, type LanguageCode } from '../i18n/languages.ts';
 import { CATALOGS, type Translate, translator } from '../i18n/messages.ts';
@@ -84,7 +98,7 @@ export interface BuildAuditLogInput {
   /**
    * The language of its fixed texts and dates (a code of src/i18n/languages.ts; the completion
    * gives its last party's: src/signing/complete-submission.ts); default English. One the fonts
-   * cannot draw is printed in English (auditLogLanguage).
+   * cannot draw (ja, ko, zh without the CJK font) is printed in English (auditLogLanguage).
    */
   language?: LanguageCode;
 }
@@ -207,34 +221,65 @@ function localDateTime(language: LanguageCode, timeZone: string): Intl.DateTimeF
   return format;
 }
 
-const drawable = new Map<LanguageCode, boolean>();
+const drawable = new Map<string, boolean>();
+const languageTexts = new Map<LanguageCode, string[]>();
 
-/**
- * The language the log is printed in: `language` when DejaVu Sans (regular and bold) has a glyph
- * for every character of its `audit` texts and of its dates (every month, written as formatTime
- * writes them); else English. ja, ko and zh are printed in English: DejaVu has no CJK glyphs
- * (documented in docs/signing-form.md "Languages"). Checked once per language and process.
- * @param faces the faces the log is drawn with (loadDejaVu)
- */
-export function auditLogLanguage(language: LanguageCode, faces: readonly DejaVuFace[]): LanguageCode {
-  let ok = drawable.get(language);
-  if (ok === undefined) {
-    const texts: string[] = [];
+/** The texts a log in `language` prints besides its input: its `audit` texts and its dates (every month). */
+function textsOf(language: LanguageCode): string[] {
+  let texts = languageTexts.get(language);
+  if (!texts) {
+    const collected: string[] = [];
     const collect = (value: unknown) => {
-      if (typeof value === 'string') texts.push(value.replace(/\{\{[^}]*\}\}/g, ''));
+      if (typeof value === 'string') collected.push(value.replace(/\{\{[^}]*\}\}/g, ''));
       else if (value && typeof value === 'object') Object.values(value).forEach(collect);
     };
     collect(CATALOGS[language].audit);
     for (let month = 0; month < 12; month++)
-      texts.push(formatTime(new Date(Date.UTC(2026, month, 28, 10, 15, 30)), 'UTC', language));
-    const characters = new Set(Array.from(texts.join('')).filter((c) => !/\s/u.test(c)));
+      collected.push(formatTime(new Date(Date.UTC(2026, month, 28, 10, 15, 30)), 'UTC', language));
+    texts = collected;
+    languageTexts.set(language, texts);
+  }
+  return texts;
+}
+
+/**
+ * The language the log is printed in: `language` when each of `faces` (DejaVu Sans regular and
+ * bold) — or else `fallback` (loadCjk's face, when there is one) — has a glyph for every
+ * character of its `audit` texts and of its dates (every month, written as formatTime writes
+ * them); else English. ja, ko and zh need the CJK face: without it they are printed in English
+ * (documented in docs/signing-form.md "Languages"). Checked once per language, faces and process.
+ * @param faces the faces the log is drawn with (loadDejaVu)
+ * @param fallback the face for what they lack (loadCjk), or null
+ */
+export function auditLogLanguage(
+  language: LanguageCode,
+  faces: readonly DejaVuFace[],
+  fallback: DejaVuFace | null = null,
+): LanguageCode {
+  const key = `${language} ${fallback ? fallback.face.postscriptName : ''}`;
+  let ok = drawable.get(key);
+  if (ok === undefined) {
+    const characters = new Set(Array.from(textsOf(language).join('')).filter((c) => !/\s/u.test(c)));
+    const extra = new Set(fallback ? fallback.face.characterSet : []);
     ok = faces.every((face) => {
       const has = new Set(face.face.characterSet);
-      return [...characters].every((c) => has.has(c.codePointAt(0)!));
+      return [...characters].every((c) => has.has(c.codePointAt(0)!) || extra.has(c.codePointAt(0)!));
     });
-    drawable.set(language, ok);
+    drawable.set(key, ok);
   }
   return ok ? language : DEFAULT_LANGUAGE;
+}
+
+/** Every string of the log's input (names, values, events' data), images' bytes left out. */
+function inputStrings(input: BuildAuditLogInput): string[] {
+  const strings: string[] = [];
+  const collect = (value: unknown) => {
+    if (typeof value === 'string') strings.push(value);
+    else if (value && typeof value === 'object' && !(value instanceof Uint8Array) && !(value instanceof Date))
+      Object.values(value).forEach(collect);
+  };
+  collect(input);
+  return strings;
 }
 
 const A4: [number, number] = [595.28, 841.89];
@@ -274,12 +319,13 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   const timeZone = usableTimeZone(input.timeZone);
   const doc = await PDFDocument.create({ updateMetadata: false });
   registerFontkit(doc);
-  const [regular, bold, mono] = await Promise.all([
+  const [regular, bold, mono, cjk] = await Promise.all([
     loadDejaVu('DejaVuSans'),
     loadDejaVu('DejaVuSans-Bold'),
     loadDejaVu('DejaVuSansMono'),
+    loadCjk(),
   ]);
-  const language = auditLogLanguage(input.language ?? DEFAULT_LANGUAGE, [regular, bold]);
+  const language = auditLogLanguage(input.language ?? DEFAULT_LANGUAGE, [regular, bold], cjk);
   const t = translator(language, 'audit');
   const direction = directionOf(language);
   const title = t(input.testing ? 'testing_title' : 'title');
@@ -291,8 +337,17 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
     embedDejaVu(doc, bold, { customName: `${tag}+DejaVuSans-Bold`, features: LOG_FEATURES }),
     embedDejaVu(doc, mono, { customName: `${tag}+DejaVuSansMono`, features: LOG_FEATURES }),
   ]);
-  const widths = new Map<PDFFont, (text: string, size: number) => number>(embedded.map((e) => [e.pdfFont, e.width]));
-  const fonts: Fonts = { regular: embedded[0].pdfFont, bold: embedded[1].pdfFont, mono: embedded[2].pdfFont };
+  // One CJK subset serves all three faces (it has no bold): embedded only when the log has text
+  // DejaVu cannot draw and it can.
+  const fallback =
+    cjk && needsFallback([...textsOf(language), ...inputStrings(input)], regular.face, cjk.face)
+      ? [await embedDejaVu(doc, cjk, { customName: `${tag}+${cjk.face.postscriptName}`, features: LOG_FEATURES })]
+      : [];
+  const fonts: Fonts = {
+    regular: [embedded[0], ...fallback],
+    bold: [embedded[1], ...fallback],
+    mono: [embedded[2], ...fallback],
+  };
   doc.setTitle(t('document_title', { title, id: input.submissionId }));
   doc.setLanguage(language);
   doc.setAuthor(clean(input.accountName));
@@ -304,7 +359,7 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   const layout = new Layout(
     doc,
     fonts,
-    (font, text, size) => widths.get(font)!(text, size),
+    (font, text, size) => runsWidth(text, font, size),
     timeZone && US_TIME_ZONE.test(timeZone) ? LETTER : A4,
     direction,
   );
@@ -417,17 +472,20 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   return doc.save({ useObjectStreams: false, objectsPerTick: Number.POSITIVE_INFINITY });
 }
 
-/** Width in points of `text` in `font` at `size` (pdf-lib's widthOfTextAtSize, faster: src/documents/fonts.ts). */
-type Measure = (font: PDFFont, text: string, size: number) => number;
+/** Width in points of `text` in `font` at `size` (runsWidth, src/documents/fonts.ts). */
+type Measure = (font: Font, text: string, size: number) => number;
+
+/** A face and its fallbacks (the CJK face when the log needs it): fontRuns picks one per run. */
+type Font = readonly EmbeddedFace[];
 
 interface Fonts {
-  regular: PDFFont;
-  bold: PDFFont;
-  mono: PDFFont;
+  regular: Font;
+  bold: Font;
+  mono: Font;
 }
 
 interface TextStyle {
-  font?: PDFFont;
+  font?: Font;
   /** Points. */
   size?: number;
   color?: ReturnType<typeof rgb>;
@@ -480,12 +538,12 @@ class Layout {
     line: string,
     offset: number,
     y: number,
-    options: { font: PDFFont; size: number; color: ReturnType<typeof rgb> },
+    options: { font: Font; size: number; color: ReturnType<typeof rgb> },
     base: 'ltr' | 'rtl' = this.direction,
   ): void {
-    const { font, size } = options;
+    const { font, size, color } = options;
     if (this.direction === 'ltr' && !hasRightToLeft(line)) {
-      page.drawText(line, { x: MARGIN + offset, y, ...options });
+      drawRuns(page, line, font, { x: MARGIN + offset, y, size, color });
       return;
     }
     const runs = bidiRuns(line, base).map((run) => ({
@@ -495,7 +553,7 @@ class Layout {
     const total = runs.reduce((sum, run) => sum + run.width, 0);
     let x = this.direction === 'rtl' ? MARGIN + this.width - offset - total : MARGIN + offset;
     for (const run of runs) {
-      page.drawText(run.text, { x, y, ...options });
+      drawRuns(page, run.text, font, { x, y, size, color });
       x += run.width;
     }
   }
@@ -625,7 +683,7 @@ class Layout {
     this.y -= height;
   }
 
-  private wrap(text: string, font: PDFFont, size: number, width: number): string[] {
+  private wrap(text: string, font: Font, size: number, width: number): string[] {
     return wrap(text, (s) => this.measure(font, s, size), width);
   }
 

@@ -19,7 +19,6 @@ import {
   pushGraphicsState,
   rgb,
   type Color,
-  type PDFFont,
   type PDFImage,
   type PDFPage,
 } from 'pdf-lib';
@@ -28,7 +27,16 @@ import { AppError } from '../errors.ts';
 import { hiddenByOwnValues } from '../templates/field-conditions.ts';
 import type { Area, Field } from '../templates/fields.ts';
 import { embedImageFile, type ImageFile } from './embed-image.ts';
-import { embedDejaVu, loadDejaVu, registerFontkit } from '../documents/fonts.ts';
+import {
+  drawRuns,
+  type EmbeddedFace,
+  embedDejaVu,
+  loadCjk,
+  loadDejaVu,
+  needsFallback,
+  registerFontkit,
+  runsWidth,
+} from '../documents/fonts.ts';
 import { bidiRuns, firstStrongDirection, hasRightToLeft } from '../i18n/bidi.ts';
 import { type FormatOptions, formatFieldValue, maskText } from './format-values.ts';
 
@@ -357,7 +365,7 @@ async function drawJob(context: DrawContext, page: PDFPage, box: Box, job: DrawJ
   const text = maskText(displayText(field, value, context.dates), preferences.mask);
   if (text === '') return;
   if (background) page.drawRectangle({ ...rect(box), color: background });
-  const font = await context.fonts.get(fontFile(preferences));
+  const font = await context.fonts.get(fontFile(preferences), text);
   const color = parseColor(preferences.color) ?? rgb(0, 0, 0);
   const fontSize = explicitFontSize(preferences.font_size);
   const baseSize = fontSize ?? baseFontSize(context.input.pages[area.page]);
@@ -459,13 +467,13 @@ function drawText(page: PDFPage, box: Box, font: MeasuredFont, text: string, sty
  */
 function drawLine(page: PDFPage, line: string, x: number, y: number, size: number, font: MeasuredFont, color: Color) {
   if (!hasRightToLeft(line)) {
-    page.drawText(line, { x, y, size, font: font.pdfFont, color });
+    drawRuns(page, line, font.faces, { x, y, size, color });
     return;
   }
   let cursor = x;
   for (const run of bidiRuns(line, firstStrongDirection(line))) {
     const text = run.rtl && !hasRightToLeft(run.text) ? Array.from(run.text).reverse().join('') : run.text;
-    page.drawText(text, { x: cursor, y, size, font: font.pdfFont, color });
+    drawRuns(page, text, font.faces, { x: cursor, y, size, color });
     cursor += font.width(run.text) * size;
   }
 }
@@ -590,13 +598,7 @@ function drawCells(
     if (char.trim() === '') return;
     const cellX = fromRight ? box.x + box.w - cellWidth * (chars.length - index) : box.x + cellWidth * index;
     const width = font.width(char) * size;
-    page.drawText(char, {
-      x: cellX + (cellWidth - width) / 2,
-      y: baseline,
-      size,
-      font: font.pdfFont,
-      color: style.color,
-    });
+    drawRuns(page, char, font.faces, { x: cellX + (cellWidth - width) / 2, y: baseline, size, color: style.color });
   });
 }
 
@@ -671,10 +673,13 @@ function rect(box: Box): { x: number; y: number; width: number; height: number }
 
 // --- fonts -----------------------------------------------------------------------------------
 
-/** An embedded face with its vertical metrics and a memoised width measure (per 1 pt). */
+/**
+ * An embedded face and its fallbacks (the CJK face, for a value that needs it), with their
+ * vertical metrics and a memoised width measure (per 1 pt); drawn run by run (drawRuns).
+ */
 interface MeasuredFont {
-  pdfFont: PDFFont;
-  /** Ascender and descender (positive) per point of size. */
+  faces: readonly EmbeddedFace[];
+  /** Ascender and descender (positive) per point of size: the largest of the faces'. */
   ascent: number;
   descent: number;
   width(text: string): number;
@@ -682,33 +687,41 @@ interface MeasuredFont {
 
 /**
  * The faces embedded in one document (each once, subset to the glyphs drawn; parsed once per
- * process, src/documents/fonts.ts).
+ * process, src/documents/fonts.ts). A text with characters DejaVu has no glyph for and the CJK
+ * face has (loadCjk) gets that face as its fallback, embedded once per document and only then.
  */
 class FontSet {
   private readonly faces = new Map<string, Promise<MeasuredFont>>();
+  private cjk: Promise<EmbeddedFace> | undefined;
   constructor(private readonly doc: PDFDocument) {}
 
-  get(name: string): Promise<MeasuredFont> {
-    let face = this.faces.get(name);
+  /** The face `name` (a DejaVu file name) to draw `text` with, with the CJK fallback when `text` needs it. */
+  async get(name: string, text: string): Promise<MeasuredFont> {
+    const [dejaVu, cjk] = await Promise.all([loadDejaVu(name), loadCjk()]);
+    const fallback = cjk && needsFallback([text], dejaVu.face, cjk.face) ? cjk : null;
+    const key = fallback ? `${name}+cjk` : name;
+    let face = this.faces.get(key);
     if (!face) {
-      face = loadDejaVu(name).then(async (dejaVu) => {
-        const { pdfFont, width } = await embedDejaVu(this.doc, dejaVu);
+      face = (async () => {
+        const primary = await embedDejaVu(this.doc, dejaVu);
+        if (fallback) this.cjk ??= embedDejaVu(this.doc, fallback);
+        const faces = fallback ? [primary, await this.cjk!] : [primary];
         const widths = new Map<string, number>();
         return {
-          pdfFont,
-          ascent: dejaVu.ascent,
-          descent: dejaVu.descent,
+          faces,
+          ascent: Math.max(dejaVu.ascent, fallback?.ascent ?? 0),
+          descent: Math.max(dejaVu.descent, fallback?.descent ?? 0),
           width(text: string): number {
             let measured = widths.get(text);
             if (measured === undefined) {
-              measured = width(text, 1);
+              measured = runsWidth(text, faces, 1);
               widths.set(text, measured);
             }
             return measured;
           },
         };
-      });
-      this.faces.set(name, face);
+      })();
+      this.faces.set(key, face);
     }
     return face;
   }
