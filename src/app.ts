@@ -40,6 +40,7 @@ import { requestIdFor, REQUEST_ID_HEADER } from './observability/request-ids.ts'
 import { startTracing } from './observability/tracing.ts';
 import { AppError } from './errors.ts';
 import { configureParsePool } from './parse-pool/pool.ts';
+import { configureCjkFont } from './documents/fonts.ts';
 import { LARGE_BODY_BYTES, parseJsonBody } from './http/json-body.ts';
 import { PROJECT_ROOT } from './paths.ts';
 import { type CompletionHooks, defineCompletionJob } from './signing/complete-submission.ts';
@@ -142,6 +143,8 @@ export async function buildApp(options: AppOptions): Promise<App> {
   const { config, db } = options;
   // Where uploads, certificates and the tools' files are parsed: worker threads with limits (PARSE_*).
   configureParsePool(config.parsePool);
+  // The face of zh/ja/ko audit logs and CJK values (FONT_CJK_PATH, FONT_CJK_NAME).
+  configureCjkFont(config.cjkFont);
   const storage = options.storage ?? (await openFileStorage(config));
   const secretKeyBase = await resolveSecretKeyBase(config);
   const signer =

@@ -80,6 +80,10 @@ const EnvSchema = z.object({
   CHROMIUM_PATH: z.string().min(1).optional(),
   /** Local LibreOffice for DOCX → PDF; default: soffice (or libreoffice) on PATH. */
   SOFFICE_PATH: z.string().min(1).optional(),
+  /** The CJK face for zh/ja/ko audit logs and values (src/documents/fonts.ts); default: Debian's fonts-wqy-microhei. */
+  FONT_CJK_PATH: z.string().min(1).optional(),
+  /** The face of a FONT_CJK_PATH collection (a PostScript name); default: its first. */
+  FONT_CJK_NAME: z.string().min(1).optional(),
   /** Time allowed for one HTML/DOCX conversion, in seconds. */
   RENDER_TIMEOUT_SECONDS: z.coerce.number().positive().max(600).default(60),
   /** Conversions run at once per instance. */
@@ -348,6 +352,8 @@ export interface Config {
   gotenbergUrl: string | undefined;
   chromiumPath: string | undefined;
   sofficePath: string | undefined;
+  /** FONT_CJK_PATH and FONT_CJK_NAME (src/documents/fonts.ts configureCjkFont). */
+  cjkFont: { path: string | undefined; name: string | undefined };
   /** Milliseconds. */
   renderTimeout: number;
   renderConcurrency: number;
@@ -550,6 +556,7 @@ export function loadConfig(
     gotenbergUrl: e.GOTENBERG_URL?.replace(/\/+$/, ''),
     chromiumPath: e.CHROMIUM_PATH,
     sofficePath: e.SOFFICE_PATH,
+    cjkFont: { path: e.FONT_CJK_PATH, name: e.FONT_CJK_NAME },
     renderTimeout: e.RENDER_TIMEOUT_SECONDS * 1000,
     renderConcurrency: e.RENDER_CONCURRENCY,
     docxLimits: {

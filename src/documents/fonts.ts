@@ -168,6 +168,18 @@ function advancesOf(face: Face): (char: string) => number | null {
 export const CJK_FONT_PATHS = ['/usr/share/fonts/truetype/wqy/wqy-microhei.ttc'] as const;
 
 let cjk: Promise<DejaVuFace | null> | undefined;
+/** FONT_CJK_PATH and FONT_CJK_NAME, as configureCjkFont was given them. */
+let cjkSettings: { path: string | undefined; name: string | undefined } = { path: undefined, name: undefined };
+
+/**
+ * Sets where the CJK face is read from (src/config.ts `cjkFont`: FONT_CJK_PATH, FONT_CJK_NAME); the
+ * service calls it at start (src/app.ts). Unset: CJK_FONT_PATHS. The face is read again on next use.
+ */
+export function configureCjkFont(settings: { path: string | undefined; name: string | undefined }): void {
+  if (settings.path === cjkSettings.path && settings.name === cjkSettings.name) return;
+  cjkSettings = { ...settings };
+  cjk = undefined;
+}
 
 /**
  * The CJK fallback face (see CJK_FONT_PATHS), read and parsed once per process; null when no file
@@ -178,8 +190,7 @@ let cjk: Promise<DejaVuFace | null> | undefined;
 export function loadCjk(): Promise<DejaVuFace | null> {
   if (!cjk) {
     cjk = (async () => {
-      const configured = process.env.FONT_CJK_PATH;
-      let path: string | undefined = configured;
+      let path: string | undefined = cjkSettings.path;
       if (!path) {
         for (const candidate of CJK_FONT_PATHS) {
           if (
@@ -196,7 +207,7 @@ export function loadCjk(): Promise<DejaVuFace | null> {
       if (!path) return null;
       const bytes = new Uint8Array(await fs.readFile(path));
       const created = fontkit.create(bytes) as Face | { fonts: Face[] };
-      const name = process.env.FONT_CJK_NAME;
+      const name = cjkSettings.name;
       const collection = 'fonts' in created ? created.fonts : [created];
       const face = name ? collection.find((f) => f.postscriptName === name) : collection[0];
       if (!face) throw new Error(`FONT_CJK_NAME ${name} is not a face of ${path}`);
@@ -258,6 +269,17 @@ export function fontRuns(text: string, faces: readonly EmbeddedFace[]): FontRun[
     else runs.push({ text: char, font });
   }
   return runs;
+}
+
+/**
+ * Whether some character of `texts` is outside ASCII and missing from one of `faces`: only then
+ * is the CJK face read (loadCjk costs ~0.2 s and ~20 MB once per process), so a process that
+ * draws only what DejaVu has never loads it.
+ */
+export function lacksGlyphs(texts: Iterable<string>, faces: readonly Face[]): boolean {
+  for (const text of texts)
+    for (const char of text) if (char.codePointAt(0)! > 0x7f && faces.some((face) => !covers(face, char))) return true;
+  return false;
 }
 
 /**

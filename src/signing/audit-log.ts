@@ -29,6 +29,7 @@ import {
   drawRuns,
   type EmbeddedFace,
   embedDejaVu,
+  lacksGlyphs,
   loadCjk,
   loadDejaVu,
   needsFallback,
@@ -319,13 +320,17 @@ export async function buildAuditLog(input: BuildAuditLogInput): Promise<Uint8Arr
   const timeZone = usableTimeZone(input.timeZone);
   const doc = await PDFDocument.create({ updateMetadata: false });
   registerFontkit(doc);
-  const [regular, bold, mono, cjk] = await Promise.all([
+  const [regular, bold, mono] = await Promise.all([
     loadDejaVu('DejaVuSans'),
     loadDejaVu('DejaVuSans-Bold'),
     loadDejaVu('DejaVuSansMono'),
-    loadCjk(),
   ]);
-  const language = auditLogLanguage(input.language ?? DEFAULT_LANGUAGE, [regular, bold], cjk);
+  const requested = input.language ?? DEFAULT_LANGUAGE;
+  // The CJK face only when the log's texts or the input need what DejaVu lacks.
+  const cjk = lacksGlyphs([...textsOf(requested), ...inputStrings(input)], [regular.face, bold.face])
+    ? await loadCjk()
+    : null;
+  const language = auditLogLanguage(requested, [regular, bold], cjk);
   const t = translator(language, 'audit');
   const direction = directionOf(language);
   const title = t(input.testing ? 'testing_title' : 'title');

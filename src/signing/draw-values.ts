@@ -31,6 +31,7 @@ import {
   drawRuns,
   type EmbeddedFace,
   embedDejaVu,
+  lacksGlyphs,
   loadCjk,
   loadDejaVu,
   needsFallback,
@@ -697,7 +698,9 @@ class FontSet {
 
   /** The face `name` (a DejaVu file name) to draw `text` with, with the CJK fallback when `text` needs it. */
   async get(name: string, text: string): Promise<MeasuredFont> {
-    const [dejaVu, cjk] = await Promise.all([loadDejaVu(name), loadCjk()]);
+    const dejaVu = await loadDejaVu(name);
+    // The CJK face only for a text that needs what DejaVu lacks.
+    const cjk = lacksGlyphs([text], [dejaVu.face]) ? await loadCjk() : null;
     const fallback = cjk && needsFallback([text], dejaVu.face, cjk.face) ? cjk : null;
     const key = fallback ? `${name}+cjk` : name;
     let face = this.faces.get(key);
