@@ -2,8 +2,9 @@
  * The consent dialog of the signing page (issue 24 §4; src/signing-form/page/consent.ts), in
  * Chromium at 1280×800 and 390×844: the line near Complete; the dialog before the first signature
  * (Escape cancels it, nothing recorded, focus back on the field) and, on a form without one, before
- * Complete; "I agree" records the acceptance (IP, the browser's user agent) and the signer goes
- * on to sign and complete; the whole text readable on a phone (≥ 16 px, ≥ 44 px buttons, no
+ * Complete (on a phone after the guided panel's Done; Cancel gives the focus back to Complete);
+ * "I agree" records the acceptance (IP, the browser's user agent) and the signer goes on to sign
+ * and complete; the whole text readable on a phone (≥ 16 px, ≥ 44 px buttons, no
  * sideways scrolling); axe-core finds no violation in the dialog at either size. Screenshots of
  * the dialog are written to SCREENSHOT_DIR when it is set.
  */
@@ -218,6 +219,14 @@ describe('the consent dialog', () => {
     expect(measured.scrollWidth).toBeLessThanOrEqual(PHONE.width);
     expect(measured.reachable).toBe(true);
 
+    // Cancel: nothing recorded, nothing completed, focus back on Complete (WCAG 2.4.3).
+    await dialog.getByRole('button', { name: 'Cancel' }).tap();
+    await expectInPage(dialog).toBeHidden();
+    await expectInPage(page.locator('#complete-button')).toBeFocused();
+    await expectInPage(page.locator('#complete-button')).toBeEnabled();
+    expect(await consentEvents(signer.id)).toEqual([]);
+
+    await page.locator('#complete-button').tap();
     await dialog.getByRole('button', { name: 'I agree' }).tap();
     await page.getByText('Thank you! You have completed the form.').waitFor();
     expect(await consentEvents(signer.id)).toHaveLength(1);
