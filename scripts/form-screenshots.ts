@@ -12,8 +12,7 @@
  * Adding a state: append to STATES a `setup` (creates what it needs through the API or SQL, once per
  * viewport, and returns the URL to open) and a `reach` (from the loaded page to the state). A
  * `reach` that cannot find its UI element calls `need()`, which throws MissingUi: the state is
- * skipped with a message (the consent dialog and the guided phone panel are listed before the page
- * has them). Any other failure is reported and makes the exit code 1, after the other states ran.
+ * skipped with a message. Any other failure is reported and makes the exit code 1, after the other states ran.
  * `SCREENSHOTS_ONLY=open,declined` renders only those states. The PNGs are recompressed with
  * optipng when it is installed (Debian's `optipng`), as they are committed.
  */
@@ -114,6 +113,9 @@ function signaturePng(): string {
   return `data:image/png;base64,${png.toString('base64')}`;
 }
 
+/** The sample template's fields (its guided panel's steps). */
+const FIELD_COUNT = 6;
+
 /** Every field of the sample template filled: Complete succeeds at once. */
 const FILLED = {
   'Full Name': 'Ada Lovelace',
@@ -126,6 +128,16 @@ const FILLED = {
 const signatureButton = (page: Page) =>
   page.locator('.signature-button').or(page.getByRole('button', { name: /sign here|signature/i }));
 const dialog = (page: Page) => page.locator('dialog[open]').or(page.getByRole('dialog'));
+/** The agreement to sign electronically (src/signing-form/page/consent.ts): before the first signature and Complete. */
+const consentDialog = (page: Page) => page.getByRole('dialog', { name: 'Agreement to sign electronically' });
+/** The guided panel (src/signing-form/page/guide.ts): open by itself below 768 px, by Start above. */
+const guide = (page: Page) => page.locator('section.guide');
+
+/** "I agree" in the consent dialog; waits until it has closed and the page goes on. */
+async function agree(page: Page): Promise<void> {
+  await consentDialog(page).getByRole('button', { name: 'I agree' }).click();
+  await consentDialog(page).waitFor({ state: 'hidden' });
+}
 
 /** The states, in the order docs/signing-form.md shows them. */
 export const STATES: State[] = [
@@ -136,41 +148,48 @@ export const STATES: State[] = [
   },
   {
     name: 'guided',
-    title: 'The guided field-by-field panel (issue 24 §1)',
+    title: 'The guided field-by-field panel (issue 24 §1): by itself on a phone, by Start on a desktop',
     setup: async (s) => (await s.newForm()).url,
-    async reach(page) {
-      const start = await need(
-        page.locator('.guide-panel, [data-guide]').or(page.getByRole('button', { name: /^(start|next field)/i })),
-        'guided panel or its Start button',
-      );
-      if (await start.evaluate((element) => element.tagName === 'BUTTON')) await start.click();
+    async reach(page, s) {
+      if (s.viewport === 'desktop')
+        await (await need(page.getByRole('button', { name: 'Start' }), 'Start button')).click();
+      await need(guide(page), 'guided panel');
+      await guide(page).getByRole('textbox', { name: 'Full Name' }).fill('Ada Lovelace');
     },
   },
   {
     name: 'consent',
-    title: 'The electronic-signature disclosure, before the first signature (issue 24 §4)',
-    setup: async (s) => (await s.newForm()).url,
-    async reach(page) {
-      await (await need(signatureButton(page), 'signature field')).click();
-      await need(
-        page.locator('.consent-dialog, [data-consent]').or(page.getByRole('dialog', { name: /consent|electronic/i })),
-        'consent dialog',
-      );
+    title:
+      'The electronic-signature disclosure, before the first signature (issue 24 §4): ' +
+      'the signature box on a desktop, Done on the panel’s signature step on a phone',
+    // On a phone the other fields are filled already: Next through them to the signature step.
+    setup: async (s) => (await s.newForm(s.viewport === 'phone' ? { values: FILLED } : {})).url,
+    async reach(page, s) {
+      if (s.viewport === 'desktop') await (await need(signatureButton(page), 'signature field')).click();
+      else {
+        await need(guide(page), 'guided panel');
+        for (let step = 1; step < FIELD_COUNT; step += 1) {
+          await guide(page).getByRole('button', { name: 'Next' }).click();
+          await guide(page)
+            .locator('.guide-count', { hasText: `${step + 1} of ${FIELD_COUNT}` })
+            .waitFor();
+        }
+        await (await need(guide(page).getByRole('tab', { name: 'Type' }), 'the panel’s signature pad')).click();
+        await guide(page).getByRole('button', { name: 'Done' }).click();
+      }
+      await need(consentDialog(page), 'consent dialog');
     },
   },
   {
     name: 'signature-dialog',
     title: 'Signing: the signature dialog',
+    // Below 768 px the guided panel holds the fields and cannot be closed: a phone signs on its pad.
+    viewports: ['desktop'],
     setup: async (s) => (await s.newForm()).url,
     async reach(page) {
       await (await need(signatureButton(page), 'signature field')).click();
-      // A consent dialog first (issue 24 §4): accept it when there is one.
-      const accept = page.getByRole('button', { name: /^(accept|i agree|agree)/i });
-      const consent = await accept.waitFor({ state: 'visible', timeout: 2000 }).then(
-        () => true,
-        () => false,
-      );
-      if (consent) await accept.click();
+      // The agreement to sign electronically first (issue 24 §4).
+      await agree(page);
       await need(page.locator('.signature-dialog[open], dialog[open] canvas'), 'signature dialog');
     },
   },
@@ -198,6 +217,8 @@ export const STATES: State[] = [
     setup: async (s) => (await s.newForm({ values: { ...FILLED, Signature: signaturePng() } })).url,
     async reach(page) {
       await (await need(page.getByRole('button', { name: /^complete$/i }), 'Complete button')).click();
+      // Completing is signing: the agreement first (issue 24 §4).
+      await agree(page);
       // Not need(): the page has a completed card, so its absence is a failure, not a skip.
       await page
         .getByRole('heading', { name: /thank you|completed/i })

@@ -2,8 +2,9 @@
  * The consent dialog of the signing page (issue 24 §4; src/signing-form/page/consent.ts), in
  * Chromium at 1280×800 and 390×844: the line near Complete; the dialog before the first signature
  * (Escape cancels it, nothing recorded, focus back on the field) and, on a form without one, before
- * Complete; "I agree" records the acceptance (IP, the browser's user agent) and the signer goes
- * on to sign and complete; the whole text readable on a phone (≥ 16 px, ≥ 44 px buttons, no
+ * Complete (on a phone after the guided panel's Done; Cancel gives the focus back to Complete);
+ * "I agree" records the acceptance (IP, the browser's user agent) and the signer goes on to sign
+ * and complete; the whole text readable on a phone (≥ 16 px, ≥ 44 px buttons, no
  * sideways scrolling); axe-core finds no violation in the dialog at either size. Screenshots of
  * the dialog are written to SCREENSHOT_DIR when it is set.
  */
@@ -175,7 +176,11 @@ describe('the consent dialog', () => {
   it('390×844: asked before Complete on a form without a signature; readable without zoom', async () => {
     const signer = await createSubmission(textOnlyTemplate);
     const page = await openPage(PHONE, signer.embed_src);
-    await page.getByRole('textbox', { name: 'Name (required)' }).fill('Tess Tenant');
+    // On a phone the guided panel leads: the name, Done, then Complete.
+    const guide = page.locator('.guide');
+    await guide.getByRole('textbox', { name: 'Name' }).fill('Tess Tenant');
+    await guide.getByRole('button', { name: 'Done' }).tap();
+    await expectInPage(page.locator('#complete-button')).toBeFocused();
     await page.locator('#complete-button').tap();
     const dialog = page.getByRole('dialog', { name: 'Agreement to sign electronically' });
     await expectInPage(dialog).toBeVisible();
@@ -183,6 +188,11 @@ describe('the consent dialog', () => {
     expect(await axeViolations(page)).toEqual([]);
 
     const measured = await page.evaluate(() => {
+      // Each button is what a tap at its centre reaches: nothing (the guided panel) lies over the dialog.
+      const reachable = [...document.querySelectorAll('dialog.consent-dialog button')].every((b) => {
+        const box = b.getBoundingClientRect();
+        return b.contains(document.elementFromPoint(box.x + box.width / 2, box.y + box.height / 2));
+      });
       const dialogBox = document.querySelector('dialog.consent-dialog')!.getBoundingClientRect();
       const text = document.querySelector('.consent-text p')!;
       const buttons = [...document.querySelectorAll('dialog.consent-dialog button')].map((b) => {
@@ -195,6 +205,7 @@ describe('the consent dialog', () => {
         fontSize: Number.parseFloat(getComputedStyle(text).fontSize),
         buttons,
         scrollWidth: document.documentElement.scrollWidth,
+        reachable,
       };
     });
     expect(measured.left).toBeGreaterThanOrEqual(0);
@@ -206,7 +217,16 @@ describe('the consent dialog', () => {
       expect(button.bottom).toBeLessThanOrEqual(PHONE.height);
     }
     expect(measured.scrollWidth).toBeLessThanOrEqual(PHONE.width);
+    expect(measured.reachable).toBe(true);
 
+    // Cancel: nothing recorded, nothing completed, focus back on Complete (WCAG 2.4.3).
+    await dialog.getByRole('button', { name: 'Cancel' }).tap();
+    await expectInPage(dialog).toBeHidden();
+    await expectInPage(page.locator('#complete-button')).toBeFocused();
+    await expectInPage(page.locator('#complete-button')).toBeEnabled();
+    expect(await consentEvents(signer.id)).toEqual([]);
+
+    await page.locator('#complete-button').tap();
     await dialog.getByRole('button', { name: 'I agree' }).tap();
     await page.getByText('Thank you! You have completed the form.').waitFor();
     expect(await consentEvents(signer.id)).toHaveLength(1);
@@ -216,7 +236,10 @@ describe('the consent dialog', () => {
   it('Arabic, 390×844: the disclosure in Arabic, laid out right to left; agreeing completes', async () => {
     const signer = await createSubmission(textOnlyTemplate, 'ar');
     const page = await openPage(PHONE, signer.embed_src);
-    await page.locator('.field.own[data-field-name="Name"] input').fill('تيس');
+    // On a phone the guided panel leads: the name, Done (its last step's Next), then Complete.
+    await page.locator('.guide input.guide-input').fill('تيس');
+    await page.locator('.guide .guide-next').tap();
+    await expectInPage(page.locator('#complete-button')).toBeFocused();
     await page.locator('#complete-button').tap();
     const dialog = page.getByRole('dialog', { name: 'الموافقة على التوقيع الإلكتروني' });
     await expectInPage(dialog).toBeVisible();

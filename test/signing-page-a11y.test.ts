@@ -15,7 +15,7 @@ import { chromium, type Browser, type Frame, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { expectInPage } from './helpers/browser.ts';
+import { acceptConsent, acceptConsentWithKeyboard, expectInPage } from './helpers/browser.ts';
 import {
   apiOf,
   axeViolations,
@@ -23,6 +23,7 @@ import {
   createSubmission,
   createTemplate,
   drawWithMouse,
+  drawWithTouch,
   openWatchedPage,
   waitForForm,
   type Api,
@@ -130,7 +131,11 @@ describe('axe finds no violation', () => {
     await waitForForm(page);
     await expectAccessible(page, 'desktop-open');
 
+    // The first signature: the agreement to sign electronically comes first.
     await page.getByRole('button', { name: /Tenant Signature/ }).click();
+    await page.getByRole('dialog', { name: 'Agreement to sign electronically' }).waitFor();
+    await expectAccessible(page, 'desktop-consent');
+    await acceptConsent(page);
     const dialog = page.locator('dialog.signature-dialog');
     await dialog.waitFor();
     await expectAccessible(page, 'desktop-signature-draw');
@@ -194,6 +199,15 @@ describe('axe finds no violation', () => {
     await page.locator('.guide').getByRole('button', { name: 'Next' }).tap();
     await expectInPage(page.locator('.guide canvas.signature-canvas')).toBeVisible();
     await expectAccessible(page, 'phone-signature');
+    // Done applies the drawn signature: the agreement to sign electronically comes first, over
+    // the panel; after it the panel goes on to Complete.
+    await drawWithTouch(page, '.guide canvas.signature-canvas');
+    await page.locator('.guide').getByRole('button', { name: 'Done' }).tap();
+    await page.getByRole('dialog', { name: 'Agreement to sign electronically' }).waitFor();
+    await expectAccessible(page, 'phone-consent');
+    await acceptConsent(page);
+    await expectInPage(page.locator('#complete-button')).toBeFocused();
+    await expectInPage(page.locator('.alert')).toBeHidden();
     await page.locator('#decline-button').tap();
     await page.locator('dialog.decline-dialog').waitFor();
     await expectAccessible(page, 'phone-decline');
@@ -311,6 +325,8 @@ describe('keyboard only', () => {
     await tab();
     await focused(/^Signature \(required\)/);
     await page.keyboard.press('Enter');
+    // The first signature: the agreement first, then the signature dialog.
+    await acceptConsentWithKeyboard(page);
     await expectInPage(page.getByRole('tab', { name: 'Draw' })).toBeFocused();
     await page.keyboard.press('ArrowRight');
     await expectInPage(page.getByLabel('Type your name')).toBeFocused();
@@ -337,7 +353,10 @@ describe('keyboard only', () => {
     await (await chooser).setFiles({ name: 'payslip.txt', mimeType: 'text/plain', buffer: Buffer.from('pay') });
     await expectInPage(page.locator('.field[data-field-name="Payslip"]')).toContainText('payslip.txt');
     await expectInPage(page.locator('.progress')).toHaveText('10 of 10 required fields filled');
-    // On to Complete: Start, Decline, Complete.
+    // On to Complete: the agreement's "Read" button (agreed already), Start, Decline, Complete.
+    await tab();
+    await expectInPage(page.getByRole('button', { name: 'Read the agreement' })).toBeFocused();
+    await expectInPage(page.locator('.consent-notice')).toContainText('You agreed to sign electronically.');
     await tab();
     await expectInPage(page.getByRole('button', { name: 'Start' })).toBeFocused();
     await tab();
@@ -385,6 +404,8 @@ describe('keyboard only', () => {
     await page.keyboard.press('ArrowRight');
     await expectInPage(guide.getByLabel('Type your name')).toBeFocused();
     await page.keyboard.press('Enter');
+    // Applying the first signature: the agreement first; then the guide goes on to Complete.
+    await acceptConsentWithKeyboard(page);
     await expectInPage(page.locator('#complete-button')).toBeFocused();
     await expectInPage(page.locator('.progress')).toHaveText('3 of 3 required fields filled');
     await guide.getByRole('button', { name: 'Close' }).click();

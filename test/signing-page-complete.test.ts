@@ -10,6 +10,7 @@ import { chromium, type Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
+import { acceptConsent } from './helpers/browser.ts';
 import {
   apiOf,
   closeWatched,
@@ -57,6 +58,8 @@ describe('Complete right after the signature is applied', () => {
       await waitForForm(page);
       await page.getByRole('textbox', { name: 'Full Name' }).fill(`Tenant ${i}`);
       await page.locator('.type-signature button').click();
+      // Each is a new signer: the agreement to sign electronically before their first signature.
+      await acceptConsent(page);
       await drawWithMouse(page, 'dialog.signature-dialog canvas.signature-canvas');
       await page.getByRole('button', { name: 'Apply signature' }).click();
       await page.locator('#complete-button').click();

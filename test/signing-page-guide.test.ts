@@ -18,7 +18,7 @@ import { chromium, type Browser, type Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { startTestApp, type TestApp } from './helpers/app.ts';
-import { expectInPage } from './helpers/browser.ts';
+import { acceptConsent, expectInPage } from './helpers/browser.ts';
 import {
   apiOf,
   closeWatched,
@@ -222,6 +222,10 @@ describe('on a phone', () => {
     await drawWithTouch(page, '.guide canvas.signature-canvas');
     await shoot(page, 'phone-guide-signature');
     await next.tap();
+    // The first signature: the agreement to sign electronically first, then the panel goes on.
+    await page.getByRole('dialog', { name: 'Agreement to sign electronically' }).waitFor();
+    await shoot(page, 'phone-guide-consent');
+    await acceptConsent(page);
     await expectInPage(page.locator('.field[data-field-name="Signature"] .field-display img')).toHaveCount(1);
 
     // Initials: typed (suggested from the name).
@@ -343,6 +347,8 @@ describe('Complete from the panel', () => {
     await guide.getByRole('button', { name: 'Next' }).tap();
     await drawWithTouch(page, '.guide canvas.signature-canvas');
     await page.locator('#complete-button').tap();
+    // The signature on the pad is the first: the agreement comes first, then Complete goes on.
+    await acceptConsent(page);
     await expectInPage(page.getByRole('heading', { name: 'Thank you! You have completed the form.' })).toBeFocused();
     expect(await savedValues(submitter.id)).toMatchObject({
       'Full Name': 'Quick Signer',

@@ -33,6 +33,11 @@ interface HasRoles {
   getByRole(role: 'dialog', options: { name: string }): import('playwright-core').Locator;
 }
 
+/** A page that takes key presses (acceptConsentWithKeyboard). */
+interface HasKeyboard extends HasRoles {
+  keyboard: { press(key: string): Promise<void> };
+}
+
 /**
  * The signer agrees to sign electronically in the consent dialog the page shows before the first
  * signature or initials, or before Complete (src/signing-form/page/consent.ts): waits for the
@@ -42,5 +47,21 @@ interface HasRoles {
 export async function acceptConsent(page: HasRoles): Promise<void> {
   const dialog = page.getByRole('dialog', { name: 'Agreement to sign electronically' });
   await dialog.getByRole('button', { name: 'I agree' }).click({ timeout: PAGE_TIMEOUT_MS });
+  await expectInPage(dialog).toBeHidden();
+}
+
+/**
+ * acceptConsent with the keyboard alone (WCAG 2.1.1): the dialog opens with its text focused (a
+ * scrolling region), Tab goes to Cancel and then to "I agree", Enter agrees; waits until the dialog
+ * has closed. English texts.
+ */
+export async function acceptConsentWithKeyboard(page: HasKeyboard): Promise<void> {
+  const dialog = page.getByRole('dialog', { name: 'Agreement to sign electronically' });
+  await expectInPage(dialog.getByRole('region', { name: 'Agreement to sign electronically' })).toBeFocused();
+  await page.keyboard.press('Tab');
+  await expectInPage(dialog.getByRole('button', { name: 'Cancel' })).toBeFocused();
+  await page.keyboard.press('Tab');
+  await expectInPage(dialog.getByRole('button', { name: 'I agree' })).toBeFocused();
+  await page.keyboard.press('Enter');
   await expectInPage(dialog).toBeHidden();
 }

@@ -470,7 +470,14 @@ function renderOpen(form: SigningForm): void {
       }
     } finally {
       completing = false;
-      if (completeButton.isConnected) completeButton.disabled = Boolean(form.waitingFor);
+      if (completeButton.isConnected) {
+        completeButton.disabled = Boolean(form.waitingFor);
+        // Disabled while completing, the button lost the focus (the browser moves it to <body>),
+        // so a dialog closed on the way — the agreement cancelled — had nowhere to give it back:
+        // back on Complete, where the signer was (WCAG 2.4.3). A field to fix keeps its focus.
+        if (!completeButton.disabled && (document.activeElement === document.body || !document.activeElement))
+          completeButton.focus();
+      }
     }
   });
 
