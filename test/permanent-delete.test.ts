@@ -47,7 +47,11 @@ async function createTemplate(name: string, pdf?: string): Promise<number> {
 }
 
 /** A submission of a buyer-seller template that both parties completed through the API (signature and image values). */
+/** Makes each submission's images differ: equal bytes would share one stored file (content-addressed). */
+let imageCounter = 0;
+
 async function createCompletedSubmission(templateId: number): Promise<number> {
+  imageCounter += 1;
   const json = await ok(
     api('POST', '/submissions', {
       template_id: templateId,
@@ -59,8 +63,8 @@ async function createCompletedSubmission(templateId: number): Promise<number> {
           email: 'seller@example.test',
           completed: true,
           values: {
-            'Seller Signature': base64(await strokePng(300 + Math.floor(Math.random() * 100), 80)),
-            'Stamp Image': base64(await strokePng(120, 120 + Math.floor(Math.random() * 100))),
+            'Seller Signature': base64(await strokePng(300 + imageCounter, 80)),
+            'Stamp Image': base64(await strokePng(120, 120 + imageCounter)),
           },
         },
       ],

@@ -33,6 +33,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { acceptConsent, expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
+import { drawWithMouse, drawWithTouch, waitForForm } from './helpers/signing-page.ts';
 import { base64, fixturePdf } from './helpers/pdfs.ts';
 import { pdfsigValidPades } from './helpers/pades-verifier.ts';
 import { freePort, startService, testServiceEnv } from './helpers/processes.ts';
@@ -106,48 +107,6 @@ async function errorOf(input: Locator): Promise<Locator> {
   const ids = (await input.getAttribute('aria-describedby'))?.split(' ') ?? [];
   expect(ids.length, 'the input names its message in aria-describedby').toBeGreaterThan(0);
   return input.page().locator(`#${ids.at(-1)}`);
-}
-
-/** Waits until the page shows the form (its fields are on the pages). */
-async function waitForForm(page: Page): Promise<void> {
-  await page.locator('.action-bar').waitFor();
-  await page.locator('.page[data-rendered="true"]').first().waitFor();
-}
-
-/** Draws a zigzag on a canvas with the mouse (pointer events as a real mouse makes them). */
-async function drawWithMouse(page: Page, selector: string): Promise<void> {
-  const box = (await page.locator(selector).boundingBox())!;
-  const y = box.y + box.height / 2;
-  await page.mouse.move(box.x + box.width * 0.15, y);
-  await page.mouse.down();
-  for (let i = 1; i <= 8; i++) {
-    await page.mouse.move(box.x + box.width * (0.15 + i * 0.08), y + (i % 2 ? -1 : 1) * box.height * 0.25, {
-      steps: 4,
-    });
-  }
-  await page.mouse.up();
-}
-
-/** Draws a stroke with a finger (touch events through the DevTools protocol, as a touch screen sends them). */
-async function drawWithTouch(page: Page, selector: string): Promise<void> {
-  const box = (await page.locator(selector).boundingBox())!;
-  const session = await page.context().newCDPSession(page);
-  const point = (i: number) => ({
-    x: box.x + box.width * (0.1 + i * 0.07),
-    y: box.y + box.height * (0.5 + (i % 2 ? -0.2 : 0.2)),
-  });
-  await session.send('Input.dispatchTouchEvent', { type: 'touchStart', touchPoints: [point(0)] });
-  for (let i = 1; i <= 10; i++)
-    await session.send('Input.dispatchTouchEvent', { type: 'touchMove', touchPoints: [point(i)] });
-  // The finger rests before lifting, as fingers do: a fast release makes Chromium start a fling,
-  // and a tap that lands while it runs only stops the fling (no click).
-  for (let i = 0; i < 5; i++)
-    await session.send('Input.dispatchTouchEvent', {
-      type: 'touchMove',
-      touchPoints: [{ ...point(10), y: point(10).y + (i % 2) * 0.1 }],
-    });
-  await session.send('Input.dispatchTouchEvent', { type: 'touchEnd', touchPoints: [] });
-  await session.detach();
 }
 
 async function download(url: string, name: string): Promise<{ file: string; bytes: Buffer }> {
