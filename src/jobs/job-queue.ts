@@ -380,7 +380,11 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
   let relayRun: Promise<void> | undefined;
   let relayScheduled = false;
   let relayAgain = false;
+  // Set by stop(): no relay starts after it, so a stop waits for the one in flight only (each
+  // relay after a lost connection could wait its own connect timeout; the next start moves the rest).
+  let relayStopped = false;
   const relay = (): void => {
+    if (relayStopped) return;
     if (relayRun) {
       relayAgain = true;
       return;
@@ -389,13 +393,14 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
     relayScheduled = true;
     setImmediate(() => {
       relayScheduled = false;
+      if (relayStopped) return;
       relayRun = moveOutbox()
         .catch((error: unknown) =>
           logRelayError(error, 'jobs: could not move the outbox into the job store; the next scan will'),
         )
         .finally(() => {
           relayRun = undefined;
-          if (relayAgain) {
+          if (relayAgain && !relayStopped) {
             relayAgain = false;
             relay();
           }
@@ -454,6 +459,7 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
     start() {
       return serially(async () => {
         const { agenda } = await connect();
+        relayStopped = false;
         await agenda.start();
         // The outbox rows a crash left (committed, never relayed): now, then at every scan.
         sweep ??= setInterval(relay, processEvery);
@@ -498,6 +504,8 @@ export function createJobQueue(options: JobQueueOptions): JobQueue {
         }
         connection = undefined;
         // A relay in flight ends before the pools close (what it leaves, the next start moves).
+        relayStopped = true;
+        relayAgain = false;
         while (relayRun || relayScheduled) await (relayRun ?? sleep(1));
         await store.close();
         if (outboxPool !== store.pool) await outboxPool.end();
