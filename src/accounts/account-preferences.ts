@@ -28,7 +28,7 @@ import type { Db } from '../db/client.ts';
 import { armReminders } from '../db/queries/reminders.ts';
 import type { Prisma } from '../generated/prisma/client.ts';
 import { LanguageTagInput, storedLanguage } from '../i18n/signer-language.ts';
-import { SigningConsentTextInput, storedConsentText } from '../signing-form/signing-consent.ts';
+import { SigningConsentTextInput, storedConsentText } from './consent-texts.ts';
 import {
   checkReminderSettings,
   ReminderSettings,

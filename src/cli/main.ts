@@ -25,7 +25,7 @@ import { openDatabase } from '../db/database.ts';
 import { applyMigrations } from '../db/migrate.ts';
 import { AppError, isAppError } from '../errors.ts';
 import { accountDefaultLanguage } from '../i18n/signer-language.ts';
-import { accountConsentTexts } from '../signing-form/signing-consent.ts';
+import { accountConsentTexts } from '../accounts/consent-texts.ts';
 import { folderFullNames } from '../templates/folders.ts';
 import { createApiKeyInFolders } from '../templates/key-folders.ts';
 import {

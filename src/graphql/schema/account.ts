@@ -10,7 +10,7 @@ import {
 } from '../../accounts/account-preferences.ts';
 import { parseInput } from '../../accounts/api-keys.ts';
 import { accountDefaultLanguage } from '../../i18n/signer-language.ts';
-import { accountConsentTexts } from '../../signing-form/signing-consent.ts';
+import { accountConsentTexts } from '../../accounts/consent-texts.ts';
 import { builder } from '../builder.ts';
 import { requireEveryFolder } from '../../accounts/key-scopes.ts';
 import { requireViewer } from '../context.ts';

@@ -20,7 +20,7 @@ import { recordEmailClick } from '../../signing-form/email-clicks.ts';
 import { loadFormEventDetail } from '../../signing-form/form-event-detail.ts';
 import { openSigningForm } from '../../signing-form/open-signing-form.ts';
 import { saveSigningFormValues } from '../../signing-form/save-signing-form-values.ts';
-import { acceptSigningConsent } from '../../signing-form/signing-consent.ts';
+import { acceptSigningConsent } from '../../signing-form/accept-signing-consent.ts';
 import { builder } from '../builder.ts';
 import type { GraphQLContext } from '../context.ts';
 import { DocumentLinkRef } from './submission-queries.ts';
