@@ -33,8 +33,13 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { acceptConsent, expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
-import { drawWithMouse, drawWithTouch, waitForForm } from './helpers/signing-page.ts';
-import { base64, fixturePdf } from './helpers/pdfs.ts';
+import {
+  createSubmission as createSubmissionWith,
+  createTemplate as createTemplateWith,
+  drawWithMouse,
+  drawWithTouch,
+  waitForForm,
+} from './helpers/signing-page.ts';
 import { pdfsigValidPades } from './helpers/pades-verifier.ts';
 import { freePort, startService, testServiceEnv } from './helpers/processes.ts';
 import { startSmtpServer, type TestSmtpServer } from './helpers/smtp.ts';
@@ -126,38 +131,16 @@ const pdfsig = (file: string) => {
   }
 };
 
-/** A one-document template from the sample PDF with the given fields (areas in points, page 1-based). */
-async function createTemplate(name: string, fields: unknown[], file = 'docuseal-sample-document.pdf'): Promise<number> {
-  const { status, json } = await api('POST', '/templates/pdf', {
-    name,
-    documents: [{ name, file: base64(fixturePdf(file)) }],
-    fields,
-  });
-  expect(status, JSON.stringify(json)).toBe(200);
-  return json.id;
-}
+/** A one-document template from a fixture PDF (test/helpers/signing-page.ts). */
+const createTemplate = (name: string, fields: unknown[], file = 'docuseal-sample-document.pdf') =>
+  createTemplateWith(api, name, fields, file);
 
-/** A submission for one signer (no email); returns the submitter as the API shows it. */
-async function createSubmission(
+/** A submission for one signer, no email (test/helpers/signing-page.ts). */
+const createSubmission = (
   templateId: number,
   submitter: Record<string, unknown> = {},
   extra: Record<string, unknown> = {},
-) {
-  const { status, json } = await api('POST', '/submissions', {
-    template_id: templateId,
-    send_email: false,
-    submitters: [
-      {
-        role: 'Signer',
-        email: `signer-${Date.now()}-${Math.random().toString(36).slice(2)}@example.test`,
-        ...submitter,
-      },
-    ],
-    ...extra,
-  });
-  expect(status, JSON.stringify(json)).toBe(200);
-  return json[0] as { id: number; slug: string; submission_id: number; embed_src: string };
-}
+) => createSubmissionWith(api, templateId, submitter, extra);
 
 beforeAll(async () => {
   smtp = await startSmtpServer();
