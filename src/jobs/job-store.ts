@@ -109,6 +109,9 @@ export interface NewJob {
 /** The PostgreSQL schema Agenda's table lives in: outside `public`, which Prisma's schema describes alone. */
 export const DEFAULT_JOBS_SCHEMA = 'agenda';
 
+/** How long close() lets the job store's statements in flight answer before it cuts their connections, in ms. */
+const CLOSE_GRACE_MS = 2000;
+
 /** Longest a job-store statement may wait for its answer, in milliseconds (the pool's `query_timeout`). */
 const JOB_STORE_QUERY_TIMEOUT_MS = 10_000;
 /**
@@ -139,6 +142,11 @@ export async function openPostgresJobStore(options: {
     // for ever: a stop then waits on pool.end() (test/database-outage.test.ts, the black hole).
     query_timeout: JOB_STORE_QUERY_TIMEOUT_MS,
   });
+  // The connections lent out now, for close(): one that stopped answering is cut, not waited out.
+  const lent = new Set<pg.PoolClient>();
+  pool.on('acquire', (client) => lent.add(client));
+  pool.on('release', (_error, client) => lent.delete(client));
+  pool.on('remove', (client) => lent.delete(client as pg.PoolClient));
   // An idle connection dropped by the server is replaced on next use; it must not crash the process.
   pool.on('error', (error) => options.logger.warn({ err: error }, 'jobs: idle PostgreSQL connection lost'));
 
@@ -224,7 +232,16 @@ export async function openPostgresJobStore(options: {
       await repository.flushStateSaves();
       // Before the pool's end(), which waits for the LISTEN connection, however late it came.
       await listening?.close();
-      await pool.end();
+      // The pool ends once its lent connections come back. Statements in flight get
+      // CLOSE_GRACE_MS; a connection still out then stopped answering (a black hole, a half-open
+      // socket): it is cut, as pg-pool cuts one that does not connect in time, so its statement
+      // fails now instead of after its query_timeout (a stop after an outage waited 10 s for them).
+      const ended = pool.end();
+      const grace = setTimeout(() => {
+        for (const client of lent)
+          (client as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
+      }, CLOSE_GRACE_MS);
+      await ended.finally(() => clearTimeout(grace));
     },
   };
 }

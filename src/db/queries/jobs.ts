@@ -500,10 +500,10 @@ export async function lockDueJobsFairly(
         due: Number(rows[0]?.signet_due ?? 0),
       };
     } finally {
-      if (failed) {
-        discard();
-        await client.query('ROLLBACK').catch(() => undefined);
-      }
+      // Closed rather than rolled back: the close ends the transaction, and a ROLLBACK sent into a
+      // connection that stopped answering would wait out its own query timeout (a stop after a
+      // black hole waited 10 s more for it).
+      if (failed) discard();
     }
   });
 }
