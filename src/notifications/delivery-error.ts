@@ -74,3 +74,13 @@ export interface NotificationLogger {
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
 }
+
+/**
+ * The error of a sending job that found its message held by another worker (claimed within its
+ * lease; src/notifications/deliver.ts outcome `in-progress`): retryable, so the job runs again
+ * later rather than end with the message unsent, should that worker have died.
+ * @param provider the mailer's or SMS sender's name
+ */
+export function inProgressError(provider: string): DeliveryError {
+  return new DeliveryError('another worker is sending this message; retrying later', { retryable: true, provider });
+}

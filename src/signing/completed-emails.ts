@@ -41,7 +41,7 @@ import type { FileStorage } from '../documents/storage.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverEmail, queueEmail } from '../notifications/deliver.ts';
-import { DeliveryError, type NotificationLogger, sendRetry } from '../notifications/delivery-error.ts';
+import { inProgressError, type NotificationLogger, sendRetry } from '../notifications/delivery-error.ts';
 import type { EmailAttachment, Mailer } from '../notifications/mailer.ts';
 import { DEFAULT_LANGUAGE, type LanguageCode } from '../i18n/languages.ts';
 import { accountDefaultLanguage, signerLanguage } from '../i18n/signer-language.ts';
@@ -305,11 +305,7 @@ export async function sendCompletedEmails(
         { db, mailer: deps.mailer, logger: deps.logger, attachments, claimant: options.claimant },
         row.id,
       );
-      if (outcome === 'in-progress')
-        throw new DeliveryError('another worker is sending this message; retrying later', {
-          retryable: true,
-          provider: deps.mailer.name,
-        });
+      if (outcome === 'in-progress') throw inProgressError(deps.mailer.name);
     } catch (error) {
       failure ??= error;
     }

@@ -20,7 +20,7 @@ import { accountDefaultLanguage } from '../i18n/signer-language.ts';
 import type { JobQueue } from '../jobs/job-queue.ts';
 import type { OutboxJob } from '../jobs/outbox.ts';
 import { deliverEmail, queueEmail } from '../notifications/deliver.ts';
-import { DeliveryError, type NotificationLogger, sendRetry } from '../notifications/delivery-error.ts';
+import { inProgressError, type NotificationLogger, sendRetry } from '../notifications/delivery-error.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import { emailText, renderMessageBody, renderTemplateText } from '../notifications/message-templates.ts';
 
@@ -146,9 +146,5 @@ export async function sendDeclinedEmail(
     { db, mailer: deps.mailer, logger: deps.logger, claimant: options.claimant },
     row.id,
   );
-  if (outcome === 'in-progress')
-    throw new DeliveryError('another worker is sending this message; retrying later', {
-      retryable: true,
-      provider: deps.mailer.name,
-    });
+  if (outcome === 'in-progress') throw inProgressError(deps.mailer.name);
 }

@@ -19,7 +19,7 @@ import {
   queueAndDeliverEmail,
   queueSms,
 } from '../notifications/deliver.ts';
-import { DeliveryError, type NotificationLogger, SEND_MAX_ATTEMPTS } from '../notifications/delivery-error.ts';
+import { inProgressError, type NotificationLogger, SEND_MAX_ATTEMPTS } from '../notifications/delivery-error.ts';
 import type { Mailer } from '../notifications/mailer.ts';
 import {
   buildSignatureRequestEmail,
@@ -144,7 +144,7 @@ export async function deliverRequestMessage(
       // Recorded with each outcome: the sent event (and the first sent_at), or the failed one.
       message.events,
     );
-    if (outcome === 'in-progress') throw inProgress('email');
+    if (outcome === 'in-progress') throw inProgressError('email');
     return outcome;
   }
   if (!request.phone) return 'skipped';
@@ -169,7 +169,7 @@ export async function deliverRequestMessage(
     row.id,
     message.events,
   );
-  if (outcome === 'in-progress') throw inProgress('sms');
+  if (outcome === 'in-progress') throw inProgressError('sms');
   return outcome;
 }
 
@@ -190,12 +190,4 @@ export async function abandonRequestMessage(
     reason,
     maxAttempts: SEND_MAX_ATTEMPTS,
   });
-}
-
-/**
- * Another worker holds the message (claimed within its lease): the job runs again later rather
- * than end with the message unsent, should that worker have died.
- */
-function inProgress(provider: string): DeliveryError {
-  return new DeliveryError('another worker is sending this message; retrying later', { retryable: true, provider });
 }
