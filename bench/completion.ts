@@ -40,7 +40,7 @@ import { createRequire } from 'node:module';
 import fs from 'node:fs/promises';
 import os from 'node:os';
 import path from 'node:path';
-import zlib from 'node:zlib';
+import { wavePng } from '../test/helpers/images.ts';
 import pg from 'pg';
 import type { Browser } from 'playwright-core';
 import {
@@ -97,35 +97,14 @@ function layout() {
 
 /** A signature as the signing form makes them: a 600×200 RGBA PNG, a dark stroke on transparency. */
 function signaturePng(seed: number): Buffer {
-  const width = 600;
-  const height = 200;
-  const rows: Buffer[] = [];
-  for (let y = 0; y < height; y += 1) {
-    const row = Buffer.alloc(1 + width * 4); // filter byte 0, then RGBA
-    for (let x = 0; x < width; x += 1) {
-      const curve = height / 2 + Math.sin((x + seed * 37) / 23) * 55 + Math.sin(x / 7) * 12;
-      if (Math.abs(y - curve) < 3.5 && x > 30 && x < width - 30) row.writeUInt32BE(0x101030ff, 1 + x * 4);
-    }
-    rows.push(row);
-  }
-  const chunk = (type: string, data: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(zlib.crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header.set([8, 6, 0, 0, 0], 8); // 8 bits, RGBA, deflate, no filter, no interlace
-  return Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', zlib.deflateSync(Buffer.concat(rows))),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
+  return wavePng({
+    width: 600,
+    height: 200,
+    curve: (x) => 100 + Math.sin((x + seed * 37) / 23) * 55 + Math.sin(x / 7) * 12,
+    thickness: 3.5,
+    margin: 31,
+    rgba: 0x101030ff,
+  });
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -20,7 +20,7 @@ import { execFileSync } from 'node:child_process';
 import { createServer } from 'node:http';
 import fs from 'node:fs/promises';
 import path from 'node:path';
-import zlib from 'node:zlib';
+import { wavePng } from '../test/helpers/images.ts';
 import pg from 'pg';
 import type { Browser, BrowserContextOptions, Locator, Page } from 'playwright-core';
 import { cleanUpOnSignals, onCleanup, runBench, runCleanups } from '../bench/cleanup.ts';
@@ -81,35 +81,14 @@ export async function need(locator: Locator, what: string, timeoutMs = 5000): Pr
 
 /** A signature as the signing form stores one: a small PNG data URL, a dark wave on transparency. */
 function signaturePng(): string {
-  const width = 300;
-  const height = 100;
-  const rows: Buffer[] = [];
-  for (let y = 0; y < height; y += 1) {
-    const row = Buffer.alloc(1 + width * 4);
-    for (let x = 20; x < width - 20; x += 1) {
-      const curve = height / 2 + Math.sin(x / 17) * 28 + Math.sin(x / 5) * 6;
-      if (Math.abs(y - curve) < 2) row.writeUInt32BE(0x101040ff, 1 + x * 4);
-    }
-    rows.push(row);
-  }
-  const chunk = (type: string, data: Buffer) => {
-    const length = Buffer.alloc(4);
-    length.writeUInt32BE(data.length);
-    const body = Buffer.concat([Buffer.from(type, 'latin1'), data]);
-    const crc = Buffer.alloc(4);
-    crc.writeUInt32BE(zlib.crc32(body));
-    return Buffer.concat([length, body, crc]);
-  };
-  const header = Buffer.alloc(13);
-  header.writeUInt32BE(width, 0);
-  header.writeUInt32BE(height, 4);
-  header.set([8, 6, 0, 0, 0], 8);
-  const png = Buffer.concat([
-    Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]),
-    chunk('IHDR', header),
-    chunk('IDAT', zlib.deflateSync(Buffer.concat(rows))),
-    chunk('IEND', Buffer.alloc(0)),
-  ]);
+  const png = wavePng({
+    width: 300,
+    height: 100,
+    curve: (x) => 50 + Math.sin(x / 17) * 28 + Math.sin(x / 5) * 6,
+    thickness: 2,
+    margin: 20,
+    rgba: 0x101040ff,
+  });
   return `data:image/png;base64,${png.toString('base64')}`;
 }
 
