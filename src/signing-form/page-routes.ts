@@ -277,9 +277,17 @@ const NO_RECORD: SignerLanguageRecord = { submitter: {}, submission: {}, account
  * written as `\u003c`, so no text can close the script element (HTML's "script data" state).
  */
 function messagesScript(language: LanguageCode): string {
-  const json = JSON.stringify(pageMessages(language)).replace(/</g, '\\u003c');
-  return `<script type="application/json" id="signet-messages">${json}</script>\n`;
+  let script = messageScripts.get(language);
+  if (!script) {
+    const json = JSON.stringify(pageMessages(language)).replace(/</g, '\\u003c');
+    script = `<script type="application/json" id="signet-messages">${json}</script>\n`;
+    messageScripts.set(language, script);
+  }
+  return script;
 }
+
+/** messagesScript's answers, once per language (the message files are part of the bundle: fixed). */
+const messageScripts = new Map<LanguageCode, string>();
 
 function htmlPage(language: LanguageCode, title: string, head: string, body: string): string {
   return `<!doctype html>
