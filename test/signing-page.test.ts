@@ -21,23 +21,19 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import {
-  chromium,
-  type Browser,
-  type BrowserContext,
-  type BrowserContextOptions,
-  type Locator,
-  type Page,
-} from 'playwright-core';
+import { chromium, type Browser, type BrowserContextOptions, type Locator } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { CreatedAccount } from '../src/accounts/create-account.ts';
 import { graphql, rest, startTestApp, type TestApp } from './helpers/app.ts';
 import { acceptConsent, expectInPage, PAGE_TIMEOUT_MS } from './helpers/browser.ts';
 import {
+  closeWatched,
   createSubmission as createSubmissionWith,
   createTemplate as createTemplateWith,
   drawWithMouse,
   drawWithTouch,
+  openWatchedPage,
+  type Watched,
   waitForForm,
 } from './helpers/signing-page.ts';
 import { pdfsigValidPades } from './helpers/pades-verifier.ts';
@@ -59,33 +55,18 @@ const api = (method: string, p: string, body?: unknown) => rest(t.url, alice.api
 const mailsTo = (address: string) => smtp.messages.filter((m) => m.envelope.rcptTo.includes(address));
 const linkIn = (text: string) => /https?:\/\/\S+\/s\/[A-Za-z0-9_-]+/.exec(text)?.[0];
 
-/** Pages opened by a test, each with what it requested and what went wrong in it. */
-interface Watched {
-  context: BrowserContext;
-  page: Page;
-  requests: string[];
-  problems: string[];
-}
+/** Pages opened by a test (test/helpers/signing-page.ts watches their requests and errors). */
 const opened: Watched[] = [];
 /** Origins a test allows besides the service's (the iframe test's embedding page). */
 let extraOrigins: string[] = [];
 
 async function openBrowserPage(options: BrowserContextOptions = {}): Promise<Watched> {
-  const context = await browser.newContext(options);
-  const page = await context.newPage();
-  page.setDefaultTimeout(PAGE_TIMEOUT_MS);
-  const watched: Watched = { context, page, requests: [], problems: [] };
-  page.on('request', (request) => watched.requests.push(request.url()));
-  page.on('console', (message) => {
-    if (/Content Security Policy|Refused to/i.test(message.text())) watched.problems.push(`console: ${message.text()}`);
-  });
-  page.on('pageerror', (error) => watched.problems.push(`page error: ${error.message}`));
+  const watched = await openWatchedPage(browser, options);
   opened.push(watched);
   return watched;
 }
 
 afterEach(async (context) => {
-  const origin = new URL(t.url).origin;
   for (const watched of opened.splice(0)) {
     if (context.task.result?.state === 'fail') {
       // What the signer would have seen: messages on the page (the failure alone rarely says).
@@ -95,14 +76,7 @@ afterEach(async (context) => {
         .catch(() => []);
       console.error('page messages at failure:', shown.filter(Boolean), watched.problems);
     }
-    const outside = watched.requests.filter((url) => {
-      if (url.startsWith('data:') || url.startsWith('blob:')) return false;
-      const requestOrigin = new URL(url).origin;
-      return requestOrigin !== origin && !extraOrigins.includes(requestOrigin);
-    });
-    await watched.context.close();
-    expect(outside, 'requests outside the service').toEqual([]);
-    expect(watched.problems, 'CSP violations and page errors').toEqual([]);
+    await closeWatched(watched, t.url, extraOrigins);
   }
   extraOrigins = [];
 });
